@@ -1,0 +1,264 @@
+//! The cluster configuration: who the replicas and clients are, their keys and addresses,
+//! and how keys map to shards. Loaded from TOML written by `pistou init`.
+
+use crate::ids::{ClientId, ReplicaId, ShardId};
+use crate::quorum::Quorums;
+use pistou_crypto::PublicKey;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+
+/// Largest f a configuration may ask for (31 replicas per shard).
+pub const MAX_F: usize = 6;
+/// Largest number of shards a configuration may declare.
+pub const MAX_SHARDS: usize = 1024;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ReplicaConfig {
+    /// host:port the replica listens on.
+    pub addr: String,
+    #[serde(with = "hex_key")]
+    pub public_key: PublicKey,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ShardConfig {
+    pub replicas: Vec<ReplicaConfig>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ClientConfig {
+    pub id: u64,
+    #[serde(with = "hex_key")]
+    pub public_key: PublicKey,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// Byzantine replicas tolerated per shard; each shard has n = 5f+1 replicas.
+    pub f: usize,
+    /// δ: replicas refuse operations whose timestamp is above their clock + δ (microseconds).
+    #[serde(default = "default_delta_us")]
+    pub delta_us: u64,
+    /// Oldest transaction age a replica still prepares (microseconds). Read timestamps
+    /// older than this are garbage-collected, which is safe because such transactions are
+    /// refused (see docs/architecture.md, "Read timestamps").
+    #[serde(default = "default_max_txn_age_us")]
+    pub max_txn_age_us: u64,
+    /// Signatures on and checked. `false` only for measuring crypto cost.
+    #[serde(default = "default_true")]
+    pub crypto: bool,
+    /// Replies a replica signs with one Merkle-batched signature.
+    #[serde(default = "default_batch")]
+    pub reply_batch: usize,
+    pub shards: Vec<ShardConfig>,
+    pub clients: Vec<ClientConfig>,
+}
+
+fn default_delta_us() -> u64 {
+    200_000
+}
+fn default_max_txn_age_us() -> u64 {
+    60_000_000
+}
+fn default_true() -> bool {
+    true
+}
+fn default_batch() -> usize {
+    16
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ConfigError {
+    #[error("configuration is not valid TOML: {0}")]
+    Parse(String),
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+impl ClusterConfig {
+    pub fn from_toml(text: &str) -> Result<ClusterConfig, ConfigError> {
+        let cfg: ClusterConfig = toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn to_toml(&self) -> String {
+        // Serializing our own plain struct cannot fail; fall back to an empty string
+        // rather than panicking if a future field breaks that.
+        toml::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Checks every invariant the protocol relies on.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        if self.f == 0 || self.f > MAX_F {
+            return bad(format!("f must be between 1 and {MAX_F}, got {}", self.f));
+        }
+        if self.shards.is_empty() || self.shards.len() > MAX_SHARDS {
+            return bad(format!("need between 1 and {MAX_SHARDS} shards, got {}", self.shards.len()));
+        }
+        if self.reply_batch == 0 || self.reply_batch > 4096 {
+            return bad(format!("reply_batch must be in 1..=4096, got {}", self.reply_batch));
+        }
+        if self.max_txn_age_us <= self.delta_us {
+            return bad("max_txn_age_us must be larger than delta_us".into());
+        }
+        let n = self.quorums().n();
+        let mut addrs = HashSet::new();
+        let mut keys = HashSet::new();
+        for (s, shard) in self.shards.iter().enumerate() {
+            if shard.replicas.len() != n {
+                return bad(format!("shard {s} has {} replicas; n = 5f+1 = {n}", shard.replicas.len()));
+            }
+            for r in &shard.replicas {
+                if !addrs.insert(r.addr.clone()) {
+                    return bad(format!("address {} is used twice", r.addr));
+                }
+                if !keys.insert(r.public_key) {
+                    return bad(format!("replica key {} is used twice", r.public_key.to_hex()));
+                }
+            }
+        }
+        let mut ids = HashSet::new();
+        for c in &self.clients {
+            if c.id == 0 {
+                return bad("client id 0 is reserved".into());
+            }
+            if !ids.insert(c.id) {
+                return bad(format!("client id {} is used twice", c.id));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn quorums(&self) -> Quorums {
+        Quorums::new(self.f)
+    }
+
+    pub fn num_shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Hash partitioning: the shard of a key is BLAKE3(key) modulo the number of shards.
+    pub fn shard_of(&self, key: &[u8]) -> ShardId {
+        let h = blake3::hash(key);
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&h.as_bytes()[..8]);
+        ShardId((u64::from_le_bytes(b) % self.shards.len() as u64) as u32)
+    }
+
+    pub fn replica(&self, id: ReplicaId) -> Option<&ReplicaConfig> {
+        self.shards.get(id.shard.0 as usize)?.replicas.get(id.index as usize)
+    }
+
+    pub fn replica_key(&self, id: ReplicaId) -> Option<&PublicKey> {
+        self.replica(id).map(|r| &r.public_key)
+    }
+
+    pub fn replicas_of(&self, shard: ShardId) -> impl Iterator<Item = ReplicaId> + '_ {
+        let n = self.shards.get(shard.0 as usize).map_or(0, |s| s.replicas.len()) as u32;
+        (0..n).map(move |index| ReplicaId { shard, index })
+    }
+
+    pub fn all_replicas(&self) -> impl Iterator<Item = ReplicaId> + '_ {
+        (0..self.shards.len() as u32).flat_map(move |s| self.replicas_of(ShardId(s)))
+    }
+
+    pub fn is_shard(&self, shard: ShardId) -> bool {
+        (shard.0 as usize) < self.shards.len()
+    }
+
+    /// Public keys of clients, by id, for authenticating requests.
+    pub fn client_keys(&self) -> BTreeMap<ClientId, PublicKey> {
+        self.clients.iter().map(|c| (ClientId(c.id), c.public_key)).collect()
+    }
+}
+
+mod hex_key {
+    use pistou_crypto::PublicKey;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(k: &PublicKey, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&k.to_hex())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PublicKey, D::Error> {
+        let s = String::deserialize(d)?;
+        PublicKey::from_hex(&s).map_err(|e| serde::de::Error::custom(format!("bad public key: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pistou_crypto::SecretKey;
+
+    fn sample(f: usize, shards: usize) -> ClusterConfig {
+        let n = 5 * f + 1;
+        let mut port = 7000;
+        let shards = (0..shards)
+            .map(|s| ShardConfig {
+                replicas: (0..n)
+                    .map(|i| {
+                        port += 1;
+                        ReplicaConfig {
+                            addr: format!("127.0.0.1:{port}"),
+                            public_key: SecretKey::from_seed([(s * 16 + i) as u8; 32]).public(),
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        ClusterConfig {
+            f,
+            delta_us: default_delta_us(),
+            max_txn_age_us: default_max_txn_age_us(),
+            crypto: true,
+            reply_batch: 16,
+            shards,
+            clients: vec![ClientConfig { id: 1, public_key: SecretKey::from_seed([200; 32]).public() }],
+        }
+    }
+
+    #[test]
+    fn toml_round_trip() {
+        let cfg = sample(1, 2);
+        let text = cfg.to_toml();
+        assert_eq!(ClusterConfig::from_toml(&text).unwrap(), cfg);
+    }
+
+    #[test]
+    fn rejects_wrong_replica_count_and_duplicates() {
+        let mut cfg = sample(1, 1);
+        cfg.shards[0].replicas.pop();
+        assert!(matches!(cfg.validate(), Err(ConfigError::Invalid(_))));
+        let mut cfg = sample(1, 1);
+        cfg.shards[0].replicas[1].addr = cfg.shards[0].replicas[0].addr.clone();
+        assert!(cfg.validate().is_err());
+        let mut cfg = sample(1, 1);
+        cfg.clients.push(cfg.clients[0].clone());
+        assert!(cfg.validate().is_err());
+        let mut cfg = sample(1, 1);
+        cfg.f = 0;
+        assert!(cfg.validate().is_err());
+    }
+
+    #[test]
+    fn rejects_garbage_and_unknown_fields() {
+        assert!(matches!(ClusterConfig::from_toml("f = ["), Err(ConfigError::Parse(_))));
+        let text = format!("bogus = 1\n{}", sample(1, 1).to_toml());
+        assert!(ClusterConfig::from_toml(&text).is_err());
+    }
+
+    #[test]
+    fn shard_of_is_stable_and_in_range() {
+        let cfg = sample(1, 3);
+        let mut seen = [0usize; 3];
+        for i in 0..300u32 {
+            let s = cfg.shard_of(&i.to_le_bytes());
+            assert_eq!(s, cfg.shard_of(&i.to_le_bytes()));
+            seen[s.0 as usize] += 1;
+        }
+        assert!(seen.iter().all(|&c| c > 50), "hash partitioning is badly skewed: {seen:?}");
+    }
+}

@@ -1,0 +1,10 @@
+//! Core types shared by every Pistou crate: identifiers, timestamps, keys and values,
+//! quorum arithmetic and the cluster configuration.
+
+mod config;
+mod ids;
+mod quorum;
+
+pub use config::{ClientConfig, ClusterConfig, ConfigError, ReplicaConfig, ShardConfig};
+pub use ids::{ClientId, Key, ReplicaId, ShardId, Timestamp, TxnId, Value};
+pub use quorum::Quorums;

@@ -1,0 +1,143 @@
+//! Table schemas and the versioned catalog. DDL never mutates a catalog behind the caller's
+//! back: planning a DDL statement yields a `CatalogChange`, which the caller applies.
+
+use crate::error::{err, Result, SqlState};
+use crate::keycode::encode_key;
+use crate::types::{SqlType, TypeLimits, Value};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Column {
+    pub name: String,
+    pub ty: SqlType,
+    pub limits: TypeLimits,
+    pub nullable: bool,
+    /// Constant default for INSERTs that omit the column (NULL when absent).
+    pub default: Option<Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IndexSchema {
+    pub name: String,
+    /// Positions of the indexed columns in the table row.
+    pub columns: Vec<usize>,
+    pub unique: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableSchema {
+    pub name: String,
+    pub columns: Vec<Column>,
+    /// Positions of the primary-key columns in the table row (never empty).
+    pub primary_key: Vec<usize>,
+    /// Secondary indexes, including those backing UNIQUE constraints.
+    pub indexes: Vec<IndexSchema>,
+}
+
+impl TableSchema {
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+
+    /// Encoded primary key of a full row.
+    pub fn row_key(&self, row: &[Value]) -> Vec<u8> {
+        encode_key(self.primary_key.iter().filter_map(|&i| row.get(i)))
+    }
+
+    /// Encoded index key (indexed columns only, without the primary key) of a full row.
+    pub fn index_key(&self, index: &IndexSchema, row: &[Value]) -> Vec<u8> {
+        encode_key(index.columns.iter().filter_map(|&i| row.get(i)))
+    }
+
+    pub fn index(&self, name: &str) -> Option<&IndexSchema> {
+        self.indexes.iter().find(|i| i.name == name)
+    }
+}
+
+/// A change to the catalog produced by a DDL statement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum CatalogChange {
+    CreateTable(TableSchema),
+    DropTable { table: String },
+    CreateIndex { table: String, index: IndexSchema },
+    DropIndex { table: String, index: String },
+}
+
+/// All table schemas plus a version number bumped by every applied change (plans are
+/// cached per catalog version).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Catalog {
+    version: u64,
+    tables: BTreeMap<String, Arc<TableSchema>>,
+}
+
+impl Catalog {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    pub fn table(&self, name: &str) -> Option<&Arc<TableSchema>> {
+        self.tables.get(name)
+    }
+
+    pub fn tables(&self) -> impl Iterator<Item = &Arc<TableSchema>> {
+        self.tables.values()
+    }
+
+    /// The table owning index `name`, if any (index names are unique per catalog).
+    pub fn table_of_index(&self, name: &str) -> Option<&Arc<TableSchema>> {
+        self.tables.values().find(|t| t.index(name).is_some())
+    }
+
+    /// Applies a change, re-checking it against the current catalog.
+    pub fn apply(&mut self, change: &CatalogChange) -> Result<()> {
+        match change {
+            CatalogChange::CreateTable(schema) => {
+                if self.tables.contains_key(&schema.name) {
+                    return err(SqlState::DuplicateTable, format!("relation \"{}\" already exists", schema.name));
+                }
+                for index in &schema.indexes {
+                    self.check_new_index_name(&index.name)?;
+                }
+                self.tables.insert(schema.name.clone(), Arc::new(schema.clone()));
+            }
+            CatalogChange::DropTable { table } => {
+                if self.tables.remove(table).is_none() {
+                    return err(SqlState::UndefinedTable, format!("table \"{table}\" does not exist"));
+                }
+            }
+            CatalogChange::CreateIndex { table, index } => {
+                self.check_new_index_name(&index.name)?;
+                let Some(schema) = self.tables.get_mut(table) else {
+                    return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
+                };
+                Arc::make_mut(schema).indexes.push(index.clone());
+            }
+            CatalogChange::DropIndex { table, index } => {
+                let Some(schema) = self.tables.get_mut(table) else {
+                    return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
+                };
+                let before = schema.indexes.len();
+                Arc::make_mut(schema).indexes.retain(|i| &i.name != index);
+                if schema.indexes.len() == before {
+                    return err(SqlState::UndefinedObject, format!("index \"{index}\" does not exist"));
+                }
+            }
+        }
+        self.version += 1;
+        Ok(())
+    }
+
+    fn check_new_index_name(&self, name: &str) -> Result<()> {
+        if self.table_of_index(name).is_some() || self.tables.contains_key(name) {
+            return err(SqlState::DuplicateTable, format!("relation \"{name}\" already exists"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,110 @@
+//! Typed SQL errors carrying a PostgreSQL SQLSTATE, so drivers' retry and error handling work.
+
+use std::fmt;
+
+/// The SQLSTATE classes this engine raises (names follow PostgreSQL's errcodes appendix).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum SqlState {
+    SyntaxError,
+    UndefinedTable,
+    UndefinedColumn,
+    UndefinedObject,
+    UndefinedFunction,
+    UndefinedParameter,
+    AmbiguousColumn,
+    DuplicateTable,
+    DuplicateObject,
+    DuplicateColumn,
+    DatatypeMismatch,
+    GroupingError,
+    InvalidColumnReference,
+    InvalidTableDefinition,
+    UniqueViolation,
+    NotNullViolation,
+    DivisionByZero,
+    NumericValueOutOfRange,
+    StringDataRightTruncation,
+    InvalidTextRepresentation,
+    InvalidParameterValue,
+    CardinalityViolation,
+    FeatureNotSupported,
+    StatementTooComplex,
+    ProgramLimitExceeded,
+    ActiveSqlTransaction,
+    NoActiveSqlTransaction,
+    InternalError,
+}
+
+impl SqlState {
+    /// The five-character SQLSTATE code.
+    pub fn code(self) -> &'static str {
+        use SqlState::*;
+        match self {
+            SyntaxError => "42601",
+            UndefinedTable => "42P01",
+            UndefinedColumn => "42703",
+            UndefinedObject => "42704",
+            UndefinedFunction => "42883",
+            UndefinedParameter => "42P02",
+            AmbiguousColumn => "42702",
+            DuplicateTable => "42P07",
+            DuplicateObject => "42710",
+            DuplicateColumn => "42701",
+            DatatypeMismatch => "42804",
+            GroupingError => "42803",
+            InvalidColumnReference => "42P10",
+            InvalidTableDefinition => "42P16",
+            UniqueViolation => "23505",
+            NotNullViolation => "23502",
+            DivisionByZero => "22012",
+            NumericValueOutOfRange => "22003",
+            StringDataRightTruncation => "22001",
+            InvalidTextRepresentation => "22P02",
+            InvalidParameterValue => "22023",
+            CardinalityViolation => "21000",
+            FeatureNotSupported => "0A000",
+            StatementTooComplex => "54001",
+            ProgramLimitExceeded => "54000",
+            ActiveSqlTransaction => "25001",
+            NoActiveSqlTransaction => "25P01",
+            InternalError => "XX000",
+        }
+    }
+}
+
+/// An error with its SQLSTATE; `Display` ends with `(SQLSTATE xxxxx)` so tests can match on it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SqlError {
+    pub state: SqlState,
+    pub message: String,
+}
+
+impl SqlError {
+    pub fn new(state: SqlState, message: impl Into<String>) -> Self {
+        SqlError { state, message: message.into() }
+    }
+
+    /// The five-character SQLSTATE code.
+    pub fn sqlstate(&self) -> &'static str {
+        self.state.code()
+    }
+
+    pub(crate) fn unsupported(what: impl fmt::Display) -> Self {
+        SqlError::new(SqlState::FeatureNotSupported, format!("{what} is not supported"))
+    }
+}
+
+impl fmt::Display for SqlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (SQLSTATE {})", self.message, self.state.code())
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+pub type Result<T, E = SqlError> = std::result::Result<T, E>;
+
+/// Shorthand for building an `Err(SqlError)`.
+pub(crate) fn err<T>(state: SqlState, message: impl Into<String>) -> Result<T> {
+    Err(SqlError::new(state, message))
+}

@@ -1,0 +1,681 @@
+//! Bound scalar expressions, their evaluation under SQL three-valued logic, and the
+//! serializable `Predicate` reported for every scan.
+
+use crate::error::{err, Result, SqlError, SqlState};
+use crate::types::{arith, cast, negate, sql_cmp, ArithOp, SqlType, Value};
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CmpOp {
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+}
+
+impl CmpOp {
+    fn holds(self, o: Ordering) -> bool {
+        match self {
+            CmpOp::Eq => o == Ordering::Equal,
+            CmpOp::NotEq => o != Ordering::Equal,
+            CmpOp::Lt => o == Ordering::Less,
+            CmpOp::LtEq => o != Ordering::Greater,
+            CmpOp::Gt => o == Ordering::Greater,
+            CmpOp::GtEq => o != Ordering::Less,
+        }
+    }
+
+    /// The operator with its operands swapped (`a < b` ⇔ `b > a`).
+    pub fn flip(self) -> CmpOp {
+        match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::LtEq => CmpOp::GtEq,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::GtEq => CmpOp::LtEq,
+            other => other,
+        }
+    }
+
+    fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "=",
+            CmpOp::NotEq => "<>",
+            CmpOp::Lt => "<",
+            CmpOp::LtEq => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::GtEq => ">=",
+        }
+    }
+}
+
+/// Scalar functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Func {
+    Lower,
+    Upper,
+    Length,
+    Abs,
+    Coalesce,
+    NullIf,
+    Substr,
+    Round,
+}
+
+impl Func {
+    pub fn by_name(name: &str) -> Option<Func> {
+        Some(match name {
+            "lower" => Func::Lower,
+            "upper" => Func::Upper,
+            "length" | "char_length" | "character_length" => Func::Length,
+            "abs" => Func::Abs,
+            "coalesce" => Func::Coalesce,
+            "nullif" => Func::NullIf,
+            "substr" | "substring" => Func::Substr,
+            "round" => Func::Round,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Func::Lower => "lower",
+            Func::Upper => "upper",
+            Func::Length => "length",
+            Func::Abs => "abs",
+            Func::Coalesce => "coalesce",
+            Func::NullIf => "nullif",
+            Func::Substr => "substr",
+            Func::Round => "round",
+        }
+    }
+
+    /// Accepted argument counts (inclusive).
+    pub fn arity(self) -> (usize, usize) {
+        match self {
+            Func::Coalesce => (1, usize::MAX),
+            Func::NullIf => (2, 2),
+            Func::Substr => (2, 3),
+            Func::Round => (1, 2),
+            _ => (1, 1),
+        }
+    }
+}
+
+/// A bound expression. Columns are positions in the row the expression is evaluated on.
+/// `Param`, `Outer` and `Subquery*` are placeholders that [`Expr::instantiate`] replaces by
+/// constants; reported predicates never contain them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Expr {
+    Const(Value),
+    Column(usize),
+    /// Column of the outer row of an index nested-loop join.
+    Outer(usize),
+    /// Statement parameter `$n` (0-based).
+    Param(usize),
+    /// Value of uncorrelated scalar subquery `i`.
+    Subquery(usize),
+    /// `expr [NOT] IN (subquery i)`.
+    InSubquery { expr: Box<Expr>, subquery: usize, negated: bool },
+    /// `[NOT] EXISTS (subquery i)`.
+    Exists { subquery: usize, negated: bool },
+    Not(Box<Expr>),
+    Neg(Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Cmp(CmpOp, Box<Expr>, Box<Expr>),
+    Arith(ArithOp, Box<Expr>, Box<Expr>),
+    Concat(Box<Expr>, Box<Expr>),
+    IsNull { expr: Box<Expr>, negated: bool },
+    /// `IS [NOT] TRUE/FALSE`.
+    IsBool { expr: Box<Expr>, value: bool, negated: bool },
+    IsDistinct { left: Box<Expr>, right: Box<Expr>, negated: bool },
+    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
+    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
+    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
+    Cast { expr: Box<Expr>, ty: SqlType },
+    Call { func: Func, args: Vec<Expr> },
+}
+
+/// Result of an uncorrelated subquery, computed before the statement's main plan runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SubqueryValue {
+    Scalar(Value),
+    /// Distinct values of the single column (for IN).
+    List(Vec<Value>),
+    Exists(bool),
+}
+
+/// Values for placeholders during evaluation.
+#[derive(Clone, Copy, Default)]
+pub struct Env<'a> {
+    pub params: &'a [Value],
+    pub subqueries: &'a [SubqueryValue],
+    pub outer: &'a [Value],
+}
+
+fn unbound(what: &str) -> SqlError {
+    SqlError::new(SqlState::InternalError, format!("unbound {what} in expression"))
+}
+
+fn row_value<'r>(row: &'r [Value], i: usize) -> Result<&'r Value> {
+    row.get(i).ok_or_else(|| unbound("column"))
+}
+
+fn sub<'a>(env: &Env<'a>, i: usize) -> Result<&'a SubqueryValue> {
+    env.subqueries.get(i).ok_or_else(|| unbound("subquery"))
+}
+
+/// SQL `IN`: true if equal to some element, unknown if no match but a NULL was involved.
+fn in_values<'v>(v: &Value, list: impl Iterator<Item = Result<Value>>, negated: bool) -> Result<Value> {
+    if v.is_null() {
+        return Ok(Value::Null);
+    }
+    let mut saw_null = false;
+    for item in list {
+        match sql_cmp(v, &item?)? {
+            Some(Ordering::Equal) => return Ok(Value::Bool(!negated)),
+            None => saw_null = true,
+            Some(_) => {}
+        }
+    }
+    Ok(if saw_null { Value::Null } else { Value::Bool(negated) })
+}
+
+/// SQL LIKE with `%` and `_` (no escape character).
+fn like(text: &str, pattern: &str) -> bool {
+    let t: Vec<char> = text.chars().collect();
+    let p: Vec<char> = pattern.chars().collect();
+    // Iterative matcher with single backtrack point on the last '%': linear-ish, no recursion.
+    let (mut ti, mut pi) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '_' || p[pi] == t[ti]) && p[pi] != '%' {
+            ti += 1;
+            pi += 1;
+        } else if pi < p.len() && p[pi] == '%' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '%')
+}
+
+fn text_arg<'v>(v: &'v Value, func: Func) -> Result<&'v str> {
+    match v {
+        Value::Text(s) => Ok(s),
+        other => err(
+            SqlState::UndefinedFunction,
+            format!("function {}({:?}) does not exist", func.name(), other.sql_type()),
+        ),
+    }
+}
+
+fn int_arg(v: &Value, func: Func) -> Result<i64> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        _ => err(SqlState::UndefinedFunction, format!("function {} expects an integer argument", func.name())),
+    }
+}
+
+fn call(func: Func, args: &[Value]) -> Result<Value> {
+    let first = args.first().unwrap_or(&Value::Null);
+    if func == Func::Coalesce {
+        return Ok(args.iter().find(|v| !v.is_null()).cloned().unwrap_or(Value::Null));
+    }
+    if func == Func::NullIf {
+        let second = args.get(1).unwrap_or(&Value::Null);
+        return Ok(match sql_cmp(first, second)? {
+            Some(Ordering::Equal) => Value::Null,
+            _ => first.clone(),
+        });
+    }
+    if args.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    Ok(match func {
+        Func::Lower => Value::Text(text_arg(first, func)?.to_lowercase()),
+        Func::Upper => Value::Text(text_arg(first, func)?.to_uppercase()),
+        Func::Length => Value::Int(text_arg(first, func)?.chars().count() as i64),
+        Func::Abs => match first {
+            Value::Int(i) => Value::Int(i.checked_abs().ok_or_else(|| {
+                SqlError::new(SqlState::NumericValueOutOfRange, "bigint out of range")
+            })?),
+            Value::Numeric(d) => Value::Numeric(d.abs()),
+            Value::Float(f) => Value::Float(f.abs()),
+            _ => return err(SqlState::UndefinedFunction, "function abs expects a number"),
+        },
+        Func::Substr => {
+            let s = text_arg(first, func)?;
+            let start = int_arg(args.get(1).unwrap_or(&Value::Null), func)?;
+            let len = args.get(2).map(|v| int_arg(v, func)).transpose()?;
+            if len.is_some_and(|l| l < 0) {
+                return err(SqlState::InvalidParameterValue, "negative substring length not allowed");
+            }
+            // SQL positions start at 1; characters before position 1 count against the length.
+            let end = len.map(|l| start.saturating_add(l));
+            let from = start.max(1);
+            let taken: String = s
+                .chars()
+                .enumerate()
+                .map(|(i, c)| (i as i64 + 1, c))
+                .filter(|(pos, _)| *pos >= from && end.is_none_or(|e| *pos < e))
+                .map(|(_, c)| c)
+                .collect();
+            Value::Text(taken)
+        }
+        Func::Round => {
+            let digits = args.get(1).map(|v| int_arg(v, func)).transpose()?.unwrap_or(0);
+            let digits = u32::try_from(digits.clamp(0, 28)).unwrap_or(0);
+            match first {
+                Value::Int(i) => Value::Int(*i),
+                Value::Numeric(d) => Value::Numeric(
+                    d.round_dp_with_strategy(digits, rust_decimal::RoundingStrategy::MidpointAwayFromZero),
+                ),
+                Value::Float(f) => {
+                    let m = 10f64.powi(digits as i32);
+                    Value::Float((f * m).round() / m)
+                }
+                _ => return err(SqlState::UndefinedFunction, "function round expects a number"),
+            }
+        }
+        Func::Coalesce | Func::NullIf => Value::Null,
+    })
+}
+
+impl Expr {
+    pub fn and(a: Expr, b: Expr) -> Expr {
+        Expr::And(Box::new(a), Box::new(b))
+    }
+
+    /// Conjunction of `parts` (TRUE when empty).
+    pub fn conjunction(parts: impl IntoIterator<Item = Expr>) -> Expr {
+        parts.into_iter().reduce(Expr::and).unwrap_or(Expr::Const(Value::Bool(true)))
+    }
+
+    /// Evaluates over `row` with placeholders taken from `env`.
+    pub fn eval(&self, row: &[Value], env: &Env) -> Result<Value> {
+        use Expr::*;
+        Ok(match self {
+            Const(v) => v.clone(),
+            Column(i) => row_value(row, *i)?.clone(),
+            Outer(i) => row_value(env.outer, *i)?.clone(),
+            Param(i) => env.params.get(*i).ok_or_else(|| unbound("parameter"))?.clone(),
+            Subquery(i) => match sub(env, *i)? {
+                SubqueryValue::Scalar(v) => v.clone(),
+                _ => return Err(unbound("scalar subquery")),
+            },
+            InSubquery { expr, subquery, negated } => {
+                let v = expr.eval(row, env)?;
+                match sub(env, *subquery)? {
+                    SubqueryValue::List(list) => in_values(&v, list.iter().cloned().map(Ok), *negated)?,
+                    _ => return Err(unbound("IN subquery")),
+                }
+            }
+            Exists { subquery, negated } => match sub(env, *subquery)? {
+                SubqueryValue::Exists(b) => Value::Bool(*b != *negated),
+                _ => return Err(unbound("EXISTS subquery")),
+            },
+            Not(e) => match e.eval(row, env)?.truth()? {
+                Some(b) => Value::Bool(!b),
+                None => Value::Null,
+            },
+            Neg(e) => negate(&e.eval(row, env)?)?,
+            And(a, b) => {
+                let l = a.eval(row, env)?.truth()?;
+                if l == Some(false) {
+                    return Ok(Value::Bool(false));
+                }
+                match (l, b.eval(row, env)?.truth()?) {
+                    (_, Some(false)) => Value::Bool(false),
+                    (Some(true), Some(true)) => Value::Bool(true),
+                    _ => Value::Null,
+                }
+            }
+            Or(a, b) => {
+                let l = a.eval(row, env)?.truth()?;
+                if l == Some(true) {
+                    return Ok(Value::Bool(true));
+                }
+                match (l, b.eval(row, env)?.truth()?) {
+                    (_, Some(true)) => Value::Bool(true),
+                    (Some(false), Some(false)) => Value::Bool(false),
+                    _ => Value::Null,
+                }
+            }
+            Cmp(op, a, b) => match sql_cmp(&a.eval(row, env)?, &b.eval(row, env)?)? {
+                Some(o) => Value::Bool(op.holds(o)),
+                None => Value::Null,
+            },
+            Arith(op, a, b) => arith(*op, &a.eval(row, env)?, &b.eval(row, env)?)?,
+            Concat(a, b) => match (a.eval(row, env)?, b.eval(row, env)?) {
+                (Value::Null, _) | (_, Value::Null) => Value::Null,
+                (l, r) => Value::Text(format!("{l}{r}")),
+            },
+            IsNull { expr, negated } => Value::Bool(expr.eval(row, env)?.is_null() != *negated),
+            IsBool { expr, value, negated } => {
+                Value::Bool((expr.eval(row, env)?.truth()? == Some(*value)) != *negated)
+            }
+            IsDistinct { left, right, negated } => {
+                let (l, r) = (left.eval(row, env)?, right.eval(row, env)?);
+                let distinct = match (l.is_null(), r.is_null()) {
+                    (true, true) => false,
+                    (true, false) | (false, true) => true,
+                    _ => sql_cmp(&l, &r)? != Some(Ordering::Equal),
+                };
+                Value::Bool(distinct != *negated)
+            }
+            InList { expr, list, negated } => {
+                let v = expr.eval(row, env)?;
+                in_values(&v, list.iter().map(|e| e.eval(row, env)), *negated)?
+            }
+            Like { expr, pattern, negated, case_insensitive } => {
+                match (expr.eval(row, env)?, pattern.eval(row, env)?) {
+                    (Value::Null, _) | (_, Value::Null) => Value::Null,
+                    (Value::Text(t), Value::Text(p)) => {
+                        let m = if *case_insensitive {
+                            like(&t.to_lowercase(), &p.to_lowercase())
+                        } else {
+                            like(&t, &p)
+                        };
+                        Value::Bool(m != *negated)
+                    }
+                    _ => return err(SqlState::UndefinedFunction, "LIKE requires text operands"),
+                }
+            }
+            Case { operand, whens, otherwise } => {
+                let subject = operand.as_ref().map(|o| o.eval(row, env)).transpose()?;
+                for (when, then) in whens {
+                    let w = when.eval(row, env)?;
+                    let hit = match &subject {
+                        Some(s) => sql_cmp(s, &w)? == Some(Ordering::Equal),
+                        None => w.truth()? == Some(true),
+                    };
+                    if hit {
+                        return then.eval(row, env);
+                    }
+                }
+                match otherwise {
+                    Some(e) => e.eval(row, env)?,
+                    None => Value::Null,
+                }
+            }
+            Cast { expr, ty } => cast(&expr.eval(row, env)?, *ty)?,
+            Call { func, args } => {
+                let values = args.iter().map(|a| a.eval(row, env)).collect::<Result<Vec<_>>>()?;
+                call(*func, &values)?
+            }
+        })
+    }
+
+    /// Evaluates as a filter: only TRUE passes.
+    pub fn passes(&self, row: &[Value], env: &Env) -> Result<bool> {
+        Ok(self.eval(row, env)?.truth()? == Some(true))
+    }
+
+    /// Replaces every placeholder by its value, giving a closed expression over columns and
+    /// constants only.
+    pub fn instantiate(&self, env: &Env) -> Result<Expr> {
+        use Expr::*;
+        let inst = |e: &Expr| e.instantiate(env).map(Box::new);
+        Ok(match self {
+            Const(_) | Column(_) => self.clone(),
+            Outer(_) | Param(_) | Subquery(_) | Exists { .. } => Const(self.eval(&[], env)?),
+            InSubquery { expr, subquery, negated } => match sub(env, *subquery)? {
+                SubqueryValue::List(list) => InList {
+                    expr: inst(expr)?,
+                    list: list.iter().cloned().map(Const).collect(),
+                    negated: *negated,
+                },
+                _ => return Err(unbound("IN subquery")),
+            },
+            Not(e) => Not(inst(e)?),
+            Neg(e) => Neg(inst(e)?),
+            And(a, b) => And(inst(a)?, inst(b)?),
+            Or(a, b) => Or(inst(a)?, inst(b)?),
+            Cmp(op, a, b) => Cmp(*op, inst(a)?, inst(b)?),
+            Arith(op, a, b) => Arith(*op, inst(a)?, inst(b)?),
+            Concat(a, b) => Concat(inst(a)?, inst(b)?),
+            IsNull { expr, negated } => IsNull { expr: inst(expr)?, negated: *negated },
+            IsBool { expr, value, negated } => IsBool { expr: inst(expr)?, value: *value, negated: *negated },
+            IsDistinct { left, right, negated } => IsDistinct { left: inst(left)?, right: inst(right)?, negated: *negated },
+            InList { expr, list, negated } => InList {
+                expr: inst(expr)?,
+                list: list.iter().map(|e| e.instantiate(env)).collect::<Result<_>>()?,
+                negated: *negated,
+            },
+            Like { expr, pattern, negated, case_insensitive } => Like {
+                expr: inst(expr)?,
+                pattern: inst(pattern)?,
+                negated: *negated,
+                case_insensitive: *case_insensitive,
+            },
+            Case { operand, whens, otherwise } => Case {
+                operand: operand.as_deref().map(inst).transpose()?,
+                whens: whens
+                    .iter()
+                    .map(|(w, t)| Ok((w.instantiate(env)?, t.instantiate(env)?)))
+                    .collect::<Result<_>>()?,
+                otherwise: otherwise.as_deref().map(inst).transpose()?,
+            },
+            Cast { expr, ty } => Cast { expr: inst(expr)?, ty: *ty },
+            Call { func, args } => Call {
+                func: *func,
+                args: args.iter().map(|e| e.instantiate(env)).collect::<Result<_>>()?,
+            },
+        })
+    }
+
+    /// Calls `f` on every direct child.
+    pub fn children(&self) -> Vec<&Expr> {
+        use Expr::*;
+        match self {
+            Const(_) | Column(_) | Outer(_) | Param(_) | Subquery(_) | Exists { .. } => vec![],
+            InSubquery { expr, .. } | Not(expr) | Neg(expr) | IsNull { expr, .. } | IsBool { expr, .. } | Cast { expr, .. } => {
+                vec![expr]
+            }
+            And(a, b) | Or(a, b) | Cmp(_, a, b) | Arith(_, a, b) | Concat(a, b) => vec![a, b],
+            IsDistinct { left, right, .. } => vec![left, right],
+            InList { expr, list, .. } => std::iter::once(&**expr).chain(list).collect(),
+            Like { expr, pattern, .. } => vec![expr, pattern],
+            Case { operand, whens, otherwise } => operand
+                .as_deref()
+                .into_iter()
+                .chain(whens.iter().flat_map(|(w, t)| [w, t]))
+                .chain(otherwise.as_deref())
+                .collect(),
+            Call { args, .. } => args.iter().collect(),
+        }
+    }
+
+    /// True if `pred` holds for this node or any descendant.
+    pub fn any(&self, pred: &dyn Fn(&Expr) -> bool) -> bool {
+        pred(self) || self.children().into_iter().any(|c| c.any(pred))
+    }
+
+    /// Rewrites column references with `f` (used to move expressions between row layouts).
+    pub fn map_columns(&self, f: &dyn Fn(usize) -> Expr) -> Expr {
+        use Expr::*;
+        let m = |e: &Expr| Box::new(e.map_columns(f));
+        match self {
+            Column(i) => f(*i),
+            Const(_) | Outer(_) | Param(_) | Subquery(_) | Exists { .. } => self.clone(),
+            InSubquery { expr, subquery, negated } => InSubquery { expr: m(expr), subquery: *subquery, negated: *negated },
+            Not(e) => Not(m(e)),
+            Neg(e) => Neg(m(e)),
+            And(a, b) => And(m(a), m(b)),
+            Or(a, b) => Or(m(a), m(b)),
+            Cmp(op, a, b) => Cmp(*op, m(a), m(b)),
+            Arith(op, a, b) => Arith(*op, m(a), m(b)),
+            Concat(a, b) => Concat(m(a), m(b)),
+            IsNull { expr, negated } => IsNull { expr: m(expr), negated: *negated },
+            IsBool { expr, value, negated } => IsBool { expr: m(expr), value: *value, negated: *negated },
+            IsDistinct { left, right, negated } => IsDistinct { left: m(left), right: m(right), negated: *negated },
+            InList { expr, list, negated } => InList {
+                expr: m(expr),
+                list: list.iter().map(|e| e.map_columns(f)).collect(),
+                negated: *negated,
+            },
+            Like { expr, pattern, negated, case_insensitive } => Like {
+                expr: m(expr),
+                pattern: m(pattern),
+                negated: *negated,
+                case_insensitive: *case_insensitive,
+            },
+            Case { operand, whens, otherwise } => Case {
+                operand: operand.as_deref().map(m),
+                whens: whens.iter().map(|(w, t)| (w.map_columns(f), t.map_columns(f))).collect(),
+                otherwise: otherwise.as_deref().map(m),
+            },
+            Cast { expr, ty } => Cast { expr: m(expr), ty: *ty },
+            Call { func, args } => Call { func: *func, args: args.iter().map(|e| e.map_columns(f)).collect() },
+        }
+    }
+
+    /// Writes the expression naming columns with `names`.
+    pub fn fmt_with(&self, f: &mut fmt::Formatter<'_>, names: &dyn Fn(usize) -> String) -> fmt::Result {
+        use Expr::*;
+        let show = |e: &Expr| Shown(e, names).to_string();
+        match self {
+            Const(Value::Text(s)) => write!(f, "'{}'", s.replace('\'', "''")),
+            Const(v) => write!(f, "{v}"),
+            Column(i) => f.write_str(&names(*i)),
+            Outer(i) => write!(f, "outer.#{i}"),
+            Param(i) => write!(f, "${}", i + 1),
+            Subquery(i) => write!(f, "(subquery {i})"),
+            InSubquery { expr, subquery, negated } => {
+                write!(f, "{} {}IN (subquery {subquery})", show(expr), if *negated { "NOT " } else { "" })
+            }
+            Exists { subquery, negated } => write!(f, "{}EXISTS (subquery {subquery})", if *negated { "NOT " } else { "" }),
+            Not(e) => write!(f, "(NOT {})", show(e)),
+            Neg(e) => write!(f, "(- {})", show(e)),
+            And(a, b) => write!(f, "({} AND {})", show(a), show(b)),
+            Or(a, b) => write!(f, "({} OR {})", show(a), show(b)),
+            Cmp(op, a, b) => write!(f, "({} {} {})", show(a), op.symbol(), show(b)),
+            Arith(op, a, b) => write!(f, "({} {} {})", show(a), op.symbol(), show(b)),
+            Concat(a, b) => write!(f, "({} || {})", show(a), show(b)),
+            IsNull { expr, negated } => write!(f, "({} IS {}NULL)", show(expr), if *negated { "NOT " } else { "" }),
+            IsBool { expr, value, negated } => write!(
+                f,
+                "({} IS {}{})",
+                show(expr),
+                if *negated { "NOT " } else { "" },
+                if *value { "TRUE" } else { "FALSE" }
+            ),
+            IsDistinct { left, right, negated } => write!(
+                f,
+                "({} IS {}DISTINCT FROM {})",
+                show(left),
+                if *negated { "NOT " } else { "" },
+                show(right)
+            ),
+            InList { expr, list, negated } => {
+                let items: Vec<String> = list.iter().map(show).collect();
+                write!(f, "({} {}IN ({}))", show(expr), if *negated { "NOT " } else { "" }, items.join(", "))
+            }
+            Like { expr, pattern, negated, case_insensitive } => write!(
+                f,
+                "({} {}{} {})",
+                show(expr),
+                if *negated { "NOT " } else { "" },
+                if *case_insensitive { "ILIKE" } else { "LIKE" },
+                show(pattern)
+            ),
+            Case { operand, whens, otherwise } => {
+                f.write_str("CASE")?;
+                if let Some(o) = operand {
+                    write!(f, " {}", show(o))?;
+                }
+                for (w, t) in whens {
+                    write!(f, " WHEN {} THEN {}", show(w), show(t))?;
+                }
+                if let Some(e) = otherwise {
+                    write!(f, " ELSE {}", show(e))?;
+                }
+                f.write_str(" END")
+            }
+            Cast { expr, ty } => write!(f, "CAST({} AS {ty})", show(expr)),
+            Call { func, args } => {
+                let items: Vec<String> = args.iter().map(show).collect();
+                write!(f, "{}({})", func.name(), items.join(", "))
+            }
+        }
+    }
+}
+
+/// Display adapter naming columns through a closure.
+pub struct Shown<'a>(pub &'a Expr, pub &'a dyn Fn(usize) -> String);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt_with(f, self.1)
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_with(f, &|i| format!("#{i}"))
+    }
+}
+
+/// A scan's filter predicate: a closed boolean expression over one table's columns
+/// (`Column(i)` is the table's i-th column) and constants. The protocol evaluates it on any
+/// version of a row of that table to decide whether a write could have changed a read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Predicate {
+    pub table: String,
+    pub expr: Expr,
+}
+
+impl Predicate {
+    /// SQL three-valued result on a full row of `table`: Some(true), Some(false), or None
+    /// (unknown). Rows only satisfy the predicate on Some(true).
+    pub fn eval(&self, row: &[Value]) -> Result<Option<bool>> {
+        self.expr.eval(row, &Env::default())?.truth()
+    }
+
+    /// Conservative test for conflict detection: true unless the predicate is definitely not
+    /// TRUE on `row`. An evaluation error (e.g. overflow on this row) counts as a match.
+    pub fn may_match(&self, row: &[Value]) -> bool {
+        !matches!(self.eval(row), Ok(Some(false)) | Ok(None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_matches_wildcards() {
+        assert!(like("hello", "h%o"));
+        assert!(like("hello", "_ello"));
+        assert!(like("", "%"));
+        assert!(!like("hello", "h%x"));
+        assert!(like("abcabc", "%bc%bc"));
+        assert!(!like("ab", "a_b"));
+    }
+
+    #[test]
+    fn three_valued_logic() {
+        let null = Expr::Const(Value::Null);
+        let t = Expr::Const(Value::Bool(true));
+        let f = Expr::Const(Value::Bool(false));
+        let env = Env::default();
+        let eval = |e: Expr| e.eval(&[], &env).ok();
+        assert_eq!(eval(Expr::and(null.clone(), f.clone())), Some(Value::Bool(false)));
+        assert_eq!(eval(Expr::and(null.clone(), t.clone())), Some(Value::Null));
+        assert_eq!(eval(Expr::Or(Box::new(null.clone()), Box::new(t))), Some(Value::Bool(true)));
+        assert_eq!(eval(Expr::Not(Box::new(null.clone()))), Some(Value::Null));
+        let in_with_null = Expr::InList { expr: Box::new(Expr::Const(Value::Int(1))), list: vec![Expr::Const(Value::Int(2)), null], negated: true };
+        assert_eq!(eval(in_with_null), Some(Value::Null));
+    }
+}

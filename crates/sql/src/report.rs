@@ -1,0 +1,72 @@
+//! What a statement read, in the form Pesto's concurrency control needs (§5.4, §5.5, §6.1,
+//! Appendix B.7): per executed scan, the table, the filter predicate applied, and the active
+//! rows — the (key, version) pairs that satisfied it.
+
+use crate::expr::Predicate;
+use crate::storage::Version;
+use serde::{Deserialize, Serialize};
+
+/// How a scan reached its rows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Access {
+    /// Every primary-key column fixed by equality: at most one row (a Basil GET).
+    Point,
+    /// A primary-key prefix and/or range.
+    PkRange,
+    /// A secondary index range.
+    Index(String),
+    /// Whole table.
+    Full,
+}
+
+/// One row version a scan relied on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadRow {
+    pub key: Vec<u8>,
+    pub version: Version,
+}
+
+/// One executed scan. Scans of an index nested-loop join's inner table appear once per outer
+/// row, each with the predicate instantiated with that outer row's values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScanRead {
+    pub access: Access,
+    /// Filter over the table's columns; a write whose new row satisfies it (or whose old row
+    /// did) could change the statement's result.
+    pub predicate: Predicate,
+    /// Active rows: committed or prepared versions from storage that satisfied the predicate,
+    /// in scan order. For `Access::Point` this is the version read even if the rest of the
+    /// predicate rejected it (a point read always records what it saw). Rows coming from the
+    /// caller's own pending writes are not listed.
+    pub rows: Vec<ReadRow>,
+    /// For `Access::Point`: the key looked up, when no visible row had it (the statement
+    /// relied on its absence, e.g. an INSERT's primary-key check).
+    pub absent_key: Option<Vec<u8>>,
+    /// Timestamp of the newest write to the table visible to the read (Pesto's table version).
+    pub table_version: Option<u128>,
+}
+
+impl ScanRead {
+    pub fn table(&self) -> &str {
+        &self.predicate.table
+    }
+}
+
+/// All scans a statement executed, in execution order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadReport {
+    pub scans: Vec<ScanRead>,
+}
+
+impl ReadReport {
+    /// True for a statement that read exactly one row by its full primary key (Pesto's
+    /// point-read classification, §5.3).
+    pub fn is_point_read(&self) -> bool {
+        matches!(self.scans.as_slice(), [scan] if scan.access == Access::Point)
+    }
+
+    /// Number of active rows over all scans.
+    pub fn active_rows(&self) -> usize {
+        self.scans.iter().map(|s| s.rows.len()).sum()
+    }
+}

@@ -1,0 +1,400 @@
+//! SQL types and values: comparison (with SQL NULL semantics), arithmetic, casts.
+
+use crate::error::{err, Result, SqlError, SqlState};
+use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::fmt;
+
+/// Column / value types. Integers are 64-bit; NUMERIC is an exact decimal (28 digits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum SqlType {
+    Bool,
+    Int,
+    Numeric,
+    Float,
+    Text,
+    Bytes,
+}
+
+impl fmt::Display for SqlType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SqlType::Bool => "boolean",
+            SqlType::Int => "bigint",
+            SqlType::Numeric => "numeric",
+            SqlType::Float => "double precision",
+            SqlType::Text => "text",
+            SqlType::Bytes => "bytea",
+        })
+    }
+}
+
+/// A typed SQL value.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Numeric(Decimal),
+    Float(f64),
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+/// A row: one value per column, in schema (or output) column order.
+pub type Row = Vec<Value>;
+
+/// Equality used for grouping, DISTINCT, tests and plan comparison: NULL equals NULL here,
+/// numbers compare by value across Int/Numeric/Float.
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        total_cmp(self, other) == Ordering::Equal
+    }
+}
+
+impl Value {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    pub fn sql_type(&self) -> Option<SqlType> {
+        Some(match self {
+            Value::Null => return None,
+            Value::Bool(_) => SqlType::Bool,
+            Value::Int(_) => SqlType::Int,
+            Value::Numeric(_) => SqlType::Numeric,
+            Value::Float(_) => SqlType::Float,
+            Value::Text(_) => SqlType::Text,
+            Value::Bytes(_) => SqlType::Bytes,
+        })
+    }
+
+    fn type_name(&self) -> String {
+        self.sql_type().map_or("unknown".to_string(), |t| t.to_string())
+    }
+
+    /// Truth value of a boolean expression result (None = SQL unknown).
+    pub fn truth(&self) -> Result<Option<bool>> {
+        match self {
+            Value::Null => Ok(None),
+            Value::Bool(b) => Ok(Some(*b)),
+            other => err(
+                SqlState::DatatypeMismatch,
+                format!("argument of boolean context must be type boolean, not type {}", other.type_name()),
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("NULL"),
+            Value::Bool(b) => f.write_str(if *b { "true" } else { "false" }),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Numeric(d) => write!(f, "{d}"),
+            Value::Float(x) => write!(f, "{x}"),
+            Value::Text(s) => f.write_str(s),
+            Value::Bytes(b) => {
+                f.write_str("\\x")?;
+                b.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
+            }
+        }
+    }
+}
+
+fn type_rank(v: &Value) -> u8 {
+    match v {
+        Value::Null => 0,
+        Value::Bool(_) => 1,
+        Value::Int(_) | Value::Numeric(_) | Value::Float(_) => 2,
+        Value::Text(_) => 3,
+        Value::Bytes(_) => 4,
+    }
+}
+
+fn num_cmp(a: &Value, b: &Value) -> Option<Ordering> {
+    use Value::*;
+    Some(match (a, b) {
+        (Int(x), Int(y)) => x.cmp(y),
+        (Numeric(x), Numeric(y)) => x.cmp(y),
+        (Int(x), Numeric(y)) => Decimal::from(*x).cmp(y),
+        (Numeric(x), Int(y)) => x.cmp(&Decimal::from(*y)),
+        (Float(x), Float(y)) => x.total_cmp(y),
+        (Float(_), _) | (_, Float(_)) => as_f64(a)?.total_cmp(&as_f64(b)?),
+        _ => return None,
+    })
+}
+
+pub(crate) fn as_f64(v: &Value) -> Option<f64> {
+    match v {
+        Value::Int(i) => Some(*i as f64),
+        Value::Numeric(d) => d.to_f64(),
+        Value::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+/// A total order over all values (NULL first, then by type family, then by value); used for
+/// sorting and grouping, never for SQL comparison semantics.
+pub fn total_cmp(a: &Value, b: &Value) -> Ordering {
+    use Value::*;
+    match (a, b) {
+        (Bool(x), Bool(y)) => x.cmp(y),
+        (Text(x), Text(y)) => x.cmp(y),
+        (Bytes(x), Bytes(y)) => x.cmp(y),
+        _ => num_cmp(a, b).unwrap_or_else(|| type_rank(a).cmp(&type_rank(b))),
+    }
+}
+
+/// SQL comparison: None if either side is NULL, an error if the types are not comparable.
+pub fn sql_cmp(a: &Value, b: &Value) -> Result<Option<Ordering>> {
+    if a.is_null() || b.is_null() {
+        return Ok(None);
+    }
+    if type_rank(a) != type_rank(b) {
+        return err(
+            SqlState::UndefinedFunction,
+            format!("operator does not exist: {} = {}", a.type_name(), b.type_name()),
+        );
+    }
+    Ok(Some(total_cmp(a, b)))
+}
+
+fn out_of_range() -> SqlError {
+    SqlError::new(SqlState::NumericValueOutOfRange, "value out of range")
+}
+
+/// Binary arithmetic operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+}
+
+impl ArithOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            ArithOp::Add => "+",
+            ArithOp::Sub => "-",
+            ArithOp::Mul => "*",
+            ArithOp::Div => "/",
+            ArithOp::Mod => "%",
+        }
+    }
+}
+
+/// Arithmetic with numeric promotion Int -> Numeric -> Float; overflow and division by zero
+/// are errors, never panics or silent wraps.
+pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value> {
+    use Value::*;
+    if a.is_null() || b.is_null() {
+        return Ok(Null);
+    }
+    let mismatch = || {
+        err(
+            SqlState::UndefinedFunction,
+            format!("operator does not exist: {} {} {}", a.type_name(), op.symbol(), b.type_name()),
+        )
+    };
+    match (a, b) {
+        (Int(x), Int(y)) => {
+            let r = match op {
+                ArithOp::Add => x.checked_add(*y),
+                ArithOp::Sub => x.checked_sub(*y),
+                ArithOp::Mul => x.checked_mul(*y),
+                ArithOp::Div | ArithOp::Mod if *y == 0 => {
+                    return err(SqlState::DivisionByZero, "division by zero")
+                }
+                ArithOp::Div => x.checked_div(*y),
+                ArithOp::Mod => x.checked_rem(*y),
+            };
+            r.map(Int).ok_or_else(out_of_range)
+        }
+        (Float(_), _) | (_, Float(_)) => {
+            let (Some(x), Some(y)) = (as_f64(a), as_f64(b)) else { return mismatch() };
+            let r = match op {
+                ArithOp::Add => x + y,
+                ArithOp::Sub => x - y,
+                ArithOp::Mul => x * y,
+                ArithOp::Div | ArithOp::Mod if y == 0.0 => {
+                    return err(SqlState::DivisionByZero, "division by zero")
+                }
+                ArithOp::Div => x / y,
+                ArithOp::Mod => x % y,
+            };
+            if r.is_finite() { Ok(Float(r)) } else { Err(out_of_range()) }
+        }
+        (Int(_) | Numeric(_), Int(_) | Numeric(_)) => {
+            let (Some(x), Some(y)) = (as_decimal(a), as_decimal(b)) else { return mismatch() };
+            let r = match op {
+                ArithOp::Add => x.checked_add(y),
+                ArithOp::Sub => x.checked_sub(y),
+                ArithOp::Mul => x.checked_mul(y),
+                ArithOp::Div | ArithOp::Mod if y.is_zero() => {
+                    return err(SqlState::DivisionByZero, "division by zero")
+                }
+                ArithOp::Div => x.checked_div(y),
+                ArithOp::Mod => x.checked_rem(y),
+            };
+            r.map(Numeric).ok_or_else(out_of_range)
+        }
+        _ => mismatch(),
+    }
+}
+
+pub(crate) fn as_decimal(v: &Value) -> Option<Decimal> {
+    match v {
+        Value::Int(i) => Some(Decimal::from(*i)),
+        Value::Numeric(d) => Some(*d),
+        Value::Float(f) => Decimal::from_f64(*f),
+        _ => None,
+    }
+}
+
+pub fn negate(v: &Value) -> Result<Value> {
+    match v {
+        Value::Null => Ok(Value::Null),
+        Value::Int(i) => i.checked_neg().map(Value::Int).ok_or_else(out_of_range),
+        Value::Numeric(d) => Ok(Value::Numeric(-*d)),
+        Value::Float(f) => Ok(Value::Float(-*f)),
+        other => err(
+            SqlState::UndefinedFunction,
+            format!("operator does not exist: -{}", other.type_name()),
+        ),
+    }
+}
+
+fn decimal_to_int(d: Decimal) -> Result<i64> {
+    d.round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero)
+        .to_i64()
+        .ok_or_else(out_of_range)
+}
+
+/// Explicit `CAST(v AS ty)`.
+pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
+    use Value::*;
+    let invalid = |s: &str| {
+        SqlError::new(
+            SqlState::InvalidTextRepresentation,
+            format!("invalid input syntax for type {ty}: \"{s}\""),
+        )
+    };
+    Ok(match (v, ty) {
+        (Null, _) => Null,
+        (Bool(_), SqlType::Bool)
+        | (Int(_), SqlType::Int)
+        | (Numeric(_), SqlType::Numeric)
+        | (Float(_), SqlType::Float)
+        | (Text(_), SqlType::Text)
+        | (Bytes(_), SqlType::Bytes) => v.clone(),
+        (Int(i), SqlType::Numeric) => Numeric(Decimal::from(*i)),
+        (Int(i), SqlType::Float) => Float(*i as f64),
+        (Int(i), SqlType::Bool) => Bool(*i != 0),
+        (Numeric(d), SqlType::Int) => Int(decimal_to_int(*d)?),
+        (Numeric(d), SqlType::Float) => Float(d.to_f64().ok_or_else(out_of_range)?),
+        (Float(f), SqlType::Int) => {
+            let r = f.round();
+            if !r.is_finite() || r < i64::MIN as f64 || r >= i64::MAX as f64 {
+                return Err(out_of_range());
+            }
+            Int(r as i64)
+        }
+        (Float(f), SqlType::Numeric) => Numeric(Decimal::from_f64(*f).ok_or_else(out_of_range)?),
+        (Bool(b), SqlType::Int) => Int(i64::from(*b)),
+        (Text(s), SqlType::Int) => Int(s.trim().parse().map_err(|_| invalid(s))?),
+        (Text(s), SqlType::Numeric) => Numeric(parse_decimal(s.trim()).ok_or_else(|| invalid(s))?),
+        (Text(s), SqlType::Float) => {
+            let f: f64 = s.trim().parse().map_err(|_| invalid(s))?;
+            if f.is_finite() { Float(f) } else { return Err(invalid(s)) }
+        }
+        (Text(s), SqlType::Bool) => match s.trim().to_ascii_lowercase().as_str() {
+            "t" | "true" | "yes" | "y" | "on" | "1" => Bool(true),
+            "f" | "false" | "no" | "n" | "off" | "0" => Bool(false),
+            _ => return Err(invalid(s)),
+        },
+        (Text(s), SqlType::Bytes) => Bytes(s.as_bytes().to_vec()),
+        (_, SqlType::Text) => Text(v.to_string()),
+        (other, _) => {
+            return err(
+                SqlState::DatatypeMismatch,
+                format!("cannot cast type {} to {ty}", other.type_name()),
+            )
+        }
+    })
+}
+
+/// Parses a decimal literal, including exponent notation (`1.5e3`).
+pub fn parse_decimal(s: &str) -> Option<Decimal> {
+    if s.contains(['e', 'E']) {
+        Decimal::from_scientific(s).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+/// Coerces a value for storage in a column of type `ty` (assignment cast): numbers convert
+/// among themselves, every other mismatch is an error.
+pub fn assign_cast(v: &Value, ty: SqlType, column: &str) -> Result<Value> {
+    match (v, ty) {
+        (Value::Null, _) => Ok(Value::Null),
+        (Value::Int(_) | Value::Numeric(_) | Value::Float(_), SqlType::Int | SqlType::Numeric | SqlType::Float) => {
+            cast(v, ty)
+        }
+        _ if v.sql_type() == Some(ty) => Ok(v.clone()),
+        _ => err(
+            SqlState::DatatypeMismatch,
+            format!("column \"{column}\" is of type {ty} but expression is of type {}", v.type_name()),
+        ),
+    }
+}
+
+/// Converts a value to exactly `ty` when that loses nothing (used to build index keys);
+/// None when no value of `ty` can equal `v`.
+pub(crate) fn exact_cast(v: &Value, ty: SqlType) -> Option<Value> {
+    match (v, ty) {
+        (Value::Int(_), SqlType::Int)
+        | (Value::Numeric(_), SqlType::Numeric)
+        | (Value::Float(_), SqlType::Float)
+        | (Value::Text(_), SqlType::Text)
+        | (Value::Bool(_), SqlType::Bool)
+        | (Value::Bytes(_), SqlType::Bytes) => Some(v.clone()),
+        (Value::Int(i), SqlType::Numeric) => Some(Value::Numeric(Decimal::from(*i))),
+        (Value::Numeric(d), SqlType::Int) if d.fract().is_zero() => d.to_i64().map(Value::Int),
+        (Value::Int(i), SqlType::Float) if i.unsigned_abs() < (1u64 << 53) => Some(Value::Float(*i as f64)),
+        _ => None,
+    }
+}
+
+/// Applies NUMERIC(p, s) and VARCHAR(n) limits of a column.
+pub(crate) fn check_limits(v: Value, limits: &TypeLimits, column: &str) -> Result<Value> {
+    match (v, limits) {
+        (Value::Numeric(d), TypeLimits { numeric: Some((precision, scale)), .. }) => {
+            let r = d.round_dp_with_strategy(*scale, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+            let digits_before_point = r.trunc().abs().to_string().trim_start_matches('0').len() as u32;
+            if digits_before_point + scale > *precision {
+                return err(SqlState::NumericValueOutOfRange, format!("numeric field overflow in column \"{column}\""));
+            }
+            Ok(Value::Numeric(r))
+        }
+        (Value::Text(s), TypeLimits { max_len: Some(n), .. }) if s.chars().count() > *n as usize => err(
+            SqlState::StringDataRightTruncation,
+            format!("value too long for type character varying({n})"),
+        ),
+        (v, _) => Ok(v),
+    }
+}
+
+/// Declared size limits of a column type.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TypeLimits {
+    /// VARCHAR(n) / CHAR(n) length in characters.
+    pub max_len: Option<u32>,
+    /// NUMERIC(precision, scale).
+    pub numeric: Option<(u32, u32)>,
+}

@@ -1,0 +1,226 @@
+//! Signature and certificate checks. Everything a replica or client accepts from the
+//! network passes through here before it touches protocol state.
+
+use crate::cc::conflicts;
+use crate::rejects::RejectReason;
+use pistou_core::{ClientId, ClusterConfig, ReplicaId, ShardId, TxnId};
+use pistou_crypto::{verify, verify_batched_many, BatchSignature, Hash, PublicKey, SecretKey, VerifyCache};
+use pistou_wire::{
+    AbortCert, ClientSigned, CommitCert, Decision, ReplicaSigned, ShardVotes, Signable, St1Vote, St2, St2Reply,
+    TxnMeta, Vote,
+};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Capacity of the verified-batch-root cache (Basil §4.4).
+const VERIFY_CACHE_CAPACITY: usize = 1 << 16;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.as_str())]
+pub struct AuthError(pub RejectReason);
+
+fn fail<T>(r: RejectReason) -> Result<T, AuthError> {
+    Err(AuthError(r))
+}
+
+/// Signs a client request (no signature when the cluster runs with `crypto = false`).
+pub fn sign_client<T: Signable>(client: ClientId, key: Option<&SecretKey>, body: T) -> ClientSigned<T> {
+    let sig = key.map(|k| k.sign(&body.signing_hash()));
+    ClientSigned { client, body, sig }
+}
+
+pub struct Authenticator {
+    config: Arc<ClusterConfig>,
+    client_keys: BTreeMap<ClientId, PublicKey>,
+    cache: VerifyCache,
+}
+
+impl Authenticator {
+    pub fn new(config: Arc<ClusterConfig>) -> Self {
+        let client_keys = config.client_keys();
+        Authenticator { config, client_keys, cache: VerifyCache::new(VERIFY_CACHE_CAPACITY) }
+    }
+
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    pub fn crypto(&self) -> bool {
+        self.config.crypto
+    }
+
+    pub fn cache(&self) -> &VerifyCache {
+        &self.cache
+    }
+
+    /// A request signed by a known client.
+    pub fn check_client<T: Signable>(&self, req: &ClientSigned<T>) -> Result<(), AuthError> {
+        let Some(pk) = self.client_keys.get(&req.client) else {
+            return fail(RejectReason::UnknownClient);
+        };
+        if !self.crypto() {
+            return Ok(());
+        }
+        let Some(sig) = &req.sig else { return fail(RejectReason::MissingSignature) };
+        verify(pk, &req.body.signing_hash(), sig).or(fail(RejectReason::BadSignature))
+    }
+
+    /// A reply from a member replica, with a valid batched signature.
+    pub fn check_replica<T: Signable>(&mut self, reply: &ReplicaSigned<T>) -> Result<(), AuthError> {
+        self.check_replicas(std::slice::from_ref(reply))
+    }
+
+    /// Checks many replica signatures at once (batch verification for cache misses).
+    pub fn check_replicas<T: Signable>(&mut self, replies: &[ReplicaSigned<T>]) -> Result<(), AuthError> {
+        let mut keys: Vec<PublicKey> = Vec::with_capacity(replies.len());
+        for r in replies {
+            match self.config.replica_key(r.signer) {
+                Some(pk) => keys.push(*pk),
+                None => return fail(RejectReason::NotMember),
+            }
+        }
+        if !self.crypto() {
+            return Ok(());
+        }
+        let hashes: Vec<Hash> = replies.iter().map(|r| r.body.signing_hash()).collect();
+        let mut items: Vec<(&PublicKey, &Hash, &BatchSignature)> = Vec::with_capacity(replies.len());
+        for ((r, pk), h) in replies.iter().zip(&keys).zip(&hashes) {
+            let Some(sig) = &r.sig else { return fail(RejectReason::MissingSignature) };
+            items.push((pk, h, sig));
+        }
+        if verify_batched_many(&items, &mut self.cache).iter().all(|r| r.is_ok()) {
+            Ok(())
+        } else {
+            fail(RejectReason::BadSignature)
+        }
+    }
+
+    /// At least `min` signed votes `want` on `txn` from distinct replicas of `sv.shard`.
+    pub fn check_shard_votes(&mut self, txn: &TxnId, sv: &ShardVotes, want: Vote, min: usize) -> Result<(), AuthError> {
+        let n = self.config.quorums().n();
+        if sv.votes.len() < min || sv.votes.len() > n {
+            return fail(RejectReason::BadTally);
+        }
+        let mut signers = BTreeSet::new();
+        for v in &sv.votes {
+            if v.signer.shard != sv.shard || !signers.insert(v.signer.index) {
+                return fail(RejectReason::BadTally);
+            }
+            if v.body.txn != *txn || v.body.vote != want {
+                return fail(RejectReason::BadTally);
+            }
+        }
+        self.check_replicas(&sv.votes)
+    }
+
+    /// n−f ST2R from distinct replicas of S_log agreeing on `decision` and on the view.
+    fn check_st2_quorum(&mut self, meta: &TxnMeta, txn: &TxnId, decision: Decision, replies: &[ReplicaSigned<St2Reply>]) -> Result<(), AuthError> {
+        let q = self.config.quorums();
+        let Some(log) = meta.log_shard(txn) else { return fail(RejectReason::MalformedTxn) };
+        if replies.len() < q.st2_quorum() || replies.len() > q.n() {
+            return fail(RejectReason::BadCertificate);
+        }
+        let view = replies[0].body.view_decision;
+        let mut signers = BTreeSet::new();
+        for r in replies {
+            let ok = r.signer.shard == log
+                && signers.insert(r.signer.index)
+                && r.body.txn == *txn
+                && r.body.decision == decision
+                && r.body.view_decision == view;
+            if !ok {
+                return fail(RejectReason::BadCertificate);
+            }
+        }
+        self.check_replicas(replies)
+    }
+
+    /// C-CERT for the transaction described by `meta`.
+    pub fn check_commit_cert(&mut self, meta: &TxnMeta, cert: &CommitCert) -> Result<(), AuthError> {
+        let txn = meta.id();
+        match cert {
+            CommitCert::Fast(tallies) => {
+                let shards: Vec<ShardId> = tallies.iter().map(|t| t.shard).collect();
+                if shards != meta.shards {
+                    return fail(RejectReason::BadCertificate);
+                }
+                let n = self.config.quorums().commit_fast();
+                for t in tallies {
+                    self.check_shard_votes(&txn, t, Vote::Commit, n).or(fail(RejectReason::BadCertificate))?;
+                }
+                Ok(())
+            }
+            CommitCert::Slow(replies) => self.check_st2_quorum(meta, &txn, Decision::Commit, replies),
+        }
+    }
+
+    /// A-CERT for the transaction described by `meta`.
+    pub fn check_abort_cert(&mut self, meta: &TxnMeta, cert: &AbortCert) -> Result<(), AuthError> {
+        let txn = meta.id();
+        match cert {
+            AbortCert::Fast(sv) => {
+                if !meta.shards.contains(&sv.shard) {
+                    return fail(RejectReason::BadCertificate);
+                }
+                let min = self.config.quorums().abort_fast();
+                self.check_shard_votes(&txn, sv, Vote::Abort, min).or(fail(RejectReason::BadCertificate))
+            }
+            AbortCert::Conflict { vote, conflict } => {
+                self.check_conflict_vote(meta, &txn, vote, &conflict.meta, &conflict.cert)
+            }
+            AbortCert::Slow(replies) => self.check_st2_quorum(meta, &txn, Decision::Abort, replies),
+        }
+    }
+
+    /// An abort vote whose conflict proof makes it a fast abort (Basil §4.2, case 5): the
+    /// vote is genuine, the other transaction committed, and the two really conflict.
+    pub fn check_conflict_vote(
+        &mut self,
+        meta: &TxnMeta,
+        txn: &TxnId,
+        vote: &ReplicaSigned<St1Vote>,
+        other: &TxnMeta,
+        other_cert: &CommitCert,
+    ) -> Result<(), AuthError> {
+        if !meta.shards.contains(&vote.signer.shard) || vote.body.txn != *txn || vote.body.vote != Vote::Abort {
+            return fail(RejectReason::BadCertificate);
+        }
+        other.validate(&self.config).or(fail(RejectReason::BadCertificate))?;
+        if !conflicts(meta, other) {
+            return fail(RejectReason::BadCertificate);
+        }
+        self.check_replica(vote)?;
+        self.check_commit_cert(other, other_cert)
+    }
+
+    /// Does ST2's vote tally justify its decision (Basil §4.2 step 6)? Commit needs a
+    /// CommitQuorum of commit votes from every shard of T; abort needs an AbortQuorum of
+    /// abort votes from one of them.
+    pub fn check_st2_justified(&mut self, txn: &TxnId, st2: &St2) -> Result<(), AuthError> {
+        let q = self.config.quorums();
+        match st2.decision {
+            Decision::Commit => {
+                let shards: Vec<ShardId> = st2.tallies.iter().map(|t| t.shard).collect();
+                if shards != st2.meta.shards {
+                    return fail(RejectReason::BadTally);
+                }
+                for t in &st2.tallies {
+                    self.check_shard_votes(txn, t, Vote::Commit, q.commit_quorum())?;
+                }
+                Ok(())
+            }
+            Decision::Abort => {
+                let [t] = st2.tallies.as_slice() else { return fail(RejectReason::BadTally) };
+                if !st2.meta.shards.contains(&t.shard) {
+                    return fail(RejectReason::BadTally);
+                }
+                self.check_shard_votes(txn, t, Vote::Abort, q.abort_quorum())
+            }
+        }
+    }
+
+    /// Is `id` a replica of a configured shard?
+    pub fn is_member(&self, id: ReplicaId) -> bool {
+        self.config.replica(id).is_some()
+    }
+}

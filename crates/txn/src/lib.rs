@@ -1,0 +1,23 @@
+//! The leaderless transaction protocol of Basil (SOSP '21, §3–4) as sans-IO state machines.
+//!
+//! - [`Replica`]: one replica of one shard. Runs MVTSO-Check (Alg. 1) once per transaction,
+//!   logs ST2 decisions, applies writebacks, answers reads. Driven by `handle` / `tick` /
+//!   `flush`; it never reads a clock, sleeps or touches a socket.
+//! - [`Coordinator`]: the client side. Chooses timestamps, runs reads against 2f+1 replicas,
+//!   buffers writes, tallies ST1 votes per shard (fast and slow paths), logs slow decisions on
+//!   S_log, and sends the writeback.
+//! - [`Authenticator`]: every signature and certificate check, shared by both.
+
+mod auth;
+mod cc;
+mod coordinator;
+mod rejects;
+mod replica;
+mod tally;
+
+pub use auth::{sign_client, Authenticator, AuthError};
+pub use cc::conflicts;
+pub use coordinator::{Coordinator, CoordinatorEvent, CoordinatorTimeouts, GetStart, TxnHandle, TxnError};
+pub use rejects::{RejectReason, Rejections};
+pub use replica::{Replica, ReplicaStats};
+pub use tally::{ShardOutcome, ShardTally};

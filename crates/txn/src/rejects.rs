@@ -1,0 +1,61 @@
+use std::collections::BTreeMap;
+
+/// Why an input was dropped. Every rejection is counted so operators (and tests) can see
+/// what hostile or broken peers are sending.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RejectReason {
+    BadSignature,
+    MissingSignature,
+    UnknownClient,
+    NotMember,
+    WrongShard,
+    FutureTimestamp,
+    MalformedTxn,
+    BadCertificate,
+    BadTally,
+    /// A read version above the reading transaction's timestamp (Alg. 1 line 6).
+    Misbehavior,
+    ClientMismatch,
+    Unexpected,
+}
+
+impl RejectReason {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RejectReason::BadSignature => "bad-signature",
+            RejectReason::MissingSignature => "missing-signature",
+            RejectReason::UnknownClient => "unknown-client",
+            RejectReason::NotMember => "not-a-member",
+            RejectReason::WrongShard => "wrong-shard",
+            RejectReason::FutureTimestamp => "future-timestamp",
+            RejectReason::MalformedTxn => "malformed-transaction",
+            RejectReason::BadCertificate => "bad-certificate",
+            RejectReason::BadTally => "bad-vote-tally",
+            RejectReason::Misbehavior => "misbehavior",
+            RejectReason::ClientMismatch => "client-mismatch",
+            RejectReason::Unexpected => "unexpected-message",
+        }
+    }
+}
+
+/// Counters of rejected inputs, by reason.
+#[derive(Clone, Debug, Default)]
+pub struct Rejections {
+    counts: BTreeMap<RejectReason, u64>,
+}
+
+impl Rejections {
+    pub fn record(&mut self, reason: RejectReason) {
+        *self.counts.entry(reason).or_default() += 1;
+        tracing::debug!(reason = reason.as_str(), "rejected input");
+    }
+    pub fn count(&self, reason: RejectReason) -> u64 {
+        self.counts.get(&reason).copied().unwrap_or(0)
+    }
+    pub fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (RejectReason, u64)> + '_ {
+        self.counts.iter().map(|(r, c)| (*r, *c))
+    }
+}

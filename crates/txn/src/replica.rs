@@ -1,0 +1,623 @@
+//! A Basil replica (§3–4) as a sans-IO state machine.
+//!
+//! Inputs: `handle(now, from, message)` and `tick(now)`; `now` is the replica's clock in
+//! microseconds, supplied by the driver. Outputs: `take_outputs()` returns (peer, message)
+//! pairs. Replies that must be signed are queued and signed together, one Merkle-batched
+//! signature per batch (§4.4), when `flush()` is called or a batch fills up.
+
+use crate::auth::Authenticator;
+use crate::rejects::{RejectReason, Rejections};
+use pistou_core::{ClusterConfig, Key, ReplicaId, Timestamp, TxnId};
+use pistou_crypto::{BatchSigner, Hash, SecretKey};
+use pistou_wire::{
+    AbortReads, ClientSigned, CommitCert, CommittedRead, ConflictProof, Decision, DecisionCert, Message,
+    Prepare, PreparedRead, ReadReply, ReadRequest, ReplicaSigned, Signable, St1Vote, St2, St2Reply, TxnMeta, Vote,
+    Writeback,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// Who to answer: an opaque token chosen by the driver (a connection, or a simulated node).
+pub type Peer = u64;
+
+/// Multi-version state of one key.
+#[derive(Default)]
+struct KeyState {
+    /// Versions written by committed transactions: (version = writer's ts, writer).
+    committed: BTreeSet<(Timestamp, TxnId)>,
+    /// Versions written by prepared, undecided transactions.
+    prepared: BTreeSet<(Timestamp, TxnId)>,
+    /// Prepared or committed transactions that read this key: (reader ts, reader) → version read.
+    readers: BTreeMap<(Timestamp, TxnId), Timestamp>,
+    /// Read timestamps (RTS) of ongoing transactions.
+    rts: BTreeSet<Timestamp>,
+}
+
+impl KeyState {
+    fn is_empty(&self) -> bool {
+        self.committed.is_empty() && self.prepared.is_empty() && self.readers.is_empty() && self.rts.is_empty()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Status {
+    /// Known (ST1 or ST2 seen) but not in the Prepared set: voted abort, or not checked.
+    Unprepared,
+    Prepared,
+    Committed(Arc<CommitCert>),
+    Aborted,
+}
+
+struct VoteRecord {
+    vote: Vote,
+    conflict: Option<ConflictProof>,
+}
+
+struct TxnRecord {
+    meta: Arc<TxnMeta>,
+    status: Status,
+    /// The ST1R vote, computed at most once (Basil §4.2: a correct replica never changes it).
+    vote: Option<VoteRecord>,
+    /// Dependencies not yet decided (Alg. 1 line 15).
+    pending_deps: usize,
+    /// Peers waiting for the vote.
+    interested: BTreeSet<Peer>,
+    /// The logged ST2 decision and its view.
+    st2: Option<(Decision, u64)>,
+}
+
+impl TxnRecord {
+    fn new(meta: Arc<TxnMeta>) -> TxnRecord {
+        TxnRecord {
+            meta,
+            status: Status::Unprepared,
+            vote: None,
+            pending_deps: 0,
+            interested: BTreeSet::new(),
+            st2: None,
+        }
+    }
+}
+
+/// Counters a replica exposes for monitoring and tests.
+#[derive(Clone, Debug, Default)]
+pub struct ReplicaStats {
+    pub reads: u64,
+    pub votes_commit: u64,
+    pub votes_abort: u64,
+    pub commits_applied: u64,
+    pub aborts_applied: u64,
+    pub batches_signed: u64,
+    pub replies_signed: u64,
+}
+
+enum PendingReply {
+    Read { reply: ReadReply, committed: Option<CommittedRead> },
+    Vote { vote: St1Vote, conflict: Option<ConflictProof> },
+    St2(St2Reply),
+}
+
+pub struct Replica {
+    id: ReplicaId,
+    auth: Authenticator,
+    signer: Option<BatchSigner>,
+    keys: HashMap<Key, KeyState>,
+    txns: HashMap<TxnId, TxnRecord>,
+    /// Timestamp → the transaction that owns it; a second transaction with the same
+    /// timestamp (only a Byzantine client does that) gets an abort vote.
+    ts_owner: HashMap<Timestamp, TxnId>,
+    /// Dependency → transactions waiting for its decision.
+    dependents: HashMap<TxnId, Vec<TxnId>>,
+    /// All RTS entries in timestamp order, for garbage collection.
+    rts_index: BTreeSet<(Timestamp, Key)>,
+    pending: Vec<(Peer, PendingReply)>,
+    outputs: Vec<(Peer, Message)>,
+    rejects: Rejections,
+    stats: ReplicaStats,
+}
+
+impl Replica {
+    /// `key` is this replica's signing key; it may be `None` only if the cluster runs with
+    /// `crypto = false`.
+    pub fn new(config: Arc<ClusterConfig>, id: ReplicaId, key: Option<SecretKey>) -> Result<Replica, String> {
+        if config.replica(id).is_none() {
+            return Err(format!("replica {id} is not in the configuration"));
+        }
+        let signer = match (config.crypto, key) {
+            (true, Some(k)) => {
+                if Some(&k.public()) != config.replica_key(id) {
+                    return Err(format!("the key given to replica {id} does not match the configuration"));
+                }
+                Some(BatchSigner::new(k, config.reply_batch))
+            }
+            (true, None) => return Err("crypto is on: a replica needs its signing key".into()),
+            (false, _) => None,
+        };
+        Ok(Replica {
+            id,
+            auth: Authenticator::new(config),
+            signer,
+            keys: HashMap::new(),
+            txns: HashMap::new(),
+            ts_owner: HashMap::new(),
+            dependents: HashMap::new(),
+            rts_index: BTreeSet::new(),
+            pending: Vec::new(),
+            outputs: Vec::new(),
+            rejects: Rejections::default(),
+            stats: ReplicaStats::default(),
+        })
+    }
+
+    pub fn id(&self) -> ReplicaId {
+        self.id
+    }
+    pub fn rejections(&self) -> &Rejections {
+        &self.rejects
+    }
+    pub fn stats(&self) -> &ReplicaStats {
+        &self.stats
+    }
+    fn config(&self) -> &ClusterConfig {
+        self.auth.config()
+    }
+
+    /// The stored ST1 vote for a transaction, if this replica cast one.
+    pub fn vote_of(&self, txn: &TxnId) -> Option<Vote> {
+        self.txns.get(txn).and_then(|r| r.vote.as_ref()).map(|v| v.vote)
+    }
+
+    /// The latest committed value of `key` (test and inspection helper).
+    pub fn committed_value(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let (_, writer) = self.keys.get(key)?.committed.iter().next_back()?;
+        self.txns.get(writer)?.meta.write_of(key)?.value.clone()
+    }
+
+    /// Number of RTS entries held (garbage collection is observable in tests).
+    pub fn rts_len(&self) -> usize {
+        self.rts_index.len()
+    }
+
+    pub fn handle(&mut self, now: u64, from: Peer, msg: Message) {
+        let result = match msg {
+            Message::Read(req) => self.on_read(now, from, req),
+            Message::Prepare(req) => self.on_prepare(now, from, req),
+            Message::Decide(req) => self.on_st2(from, req),
+            Message::Writeback(wb) => self.on_writeback(from, wb),
+            Message::AbortReads(req) => self.on_abort_reads(req),
+            Message::HelloClient { .. } => Ok(()),
+            Message::ReadReply { .. }
+            | Message::PrepareReply { .. }
+            | Message::DecideReply(_)
+            | Message::WritebackAck { .. } => Err(RejectReason::Unexpected),
+        };
+        if let Err(reason) = result {
+            self.rejects.record(reason);
+        }
+        if self.pending.len() >= self.config().reply_batch {
+            self.flush();
+        }
+    }
+
+    /// Periodic work: garbage-collect read timestamps of transactions too old to prepare.
+    pub fn tick(&mut self, now: u64) {
+        let horizon = self.watermark(now);
+        while let Some((ts, _)) = self.rts_index.first() {
+            if ts.time >= horizon {
+                break;
+            }
+            let Some((ts, key)) = self.rts_index.pop_first() else { break };
+            self.remove_rts(&key, ts);
+        }
+    }
+
+    /// Transactions with ts.time below this are refused; their RTS can be forgotten.
+    fn watermark(&self, now: u64) -> u64 {
+        now.saturating_sub(self.config().max_txn_age_us)
+    }
+
+    /// Signs all queued replies with one batched signature per `reply_batch` replies.
+    pub fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let hashes: Vec<Hash> = pending
+            .iter()
+            .map(|(_, p)| match p {
+                PendingReply::Read { reply, .. } => reply.signing_hash(),
+                PendingReply::Vote { vote, .. } => vote.signing_hash(),
+                PendingReply::St2(r) => r.signing_hash(),
+            })
+            .collect();
+        let mut sigs = Vec::with_capacity(pending.len());
+        match &self.signer {
+            Some(signer) => {
+                for chunk in hashes.chunks(self.auth.config().reply_batch) {
+                    sigs.extend(signer.sign_batch(chunk).into_iter().map(Some));
+                    self.stats.batches_signed += 1;
+                }
+            }
+            None => sigs.resize(pending.len(), None),
+        }
+        self.stats.replies_signed += pending.len() as u64;
+        let signer = self.id;
+        for ((to, p), sig) in pending.into_iter().zip(sigs) {
+            let msg = match p {
+                PendingReply::Read { reply, committed } => {
+                    Message::ReadReply { reply: ReplicaSigned { signer, body: reply, sig }, committed }
+                }
+                PendingReply::Vote { vote, conflict } => {
+                    Message::PrepareReply { vote: ReplicaSigned { signer, body: vote, sig }, conflict }
+                }
+                PendingReply::St2(r) => Message::DecideReply(ReplicaSigned { signer, body: r, sig }),
+            };
+            self.outputs.push((to, msg));
+        }
+    }
+
+    pub fn take_outputs(&mut self) -> Vec<(Peer, Message)> {
+        std::mem::take(&mut self.outputs)
+    }
+
+    // ---- READ (Basil §3, step 2) ----
+
+    fn on_read(&mut self, now: u64, from: Peer, req: ClientSigned<ReadRequest>) -> Result<(), RejectReason> {
+        self.auth.check_client(&req).map_err(|e| e.0)?;
+        let ReadRequest { key, ts } = req.body;
+        if ts.client != req.client {
+            return Err(RejectReason::ClientMismatch);
+        }
+        if ts.time > now.saturating_add(self.config().delta_us) {
+            return Err(RejectReason::FutureTimestamp);
+        }
+        if self.config().shard_of(&key) != self.id.shard || key.len() > pistou_wire::MAX_KEY_BYTES {
+            return Err(RejectReason::WrongShard);
+        }
+        self.stats.reads += 1;
+        if ts.time >= self.watermark(now) {
+            let state = self.keys.entry(key.clone()).or_default();
+            if state.rts.insert(ts) {
+                self.rts_index.insert((ts, key.clone()));
+            }
+        }
+        let state = self.keys.get(&key);
+        let latest_committed = state.and_then(|s| s.committed.range(..(ts, TxnId([0; 32]))).next_back().copied());
+        let latest_prepared = state.and_then(|s| s.prepared.range(..(ts, TxnId([0; 32]))).next_back().copied());
+        let committed = latest_committed.and_then(|(_, writer)| {
+            let rec = self.txns.get(&writer)?;
+            let Status::Committed(cert) = &rec.status else { return None };
+            Some(CommittedRead { writer: (*rec.meta).clone(), cert: (**cert).clone() })
+        });
+        // Only a prepared version fresher than the committed one is worth reporting.
+        let prepared = latest_prepared
+            .filter(|(pv, _)| latest_committed.is_none_or(|(cv, _)| pv > &cv))
+            .and_then(|(version, txn)| {
+                let value = self.txns.get(&txn)?.meta.write_of(&key)?.value.clone();
+                Some(PreparedRead { version, txn, value })
+            });
+        let reply = ReadReply { key, ts, prepared };
+        self.pending.push((from, PendingReply::Read { reply, committed }));
+        Ok(())
+    }
+
+    fn on_abort_reads(&mut self, req: ClientSigned<AbortReads>) -> Result<(), RejectReason> {
+        self.auth.check_client(&req).map_err(|e| e.0)?;
+        if req.body.ts.client != req.client {
+            return Err(RejectReason::ClientMismatch);
+        }
+        for key in &req.body.keys {
+            self.remove_rts(key, req.body.ts);
+        }
+        Ok(())
+    }
+
+    fn remove_rts(&mut self, key: &[u8], ts: Timestamp) {
+        if let Some(state) = self.keys.get_mut(key) {
+            if state.rts.remove(&ts) {
+                self.rts_index.remove(&(ts, key.to_vec()));
+            }
+            if state.is_empty() {
+                self.keys.remove(key);
+            }
+        }
+    }
+
+    // ---- ST1: MVTSO-Check (Alg. 1) ----
+
+    fn on_prepare(&mut self, now: u64, from: Peer, req: ClientSigned<Prepare>) -> Result<(), RejectReason> {
+        self.auth.check_client(&req).map_err(|e| e.0)?;
+        let meta = req.body.meta;
+        let id = meta.id();
+        if let Some(rec) = self.txns.get_mut(&id) {
+            // Repeated ST1: answer with the stored vote, never re-run the check.
+            rec.interested.insert(from);
+            if let Some(v) = &rec.vote {
+                let reply = PendingReply::Vote { vote: St1Vote { txn: id, vote: v.vote }, conflict: v.conflict.clone() };
+                self.pending.push((from, reply));
+            }
+            return Ok(());
+        }
+        match meta.validate(self.config()) {
+            Ok(()) => {}
+            Err(pistou_wire::MetaError::ReadFromFuture) => return Err(RejectReason::Misbehavior),
+            Err(_) => return Err(RejectReason::MalformedTxn),
+        }
+        if !meta.shards.contains(&self.id.shard) {
+            return Err(RejectReason::WrongShard);
+        }
+        let meta = Arc::new(meta);
+        let mut rec = TxnRecord::new(meta.clone());
+        rec.interested.insert(from);
+        self.txns.insert(id, rec);
+        match self.mvtso_check(now, &id, &meta) {
+            Err(conflict) => self.cast_vote(id, Vote::Abort, conflict),
+            Ok(()) => {
+                self.add_prepared(&id, &meta);
+                let pending: Vec<TxnId> = meta
+                    .deps
+                    .iter()
+                    .filter(|d| self.config().shard_of(&d.key) == self.id.shard)
+                    .map(|d| d.txn)
+                    .filter(|d| matches!(self.txns.get(d).map(|r| &r.status), Some(Status::Prepared | Status::Unprepared)))
+                    .collect();
+                if pending.is_empty() {
+                    self.cast_vote(id, Vote::Commit, None);
+                } else {
+                    // Alg. 1 line 15: wait for all pending dependencies.
+                    if let Some(rec) = self.txns.get_mut(&id) {
+                        rec.pending_deps = pending.len();
+                    }
+                    for d in pending {
+                        self.dependents.entry(d).or_default().push(id);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Lines 1–13 of Alg. 1. `Err(conflict)` means Vote-Abort, with the committed
+    /// conflicting transaction's proof when there is one.
+    fn mvtso_check(&self, now: u64, id: &TxnId, meta: &TxnMeta) -> Result<(), Option<ConflictProof>> {
+        let ts = meta.ts;
+        // Line 1: ts within the replica's time bound; and not below the GC watermark.
+        if ts.time > now.saturating_add(self.config().delta_us) || ts.time < self.watermark(now) {
+            return Err(None);
+        }
+        // A second transaction claiming an already used timestamp.
+        if self.ts_owner.get(&ts).is_some_and(|owner| owner != id) {
+            return Err(None);
+        }
+        // Line 3: dependencies valid: prepared or committed here, and really the writer of
+        // the version read; any aborted dependency means abort.
+        for d in meta.deps.iter().filter(|d| self.config().shard_of(&d.key) == self.id.shard) {
+            let Some(dep) = self.txns.get(&d.txn) else { return Err(None) };
+            let produced = dep.meta.ts == d.version && dep.meta.write_of(&d.key).is_some();
+            let alive = matches!(dep.status, Status::Prepared | Status::Committed(_));
+            if !produced || !alive {
+                return Err(None);
+            }
+        }
+        // Line 5–7: reads did not miss a committed or prepared write in (version, ts).
+        for r in &meta.read_set {
+            if self.config().shard_of(&r.key) != self.id.shard {
+                continue;
+            }
+            let Some(state) = self.keys.get(&r.key) else { continue };
+            let lo = (r.version, TxnId([0xff; 32]));
+            let hi = (ts, TxnId([0; 32]));
+            if lo >= hi {
+                continue;
+            }
+            if let Some((_, t2)) = state.committed.range(lo..hi).next() {
+                return Err(self.conflict_proof(t2));
+            }
+            if state.prepared.range(lo..hi).next().is_some() {
+                return Err(None);
+            }
+        }
+        // Lines 8–13: writes do not invalidate reads of prepared/committed transactions
+        // ordered after T, nor reads of ongoing ones (RTS).
+        for w in &meta.write_set {
+            if self.config().shard_of(&w.key) != self.id.shard {
+                continue;
+            }
+            let Some(state) = self.keys.get(&w.key) else { continue };
+            let after = (ts, TxnId([0xff; 32]));
+            for ((_, reader), version) in state.readers.range(after..) {
+                if *version < ts {
+                    let committed = matches!(self.txns.get(reader).map(|r| &r.status), Some(Status::Committed(_)));
+                    return Err(if committed { self.conflict_proof(reader) } else { None });
+                }
+            }
+            if state.rts.range((std::ops::Bound::Excluded(ts), std::ops::Bound::Unbounded)).next().is_some() {
+                return Err(None);
+            }
+        }
+        Ok(())
+    }
+
+    fn conflict_proof(&self, txn: &TxnId) -> Option<ConflictProof> {
+        let rec = self.txns.get(txn)?;
+        match &rec.status {
+            Status::Committed(cert) => Some(ConflictProof { meta: (*rec.meta).clone(), cert: (**cert).clone() }),
+            _ => None,
+        }
+    }
+
+    /// Line 14: T joins the Prepared set; its writes become visible to readers.
+    fn add_prepared(&mut self, id: &TxnId, meta: &TxnMeta) {
+        let shard = self.id.shard;
+        let cfg = self.auth.config();
+        let mine = |k: &[u8]| cfg.shard_of(k) == shard;
+        let writes: Vec<Key> = meta.write_set.iter().filter(|w| mine(&w.key)).map(|w| w.key.clone()).collect();
+        let reads: Vec<(Key, Timestamp)> =
+            meta.read_set.iter().filter(|r| mine(&r.key)).map(|r| (r.key.clone(), r.version)).collect();
+        for k in writes {
+            self.keys.entry(k).or_default().prepared.insert((meta.ts, *id));
+        }
+        for (k, v) in reads {
+            self.keys.entry(k.clone()).or_default().readers.insert((meta.ts, *id), v);
+            // Its read is now guarded by the readers index; the RTS is no longer needed.
+            self.remove_rts(&k, meta.ts);
+        }
+        self.ts_owner.insert(meta.ts, *id);
+        if let Some(rec) = self.txns.get_mut(id) {
+            rec.status = Status::Prepared;
+        }
+    }
+
+    /// Undo `add_prepared` (the transaction aborted, or lost a dependency).
+    fn remove_prepared(&mut self, id: &TxnId, meta: &TxnMeta) {
+        for w in &meta.write_set {
+            if let Some(s) = self.keys.get_mut(&w.key) {
+                s.prepared.remove(&(meta.ts, *id));
+            }
+        }
+        for r in &meta.read_set {
+            if let Some(s) = self.keys.get_mut(&r.key) {
+                s.readers.remove(&(meta.ts, *id));
+            }
+        }
+        if self.ts_owner.get(&meta.ts) == Some(id) {
+            self.ts_owner.remove(&meta.ts);
+        }
+    }
+
+    fn cast_vote(&mut self, id: TxnId, vote: Vote, conflict: Option<ConflictProof>) {
+        let Some(rec) = self.txns.get_mut(&id) else { return };
+        if rec.vote.is_some() {
+            return;
+        }
+        match vote {
+            Vote::Commit => self.stats.votes_commit += 1,
+            Vote::Abort => self.stats.votes_abort += 1,
+        }
+        rec.vote = Some(VoteRecord { vote, conflict: conflict.clone() });
+        for peer in rec.interested.iter().copied().collect::<Vec<_>>() {
+            let reply = PendingReply::Vote { vote: St1Vote { txn: id, vote }, conflict: conflict.clone() };
+            self.pending.push((peer, reply));
+        }
+    }
+
+    /// A dependency was decided: lines 15–19 of Alg. 1 for every transaction waiting on it.
+    fn on_dependency_decided(&mut self, dep: TxnId, decision: Decision) {
+        let Some(waiters) = self.dependents.remove(&dep) else { return };
+        for w in waiters {
+            let Some(rec) = self.txns.get_mut(&w) else { continue };
+            if rec.vote.is_some() || rec.status != Status::Prepared {
+                continue;
+            }
+            match decision {
+                Decision::Abort => {
+                    let meta = rec.meta.clone();
+                    rec.status = Status::Unprepared;
+                    self.remove_prepared(&w, &meta);
+                    self.cast_vote(w, Vote::Abort, None);
+                }
+                Decision::Commit => {
+                    rec.pending_deps = rec.pending_deps.saturating_sub(1);
+                    if rec.pending_deps == 0 {
+                        self.cast_vote(w, Vote::Commit, None);
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- ST2 (Basil §4.2 stage 2): S_log logs the decision ----
+
+    fn on_st2(&mut self, from: Peer, req: ClientSigned<St2>) -> Result<(), RejectReason> {
+        self.auth.check_client(&req).map_err(|e| e.0)?;
+        let st2 = req.body;
+        let id = st2.meta.id();
+        if let Some((decision, view)) = self.txns.get(&id).and_then(|r| r.st2) {
+            // Already logged: the first justified decision stands.
+            let reply = St2Reply { txn: id, decision, view_decision: view, view_current: view };
+            self.pending.push((from, PendingReply::St2(reply)));
+            return Ok(());
+        }
+        st2.meta.validate(self.config()).map_err(|_| RejectReason::MalformedTxn)?;
+        if st2.meta.log_shard(&id) != Some(self.id.shard) {
+            return Err(RejectReason::WrongShard);
+        }
+        if st2.view != 0 {
+            // Views above 0 only come from the fallback protocol (issue 3).
+            return Err(RejectReason::Unexpected);
+        }
+        self.auth.check_st2_justified(&id, &st2).map_err(|e| e.0)?;
+        let rec = self.txns.entry(id).or_insert_with(|| TxnRecord::new(Arc::new(st2.meta.clone())));
+        rec.st2 = Some((st2.decision, 0));
+        let reply = St2Reply { txn: id, decision: st2.decision, view_decision: 0, view_current: 0 };
+        self.pending.push((from, PendingReply::St2(reply)));
+        Ok(())
+    }
+
+    // ---- Writeback (Basil §4.3) ----
+
+    fn on_writeback(&mut self, from: Peer, wb: Writeback) -> Result<(), RejectReason> {
+        let id = wb.meta.id();
+        let decided = self.txns.get(&id).map(|r| matches!(r.status, Status::Committed(_) | Status::Aborted));
+        if decided != Some(true) {
+            wb.meta.validate(self.config()).map_err(|_| RejectReason::MalformedTxn)?;
+            if !wb.meta.shards.contains(&self.id.shard) {
+                return Err(RejectReason::WrongShard);
+            }
+            match &wb.cert {
+                DecisionCert::Commit(c) => self.auth.check_commit_cert(&wb.meta, c),
+                DecisionCert::Abort(a) => self.auth.check_abort_cert(&wb.meta, a),
+            }
+            .map_err(|_| RejectReason::BadCertificate)?;
+            match wb.cert {
+                DecisionCert::Commit(cert) => self.apply_commit(id, wb.meta, cert),
+                DecisionCert::Abort(_) => self.apply_abort(id, wb.meta),
+            }
+        }
+        self.outputs.push((from, Message::WritebackAck { txn: id }));
+        Ok(())
+    }
+
+    fn apply_commit(&mut self, id: TxnId, meta: TxnMeta, cert: CommitCert) {
+        let rec = self.txns.entry(id).or_insert_with(|| TxnRecord::new(Arc::new(meta)));
+        let meta = rec.meta.clone();
+        let was_prepared = rec.status == Status::Prepared;
+        rec.status = Status::Committed(Arc::new(cert));
+        let shard = self.id.shard;
+        for w in &meta.write_set {
+            if self.auth.config().shard_of(&w.key) != shard {
+                continue;
+            }
+            let s = self.keys.entry(w.key.clone()).or_default();
+            if was_prepared {
+                s.prepared.remove(&(meta.ts, id));
+            }
+            s.committed.insert((meta.ts, id));
+        }
+        for r in &meta.read_set {
+            if self.auth.config().shard_of(&r.key) != shard {
+                continue;
+            }
+            self.keys.entry(r.key.clone()).or_default().readers.insert((meta.ts, id), r.version);
+            self.remove_rts(&r.key, meta.ts);
+        }
+        self.ts_owner.insert(meta.ts, id);
+        self.stats.commits_applied += 1;
+        self.on_dependency_decided(id, Decision::Commit);
+    }
+
+    fn apply_abort(&mut self, id: TxnId, meta: TxnMeta) {
+        let rec = self.txns.entry(id).or_insert_with(|| TxnRecord::new(Arc::new(meta)));
+        let meta = rec.meta.clone();
+        let was_prepared = rec.status == Status::Prepared;
+        rec.status = Status::Aborted;
+        if was_prepared {
+            self.remove_prepared(&id, &meta);
+        }
+        for r in &meta.read_set {
+            self.remove_rts(&r.key, meta.ts);
+        }
+        self.stats.aborts_applied += 1;
+        self.on_dependency_decided(id, Decision::Abort);
+    }
+}

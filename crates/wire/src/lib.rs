@@ -1,0 +1,13 @@
+//! Pistou's wire protocol: the messages of the leaderless engine (Basil §3–4), their
+//! canonical encoding (postcard over types whose maps are sorted vectors), the
+//! authenticated envelopes, and length-prefixed framing with a hard size limit.
+
+mod codec;
+mod framing;
+mod messages;
+mod signed;
+
+pub use codec::{canonical_bytes, decode_message, encode_message, WireError};
+pub use framing::{frame_codec, FrameCodec, DEFAULT_MAX_FRAME_BYTES};
+pub use messages::*;
+pub use signed::{ClientSigned, ReplicaSigned, Signable};

@@ -1,0 +1,341 @@
+//! Messages of the leaderless key-value protocol (Basil §3–4). Names follow the paper:
+//! READ, ST1 (prepare), ST1R (vote), ST2 (log the decision on S_log), ST2R, writeback with
+//! C-CERT / A-CERT.
+
+use crate::codec::canonical_bytes;
+use crate::signed::{ClientSigned, ReplicaSigned, Signable};
+use pistou_core::{ClusterConfig, Key, ShardId, Timestamp, TxnId, Value};
+use pistou_crypto::hash_parts;
+use serde::{Deserialize, Serialize};
+
+/// Largest key, in bytes.
+pub const MAX_KEY_BYTES: usize = 1024;
+/// Largest value, in bytes.
+pub const MAX_VALUE_BYTES: usize = 1 << 20;
+/// Most reads plus writes in one transaction.
+pub const MAX_TXN_OPS: usize = 10_000;
+
+/// A read of `key` that observed the version written at `version`
+/// (`Timestamp::GENESIS` when the key had never been written).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadEntry {
+    pub key: Key,
+    pub version: Timestamp,
+}
+
+/// A buffered write; `value: None` deletes the key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteEntry {
+    pub key: Key,
+    pub value: Option<Value>,
+}
+
+/// A write-read dependency: the transaction read `key` at `version`, a prepared but not
+/// yet committed write of transaction `txn`. T cannot commit unless `txn` commits.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Dep {
+    pub txn: TxnId,
+    pub key: Key,
+    pub version: Timestamp,
+}
+
+/// A transaction's metadata, whose canonical encoding's BLAKE3 is id_T. Sets travel as
+/// strictly sorted vectors so that the encoding, and so the id, is unique.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxnMeta {
+    pub ts: Timestamp,
+    /// Sorted by key, keys unique.
+    pub read_set: Vec<ReadEntry>,
+    /// Sorted by key, keys unique.
+    pub write_set: Vec<WriteEntry>,
+    /// Sorted, unique.
+    pub deps: Vec<Dep>,
+    /// The shards of all keys read or written: sorted, unique, exact.
+    pub shards: Vec<ShardId>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MetaError {
+    #[error("transaction has no reads and no writes")]
+    Empty,
+    #[error("transaction has too many operations")]
+    TooLarge,
+    #[error("key or value too large")]
+    OversizedItem,
+    #[error("read set, write set or dependencies not strictly sorted")]
+    NotCanonical,
+    #[error("read version is not below the transaction timestamp")]
+    ReadFromFuture,
+    #[error("dependency does not match a read")]
+    BadDependency,
+    #[error("shard list does not match the keys")]
+    WrongShards,
+}
+
+impl TxnMeta {
+    pub fn id(&self) -> TxnId {
+        TxnId(hash_parts(&[b"pistou-txn-v1", &canonical_bytes(self)]))
+    }
+
+    /// S_log: the shard that logs a slow-path decision, chosen deterministically from id_T.
+    pub fn log_shard(&self, id: &TxnId) -> Option<ShardId> {
+        if self.shards.is_empty() {
+            return None;
+        }
+        Some(self.shards[(id.as_u64() % self.shards.len() as u64) as usize])
+    }
+
+    pub fn write_of(&self, key: &[u8]) -> Option<&WriteEntry> {
+        self.write_set.binary_search_by(|w| w.key.as_slice().cmp(key)).ok().map(|i| &self.write_set[i])
+    }
+
+    pub fn read_of(&self, key: &[u8]) -> Option<&ReadEntry> {
+        self.read_set.binary_search_by(|r| r.key.as_slice().cmp(key)).ok().map(|i| &self.read_set[i])
+    }
+
+    /// Structural validity: what every correct replica and client checks before
+    /// trusting a transaction's metadata.
+    pub fn validate(&self, config: &ClusterConfig) -> Result<(), MetaError> {
+        if self.read_set.is_empty() && self.write_set.is_empty() {
+            return Err(MetaError::Empty);
+        }
+        if self.read_set.len() + self.write_set.len() > MAX_TXN_OPS || self.deps.len() > self.read_set.len() {
+            return Err(MetaError::TooLarge);
+        }
+        let keys_ok = self.read_set.iter().all(|r| r.key.len() <= MAX_KEY_BYTES)
+            && self.write_set.iter().all(|w| {
+                w.key.len() <= MAX_KEY_BYTES && w.value.as_ref().is_none_or(|v| v.len() <= MAX_VALUE_BYTES)
+            });
+        if !keys_ok {
+            return Err(MetaError::OversizedItem);
+        }
+        let sorted = self.read_set.windows(2).all(|p| p[0].key < p[1].key)
+            && self.write_set.windows(2).all(|p| p[0].key < p[1].key)
+            && self.deps.windows(2).all(|p| p[0] < p[1])
+            && self.shards.windows(2).all(|p| p[0] < p[1]);
+        if !sorted {
+            return Err(MetaError::NotCanonical);
+        }
+        if self.read_set.iter().any(|r| r.version >= self.ts) {
+            return Err(MetaError::ReadFromFuture);
+        }
+        for d in &self.deps {
+            if self.read_of(&d.key).map(|r| r.version) != Some(d.version) {
+                return Err(MetaError::BadDependency);
+            }
+        }
+        let mut shards: Vec<ShardId> = self
+            .read_set
+            .iter()
+            .map(|r| &r.key)
+            .chain(self.write_set.iter().map(|w| &w.key))
+            .map(|k| config.shard_of(k))
+            .collect();
+        shards.sort();
+        shards.dedup();
+        if shards != self.shards {
+            return Err(MetaError::WrongShards);
+        }
+        Ok(())
+    }
+}
+
+/// READ ⟨key, ts⟩ (Basil §3, step 1).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadRequest {
+    pub key: Key,
+    pub ts: Timestamp,
+}
+
+/// The latest committed version below ts, with the writer's metadata and C-CERT so the
+/// client can check both the commit and the value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommittedRead {
+    pub writer: TxnMeta,
+    pub cert: CommitCert,
+}
+
+/// The latest prepared version below ts: valid only if f+1 replicas return the same one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreparedRead {
+    pub version: Timestamp,
+    pub txn: TxnId,
+    pub value: Option<Value>,
+}
+
+/// ⟨Committed, Prepared⟩_σR (Basil §3, step 2). Only the prepared part is signed; the
+/// committed part proves itself with its certificate.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadReply {
+    pub key: Key,
+    pub ts: Timestamp,
+    pub prepared: Option<PreparedRead>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Vote {
+    Commit,
+    Abort,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Decision {
+    Commit,
+    Abort,
+}
+
+/// ST1 ⟨PREPARE, T⟩: id_T is recomputed by the receiver from the metadata.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prepare {
+    pub meta: TxnMeta,
+}
+
+/// ST1R ⟨T, vote⟩_σR: the signed part of a replica's vote.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct St1Vote {
+    pub txn: TxnId,
+    pub vote: Vote,
+}
+
+/// The optional (T', C-CERT) of an abort vote (Alg. 1 lines 7 and 9): the committed
+/// conflicting transaction. It proves itself, so it travels beside the signed vote.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConflictProof {
+    pub meta: TxnMeta,
+    pub cert: CommitCert,
+}
+
+/// The votes of one shard for one transaction: a vote tally, or a V-CERT when it meets a
+/// fast-path threshold.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardVotes {
+    pub shard: ShardId,
+    pub votes: Vec<ReplicaSigned<St1Vote>>,
+}
+
+/// ST2 ⟨id_T, decision, {SHARDVOTES}, view⟩ sent to S_log. Carries T's metadata so that a
+/// replica that missed ST1 can still check the tallies against T's shards.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct St2 {
+    pub meta: TxnMeta,
+    pub decision: Decision,
+    pub tallies: Vec<ShardVotes>,
+    pub view: u64,
+}
+
+/// ST2R ⟨id_T, decision, view_decision, view_current⟩_σR.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct St2Reply {
+    pub txn: TxnId,
+    pub decision: Decision,
+    pub view_decision: u64,
+    pub view_current: u64,
+}
+
+/// C-CERT: proof that a transaction committed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CommitCert {
+    /// Fast path: a unanimous (5f+1) commit V-CERT from every shard of T.
+    Fast(Vec<ShardVotes>),
+    /// Slow path: V-CERT of S_log, n−f matching ST2R for commit.
+    Slow(Vec<ReplicaSigned<St2Reply>>),
+}
+
+/// A-CERT: proof that a transaction aborted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AbortCert {
+    /// Fast path: 3f+1 abort votes from one shard of T.
+    Fast(ShardVotes),
+    /// Fast path: one abort vote with the C-CERT of a conflicting committed transaction.
+    Conflict { vote: ReplicaSigned<St1Vote>, conflict: ConflictProof },
+    /// Slow path: V-CERT of S_log, n−f matching ST2R for abort.
+    Slow(Vec<ReplicaSigned<St2Reply>>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DecisionCert {
+    Commit(CommitCert),
+    Abort(AbortCert),
+}
+
+impl DecisionCert {
+    pub fn decision(&self) -> Decision {
+        match self {
+            DecisionCert::Commit(_) => Decision::Commit,
+            DecisionCert::Abort(_) => Decision::Abort,
+        }
+    }
+}
+
+/// Writeback (Basil §4.3): the decision and its certificate, for all of T's shards.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Writeback {
+    pub meta: TxnMeta,
+    pub cert: DecisionCert,
+}
+
+/// Explicit client abort: release the read timestamps this transaction left on `keys`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbortReads {
+    pub ts: Timestamp,
+    pub keys: Vec<Key>,
+}
+
+/// Everything that travels between clients and replicas.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Message {
+    Read(ClientSigned<ReadRequest>),
+    ReadReply { reply: ReplicaSigned<ReadReply>, committed: Option<CommittedRead> },
+    Prepare(ClientSigned<Prepare>),
+    PrepareReply { vote: ReplicaSigned<St1Vote>, conflict: Option<ConflictProof> },
+    Decide(ClientSigned<St2>),
+    DecideReply(ReplicaSigned<St2Reply>),
+    Writeback(Writeback),
+    /// Unsigned acknowledgement that lets a client stop retransmitting a writeback. A lie
+    /// only means that replica misses the writeback: it cannot affect anyone else.
+    WritebackAck { txn: TxnId },
+    AbortReads(ClientSigned<AbortReads>),
+    /// First frame on a client connection: who is speaking. Authenticity comes from the
+    /// signatures on every request, not from this frame.
+    HelloClient { client: pistou_core::ClientId },
+}
+
+impl Message {
+    /// A short name for logs and rejection counters.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Message::Read(_) => "read",
+            Message::ReadReply { .. } => "read-reply",
+            Message::Prepare(_) => "st1",
+            Message::PrepareReply { .. } => "st1r",
+            Message::Decide(_) => "st2",
+            Message::DecideReply(_) => "st2r",
+            Message::Writeback(_) => "writeback",
+            Message::WritebackAck { .. } => "writeback-ack",
+            Message::AbortReads(_) => "abort",
+            Message::HelloClient { .. } => "hello",
+        }
+    }
+}
+
+impl Signable for ReadRequest {
+    const DOMAIN: &'static [u8] = b"pistou-read-v1";
+}
+impl Signable for ReadReply {
+    const DOMAIN: &'static [u8] = b"pistou-read-reply-v1";
+}
+impl Signable for Prepare {
+    const DOMAIN: &'static [u8] = b"pistou-st1-v1";
+}
+impl Signable for St1Vote {
+    const DOMAIN: &'static [u8] = b"pistou-st1r-v1";
+}
+impl Signable for St2 {
+    const DOMAIN: &'static [u8] = b"pistou-st2-v1";
+}
+impl Signable for St2Reply {
+    const DOMAIN: &'static [u8] = b"pistou-st2r-v1";
+}
+impl Signable for AbortReads {
+    const DOMAIN: &'static [u8] = b"pistou-abort-v1";
+}
