@@ -1,0 +1,316 @@
+//! A simulation run: cluster, clients, network faults, and the checks at the end.
+
+use crate::network::{to_frame, Event, EventQueue, Node};
+use crate::oracle::{self, OracleReport};
+use crate::workload::{SimClient, WorkloadSpec};
+use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
+use pistou_crypto::SecretKey;
+use pistou_txn::{Coordinator, CoordinatorTimeouts, Replica};
+use pistou_wire::{decode_message, Decision, Message};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+/// Simulated time starts here (µs), so that clocks skewed backwards stay positive.
+const EPOCH_US: u64 = 1_000_000_000;
+const TICK_US: u64 = 1_000;
+
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: &'static str,
+    pub seed: u64,
+    pub shards: usize,
+    pub f: usize,
+    pub clients: usize,
+    pub workload: WorkloadSpec,
+    pub crypto: bool,
+    pub min_delay_us: u64,
+    pub max_delay_us: u64,
+    pub drop_prob: f64,
+    /// Replicas per shard that crash (at most f), at `crash_at_us` after start.
+    pub crashes_per_shard: usize,
+    pub crash_at_us: u64,
+    /// One replica per shard is cut off from everyone during this window (µs after start).
+    pub partition: Option<(u64, u64)>,
+    /// Each node's clock is off by up to this much.
+    pub clock_skew_us: u64,
+    /// A run that has not finished by then is stuck (a liveness failure).
+    pub time_limit_us: u64,
+}
+
+impl Scenario {
+    pub fn base(name: &'static str, seed: u64) -> Scenario {
+        Scenario {
+            name,
+            seed,
+            shards: 2,
+            f: 1,
+            clients: 4,
+            workload: WorkloadSpec::default(),
+            crypto: false,
+            min_delay_us: 100,
+            max_delay_us: 1_500,
+            drop_prob: 0.0,
+            crashes_per_shard: 0,
+            crash_at_us: 0,
+            partition: None,
+            clock_skew_us: 500,
+            time_limit_us: 120_000_000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    pub committed: usize,
+    pub aborted: usize,
+    pub fast_commits: usize,
+    pub oracle: OracleReport,
+    pub sim_time_us: u64,
+    pub messages: u64,
+    pub rejected: u64,
+}
+
+#[derive(Debug)]
+pub enum SimError {
+    Unsafe { scenario: &'static str, seed: u64, detail: String },
+    Stuck { scenario: &'static str, seed: u64, detail: String },
+    Setup(String),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Unsafe { scenario, seed, detail } => {
+                write!(f, "SAFETY VIOLATION in scenario {scenario}, seed {seed}: {detail} (re-run with SIM_SEED={seed})")
+            }
+            SimError::Stuck { scenario, seed, detail } => {
+                write!(f, "LIVENESS FAILURE in scenario {scenario}, seed {seed}: {detail} (re-run with SIM_SEED={seed})")
+            }
+            SimError::Setup(m) => write!(f, "simulation setup failed: {m}"),
+        }
+    }
+}
+
+fn seed_bytes(seed: u64, role: u64, a: u64, b: u64) -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    bytes[8..16].copy_from_slice(&role.to_le_bytes());
+    bytes[16..24].copy_from_slice(&a.to_le_bytes());
+    bytes[24..].copy_from_slice(&b.to_le_bytes());
+    pistou_crypto::hash(&bytes)
+}
+
+struct World {
+    s: Scenario,
+    rng: ChaCha8Rng,
+    queue: EventQueue,
+    replicas: BTreeMap<ReplicaId, Replica>,
+    clients: Vec<SimClient>,
+    skew: BTreeMap<Node, i64>,
+    crashed: BTreeSet<ReplicaId>,
+    /// Replicas that crash once `crash_at_us` has passed.
+    to_crash: BTreeSet<ReplicaId>,
+    isolated: BTreeSet<ReplicaId>,
+    messages: u64,
+}
+
+impl World {
+    fn local_now(&self, node: Node, now: u64) -> u64 {
+        now.saturating_add_signed(self.skew.get(&node).copied().unwrap_or(0))
+    }
+
+    fn send(&mut self, now: u64, from: Node, to: Node, msg: &Message) {
+        self.messages += 1;
+        let start = now - EPOCH_US;
+        let cut = |n: Node| matches!(n, Node::Replica(r) if self.isolated.contains(&r));
+        let partitioned = self.s.partition.is_some_and(|(a, b)| start >= a && start < b) && (cut(from) || cut(to));
+        if partitioned || (self.s.drop_prob > 0.0 && self.rng.gen_bool(self.s.drop_prob)) {
+            return;
+        }
+        let delay = self.rng.gen_range(self.s.min_delay_us..=self.s.max_delay_us);
+        self.queue.push(now + delay, Event::Deliver { from, to, frame: to_frame(msg) });
+    }
+
+    fn flush_replica(&mut self, now: u64, id: ReplicaId) {
+        let Some(r) = self.replicas.get_mut(&id) else { return };
+        let out = r.take_outputs();
+        for (peer, msg) in out {
+            self.send(now, Node::Replica(id), Node::Client(peer as usize), &msg);
+        }
+    }
+
+    fn flush_client(&mut self, now: u64, c: usize) {
+        let out = self.clients[c].coord.take_outputs();
+        for (to, msg) in out {
+            self.send(now, Node::Client(c), Node::Replica(to), &msg);
+        }
+    }
+
+    fn on_event(&mut self, now: u64, ev: Event) -> Result<(), String> {
+        match ev {
+            Event::Deliver { from, to, frame } => {
+                let msg = decode_message(&frame).map_err(|e| format!("codec failed on a message we encoded: {e}"))?;
+                match (from, to) {
+                    (Node::Client(c), Node::Replica(r)) => {
+                        if self.crashed.contains(&r) {
+                            return Ok(());
+                        }
+                        let local = self.local_now(to, now);
+                        if let Some(rep) = self.replicas.get_mut(&r) {
+                            rep.handle(local, c as u64, msg);
+                        }
+                        self.flush_replica(now, r);
+                    }
+                    (Node::Replica(r), Node::Client(c)) => {
+                        let local = self.local_now(to, now);
+                        let client = &mut self.clients[c];
+                        client.coord.handle(local, r, msg);
+                        client.step(local, &mut self.rng);
+                        self.flush_client(now, c);
+                    }
+                    _ => return Err("message between two clients or two replicas".into()),
+                }
+            }
+            Event::Tick(node) => {
+                let local = self.local_now(node, now);
+                match node {
+                    Node::Replica(r) => {
+                        if self.crashed.contains(&r) {
+                            return Ok(());
+                        }
+                        if let Some(rep) = self.replicas.get_mut(&r) {
+                            rep.tick(local);
+                            rep.flush();
+                        }
+                        self.flush_replica(now, r);
+                    }
+                    Node::Client(c) => {
+                        let client = &mut self.clients[c];
+                        client.coord.tick(local);
+                        client.step(local, &mut self.rng);
+                        self.flush_client(now, c);
+                    }
+                }
+                self.queue.push(now + TICK_US, Event::Tick(node));
+            }
+        }
+        Ok(())
+    }
+
+    fn finished(&self) -> bool {
+        self.clients.iter().all(|c| c.done() && !c.coord.busy())
+    }
+}
+
+fn build(s: &Scenario) -> Result<World, SimError> {
+    if s.crashes_per_shard > s.f {
+        return Err(SimError::Setup("more crashes per shard than f".into()));
+    }
+    let n = 5 * s.f + 1;
+    let shards: Vec<ShardConfig> = (0..s.shards)
+        .map(|sh| ShardConfig {
+            replicas: (0..n)
+                .map(|i| ReplicaConfig {
+                    addr: format!("sim:s{sh}r{i}"),
+                    public_key: SecretKey::from_seed(seed_bytes(s.seed, 1, sh as u64, i as u64)).public(),
+                })
+                .collect(),
+        })
+        .collect();
+    let clients: Vec<ClientConfig> = (0..s.clients)
+        .map(|c| ClientConfig { id: c as u64 + 1, public_key: SecretKey::from_seed(seed_bytes(s.seed, 2, c as u64, 0)).public() })
+        .collect();
+    let config = ClusterConfig {
+        f: s.f,
+        delta_us: 200_000,
+        max_txn_age_us: 60_000_000,
+        crypto: s.crypto,
+        reply_batch: 8,
+        shards,
+        clients,
+    };
+    config.validate().map_err(|e| SimError::Setup(e.to_string()))?;
+    let config = Arc::new(config);
+    let mut rng = ChaCha8Rng::seed_from_u64(s.seed);
+    let mut replicas = BTreeMap::new();
+    for id in config.all_replicas() {
+        let key = SecretKey::from_seed(seed_bytes(s.seed, 1, id.shard.0 as u64, id.index as u64));
+        replicas.insert(id, Replica::new(config.clone(), id, Some(key)).map_err(SimError::Setup)?);
+    }
+    let timeouts = CoordinatorTimeouts {
+        fast_path_us: 2 * s.max_delay_us + 2 * TICK_US,
+        retransmit_us: 20 * s.max_delay_us + 20 * TICK_US,
+        writeback_retries: 8,
+    };
+    let mut sim_clients = Vec::new();
+    for c in 0..s.clients {
+        let key = SecretKey::from_seed(seed_bytes(s.seed, 2, c as u64, 0));
+        let mut coord = Coordinator::new(config.clone(), ClientId(c as u64 + 1), Some(key)).map_err(SimError::Setup)?;
+        coord.set_timeouts(timeouts);
+        sim_clients.push(SimClient::new(c, coord, s.workload.clone()));
+    }
+    let mut skew = BTreeMap::new();
+    let mut queue = EventQueue::default();
+    let nodes: Vec<Node> = config.all_replicas().map(Node::Replica).chain((0..s.clients).map(Node::Client)).collect();
+    for node in nodes {
+        let k = s.clock_skew_us as i64;
+        skew.insert(node, rng.gen_range(-k..=k));
+        queue.push(EPOCH_US + rng.gen_range(0..TICK_US), Event::Tick(node));
+    }
+    let mut crashed = BTreeSet::new();
+    let mut isolated = BTreeSet::new();
+    for sh in 0..s.shards as u32 {
+        let mut idx: Vec<u32> = (0..n as u32).collect();
+        for i in 0..s.crashes_per_shard {
+            let j = rng.gen_range(i..idx.len());
+            idx.swap(i, j);
+            crashed.insert(ReplicaId { shard: ShardId(sh), index: idx[i] });
+        }
+        if s.partition.is_some() {
+            isolated.insert(ReplicaId { shard: ShardId(sh), index: rng.gen_range(0..n as u32) });
+        }
+    }
+    Ok(World { s: s.clone(), rng, queue, replicas, clients: sim_clients, skew, crashed: BTreeSet::new(), to_crash: crashed, isolated, messages: 0 })
+}
+
+/// Runs a scenario to completion and checks it: every correct client finishes its
+/// transactions (liveness), and the oracle accepts the history (safety).
+pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
+    let mut w = build(s)?;
+    let unsafe_err = |detail: String| SimError::Unsafe { scenario: s.name, seed: s.seed, detail };
+    let mut now = EPOCH_US;
+    while let Some((at, ev)) = w.queue.pop() {
+        now = at;
+        if now - EPOCH_US >= s.crash_at_us && !w.to_crash.is_empty() {
+            w.crashed.append(&mut w.to_crash);
+        }
+        w.on_event(now, ev).map_err(unsafe_err)?;
+        if w.finished() {
+            break;
+        }
+        if now - EPOCH_US > s.time_limit_us {
+            let pending: Vec<usize> = w.clients.iter().filter(|c| !(c.done() && !c.coord.busy())).map(|c| c.index).collect();
+            return Err(SimError::Stuck {
+                scenario: s.name,
+                seed: s.seed,
+                detail: format!("clients {pending:?} still busy after {} simulated seconds", s.time_limit_us / 1_000_000),
+            });
+        }
+    }
+    let logs: Vec<_> = w.clients.iter().flat_map(|c| c.finished.iter().cloned()).collect();
+    let report = oracle::check(&logs).map_err(unsafe_err)?;
+    let committed = logs.iter().filter(|l| l.decision == Some(Decision::Commit)).count();
+    let correct_replicas = w.replicas.iter().filter(|(id, _)| !w.crashed.contains(id));
+    Ok(Outcome {
+        committed,
+        aborted: logs.len() - committed,
+        fast_commits: logs.iter().filter(|l| l.decision == Some(Decision::Commit) && l.fast).count(),
+        oracle: report,
+        sim_time_us: now - EPOCH_US,
+        messages: w.messages,
+        rejected: correct_replicas.map(|(_, r)| r.rejections().total()).sum(),
+    })
+}

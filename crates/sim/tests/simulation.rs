@@ -1,0 +1,149 @@
+//! Seeded simulation runs with the serializability oracle. A failure prints the scenario and
+//! seed; `SIM_SEED=<seed> cargo test -p pistou-sim --test simulation` re-runs just that seed
+//! in every scenario.
+
+use pistou_sim::{run, Scenario};
+
+fn seeds(count: u64, salt: u64) -> Vec<u64> {
+    match std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
+        Some(seed) => vec![seed],
+        None => (0..count).map(|i| salt * 1_000_003 + i).collect(),
+    }
+}
+
+/// Runs `count` seeds; `min_commit_percent` guards against a vacuous oracle (a scenario in
+/// which almost nothing commits checks almost nothing).
+fn run_all(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_commit_percent: usize) {
+    let mut committed = 0;
+    let mut fast = 0;
+    let mut total = 0;
+    for seed in seeds(count, salt) {
+        let s = make(seed);
+        match run(&s) {
+            Ok(o) => {
+                committed += o.committed;
+                fast += o.fast_commits;
+                total += o.committed + o.aborted;
+                assert!(o.oracle.committed == o.committed);
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    eprintln!(
+        "{} transactions, {committed} committed ({fast} on the fast path)",
+        total
+    );
+    assert!(
+        committed * 100 >= total * min_commit_percent,
+        "only {committed} of {total} transactions committed"
+    );
+}
+
+#[test]
+fn clean_network_two_shards() {
+    run_all(|seed| Scenario::base("clean", seed), 100, 1, 25);
+}
+
+#[test]
+fn lossy_reordering_network() {
+    run_all(
+        |seed| {
+            let mut s = Scenario::base("lossy", seed);
+            s.drop_prob = 0.05;
+            s.min_delay_us = 50;
+            s.max_delay_us = 5_000;
+            s
+        },
+        60,
+        2,
+        25,
+    );
+}
+
+#[test]
+fn f_replicas_crash_per_shard() {
+    run_all(
+        |seed| {
+            let mut s = Scenario::base("crash", seed);
+            s.crashes_per_shard = 1;
+            s.crash_at_us = (seed % 5) * 20_000;
+            s
+        },
+        60,
+        3,
+        25,
+    );
+}
+
+#[test]
+fn partitioned_replica_heals() {
+    run_all(
+        |seed| {
+            let mut s = Scenario::base("partition", seed);
+            s.partition = Some((5_000, 150_000));
+            s.drop_prob = 0.01;
+            s
+        },
+        40,
+        4,
+        25,
+    );
+}
+
+#[test]
+fn hot_keys_contention() {
+    run_all(
+        |seed| {
+            let mut s = Scenario::base("contention", seed);
+            s.clients = 6;
+            s.workload.hot_keys = 2;
+            s.workload.hot_share = 0.8;
+            s
+        },
+        60,
+        5,
+        10,
+    );
+}
+
+#[test]
+fn three_shards_multi_shard_transactions() {
+    run_all(
+        |seed| {
+            let mut s = Scenario::base("three-shards", seed);
+            s.shards = 3;
+            s.workload.audit_width = 5;
+            s
+        },
+        30,
+        6,
+        25,
+    );
+}
+
+#[test]
+fn with_signatures_and_certificates() {
+    run_all(
+        |seed| {
+            let mut s = Scenario::base("crypto", seed);
+            s.crypto = true;
+            s.workload.txns_per_client = 8;
+            s.drop_prob = 0.02;
+            s
+        },
+        12,
+        7,
+        25,
+    );
+}
+
+#[test]
+fn same_seed_same_run() {
+    let s = Scenario::base("determinism", 42);
+    let a = run(&s).unwrap_or_else(|e| panic!("{e}"));
+    let b = run(&s).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (a.committed, a.aborted, a.messages, a.sim_time_us),
+        (b.committed, b.aborted, b.messages, b.sim_time_us)
+    );
+}
