@@ -1,0 +1,238 @@
+//! Client-side rules of Basil §3–4, driving a real `Coordinator` with crafted replica replies.
+
+use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp, TxnId};
+use pistou_crypto::{BatchSigner, SecretKey};
+use pistou_txn::{Coordinator, CoordinatorEvent, GetStart, RejectReason, TxnHandle};
+use pistou_wire::{
+    CommitCert, CommittedRead, Decision, DecisionCert, Message, PreparedRead, ReadReply, ReplicaSigned, ShardVotes,
+    Signable, St1Vote, St2Reply, TxnMeta, Vote, WriteEntry,
+};
+use std::sync::Arc;
+
+const NOW: u64 = 5_000_000;
+
+struct Fx {
+    keys: Vec<SecretKey>,
+    coord: Coordinator,
+}
+
+fn fx() -> Fx {
+    let keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 10; 32])).collect();
+    let client = SecretKey::from_seed([1; 32]);
+    let config = Arc::new(ClusterConfig {
+        f: 1,
+        delta_us: 100_000,
+        max_txn_age_us: 10_000_000,
+        crypto: true,
+        reply_batch: 4,
+        shards: vec![ShardConfig {
+            replicas: keys.iter().enumerate().map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9100 + i), public_key: k.public() }).collect(),
+        }],
+        clients: vec![ClientConfig { id: 1, public_key: client.public() }],
+    });
+    let coord = Coordinator::new(config, ClientId(1), Some(client)).unwrap();
+    Fx { keys, coord }
+}
+
+fn rid(i: u32) -> ReplicaId {
+    ReplicaId { shard: ShardId(0), index: i }
+}
+
+fn signed<T: Signable>(key: &SecretKey, i: u32, body: T) -> ReplicaSigned<T> {
+    let sig = BatchSigner::new(SecretKey::from_hex(&key.to_hex()).unwrap(), 1).sign_one(&body.signing_hash());
+    ReplicaSigned { signer: rid(i), body, sig: Some(sig) }
+}
+
+fn writer(t: u64, key: &str, value: &[u8]) -> TxnMeta {
+    TxnMeta {
+        ts: Timestamp { time: t, client: ClientId(9), seq: 1 },
+        read_set: vec![],
+        write_set: vec![WriteEntry { key: key.as_bytes().to_vec(), value: Some(value.to_vec()) }],
+        deps: vec![],
+        shards: vec![ShardId(0)],
+    }
+}
+
+impl Fx {
+    fn cert(&self, m: &TxnMeta) -> CommitCert {
+        let votes = (0..6).map(|i| signed(&self.keys[i], i as u32, St1Vote { txn: m.id(), vote: Vote::Commit })).collect();
+        CommitCert::Fast(vec![ShardVotes { shard: ShardId(0), votes }])
+    }
+
+    fn begin_read(&mut self, key: &str) -> (TxnHandle, Timestamp) {
+        let h = self.coord.begin(NOW);
+        assert_eq!(self.coord.get(NOW, h, key.as_bytes()).unwrap(), GetStart::Pending);
+        let out = self.coord.take_outputs();
+        assert_eq!(out.len(), 3, "READ goes to 2f+1 replicas");
+        (h, self.coord.timestamp_of(h).unwrap())
+    }
+
+    fn reply(&mut self, i: u32, key: &str, ts: Timestamp, prepared: Option<PreparedRead>, committed: Option<CommittedRead>) {
+        let body = ReadReply { key: key.as_bytes().to_vec(), ts, prepared };
+        let reply = signed(&self.keys[i as usize], i, body);
+        self.coord.handle(NOW, rid(i), Message::ReadReply { reply, committed });
+    }
+
+    fn read_result(&mut self) -> Option<Option<Vec<u8>>> {
+        match self.coord.poll_event() {
+            Some(CoordinatorEvent::ReadDone { value, .. }) => Some(value),
+            None => None,
+            other => panic!("unexpected event {other:?}"),
+        }
+    }
+}
+
+fn prepared(t: u64, txn: u8, value: &[u8]) -> Option<PreparedRead> {
+    Some(PreparedRead { version: Timestamp { time: t, client: ClientId(9), seq: 1 }, txn: TxnId([txn; 32]), value: Some(value.to_vec()) })
+}
+
+#[test]
+fn read_waits_for_f_plus_1_replies() {
+    let mut fx = fx();
+    let (_, ts) = fx.begin_read("k");
+    fx.reply(0, "k", ts, None, None);
+    assert_eq!(fx.read_result(), None);
+    fx.reply(1, "k", ts, None, None);
+    assert_eq!(fx.read_result(), Some(None), "no version anywhere: the key is absent");
+}
+
+#[test]
+fn prepared_version_needs_f_plus_1_matching_replies() {
+    let mut fx = fx();
+    let (_, ts) = fx.begin_read("k");
+    // One (Byzantine) replica invents a prepared version: not valid alone.
+    fx.reply(0, "k", ts, prepared(100, 7, b"fake"), None);
+    fx.reply(1, "k", ts, None, None);
+    assert_eq!(fx.read_result(), Some(None));
+
+    let (h, ts) = fx.begin_read("k");
+    fx.reply(0, "k", ts, prepared(100, 7, b"v"), None);
+    fx.reply(2, "k", ts, prepared(100, 7, b"v"), None);
+    assert_eq!(fx.read_result(), Some(Some(b"v".to_vec())));
+    // The read created a dependency, visible in the ST1 metadata.
+    fx.coord.commit(NOW, h).unwrap();
+    let out = fx.coord.take_outputs();
+    let Some((_, Message::Prepare(p))) = out.first() else { panic!("no ST1") };
+    assert_eq!(p.body.meta.deps.len(), 1);
+    assert_eq!(p.body.meta.deps[0].txn, TxnId([7; 32]));
+    assert_eq!(out.len(), 6, "ST1 goes to all 5f+1 replicas");
+}
+
+#[test]
+fn committed_version_needs_a_valid_certificate_and_highest_valid_wins() {
+    let mut fx = fx();
+    let w = writer(50, "k", b"old");
+    let good = CommittedRead { writer: w.clone(), cert: fx.cert(&w) };
+    // A committed version whose C-CERT is for another transaction is ignored.
+    let w2 = writer(60, "k", b"forged");
+    let forged = CommittedRead { writer: w2, cert: fx.cert(&w) };
+    let (_, ts) = fx.begin_read("k");
+    fx.reply(0, "k", ts, None, Some(forged));
+    fx.reply(1, "k", ts, None, Some(good.clone()));
+    assert_eq!(fx.read_result(), Some(Some(b"old".to_vec())));
+    assert!(fx.coord.rejections().count(RejectReason::BadCertificate) >= 1);
+
+    // A valid prepared version newer than the committed one wins.
+    let (_, ts) = fx.begin_read("k");
+    fx.reply(0, "k", ts, prepared(70, 3, b"new"), Some(good.clone()));
+    fx.reply(1, "k", ts, prepared(70, 3, b"new"), None);
+    assert_eq!(fx.read_result(), Some(Some(b"new".to_vec())));
+}
+
+#[test]
+fn reply_with_a_bad_signature_does_not_count() {
+    let mut fx = fx();
+    let (_, ts) = fx.begin_read("k");
+    // Replica 1's reply signed with replica 2's key.
+    let body = ReadReply { key: b"k".to_vec(), ts, prepared: None };
+    let mut reply = signed(&fx.keys[2], 2, body);
+    reply.signer = rid(1);
+    fx.coord.handle(NOW, rid(1), Message::ReadReply { reply, committed: None });
+    fx.reply(0, "k", ts, None, None);
+    assert_eq!(fx.read_result(), None, "only one valid reply so far");
+    assert_eq!(fx.coord.rejections().count(RejectReason::BadSignature), 1);
+}
+
+fn start_commit(fx: &mut Fx) -> TxnMeta {
+    let h = fx.coord.begin(NOW);
+    fx.coord.put(h, b"x", Some(b"1".to_vec())).unwrap();
+    fx.coord.commit(NOW, h).unwrap();
+    let out = fx.coord.take_outputs();
+    let Some((_, Message::Prepare(p))) = out.first() else { panic!("no ST1") };
+    p.body.meta.clone()
+}
+
+fn vote(fx: &mut Fx, meta: &TxnMeta, i: u32, v: Vote) {
+    let vote = signed(&fx.keys[i as usize], i, St1Vote { txn: meta.id(), vote: v });
+    fx.coord.handle(NOW, rid(i), Message::PrepareReply { vote, conflict: None });
+}
+
+#[test]
+fn unanimous_votes_commit_on_the_fast_path_and_write_back() {
+    let mut fx = fx();
+    let meta = start_commit(&mut fx);
+    for i in 0..6 {
+        vote(&mut fx, &meta, i, Vote::Commit);
+    }
+    assert!(matches!(fx.coord.poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Commit, fast: true, .. })));
+    let out = fx.coord.take_outputs();
+    assert_eq!(out.iter().filter(|(_, m)| matches!(m, Message::Writeback(w) if matches!(w.cert, DecisionCert::Commit(CommitCert::Fast(_))))).count(), 6);
+}
+
+#[test]
+fn commit_quorum_with_an_abort_goes_through_st2() {
+    let mut fx = fx();
+    let meta = start_commit(&mut fx);
+    for i in 0..4 {
+        vote(&mut fx, &meta, i, Vote::Commit);
+    }
+    assert!(fx.coord.take_outputs().is_empty(), "waiting for the fast path");
+    vote(&mut fx, &meta, 4, Vote::Abort);
+    let st2: Vec<_> = fx.coord.take_outputs();
+    assert_eq!(st2.len(), 6, "ST2 to every replica of S_log");
+    assert!(st2.iter().all(|(_, m)| matches!(m, Message::Decide(d) if d.body.decision == Decision::Commit && d.body.tallies[0].votes.len() == 4)));
+    for i in 0..4 {
+        let r = signed(&fx.keys[i as usize], i, St2Reply { txn: meta.id(), decision: Decision::Commit, view_decision: 0, view_current: 0 });
+        fx.coord.handle(NOW, rid(i), Message::DecideReply(r));
+    }
+    assert!(fx.coord.poll_event().is_none(), "n-f = 5 matching ST2R are needed");
+    let r = signed(&fx.keys[5], 5, St2Reply { txn: meta.id(), decision: Decision::Commit, view_decision: 0, view_current: 0 });
+    fx.coord.handle(NOW, rid(5), Message::DecideReply(r));
+    assert!(matches!(fx.coord.poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Commit, fast: false, .. })));
+}
+
+#[test]
+fn fast_path_timeout_falls_back_to_the_slow_path() {
+    let mut fx = fx();
+    let meta = start_commit(&mut fx);
+    for i in 0..5 {
+        vote(&mut fx, &meta, i, Vote::Commit);
+    }
+    fx.coord.tick(NOW + 1_000);
+    assert!(fx.coord.take_outputs().is_empty());
+    fx.coord.tick(NOW + 1_000_000);
+    assert!(fx.coord.take_outputs().iter().any(|(_, m)| matches!(m, Message::Decide(_))));
+}
+
+#[test]
+fn abort_fast_path_with_3f_plus_1_aborts() {
+    let mut fx = fx();
+    let meta = start_commit(&mut fx);
+    for i in 0..4 {
+        vote(&mut fx, &meta, i, Vote::Abort);
+    }
+    assert!(matches!(fx.coord.poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Abort, fast: true, .. })));
+}
+
+#[test]
+fn bogus_conflict_proof_counts_as_a_plain_abort_vote() {
+    let mut fx = fx();
+    let meta = start_commit(&mut fx);
+    // A committed transaction that does not conflict with ours (different key).
+    let other = writer(1, "unrelated", b"z");
+    let proof = pistou_wire::ConflictProof { meta: other.clone(), cert: fx.cert(&other) };
+    let v = signed(&fx.keys[0], 0, St1Vote { txn: meta.id(), vote: Vote::Abort });
+    fx.coord.handle(NOW, rid(0), Message::PrepareReply { vote: v, conflict: Some(proof) });
+    assert!(fx.coord.poll_event().is_none(), "one Byzantine replica cannot abort a transaction");
+    assert_eq!(fx.coord.rejections().count(RejectReason::BadCertificate), 1);
+}
