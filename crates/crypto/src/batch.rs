@@ -139,6 +139,12 @@ impl VerifyCache {
         self.order.clear();
     }
 
+    /// Remembers a batch signature this process produced itself with `signer`'s key (valid
+    /// by construction), so that its own signatures inside certificates cost no verification.
+    pub fn remember_own(&mut self, signer: PublicKey, bs: &BatchSignature) {
+        self.insert((signer, bs.root, bs.signature));
+    }
+
     fn contains(&self, k: &CacheKey) -> bool {
         self.set.contains(k)
     }

@@ -53,6 +53,11 @@ impl Authenticator {
         &self.cache
     }
 
+    /// See [`VerifyCache::remember_own`]: our own signatures need no verification.
+    pub fn remember_own(&mut self, signer: PublicKey, bs: &BatchSignature) {
+        self.cache.remember_own(signer, bs);
+    }
+
     /// A request signed by a known client.
     pub fn check_client<T: Signable>(&self, req: &ClientSigned<T>) -> Result<(), AuthError> {
         let Some(pk) = self.client_keys.get(&req.client) else {
@@ -72,27 +77,34 @@ impl Authenticator {
 
     /// Checks many replica signatures at once (batch verification for cache misses).
     pub fn check_replicas<T: Signable>(&mut self, replies: &[ReplicaSigned<T>]) -> Result<(), AuthError> {
-        let mut keys: Vec<PublicKey> = Vec::with_capacity(replies.len());
-        for r in replies {
-            match self.config.replica_key(r.signer) {
-                Some(pk) => keys.push(*pk),
-                None => return fail(RejectReason::NotMember),
+        self.check_replicas_each(replies).into_iter().collect()
+    }
+
+    /// Like [`Self::check_replicas`] but with one result per reply, so that callers can
+    /// verify lazily in one batch and drop only the bad ones.
+    pub fn check_replicas_each<T: Signable>(&mut self, replies: &[ReplicaSigned<T>]) -> Vec<Result<(), AuthError>> {
+        let mut results: Vec<Result<(), AuthError>> = vec![Ok(()); replies.len()];
+        let mut items: Vec<(PublicKey, Hash, &BatchSignature, usize)> = Vec::with_capacity(replies.len());
+        for (i, r) in replies.iter().enumerate() {
+            let Some(pk) = self.config.replica_key(r.signer) else {
+                results[i] = fail(RejectReason::NotMember);
+                continue;
+            };
+            if !self.crypto() {
+                continue;
+            }
+            match &r.sig {
+                Some(sig) => items.push((*pk, r.body.signing_hash(), sig, i)),
+                None => results[i] = fail(RejectReason::MissingSignature),
             }
         }
-        if !self.crypto() {
-            return Ok(());
+        let refs: Vec<(&PublicKey, &Hash, &BatchSignature)> = items.iter().map(|(pk, h, s, _)| (pk, h, *s)).collect();
+        for (res, (_, _, _, i)) in verify_batched_many(&refs, &mut self.cache).into_iter().zip(&items) {
+            if res.is_err() {
+                results[*i] = fail(RejectReason::BadSignature);
+            }
         }
-        let hashes: Vec<Hash> = replies.iter().map(|r| r.body.signing_hash()).collect();
-        let mut items: Vec<(&PublicKey, &Hash, &BatchSignature)> = Vec::with_capacity(replies.len());
-        for ((r, pk), h) in replies.iter().zip(&keys).zip(&hashes) {
-            let Some(sig) = &r.sig else { return fail(RejectReason::MissingSignature) };
-            items.push((pk, h, sig));
-        }
-        if verify_batched_many(&items, &mut self.cache).iter().all(|r| r.is_ok()) {
-            Ok(())
-        } else {
-            fail(RejectReason::BadSignature)
-        }
+        results
     }
 
     /// At least `min` signed votes `want` on `txn` from distinct replicas of `sv.shard`.

@@ -80,6 +80,9 @@ struct ReadOp {
 
 /// What one replica's reply offers, after validation.
 struct ReadCandidate {
+    /// The signed reply until its signature is checked (in one batch with the others, once
+    /// f+1 replies are in).
+    unverified: Option<ReplicaSigned<ReadReply>>,
     /// A committed version with a valid C-CERT: (version, value).
     committed: Option<(Timestamp, Option<Value>)>,
     prepared: Option<PreparedRead>,
@@ -89,6 +92,9 @@ struct Voting {
     meta: Arc<TxnMeta>,
     id: TxnId,
     tallies: BTreeMap<ShardId, ShardTally>,
+    /// Votes counted but whose signatures are not checked yet: they are verified together,
+    /// with batch verification, once the tally would decide something.
+    unverified: BTreeSet<ReplicaId>,
     started: u64,
     last_send: u64,
     prepare: ClientSigned<Prepare>,
@@ -336,7 +342,7 @@ impl Coordinator {
         let q = self.config().quorums();
         let tallies = meta.shards.iter().map(|s| (*s, ShardTally::new(*s, q))).collect();
         let prepare = sign_client(self.id, self.key.as_ref(), Prepare { meta: meta.clone() });
-        let voting = Voting { meta: Arc::new(meta), id, tallies, started: now, last_send: now, prepare };
+        let voting = Voting { meta: Arc::new(meta), id, tallies, unverified: BTreeSet::new(), started: now, last_send: now, prepare };
         self.outputs.extend(prepare_messages(self.auth.config(), &voting));
         self.by_id.insert(id, h);
         if let Some(t) = self.txns.get_mut(&h) {
@@ -383,10 +389,9 @@ impl Coordinator {
             Some(op) => op.shard,
             None => return Ok(()), // read already complete
         };
-        if reply.signer.shard != expected_shard {
-            return Err(RejectReason::WrongShard);
+        if reply.signer.shard != expected_shard || !self.auth.is_member(reply.signer) {
+            return Err(RejectReason::NotMember);
         }
-        self.auth.check_replica(&reply).map_err(|e| e.0)?;
         let ts = reply.body.ts;
         let committed = match committed {
             Some(c) => match self.check_committed_read(&key, ts, c) {
@@ -400,31 +405,40 @@ impl Coordinator {
             },
             None => None,
         };
-        let prepared = reply.body.prepared.filter(|p| p.version < ts);
+        let prepared = reply.body.prepared.clone().filter(|p| p.version < ts);
         let f1 = self.config().quorums().read_replies();
         let vouchers = self.config().quorums().prepared_vouchers();
         let Some(t) = self.txns.get_mut(&h) else { return Ok(()) };
         let Some(op) = t.in_flight.get_mut(&key) else { return Ok(()) };
-        op.replies.entry(reply.signer.index).or_insert(ReadCandidate { committed, prepared });
+        let index = reply.signer.index;
+        op.replies.entry(index).or_insert(ReadCandidate { unverified: Some(reply), committed, prepared });
+        if op.replies.len() < f1 {
+            return Ok(());
+        }
+        let pending: Vec<(u32, ReplicaSigned<ReadReply>)> =
+            op.replies.iter_mut().filter_map(|(i, c)| c.unverified.take().map(|r| (*i, r))).collect();
+        let signed: Vec<ReplicaSigned<ReadReply>> = pending.iter().map(|(_, r)| r.clone()).collect();
+        for ((i, _), result) in pending.iter().zip(self.auth.check_replicas_each(&signed)) {
+            if let Err(e) = result {
+                op.replies.remove(i);
+                self.rejects.record(e.0);
+            }
+        }
         if op.replies.len() < f1 {
             return Ok(());
         }
         // The highest valid version: committed with a C-CERT, or prepared by f+1.
         let best_committed = op.replies.values().filter_map(|c| c.committed.clone()).max_by_key(|(v, _)| *v);
-        let mut prepared_counts: BTreeMap<(Timestamp, TxnId), (usize, Option<Value>)> = BTreeMap::new();
-        for c in op.replies.values() {
-            if let Some(p) = &c.prepared {
-                let e = prepared_counts.entry((p.version, p.txn)).or_insert((0, p.value.clone()));
-                if e.1 == p.value {
-                    e.0 += 1;
-                }
-            }
+        // Identical (version, writer, value) triples from distinct replicas vouch together.
+        let mut prepared_counts: BTreeMap<(Timestamp, TxnId, Option<Value>), usize> = BTreeMap::new();
+        for p in op.replies.values().filter_map(|c| c.prepared.as_ref()) {
+            *prepared_counts.entry((p.version, p.txn, p.value.clone())).or_default() += 1;
         }
-        let best_prepared = prepared_counts.into_iter().filter(|(_, (n, _))| *n >= vouchers).next_back();
+        let best_prepared = prepared_counts.into_iter().filter(|(_, n)| *n >= vouchers).map(|(k, _)| k).next_back();
         let (version, value, dep) = match (best_committed, best_prepared) {
-            (Some((cv, _)), Some(((pv, ptx), (_, pval)))) if pv > cv => (pv, pval, Some(ptx)),
+            (Some((cv, _)), Some((pv, ptx, pval))) if pv > cv => (pv, pval, Some(ptx)),
             (Some((cv, cval)), _) => (cv, cval, None),
-            (None, Some(((pv, ptx), (_, pval)))) => (pv, pval, Some(ptx)),
+            (None, Some((pv, ptx, pval))) => (pv, pval, Some(ptx)),
             (None, None) => (Timestamp::GENESIS, None, None),
         };
         t.in_flight.remove(&key);
@@ -469,11 +483,11 @@ impl Coordinator {
     fn on_vote(&mut self, now: u64, vote: ReplicaSigned<St1Vote>, conflict: Option<ConflictProof>) -> Result<(), RejectReason> {
         let Some(&h) = self.by_id.get(&vote.body.txn) else { return Ok(()) };
         let Some(Phase::Voting(v)) = self.txns.get(&h).map(|t| &t.phase) else { return Ok(()) };
-        if !v.tallies.contains_key(&vote.signer.shard) {
-            return Err(RejectReason::WrongShard);
+        if !v.tallies.contains_key(&vote.signer.shard) || !self.auth.is_member(vote.signer) {
+            return Err(RejectReason::NotMember);
         }
         let (meta, id) = (v.meta.clone(), v.id);
-        self.auth.check_replica(&vote).map_err(|e| e.0)?;
+        // A conflict proof is rare and decides alone: check it (and the vote) right away.
         let conflict_cert = match conflict {
             Some(c) if vote.body.vote == Vote::Abort => {
                 match self.auth.check_conflict_vote(&meta, &id, &vote, &c.meta, &c.cert) {
@@ -488,18 +502,59 @@ impl Coordinator {
             _ => None,
         };
         if let Some(Phase::Voting(v)) = self.txns.get_mut(&h).map(|t| &mut t.phase) {
-            if let Some(tally) = v.tallies.get_mut(&vote.signer.shard) {
-                tally.add(vote, conflict_cert);
+            let signer = vote.signer;
+            let verified = conflict_cert.is_some();
+            if let Some(tally) = v.tallies.get_mut(&signer.shard) {
+                if tally.add(vote, conflict_cert) && !verified {
+                    v.unverified.insert(signer);
+                }
             }
         }
         self.evaluate_votes(now, h);
         Ok(())
     }
 
+    /// Verifies every not-yet-verified vote of a transaction in one batch and drops the
+    /// ones with bad signatures. Returns whether any vote was dropped.
+    fn verify_votes(&mut self, h: TxnHandle) -> bool {
+        let Some(Phase::Voting(v)) = self.txns.get_mut(&h).map(|t| &mut t.phase) else { return false };
+        if v.unverified.is_empty() {
+            return false;
+        }
+        let pending: Vec<ReplicaSigned<St1Vote>> = v
+            .tallies
+            .values()
+            .flat_map(|t| t.votes())
+            .filter(|vote| v.unverified.contains(&vote.signer))
+            .cloned()
+            .collect();
+        v.unverified.clear();
+        let results = self.auth.check_replicas_each(&pending);
+        let bad: Vec<(ReplicaId, RejectReason)> =
+            pending.iter().zip(results).filter_map(|(vote, r)| r.err().map(|e| (vote.signer, e.0))).collect();
+        if let Some(Phase::Voting(v)) = self.txns.get_mut(&h).map(|t| &mut t.phase) {
+            for (signer, _) in &bad {
+                if let Some(t) = v.tallies.get_mut(&signer.shard) {
+                    t.remove(signer.index);
+                }
+            }
+        }
+        for (_, reason) in &bad {
+            self.rejects.record(*reason);
+        }
+        !bad.is_empty()
+    }
+
     /// Combines the shards' outcomes into the 2PC decision (Basil §4.2, after step 4).
     fn evaluate_votes(&mut self, now: u64, h: TxnHandle) {
         let Some(Phase::Voting(v)) = self.txns.get(&h).map(|t| &t.phase) else { return };
         let timed_out = now >= v.started.saturating_add(self.timeouts.fast_path_us);
+        let decisive = v.tallies.values().any(|t| t.outcome(timed_out) != ShardOutcome::Pending);
+        // Nothing is acted upon before every counted vote's signature is verified.
+        if decisive && self.verify_votes(h) {
+            return self.evaluate_votes(now, h);
+        }
+        let Some(Phase::Voting(v)) = self.txns.get(&h).map(|t| &t.phase) else { return };
         let outcomes: Vec<(ShardId, ShardOutcome)> = v.tallies.iter().map(|(s, t)| (*s, t.outcome(timed_out))).collect();
         if let Some((_, ShardOutcome::FastAbort(cert))) = outcomes.iter().find(|(_, o)| matches!(o, ShardOutcome::FastAbort(_))) {
             let cert = DecisionCert::Abort(cert.clone());

@@ -90,6 +90,19 @@ impl ShardTally {
         ShardOutcome::Pending
     }
 
+    /// Every vote counted so far.
+    pub fn votes(&self) -> impl Iterator<Item = &ReplicaSigned<St1Vote>> {
+        self.commits.iter().chain(self.aborts.iter())
+    }
+
+    /// Drops the vote of replica `index` (its signature turned out bad); a later, valid vote
+    /// from it can still count.
+    pub fn remove(&mut self, index: u32) {
+        self.voted.remove(&index);
+        self.commits.retain(|v| v.signer.index != index);
+        self.aborts.retain(|v| v.signer.index != index);
+    }
+
     pub fn commit_votes(&self) -> ShardVotes {
         ShardVotes { shard: self.shard, votes: self.commits.clone() }
     }

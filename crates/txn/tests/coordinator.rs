@@ -236,3 +236,22 @@ fn bogus_conflict_proof_counts_as_a_plain_abort_vote() {
     assert!(fx.coord.poll_event().is_none(), "one Byzantine replica cannot abort a transaction");
     assert_eq!(fx.coord.rejections().count(RejectReason::BadCertificate), 1);
 }
+
+#[test]
+fn votes_are_verified_before_any_decision_and_bad_ones_dropped() {
+    let mut fx = fx();
+    let meta = start_commit(&mut fx);
+    for i in 0..5 {
+        vote(&mut fx, &meta, i, Vote::Commit);
+    }
+    // Replica 5's vote arrives signed with replica 4's key: dropped at verification time,
+    // so the fast path (6 votes) is not reached.
+    let mut forged = signed(&fx.keys[4], 4, St1Vote { txn: meta.id(), vote: Vote::Commit });
+    forged.signer = rid(5);
+    fx.coord.handle(NOW, rid(5), Message::PrepareReply { vote: forged, conflict: None });
+    assert!(fx.coord.poll_event().is_none(), "no fast commit on a forged vote");
+    assert_eq!(fx.coord.rejections().count(RejectReason::BadSignature), 1);
+    // Replica 5's real vote then completes the fast path.
+    vote(&mut fx, &meta, 5, Vote::Commit);
+    assert!(matches!(fx.coord.poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Commit, fast: true, .. })));
+}
