@@ -189,7 +189,14 @@ impl Replica {
             Message::ReadReply { .. }
             | Message::PrepareReply { .. }
             | Message::DecideReply(_)
-            | Message::WritebackAck { .. } => Err(RejectReason::Unexpected),
+            | Message::WritebackAck { .. }
+            | Message::FetchTxn { .. }
+            | Message::TxnInfo { .. }
+            | Message::Decided(_)
+            | Message::InvokeFb(_)
+            | Message::ElectFb(_)
+            | Message::DecFb(_)
+            | Message::HelloReplica { .. } => Err(RejectReason::Unexpected),
         };
         if let Err(reason) = result {
             self.rejects.record(reason);

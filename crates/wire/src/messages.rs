@@ -281,6 +281,33 @@ pub struct AbortReads {
     pub keys: Vec<Key>,
 }
 
+/// InvokeFB (Basil §5, divergent case): the signed current views the client saw on S_log,
+/// and the decision the client itself can justify, for replicas that logged none.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvokeFb {
+    pub meta: TxnMeta,
+    pub views: Vec<ReplicaSigned<St2Reply>>,
+    pub proposal: Option<St2>,
+}
+
+/// ELECTFB ⟨id_T, decision, view⟩_σR: a replica of S_log elects the fallback leader of `view`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElectFb {
+    pub txn: TxnId,
+    pub decision: Decision,
+    pub view: u64,
+}
+
+/// DECFB: the fallback leader's decision with its election proof (4f+1 ELECTFB of `view`).
+/// It validates itself: the decision must be the majority of the proofs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecFb {
+    pub txn: TxnId,
+    pub decision: Decision,
+    pub view: u64,
+    pub proofs: Vec<ReplicaSigned<ElectFb>>,
+}
+
 /// Everything that travels between clients and replicas.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Message {
@@ -298,6 +325,17 @@ pub enum Message {
     /// First frame on a client connection: who is speaking. Authenticity comes from the
     /// signatures on every request, not from this frame.
     HelloClient { client: pistou_core::ClientId },
+    /// A client asks for a transaction's ST1 (to finish a stalled dependency).
+    FetchTxn { txn: TxnId },
+    /// The answer: the metadata proves itself (its hash is the id asked for).
+    TxnInfo { meta: TxnMeta },
+    /// RPR carrying a decision certificate: the transaction is already decided.
+    Decided(Writeback),
+    InvokeFb(ClientSigned<InvokeFb>),
+    ElectFb(ReplicaSigned<ElectFb>),
+    DecFb(DecFb),
+    /// First frame on a replica-to-replica connection.
+    HelloReplica { replica: pistou_core::ReplicaId },
 }
 
 impl Message {
@@ -314,6 +352,13 @@ impl Message {
             Message::WritebackAck { .. } => "writeback-ack",
             Message::AbortReads(_) => "abort",
             Message::HelloClient { .. } => "hello",
+            Message::FetchTxn { .. } => "fetch-txn",
+            Message::TxnInfo { .. } => "txn-info",
+            Message::Decided(_) => "decided",
+            Message::InvokeFb(_) => "invoke-fb",
+            Message::ElectFb(_) => "elect-fb",
+            Message::DecFb(_) => "dec-fb",
+            Message::HelloReplica { .. } => "hello-replica",
         }
     }
 }
@@ -338,4 +383,10 @@ impl Signable for St2Reply {
 }
 impl Signable for AbortReads {
     const DOMAIN: &'static [u8] = b"pistou-abort-v1";
+}
+impl Signable for InvokeFb {
+    const DOMAIN: &'static [u8] = b"pistou-invokefb-v1";
+}
+impl Signable for ElectFb {
+    const DOMAIN: &'static [u8] = b"pistou-electfb-v1";
 }
