@@ -137,8 +137,12 @@ impl World {
     fn flush_replica(&mut self, now: u64, id: ReplicaId) {
         let Some(r) = self.replicas.get_mut(&id) else { return };
         let out = r.take_outputs();
+        let to_replicas = r.take_replica_outputs();
         for (peer, msg) in out {
             self.send(now, Node::Replica(id), Node::Client(peer as usize), &msg);
+        }
+        for (to, msg) in to_replicas {
+            self.send(now, Node::Replica(id), Node::Replica(to), &msg);
         }
     }
 
@@ -171,7 +175,17 @@ impl World {
                         client.step(local, &mut self.rng);
                         self.flush_client(now, c);
                     }
-                    _ => return Err("message between two clients or two replicas".into()),
+                    (Node::Replica(a), Node::Replica(b)) => {
+                        if self.crashed.contains(&b) {
+                            return Ok(());
+                        }
+                        let local = self.local_now(to, now);
+                        if let Some(rep) = self.replicas.get_mut(&b) {
+                            rep.handle_replica(local, a, msg);
+                        }
+                        self.flush_replica(now, b);
+                    }
+                    (Node::Client(_), Node::Client(_)) => return Err("message between two clients".into()),
                 }
             }
             Event::Tick(node) => {
@@ -238,12 +252,17 @@ fn build(s: &Scenario) -> Result<World, SimError> {
     let mut replicas = BTreeMap::new();
     for id in config.all_replicas() {
         let key = SecretKey::from_seed(seed_bytes(s.seed, 1, id.shard.0 as u64, id.index as u64));
-        replicas.insert(id, Replica::new(config.clone(), id, Some(key)).map_err(SimError::Setup)?);
+        let mut replica = Replica::new(config.clone(), id, Some(key)).map_err(SimError::Setup)?;
+        replica.set_view_timeout_base(5 * (2 * s.max_delay_us + 2 * TICK_US));
+        replicas.insert(id, replica);
     }
+    let round_trip = 2 * s.max_delay_us + 2 * TICK_US;
     let timeouts = CoordinatorTimeouts {
-        fast_path_us: 2 * s.max_delay_us + 2 * TICK_US,
-        retransmit_us: 20 * s.max_delay_us + 20 * TICK_US,
+        fast_path_us: round_trip,
+        retransmit_us: 10 * round_trip,
         writeback_retries: 8,
+        recovery_after_us: 20 * round_trip,
+        fallback_us: 10 * round_trip,
     };
     let mut sim_clients = Vec::new();
     for c in 0..s.clients {

@@ -11,6 +11,7 @@
 mod auth;
 mod cc;
 mod coordinator;
+mod fallback;
 mod rejects;
 mod replica;
 mod tally;
@@ -19,5 +20,5 @@ pub use auth::{sign_client, Authenticator, AuthError};
 pub use cc::conflicts;
 pub use coordinator::{Coordinator, CoordinatorEvent, CoordinatorTimeouts, GetStart, TxnHandle, TxnError};
 pub use rejects::{RejectReason, Rejections};
-pub use replica::{Replica, ReplicaStats};
+pub use replica::{Replica, ReplicaStats, DEFAULT_VIEW_TIMEOUT_US};
 pub use tally::{ShardOutcome, ShardTally};

@@ -10,15 +10,25 @@ use crate::rejects::{RejectReason, Rejections};
 use pistou_core::{ClusterConfig, Key, ReplicaId, Timestamp, TxnId};
 use pistou_crypto::{BatchSigner, Hash, SecretKey};
 use pistou_wire::{
-    AbortReads, ClientSigned, CommitCert, CommittedRead, ConflictProof, Decision, DecisionCert, Message,
+    AbortCert, AbortReads, ElectFb, ClientSigned, CommitCert, CommittedRead, ConflictProof, Decision, DecisionCert, Message,
     Prepare, PreparedRead, ReadReply, ReadRequest, ReplicaSigned, Signable, St1Vote, St2, St2Reply, TxnMeta, Vote,
     Writeback,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+/// Default base of the exponential fallback view timeout.
+pub const DEFAULT_VIEW_TIMEOUT_US: u64 = 100_000;
+
 /// Who to answer: an opaque token chosen by the driver (a connection, or a simulated node).
 pub type Peer = u64;
+
+/// Where a signed reply goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dest {
+    Client(Peer),
+    Replica(ReplicaId),
+}
 
 /// Multi-version state of one key.
 #[derive(Default)]
@@ -40,30 +50,35 @@ impl KeyState {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Status {
+pub(crate) enum Status {
     /// Known (ST1 or ST2 seen) but not in the Prepared set: voted abort, or not checked.
     Unprepared,
     Prepared,
     Committed(Arc<CommitCert>),
-    Aborted,
+    Aborted(Arc<AbortCert>),
 }
 
-struct VoteRecord {
-    vote: Vote,
-    conflict: Option<ConflictProof>,
+pub(crate) struct VoteRecord {
+    pub(crate) vote: Vote,
+    pub(crate) conflict: Option<ConflictProof>,
 }
 
-struct TxnRecord {
-    meta: Arc<TxnMeta>,
-    status: Status,
+pub(crate) struct TxnRecord {
+    pub(crate) meta: Arc<TxnMeta>,
+    pub(crate) status: Status,
     /// The ST1R vote, computed at most once (Basil §4.2: a correct replica never changes it).
-    vote: Option<VoteRecord>,
+    pub(crate) vote: Option<VoteRecord>,
     /// Dependencies not yet decided (Alg. 1 line 15).
-    pending_deps: usize,
-    /// Peers waiting for the vote.
-    interested: BTreeSet<Peer>,
-    /// The logged ST2 decision and its view.
-    st2: Option<(Decision, u64)>,
+    pub(crate) pending_deps: usize,
+    /// Peers waiting for the vote or the decision.
+    pub(crate) interested: BTreeSet<Peer>,
+    /// The logged ST2 decision and the view it was adopted in (view_decision).
+    pub(crate) st2: Option<(Decision, u64)>,
+    /// Fallback (Basil §5): this replica's current view for T, and since when (µs).
+    pub(crate) view_current: u64,
+    pub(crate) view_since: u64,
+    /// The last view for which this replica sent ELECTFB.
+    pub(crate) elected_in: Option<u64>,
 }
 
 impl TxnRecord {
@@ -75,6 +90,18 @@ impl TxnRecord {
             pending_deps: 0,
             interested: BTreeSet::new(),
             st2: None,
+            view_current: 0,
+            view_since: 0,
+            elected_in: None,
+        }
+    }
+
+    /// The decision certificate, once decided.
+    pub(crate) fn cert(&self) -> Option<DecisionCert> {
+        match &self.status {
+            Status::Committed(c) => Some(DecisionCert::Commit((**c).clone())),
+            Status::Aborted(a) => Some(DecisionCert::Abort((**a).clone())),
+            _ => None,
         }
     }
 }
@@ -91,18 +118,19 @@ pub struct ReplicaStats {
     pub replies_signed: u64,
 }
 
-enum PendingReply {
+pub(crate) enum PendingReply {
     Read { reply: ReadReply, committed: Option<CommittedRead> },
     Vote { vote: St1Vote, conflict: Option<ConflictProof> },
     St2(St2Reply),
+    ElectFb(ElectFb),
 }
 
 pub struct Replica {
-    id: ReplicaId,
-    auth: Authenticator,
+    pub(crate) id: ReplicaId,
+    pub(crate) auth: Authenticator,
     signer: Option<BatchSigner>,
     keys: HashMap<Key, KeyState>,
-    txns: HashMap<TxnId, TxnRecord>,
+    pub(crate) txns: HashMap<TxnId, TxnRecord>,
     /// Timestamp → the transaction that owns it; a second transaction with the same
     /// timestamp (only a Byzantine client does that) gets an abort vote.
     ts_owner: HashMap<Timestamp, TxnId>,
@@ -110,10 +138,15 @@ pub struct Replica {
     dependents: HashMap<TxnId, Vec<TxnId>>,
     /// All RTS entries in timestamp order, for garbage collection.
     rts_index: BTreeSet<(Timestamp, Key)>,
-    pending: Vec<(Peer, PendingReply)>,
+    pub(crate) pending: Vec<(Dest, PendingReply)>,
     outputs: Vec<(Peer, Message)>,
-    rejects: Rejections,
+    pub(crate) replica_outputs: Vec<(ReplicaId, Message)>,
+    pub(crate) rejects: Rejections,
     stats: ReplicaStats,
+    /// Fallback leader state (Basil §5), for transactions whose current view elects us.
+    pub(crate) elections: crate::fallback::Elections,
+    /// Exponential view timeouts: view v lasts at least base × 2^v before a new election.
+    pub(crate) view_timeout_base_us: u64,
 }
 
 impl Replica {
@@ -144,8 +177,11 @@ impl Replica {
             rts_index: BTreeSet::new(),
             pending: Vec::new(),
             outputs: Vec::new(),
+            replica_outputs: Vec::new(),
             rejects: Rejections::default(),
             stats: ReplicaStats::default(),
+            elections: Default::default(),
+            view_timeout_base_us: DEFAULT_VIEW_TIMEOUT_US,
         })
     }
 
@@ -185,18 +221,37 @@ impl Replica {
             Message::Decide(req) => self.on_st2(from, req),
             Message::Writeback(wb) => self.on_writeback(from, wb),
             Message::AbortReads(req) => self.on_abort_reads(req),
+            Message::FetchTxn { txn } => {
+                self.on_fetch(from, txn);
+                Ok(())
+            }
+            Message::InvokeFb(req) => self.on_invoke_fb(now, from, req),
             Message::HelloClient { .. } => Ok(()),
             Message::ReadReply { .. }
             | Message::PrepareReply { .. }
             | Message::DecideReply(_)
             | Message::WritebackAck { .. }
-            | Message::FetchTxn { .. }
             | Message::TxnInfo { .. }
             | Message::Decided(_)
-            | Message::InvokeFb(_)
             | Message::ElectFb(_)
             | Message::DecFb(_)
             | Message::HelloReplica { .. } => Err(RejectReason::Unexpected),
+        };
+        if let Err(reason) = result {
+            self.rejects.record(reason);
+        }
+        if self.pending.len() >= self.config().reply_batch {
+            self.flush();
+        }
+    }
+
+    /// A message from another replica (the fallback election).
+    pub fn handle_replica(&mut self, now: u64, from: ReplicaId, msg: Message) {
+        let result = match msg {
+            Message::ElectFb(e) => self.on_elect_fb(from, e),
+            Message::DecFb(d) => self.on_dec_fb(now, d),
+            Message::HelloReplica { .. } => Ok(()),
+            _ => Err(RejectReason::Unexpected),
         };
         if let Err(reason) = result {
             self.rejects.record(reason);
@@ -235,6 +290,7 @@ impl Replica {
                 PendingReply::Read { reply, .. } => reply.signing_hash(),
                 PendingReply::Vote { vote, .. } => vote.signing_hash(),
                 PendingReply::St2(r) => r.signing_hash(),
+                PendingReply::ElectFb(e) => e.signing_hash(),
             })
             .collect();
         let mut sigs = Vec::with_capacity(pending.len());
@@ -263,13 +319,28 @@ impl Replica {
                     Message::PrepareReply { vote: ReplicaSigned { signer, body: vote, sig }, conflict }
                 }
                 PendingReply::St2(r) => Message::DecideReply(ReplicaSigned { signer, body: r, sig }),
+                PendingReply::ElectFb(e) => Message::ElectFb(ReplicaSigned { signer, body: e, sig }),
             };
-            self.outputs.push((to, msg));
+            match to {
+                Dest::Client(peer) => self.outputs.push((peer, msg)),
+                Dest::Replica(r) => self.replica_outputs.push((r, msg)),
+            }
         }
     }
 
+    /// Messages for clients, by the peer token they came from.
     pub fn take_outputs(&mut self) -> Vec<(Peer, Message)> {
         std::mem::take(&mut self.outputs)
+    }
+
+    /// Messages for other replicas (fallback election, Basil §5).
+    pub fn take_replica_outputs(&mut self) -> Vec<(ReplicaId, Message)> {
+        std::mem::take(&mut self.replica_outputs)
+    }
+
+    /// Sets the base of the exponential fallback view timeout (µs).
+    pub fn set_view_timeout_base(&mut self, us: u64) {
+        self.view_timeout_base_us = us.max(1);
     }
 
     // ---- READ (Basil §3, step 2) ----
@@ -309,7 +380,7 @@ impl Replica {
                 Some(PreparedRead { version, txn, value })
             });
         let reply = ReadReply { key, ts, prepared };
-        self.pending.push((from, PendingReply::Read { reply, committed }));
+        self.pending.push((Dest::Client(from), PendingReply::Read { reply, committed }));
         Ok(())
     }
 
@@ -341,13 +412,10 @@ impl Replica {
         self.auth.check_client(&req).map_err(|e| e.0)?;
         let meta = req.body.meta;
         let id = meta.id();
-        if let Some(rec) = self.txns.get_mut(&id) {
-            // Repeated ST1: answer with the stored vote, never re-run the check.
-            rec.interested.insert(from);
-            if let Some(v) = &rec.vote {
-                let reply = PendingReply::Vote { vote: St1Vote { txn: id, vote: v.vote }, conflict: v.conflict.clone() };
-                self.pending.push((from, reply));
-            }
+        if self.txns.contains_key(&id) {
+            // A repeated ST1, or Recovery Prepare (RP) from a client finishing T: answer RPR
+            // with what we have; never re-run the check.
+            self.answer_rp(from, &id);
             return Ok(());
         }
         match meta.validate(self.config()) {
@@ -387,6 +455,33 @@ impl Replica {
             }
         }
         Ok(())
+    }
+
+    /// RPR (Basil §5): the decision certificate if T is decided; otherwise the logged ST2
+    /// decision (with our current view) and the ST1 vote, whichever exist.
+    fn answer_rp(&mut self, from: Peer, id: &TxnId) {
+        let Some(rec) = self.txns.get_mut(id) else { return };
+        rec.interested.insert(from);
+        if let Some(cert) = rec.cert() {
+            let wb = Writeback { meta: (*rec.meta).clone(), cert };
+            self.outputs.push((from, Message::Decided(wb)));
+            return;
+        }
+        if let Some((decision, view_decision)) = rec.st2 {
+            let reply = St2Reply { txn: *id, decision, view_decision, view_current: rec.view_current };
+            self.pending.push((Dest::Client(from), PendingReply::St2(reply)));
+        }
+        if let Some(v) = &rec.vote {
+            let reply = PendingReply::Vote { vote: St1Vote { txn: *id, vote: v.vote }, conflict: v.conflict.clone() };
+            self.pending.push((Dest::Client(from), reply));
+        }
+    }
+
+    /// A client asks for a transaction's ST1 to finish it; the metadata proves itself.
+    fn on_fetch(&mut self, from: Peer, txn: TxnId) {
+        if let Some(rec) = self.txns.get(&txn) {
+            self.outputs.push((from, Message::TxnInfo { meta: (*rec.meta).clone() }));
+        }
     }
 
     /// Lines 1–13 of Alg. 1. `Err(conflict)` means Vote-Abort, with the committed
@@ -509,7 +604,7 @@ impl Replica {
         rec.vote = Some(VoteRecord { vote, conflict: conflict.clone() });
         for peer in rec.interested.iter().copied().collect::<Vec<_>>() {
             let reply = PendingReply::Vote { vote: St1Vote { txn: id, vote }, conflict: conflict.clone() };
-            self.pending.push((peer, reply));
+            self.pending.push((Dest::Client(peer), reply));
         }
     }
 
@@ -544,11 +639,14 @@ impl Replica {
         self.auth.check_client(&req).map_err(|e| e.0)?;
         let st2 = req.body;
         let id = st2.meta.id();
-        if let Some((decision, view)) = self.txns.get(&id).and_then(|r| r.st2) {
-            // Already logged: the first justified decision stands.
-            let reply = St2Reply { txn: id, decision, view_decision: view, view_current: view };
-            self.pending.push((from, PendingReply::St2(reply)));
-            return Ok(());
+        if let Some(rec) = self.txns.get_mut(&id) {
+            if let Some((decision, view_decision)) = rec.st2 {
+                // Already logged: the first justified decision stands.
+                rec.interested.insert(from);
+                let reply = St2Reply { txn: id, decision, view_decision, view_current: rec.view_current };
+                self.pending.push((Dest::Client(from), PendingReply::St2(reply)));
+                return Ok(());
+            }
         }
         st2.meta.validate(self.config()).map_err(|_| RejectReason::MalformedTxn)?;
         if st2.meta.log_shard(&id) != Some(self.id.shard) {
@@ -558,11 +656,22 @@ impl Replica {
             // Views above 0 only come from the fallback protocol (issue 3).
             return Err(RejectReason::Unexpected);
         }
-        self.auth.check_st2_justified(&id, &st2).map_err(|e| e.0)?;
-        let rec = self.txns.entry(id).or_insert_with(|| TxnRecord::new(Arc::new(st2.meta.clone())));
-        rec.st2 = Some((st2.decision, 0));
-        let reply = St2Reply { txn: id, decision: st2.decision, view_decision: 0, view_current: 0 };
-        self.pending.push((from, PendingReply::St2(reply)));
+        self.log_st2(from, &id, &st2)
+    }
+
+    /// Checks that a client's ST2 is justified by its vote tallies and logs its decision in
+    /// view 0 (Basil §4.2 stage 2). Also used for the proposal carried by InvokeFB.
+    pub(crate) fn log_st2(&mut self, from: Peer, id: &TxnId, st2: &St2) -> Result<(), RejectReason> {
+        self.auth.check_st2_justified(id, st2).map_err(|e| e.0)?;
+        let rec = self.txns.entry(*id).or_insert_with(|| TxnRecord::new(Arc::new(st2.meta.clone())));
+        rec.interested.insert(from);
+        if rec.st2.is_none() {
+            rec.st2 = Some((st2.decision, 0));
+        }
+        if let Some((decision, view_decision)) = rec.st2 {
+            let reply = St2Reply { txn: *id, decision, view_decision, view_current: rec.view_current };
+            self.pending.push((Dest::Client(from), PendingReply::St2(reply)));
+        }
         Ok(())
     }
 
@@ -570,7 +679,7 @@ impl Replica {
 
     fn on_writeback(&mut self, from: Peer, wb: Writeback) -> Result<(), RejectReason> {
         let id = wb.meta.id();
-        let decided = self.txns.get(&id).map(|r| matches!(r.status, Status::Committed(_) | Status::Aborted));
+        let decided = self.txns.get(&id).map(|r| matches!(r.status, Status::Committed(_) | Status::Aborted(_)));
         if decided != Some(true) {
             wb.meta.validate(self.config()).map_err(|_| RejectReason::MalformedTxn)?;
             if !wb.meta.shards.contains(&self.id.shard) {
@@ -583,7 +692,7 @@ impl Replica {
             .map_err(|_| RejectReason::BadCertificate)?;
             match wb.cert {
                 DecisionCert::Commit(cert) => self.apply_commit(id, wb.meta, cert),
-                DecisionCert::Abort(_) => self.apply_abort(id, wb.meta),
+                DecisionCert::Abort(cert) => self.apply_abort(id, wb.meta, cert),
             }
         }
         self.outputs.push((from, Message::WritebackAck { txn: id }));
@@ -618,11 +727,11 @@ impl Replica {
         self.on_dependency_decided(id, Decision::Commit);
     }
 
-    fn apply_abort(&mut self, id: TxnId, meta: TxnMeta) {
+    fn apply_abort(&mut self, id: TxnId, meta: TxnMeta, cert: AbortCert) {
         let rec = self.txns.entry(id).or_insert_with(|| TxnRecord::new(Arc::new(meta)));
         let meta = rec.meta.clone();
         let was_prepared = rec.status == Status::Prepared;
-        rec.status = Status::Aborted;
+        rec.status = Status::Aborted(Arc::new(cert));
         if was_prepared {
             self.remove_prepared(&id, &meta);
         }

@@ -1,0 +1,434 @@
+//! The client side of Basil (§3–5) as a sans-IO state machine: one `Coordinator` per client
+//! identity, running any number of transactions.
+//!
+//! Drive it with `begin/get/put/commit/abort`, feed replies with `handle(now, from, msg)` and
+//! time with `tick(now)`; read what to send with `take_outputs()` and what happened with
+//! `poll_event()`. Besides its own transactions, a coordinator finishes the stalled
+//! transactions its own ones depend on (Basil §5): see `finish.rs`.
+
+mod finish;
+mod reads;
+
+use crate::auth::{sign_client, Authenticator};
+use crate::rejects::{RejectReason, Rejections};
+use finish::{Fetching, Finishing};
+use pistou_core::{ClientId, ClusterConfig, Key, ReplicaId, ShardId, Timestamp, TxnId, Value};
+use pistou_crypto::SecretKey;
+use pistou_wire::{
+    AbortReads, Decision, Dep, Message, PreparedRead, ReadEntry, ReadReply, ReadRequest, ReplicaSigned, TxnMeta,
+    WriteEntry, Writeback, MAX_KEY_BYTES, MAX_TXN_OPS, MAX_VALUE_BYTES,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+
+/// How many decided transaction ids a client remembers (verified C-CERTs of hot versions,
+/// and dependencies it no longer needs to recover).
+const KNOWN_DECIDED_CAPACITY: usize = 1 << 14;
+
+#[derive(Clone, Copy, Debug)]
+pub struct CoordinatorTimeouts {
+    /// How long to wait for unanimous votes before taking a slow-path quorum.
+    pub fast_path_us: u64,
+    /// Resend requests that got no (sufficient) answer after this long.
+    pub retransmit_us: u64,
+    /// Writebacks are resent to replicas that did not acknowledge them, this many times.
+    pub writeback_retries: u32,
+    /// A transaction undecided for this long has its undecided dependencies finished by this
+    /// client (Basil §5, common case).
+    pub recovery_after_us: u64,
+    /// Base of the exponential timeout between fallback invocations (doubles each round).
+    pub fallback_us: u64,
+}
+
+impl Default for CoordinatorTimeouts {
+    fn default() -> Self {
+        CoordinatorTimeouts {
+            fast_path_us: 20_000,
+            retransmit_us: 500_000,
+            writeback_retries: 5,
+            recovery_after_us: 200_000,
+            fallback_us: 200_000,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TxnHandle(pub u64);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GetStart {
+    /// Answered locally (the transaction's own write, or a key it already read).
+    Ready(Option<Value>),
+    /// A READ is in flight; a `ReadDone` event will follow.
+    Pending,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CoordinatorEvent {
+    ReadDone { txn: TxnHandle, key: Key, value: Option<Value> },
+    /// `fast` is true when the decision needed no ST2 round.
+    Decided { txn: TxnHandle, id: TxnId, decision: Decision, fast: bool },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TxnError {
+    #[error("no such transaction")]
+    UnknownTxn,
+    #[error("the transaction is already committing or finished")]
+    NotActive,
+    #[error("key larger than {MAX_KEY_BYTES} bytes")]
+    KeyTooLarge,
+    #[error("value larger than {MAX_VALUE_BYTES} bytes")]
+    ValueTooLarge,
+    #[error("transaction has more than {MAX_TXN_OPS} operations")]
+    TooManyOps,
+}
+
+/// A read in flight: replies by replica index.
+struct ReadOp {
+    shard: ShardId,
+    sent_at: u64,
+    replies: BTreeMap<u32, ReadCandidate>,
+}
+
+/// What one replica's reply offers, after validation.
+struct ReadCandidate {
+    /// The signed reply until its signature is checked (in one batch with the others, once
+    /// f+1 replies are in).
+    unverified: Option<ReplicaSigned<ReadReply>>,
+    /// A committed version with a valid C-CERT: (version, value).
+    committed: Option<(Timestamp, Option<Value>)>,
+    prepared: Option<PreparedRead>,
+}
+
+/// A transaction still executing (reads and buffered writes).
+struct TxnState {
+    ts: Timestamp,
+    reads: BTreeMap<Key, (Timestamp, Option<Value>)>,
+    deps: BTreeSet<Dep>,
+    writes: BTreeMap<Key, Option<Value>>,
+    in_flight: BTreeMap<Key, ReadOp>,
+}
+
+struct WritebackState {
+    msg: Writeback,
+    unacked: BTreeSet<ReplicaId>,
+    tries: u32,
+    last_send: u64,
+}
+
+pub struct Coordinator {
+    id: ClientId,
+    key: Option<SecretKey>,
+    auth: Authenticator,
+    timeouts: CoordinatorTimeouts,
+    seq: u64,
+    last_time: u64,
+    next_handle: u64,
+    // BTreeMaps where we iterate, so that output order is deterministic (simulator).
+    txns: BTreeMap<TxnHandle, TxnState>,
+    by_ts: HashMap<Timestamp, TxnHandle>,
+    /// Transactions being brought to a decision: our own commits and recoveries.
+    finishing: BTreeMap<TxnId, Finishing>,
+    /// Stalled dependencies whose ST1 we are fetching before finishing them.
+    fetching: BTreeMap<TxnId, Fetching>,
+    writebacks: BTreeMap<TxnId, WritebackState>,
+    known_decided: HashMap<TxnId, Decision>,
+    known_order: VecDeque<TxnId>,
+    outputs: Vec<(ReplicaId, Message)>,
+    events: VecDeque<CoordinatorEvent>,
+    rejects: Rejections,
+    recoveries: u64,
+}
+
+impl Coordinator {
+    /// `key` is the client's signing key; `None` is allowed only with `crypto = false`.
+    pub fn new(config: Arc<ClusterConfig>, id: ClientId, key: Option<SecretKey>) -> Result<Coordinator, String> {
+        let registered = config.client_keys().get(&id).copied();
+        let Some(pk) = registered else { return Err(format!("client {} is not in the configuration", id.0)) };
+        match (&key, config.crypto) {
+            (Some(k), _) if k.public() != pk => return Err(format!("key of client {} does not match the configuration", id.0)),
+            (None, true) => return Err("crypto is on: a client needs its signing key".into()),
+            _ => {}
+        }
+        let key = if config.crypto { key } else { None };
+        Ok(Coordinator {
+            id,
+            key,
+            auth: Authenticator::new(config),
+            timeouts: CoordinatorTimeouts::default(),
+            seq: 0,
+            last_time: 0,
+            next_handle: 1,
+            txns: BTreeMap::new(),
+            by_ts: HashMap::new(),
+            finishing: BTreeMap::new(),
+            fetching: BTreeMap::new(),
+            writebacks: BTreeMap::new(),
+            known_decided: HashMap::new(),
+            known_order: VecDeque::new(),
+            outputs: Vec::new(),
+            events: VecDeque::new(),
+            rejects: Rejections::default(),
+            recoveries: 0,
+        })
+    }
+
+    pub fn set_timeouts(&mut self, t: CoordinatorTimeouts) {
+        self.timeouts = t;
+    }
+    pub fn client_id(&self) -> ClientId {
+        self.id
+    }
+    pub fn rejections(&self) -> &Rejections {
+        &self.rejects
+    }
+    /// Transactions of other clients this client started finishing (Basil §5).
+    pub fn recoveries(&self) -> u64 {
+        self.recoveries
+    }
+    fn config(&self) -> &ClusterConfig {
+        self.auth.config()
+    }
+    pub fn take_outputs(&mut self) -> Vec<(ReplicaId, Message)> {
+        std::mem::take(&mut self.outputs)
+    }
+    pub fn poll_event(&mut self) -> Option<CoordinatorEvent> {
+        self.events.pop_front()
+    }
+    /// Transactions executing, committing or being recovered, or writebacks not yet
+    /// acknowledged.
+    pub fn busy(&self) -> bool {
+        !self.txns.is_empty() || !self.finishing.is_empty() || !self.fetching.is_empty() || !self.writebacks.is_empty()
+    }
+    pub fn timestamp_of(&self, txn: TxnHandle) -> Option<Timestamp> {
+        self.txns.get(&txn).map(|t| t.ts)
+    }
+
+    fn known_decision(&self, id: &TxnId) -> Option<Decision> {
+        self.known_decided.get(id).copied()
+    }
+
+    fn remember_decided(&mut self, id: TxnId, decision: Decision) {
+        if self.known_decided.insert(id, decision).is_none() {
+            self.known_order.push_back(id);
+            if self.known_order.len() > KNOWN_DECIDED_CAPACITY {
+                if let Some(old) = self.known_order.pop_front() {
+                    self.known_decided.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Begin(): ts = (time, client id, seq), strictly increasing for this client.
+    pub fn begin(&mut self, now: u64) -> TxnHandle {
+        self.last_time = self.last_time.max(now);
+        self.seq += 1;
+        let ts = Timestamp { time: self.last_time, client: self.id, seq: self.seq };
+        let h = TxnHandle(self.next_handle);
+        self.next_handle += 1;
+        let state =
+            TxnState { ts, reads: BTreeMap::new(), deps: BTreeSet::new(), writes: BTreeMap::new(), in_flight: BTreeMap::new() };
+        self.txns.insert(h, state);
+        self.by_ts.insert(ts, h);
+        h
+    }
+
+    fn executing(&mut self, h: TxnHandle) -> Result<&mut TxnState, TxnError> {
+        match self.txns.get_mut(&h) {
+            Some(t) => Ok(t),
+            None if self.finishing.values().any(|f| f.owner == Some(h)) => Err(TxnError::NotActive),
+            None => Err(TxnError::UnknownTxn),
+        }
+    }
+
+    /// Read(key): own writes first, then an earlier read of the same key, else READ to 2f+1.
+    pub fn get(&mut self, now: u64, h: TxnHandle, key: &[u8]) -> Result<GetStart, TxnError> {
+        if key.len() > MAX_KEY_BYTES {
+            return Err(TxnError::KeyTooLarge);
+        }
+        let t = self.executing(h)?;
+        if let Some(v) = t.writes.get(key) {
+            return Ok(GetStart::Ready(v.clone()));
+        }
+        if let Some((_, v)) = t.reads.get(key) {
+            return Ok(GetStart::Ready(v.clone()));
+        }
+        if t.in_flight.contains_key(key) {
+            return Ok(GetStart::Pending);
+        }
+        if t.reads.len() + t.writes.len() >= MAX_TXN_OPS {
+            return Err(TxnError::TooManyOps);
+        }
+        let ts = t.ts;
+        let shard = self.config().shard_of(key);
+        let q = self.config().quorums();
+        // Spread load: start at a replica chosen from the client id and sequence number.
+        let start = (self.id.0.wrapping_add(self.seq)) as usize % q.n();
+        let req = sign_client(self.id, self.key.as_ref(), ReadRequest { key: key.to_vec(), ts });
+        for i in 0..q.read_fanout() {
+            let index = ((start + i) % q.n()) as u32;
+            self.outputs.push((ReplicaId { shard, index }, Message::Read(req.clone())));
+        }
+        let t = self.executing(h)?;
+        t.in_flight.insert(key.to_vec(), ReadOp { shard, sent_at: now, replies: BTreeMap::new() });
+        Ok(GetStart::Pending)
+    }
+
+    /// Write(key, value): buffered until commit. `None` deletes.
+    pub fn put(&mut self, h: TxnHandle, key: &[u8], value: Option<Value>) -> Result<(), TxnError> {
+        if key.len() > MAX_KEY_BYTES {
+            return Err(TxnError::KeyTooLarge);
+        }
+        if value.as_ref().is_some_and(|v| v.len() > MAX_VALUE_BYTES) {
+            return Err(TxnError::ValueTooLarge);
+        }
+        let t = self.executing(h)?;
+        if t.reads.len() + t.writes.len() >= MAX_TXN_OPS && !t.writes.contains_key(key) {
+            return Err(TxnError::TooManyOps);
+        }
+        t.writes.insert(key.to_vec(), value);
+        Ok(())
+    }
+
+    /// Abort(): release the RTS this transaction left on replicas. Buffered writes vanish.
+    pub fn abort(&mut self, h: TxnHandle) -> Result<(), TxnError> {
+        self.executing(h)?;
+        let Some(t) = self.txns.remove(&h) else { return Err(TxnError::UnknownTxn) };
+        self.by_ts.remove(&t.ts);
+        let mut by_shard: BTreeMap<ShardId, Vec<Key>> = BTreeMap::new();
+        for k in t.reads.keys().chain(t.in_flight.keys()) {
+            by_shard.entry(self.config().shard_of(k)).or_default().push(k.clone());
+        }
+        for (shard, keys) in by_shard {
+            let req = sign_client(self.id, self.key.as_ref(), AbortReads { ts: t.ts, keys });
+            let replicas: Vec<ReplicaId> = self.config().replicas_of(shard).collect();
+            for r in replicas {
+                self.outputs.push((r, Message::AbortReads(req.clone())));
+            }
+        }
+        Ok(())
+    }
+
+    /// Commit(): the Prepare phase. All reads must have completed.
+    pub fn commit(&mut self, now: u64, h: TxnHandle) -> Result<(), TxnError> {
+        let t = self.executing(h)?;
+        if !t.in_flight.is_empty() {
+            return Err(TxnError::NotActive);
+        }
+        let Some(t) = self.txns.remove(&h) else { return Err(TxnError::UnknownTxn) };
+        self.by_ts.remove(&t.ts);
+        let mut meta = TxnMeta {
+            ts: t.ts,
+            read_set: t.reads.iter().map(|(k, (v, _))| ReadEntry { key: k.clone(), version: *v }).collect(),
+            write_set: t.writes.iter().map(|(k, v)| WriteEntry { key: k.clone(), value: v.clone() }).collect(),
+            deps: t.deps.into_iter().collect(),
+            shards: Vec::new(),
+        };
+        if meta.read_set.is_empty() && meta.write_set.is_empty() {
+            // Nothing read or written: trivially serializable, nothing to tell anyone.
+            let id = meta.id();
+            self.events.push_back(CoordinatorEvent::Decided { txn: h, id, decision: Decision::Commit, fast: true });
+            return Ok(());
+        }
+        let mut shards: Vec<ShardId> = meta
+            .read_set
+            .iter()
+            .map(|r| &r.key)
+            .chain(meta.write_set.iter().map(|w| &w.key))
+            .map(|k| self.config().shard_of(k))
+            .collect();
+        shards.sort();
+        shards.dedup();
+        meta.shards = shards;
+        self.start_finishing(now, meta, Some(h));
+        Ok(())
+    }
+
+    /// A message from replica `from` (the driver knows which connection delivered it;
+    /// signed content is attributed by its signature, not by `from`).
+    pub fn handle(&mut self, now: u64, from: ReplicaId, msg: Message) {
+        let result = match msg {
+            Message::ReadReply { reply, committed } => self.on_read_reply(reply, committed),
+            Message::PrepareReply { vote, conflict } => self.on_vote(now, vote, conflict),
+            Message::DecideReply(reply) => self.on_st2_reply(now, reply),
+            Message::Decided(wb) => self.on_decided(wb),
+            Message::TxnInfo { meta } => self.on_txn_info(now, meta),
+            Message::WritebackAck { txn } => {
+                // Unsigned by design: a lie merely stops our retransmissions to the liar.
+                self.on_writeback_ack(from, txn);
+                Ok(())
+            }
+            _ => Err(RejectReason::Unexpected),
+        };
+        if let Err(r) = result {
+            self.rejects.record(r);
+        }
+    }
+
+    fn on_writeback_ack(&mut self, from: ReplicaId, txn: TxnId) {
+        if let Some(wb) = self.writebacks.get_mut(&txn) {
+            wb.unacked.remove(&from);
+            if wb.unacked.is_empty() {
+                self.writebacks.remove(&txn);
+            }
+        }
+    }
+
+    /// Timers: fast-path timeout, retransmissions, recovery of stalled dependencies,
+    /// fallback invocations.
+    pub fn tick(&mut self, now: u64) {
+        let handles: Vec<TxnHandle> = self.txns.keys().copied().collect();
+        for h in handles {
+            self.retransmit_reads(now, h);
+        }
+        let ids: Vec<TxnId> = self.finishing.keys().copied().collect();
+        for id in ids {
+            self.tick_finishing(now, id);
+        }
+        self.tick_fetching(now);
+        self.tick_writebacks(now);
+    }
+
+    /// A read without f+1 replies after the retransmission timeout goes to every replica.
+    fn retransmit_reads(&mut self, now: u64, h: TxnHandle) {
+        let rt = self.timeouts.retransmit_us;
+        let n = self.config().quorums().n() as u32;
+        let Some(t) = self.txns.get_mut(&h) else { return };
+        let ts = t.ts;
+        let mut out = Vec::new();
+        for (key, op) in t.in_flight.iter_mut() {
+            if now < op.sent_at.saturating_add(rt) {
+                continue;
+            }
+            op.sent_at = now;
+            let req = sign_client(self.id, self.key.as_ref(), ReadRequest { key: key.clone(), ts });
+            for i in (0..n).filter(|i| !op.replies.contains_key(i)) {
+                out.push((ReplicaId { shard: op.shard, index: i }, Message::Read(req.clone())));
+            }
+        }
+        self.outputs.extend(out);
+    }
+
+    fn tick_writebacks(&mut self, now: u64) {
+        let (rt, retries) = (self.timeouts.retransmit_us, self.timeouts.writeback_retries);
+        let mut finished = Vec::new();
+        for (id, wb) in self.writebacks.iter_mut() {
+            if now < wb.last_send.saturating_add(rt) {
+                continue;
+            }
+            if wb.tries >= retries {
+                finished.push(*id);
+                continue;
+            }
+            wb.tries += 1;
+            wb.last_send = now;
+            for r in &wb.unacked {
+                self.outputs.push((*r, Message::Writeback(wb.msg.clone())));
+            }
+        }
+        for id in finished {
+            self.writebacks.remove(&id);
+        }
+    }
+}
