@@ -1,12 +1,15 @@
 //! A simulation run: cluster, clients, network faults, and the checks at the end.
 
+use crate::byzantine::{tamper, tamper_replica, ByzClient, ClientFault, ReplicaFault};
 use crate::network::{to_frame, Event, EventQueue, Node};
+use crate::workload::TxnLog;
 use crate::oracle::{self, OracleReport};
 use crate::workload::{SimClient, WorkloadSpec};
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
 use pistou_crypto::SecretKey;
 use pistou_txn::{Coordinator, CoordinatorTimeouts, Replica};
-use pistou_wire::{decode_message, Decision, Message};
+use pistou_core::TxnId;
+use pistou_wire::{decode_message, Decision, Message, Vote};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,6 +41,13 @@ pub struct Scenario {
     pub clock_skew_us: u64,
     /// A run that has not finished by then is stuck (a liveness failure).
     pub time_limit_us: u64,
+    /// Byzantine clients (in addition to `clients` correct ones) and what they do.
+    pub byz_clients: usize,
+    pub client_fault: Option<ClientFault>,
+    pub byz_txns: usize,
+    /// Byzantine replicas per shard (at most f) and what they do.
+    pub byz_replicas_per_shard: usize,
+    pub replica_fault: Option<ReplicaFault>,
 }
 
 impl Scenario {
@@ -58,6 +68,11 @@ impl Scenario {
             partition: None,
             clock_skew_us: 500,
             time_limit_us: 120_000_000,
+            byz_clients: 0,
+            client_fault: None,
+            byz_txns: 10,
+            byz_replicas_per_shard: 0,
+            replica_fault: None,
         }
     }
 }
@@ -71,6 +86,12 @@ pub struct Outcome {
     pub sim_time_us: u64,
     pub messages: u64,
     pub rejected: u64,
+    /// Transactions of other clients that correct clients started finishing (Basil §5).
+    pub recoveries: u64,
+    /// Correct clients' transactions that ended aborted without the client asking to.
+    pub protocol_aborts: usize,
+    /// Decisions correct replicas adopted from a fallback leader.
+    pub fallback_adoptions: u64,
 }
 
 #[derive(Debug)]
@@ -110,6 +131,12 @@ struct World {
     replicas: BTreeMap<ReplicaId, Replica>,
     clients: Vec<SimClient>,
     skew: BTreeMap<Node, i64>,
+    byz_clients: Vec<ByzClient>,
+    byz_replicas: BTreeMap<ReplicaId, (ReplicaFault, SecretKey)>,
+    /// The vote each correct replica cast per transaction: it must never change.
+    votes_seen: BTreeMap<(ReplicaId, TxnId), Vote>,
+    violation: Option<String>,
+    round_trip: u64,
     crashed: BTreeSet<ReplicaId>,
     /// Replicas that crash once `crash_at_us` has passed.
     to_crash: BTreeSet<ReplicaId>,
@@ -138,11 +165,45 @@ impl World {
         let Some(r) = self.replicas.get_mut(&id) else { return };
         let out = r.take_outputs();
         let to_replicas = r.take_replica_outputs();
+        let byz = self.byz_replicas.get(&id).map(|(f, k)| (*f, SecretKey::from_hex(&k.to_hex())));
         for (peer, msg) in out {
+            let msg = match &byz {
+                Some((fault, Ok(key))) => match tamper(*fault, key, id, peer, msg, &mut self.rng) {
+                    Some(m) => m,
+                    None => continue,
+                },
+                _ => {
+                    self.watch_vote(id, &msg);
+                    msg
+                }
+            };
             self.send(now, Node::Replica(id), Node::Client(peer as usize), &msg);
         }
         for (to, msg) in to_replicas {
+            let msg = match &byz {
+                Some((fault, _)) => match tamper_replica(*fault, msg) {
+                    Some(m) => m,
+                    None => continue,
+                },
+                None => msg,
+            };
             self.send(now, Node::Replica(id), Node::Replica(to), &msg);
+        }
+    }
+
+    /// A correct replica never changes its ST1 vote for a transaction.
+    fn watch_vote(&mut self, id: ReplicaId, msg: &Message) {
+        if let Message::PrepareReply { vote, .. } = msg {
+            let prev = self.votes_seen.entry((id, vote.body.txn)).or_insert(vote.body.vote);
+            if *prev != vote.body.vote {
+                self.violation = Some(format!("correct replica {id} changed its vote on {}", vote.body.txn));
+            }
+        }
+    }
+
+    fn flush_byz_client(&mut self, now: u64, out: Vec<(ReplicaId, Message)>, index: usize) {
+        for (to, msg) in out {
+            self.send(now, Node::Client(index), Node::Replica(to), &msg);
         }
     }
 
@@ -170,6 +231,14 @@ impl World {
                     }
                     (Node::Replica(r), Node::Client(c)) => {
                         let local = self.local_now(to, now);
+                        if c >= self.clients.len() {
+                            let mut out = Vec::new();
+                            if let Some(b) = self.byz_clients.get_mut(c - self.clients.len()) {
+                                b.handle(msg, &mut out);
+                            }
+                            self.flush_byz_client(now, out, c);
+                            return Ok(());
+                        }
                         let client = &mut self.clients[c];
                         client.coord.handle(local, r, msg);
                         client.step(local, &mut self.rng);
@@ -200,6 +269,15 @@ impl World {
                             rep.flush();
                         }
                         self.flush_replica(now, r);
+                    }
+                    Node::Client(c) if c >= self.clients.len() => {
+                        let mut out = Vec::new();
+                        let rt = self.round_trip;
+                        if let Some(b) = self.byz_clients.get_mut(c - self.clients.len()) {
+                            b.step(local, &mut self.rng, &mut out);
+                            b.tick(local, rt, &mut out);
+                        }
+                        self.flush_byz_client(now, out, c);
                     }
                     Node::Client(c) => {
                         let client = &mut self.clients[c];
@@ -234,7 +312,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
                 .collect(),
         })
         .collect();
-    let clients: Vec<ClientConfig> = (0..s.clients)
+    let clients: Vec<ClientConfig> = (0..s.clients + s.byz_clients)
         .map(|c| ClientConfig { id: c as u64 + 1, public_key: SecretKey::from_seed(seed_bytes(s.seed, 2, c as u64, 0)).public() })
         .collect();
     let config = ClusterConfig {
@@ -273,7 +351,8 @@ fn build(s: &Scenario) -> Result<World, SimError> {
     }
     let mut skew = BTreeMap::new();
     let mut queue = EventQueue::default();
-    let nodes: Vec<Node> = config.all_replicas().map(Node::Replica).chain((0..s.clients).map(Node::Client)).collect();
+    let nodes: Vec<Node> =
+        config.all_replicas().map(Node::Replica).chain((0..s.clients + s.byz_clients).map(Node::Client)).collect();
     for node in nodes {
         let k = s.clock_skew_us as i64;
         skew.insert(node, rng.gen_range(-k..=k));
@@ -292,7 +371,47 @@ fn build(s: &Scenario) -> Result<World, SimError> {
             isolated.insert(ReplicaId { shard: ShardId(sh), index: rng.gen_range(0..n as u32) });
         }
     }
-    Ok(World { s: s.clone(), rng, queue, replicas, clients: sim_clients, skew, crashed: BTreeSet::new(), to_crash: crashed, isolated, messages: 0 })
+    if s.byz_replicas_per_shard > s.f || s.byz_replicas_per_shard + s.crashes_per_shard > s.f {
+        return Err(SimError::Setup("more than f faulty replicas per shard".into()));
+    }
+    let mut byz_replicas = BTreeMap::new();
+    if let Some(fault) = s.replica_fault {
+        for sh in 0..s.shards as u32 {
+            // Byzantine replicas are chosen among those that do not crash.
+            let mut candidates: Vec<u32> = (0..n as u32).filter(|i| !crashed.contains(&ReplicaId { shard: ShardId(sh), index: *i })).collect();
+            for _ in 0..s.byz_replicas_per_shard {
+                let i = candidates.remove(rng.gen_range(0..candidates.len()));
+                let id = ReplicaId { shard: ShardId(sh), index: i };
+                byz_replicas.insert(id, (fault, SecretKey::from_seed(seed_bytes(s.seed, 1, sh as u64, i as u64))));
+            }
+        }
+    }
+    let mut byz_clients = Vec::new();
+    if let Some(fault) = s.client_fault {
+        for b in 0..s.byz_clients {
+            let c = s.clients + b;
+            let key = SecretKey::from_seed(seed_bytes(s.seed, 2, c as u64, 0));
+            let gap = 40 * round_trip;
+            byz_clients.push(ByzClient::new(c, ClientId(c as u64 + 1), key, fault, config.clone(), s.workload.hot_keys.max(1), s.byz_txns, gap));
+        }
+    }
+    Ok(World {
+        s: s.clone(),
+        rng,
+        queue,
+        replicas,
+        clients: sim_clients,
+        skew,
+        byz_clients,
+        byz_replicas,
+        votes_seen: BTreeMap::new(),
+        violation: None,
+        round_trip,
+        crashed: BTreeSet::new(),
+        to_crash: crashed,
+        isolated,
+        messages: 0,
+    })
 }
 
 /// Runs a scenario to completion and checks it: every correct client finishes its
@@ -307,6 +426,9 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
             w.crashed.append(&mut w.to_crash);
         }
         w.on_event(now, ev).map_err(unsafe_err)?;
+        if let Some(v) = w.violation.take() {
+            return Err(unsafe_err(v));
+        }
         if w.finished() {
             break;
         }
@@ -320,7 +442,32 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         }
     }
     let logs: Vec<_> = w.clients.iter().flat_map(|c| c.finished.iter().cloned()).collect();
-    let report = oracle::check(&logs).map_err(unsafe_err)?;
+    let correct: Vec<&Replica> = w.replicas.iter().filter(|(id, _)| !w.crashed.contains(id) && !w.byz_replicas.contains_key(id)).map(|(_, r)| r).collect();
+    // Correct clients and correct replicas agree on every decision.
+    for l in &logs {
+        let (Some(id), Some(d)) = (l.id, l.decision) else { continue };
+        if let Some(r) = correct.iter().find(|r| r.decision_of(&id).is_some_and(|rd| rd != d)) {
+            return Err(unsafe_err(format!("client {} saw {d:?} for {id} but replica {} applied the opposite", l.client, r.id())));
+        }
+    }
+    // Committed transactions of Byzantine clients, as correct replicas applied them.
+    let correct_ids: BTreeSet<u64> = (1..=s.clients as u64).collect();
+    let mut others: BTreeMap<pistou_core::Timestamp, TxnLog> = BTreeMap::new();
+    for r in &correct {
+        for m in r.committed_txns().filter(|m| !correct_ids.contains(&m.ts.client.0)) {
+            others.entry(m.ts).or_insert_with(|| TxnLog {
+                client: usize::MAX,
+                ts: m.ts,
+                reads: vec![],
+                writes: m.write_set.iter().map(|w| (w.key.clone(), w.value.clone())).collect(),
+                decision: Some(Decision::Commit),
+                fast: false,
+                id: Some(m.id()),
+            });
+        }
+    }
+    let others: Vec<TxnLog> = others.into_values().collect();
+    let report = oracle::check(&logs, &others).map_err(unsafe_err)?;
     let committed = logs.iter().filter(|l| l.decision == Some(Decision::Commit)).count();
     let correct_replicas = w.replicas.iter().filter(|(id, _)| !w.crashed.contains(id));
     Ok(Outcome {
@@ -331,5 +478,8 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         sim_time_us: now - EPOCH_US,
         messages: w.messages,
         rejected: correct_replicas.map(|(_, r)| r.rejections().total()).sum(),
+        recoveries: w.clients.iter().map(|c| c.coord.recoveries()).sum(),
+        protocol_aborts: logs.iter().filter(|l| l.decision == Some(Decision::Abort) && l.id.is_some()).count(),
+        fallback_adoptions: correct.iter().map(|r| r.stats().fallback_adoptions).sum(),
     })
 }

@@ -23,6 +23,8 @@ pub struct WorkloadSpec {
     pub blind_share: f64,
     /// Probability that the client aborts explicitly after its reads.
     pub explicit_abort_share: f64,
+    /// Each client uses its own keys (no contention between clients).
+    pub disjoint: bool,
 }
 
 impl Default for WorkloadSpec {
@@ -36,6 +38,7 @@ impl Default for WorkloadSpec {
             audit_width: 3,
             blind_share: 0.1,
             explicit_abort_share: 0.05,
+            disjoint: false,
         }
     }
 }
@@ -85,6 +88,8 @@ pub struct TxnLog {
     pub writes: BTreeMap<Key, Option<Value>>,
     pub decision: Option<Decision>,
     pub fast: bool,
+    /// id_T, once the transaction went to commit.
+    pub id: Option<pistou_core::TxnId>,
 }
 
 enum State {
@@ -113,6 +118,9 @@ impl SimClient {
     }
 
     fn pick_key(&self, rng: &mut ChaCha8Rng) -> u64 {
+        if self.spec.disjoint {
+            return 1_000_000 * (self.index as u64 + 1) + rng.gen_range(0..self.spec.keys);
+        }
         if self.spec.hot_keys > 0 && rng.gen_bool(self.spec.hot_share) {
             rng.gen_range(0..self.spec.hot_keys)
         } else {
@@ -133,7 +141,7 @@ impl SimClient {
             let a = self.pick_key(rng);
             let mut b = self.pick_key(rng);
             if a == b {
-                b = (b + 1) % self.spec.keys;
+                b = a + 1;
             }
             Plan::Transfer { from: account_key(a), to: account_key(b), amount: rng.gen_range(1..10) }
         }
@@ -155,7 +163,7 @@ impl SimClient {
                     let plan = self.new_plan(rng);
                     let h = self.coord.begin(now);
                     let ts = self.coord.timestamp_of(h).unwrap_or(Timestamp::GENESIS);
-                    let log = TxnLog { client: self.index, ts, reads: vec![], writes: BTreeMap::new(), decision: None, fast: false };
+                    let log = TxnLog { client: self.index, ts, reads: vec![], writes: BTreeMap::new(), decision: None, fast: false, id: None };
                     self.state = State::Reading { h, plan, next: 0, log };
                     true
                 }
@@ -221,10 +229,11 @@ impl SimClient {
                     *next += 1;
                 }
             }
-            (CoordinatorEvent::Decided { txn, decision, fast, .. }, State::Committing { h, log }) if txn == *h => {
+            (CoordinatorEvent::Decided { txn, decision, fast, id }, State::Committing { h, log }) if txn == *h => {
                 let mut log = log.clone();
                 log.decision = Some(decision);
                 log.fast = fast;
+                log.id = Some(id);
                 self.finished.push(log);
                 self.state = State::Idle;
             }

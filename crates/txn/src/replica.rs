@@ -116,6 +116,8 @@ pub struct ReplicaStats {
     pub aborts_applied: u64,
     pub batches_signed: u64,
     pub replies_signed: u64,
+    /// Decisions adopted from a fallback leader's DECFB (Basil §5).
+    pub fallback_adoptions: u64,
 }
 
 pub(crate) enum PendingReply {
@@ -142,7 +144,7 @@ pub struct Replica {
     outputs: Vec<(Peer, Message)>,
     pub(crate) replica_outputs: Vec<(ReplicaId, Message)>,
     pub(crate) rejects: Rejections,
-    stats: ReplicaStats,
+    pub(crate) stats: ReplicaStats,
     /// Fallback leader state (Basil §5), for transactions whose current view elects us.
     pub(crate) elections: crate::fallback::Elections,
     /// Exponential view timeouts: view v lasts at least base × 2^v before a new election.
@@ -207,6 +209,20 @@ impl Replica {
     pub fn committed_value(&self, key: &[u8]) -> Option<Vec<u8>> {
         let (_, writer) = self.keys.get(key)?.committed.iter().next_back()?;
         self.txns.get(writer)?.meta.write_of(key)?.value.clone()
+    }
+
+    /// Metadata of every transaction this replica applied as committed.
+    pub fn committed_txns(&self) -> impl Iterator<Item = &TxnMeta> {
+        self.txns.values().filter(|r| matches!(r.status, Status::Committed(_))).map(|r| &*r.meta)
+    }
+
+    /// The decision this replica applied for a transaction, if any.
+    pub fn decision_of(&self, txn: &TxnId) -> Option<Decision> {
+        match self.txns.get(txn)?.status {
+            Status::Committed(_) => Some(Decision::Commit),
+            Status::Aborted(_) => Some(Decision::Abort),
+            _ => None,
+        }
     }
 
     /// Number of RTS entries held (garbage collection is observable in tests).

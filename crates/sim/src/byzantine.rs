@@ -1,0 +1,287 @@
+//! Byzantine participants for the simulator.
+//!
+//! A Byzantine *client* is a message-level actor holding its own signing key: it can send
+//! anything a client can sign, but cannot forge replicas' signatures. A Byzantine *replica*
+//! runs the real replica code and rewrites what it sends, re-signing with its own key.
+
+use pistou_core::{ClientId, ClusterConfig, ReplicaId, ShardId, Timestamp, TxnId};
+use pistou_crypto::{BatchSigner, SecretKey};
+use pistou_txn::sign_client;
+use pistou_wire::{
+    Decision, Dep, Message, Prepare, PreparedRead, ReadEntry, ReadRequest, ReplicaSigned, ShardVotes, Signable,
+    St1Vote, St2, TxnMeta, Vote, WriteEntry,
+};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What a Byzantine client does (Basil §6.4 and issue 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientFault {
+    /// Reads (leaving read timestamps), then never sends ST1.
+    StallEarly,
+    /// Sends ST1 to every replica, then never finishes.
+    StallLate,
+    /// Sends ST1 to only 2f+1 replicas of each shard, then stalls.
+    PartialSt1,
+    /// Waits for the votes; if they hold both a CommitQuorum and an AbortQuorum, sends ST2
+    /// commit to half of S_log and ST2 abort to the other half; otherwise stalls.
+    Equivocate,
+    /// Engineers the conflict that makes equivocation possible: first a decoy transaction that
+    /// reads the target key at genesis, prepared at f+1 replicas only, so they vote abort on
+    /// the real one while the others vote commit; then equivocates.
+    ForcedEquivocate,
+    /// Uses timestamps far in the future.
+    FutureTimestamps,
+    /// Declares dependencies on transactions that do not exist.
+    FabricatedDeps,
+}
+
+/// What a Byzantine replica does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaFault {
+    /// Answers reads as if it had no version at all.
+    StaleReads,
+    /// Answers reads with an invented prepared version and a bogus committed one.
+    FabricateReads,
+    /// Votes abort on every transaction.
+    AbortAll,
+    /// Never votes (kills the fast path).
+    RefuseVote,
+    /// Sends ST2R with the opposite decision to every other client.
+    EquivocateSt2r,
+    /// Claims absurd current views in ST2R.
+    LieViews,
+    /// As fallback leader, never proposes.
+    SilentLeader,
+    /// As fallback leader, proposes the minority decision.
+    LyingLeader,
+}
+
+pub fn signed_by<T: Signable>(key: &SecretKey, signer: ReplicaId, body: T) -> ReplicaSigned<T> {
+    let sig = BatchSigner::new(SecretKey::from_hex(&key.to_hex()).unwrap_or_else(|_| SecretKey::from_seed([0; 32])), 1)
+        .sign_one(&body.signing_hash());
+    ReplicaSigned { signer, body, sig: Some(sig) }
+}
+
+/// Rewrites what a Byzantine replica sends. `None` drops the message.
+pub fn tamper(fault: ReplicaFault, key: &SecretKey, me: ReplicaId, to_client: u64, msg: Message, rng: &mut ChaCha8Rng) -> Option<Message> {
+    match (fault, msg) {
+        (ReplicaFault::StaleReads, Message::ReadReply { reply, .. }) => {
+            let mut body = reply.body;
+            body.prepared = None;
+            Some(Message::ReadReply { reply: signed_by(key, me, body), committed: None })
+        }
+        (ReplicaFault::FabricateReads, Message::ReadReply { reply, committed }) => {
+            let mut body = reply.body;
+            let version = Timestamp { time: body.ts.time.saturating_sub(1), client: ClientId(999), seq: rng.gen() };
+            body.prepared = Some(PreparedRead { version, txn: TxnId(rng.gen()), value: Some(b"fabricated".to_vec()) });
+            // A committed version whose certificate belongs to another transaction.
+            let committed = committed.map(|mut c| {
+                c.writer.ts = version;
+                c
+            });
+            Some(Message::ReadReply { reply: signed_by(key, me, body), committed })
+        }
+        (ReplicaFault::AbortAll, Message::PrepareReply { vote, .. }) => {
+            let body = St1Vote { txn: vote.body.txn, vote: Vote::Abort };
+            Some(Message::PrepareReply { vote: signed_by(key, me, body), conflict: None })
+        }
+        (ReplicaFault::RefuseVote, Message::PrepareReply { .. }) => None,
+        (ReplicaFault::EquivocateSt2r, Message::DecideReply(r)) if to_client % 2 == 1 => {
+            let mut body = r.body;
+            body.decision = match body.decision {
+                Decision::Commit => Decision::Abort,
+                Decision::Abort => Decision::Commit,
+            };
+            Some(Message::DecideReply(signed_by(key, me, body)))
+        }
+        (ReplicaFault::LieViews, Message::DecideReply(r)) => {
+            let mut body = r.body;
+            body.view_current = body.view_current.saturating_add(1_000);
+            Some(Message::DecideReply(signed_by(key, me, body)))
+        }
+        (_, m) => Some(m),
+    }
+}
+
+/// Rewrites what a Byzantine replica sends to other replicas (fallback leader faults).
+pub fn tamper_replica(fault: ReplicaFault, msg: Message) -> Option<Message> {
+    match (fault, msg) {
+        (ReplicaFault::SilentLeader, Message::DecFb(_)) => None,
+        (ReplicaFault::LyingLeader, Message::DecFb(mut d)) => {
+            d.decision = match d.decision {
+                Decision::Commit => Decision::Abort,
+                Decision::Abort => Decision::Commit,
+            };
+            Some(Message::DecFb(d))
+        }
+        (_, m) => Some(m),
+    }
+}
+
+struct ByzTxn {
+    meta: TxnMeta,
+    id: TxnId,
+    votes: BTreeMap<ShardId, BTreeMap<u32, ReplicaSigned<St1Vote>>>,
+    sent_at: u64,
+    settled: bool,
+}
+
+/// A Byzantine client running `txns` transactions on hot keys, one every `gap_us`.
+pub struct ByzClient {
+    pub index: usize,
+    id: ClientId,
+    key: SecretKey,
+    fault: ClientFault,
+    config: Arc<ClusterConfig>,
+    hot_keys: u64,
+    txns: usize,
+    started: usize,
+    next_start: u64,
+    gap_us: u64,
+    seq: u64,
+    current: Option<ByzTxn>,
+}
+
+impl ByzClient {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(index: usize, id: ClientId, key: SecretKey, fault: ClientFault, config: Arc<ClusterConfig>, hot_keys: u64, txns: usize, gap_us: u64) -> Self {
+        ByzClient { index, id, key, fault, config, hot_keys, txns, started: 0, next_start: 0, gap_us, seq: 0, current: None }
+    }
+
+    fn sign<T: Signable>(&self, body: T) -> pistou_wire::ClientSigned<T> {
+        sign_client(self.id, Some(&self.key), body)
+    }
+
+    fn meta(&self, ts: Timestamp, reads: Vec<ReadEntry>, writes: Vec<WriteEntry>, deps: Vec<Dep>) -> TxnMeta {
+        let mut shards: Vec<ShardId> =
+            reads.iter().map(|r| &r.key).chain(writes.iter().map(|w| &w.key)).map(|k| self.config.shard_of(k)).collect();
+        shards.sort();
+        shards.dedup();
+        TxnMeta { ts, read_set: reads, write_set: writes, deps, shards }
+    }
+
+    fn send_st1(&self, meta: &TxnMeta, replicas_per_shard: usize, out: &mut Vec<(ReplicaId, Message)>) {
+        let req = self.sign(Prepare { meta: meta.clone() });
+        for s in &meta.shards {
+            for r in self.config.replicas_of(*s).take(replicas_per_shard) {
+                out.push((r, Message::Prepare(req.clone())));
+            }
+        }
+    }
+
+    /// Starts the next transaction when it is time.
+    pub fn step(&mut self, now: u64, rng: &mut ChaCha8Rng, out: &mut Vec<(ReplicaId, Message)>) {
+        if self.started >= self.txns || now < self.next_start {
+            return;
+        }
+        self.started += 1;
+        self.seq += 1;
+        self.next_start = now + self.gap_us;
+        let n = self.config.quorums().n();
+        let f = self.config.f;
+        let key = crate::workload::account_key(rng.gen_range(0..self.hot_keys.max(1)));
+        let value = Some(crate::workload::encode_balance(rng.gen_range(1000..2000)));
+        let mut ts = Timestamp { time: now, client: self.id, seq: self.seq };
+        let writes = vec![WriteEntry { key: key.clone(), value }];
+        match self.fault {
+            ClientFault::StallEarly => {
+                let req = self.sign(ReadRequest { key: key.clone(), ts });
+                let shard = self.config.shard_of(&key);
+                for r in self.config.replicas_of(shard).take(2 * f + 1) {
+                    out.push((r, Message::Read(req.clone())));
+                }
+            }
+            ClientFault::StallLate | ClientFault::Equivocate => {
+                let meta = self.meta(ts, vec![], writes, vec![]);
+                self.send_st1(&meta, n, out);
+                self.current = Some(ByzTxn { id: meta.id(), meta, votes: BTreeMap::new(), sent_at: now, settled: false });
+            }
+            ClientFault::PartialSt1 => {
+                let meta = self.meta(ts, vec![], writes, vec![]);
+                self.send_st1(&meta, 2 * f + 1, out);
+            }
+            ClientFault::ForcedEquivocate => {
+                // The decoy: a later transaction that read a fresh key at genesis, prepared at
+                // f+1 replicas only. The real transaction also writes that key, so those
+                // replicas see it breaking the decoy's read (Alg. 1 line 9) and vote abort,
+                // while the others vote commit: a CommitQuorum and an AbortQuorum at once.
+                let fresh = format!("decoy-{}-{}", self.id.0, self.seq).into_bytes();
+                let decoy_ts = Timestamp { time: now + 1, client: self.id, seq: self.seq + 1_000_000 };
+                let decoy = self.meta(decoy_ts, vec![ReadEntry { key: fresh.clone(), version: Timestamp::GENESIS }], vec![], vec![]);
+                self.send_st1(&decoy, f + 1, out);
+                let mut writes = writes;
+                writes.push(WriteEntry { key: fresh, value: Some(vec![1]) });
+                writes.sort_by(|a, b| a.key.cmp(&b.key));
+                let meta = self.meta(ts, vec![], writes, vec![]);
+                self.current = Some(ByzTxn { id: meta.id(), meta, votes: BTreeMap::new(), sent_at: now, settled: false });
+                // The real ST1 follows on the next tick, after the decoy is prepared.
+            }
+            ClientFault::FutureTimestamps => {
+                ts.time = now + 10_000_000;
+                let meta = self.meta(ts, vec![], writes, vec![]);
+                self.send_st1(&meta, n, out);
+            }
+            ClientFault::FabricatedDeps => {
+                let version = Timestamp { time: now.saturating_sub(10), client: ClientId(4242), seq: 1 };
+                let reads = vec![ReadEntry { key: key.clone(), version }];
+                let deps = vec![Dep { txn: TxnId(rng.gen()), key: key.clone(), version }];
+                let other = crate::workload::account_key(self.hot_keys + 1 + rng.gen_range(0..10));
+                let meta = self.meta(ts, reads, vec![WriteEntry { key: other, value: Some(vec![0; 8]) }], deps);
+                self.send_st1(&meta, n, out);
+            }
+        }
+    }
+
+    /// ForcedEquivocate's second step, and equivocation once the votes are in.
+    pub fn tick(&mut self, now: u64, round_trip: u64, out: &mut Vec<(ReplicaId, Message)>) {
+        let n = self.config.quorums().n();
+        let Some(t) = &self.current else { return };
+        if self.fault == ClientFault::ForcedEquivocate && t.votes.is_empty() && !t.settled && now >= t.sent_at + round_trip {
+            let meta = t.meta.clone();
+            self.send_st1(&meta, n, out);
+            if let Some(t) = self.current.as_mut() {
+                t.sent_at = now;
+                t.settled = true; // ST1 sent; the votes decide what comes next
+            }
+        }
+    }
+
+    pub fn handle(&mut self, msg: Message, out: &mut Vec<(ReplicaId, Message)>) {
+        let Message::PrepareReply { vote, .. } = msg else { return };
+        let q = self.config.quorums();
+        let Some(t) = self.current.as_mut() else { return };
+        if vote.body.txn != t.id {
+            return;
+        }
+        t.votes.entry(vote.signer.shard).or_default().insert(vote.signer.index, vote);
+        let complete = t.meta.shards.iter().all(|s| t.votes.get(s).is_some_and(|v| v.len() == q.n()));
+        if !complete {
+            return;
+        }
+        let Some(t) = self.current.take() else { return };
+        if !matches!(self.fault, ClientFault::Equivocate | ClientFault::ForcedEquivocate) {
+            return; // stall-late: never finish
+        }
+        let split = |want: Vote| -> BTreeMap<ShardId, ShardVotes> {
+            t.votes
+                .iter()
+                .map(|(s, v)| (*s, ShardVotes { shard: *s, votes: v.values().filter(|x| x.body.vote == want).cloned().collect() }))
+                .collect()
+        };
+        let commits = split(Vote::Commit);
+        let aborts = split(Vote::Abort);
+        let cq = commits.values().all(|v| v.votes.len() >= q.commit_quorum());
+        let aq = aborts.values().find(|v| v.votes.len() >= q.abort_quorum());
+        let (Some(aq), true) = (aq, cq) else { return }; // cannot equivocate: stall
+        let commit = St2 { meta: t.meta.clone(), decision: Decision::Commit, tallies: commits.into_values().collect(), view: 0 };
+        let abort = St2 { meta: t.meta.clone(), decision: Decision::Abort, tallies: vec![aq.clone()], view: 0 };
+        let Some(log) = t.meta.log_shard(&t.id) else { return };
+        for r in self.config.replicas_of(log) {
+            let st2 = if r.index % 2 == 0 { commit.clone() } else { abort.clone() };
+            out.push((r, Message::Decide(self.sign(st2))));
+        }
+    }
+}
