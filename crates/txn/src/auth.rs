@@ -4,7 +4,7 @@
 use crate::cc::conflicts;
 use crate::rejects::RejectReason;
 use pistou_core::{ClientId, ClusterConfig, ReplicaId, ShardId, TxnId};
-use pistou_crypto::{verify, verify_batched_many, BatchSignature, Hash, PublicKey, SecretKey, VerifyCache};
+use pistou_crypto::{verify, verify_batch, verify_batched_many, BatchSignature, Hash, PublicKey, SecretKey, Signature, VerifyCache};
 use pistou_wire::{
     AbortCert, ClientSigned, CommitCert, Decision, ReplicaSigned, ShardVotes, Signable, St1Vote, St2, St2Reply,
     TxnMeta, Vote,
@@ -33,12 +33,19 @@ pub struct Authenticator {
     config: Arc<ClusterConfig>,
     client_keys: BTreeMap<ClientId, PublicKey>,
     cache: VerifyCache,
+    /// Client signatures already verified in one batch, consumed by `check_client`.
+    preverified: std::collections::HashSet<(ClientId, Hash, Signature)>,
 }
 
 impl Authenticator {
     pub fn new(config: Arc<ClusterConfig>) -> Self {
         let client_keys = config.client_keys();
-        Authenticator { config, client_keys, cache: VerifyCache::new(VERIFY_CACHE_CAPACITY) }
+        Authenticator {
+            config,
+            client_keys,
+            cache: VerifyCache::new(VERIFY_CACHE_CAPACITY),
+            preverified: std::collections::HashSet::new(),
+        }
     }
 
     pub fn config(&self) -> &ClusterConfig {
@@ -59,7 +66,7 @@ impl Authenticator {
     }
 
     /// A request signed by a known client.
-    pub fn check_client<T: Signable>(&self, req: &ClientSigned<T>) -> Result<(), AuthError> {
+    pub fn check_client<T: Signable>(&mut self, req: &ClientSigned<T>) -> Result<(), AuthError> {
         let Some(pk) = self.client_keys.get(&req.client) else {
             return fail(RejectReason::UnknownClient);
         };
@@ -67,7 +74,27 @@ impl Authenticator {
             return Ok(());
         }
         let Some(sig) = &req.sig else { return fail(RejectReason::MissingSignature) };
-        verify(pk, &req.body.signing_hash(), sig).or(fail(RejectReason::BadSignature))
+        let hash = req.body.signing_hash();
+        if self.preverified.remove(&(req.client, hash, *sig)) {
+            return Ok(());
+        }
+        verify(pk, &hash, sig).or(fail(RejectReason::BadSignature))
+    }
+
+    /// Verifies many client signatures with one ed25519 batch verification; `check_client`
+    /// then accepts exactly these (client, message, signature) triples without verifying
+    /// again. If the batch fails, nothing is recorded and each request is checked alone.
+    pub fn preverify_clients(&mut self, items: Vec<(ClientId, Hash, Signature)>) {
+        self.preverified.clear();
+        if !self.crypto() || items.len() < 2 {
+            return;
+        }
+        let keyed: Vec<(PublicKey, &(ClientId, Hash, Signature))> =
+            items.iter().filter_map(|it| self.client_keys.get(&it.0).map(|pk| (*pk, it))).collect();
+        let batch: Vec<(&PublicKey, &[u8], &Signature)> = keyed.iter().map(|(pk, (_, h, s))| (pk, &h[..], s)).collect();
+        if verify_batch(&batch).is_ok() {
+            self.preverified.extend(keyed.iter().map(|(_, it)| **it));
+        }
     }
 
     /// A reply from a member replica, with a valid batched signature.

@@ -261,6 +261,18 @@ impl Replica {
         }
     }
 
+    /// Handles everything a driver drained from its input queue, verifying the client
+    /// signatures of all of it in one ed25519 batch first (about twice as cheap per signature
+    /// as one by one). Same effect as calling `handle` on each, in order.
+    pub fn handle_many(&mut self, now: u64, inputs: Vec<(Peer, Message)>) {
+        let signed: Vec<_> = inputs.iter().filter_map(|(_, m)| client_signature(m)).collect();
+        self.auth.preverify_clients(signed);
+        for (from, msg) in inputs {
+            self.handle(now, from, msg);
+        }
+        self.auth.preverify_clients(Vec::new());
+    }
+
     /// A message from another replica (the fallback election).
     pub fn handle_replica(&mut self, now: u64, from: ReplicaId, msg: Message) {
         let result = match msg {
@@ -756,5 +768,20 @@ impl Replica {
         }
         self.stats.aborts_applied += 1;
         self.on_dependency_decided(id, Decision::Abort);
+    }
+}
+
+/// The (client, signed hash, signature) of a client request, for batch verification.
+fn client_signature(m: &Message) -> Option<(pistou_core::ClientId, Hash, pistou_crypto::Signature)> {
+    fn of<T: Signable>(r: &ClientSigned<T>) -> Option<(pistou_core::ClientId, Hash, pistou_crypto::Signature)> {
+        r.sig.map(|s| (r.client, r.body.signing_hash(), s))
+    }
+    match m {
+        Message::Read(r) => of(r),
+        Message::Prepare(r) => of(r),
+        Message::Decide(r) => of(r),
+        Message::AbortReads(r) => of(r),
+        Message::InvokeFb(r) => of(r),
+        _ => None,
     }
 }

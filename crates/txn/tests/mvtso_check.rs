@@ -356,3 +356,21 @@ fn replies_are_batch_signed() {
         auth.check_replica(&reply).expect("each reply verifies with its Merkle proof");
     }
 }
+
+#[test]
+fn batch_verified_requests_behave_like_single_ones() {
+    let mut fx = fixture(true);
+    let good = |k: &str, fx: &Fixture| sign_client(ClientId(1), Some(&fx.client_key), ReadRequest { key: k.as_bytes().to_vec(), ts: ts(5) });
+    let forged = sign_client(ClientId(1), Some(&SecretKey::from_seed([77; 32])), ReadRequest { key: b"z".to_vec(), ts: ts(5) });
+    let st1 = sign_client(ClientId(1), Some(&fx.client_key), Prepare { meta: meta(6, &[], &["w"], vec![]) });
+    let inputs = vec![(1, Message::Read(good("a", &fx))), (1, Message::Read(forged)), (1, Message::Read(good("b", &fx))), (2, Message::Prepare(st1))];
+    fx.replica.handle_many(NOW, inputs);
+    fx.replica.flush();
+    let out = fx.replica.take_outputs();
+    assert_eq!(out.iter().filter(|(_, m)| matches!(m, Message::ReadReply { .. })).count(), 2);
+    assert_eq!(out.iter().filter(|(_, m)| matches!(m, Message::PrepareReply { .. })).count(), 1);
+    assert_eq!(fx.replica.rejections().count(RejectReason::BadSignature), 1);
+    // A replayed request outside the batch is verified again (and is fine).
+    let again = fx.send(Message::Read(good("a", &fx)));
+    assert_eq!(again.len(), 1);
+}
