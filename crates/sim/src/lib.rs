@@ -6,11 +6,10 @@
 //! committed transactions of correct clients in timestamp order on a model key-value store
 //! and checks every read (Byz-serializability). The same seed always produces the same run.
 
-pub mod byzantine;
 pub mod network;
 pub mod oracle;
 pub mod scenario;
 pub mod workload;
 
-pub use byzantine::{ClientFault, ReplicaFault};
+pub use pistou_adversary::{ClientFault, ReplicaFault};
 pub use scenario::{run, Outcome, Scenario, SimError};

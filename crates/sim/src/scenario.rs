@@ -1,12 +1,12 @@
 //! A simulation run: cluster, clients, network faults, and the checks at the end.
 
-use crate::byzantine::{tamper, tamper_replica, ByzClient, ClientFault, ReplicaFault};
+use pistou_adversary::{tamper, tamper_replica, ByzClient, ClientFault, ReplicaFault};
 use crate::network::{to_frame, Event, EventQueue, Node};
 use crate::workload::TxnLog;
 use crate::oracle::{self, OracleReport};
 use crate::workload::{SimClient, WorkloadSpec};
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
-use pistou_crypto::SecretKey;
+use pistou_crypto::{BatchSigner, SecretKey};
 use pistou_txn::{Coordinator, CoordinatorTimeouts, Replica};
 use pistou_core::TxnId;
 use pistou_wire::{decode_message, Decision, Message, Vote};
@@ -132,7 +132,7 @@ struct World {
     clients: Vec<SimClient>,
     skew: BTreeMap<Node, i64>,
     byz_clients: Vec<ByzClient>,
-    byz_replicas: BTreeMap<ReplicaId, (ReplicaFault, SecretKey)>,
+    byz_replicas: BTreeMap<ReplicaId, (ReplicaFault, BatchSigner)>,
     /// The vote each correct replica cast per transaction: it must never change.
     votes_seen: BTreeMap<(ReplicaId, TxnId), Vote>,
     violation: Option<String>,
@@ -163,30 +163,24 @@ impl World {
 
     fn flush_replica(&mut self, now: u64, id: ReplicaId) {
         let Some(r) = self.replicas.get_mut(&id) else { return };
-        let out = r.take_outputs();
-        let to_replicas = r.take_replica_outputs();
-        let byz = self.byz_replicas.get(&id).map(|(f, k)| (*f, SecretKey::from_hex(&k.to_hex())));
-        for (peer, msg) in out {
-            let msg = match &byz {
-                Some((fault, Ok(key))) => match tamper(*fault, key, id, peer, msg, &mut self.rng) {
-                    Some(m) => m,
-                    None => continue,
-                },
-                _ => {
-                    self.watch_vote(id, &msg);
-                    msg
+        let mut to_clients = r.take_outputs();
+        let mut to_replicas = r.take_replica_outputs();
+        match self.byz_replicas.get(&id) {
+            Some((fault, signer)) => {
+                let rng = &mut self.rng;
+                to_clients = to_clients.into_iter().filter_map(|(p, m)| tamper(*fault, signer, id, p, m, rng).map(|m| (p, m))).collect();
+                to_replicas = to_replicas.into_iter().filter_map(|(r, m)| tamper_replica(*fault, m).map(|m| (r, m))).collect();
+            }
+            None => {
+                for (_, m) in &to_clients {
+                    self.watch_vote(id, m);
                 }
-            };
+            }
+        }
+        for (peer, msg) in to_clients {
             self.send(now, Node::Replica(id), Node::Client(peer as usize), &msg);
         }
         for (to, msg) in to_replicas {
-            let msg = match &byz {
-                Some((fault, _)) => match tamper_replica(*fault, msg) {
-                    Some(m) => m,
-                    None => continue,
-                },
-                None => msg,
-            };
             self.send(now, Node::Replica(id), Node::Replica(to), &msg);
         }
     }
@@ -382,7 +376,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
             for _ in 0..s.byz_replicas_per_shard {
                 let i = candidates.remove(rng.gen_range(0..candidates.len()));
                 let id = ReplicaId { shard: ShardId(sh), index: i };
-                byz_replicas.insert(id, (fault, SecretKey::from_seed(seed_bytes(s.seed, 1, sh as u64, i as u64))));
+                byz_replicas.insert(id, (fault, BatchSigner::new(SecretKey::from_seed(seed_bytes(s.seed, 1, sh as u64, i as u64)), 1)));
             }
         }
     }

@@ -1,4 +1,5 @@
-//! Byzantine participants for the simulator.
+//! Byzantine participants, for the simulator and for real runs (`pistou replica --fault`,
+//! the benchmarks). Never used by a correct participant.
 //!
 //! A Byzantine *client* is a message-level actor holding its own signing key: it can send
 //! anything a client can sign, but cannot forge replicas' signatures. A Byzantine *replica*
@@ -12,7 +13,6 @@ use pistou_wire::{
     St1Vote, St2, TxnMeta, Vote, WriteEntry,
 };
 use rand::Rng;
-use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -59,14 +59,57 @@ pub enum ReplicaFault {
     LyingLeader,
 }
 
-pub fn signed_by<T: Signable>(key: &SecretKey, signer: ReplicaId, body: T) -> ReplicaSigned<T> {
-    let sig = BatchSigner::new(SecretKey::from_hex(&key.to_hex()).unwrap_or_else(|_| SecretKey::from_seed([0; 32])), 1)
-        .sign_one(&body.signing_hash());
+/// The keys Byzantine clients write: the same `acct{i}` accounts as the simulated workload.
+pub fn account_key(i: u64) -> Vec<u8> {
+    format!("acct{i}").into_bytes()
+}
+
+fn encode_balance(x: i64) -> Vec<u8> {
+    x.to_le_bytes().to_vec()
+}
+
+/// Parses a fault name as used on command lines (`stall-late`, `abort-all`, ...).
+impl std::str::FromStr for ClientFault {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "stall-early" => ClientFault::StallEarly,
+            "stall-late" => ClientFault::StallLate,
+            "partial-st1" => ClientFault::PartialSt1,
+            "equivocate" => ClientFault::Equivocate,
+            "forced-equivocate" => ClientFault::ForcedEquivocate,
+            "future-timestamps" => ClientFault::FutureTimestamps,
+            "fabricated-deps" => ClientFault::FabricatedDeps,
+            other => return Err(format!("unknown client fault {other:?}")),
+        })
+    }
+}
+
+impl std::str::FromStr for ReplicaFault {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "stale-reads" => ReplicaFault::StaleReads,
+            "fabricate-reads" => ReplicaFault::FabricateReads,
+            "abort-all" => ReplicaFault::AbortAll,
+            "refuse-vote" => ReplicaFault::RefuseVote,
+            "equivocate-st2r" => ReplicaFault::EquivocateSt2r,
+            "lie-views" => ReplicaFault::LieViews,
+            "silent-leader" => ReplicaFault::SilentLeader,
+            "lying-leader" => ReplicaFault::LyingLeader,
+            other => return Err(format!("unknown replica fault {other:?}")),
+        })
+    }
+}
+
+/// A Byzantine replica signs whatever it likes with its own key.
+pub fn signed_by<T: Signable>(key: &BatchSigner, signer: ReplicaId, body: T) -> ReplicaSigned<T> {
+    let sig = key.sign_one(&body.signing_hash());
     ReplicaSigned { signer, body, sig: Some(sig) }
 }
 
 /// Rewrites what a Byzantine replica sends. `None` drops the message.
-pub fn tamper(fault: ReplicaFault, key: &SecretKey, me: ReplicaId, to_client: u64, msg: Message, rng: &mut ChaCha8Rng) -> Option<Message> {
+pub fn tamper(fault: ReplicaFault, key: &BatchSigner, me: ReplicaId, to_client: u64, msg: Message, rng: &mut impl Rng) -> Option<Message> {
     match (fault, msg) {
         (ReplicaFault::StaleReads, Message::ReadReply { reply, .. }) => {
             let mut body = reply.body;
@@ -173,7 +216,7 @@ impl ByzClient {
     }
 
     /// Starts the next transaction when it is time.
-    pub fn step(&mut self, now: u64, rng: &mut ChaCha8Rng, out: &mut Vec<(ReplicaId, Message)>) {
+    pub fn step(&mut self, now: u64, rng: &mut impl Rng, out: &mut Vec<(ReplicaId, Message)>) {
         if self.started >= self.txns || now < self.next_start {
             return;
         }
@@ -182,8 +225,8 @@ impl ByzClient {
         self.next_start = now + self.gap_us;
         let n = self.config.quorums().n();
         let f = self.config.f;
-        let key = crate::workload::account_key(rng.gen_range(0..self.hot_keys.max(1)));
-        let value = Some(crate::workload::encode_balance(rng.gen_range(1000..2000)));
+        let key = account_key(rng.gen_range(0..self.hot_keys.max(1)));
+        let value = Some(encode_balance(rng.gen_range(1000..2000)));
         let mut ts = Timestamp { time: now, client: self.id, seq: self.seq };
         let writes = vec![WriteEntry { key: key.clone(), value }];
         match self.fault {
@@ -228,7 +271,7 @@ impl ByzClient {
                 let version = Timestamp { time: now.saturating_sub(10), client: ClientId(4242), seq: 1 };
                 let reads = vec![ReadEntry { key: key.clone(), version }];
                 let deps = vec![Dep { txn: TxnId(rng.gen()), key: key.clone(), version }];
-                let other = crate::workload::account_key(self.hot_keys + 1 + rng.gen_range(0..10));
+                let other = account_key(self.hot_keys + 1 + rng.gen_range(0..10));
                 let meta = self.meta(ts, reads, vec![WriteEntry { key: other, value: Some(vec![0; 8]) }], deps);
                 self.send_st1(&meta, n, out);
             }
