@@ -172,14 +172,17 @@ struct ByzTxn {
     settled: bool,
 }
 
-/// A Byzantine client running `txns` transactions on hot keys, one every `gap_us`.
+/// Chooses the key a Byzantine transaction writes (the workload's key distribution).
+pub type KeyPicker = Box<dyn FnMut(&mut dyn rand::RngCore) -> Vec<u8> + Send>;
+
+/// A Byzantine client running `txns` transactions, one every `gap_us`.
 pub struct ByzClient {
     pub index: usize,
     id: ClientId,
     key: SecretKey,
     fault: ClientFault,
     config: Arc<ClusterConfig>,
-    hot_keys: u64,
+    pick: KeyPicker,
     txns: usize,
     started: usize,
     next_start: u64,
@@ -190,8 +193,13 @@ pub struct ByzClient {
 
 impl ByzClient {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(index: usize, id: ClientId, key: SecretKey, fault: ClientFault, config: Arc<ClusterConfig>, hot_keys: u64, txns: usize, gap_us: u64) -> Self {
-        ByzClient { index, id, key, fault, config, hot_keys, txns, started: 0, next_start: 0, gap_us, seq: 0, current: None }
+    pub fn new(index: usize, id: ClientId, key: SecretKey, fault: ClientFault, config: Arc<ClusterConfig>, pick: KeyPicker, txns: usize, gap_us: u64) -> Self {
+        ByzClient { index, id, key, fault, config, pick, txns, started: 0, next_start: 0, gap_us, seq: 0, current: None }
+    }
+
+    /// Faulty transactions started so far.
+    pub fn started(&self) -> usize {
+        self.started
     }
 
     fn sign<T: Signable>(&self, body: T) -> pistou_wire::ClientSigned<T> {
@@ -216,7 +224,7 @@ impl ByzClient {
     }
 
     /// Starts the next transaction when it is time.
-    pub fn step(&mut self, now: u64, rng: &mut impl Rng, out: &mut Vec<(ReplicaId, Message)>) {
+    pub fn step<R: rand::RngCore>(&mut self, now: u64, rng: &mut R, out: &mut Vec<(ReplicaId, Message)>) {
         if self.started >= self.txns || now < self.next_start {
             return;
         }
@@ -225,7 +233,7 @@ impl ByzClient {
         self.next_start = now + self.gap_us;
         let n = self.config.quorums().n();
         let f = self.config.f;
-        let key = account_key(rng.gen_range(0..self.hot_keys.max(1)));
+        let key = (self.pick)(rng);
         let value = Some(encode_balance(rng.gen_range(1000..2000)));
         let mut ts = Timestamp { time: now, client: self.id, seq: self.seq };
         let writes = vec![WriteEntry { key: key.clone(), value }];
@@ -271,7 +279,7 @@ impl ByzClient {
                 let version = Timestamp { time: now.saturating_sub(10), client: ClientId(4242), seq: 1 };
                 let reads = vec![ReadEntry { key: key.clone(), version }];
                 let deps = vec![Dep { txn: TxnId(rng.gen()), key: key.clone(), version }];
-                let other = account_key(self.hot_keys + 1 + rng.gen_range(0..10));
+                let other = format!("fabricated-{}", rng.gen::<u32>()).into_bytes();
                 let meta = self.meta(ts, reads, vec![WriteEntry { key: other, value: Some(vec![0; 8]) }], deps);
                 self.send_st1(&meta, n, out);
             }

@@ -386,7 +386,9 @@ fn build(s: &Scenario) -> Result<World, SimError> {
             let c = s.clients + b;
             let key = SecretKey::from_seed(seed_bytes(s.seed, 2, c as u64, 0));
             let gap = 40 * round_trip;
-            byz_clients.push(ByzClient::new(c, ClientId(c as u64 + 1), key, fault, config.clone(), s.workload.hot_keys.max(1), s.byz_txns, gap));
+            let hot = s.workload.hot_keys.max(1);
+            let pick: pistou_adversary::KeyPicker = Box::new(move |rng| pistou_adversary::account_key(rng.gen_range(0..hot)));
+            byz_clients.push(ByzClient::new(c, ClientId(c as u64 + 1), key, fault, config.clone(), pick, s.byz_txns, gap));
         }
     }
     Ok(World {
