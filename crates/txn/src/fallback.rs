@@ -142,6 +142,11 @@ impl Replica {
         if fallback_leader(&e.body.txn, e.body.view, n) != self.id.index {
             return Err(RejectReason::Unexpected);
         }
+        // Only for transactions we know (InvokeFB brings the metadata to every replica of
+        // S_log), so invented ids cannot grow a leader's memory.
+        if !self.txns.contains_key(&e.body.txn) {
+            return Err(RejectReason::Unexpected);
+        }
         self.auth.check_replica(&e).map_err(|err| err.0)?;
         let (txn, view) = (e.body.txn, e.body.view);
         if self.elections.proposed.get(&txn).is_some_and(|&v| v >= view) {
