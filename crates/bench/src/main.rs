@@ -4,6 +4,8 @@
 //! - `ycsb-t`: YCSB-T throughput, latency, commit rate and fast-path share (issue 2).
 //! - `faulty`: throughput of correct clients while a share of transactions comes from
 //!   Byzantine clients (Basil Fig. 6, issue 3).
+//! - `core`: CPU cost of the protocol core alone (replicas, clients, codec, crypto) in one
+//!   thread through the simulator, no sockets: what the runtime adds comes on top.
 
 mod byz;
 mod cluster;
@@ -32,6 +34,14 @@ enum Cmd {
         workload: Workload,
         #[command(flatten)]
         cluster: ClusterArgs,
+    },
+    /// CPU time per transaction of the protocol core, single-threaded, without sockets.
+    Core {
+        /// Transactions per simulated client.
+        #[arg(long, default_value_t = 200)]
+        txns: usize,
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
     },
     /// Correct clients' throughput while Byzantine clients issue a share of the transactions.
     Faulty {
@@ -80,6 +90,7 @@ fn main() -> Result<()> {
     match cli.cmd {
         Cmd::YcsbT { workload, cluster } => rt.block_on(ycsb_t(workload, cluster)),
         Cmd::Faulty { workload, cluster, faults } => rt.block_on(faulty::run(workload, cluster, faults)),
+        Cmd::Core { txns, clients } => core_cost(txns, clients),
     }
 }
 
@@ -104,5 +115,39 @@ async fn ycsb_t(w: Workload, c: ClusterArgs) -> Result<()> {
         100.0 * t.fast as f64 / t.committed.max(1) as f64,
         t.errors,
     );
+    Ok(())
+}
+
+/// Runs the simulator with no contention and negligible delays, and divides the wall time
+/// (one thread) by the committed transactions, with signatures on and off.
+fn core_cost(txns: usize, clients: usize) -> Result<()> {
+    println!("| crypto | transactions | committed | fast path | CPU µs per committed transaction |");
+    println!("|---|---|---|---|---|");
+    for crypto in [true, false] {
+        let mut s = pistou_sim::Scenario::base("core-cost", 1);
+        s.shards = 1;
+        s.clients = clients;
+        s.crypto = crypto;
+        s.min_delay_us = 1;
+        s.max_delay_us = 2;
+        s.clock_skew_us = 0;
+        s.workload.txns_per_client = txns;
+        s.workload.disjoint = true;
+        s.workload.keys = 1_000_000;
+        s.workload.audit_share = 0.0;
+        s.workload.blind_share = 0.0;
+        s.workload.explicit_abort_share = 0.0;
+        let started = Instant::now();
+        let o = pistou_sim::run(&s).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let us = started.elapsed().as_micros() as f64 / o.committed.max(1) as f64;
+        println!(
+            "| {} | {} | {} | {:.1}% | {:.0} |",
+            if crypto { "on" } else { "off" },
+            o.committed + o.aborted,
+            o.committed,
+            100.0 * o.fast_commits as f64 / o.committed.max(1) as f64,
+            us
+        );
+    }
     Ok(())
 }

@@ -184,6 +184,33 @@ fn decode_point(b: &[u8; 32]) -> Option<EdwardsPoint> {
     Some(p)
 }
 
+/// Decompressed public keys seen by this thread. Signers are the few replicas and clients of
+/// the configuration, so decompressing their keys (a square root, about a fifth of a
+/// verification) once per thread saves that work on every signature. Decompression is a pure
+/// function of the bytes and only keys that pass every check are kept, so the cache cannot
+/// change any verdict. Bounded: cleared when full.
+const KEY_CACHE_CAPACITY: usize = 4096;
+
+thread_local! {
+    static KEY_POINTS: std::cell::RefCell<std::collections::HashMap<[u8; 32], EdwardsPoint>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+fn decode_public_key(pk: &[u8; 32]) -> Option<EdwardsPoint> {
+    KEY_POINTS.with(|cache| {
+        if let Some(p) = cache.borrow().get(pk) {
+            return Some(*p);
+        }
+        let p = decode_point(pk)?;
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= KEY_CACHE_CAPACITY {
+            cache.clear();
+        }
+        cache.insert(*pk, p);
+        Some(p)
+    })
+}
+
 /// A signature and key decoded and checked for everything except the group equation.
 struct Prepared {
     a: EdwardsPoint,
@@ -193,7 +220,7 @@ struct Prepared {
 }
 
 fn prepare(pk: &PublicKey, msg: &[u8], sig: &Signature) -> Result<Prepared, CryptoError> {
-    let a = decode_point(&pk.0).ok_or(CryptoError::BadPublicKey)?;
+    let a = decode_public_key(&pk.0).ok_or(CryptoError::BadPublicKey)?;
     let mut r_bytes = [0u8; 32];
     let mut s_bytes = [0u8; 32];
     r_bytes.copy_from_slice(&sig.0[..32]);
