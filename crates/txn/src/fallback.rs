@@ -7,6 +7,7 @@
 //! decision in DECFB, with the ELECTFB as proof. Replicas adopt it unless they are already in a
 //! newer view and tell interested clients with ST2R.
 
+use crate::log::LogEntry;
 use crate::rejects::RejectReason;
 use crate::replica::{Dest, PendingReply, Peer, Replica};
 use pistou_core::{ReplicaId, TxnId};
@@ -114,6 +115,7 @@ impl Replica {
         if target > rec.view_current {
             rec.view_current = target;
             rec.view_since = now;
+            self.log.append(LogEntry::View { txn: id, view: target });
         }
         let view = rec.view_current;
         let decision = rec.st2.map(|(d, _)| d);
@@ -210,6 +212,7 @@ impl Replica {
         }
         rec.view_current = d.view;
         rec.st2 = Some((d.decision, d.view));
+        self.log.append(LogEntry::Decision { txn: d.txn, decision: d.decision, view: d.view });
         self.stats.fallback_adoptions += 1;
         let reply = St2Reply { txn: d.txn, decision: d.decision, view_decision: d.view, view_current: d.view };
         let peers: Vec<Peer> = rec.interested.iter().copied().collect();

@@ -6,6 +6,7 @@
 //! signature per batch (§4.4), when `flush()` is called or a batch fills up.
 
 use crate::auth::Authenticator;
+use crate::log::LogEntry;
 use crate::rejects::{RejectReason, Rejections};
 use pistou_core::{ClusterConfig, Key, ReplicaId, Timestamp, TxnId};
 use pistou_crypto::{BatchSigner, Hash, SecretKey};
@@ -149,6 +150,8 @@ pub struct Replica {
     pub(crate) elections: crate::fallback::Elections,
     /// Exponential view timeouts: view v lasts at least base × 2^v before a new election.
     pub(crate) view_timeout_base_us: u64,
+    /// Every state change a restart must restore goes here first.
+    pub(crate) log: Box<dyn crate::log::ReplicaLog>,
 }
 
 impl Replica {
@@ -184,6 +187,7 @@ impl Replica {
             stats: ReplicaStats::default(),
             elections: Default::default(),
             view_timeout_base_us: DEFAULT_VIEW_TIMEOUT_US,
+            log: Box::new(crate::log::DiscardLog),
         })
     }
 
@@ -364,6 +368,11 @@ impl Replica {
     /// Messages for other replicas (fallback election, Basil §5).
     pub fn take_replica_outputs(&mut self) -> Vec<(ReplicaId, Message)> {
         std::mem::take(&mut self.replica_outputs)
+    }
+
+    /// Where the replica records what it must never forget (see [`crate::ReplicaLog`]).
+    pub fn set_log(&mut self, log: Box<dyn crate::log::ReplicaLog>) {
+        self.log = log;
     }
 
     /// Sets the base of the exponential fallback view timeout (µs).
@@ -630,6 +639,7 @@ impl Replica {
             Vote::Abort => self.stats.votes_abort += 1,
         }
         rec.vote = Some(VoteRecord { vote, conflict: conflict.clone() });
+        self.log.append(LogEntry::Voted { meta: rec.meta.clone(), vote });
         for peer in rec.interested.iter().copied().collect::<Vec<_>>() {
             let reply = PendingReply::Vote { vote: St1Vote { txn: id, vote }, conflict: conflict.clone() };
             self.pending.push((Dest::Client(peer), reply));
@@ -695,6 +705,7 @@ impl Replica {
         rec.interested.insert(from);
         if rec.st2.is_none() {
             rec.st2 = Some((st2.decision, 0));
+            self.log.append(LogEntry::Decision { txn: *id, decision: st2.decision, view: 0 });
         }
         if let Some((decision, view_decision)) = rec.st2 {
             let reply = St2Reply { txn: *id, decision, view_decision, view_current: rec.view_current };
@@ -731,7 +742,9 @@ impl Replica {
         let rec = self.txns.entry(id).or_insert_with(|| TxnRecord::new(Arc::new(meta)));
         let meta = rec.meta.clone();
         let was_prepared = rec.status == Status::Prepared;
-        rec.status = Status::Committed(Arc::new(cert));
+        let cert = Arc::new(cert);
+        rec.status = Status::Committed(cert.clone());
+        self.log.append(LogEntry::Committed { meta: rec.meta.clone(), cert });
         let shard = self.id.shard;
         for w in &meta.write_set {
             if self.auth.config().shard_of(&w.key) != shard {
@@ -759,7 +772,9 @@ impl Replica {
         let rec = self.txns.entry(id).or_insert_with(|| TxnRecord::new(Arc::new(meta)));
         let meta = rec.meta.clone();
         let was_prepared = rec.status == Status::Prepared;
-        rec.status = Status::Aborted(Arc::new(cert));
+        let cert = Arc::new(cert);
+        rec.status = Status::Aborted(cert.clone());
+        self.log.append(LogEntry::Aborted { txn: id, cert });
         if was_prepared {
             self.remove_prepared(&id, &meta);
         }

@@ -4,7 +4,7 @@
 
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp};
 use pistou_crypto::{BatchSigner, SecretKey};
-use pistou_txn::{sign_client, Replica};
+use pistou_txn::{sign_client, LogEntry, MemoryLog, Replica};
 use pistou_wire::{
     Decision, DecFb, InvokeFb, Message, ReplicaSigned, ShardVotes, Signable, St1Vote, St2, St2Reply, TxnMeta, Vote,
     WriteEntry,
@@ -78,6 +78,8 @@ fn st2rs(out: &[(usize, Message)]) -> Vec<ReplicaSigned<St2Reply>> {
 #[test]
 fn divergent_decisions_are_reconciled_by_the_fallback_leader() {
     let mut net = net();
+    let log = MemoryLog::default();
+    net.replicas[0].set_log(Box::new(log.clone()));
     let meta = TxnMeta {
         ts: Timestamp { time: NOW - 1_000, client: ClientId(1), seq: 1 },
         read_set: vec![],
@@ -112,6 +114,10 @@ fn divergent_decisions_are_reconciled_by_the_fallback_leader() {
     let decision = adopted[0].body.decision;
     assert!(adopted.iter().all(|r| r.body.decision == decision && r.body.view_current == 1));
     assert!(net.replicas.iter().map(|r| r.stats().fallback_adoptions).sum::<u64>() == 6);
+    // The view and the adopted decision went to the replica's log before it answered.
+    let entries = log.entries();
+    assert!(entries.contains(&LogEntry::View { txn: meta.id(), view: 1 }));
+    assert!(entries.contains(&LogEntry::Decision { txn: meta.id(), decision, view: 1 }));
 }
 
 #[test]
