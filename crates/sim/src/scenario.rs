@@ -429,11 +429,24 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
             break;
         }
         if now - EPOCH_US > s.time_limit_us {
-            let pending: Vec<usize> = w.clients.iter().filter(|c| !(c.done() && !c.coord.busy())).map(|c| c.index).collect();
+            let pending: Vec<String> = w
+                .clients
+                .iter()
+                .filter(|c| !(c.done() && !c.coord.busy()))
+                .map(|c| format!("client {}: {}", c.index, c.coord.describe_pending()))
+                .collect();
+            let stuck = w.clients.iter().flat_map(|c| c.coord.pending_ids()).collect::<Vec<_>>();
+            let replicas: Vec<String> =
+                stuck.iter().flat_map(|id| w.replicas.values().map(move |r| r.describe_fallback(id))).filter(|d| !d.ends_with("unknown")).collect();
             return Err(SimError::Stuck {
                 scenario: s.name,
                 seed: s.seed,
-                detail: format!("clients {pending:?} still busy after {} simulated seconds", s.time_limit_us / 1_000_000),
+                detail: format!(
+                    "still busy after {} simulated seconds: {} || replicas: {}",
+                    s.time_limit_us / 1_000_000,
+                    pending.join(" | "),
+                    replicas.join(" | ")
+                ),
             });
         }
     }

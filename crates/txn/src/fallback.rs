@@ -77,6 +77,9 @@ impl Replica {
         if meta.log_shard(&id) != Some(self.id.shard) {
             return Err(RejectReason::WrongShard);
         }
+        if self.answer_if_decided(from, &id) {
+            return Ok(());
+        }
         // A replica sends ELECTFB only once it has logged a decision (B.3): log the client's
         // justified proposal if we have none.
         let logged = self.txns.get(&id).is_some_and(|r| r.st2.is_some());
@@ -133,6 +136,27 @@ impl Replica {
             }
         }
         Ok(())
+    }
+
+    /// A transaction's fallback state at this replica, for liveness diagnostics.
+    pub fn describe_fallback(&self, txn: &TxnId) -> String {
+        let Some(rec) = self.txns.get(txn) else { return format!("{}: unknown", self.id) };
+        let elections: Vec<String> = self
+            .elections
+            .by_txn
+            .get(txn)
+            .map(|v| v.iter().map(|(view, votes)| format!("v{view}:{}", votes.len())).collect())
+            .unwrap_or_default();
+        format!(
+            "{}: st2={:?} view={} since={} elected_in={:?} leader_of={:?} proposed={:?}",
+            self.id,
+            rec.st2,
+            rec.view_current,
+            rec.view_since,
+            rec.elected_in,
+            elections,
+            self.elections.proposed.get(txn)
+        )
     }
 
     /// ELECTFB at the would-be fallback leader.

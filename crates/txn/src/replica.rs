@@ -497,13 +497,11 @@ impl Replica {
     /// RPR (Basil §5): the decision certificate if T is decided; otherwise the logged ST2
     /// decision (with our current view) and the ST1 vote, whichever exist.
     fn answer_rp(&mut self, from: Peer, id: &TxnId) {
-        let Some(rec) = self.txns.get_mut(id) else { return };
-        rec.interested.insert(from);
-        if let Some(cert) = rec.cert() {
-            let wb = Writeback { meta: (*rec.meta).clone(), cert };
-            self.outputs.push((from, Message::Decided(wb)));
+        if self.answer_if_decided(from, id) {
             return;
         }
+        let Some(rec) = self.txns.get_mut(id) else { return };
+        rec.interested.insert(from);
         if let Some((decision, view_decision)) = rec.st2 {
             let reply = St2Reply { txn: *id, decision, view_decision, view_current: rec.view_current };
             self.pending.push((Dest::Client(from), PendingReply::St2(reply)));
@@ -512,6 +510,17 @@ impl Replica {
             let reply = PendingReply::Vote { vote: St1Vote { txn: *id, vote: v.vote }, conflict: v.conflict.clone() };
             self.pending.push((Dest::Client(from), reply));
         }
+    }
+
+    /// If T is decided here, answers `from` with the certificate and returns true: whatever
+    /// a client asks about a decided transaction (RP, ST2, InvokeFB), the certificate is the
+    /// answer that lets it stop.
+    pub(crate) fn answer_if_decided(&mut self, from: Peer, id: &TxnId) -> bool {
+        let Some(rec) = self.txns.get(id) else { return false };
+        let Some(cert) = rec.cert() else { return false };
+        let wb = Writeback { meta: (*rec.meta).clone(), cert };
+        self.outputs.push((from, Message::Decided(wb)));
+        true
     }
 
     /// A client asks for a transaction's ST1 to finish it; the metadata proves itself.
@@ -677,6 +686,9 @@ impl Replica {
         self.auth.check_client(&req).map_err(|e| e.0)?;
         let st2 = req.body;
         let id = st2.meta.id();
+        if self.answer_if_decided(from, &id) {
+            return Ok(());
+        }
         if let Some(rec) = self.txns.get_mut(&id) {
             if let Some((decision, view_decision)) = rec.st2 {
                 // Already logged: the first justified decision stands.

@@ -283,8 +283,13 @@ impl Coordinator {
     fn recover_dependencies(&mut self, now: u64, id: TxnId) {
         let Some(fin) = self.finishing.get_mut(&id) else { return };
         fin.deps_recovered = true;
-        let deps: Vec<(TxnId, ShardId)> =
-            fin.meta.deps.iter().map(|d| (d.txn, self.auth.config().shard_of(&d.key))).collect();
+        let meta = fin.meta.clone();
+        self.recover(now, &meta);
+    }
+
+    /// Fetches (then finishes) every dependency of `meta` this client does not know decided.
+    fn recover(&mut self, now: u64, meta: &TxnMeta) {
+        let deps: Vec<(TxnId, ShardId)> = meta.deps.iter().map(|d| (d.txn, self.auth.config().shard_of(&d.key))).collect();
         for (dep, shard) in deps {
             let busy = self.finishing.contains_key(&dep) || self.fetching.contains_key(&dep);
             if busy || self.known_decision(&dep).is_some() || self.fetching.len() >= MAX_CONCURRENT_RECOVERIES {
@@ -345,6 +350,30 @@ impl Coordinator {
         self.maybe_invoke_fallback(now, id);
     }
 
+    /// A one-line summary of a transaction being finished (for liveness diagnostics).
+    pub(super) fn describe_finishing(&self, fin: &Finishing) -> String {
+        let votes: Vec<String> = fin
+            .tallies
+            .iter()
+            .map(|(s, t)| format!("s{}:{}c/{}a", s.0, t.commit_votes().votes.len(), t.abort_votes().votes.len()))
+            .collect();
+        let st2r: Vec<String> = fin
+            .st2_replies
+            .values()
+            .map(|r| format!("r{}:{:?}@{}/{}", r.signer.index, r.body.decision, r.body.view_decision, r.body.view_current))
+            .collect();
+        format!(
+            "{} own={} deps={} votes=[{}] st2_sent={} st2r=[{}] fallback={:?}",
+            fin.id,
+            fin.owner.is_some(),
+            fin.meta.deps.len(),
+            votes.join(" "),
+            fin.st2.is_some(),
+            st2r.join(" "),
+            fin.fallback
+        )
+    }
+
     // ---- Writeback (Basil §4.3) ----
 
     pub(super) fn decide(&mut self, now: u64, id: TxnId, cert: DecisionCert, fast: bool) {
@@ -353,6 +382,13 @@ impl Coordinator {
         self.remember_decided(id, decision);
         if let Some(h) = fin.owner {
             self.events.push_back(CoordinatorEvent::Decided { txn: h, id, decision, fast });
+        }
+        if decision == Decision::Abort {
+            // Aborted, perhaps because replicas that never prepared a dependency voted abort
+            // while the others waited for it: finish the dependencies, or a retry would read
+            // the same stalled versions again (Basil §5: clients blocked *or aborted* by a
+            // stalled transaction finish it).
+            self.recover(now, &fin.meta);
         }
         let wb = Writeback { meta: (*fin.meta).clone(), cert };
         let targets: BTreeSet<ReplicaId> = fin.meta.shards.iter().flat_map(|s| self.config().replicas_of(*s)).collect();

@@ -201,6 +201,29 @@ impl Coordinator {
     pub fn busy(&self) -> bool {
         !self.txns.is_empty() || !self.finishing.is_empty() || !self.fetching.is_empty() || !self.writebacks.is_empty()
     }
+    /// Transactions this coordinator is still finishing.
+    pub fn pending_ids(&self) -> Vec<TxnId> {
+        self.finishing.keys().copied().collect()
+    }
+
+    /// What this coordinator is still working on, for liveness diagnostics.
+    pub fn describe_pending(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.txns.is_empty() {
+            parts.push(format!("{} executing", self.txns.len()));
+        }
+        for fin in self.finishing.values() {
+            parts.push(format!("finishing {}", self.describe_finishing(fin)));
+        }
+        for id in self.fetching.keys() {
+            parts.push(format!("fetching {id}"));
+        }
+        for (id, wb) in &self.writebacks {
+            parts.push(format!("writeback {id} unacked={}", wb.unacked.len()));
+        }
+        parts.join("; ")
+    }
+
     pub fn timestamp_of(&self, txn: TxnHandle) -> Option<Timestamp> {
         self.txns.get(&txn).map(|t| t.ts)
     }
