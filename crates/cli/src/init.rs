@@ -1,0 +1,93 @@
+//! `pistou init`: a fresh cluster directory with configuration and keys.
+
+use crate::files::{client_key_path, config_path, replica_key_path, write_key};
+use crate::usage::Usage;
+use anyhow::{Context, Result};
+use pistou_core::{ClientConfig, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
+use pistou_crypto::SecretKey;
+use std::fs;
+use std::path::Path;
+
+/// Ports of well-known databases a cluster must never take (someone may run them here).
+const RESERVED_PORTS: [u16; 3] = [3306, 5432, 5433];
+
+/// Mirrors the limit `ClusterConfig::validate` enforces (not exported by pistou-core).
+const MAX_F: usize = 6;
+/// Protocol timing defaults, the same as pistou-core's serde defaults.
+const DELTA_US: u64 = 200_000;
+const MAX_TXN_AGE_US: u64 = 60_000_000;
+const REPLY_BATCH: usize = 16;
+
+pub struct InitSpec {
+    pub shards: usize,
+    pub f: usize,
+    pub clients: u64,
+    pub base_port: u16,
+    pub crypto: bool,
+    pub force: bool,
+}
+
+/// Checks the arguments before anything touches the disk.
+pub fn check(spec: &InitSpec) -> Result<(), Usage> {
+    if spec.f == 0 || spec.f > MAX_F {
+        return Err(Usage(format!("--f must be between 1 and {MAX_F}")));
+    }
+    if spec.shards == 0 || spec.shards > 64 {
+        return Err(Usage("--shards must be between 1 and 64".into()));
+    }
+    if spec.clients == 0 || spec.clients > 10_000 {
+        return Err(Usage("--clients must be between 1 and 10000".into()));
+    }
+    let total = (spec.shards * (5 * spec.f + 1)) as u32;
+    let first = u32::from(spec.base_port);
+    let last = first + total - 1;
+    if first < 1024 || last > 65535 {
+        return Err(Usage(format!("ports {first}..={last} are outside 1024..=65535; pick another --base-port")));
+    }
+    if let Some(p) = RESERVED_PORTS.iter().find(|p| (first..=last).contains(&u32::from(**p))) {
+        return Err(Usage(format!("ports {first}..={last} include {p}, kept free for other databases; pick another --base-port")));
+    }
+    Ok(())
+}
+
+/// Writes `dir/cluster.toml` and `dir/keys/*`. Returns the configuration.
+pub fn init(dir: &Path, spec: &InitSpec) -> Result<ClusterConfig> {
+    check(spec)?;
+    let path = config_path(dir);
+    if path.exists() && !spec.force {
+        return Err(Usage(format!("{} already exists; use --force to overwrite it (and its keys)", path.display())).into());
+    }
+    fs::create_dir_all(dir.join("keys")).with_context(|| format!("cannot create {}", dir.join("keys").display()))?;
+    let n = 5 * spec.f + 1;
+    let mut port = spec.base_port;
+    let mut shards = Vec::new();
+    for s in 0..spec.shards {
+        let mut replicas = Vec::new();
+        for i in 0..n {
+            let key = SecretKey::generate();
+            let id = ReplicaId { shard: ShardId(s as u32), index: i as u32 };
+            write_key(&replica_key_path(dir, id), &key)?;
+            replicas.push(ReplicaConfig { addr: format!("127.0.0.1:{port}"), public_key: key.public() });
+            port = port.saturating_add(1);
+        }
+        shards.push(ShardConfig { replicas });
+    }
+    let mut clients = Vec::new();
+    for id in 1..=spec.clients {
+        let key = SecretKey::generate();
+        write_key(&client_key_path(dir, id), &key)?;
+        clients.push(ClientConfig { id, public_key: key.public() });
+    }
+    let config = ClusterConfig {
+        f: spec.f,
+        delta_us: DELTA_US,
+        max_txn_age_us: MAX_TXN_AGE_US,
+        crypto: spec.crypto,
+        reply_batch: REPLY_BATCH,
+        shards,
+        clients,
+    };
+    config.validate().context("generated configuration is invalid")?;
+    fs::write(&path, config.to_toml()).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(config)
+}

@@ -1,0 +1,294 @@
+//! `pistou`: the one binary of a Pistou deployment.
+//!
+//! - `pistou init` writes a cluster directory (configuration and keys);
+//! - `pistou replica` runs one replica;
+//! - `pistou cluster up` runs all replicas of a configuration as supervised children;
+//! - `pistou kv` runs key-value operations and transactions against a cluster;
+//! - `pistou demo` does all of the above on one machine with an interactive shell.
+//!
+//! Exit codes: 0 success, 1 runtime failure, 2 bad command line or arguments,
+//! 3 a `kv txn` transaction aborted.
+
+/// `println!` that ignores a closed stdout (a pipe whose reader left) instead of
+/// panicking: status output is never worth dying for.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// The same for stderr.
+macro_rules! eout {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+mod cluster;
+mod demo;
+mod files;
+mod init;
+mod kv;
+mod replica;
+mod signals;
+mod usage;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use usage::Usage;
+
+const EXIT_CODES: &str = "Exit codes: 0 success, 1 failure, 2 bad arguments, 3 transaction aborted (kv txn).";
+
+#[derive(Parser)]
+#[command(name = "pistou", version, about = "Pistou: a Byzantine-fault-tolerant transactional database", after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Create a cluster directory: cluster.toml and keys/ (one key per replica and client).
+    Init(InitArgs),
+    /// Run one replica in the foreground.
+    Replica(ReplicaArgs),
+    /// Read and write keys.
+    Kv(KvArgs),
+    /// Manage a whole local cluster.
+    Cluster {
+        #[command(subcommand)]
+        cmd: ClusterCmd,
+    },
+    /// Start a local 1-shard cluster and an interactive key-value shell.
+    Demo(DemoArgs),
+}
+
+#[derive(Args)]
+struct InitArgs {
+    /// Directory to create the cluster in.
+    #[arg(long)]
+    dir: PathBuf,
+    /// Number of shards.
+    #[arg(long, default_value_t = 1)]
+    shards: usize,
+    /// Byzantine replicas tolerated per shard (each shard gets 5f+1 replicas).
+    #[arg(long, default_value_t = 1)]
+    f: usize,
+    /// Number of client identities (ids 1..=N).
+    #[arg(long, default_value_t = 4)]
+    clients: u64,
+    /// First TCP port; replicas use consecutive ports on 127.0.0.1.
+    #[arg(long, default_value_t = 7100)]
+    base_port: u16,
+    /// Turn signatures off (only to measure their cost).
+    #[arg(long)]
+    no_crypto: bool,
+    /// Overwrite an existing configuration and its keys.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Args)]
+struct ReplicaArgs {
+    /// Path to cluster.toml.
+    #[arg(long)]
+    config: PathBuf,
+    /// Replica id, e.g. s0r3 (shard 0, index 3).
+    #[arg(long, conflicts_with_all = ["shard", "index"])]
+    id: Option<String>,
+    #[arg(long, requires = "index")]
+    shard: Option<u32>,
+    #[arg(long, requires = "shard")]
+    index: Option<u32>,
+    /// Secret key file (default: keys/replica-s{S}-r{I}.key next to the config).
+    #[arg(long)]
+    key: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct KvArgs {
+    /// Path to cluster.toml.
+    #[arg(long)]
+    config: PathBuf,
+    /// Client id to act as.
+    #[arg(long, default_value_t = 1)]
+    client: u64,
+    /// Secret key file (default: keys/client-{ID}.key next to the config).
+    #[arg(long)]
+    key: Option<PathBuf>,
+    /// Seconds to wait for any single operation.
+    #[arg(long, default_value_t = 10)]
+    timeout: u64,
+    #[command(subcommand)]
+    op: KvOp,
+}
+
+#[derive(Subcommand)]
+enum KvOp {
+    /// Print the value of KEY.
+    Get { key: String },
+    /// Set KEY to VALUE.
+    Put { key: String, value: String },
+    /// Delete KEY.
+    Delete { key: String },
+    /// Run several operations in one transaction: 'get a; put b 2; get b'.
+    Txn { script: String },
+}
+
+#[derive(Subcommand)]
+enum ClusterCmd {
+    /// Start every replica of DIR/cluster.toml; Ctrl-C or SIGTERM stops them all.
+    Up {
+        #[arg(long)]
+        dir: PathBuf,
+        /// Keep running while at most f replicas of each shard have died.
+        #[arg(long)]
+        tolerate_failures: bool,
+    },
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    /// Cluster directory (default: a fresh temporary one, removed afterwards).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Only run the cluster; no interactive shell.
+    #[arg(long)]
+    no_shell: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    init_logging(&cli.cmd);
+    match run(cli.cmd) {
+        Ok(code) => code,
+        Err(e) => {
+            eout!("error: {e:#}");
+            if e.downcast_ref::<Usage>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+/// Servers log at info, interactive commands only warnings; RUST_LOG overrides.
+fn init_logging(cmd: &Cmd) {
+    let default = match cmd {
+        Cmd::Replica(_) | Cmd::Cluster { .. } => "info",
+        _ => "warn",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colours only on a terminal: `cluster up` sends replica logs to files.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).try_init();
+}
+
+fn run(cmd: Cmd) -> Result<ExitCode> {
+    match cmd {
+        Cmd::Init(a) => {
+            let spec = init::InitSpec {
+                shards: a.shards,
+                f: a.f,
+                clients: a.clients,
+                base_port: a.base_port,
+                crypto: !a.no_crypto,
+                force: a.force,
+            };
+            let config = init::init(&a.dir, &spec)?;
+            let n = config.quorums().n();
+            out!(
+                "wrote {} ({} shard(s) x {n} replicas, f = {}, {} clients, crypto {})",
+                files::config_path(&a.dir).display(),
+                config.num_shards(),
+                config.f,
+                config.clients.len(),
+                if config.crypto { "on" } else { "off" }
+            );
+            out!("start it with: pistou cluster up --dir {}", a.dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Replica(a) => {
+            let spec = replica::ReplicaSpec { config: a.config, id: a.id, shard: a.shard, index: a.index, key: a.key };
+            multi_thread()?.block_on(replica::run(spec))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Kv(a) => current_thread()?.block_on(run_kv(a)),
+        Cmd::Cluster { cmd: ClusterCmd::Up { dir, tolerate_failures } } => {
+            current_thread()?.block_on(cluster_up(dir, tolerate_failures))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Demo(a) => {
+            current_thread()?.block_on(demo::run(a.dir, a.no_shell))?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn run_kv(a: KvArgs) -> Result<ExitCode> {
+    let (ops, single) = match a.op {
+        KvOp::Get { key } => (vec![kv::Op::Get(key)], true),
+        KvOp::Put { key, value } => (vec![kv::Op::Put(key, value)], true),
+        KvOp::Delete { key } => (vec![kv::Op::Delete(key)], true),
+        KvOp::Txn { script } => (kv::parse_script(&script)?, false),
+    };
+    if a.timeout == 0 {
+        return Err(Usage("--timeout must be at least 1 second".into()).into());
+    }
+    let client = kv::connect(&a.config, a.client, a.key, Duration::from_secs(a.timeout)).await?;
+    Ok(match kv::run(&client, ops, single).await? {
+        kv::KvResult::Done => ExitCode::SUCCESS,
+        kv::KvResult::Aborted => ExitCode::from(3),
+    })
+}
+
+async fn cluster_up(dir: PathBuf, tolerate: bool) -> Result<()> {
+    let config_path = files::config_path(&dir);
+    let mut cluster = cluster::Cluster::start(&config_path).await?;
+    let result = async {
+        cluster.wait_ready().await?;
+        let pids: Vec<String> = cluster.pids().iter().map(|p| p.to_string()).collect();
+        // One machine-readable line (tests and scripts wait for it), then a human one.
+        out!(
+            "pistou cluster ready replicas={} shards={} f={} pids={}",
+            pids.len(),
+            cluster.config.num_shards(),
+            cluster.config.f,
+            pids.join(",")
+        );
+        out!("logs in {}; stop with Ctrl-C", cluster.log_dir.display());
+        cluster
+            .supervise(tolerate, async {
+                let sig = signals::stop_requested().await;
+                eout!("{sig} received, stopping the cluster");
+            })
+            .await
+    }
+    .await;
+    cluster.stop().await;
+    out!("cluster stopped");
+    result
+}
+
+/// Replicas are CPU-bound (signatures): use every core.
+fn multi_thread() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+/// Supervisors and short-lived clients need one thread; `cluster up` and `demo` need
+/// it to be the main thread (see `cluster`, on PR_SET_PDEATHSIG).
+fn current_thread() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+}

@@ -1,0 +1,58 @@
+//! `pistou replica`: run one replica in the foreground until SIGINT/SIGTERM.
+
+use crate::files::{config_dir, load_config, parse_replica_id, read_key, replica_key_path};
+use crate::signals::stop_requested;
+use crate::usage::Usage;
+use anyhow::{bail, Result};
+use pistou_core::{ReplicaId, ShardId};
+use pistou_node::{NodeOptions, ReplicaServer};
+use std::path::{Path, PathBuf};
+
+pub struct ReplicaSpec {
+    pub config: PathBuf,
+    pub id: Option<String>,
+    pub shard: Option<u32>,
+    pub index: Option<u32>,
+    pub key: Option<PathBuf>,
+}
+
+fn resolve_id(spec: &ReplicaSpec) -> Result<ReplicaId, Usage> {
+    match (&spec.id, spec.shard, spec.index) {
+        (Some(id), None, None) => parse_replica_id(id),
+        (None, Some(shard), Some(index)) => Ok(ReplicaId { shard: ShardId(shard), index }),
+        _ => Err(Usage("give the replica as --id s<shard>r<index>, or as --shard S --index I".into())),
+    }
+}
+
+pub async fn run(spec: ReplicaSpec) -> Result<()> {
+    let id = resolve_id(&spec)?;
+    let config = load_config(&spec.config)?;
+    if config.replica(id).is_none() {
+        let n = config.quorums().n();
+        return Err(Usage(format!("replica {id} is not in {} ({} shard(s), indexes 0..{n})", spec.config.display(), config.num_shards())).into());
+    }
+    let key_path = spec.key.clone().unwrap_or_else(|| replica_key_path(&config_dir(&spec.config), id));
+    let key = match read_key(&key_path) {
+        Ok(k) => Some(k),
+        // Without crypto the key is only an identity in the config; allow running without it.
+        Err(_) if !config.crypto && !Path::new(&key_path).exists() => None,
+        Err(e) => bail!(e),
+    };
+    let server = ReplicaServer::bind(config, id, key, NodeOptions::default()).await?;
+    tracing::info!(replica = %id, addr = %server.local_addr()?, "replica listening");
+    let report = server
+        .run(async {
+            let sig = stop_requested().await;
+            tracing::info!("{sig} received, shutting down");
+        })
+        .await;
+    tracing::info!(
+        replica = %id,
+        reads = report.stats.reads,
+        commits = report.stats.commits_applied,
+        aborts = report.stats.aborts_applied,
+        rejected = report.rejections.total(),
+        "replica stopped"
+    );
+    Ok(())
+}

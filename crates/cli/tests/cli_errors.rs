@@ -1,0 +1,76 @@
+//! Bad input gets a clear message and a non-zero exit code, never a panic.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn assert_fails(args: &[&str], code: i32, needle: &str) {
+    let run = pistou(args, LIMIT);
+    assert_eq!(run.code, Some(code), "pistou {args:?}: stdout {} stderr {}", run.stdout, run.stderr);
+    assert!(run.stderr.contains(needle), "pistou {args:?}: expected {needle:?} in stderr: {}", run.stderr);
+    assert!(!run.stderr.contains("panicked"), "pistou {args:?} panicked: {}", run.stderr);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_fails(&[], 2, "Usage");
+    assert_fails(&["frobnicate"], 2, "unrecognized subcommand");
+    assert_fails(&["init"], 2, "--dir");
+    assert_fails(&["kv", "--config", "x.toml", "launch", "k"], 2, "unrecognized subcommand");
+    assert_fails(&["init", "--dir", "/nonexistent/x", "--f", "abc"], 2, "invalid value");
+}
+
+#[test]
+fn init_checks_arguments_and_refuses_to_overwrite() {
+    let dir = temp_dir();
+    let d = path_str(dir.path());
+    assert_fails(&["init", "--dir", d, "--base-port", "5430"], 2, "5432");
+    assert_fails(&["init", "--dir", d, "--base-port", "65533"], 2, "65535");
+    assert_fails(&["init", "--dir", d, "--f", "0"], 2, "--f");
+    assert_eq!(pistou(&["init", "--dir", d, "--base-port", "41000"], LIMIT).code, Some(0));
+    assert_fails(&["init", "--dir", d, "--base-port", "41000"], 2, "already exists");
+    assert_eq!(pistou(&["init", "--dir", d, "--base-port", "41000", "--force"], LIMIT).code, Some(0));
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(dir.path().join("keys/replica-s0-r0.key")).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "key files must be private");
+}
+
+#[test]
+fn bad_files_exit_1() {
+    let dir = temp_dir();
+    let d = path_str(dir.path());
+    let missing = format!("{d}/missing.toml");
+    assert_fails(&["replica", "--config", &missing, "--id", "s0r0"], 1, "cannot read configuration");
+    let garbage = format!("{d}/garbage.toml");
+    std::fs::write(&garbage, "f = [[[ this is not toml").unwrap();
+    assert_fails(&["kv", "--config", &garbage, "get", "a"], 1, "bad configuration");
+    let invalid = format!("{d}/invalid.toml");
+    std::fs::write(&invalid, "f = 1\nshards = []\nclients = []\n").unwrap();
+    assert_fails(&["replica", "--config", &invalid, "--id", "s0r0"], 1, "bad configuration");
+
+    let cluster = dir.path().join("c");
+    let c = path_str(&cluster);
+    assert_eq!(pistou(&["init", "--dir", c, "--base-port", "42000"], LIMIT).code, Some(0));
+    let config = format!("{c}/cluster.toml");
+    std::fs::write(cluster.join("keys/replica-s0-r1.key"), "not hex").unwrap();
+    assert_fails(&["replica", "--config", &config, "--id", "s0r1"], 1, "not a hex secret key");
+    std::fs::remove_file(cluster.join("keys/client-2.key")).unwrap();
+    assert_fails(&["kv", "--config", &config, "--client", "2", "get", "a"], 1, "cannot read key file");
+}
+
+#[test]
+fn bad_ids_exit_2() {
+    let dir = temp_dir();
+    let d = path_str(dir.path());
+    assert_eq!(pistou(&["init", "--dir", d, "--base-port", "43000"], LIMIT).code, Some(0));
+    let config = format!("{d}/cluster.toml");
+    assert_fails(&["replica", "--config", &config, "--id", "x9"], 2, "bad replica id");
+    assert_fails(&["replica", "--config", &config, "--id", "s0r9"], 2, "not in");
+    assert_fails(&["replica", "--config", &config, "--shard", "3", "--index", "0"], 2, "not in");
+    assert_fails(&["replica", "--config", &config], 2, "--id");
+    assert_fails(&["replica", "--config", &config, "--id", "s0r0", "--shard", "0"], 2, "cannot be used with");
+    assert_fails(&["kv", "--config", &config, "--client", "99", "get", "a"], 2, "client 99 is not in");
+    assert_fails(&["kv", "--config", &config, "txn", "get a; launch b"], 2, "unknown operation");
+}

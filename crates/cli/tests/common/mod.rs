@@ -1,0 +1,291 @@
+//! Helpers for process tests: run the built `pistou` binary, find free ports, run a
+//! cluster with `pistou cluster up`, and a bank-transfer workload over the client library.
+
+#![allow(dead_code)]
+
+use pistou_client::{Client, ClientError, ClientOptions, Outcome, Txn};
+use pistou_core::{ClientId, ClusterConfig};
+use pistou_crypto::SecretKey;
+use rand::Rng;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const PISTOU: &str = env!("CARGO_BIN_EXE_pistou");
+
+/// Result of a finished command.
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `pistou args…` to completion, killing it after `limit`.
+pub fn pistou(args: &[&str], limit: Duration) -> Run {
+    let mut child = Command::new(PISTOU)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn pistou");
+    let deadline = Instant::now() + limit;
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("pistou {args:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A base port with `count` free consecutive ports in 20000..32600, derived from the
+/// process id (so parallel test binaries differ) and a counter (so tests in one binary do).
+/// Staying below Linux's ephemeral range (32768+) keeps outgoing connections of other
+/// tests from grabbing a port between this check and the replica's bind.
+pub fn free_base_port(count: u16) -> u16 {
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let pid = std::process::id();
+    for _ in 0..200 {
+        let k = NEXT.fetch_add(1, Ordering::Relaxed) as u32;
+        let base = 20000 + ((pid * 97 + k * 300) % 12500 / 50 * 50) as u16;
+        if (base..base + count).all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()) {
+            return base;
+        }
+    }
+    panic!("no free port range found");
+}
+
+pub fn init_cluster(dir: &Path, shards: usize, clients: u64) -> Arc<ClusterConfig> {
+    let n = 6 * shards as u16;
+    let base = free_base_port(n).to_string();
+    let (s, c) = (shards.to_string(), clients.to_string());
+    let d = dir.to_str().expect("utf-8 temp dir");
+    let run = pistou(&["init", "--dir", d, "--shards", &s, "--f", "1", "--clients", &c, "--base-port", &base], Duration::from_secs(30));
+    assert_eq!(run.code, Some(0), "init failed: {}", run.stderr);
+    let text = std::fs::read_to_string(dir.join("cluster.toml")).expect("config written");
+    Arc::new(ClusterConfig::from_toml(&text).expect("valid config"))
+}
+
+/// `pistou cluster up` as a child of the test.
+pub struct ClusterProc {
+    child: Child,
+    pub pids: Vec<u32>,
+}
+
+impl ClusterProc {
+    pub fn up(dir: &Path, tolerate: bool) -> ClusterProc {
+        let mut cmd = Command::new(PISTOU);
+        cmd.args(["cluster", "up", "--dir"]).arg(dir);
+        if tolerate {
+            cmd.arg("--tolerate-failures");
+        }
+        // Its stderr goes to a file, shown if startup fails, to keep test output readable.
+        let stderr_path = dir.join("cluster-up.stderr");
+        let stderr = std::fs::File::create(&stderr_path).expect("stderr file");
+        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr).spawn().expect("spawn cluster up");
+        let stdout = child.stdout.take().expect("piped stdout");
+        // Read lines on a thread so a silent child cannot hang the test.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // Keep draining after the ready line so the child never sees a closed pipe.
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if line.starts_with("pistou cluster ready") => {
+                    let pids = line
+                        .split_whitespace()
+                        .find_map(|w| w.strip_prefix("pids="))
+                        .expect("pids in ready line")
+                        .split(',')
+                        .map(|p| p.parse().expect("pid"))
+                        .collect();
+                    return ClusterProc { child, pids };
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    let _ = child.kill();
+                    let log = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+                    panic!("cluster did not become ready; its stderr:\n{log}");
+                }
+            }
+        }
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().ok().flatten().is_none()
+    }
+
+    /// SIGTERM, wait (bounded), and check that no replica process is left.
+    pub fn stop(mut self) -> ExitStatus {
+        signal(self.child.id(), libc::SIGTERM);
+        let status = self.wait(Duration::from_secs(20)).expect("cluster up did not stop within 20 s");
+        for pid in &self.pids {
+            assert!(!alive(*pid), "replica process {pid} survived the cluster");
+        }
+        status
+    }
+
+    pub fn wait(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for ClusterProc {
+    fn drop(&mut self) {
+        // On test failure: SIGKILL the supervisor; its children die with it (PDEATHSIG).
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn signal(pid: u32, sig: i32) {
+    unsafe {
+        libc::kill(pid as libc::pid_t, sig);
+    }
+}
+
+/// True while `pid` exists and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+pub fn client_key(dir: &Path, id: u64) -> SecretKey {
+    let text = std::fs::read_to_string(dir.join(format!("keys/client-{id}.key"))).expect("client key");
+    SecretKey::from_hex(text.trim()).expect("hex key")
+}
+
+pub async fn connect(config: &Arc<ClusterConfig>, dir: &Path, id: u64) -> Client {
+    let options = ClientOptions { op_timeout: Duration::from_secs(20), ..ClientOptions::default() };
+    Client::connect_with(config.clone(), ClientId(id), Some(client_key(dir, id)), options).await.expect("connect")
+}
+
+pub const START_BALANCE: i64 = 100;
+
+fn account(i: usize) -> String {
+    format!("acct-{i}")
+}
+
+async fn balance(t: &mut Txn, i: usize) -> Result<i64, ClientError> {
+    let v = t.get(account(i)).await?;
+    Ok(match v {
+        None => START_BALANCE,
+        Some(v) => String::from_utf8(v).ok().and_then(|s| s.parse().ok()).expect("balances are decimal numbers"),
+    })
+}
+
+/// Commit statistics of a workload.
+#[derive(Default)]
+pub struct Tally {
+    pub fast: AtomicUsize,
+    pub slow: AtomicUsize,
+    pub aborts: AtomicUsize,
+}
+
+/// One transfer of a random amount between two distinct accounts, retried until it
+/// commits.
+pub async fn transfer(client: &Client, accounts: usize, tally: &Tally) {
+    let (from, to, amount) = {
+        let mut rng = rand::thread_rng();
+        let from = rng.gen_range(0..accounts);
+        let to = (from + rng.gen_range(1..accounts)) % accounts;
+        (from, to, rng.gen_range(1..=10))
+    };
+    for _ in 0..200 {
+        let mut t = client.begin().await.expect("begin");
+        let a = balance(&mut t, from).await.expect("read");
+        let b = balance(&mut t, to).await.expect("read");
+        t.put(account(from), (a - amount).to_string()).expect("put");
+        t.put(account(to), (b + amount).to_string()).expect("put");
+        match t.commit().await.expect("commit") {
+            Outcome::Committed { fast: true } => {
+                tally.fast.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Outcome::Committed { fast: false } => {
+                tally.slow.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Outcome::Aborted => {
+                tally.aborts.fetch_add(1, Ordering::Relaxed);
+                let wait = rand::thread_rng().gen_range(0..20);
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+            }
+        }
+    }
+    panic!("transfer aborted 200 times");
+}
+
+/// `clients` concurrent clients (ids 1..=clients), `each` transfers apiece.
+pub async fn run_transfers(config: &Arc<ClusterConfig>, dir: &Path, clients: u64, each: usize, accounts: usize, tally: &Arc<Tally>) {
+    let mut tasks = Vec::new();
+    for id in 1..=clients {
+        let client = connect(config, dir, id).await;
+        let tally = tally.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..each {
+                transfer(&client, accounts, &tally).await;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("transfer task");
+    }
+}
+
+/// The sum of all balances, read in one transaction.
+pub async fn total(config: &Arc<ClusterConfig>, dir: &Path, client: u64, accounts: usize) -> i64 {
+    let client = connect(config, dir, client).await;
+    client
+        .run_txn(|t| {
+            Box::pin(async move {
+                let mut sum = 0;
+                for i in 0..accounts {
+                    sum += balance(t, i).await?;
+                }
+                Ok(sum)
+            })
+        })
+        .await
+        .expect("read total")
+}
+
+pub fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("pistou-test-").tempdir().expect("temp dir")
+}
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+pub fn buf(p: &Path) -> PathBuf {
+    p.to_path_buf()
+}

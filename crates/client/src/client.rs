@@ -1,0 +1,214 @@
+//! The user-facing handles: [`Client`] (cheap to clone) and [`Txn`].
+
+use crate::engine::{Command, Engine};
+use crate::error::{ClientError, Outcome};
+use crate::link::LinkCounters;
+use crate::options::ClientOptions;
+use pistou_core::{ClientId, ClusterConfig, Key, Value};
+use pistou_crypto::SecretKey;
+use pistou_txn::{Coordinator, TxnError, TxnHandle};
+use pistou_wire::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
+use rand::Rng;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// What the body given to [`Client::run_txn`] returns.
+pub type TxnFuture<'t, T> = Pin<Box<dyn Future<Output = Result<T, ClientError>> + Send + 't>>;
+
+/// A connection to a Pistou cluster under one client identity. Clones share the same
+/// background task; it stops (after finishing pending writebacks) when the last clone
+/// and the last [`Txn`] are dropped.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    id: ClientId,
+    commands: mpsc::UnboundedSender<Command>,
+    options: ClientOptions,
+    counters: Arc<LinkCounters>,
+}
+
+impl Client {
+    /// Starts the background task and the links to every replica (connected in the
+    /// background, so this succeeds even if replicas are still starting).
+    pub async fn connect(config: Arc<ClusterConfig>, id: ClientId, key: Option<SecretKey>) -> Result<Client, ClientError> {
+        Self::connect_with(config, id, key, ClientOptions::default()).await
+    }
+
+    pub async fn connect_with(
+        config: Arc<ClusterConfig>,
+        id: ClientId,
+        key: Option<SecretKey>,
+        options: ClientOptions,
+    ) -> Result<Client, ClientError> {
+        config.validate().map_err(|e| ClientError::Config(e.to_string()))?;
+        let mut coord = Coordinator::new(config.clone(), id, key).map_err(ClientError::Config)?;
+        coord.set_timeouts(options.timeouts);
+        let counters = Arc::new(LinkCounters::default());
+        let commands = Engine::spawn(coord, config, options.clone(), counters.clone());
+        Ok(Client { inner: Arc::new(Inner { id, commands, options, counters }) })
+    }
+
+    pub fn id(&self) -> ClientId {
+        self.inner.id
+    }
+
+    /// Transport counters (connections, bad frames, dropped sends).
+    pub fn counters(&self) -> &LinkCounters {
+        &self.inner.counters
+    }
+
+    /// Starts a transaction; its timestamp is taken now.
+    pub async fn begin(&self) -> Result<Txn, ClientError> {
+        let (reply, rx) = oneshot::channel();
+        let handle = self.call("begin", Command::Begin { reply }, rx).await?;
+        Ok(Txn { client: self.clone(), handle, writes: BTreeMap::new(), done: false })
+    }
+
+    /// Runs `body` in a transaction and commits it, retrying with randomized back-off
+    /// while the commit aborts. An error from `body` aborts the transaction and is
+    /// returned as is (no retry).
+    ///
+    /// The body returns a boxed future so that the whole call stays `Send` (async
+    /// closures cannot promise that yet): `client.run_txn(|t| Box::pin(async move { … }))`.
+    pub async fn run_txn<T, F>(&self, mut body: F) -> Result<T, ClientError>
+    where
+        F: for<'t> FnMut(&'t mut Txn) -> TxnFuture<'t, T>,
+    {
+        let mut backoff_ms: u64 = 1;
+        for _ in 0..self.inner.options.max_attempts {
+            let mut txn = self.begin().await?;
+            let value = match body(&mut txn).await {
+                Ok(v) => v,
+                Err(e) => {
+                    txn.abort();
+                    return Err(e);
+                }
+            };
+            if txn.commit().await?.is_committed() {
+                return Ok(value);
+            }
+            // Randomized so that conflicting clients do not retry in lockstep.
+            let wait = rand::thread_rng().gen_range(0..=backoff_ms);
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            backoff_ms = (backoff_ms * 2).min(200);
+        }
+        Err(ClientError::TooManyAborts(self.inner.options.max_attempts))
+    }
+
+    /// Stops this client (all its clones): waits until pending writebacks are
+    /// acknowledged (at most `ClientOptions::linger`), so that a short-lived process does
+    /// not exit before replicas learn its outcomes. Later operations fail with `Closed`.
+    pub async fn shutdown(&self) {
+        let (done, rx) = oneshot::channel();
+        if self.inner.commands.send(Command::Shutdown { done }).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// Sends a command and waits for its answer, within the operation timeout.
+    async fn call<T>(&self, op: &'static str, cmd: Command, rx: oneshot::Receiver<Result<T, ClientError>>) -> Result<T, ClientError> {
+        self.inner.commands.send(cmd).map_err(|_| ClientError::Closed)?;
+        let after = self.inner.options.op_timeout;
+        match tokio::time::timeout(after, rx).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(ClientError::Closed),
+            Err(_) => Err(ClientError::Timeout { op, after }),
+        }
+    }
+
+    fn send(&self, cmd: Command) {
+        // Nothing to do if the engine is gone: its state went with it.
+        let _ = self.inner.commands.send(cmd);
+    }
+}
+
+/// One interactive transaction. Writes are buffered locally until `commit`; reads see
+/// the transaction's own writes. Dropping an unfinished `Txn` aborts it.
+pub struct Txn {
+    client: Client,
+    handle: TxnHandle,
+    writes: BTreeMap<Key, Option<Value>>,
+    done: bool,
+}
+
+impl Txn {
+    /// The latest value of `key` visible at this transaction's timestamp (`None`: absent).
+    pub async fn get(&mut self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>, ClientError> {
+        let key = key.as_ref();
+        self.check_active()?;
+        if let Some(v) = self.writes.get(key) {
+            return Ok(v.clone());
+        }
+        check_key(key)?;
+        let (reply, rx) = oneshot::channel();
+        self.client.call("get", Command::Get { txn: self.handle, key: key.to_vec(), reply }, rx).await
+    }
+
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl Into<Vec<u8>>) -> Result<(), ClientError> {
+        let value = value.into();
+        if value.len() > MAX_VALUE_BYTES {
+            return Err(TxnError::ValueTooLarge.into());
+        }
+        self.write(key.as_ref(), Some(value))
+    }
+
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<(), ClientError> {
+        self.write(key.as_ref(), None)
+    }
+
+    fn write(&mut self, key: &[u8], value: Option<Value>) -> Result<(), ClientError> {
+        self.check_active()?;
+        check_key(key)?;
+        self.writes.insert(key.to_vec(), value);
+        Ok(())
+    }
+
+    /// Commits. `Err(Timeout)` means the outcome is unknown.
+    pub async fn commit(mut self) -> Result<Outcome, ClientError> {
+        self.check_active()?;
+        self.done = true;
+        let writes = std::mem::take(&mut self.writes).into_iter().collect();
+        let (reply, rx) = oneshot::channel();
+        self.client.call("commit", Command::Commit { txn: self.handle, writes, reply }, rx).await
+    }
+
+    /// Abandons the transaction; replicas forget its reads.
+    pub fn abort(mut self) {
+        self.finish_abort();
+    }
+
+    fn finish_abort(&mut self) {
+        if !self.done {
+            self.done = true;
+            self.client.send(Command::Abort { txn: self.handle });
+        }
+    }
+
+    fn check_active(&self) -> Result<(), ClientError> {
+        if self.done {
+            Err(ClientError::Finished)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Drop for Txn {
+    fn drop(&mut self) {
+        self.finish_abort();
+    }
+}
+
+fn check_key(key: &[u8]) -> Result<(), ClientError> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(TxnError::KeyTooLarge.into());
+    }
+    Ok(())
+}

@@ -1,0 +1,276 @@
+//! The background task that owns the `Coordinator`. Users talk to it through
+//! [`Command`]s; replies from replicas arrive from the links. All protocol state lives
+//! in this one task, so nothing is locked.
+
+use crate::error::{ClientError, Outcome};
+use crate::link::{run_link, LinkCounters, LinkParams};
+use crate::options::ClientOptions;
+use pistou_core::{ClusterConfig, Key, ReplicaId, Value};
+use pistou_txn::{Coordinator, CoordinatorEvent, GetStart, TxnHandle};
+use pistou_wire::{Decision, Message};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{mpsc, oneshot};
+
+pub(crate) type Reply<T> = oneshot::Sender<Result<T, ClientError>>;
+type Writes = Vec<(Key, Option<Value>)>;
+/// Callers waiting for one key of one transaction.
+type ReadWaiters = HashMap<Key, Vec<Reply<Option<Value>>>>;
+
+pub(crate) enum Command {
+    Begin { reply: Reply<TxnHandle> },
+    Get { txn: TxnHandle, key: Key, reply: Reply<Option<Value>> },
+    /// Buffered writes travel with the commit, so `Txn::put` needs no round trip.
+    Commit { txn: TxnHandle, writes: Writes, reply: Reply<Outcome> },
+    Abort { txn: TxnHandle },
+    /// Stop taking commands; finish writebacks (bounded by `linger`), then answer.
+    Shutdown { done: oneshot::Sender<()> },
+}
+
+/// Microseconds since the UNIX epoch: the only clock the coordinator sees.
+fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+/// Replies queued from all links to the engine.
+const REPLY_QUEUE: usize = 4096;
+
+pub(crate) struct Engine {
+    coord: Coordinator,
+    config: Arc<ClusterConfig>,
+    options: ClientOptions,
+    counters: Arc<LinkCounters>,
+    links: HashMap<ReplicaId, mpsc::Sender<Message>>,
+    replies_tx: mpsc::Sender<(ReplicaId, Message)>,
+    /// Callers waiting for a read, by transaction and key.
+    reads: HashMap<TxnHandle, ReadWaiters>,
+    /// Commits waiting for their transaction's outstanding reads (a caller may have
+    /// dropped a `get` future; the coordinator only commits once reads are done).
+    deferred: HashMap<TxnHandle, (Writes, Reply<Outcome>)>,
+    commits: HashMap<TxnHandle, Reply<Outcome>>,
+    /// Transactions begun and not yet aborted or decided.
+    open: HashSet<TxnHandle>,
+}
+
+impl Engine {
+    /// Spawns the engine and one link per replica; returns the command sender.
+    pub(crate) fn spawn(
+        coord: Coordinator,
+        config: Arc<ClusterConfig>,
+        options: ClientOptions,
+        counters: Arc<LinkCounters>,
+    ) -> mpsc::UnboundedSender<Command> {
+        // Unbounded on purpose: every command but `Abort` has a caller awaiting its answer,
+        // and `Abort` comes from a `Txn` being dropped (which cannot await), so the queue
+        // is bounded by the number of live callers and transactions.
+        let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
+        let (replies_tx, replies_rx) = mpsc::channel(REPLY_QUEUE);
+        let mut engine = Engine {
+            coord,
+            config,
+            options,
+            counters,
+            links: HashMap::new(),
+            replies_tx,
+            reads: HashMap::new(),
+            deferred: HashMap::new(),
+            commits: HashMap::new(),
+            open: HashSet::new(),
+        };
+        // Eager links: the first transaction should not pay for connection setup.
+        let all: Vec<ReplicaId> = engine.config.all_replicas().collect();
+        for r in all {
+            engine.link(r);
+        }
+        tokio::spawn(engine.run(cmd_rx, replies_rx));
+        cmd_tx
+    }
+
+    async fn run(mut self, mut cmds: mpsc::UnboundedReceiver<Command>, mut replies: mpsc::Receiver<(ReplicaId, Message)>) {
+        // `interval` panics on a zero period; a misconfigured option must not.
+        let mut tick = tokio::time::interval(self.options.tick_interval.max(Duration::from_millis(1)));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut shutdown = None;
+        loop {
+            tokio::select! {
+                biased;
+                _ = tick.tick() => self.coord.tick(now_us()),
+                cmd = cmds.recv() => match cmd {
+                    Some(Command::Shutdown { done }) => {
+                        shutdown = Some(done);
+                        break;
+                    }
+                    Some(cmd) => self.command(cmd),
+                    None => break,
+                },
+                Some((from, msg)) = replies.recv() => {
+                    let now = now_us();
+                    self.coord.handle(now, from, msg);
+                    for _ in 0..1024 {
+                        let Ok((from, msg)) = replies.try_recv() else { break };
+                        self.coord.handle(now, from, msg);
+                    }
+                }
+            }
+            self.after_input();
+        }
+        // Every handle is gone, or shutdown was asked: finish writebacks (bounded) so
+        // replicas learn outcomes. Transactions still executing are abandoned.
+        self.abandon_executing();
+        let deadline = Instant::now() + self.options.linger;
+        while self.coord.busy() && Instant::now() < deadline {
+            tokio::select! {
+                _ = tick.tick() => self.coord.tick(now_us()),
+                Some((from, msg)) = replies.recv() => self.coord.handle(now_us(), from, msg),
+            }
+            self.after_input();
+        }
+        // Commands that raced with the shutdown: dropping them answers `Closed`.
+        cmds.close();
+        if let Some(done) = shutdown {
+            let _ = done.send(());
+        }
+    }
+
+    /// Aborts the transactions still executing: nobody will finish them. (Committing
+    /// ones refuse the abort and run to their decision.)
+    fn abandon_executing(&mut self) {
+        for txn in std::mem::take(&mut self.open) {
+            let _ = self.coord.abort(txn);
+        }
+        self.reads.clear();
+        self.deferred.clear();
+        self.route();
+    }
+
+    fn command(&mut self, cmd: Command) {
+        let now = now_us();
+        match cmd {
+            Command::Begin { reply } => {
+                let txn = self.coord.begin(now);
+                self.open.insert(txn);
+                let _ = reply.send(Ok(txn));
+            }
+            Command::Get { txn, key, reply } => match self.coord.get(now, txn, &key) {
+                Ok(GetStart::Ready(v)) => {
+                    let _ = reply.send(Ok(v));
+                }
+                Ok(GetStart::Pending) => self.reads.entry(txn).or_default().entry(key).or_default().push(reply),
+                Err(e) => {
+                    let _ = reply.send(Err(e.into()));
+                }
+            },
+            Command::Commit { txn, writes, reply } => {
+                if self.reads.contains_key(&txn) {
+                    self.deferred.insert(txn, (writes, reply));
+                } else {
+                    self.commit(now, txn, writes, reply);
+                }
+            }
+            // Handled by the run loop.
+            Command::Shutdown { done } => {
+                let _ = done.send(());
+            }
+            Command::Abort { txn } => {
+                // Fails harmlessly if the transaction is already committing.
+                let _ = self.coord.abort(txn);
+                self.reads.remove(&txn);
+                self.deferred.remove(&txn);
+                self.open.remove(&txn);
+            }
+        }
+    }
+
+    fn commit(&mut self, now: u64, txn: TxnHandle, writes: Writes, reply: Reply<Outcome>) {
+        for (key, value) in writes {
+            if let Err(e) = self.coord.put(txn, &key, value) {
+                let _ = self.coord.abort(txn);
+                self.open.remove(&txn);
+                let _ = reply.send(Err(e.into()));
+                return;
+            }
+        }
+        match self.coord.commit(now, txn) {
+            Ok(()) => {
+                self.commits.insert(txn, reply);
+            }
+            Err(e) => {
+                let _ = self.coord.abort(txn);
+                self.open.remove(&txn);
+                let _ = reply.send(Err(e.into()));
+            }
+        }
+    }
+
+    fn after_input(&mut self) {
+        while let Some(event) = self.coord.poll_event() {
+            match event {
+                CoordinatorEvent::ReadDone { txn, key, value } => self.read_done(txn, key, value),
+                CoordinatorEvent::Decided { txn, decision, fast, .. } => {
+                    self.open.remove(&txn);
+                    let outcome = match decision {
+                        Decision::Commit => Outcome::Committed { fast },
+                        Decision::Abort => Outcome::Aborted,
+                    };
+                    if let Some(reply) = self.commits.remove(&txn) {
+                        let _ = reply.send(Ok(outcome));
+                    }
+                }
+            }
+        }
+        self.route();
+    }
+
+    fn read_done(&mut self, txn: TxnHandle, key: Key, value: Option<Value>) {
+        let Some(waiting) = self.reads.get_mut(&txn) else { return };
+        for reply in waiting.remove(&key).unwrap_or_default() {
+            let _ = reply.send(Ok(value.clone()));
+        }
+        if waiting.is_empty() {
+            self.reads.remove(&txn);
+            if let Some((writes, reply)) = self.deferred.remove(&txn) {
+                self.commit(now_us(), txn, writes, reply);
+            }
+        }
+    }
+
+    fn route(&mut self) {
+        for (to, msg) in self.coord.take_outputs() {
+            let link = self.link(to);
+            match link.try_send(msg) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) => {
+                    self.counters.dropped_send();
+                }
+                Err(TrySendError::Closed(msg)) => {
+                    // The link task ended unexpectedly: start a fresh one.
+                    self.links.remove(&to);
+                    let _ = self.link(to).try_send(msg);
+                }
+            }
+        }
+    }
+
+    fn link(&mut self, to: ReplicaId) -> mpsc::Sender<Message> {
+        if let Some(tx) = self.links.get(&to) {
+            return tx.clone();
+        }
+        let (tx, rx) = mpsc::channel(self.options.link_queue);
+        // The coordinator only addresses replicas of the configuration; an unknown one
+        // gets a link that fails to connect and drops its messages.
+        let addr = self.config.replica(to).map(|r| r.addr.clone()).unwrap_or_default();
+        let params = LinkParams {
+            replica: to,
+            addr,
+            client: self.coord.client_id(),
+            connect_timeout: self.options.connect_timeout,
+            max_backoff: self.options.max_backoff,
+            max_frame_bytes: self.options.max_frame_bytes,
+        };
+        tokio::spawn(run_link(params, rx, self.replies_tx.clone(), self.counters.clone()));
+        self.links.insert(to, tx.clone());
+        tx
+    }
+}

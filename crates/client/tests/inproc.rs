@@ -1,0 +1,305 @@
+//! End to end in one process: real TCP replicas (pistou-node) on 127.0.0.1 port 0 and
+//! the client library.
+
+use pistou_client::{Client, ClientError, ClientOptions, Outcome};
+use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
+use pistou_crypto::SecretKey;
+use pistou_node::{NodeOptions, ReplicaServer};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{oneshot, watch};
+
+struct Cluster {
+    config: Arc<ClusterConfig>,
+    client_keys: Vec<SecretKey>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<pistou_node::ReplicaReport>>,
+    /// Stops one replica (by position in `all_replicas` order).
+    kills: Vec<Option<oneshot::Sender<()>>>,
+    replica_keys: Vec<(ReplicaId, SecretKey)>,
+}
+
+/// Serves `id` on `listener` until the cluster-wide stop or its own kill signal.
+fn serve(
+    config: &Arc<ClusterConfig>,
+    id: ReplicaId,
+    key: SecretKey,
+    listener: TcpListener,
+    stop: &watch::Sender<bool>,
+) -> (tokio::task::JoinHandle<pistou_node::ReplicaReport>, oneshot::Sender<()>) {
+    let server = ReplicaServer::with_listener(listener, config.clone(), id, Some(key), NodeOptions::default()).unwrap();
+    let mut rx = stop.subscribe();
+    let (kill, killed) = oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async move {
+        tokio::select! {
+            _ = rx.wait_for(|s| *s) => {}
+            _ = killed => {}
+        }
+    }));
+    (task, kill)
+}
+
+async fn start(f: usize, shards: usize, crypto: bool) -> Cluster {
+    let n = 5 * f + 1;
+    let mut listeners = Vec::new();
+    let mut shard_cfgs = Vec::new();
+    let mut keys = Vec::new();
+    for s in 0..shards {
+        let mut replicas = Vec::new();
+        for i in 0..n {
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let key = SecretKey::generate();
+            replicas.push(ReplicaConfig { addr: l.local_addr().unwrap().to_string(), public_key: key.public() });
+            listeners.push((ReplicaId { shard: ShardId(s as u32), index: i as u32 }, l));
+            keys.push(key);
+        }
+        shard_cfgs.push(ShardConfig { replicas });
+    }
+    let client_keys: Vec<SecretKey> = (0..4).map(|_| SecretKey::generate()).collect();
+    let clients = client_keys.iter().enumerate().map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() }).collect();
+    let config = ClusterConfig {
+        f,
+        delta_us: 200_000,
+        max_txn_age_us: 60_000_000,
+        crypto,
+        reply_batch: 16,
+        shards: shard_cfgs,
+        clients,
+    };
+    config.validate().unwrap();
+    let config = Arc::new(config);
+    let (stop, _) = watch::channel(false);
+    let mut tasks = Vec::new();
+    let mut kills = Vec::new();
+    let mut replica_keys = Vec::new();
+    for ((id, l), key) in listeners.into_iter().zip(keys) {
+        let (task, kill) = serve(&config, id, key.clone(), l, &stop);
+        tasks.push(task);
+        kills.push(Some(kill));
+        replica_keys.push((id, key));
+    }
+    Cluster { config, client_keys, stop, tasks, kills, replica_keys }
+}
+
+async fn transfer(client: &Client, from: usize, to: usize) -> Result<(), ClientError> {
+    assert_ne!(from, to, "a transfer needs two accounts");
+    client
+        .run_txn(|t| Box::pin(async move {
+            let a = read_num(t, from).await?;
+            let b = read_num(t, to).await?;
+            t.put(format!("acct{from}"), (a - 1).to_string())?;
+            t.put(format!("acct{to}"), (b + 1).to_string())?;
+            Ok(())
+        }))
+        .await
+}
+
+async fn read_num(t: &mut pistou_client::Txn, i: usize) -> Result<i64, ClientError> {
+    let v = t.get(format!("acct{i}")).await?;
+    Ok(v.and_then(|v| String::from_utf8(v).ok()).and_then(|s| s.parse().ok()).unwrap_or(100))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_transfers_conserve_total() {
+    let run = async {
+        let cluster = start(1, 2, true).await;
+        let mut handles = Vec::new();
+        for c in 0..3u64 {
+            let client = Client::connect(cluster.config.clone(), ClientId(c + 1), Some(cluster.client_keys[c as usize].clone()))
+                .await
+                .unwrap();
+            handles.push(tokio::spawn(async move {
+                for k in 0..10usize {
+                    let from = (k * 3 + c as usize) % 6;
+                    let to = (from + 1 + k % 5) % 6;
+                    transfer(&client, from, to).await.unwrap();
+                }
+            }));
+        }
+        for h in handles {
+            h.await.unwrap();
+        }
+        let client = Client::connect(cluster.config.clone(), ClientId(4), Some(cluster.client_keys[3].clone())).await.unwrap();
+        let total = client
+            .run_txn(|t| Box::pin(async move {
+                let mut sum = 0;
+                for i in 0..6 {
+                    sum += read_num(t, i).await?;
+                }
+                Ok(sum)
+            }))
+            .await
+            .unwrap();
+        assert_eq!(total, 600);
+        let mut t = client.begin().await.unwrap();
+        assert_eq!(t.get("nothing").await.unwrap(), None);
+        t.put("x", "1").unwrap();
+        assert_eq!(t.get("x").await.unwrap(), Some(b"1".to_vec()));
+        assert!(matches!(t.commit().await.unwrap(), Outcome::Committed { .. }));
+        let _ = cluster.stop.send(true);
+        for t in cluster.tasks {
+            let report = t.await.unwrap();
+            assert!(report.stats.commits_applied > 0 || report.stats.reads > 0);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_runs_many_transactions_at_once() {
+    let run = async {
+        let cluster = start(1, 1, true).await;
+        let client = Client::connect(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone())).await.unwrap();
+        let mut handles = Vec::new();
+        for w in 0..6usize {
+            let client = client.clone();
+            handles.push(tokio::spawn(async move {
+                for k in 0..8usize {
+                    let (from, to) = ((w + k) % 6, (w + 2 * k + 1) % 6);
+                    if from != to {
+                        transfer(&client, from, to).await.unwrap();
+                    }
+                }
+            }));
+        }
+        for h in handles {
+            h.await.unwrap();
+        }
+        // Two open transactions of the same client see their own writes only. (b is
+        // older: had it been younger, its read would rightly abort a's write.)
+        let mut b = client.begin().await.unwrap();
+        let mut a = client.begin().await.unwrap();
+        a.put("shared", "from-a").unwrap();
+        assert_eq!(b.get("shared").await.unwrap(), None);
+        assert_eq!(a.get("shared").await.unwrap(), Some(b"from-a".to_vec()));
+        assert!(a.commit().await.unwrap().is_committed());
+        b.abort();
+        let total = client
+            .run_txn(|t| {
+                Box::pin(async move {
+                    let mut sum = 0;
+                    for i in 0..6 {
+                        sum += read_num(t, i).await?;
+                    }
+                    Ok(sum)
+                })
+            })
+            .await
+            .unwrap();
+        assert_eq!(total, 600);
+        let _ = cluster.stop.send(true);
+    };
+    tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out");
+}
+
+#[tokio::test]
+async fn unreachable_cluster_gives_a_timeout_error() {
+    let run = async {
+        let cluster = start(1, 1, true).await;
+        // Stop every replica, then talk to the now closed ports.
+        let _ = cluster.stop.send(true);
+        for t in cluster.tasks {
+            t.await.unwrap();
+        }
+        let options = ClientOptions { op_timeout: Duration::from_millis(300), ..ClientOptions::default() };
+        let client = Client::connect_with(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone()), options)
+            .await
+            .unwrap();
+        let mut t = client.begin().await.unwrap();
+        match t.get("k").await {
+            Err(ClientError::Timeout { op: "get", .. }) => {}
+            other => panic!("expected a get timeout, got {other:?}"),
+        }
+        assert!(client.counters().connect_failures() > 0);
+    };
+    tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
+}
+
+#[tokio::test]
+async fn wrong_key_or_unknown_client_is_a_config_error() {
+    let cluster = start(1, 1, true).await;
+    let wrong = SecretKey::generate();
+    assert!(matches!(Client::connect(cluster.config.clone(), ClientId(1), Some(wrong)).await, Err(ClientError::Config(_))));
+    assert!(matches!(Client::connect(cluster.config.clone(), ClientId(77), None).await, Err(ClientError::Config(_))));
+    assert!(matches!(Client::connect(cluster.config.clone(), ClientId(1), None).await, Err(ClientError::Config(_))));
+    let client = Client::connect(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone())).await.unwrap();
+    let mut t = client.begin().await.unwrap();
+    let big = vec![0u8; pistou_wire::MAX_KEY_BYTES + 1];
+    assert!(matches!(t.put(&big, "v"), Err(ClientError::Txn(_))));
+    assert!(matches!(t.get(&big).await, Err(ClientError::Txn(_))));
+    let _ = cluster.stop.send(true);
+}
+
+/// A replica goes away and comes back on the same address (with empty state, which
+/// f = 1 tolerates): the client keeps committing throughout and reconnects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_reconnects_to_a_restarted_replica() {
+    let run = async {
+        let mut cluster = start(1, 1, true).await;
+        let options = ClientOptions { max_backoff: Duration::from_millis(200), ..ClientOptions::default() };
+        let client = Client::connect_with(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone()), options)
+            .await
+            .unwrap();
+        for k in 0..5 {
+            transfer(&client, k, k + 1).await.unwrap();
+        }
+        let connects = client.counters().connects();
+        assert_eq!(connects, 6, "one connection per replica");
+        let _ = cluster.kills[0].take().unwrap().send(());
+        cluster.tasks.remove(0).await.unwrap();
+        for k in 0..5 {
+            transfer(&client, k + 1, k).await.unwrap();
+        }
+        let (id, key) = cluster.replica_keys[0].clone();
+        let addr = cluster.config.replica(id).unwrap().addr.clone();
+        let mut tries = 0;
+        let listener = loop {
+            match TcpListener::bind(&addr).await {
+                Ok(l) => break l,
+                Err(e) if tries < 100 => {
+                    tries += 1;
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("cannot rebind {addr}: {e}"),
+            }
+        };
+        let (task, _kill) = serve(&cluster.config, id, key, listener, &cluster.stop);
+        let mut rounds = 0;
+        while client.counters().connects() == connects {
+            transfer(&client, rounds % 6, (rounds + 3) % 6).await.unwrap();
+            rounds += 1;
+            assert!(rounds < 200, "the client never reconnected");
+        }
+        transfer(&client, 0, 5).await.unwrap();
+        let _ = cluster.stop.send(true);
+        let report = task.await.unwrap();
+        assert!(report.stats.reads + report.stats.votes_commit + report.stats.votes_abort > 0, "the restarted replica was used");
+    };
+    tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out");
+}
+
+/// `shutdown` returns once every replica acknowledged the writebacks: a short-lived
+/// process (`pistou kv put`) can exit right after it without leaving prepared state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_waits_for_writebacks() {
+    let run = async {
+        let cluster = start(1, 1, true).await;
+        let client = Client::connect(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone())).await.unwrap();
+        let mut t = client.begin().await.unwrap();
+        t.put("k", "v").unwrap();
+        assert!(t.commit().await.unwrap().is_committed());
+        let open = client.begin().await.unwrap(); // abandoned by the shutdown
+        let started = std::time::Instant::now();
+        client.shutdown().await;
+        assert!(started.elapsed() < Duration::from_secs(1), "shutdown waited for an abandoned transaction");
+        assert!(matches!(client.begin().await, Err(ClientError::Closed)));
+        drop(open);
+        let _ = cluster.stop.send(true);
+        for t in cluster.tasks {
+            assert_eq!(t.await.unwrap().stats.commits_applied, 1, "every replica applied the writeback");
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), run).await.expect("test timed out");
+}

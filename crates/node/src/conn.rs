@@ -1,0 +1,159 @@
+//! One task per accepted connection: a reader that turns frames into messages for the
+//! driver, and a writer that sends the driver's replies. Both halves run in the same task
+//! so that whichever ends first (peer hung up, bad frame, driver dropped us) ends both.
+
+use crate::counters::{NetCounters, NetReason};
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use pistou_core::{ClusterConfig, ReplicaId};
+use pistou_wire::{decode_message, encode_message, frame_codec, FrameCodec, Message, WireError};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodecError};
+
+/// Opaque per-connection token; the replica addresses replies to it.
+pub(crate) type Token = u64;
+
+/// Who a connection said it is in its first frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Origin {
+    Client(Token),
+    Replica(ReplicaId),
+}
+
+/// What connection tasks tell the driver. Nearly every item is a `Message`, so boxing
+/// it to shrink the rare variants would only add an allocation per message.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Inbound {
+    /// Sent by the accept loop before the connection's first message can arrive.
+    Opened { token: Token, tx: mpsc::Sender<Message> },
+    Message { from: Origin, msg: Message },
+    Closed { token: Token },
+}
+
+/// Replies written to the socket per flush; bounds the time one slow write holds replies.
+const WRITE_BATCH: usize = 256;
+
+pub(crate) struct ConnParams {
+    pub config: Arc<ClusterConfig>,
+    /// This replica: another one may not claim its id.
+    pub me: ReplicaId,
+    pub max_frame_bytes: usize,
+    /// A peer must say hello within this time or lose its slot.
+    pub hello_timeout: Duration,
+}
+
+pub(crate) async fn serve_connection(
+    stream: TcpStream,
+    token: Token,
+    inbound: mpsc::Sender<Inbound>,
+    replies: mpsc::Receiver<Message>,
+    counters: Arc<NetCounters>,
+    params: ConnParams,
+) {
+    // Replies are small and latency-bound; Nagle would add tens of milliseconds.
+    let _ = stream.set_nodelay(true);
+    let (r, w) = stream.into_split();
+    let reader = FramedRead::new(r, frame_codec(params.max_frame_bytes));
+    let writer = FramedWrite::new(w, frame_codec(params.max_frame_bytes));
+    tokio::select! {
+        _ = read_loop(reader, token, &inbound, &counters, &params) => {}
+        _ = write_loop(writer, replies, &counters) => {}
+    }
+    let _ = inbound.send(Inbound::Closed { token }).await;
+}
+
+async fn read_loop(
+    mut reader: FramedRead<OwnedReadHalf, FrameCodec>,
+    token: Token,
+    inbound: &mpsc::Sender<Inbound>,
+    counters: &NetCounters,
+    params: &ConnParams,
+) {
+    // The first frame must say who is speaking (a client or a replica). Signatures on
+    // requests do the real authentication; this keeps port scanners and stray protocols
+    // out early. The hello itself goes to the replica, which may use the claim.
+    let first = match tokio::time::timeout(params.hello_timeout, next_message(&mut reader, counters)).await {
+        Ok(Some(m)) => m,
+        Ok(None) | Err(_) => return,
+    };
+    let from = match &first {
+        Message::HelloClient { .. } => Origin::Client(token),
+        Message::HelloReplica { replica } => {
+            if params.config.replica(*replica).is_none() || *replica == params.me {
+                counters.record(NetReason::UnknownReplica);
+                return;
+            }
+            Origin::Replica(*replica)
+        }
+        _ => {
+            counters.record(NetReason::MissingHello);
+            return;
+        }
+    };
+    if inbound.send(Inbound::Message { from, msg: first }).await.is_err() {
+        return;
+    }
+    while let Some(msg) = next_message(&mut reader, counters).await {
+        // Awaiting here is the back-pressure: a busy replica stops reading sockets.
+        if inbound.send(Inbound::Message { from, msg }).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The next decoded message; `None` at end of stream or after a counted error.
+async fn next_message(reader: &mut FramedRead<OwnedReadHalf, FrameCodec>, counters: &NetCounters) -> Option<Message> {
+    let frame = match reader.next().await? {
+        Ok(frame) => frame,
+        Err(e) => {
+            counters.record(classify_io(&e));
+            return None;
+        }
+    };
+    match decode_message(&frame) {
+        Ok(msg) => Some(msg),
+        Err(WireError::TrailingBytes(_)) => {
+            counters.record(NetReason::TrailingBytes);
+            None
+        }
+        Err(WireError::Malformed(_)) => {
+            counters.record(NetReason::Malformed);
+            None
+        }
+    }
+}
+
+pub(crate) fn classify_io(e: &std::io::Error) -> NetReason {
+    let too_large = e.get_ref().is_some_and(|inner| inner.is::<LengthDelimitedCodecError>());
+    if too_large {
+        NetReason::FrameTooLarge
+    } else {
+        NetReason::Io
+    }
+}
+
+async fn write_loop(mut writer: FramedWrite<OwnedWriteHalf, FrameCodec>, mut replies: mpsc::Receiver<Message>, counters: &NetCounters) {
+    while let Some(msg) = replies.recv().await {
+        if writer.feed(Bytes::from(encode_message(&msg))).await.is_err() {
+            counters.record(NetReason::Io);
+            return;
+        }
+        // Everything already queued goes out with one flush (one syscall in the best case).
+        for _ in 0..WRITE_BATCH {
+            let Ok(msg) = replies.try_recv() else { break };
+            if writer.feed(Bytes::from(encode_message(&msg))).await.is_err() {
+                counters.record(NetReason::Io);
+                return;
+            }
+        }
+        if SinkExt::<Bytes>::flush(&mut writer).await.is_err() {
+            counters.record(NetReason::Io);
+            return;
+        }
+    }
+    // The driver dropped our sender (shutdown or slow peer): the connection ends here.
+}

@@ -1,0 +1,190 @@
+//! The single task that owns the `Replica`: all protocol state lives here, so no locks.
+
+use crate::clock::now_us;
+use crate::conn::{Inbound, Origin, Token};
+use crate::counters::{NetCounters, NetReason};
+use crate::peers::{run_peer_link, PeerLink};
+use crate::server::NodeOptions;
+use pistou_core::{ClusterConfig, ReplicaId};
+use pistou_txn::{RejectReason, Rejections, Replica, ReplicaStats};
+use pistou_wire::Message;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
+
+/// Inputs handled before one `flush()`; bounded so ticks are never starved for long and
+/// one batch's replies fit in a connection's queue (`NodeOptions::outbound_queue`).
+const MAX_DRAIN: usize = 256;
+
+pub(crate) struct Driver {
+    replica: Replica,
+    config: Arc<ClusterConfig>,
+    conns: HashMap<Token, mpsc::Sender<Message>>,
+    /// Outgoing links to other replicas, started on first use.
+    peers: HashMap<ReplicaId, mpsc::Sender<Message>>,
+    peer_queue: usize,
+    max_frame_bytes: usize,
+    counters: Arc<NetCounters>,
+    /// Counters as last logged, to log only changes.
+    logged: Counts,
+}
+
+type Counts = (Vec<(RejectReason, u64)>, Vec<(NetReason, u64)>);
+
+/// What the replica did, returned when it stops.
+#[derive(Clone, Debug)]
+pub struct ReplicaReport {
+    pub stats: ReplicaStats,
+    pub rejections: Rejections,
+    pub net: Vec<(NetReason, u64)>,
+}
+
+impl Driver {
+    pub(crate) fn new(replica: Replica, config: Arc<ClusterConfig>, counters: Arc<NetCounters>, options: &NodeOptions) -> Driver {
+        Driver {
+            replica,
+            config,
+            conns: HashMap::new(),
+            peers: HashMap::new(),
+            peer_queue: options.peer_queue.max(1),
+            max_frame_bytes: options.max_frame_bytes,
+            counters,
+            logged: (Vec::new(), Vec::new()),
+        }
+    }
+
+    pub(crate) async fn run(
+        mut self,
+        mut inbound: mpsc::Receiver<Inbound>,
+        shutdown: impl Future<Output = ()>,
+        tick_every: Duration,
+        stats_every: Duration,
+    ) -> ReplicaReport {
+        // `interval` panics on a zero period; a misconfigured option must not.
+        let floor = Duration::from_millis(1);
+        let (tick_every, stats_every) = (tick_every.max(floor), stats_every.max(floor));
+        let mut tick = tokio::time::interval(tick_every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut stats = tokio::time::interval(stats_every);
+        stats.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                // Timers first: they fire rarely, and input must not starve them.
+                biased;
+                _ = &mut shutdown => break,
+                _ = tick.tick() => {
+                    self.replica.tick(now_us());
+                    self.flush_and_route();
+                }
+                _ = stats.tick() => self.log_if_changed(),
+                item = inbound.recv() => {
+                    let Some(item) = item else { break };
+                    // Natural batching: everything already queued is verified in one
+                    // ed25519 batch (`handle_many`) and answered in one signed flush.
+                    let mut batch = Vec::new();
+                    self.apply(item, &mut batch);
+                    for _ in 0..MAX_DRAIN {
+                        let Ok(item) = inbound.try_recv() else { break };
+                        self.apply(item, &mut batch);
+                    }
+                    self.replica.handle_many(now_us(), batch);
+                    self.flush_and_route();
+                }
+            }
+        }
+        self.log_if_changed();
+        // Dropping the writers' senders closes every connection and peer link.
+        self.conns.clear();
+        self.peers.clear();
+        ReplicaReport {
+            stats: self.replica.stats().clone(),
+            rejections: self.replica.rejections().clone(),
+            net: self.counters.snapshot(),
+        }
+    }
+
+    /// Client messages are collected into `batch` for `handle_many`; the rest is applied
+    /// at once (connection bookkeeping, and replica messages, which are few).
+    fn apply(&mut self, item: Inbound, batch: &mut Vec<(Token, Message)>) {
+        match item {
+            Inbound::Opened { token, tx } => {
+                self.conns.insert(token, tx);
+            }
+            Inbound::Closed { token } => {
+                self.conns.remove(&token);
+            }
+            Inbound::Message { from: Origin::Client(token), msg } => batch.push((token, msg)),
+            Inbound::Message { from: Origin::Replica(r), msg } => self.replica.handle_replica(now_us(), r, msg),
+        }
+    }
+
+    fn flush_and_route(&mut self) {
+        self.replica.flush();
+        for (token, msg) in self.replica.take_outputs() {
+            let Some(tx) = self.conns.get(&token) else { continue }; // peer already gone
+            match tx.try_send(msg) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) => {
+                    // Never block the replica on one peer: drop it, it can reconnect and
+                    // retransmit (clients do).
+                    self.counters.record(NetReason::SlowPeer);
+                    self.conns.remove(&token);
+                }
+                Err(TrySendError::Closed(_)) => {
+                    self.conns.remove(&token);
+                }
+            }
+        }
+        for (to, msg) in self.replica.take_replica_outputs() {
+            match self.peer(to).try_send(msg) {
+                Ok(()) => {}
+                // The peer is down or slow; the fallback protocol retries on its timers.
+                Err(TrySendError::Full(_)) => self.counters.record(NetReason::PeerQueueFull),
+                Err(TrySendError::Closed(_)) => {
+                    self.peers.remove(&to);
+                }
+            }
+        }
+    }
+
+    /// The link to replica `to`, started if needed.
+    fn peer(&mut self, to: ReplicaId) -> mpsc::Sender<Message> {
+        if let Some(tx) = self.peers.get(&to) {
+            return tx.clone();
+        }
+        let (tx, rx) = mpsc::channel(self.peer_queue);
+        // The replica only addresses members; an unknown one gets a link that never connects.
+        let addr = self.config.replica(to).map(|r| r.addr.clone()).unwrap_or_default();
+        let link = PeerLink { me: self.replica.id(), to, addr, max_frame_bytes: self.max_frame_bytes };
+        tokio::spawn(run_peer_link(link, rx));
+        self.peers.insert(to, tx.clone());
+        tx
+    }
+
+    fn log_if_changed(&mut self) {
+        let rejects: Vec<(RejectReason, u64)> = self.replica.rejections().iter().collect();
+        let net = self.counters.snapshot();
+        if (&rejects, &net) == (&self.logged.0, &self.logged.1) {
+            return;
+        }
+        let line: Vec<String> = rejects
+            .iter()
+            .map(|(r, c)| format!("{}={c}", r.as_str()))
+            .chain(net.iter().map(|(r, c)| format!("{}={c}", r.as_str())))
+            .collect();
+        let s = self.replica.stats();
+        tracing::warn!(
+            replica = %self.replica.id(),
+            reads = s.reads,
+            commits = s.commits_applied,
+            aborts = s.aborts_applied,
+            "rejected input so far: {}",
+            line.join(" ")
+        );
+        self.logged = (rejects, net);
+    }
+}

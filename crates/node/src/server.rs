@@ -1,0 +1,178 @@
+//! Listener, accept loop with a connection cap, and the public entry points.
+
+use crate::conn::{serve_connection, ConnParams, Inbound, Token};
+use crate::counters::{NetCounters, NetReason};
+use crate::driver::{Driver, ReplicaReport};
+use pistou_core::{ClusterConfig, ReplicaId};
+use pistou_crypto::SecretKey;
+use pistou_txn::Replica;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, Semaphore};
+
+/// Limits and periods of the runtime. The defaults suit a replica serving a few hundred
+/// clients.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// Simultaneous connections; further ones are closed at accept (and counted).
+    pub max_connections: usize,
+    /// Largest frame a peer may send.
+    pub max_frame_bytes: usize,
+    /// Messages queued between the connection readers and the replica.
+    pub inbound_queue: usize,
+    /// Replies queued per connection before the peer counts as too slow.
+    pub outbound_queue: usize,
+    /// Period of `Replica::tick`.
+    pub tick_interval: Duration,
+    /// How often rejection counters are checked and logged when they changed.
+    pub stats_interval: Duration,
+    /// Time a new connection has to send its hello.
+    pub hello_timeout: Duration,
+    /// Messages queued per outgoing link to another replica.
+    pub peer_queue: usize,
+}
+
+impl Default for NodeOptions {
+    fn default() -> Self {
+        NodeOptions {
+            max_connections: 1024,
+            max_frame_bytes: pistou_wire::DEFAULT_MAX_FRAME_BYTES,
+            inbound_queue: 4096,
+            // Fills only when a peer stops reading (its socket buffer fills first). It
+            // must exceed the replies one driver batch can produce (`MAX_DRAIN` inputs),
+            // so that a burst never cuts off a healthy peer.
+            outbound_queue: 1024,
+            tick_interval: Duration::from_millis(10),
+            stats_interval: Duration::from_secs(5),
+            hello_timeout: Duration::from_secs(10),
+            peer_queue: 1024,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("cannot start replica: {0}")]
+    Config(String),
+    // The io::Error is the `source`, not part of the message, so that error chains
+    // (`{:#}` in anyhow) print it once.
+    #[error("cannot listen on {addr}")]
+    Bind { addr: String, source: std::io::Error },
+}
+
+/// A replica bound to its listening socket, not yet serving.
+pub struct ReplicaServer {
+    listener: TcpListener,
+    config: Arc<ClusterConfig>,
+    replica: Replica,
+    options: NodeOptions,
+    counters: Arc<NetCounters>,
+}
+
+impl ReplicaServer {
+    /// Binds the address the configuration gives replica `id`.
+    pub async fn bind(
+        config: Arc<ClusterConfig>,
+        id: ReplicaId,
+        key: Option<SecretKey>,
+        options: NodeOptions,
+    ) -> Result<ReplicaServer, NodeError> {
+        let addr = config.replica(id).ok_or_else(|| NodeError::Config(format!("replica {id} is not in the configuration")))?.addr.clone();
+        let listener = TcpListener::bind(&addr).await.map_err(|source| NodeError::Bind { addr, source })?;
+        Self::with_listener(listener, config, id, key, options)
+    }
+
+    /// Serves on an already bound listener (tests bind port 0 themselves).
+    pub fn with_listener(
+        listener: TcpListener,
+        config: Arc<ClusterConfig>,
+        id: ReplicaId,
+        key: Option<SecretKey>,
+        options: NodeOptions,
+    ) -> Result<ReplicaServer, NodeError> {
+        let replica = Replica::new(config.clone(), id, key).map_err(NodeError::Config)?;
+        Ok(ReplicaServer { listener, config, replica, options, counters: Arc::new(NetCounters::default()) })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Transport counters, live while the server runs.
+    pub fn counters(&self) -> Arc<NetCounters> {
+        self.counters.clone()
+    }
+
+    /// Serves until `shutdown` completes, then closes every connection.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> ReplicaReport {
+        let ReplicaServer { listener, config, replica, options, counters } = self;
+        let id = replica.id();
+        let (tx, rx) = mpsc::channel(options.inbound_queue);
+        let acceptor = tokio::spawn(accept_loop(listener, config.clone(), id, tx, counters.clone(), options.clone()));
+        tracing::info!(replica = %id, "serving");
+        let driver = Driver::new(replica, config, counters, &options);
+        let report = driver.run(rx, shutdown, options.tick_interval, options.stats_interval).await;
+        acceptor.abort();
+        tracing::info!(replica = %id, commits = report.stats.commits_applied, "stopped");
+        report
+    }
+}
+
+/// Binds the configured address and serves until `shutdown` completes.
+pub async fn run_replica(
+    config: Arc<ClusterConfig>,
+    id: ReplicaId,
+    key: SecretKey,
+    shutdown: impl Future<Output = ()>,
+) -> Result<ReplicaReport, NodeError> {
+    let server = ReplicaServer::bind(config, id, Some(key), NodeOptions::default()).await?;
+    Ok(server.run(shutdown).await)
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    config: Arc<ClusterConfig>,
+    me: ReplicaId,
+    inbound: mpsc::Sender<Inbound>,
+    counters: Arc<NetCounters>,
+    options: NodeOptions,
+) {
+    let slots = Arc::new(Semaphore::new(options.max_connections));
+    let mut next: Token = 0;
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Typically EMFILE: back off instead of spinning on the error.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            counters.record(NetReason::ConnectionCap);
+            continue; // dropping the stream closes it
+        };
+        next += 1;
+        let token = next;
+        let (tx, rx) = mpsc::channel(options.outbound_queue);
+        // Registered before the connection task exists, so before its first message.
+        if inbound.send(Inbound::Opened { token, tx }).await.is_err() {
+            return;
+        }
+        let params = ConnParams {
+            config: config.clone(),
+            me,
+            max_frame_bytes: options.max_frame_bytes,
+            hello_timeout: options.hello_timeout,
+        };
+        let (inbound, counters) = (inbound.clone(), counters.clone());
+        tokio::spawn(async move {
+            serve_connection(stream, token, inbound, rx, counters, params).await;
+            drop(permit);
+        });
+    }
+}

@@ -1,0 +1,237 @@
+//! Hostile input against a real replica server on 127.0.0.1: every framing or decoding
+//! error is counted and closes only the offending connection; honest clients are served.
+
+use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp};
+use pistou_crypto::SecretKey;
+use pistou_node::{now_us, NetCounters, NetReason, NodeOptions, ReplicaServer};
+use pistou_txn::sign_client;
+use pistou_core::TxnId;
+use pistou_txn::RejectReason;
+use pistou_wire::{decode_message, encode_message, DecFb, Decision, Message, ReadRequest};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+struct Setup {
+    addr: SocketAddr,
+    counters: Arc<NetCounters>,
+    client_key: SecretKey,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<pistou_node::ReplicaReport>,
+}
+
+async fn start(options: NodeOptions) -> Setup {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 1; 32])).collect();
+    let replicas = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| ReplicaConfig {
+            // Only replica 0 runs; the other addresses are never dialled.
+            addr: if i == 0 { addr.to_string() } else { format!("127.0.0.1:{}", 1 + i) },
+            public_key: k.public(),
+        })
+        .collect();
+    let client_key = SecretKey::from_seed([99; 32]);
+    let config = Arc::new(ClusterConfig {
+        f: 1,
+        delta_us: 200_000,
+        max_txn_age_us: 60_000_000,
+        crypto: true,
+        reply_batch: 16,
+        shards: vec![ShardConfig { replicas }],
+        clients: vec![ClientConfig { id: 1, public_key: client_key.public() }],
+    });
+    config.validate().unwrap();
+    let id = ReplicaId { shard: ShardId(0), index: 0 };
+    let server = ReplicaServer::with_listener(listener, config, id, Some(keys[0].clone()), options).unwrap();
+    let counters = server.counters();
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async {
+        let _ = rx.await;
+    }));
+    Setup { addr, counters, client_key, stop, task }
+}
+
+fn frame(payload: &[u8]) -> Vec<u8> {
+    let mut v = (payload.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(payload);
+    v
+}
+
+fn hello() -> Vec<u8> {
+    frame(&encode_message(&Message::HelloClient { client: ClientId(1) }))
+}
+
+fn read_request(key: &SecretKey) -> Message {
+    let ts = Timestamp { time: now_us(), client: ClientId(1), seq: 1 };
+    Message::Read(sign_client(ClientId(1), Some(key), ReadRequest { key: b"k".to_vec(), ts }))
+}
+
+/// The server closes the connection (EOF or reset) within a few seconds.
+async fn expect_closed(mut s: TcpStream) {
+    let mut buf = [0u8; 1024];
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "connection was not closed");
+}
+
+async fn wait_count(c: &NetCounters, reason: NetReason, n: u64) {
+    for _ in 0..200 {
+        if c.count(reason) >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{reason:?} count never reached {n}: {:?}", c.snapshot());
+}
+
+async fn send(addr: SocketAddr, bytes: &[u8]) -> TcpStream {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(bytes).await.unwrap();
+    s
+}
+
+#[tokio::test]
+async fn bad_frames_close_only_their_connection() {
+    let run = async {
+        let t = start(NodeOptions::default()).await;
+        // An honest client connected throughout; it must keep working.
+        let mut honest = send(t.addr, &hello()).await;
+
+        expect_closed(send(t.addr, &u32::MAX.to_be_bytes()).await).await;
+        wait_count(&t.counters, NetReason::FrameTooLarge, 1).await;
+
+        expect_closed(send(t.addr, &frame(&encode_message(&read_request(&t.client_key)))).await).await;
+        wait_count(&t.counters, NetReason::MissingHello, 1).await;
+
+        let mut garbage = hello();
+        garbage.extend(frame(&[0xff; 10]));
+        expect_closed(send(t.addr, &garbage).await).await;
+        wait_count(&t.counters, NetReason::Malformed, 1).await;
+
+        let mut trailing = hello();
+        let mut payload = encode_message(&read_request(&t.client_key));
+        payload.push(0);
+        trailing.extend(frame(&payload));
+        expect_closed(send(t.addr, &trailing).await).await;
+        wait_count(&t.counters, NetReason::TrailingBytes, 1).await;
+
+        // The honest connection is still served: a signed READ gets a signed reply.
+        honest.write_all(&frame(&encode_message(&read_request(&t.client_key)))).await.unwrap();
+        let mut len = [0u8; 4];
+        honest.read_exact(&mut len).await.unwrap();
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        honest.read_exact(&mut body).await.unwrap();
+        match decode_message(&body).unwrap() {
+            Message::ReadReply { reply, .. } => {
+                assert_eq!(reply.body.key, b"k".to_vec());
+                assert!(reply.sig.is_some(), "replies are signed when crypto is on");
+            }
+            other => panic!("expected a read reply, got {}", other.kind()),
+        }
+        let _ = t.stop.send(());
+        let report = t.task.await.unwrap();
+        assert_eq!(report.stats.reads, 1);
+    };
+    tokio::time::timeout(Duration::from_secs(60), run).await.expect("test timed out");
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_are_refused() {
+    let run = async {
+        let t = start(NodeOptions { max_connections: 1, ..NodeOptions::default() }).await;
+        let _first = send(t.addr, &hello()).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        expect_closed(send(t.addr, &hello()).await).await;
+        wait_count(&t.counters, NetReason::ConnectionCap, 1).await;
+        let _ = t.stop.send(());
+        t.task.await.unwrap();
+    };
+    tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
+}
+
+#[tokio::test]
+async fn silent_connections_lose_their_slot() {
+    let run = async {
+        let options = NodeOptions { max_connections: 1, hello_timeout: Duration::from_millis(200), ..NodeOptions::default() };
+        let t = start(options).await;
+        let silent = TcpStream::connect(t.addr).await.unwrap();
+        expect_closed(silent).await;
+        // The slot is free again.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut s = send(t.addr, &hello()).await;
+        s.write_all(&frame(&encode_message(&read_request(&t.client_key)))).await.unwrap();
+        let mut len = [0u8; 4];
+        tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut len)).await.unwrap().unwrap();
+        let _ = t.stop.send(());
+        t.task.await.unwrap();
+    };
+    tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
+}
+
+/// A peer that sends requests but never reads replies is cut off instead of making the
+/// replica queue replies without bound. (Single-threaded test runtime: the writer task
+/// cannot drain its queue while the driver routes one batch, so this is deterministic.)
+#[tokio::test]
+async fn peers_that_do_not_read_are_disconnected() {
+    let run = async {
+        let t = start(NodeOptions { outbound_queue: 1, ..NodeOptions::default() }).await;
+        let mut bytes = hello();
+        for _ in 0..64 {
+            bytes.extend(frame(&encode_message(&read_request(&t.client_key))));
+        }
+        let s = send(t.addr, &bytes).await;
+        wait_count(&t.counters, NetReason::SlowPeer, 1).await;
+        expect_closed(s).await;
+        let _ = t.stop.send(());
+        t.task.await.unwrap();
+    };
+    tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
+}
+
+fn hello_replica(index: u32) -> Vec<u8> {
+    frame(&encode_message(&Message::HelloReplica { replica: ReplicaId { shard: ShardId(0), index } }))
+}
+
+fn bogus_dec_fb() -> Vec<u8> {
+    let dec = DecFb { txn: TxnId([7; 32]), decision: Decision::Commit, view: 1, proofs: Vec::new() };
+    frame(&encode_message(&Message::DecFb(dec)))
+}
+
+/// A connection that says HelloReplica is routed to `Replica::handle_replica` (which
+/// checks a DECFB's proofs: bad-certificate); the same message from a client connection
+/// is unexpected. Claims of unknown replicas, or of this one, are refused.
+#[tokio::test]
+async fn replica_connections_are_routed_to_handle_replica() {
+    let run = async {
+        let t = start(NodeOptions::default()).await;
+        let mut bytes = hello_replica(1);
+        bytes.extend(bogus_dec_fb());
+        let _peer = send(t.addr, &bytes).await;
+        let mut bytes = hello();
+        bytes.extend(bogus_dec_fb());
+        let _client = send(t.addr, &bytes).await;
+
+        expect_closed(send(t.addr, &hello_replica(9)).await).await;
+        expect_closed(send(t.addr, &hello_replica(0)).await).await;
+        wait_count(&t.counters, NetReason::UnknownReplica, 2).await;
+
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = t.stop.send(());
+        let report = t.task.await.unwrap();
+        assert_eq!(report.rejections.count(RejectReason::BadCertificate), 1, "{:?}", report.rejections);
+        assert_eq!(report.rejections.count(RejectReason::Unexpected), 1, "{:?}", report.rejections);
+    };
+    tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
+}
