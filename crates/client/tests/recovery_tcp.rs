@@ -1,0 +1,137 @@
+//! Basil §5 over real TCP: a Byzantine client (the simulator's `ByzClient`) equivocates
+//! its ST2 and stalls; an honest client that depends on its transaction must finish it
+//! through the fallback protocol, whose ELECTFB/DECFB travel between replicas over the
+//! node's replica-to-replica links.
+
+use futures::{SinkExt, StreamExt};
+use pistou_client::{Client, ClientOptions};
+use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
+use pistou_crypto::SecretKey;
+use pistou_node::{now_us, NodeOptions, ReplicaReport, ReplicaServer};
+use pistou_adversary::{ByzClient, ClientFault};
+use pistou_wire::{decode_message, encode_message, frame_codec, Message};
+use rand::SeedableRng;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio_util::codec::Framed;
+
+async fn cluster() -> (Arc<ClusterConfig>, Vec<SecretKey>, watch::Sender<bool>, Vec<tokio::task::JoinHandle<ReplicaReport>>) {
+    let mut listeners = Vec::new();
+    let mut replicas = Vec::new();
+    let mut keys = Vec::new();
+    for i in 0..6u32 {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let key = SecretKey::generate();
+        replicas.push(ReplicaConfig { addr: l.local_addr().unwrap().to_string(), public_key: key.public() });
+        listeners.push((ReplicaId { shard: ShardId(0), index: i }, l));
+        keys.push(key);
+    }
+    let client_keys: Vec<SecretKey> = (0..2).map(|_| SecretKey::generate()).collect();
+    let clients = client_keys.iter().enumerate().map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() }).collect();
+    let config = Arc::new(ClusterConfig {
+        f: 1,
+        delta_us: 200_000,
+        max_txn_age_us: 60_000_000,
+        crypto: true,
+        reply_batch: 16,
+        shards: vec![ShardConfig { replicas }],
+        clients,
+    });
+    config.validate().unwrap();
+    let (stop, _) = watch::channel(false);
+    let mut tasks = Vec::new();
+    for ((id, l), key) in listeners.into_iter().zip(keys) {
+        let server = ReplicaServer::with_listener(l, config.clone(), id, Some(key), NodeOptions::default()).unwrap();
+        let mut rx = stop.subscribe();
+        tasks.push(tokio::spawn(server.run(async move {
+            let _ = rx.wait_for(|s| *s).await;
+        })));
+    }
+    (config, client_keys, stop, tasks)
+}
+
+/// Drives the Byzantine client over one raw connection per replica until `until` passes.
+async fn run_byzantine(config: Arc<ClusterConfig>, key: SecretKey, until: Duration) {
+    let id = ClientId(2);
+    let pick: pistou_adversary::KeyPicker = Box::new(|_| b"acct0".to_vec());
+    let mut byz = ByzClient::new(0, id, key, ClientFault::ForcedEquivocate, config.clone(), pick, 1, 1_000_000);
+    let (in_tx, mut in_rx) = mpsc::channel::<Message>(1024);
+    let mut senders: HashMap<ReplicaId, mpsc::Sender<Message>> = HashMap::new();
+    for r in config.all_replicas() {
+        let addr = config.replica(r).unwrap().addr.clone();
+        let mut framed = Framed::new(TcpStream::connect(addr).await.unwrap(), frame_codec(1 << 23));
+        framed.send(bytes::Bytes::from(encode_message(&Message::HelloClient { client: id }))).await.unwrap();
+        let (out_tx, mut out_rx) = mpsc::channel::<Message>(1024);
+        let in_tx = in_tx.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    m = out_rx.recv() => match m {
+                        Some(m) => if framed.send(bytes::Bytes::from(encode_message(&m))).await.is_err() { return },
+                        None => return,
+                    },
+                    f = framed.next() => match f {
+                        Some(Ok(f)) => if let Ok(m) = decode_message(&f) { let _ = in_tx.send(m).await; },
+                        _ => return,
+                    },
+                }
+            }
+        });
+        senders.insert(r, out_tx);
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let deadline = tokio::time::Instant::now() + until;
+    let mut tick = tokio::time::interval(Duration::from_millis(5));
+    while tokio::time::Instant::now() < deadline {
+        let mut out = Vec::new();
+        tokio::select! {
+            _ = tick.tick() => {
+                byz.step(now_us(), &mut rng, &mut out);
+                byz.tick(now_us(), 20_000, &mut out);
+            }
+            Some(m) = in_rx.recv() => byz.handle(m, &mut out),
+        }
+        for (to, m) in out {
+            let _ = senders[&to].send(m).await;
+        }
+    }
+}
+
+/// The honest client reads what the equivocating client wrote, so its transaction depends on
+/// a transaction whose S_log holds divergent decisions. Its first attempts abort (the f+1
+/// replicas that never prepared the dependency vote abort while the others wait for it);
+/// each abort makes it finish the dependency, through the fallback, over real sockets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fallback_finishes_an_equivocated_transaction() {
+    let run = async {
+        let (config, client_keys, stop, tasks) = cluster().await;
+        let byz_key = SecretKey::from_hex(&client_keys[1].to_hex()).unwrap();
+        run_byzantine(config.clone(), byz_key, Duration::from_millis(500)).await;
+        let options = ClientOptions { op_timeout: Duration::from_secs(20), ..ClientOptions::default() };
+        let honest_key = SecretKey::from_hex(&client_keys[0].to_hex()).unwrap();
+        let honest = Client::connect_with(config.clone(), ClientId(1), Some(honest_key), options).await.unwrap();
+        // The Byzantine transaction wrote acct0; reading it makes it a dependency.
+        let result = honest
+            .run_txn(|t| {
+                Box::pin(async move {
+                    let v = t.get("acct0").await?;
+                    t.put("acct0", v.unwrap_or_default())?;
+                    Ok(())
+                })
+            })
+            .await;
+        let _ = stop.send(true);
+        let mut adoptions = 0;
+        for t in tasks {
+            let r = t.await.unwrap();
+            eprintln!("{:?} {:?}", r.stats, r.rejections);
+            adoptions += r.stats.fallback_adoptions;
+        }
+        result.unwrap();
+        assert!(adoptions > 0, "no replica adopted a fallback decision (DECFB never arrived)");
+    };
+    tokio::time::timeout(Duration::from_secs(90), run).await.expect("test timed out");
+}
