@@ -3,7 +3,7 @@
 use crate::files::{client_key_path, config_path, replica_key_path, write_key};
 use crate::usage::Usage;
 use anyhow::{Context, Result};
-use pistou_core::{ClientConfig, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
+use pistou_core::{ClientConfig, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, MAX_F};
 use pistou_crypto::SecretKey;
 use std::fs;
 use std::path::Path;
@@ -11,12 +11,6 @@ use std::path::Path;
 /// Ports of well-known databases a cluster must never take (someone may run them here).
 const RESERVED_PORTS: [u16; 3] = [3306, 5432, 5433];
 
-/// Mirrors the limit `ClusterConfig::validate` enforces (not exported by pistou-core).
-const MAX_F: usize = 6;
-/// Protocol timing defaults, the same as pistou-core's serde defaults.
-const DELTA_US: u64 = 200_000;
-const MAX_TXN_AGE_US: u64 = 60_000_000;
-const REPLY_BATCH: usize = 16;
 
 pub struct InitSpec {
     pub shards: usize,
@@ -78,15 +72,7 @@ pub fn init(dir: &Path, spec: &InitSpec) -> Result<ClusterConfig> {
         write_key(&client_key_path(dir, id), &key)?;
         clients.push(ClientConfig { id, public_key: key.public() });
     }
-    let config = ClusterConfig {
-        f: spec.f,
-        delta_us: DELTA_US,
-        max_txn_age_us: MAX_TXN_AGE_US,
-        crypto: spec.crypto,
-        reply_batch: REPLY_BATCH,
-        shards,
-        clients,
-    };
+    let config = ClusterConfig::new(spec.f, shards, clients, spec.crypto);
     config.validate().context("generated configuration is invalid")?;
     fs::write(&path, config.to_toml()).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(config)

@@ -77,6 +77,19 @@ pub enum ConfigError {
 }
 
 impl ClusterConfig {
+    /// A configuration with the default protocol timings and batching.
+    pub fn new(f: usize, shards: Vec<ShardConfig>, clients: Vec<ClientConfig>, crypto: bool) -> ClusterConfig {
+        ClusterConfig {
+            f,
+            delta_us: default_delta_us(),
+            max_txn_age_us: default_max_txn_age_us(),
+            crypto,
+            reply_batch: default_batch(),
+            shards,
+            clients,
+        }
+    }
+
     pub fn from_toml(text: &str) -> Result<ClusterConfig, ConfigError> {
         let cfg: ClusterConfig = toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
         cfg.validate()?;
@@ -209,15 +222,7 @@ mod tests {
                     .collect(),
             })
             .collect();
-        ClusterConfig {
-            f,
-            delta_us: default_delta_us(),
-            max_txn_age_us: default_max_txn_age_us(),
-            crypto: true,
-            reply_batch: 16,
-            shards,
-            clients: vec![ClientConfig { id: 1, public_key: SecretKey::from_seed([200; 32]).public() }],
-        }
+        ClusterConfig::new(f, shards, vec![ClientConfig { id: 1, public_key: SecretKey::from_seed([200; 32]).public() }], true)
     }
 
     #[test]

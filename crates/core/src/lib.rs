@@ -5,6 +5,6 @@ mod config;
 mod ids;
 mod quorum;
 
-pub use config::{ClientConfig, ClusterConfig, ConfigError, ReplicaConfig, ShardConfig};
+pub use config::{ClientConfig, ClusterConfig, ConfigError, ReplicaConfig, ShardConfig, MAX_F, MAX_SHARDS};
 pub use ids::{ClientId, Key, ReplicaId, ShardId, Timestamp, TxnId, Value};
 pub use quorum::Quorums;
