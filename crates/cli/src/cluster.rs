@@ -39,7 +39,8 @@ pub struct Cluster {
 
 impl Cluster {
     /// Spawns one `pistou replica` per configured replica. Logs go to `<dir>/logs/`.
-    pub async fn start(config_path: &Path) -> Result<Cluster> {
+    /// `byzantine` makes the named replicas run with `--fault` (testing only).
+    pub async fn start(config_path: &Path, byzantine: &BTreeMap<ReplicaId, String>) -> Result<Cluster> {
         let config = load_config(config_path)?;
         let dir = config_dir(config_path);
         let log_dir = dir.join("logs");
@@ -48,7 +49,7 @@ impl Cluster {
         let exe = std::env::current_exe().context("cannot find the pistou executable")?;
         let mut cluster = Cluster { config: config.clone(), config_path: config_path.to_path_buf(), log_dir, members: Vec::new() };
         for id in config.all_replicas() {
-            match spawn_replica(&exe, config_path, &dir, id) {
+            match spawn_replica(&exe, config_path, &dir, id, byzantine.get(&id)) {
                 Ok(m) => cluster.members.push(m),
                 Err(e) => {
                     cluster.stop().await;
@@ -184,7 +185,7 @@ fn check_ports_free(config: &ClusterConfig) -> Result<()> {
     Ok(())
 }
 
-fn spawn_replica(exe: &Path, config_path: &Path, dir: &Path, id: ReplicaId) -> Result<Member> {
+fn spawn_replica(exe: &Path, config_path: &Path, dir: &Path, id: ReplicaId, fault: Option<&String>) -> Result<Member> {
     let log = log_path(dir, id);
     let out = fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
     let err = out.try_clone()?;
@@ -194,6 +195,7 @@ fn spawn_replica(exe: &Path, config_path: &Path, dir: &Path, id: ReplicaId) -> R
         .arg(config_path)
         .arg("--id")
         .arg(id.to_string())
+        .args(fault.map(|f| ["--fault", f.as_str()]).into_iter().flatten())
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

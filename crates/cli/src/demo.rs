@@ -44,7 +44,7 @@ async fn run_in(dir: &Path, no_shell: bool) -> Result<()> {
         init(dir, &spec)?;
         out!("created a 1-shard cluster (f = 1, 6 replicas, ports {base_port}..{}) in {}", base_port + 5, dir.display());
     }
-    let mut cluster = Cluster::start(&config).await?;
+    let mut cluster = Cluster::start(&config, &Default::default()).await?;
     let outcome = async {
         cluster.wait_ready().await?;
         out!("cluster ready: {} replicas; logs in {}", cluster.pids().len(), cluster.log_dir.display());

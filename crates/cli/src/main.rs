@@ -108,6 +108,10 @@ struct ReplicaArgs {
     /// Secret key file (default: keys/replica-s{S}-r{I}.key next to the config).
     #[arg(long)]
     key: Option<PathBuf>,
+    /// TESTING ONLY: run as a Byzantine replica (stale-reads, fabricate-reads, abort-all,
+    /// refuse-vote, equivocate-st2r, lie-views, silent-leader, lying-leader).
+    #[arg(long)]
+    fault: Option<String>,
 }
 
 #[derive(Args)]
@@ -149,6 +153,10 @@ enum ClusterCmd {
         /// Keep running while at most f replicas of each shard have died.
         #[arg(long)]
         tolerate_failures: bool,
+        /// TESTING ONLY: run a replica as Byzantine, e.g. `--byzantine s0r2=abort-all`
+        /// (repeatable; see `pistou replica --fault`).
+        #[arg(long, value_name = "ID=FAULT")]
+        byzantine: Vec<String>,
     },
 }
 
@@ -221,13 +229,14 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Replica(a) => {
-            let spec = replica::ReplicaSpec { config: a.config, id: a.id, shard: a.shard, index: a.index, key: a.key };
+            let spec = replica::ReplicaSpec { config: a.config, id: a.id, shard: a.shard, index: a.index, key: a.key, fault: a.fault };
             multi_thread()?.block_on(replica::run(spec))?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Kv(a) => current_thread()?.block_on(run_kv(a)),
-        Cmd::Cluster { cmd: ClusterCmd::Up { dir, tolerate_failures } } => {
-            current_thread()?.block_on(cluster_up(dir, tolerate_failures))?;
+        Cmd::Cluster { cmd: ClusterCmd::Up { dir, tolerate_failures, byzantine } } => {
+            let byzantine = parse_byzantine(&byzantine)?;
+            current_thread()?.block_on(cluster_up(dir, tolerate_failures, byzantine))?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Demo(a) => {
@@ -254,9 +263,22 @@ async fn run_kv(a: KvArgs) -> Result<ExitCode> {
     })
 }
 
-async fn cluster_up(dir: PathBuf, tolerate: bool) -> Result<()> {
+/// `s0r2=abort-all` pairs; the fault name is checked by the replica itself.
+fn parse_byzantine(specs: &[String]) -> Result<std::collections::BTreeMap<pistou_core::ReplicaId, String>, usage::Usage> {
+    let mut out = std::collections::BTreeMap::new();
+    for spec in specs {
+        let Some((id, fault)) = spec.split_once('=') else {
+            return Err(usage::Usage(format!("--byzantine takes ID=FAULT, got {spec:?}")));
+        };
+        fault.parse::<pistou_adversary::ReplicaFault>().map_err(usage::Usage)?;
+        out.insert(files::parse_replica_id(id)?, fault.to_string());
+    }
+    Ok(out)
+}
+
+async fn cluster_up(dir: PathBuf, tolerate: bool, byzantine: std::collections::BTreeMap<pistou_core::ReplicaId, String>) -> Result<()> {
     let config_path = files::config_path(&dir);
-    let mut cluster = cluster::Cluster::start(&config_path).await?;
+    let mut cluster = cluster::Cluster::start(&config_path, &byzantine).await?;
     let result = async {
         cluster.wait_ready().await?;
         let pids: Vec<String> = cluster.pids().iter().map(|p| p.to_string()).collect();

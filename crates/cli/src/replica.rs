@@ -5,7 +5,9 @@ use crate::signals::stop_requested;
 use crate::usage::Usage;
 use anyhow::{bail, Result};
 use pistou_core::{ReplicaId, ShardId};
-use pistou_node::{NodeOptions, ReplicaServer};
+use pistou_adversary::ReplicaFault;
+use pistou_crypto::BatchSigner;
+use pistou_node::{Fault, NodeOptions, ReplicaServer};
 use std::path::{Path, PathBuf};
 
 pub struct ReplicaSpec {
@@ -14,6 +16,8 @@ pub struct ReplicaSpec {
     pub shard: Option<u32>,
     pub index: Option<u32>,
     pub key: Option<PathBuf>,
+    /// Testing only: a Byzantine behaviour (see `pistou_adversary::ReplicaFault`).
+    pub fault: Option<String>,
 }
 
 fn resolve_id(spec: &ReplicaSpec) -> Result<ReplicaId, Usage> {
@@ -38,7 +42,19 @@ pub async fn run(spec: ReplicaSpec) -> Result<()> {
         Err(_) if !config.crypto && !Path::new(&key_path).exists() => None,
         Err(e) => bail!(e),
     };
-    let server = ReplicaServer::bind(config, id, key, NodeOptions::default()).await?;
+    let fault = match &spec.fault {
+        None => None,
+        Some(name) => {
+            let kind: ReplicaFault = name.parse().map_err(Usage)?;
+            // The Byzantine replica re-signs what it tampers with, with its own key.
+            let Ok(key) = read_key(&key_path) else { bail!("--fault needs the replica's key file") };
+            Some(Fault { kind, signer: BatchSigner::new(key, 1) })
+        }
+    };
+    let mut server = ReplicaServer::bind(config, id, key, NodeOptions::default()).await?;
+    if let Some(fault) = fault {
+        server = server.with_fault(fault);
+    }
     tracing::info!(replica = %id, addr = %server.local_addr()?, "replica listening");
     let report = server
         .run(async {

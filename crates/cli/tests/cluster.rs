@@ -88,3 +88,24 @@ async fn cluster_up_stops_everything_when_a_replica_dies() {
     };
     tokio::time::timeout(Duration::from_secs(60), run).await.expect("test timed out");
 }
+
+/// Byzantine independence with real processes: a replica that votes abort on everything
+/// costs the fast path, never a correct client's commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transfers_commit_with_a_byzantine_replica_voting_abort() {
+    let run = async {
+        let dir = temp_dir();
+        let config = init_cluster(dir.path(), 1, 5);
+        let cluster = ClusterProc::up_with(dir.path(), false, &["--byzantine", "s0r2=abort-all"]);
+        let tally = Arc::new(Tally::default());
+        run_transfers(&config, dir.path(), 4, 10, ACCOUNTS, &tally).await;
+        assert_eq!(tally.slow.load(Ordering::Relaxed), 40, "every commit takes the slow path");
+        assert_eq!(tally.fast.load(Ordering::Relaxed), 0, "one abort vote rules out the fast path");
+        assert_eq!(total(&config, dir.path(), 5, ACCOUNTS).await, START_BALANCE * ACCOUNTS as i64);
+        let log = std::fs::read_to_string(dir.path().join("logs").join("replica-s0-r2.log")).unwrap_or_default();
+        assert!(log.contains("BYZANTINE"), "the faulty replica announces itself in its log");
+        let status = tokio::task::spawn_blocking(move || cluster.stop()).await.expect("stop");
+        assert!(status.success(), "cluster up exited with {status}");
+    };
+    tokio::time::timeout(Duration::from_secs(240), run).await.expect("test timed out");
+}

@@ -30,6 +30,7 @@ pub(crate) struct Driver {
     counters: Arc<NetCounters>,
     /// Counters as last logged, to log only changes.
     logged: Counts,
+    fault: Option<crate::server::Fault>,
 }
 
 type Counts = (Vec<(RejectReason, u64)>, Vec<(NetReason, u64)>);
@@ -53,7 +54,12 @@ impl Driver {
             max_frame_bytes: options.max_frame_bytes,
             counters,
             logged: (Vec::new(), Vec::new()),
+            fault: None,
         }
+    }
+
+    pub(crate) fn set_fault(&mut self, fault: crate::server::Fault) {
+        self.fault = Some(fault);
     }
 
     pub(crate) async fn run(
@@ -124,7 +130,15 @@ impl Driver {
 
     fn flush_and_route(&mut self) {
         self.replica.flush();
+        let me = self.replica.id();
         for (token, msg) in self.replica.take_outputs() {
+            let msg = match &self.fault {
+                Some(f) => match pistou_adversary::tamper(f.kind, &f.signer, me, token, msg, &mut rand::thread_rng()) {
+                    Some(m) => m,
+                    None => continue,
+                },
+                None => msg,
+            };
             let Some(tx) = self.conns.get(&token) else { continue }; // peer already gone
             match tx.try_send(msg) {
                 Ok(()) => {}
@@ -140,6 +154,13 @@ impl Driver {
             }
         }
         for (to, msg) in self.replica.take_replica_outputs() {
+            let msg = match &self.fault {
+                Some(f) => match pistou_adversary::tamper_replica(f.kind, msg) {
+                    Some(m) => m,
+                    None => continue,
+                },
+                None => msg,
+            };
             match self.peer(to).try_send(msg) {
                 Ok(()) => {}
                 // The peer is down or slow; the fallback protocol retries on its timers.

@@ -34,4 +34,4 @@ mod server;
 pub use clock::now_us;
 pub use counters::{NetCounters, NetReason};
 pub use driver::ReplicaReport;
-pub use server::{run_replica, NodeError, NodeOptions, ReplicaServer};
+pub use server::{run_replica, Fault, NodeError, NodeOptions, ReplicaServer};

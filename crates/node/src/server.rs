@@ -70,6 +70,14 @@ pub struct ReplicaServer {
     replica: Replica,
     options: NodeOptions,
     counters: Arc<NetCounters>,
+    fault: Option<Fault>,
+}
+
+/// A deliberately Byzantine replica (testing and benchmarks only): what it sends is
+/// rewritten by `pistou_adversary`, re-signed with its own key.
+pub struct Fault {
+    pub kind: pistou_adversary::ReplicaFault,
+    pub signer: pistou_crypto::BatchSigner,
 }
 
 impl ReplicaServer {
@@ -94,7 +102,13 @@ impl ReplicaServer {
         options: NodeOptions,
     ) -> Result<ReplicaServer, NodeError> {
         let replica = Replica::new(config.clone(), id, key).map_err(NodeError::Config)?;
-        Ok(ReplicaServer { listener, config, replica, options, counters: Arc::new(NetCounters::default()) })
+        Ok(ReplicaServer { listener, config, replica, options, counters: Arc::new(NetCounters::default()), fault: None })
+    }
+
+    /// Makes this replica Byzantine (testing and benchmarks only).
+    pub fn with_fault(mut self, fault: Fault) -> Self {
+        self.fault = Some(fault);
+        self
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -108,12 +122,16 @@ impl ReplicaServer {
 
     /// Serves until `shutdown` completes, then closes every connection.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> ReplicaReport {
-        let ReplicaServer { listener, config, replica, options, counters } = self;
+        let ReplicaServer { listener, config, replica, options, counters, fault } = self;
         let id = replica.id();
         let (tx, rx) = mpsc::channel(options.inbound_queue);
         let acceptor = tokio::spawn(accept_loop(listener, config.clone(), id, tx, counters.clone(), options.clone()));
         tracing::info!(replica = %id, "serving");
-        let driver = Driver::new(replica, config, counters, &options);
+        let mut driver = Driver::new(replica, config, counters, &options);
+        if let Some(fault) = fault {
+            tracing::warn!(replica = %id, fault = ?fault.kind, "running as a BYZANTINE replica (testing only)");
+            driver.set_fault(fault);
+        }
         let report = driver.run(rx, shutdown, options.tick_interval, options.stats_interval).await;
         acceptor.abort();
         tracing::info!(replica = %id, commits = report.stats.commits_applied, "stopped");

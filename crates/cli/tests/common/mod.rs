@@ -87,11 +87,17 @@ pub struct ClusterProc {
 
 impl ClusterProc {
     pub fn up(dir: &Path, tolerate: bool) -> ClusterProc {
+        Self::up_with(dir, tolerate, &[])
+    }
+
+    /// `cluster up` with extra arguments (e.g. `--byzantine s0r2=abort-all`).
+    pub fn up_with(dir: &Path, tolerate: bool, extra: &[&str]) -> ClusterProc {
         let mut cmd = Command::new(PISTOU);
         cmd.args(["cluster", "up", "--dir"]).arg(dir);
         if tolerate {
             cmd.arg("--tolerate-failures");
         }
+        cmd.args(extra);
         // Its stderr goes to a file, shown if startup fails, to keep test output readable.
         let stderr_path = dir.join("cluster-up.stderr");
         let stderr = std::fs::File::create(&stderr_path).expect("stderr file");
