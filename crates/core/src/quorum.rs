@@ -1,3 +1,6 @@
+// Thresholds are written as in the papers (`>= f+1`), not as `> f`.
+#![allow(clippy::int_plus_one)]
+
 /// Quorum sizes of the leaderless engine for n = 5f+1 replicas per shard (Basil §4,
 /// and the quorum table in SYSTEM.md). Every threshold in the protocol comes from here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -432,7 +432,7 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
             let pending: Vec<String> = w
                 .clients
                 .iter()
-                .filter(|c| !(c.done() && !c.coord.busy()))
+                .filter(|c| !c.done() || c.coord.busy())
                 .map(|c| format!("client {}: {}", c.index, c.coord.describe_pending()))
                 .collect();
             let stuck = w.clients.iter().flat_map(|c| c.coord.pending_ids()).collect::<Vec<_>>();

@@ -223,11 +223,11 @@ impl SimClient {
 
     fn on_event(&mut self, ev: CoordinatorEvent) {
         match (ev, &mut self.state) {
-            (CoordinatorEvent::ReadDone { txn, key, value }, State::Reading { h, plan, next, log }) if txn == *h => {
-                if plan.reads().get(*next) == Some(&key) {
-                    log.reads.push((key, value));
-                    *next += 1;
-                }
+            (CoordinatorEvent::ReadDone { txn, key, value }, State::Reading { h, plan, next, log })
+                if txn == *h && plan.reads().get(*next) == Some(&key) =>
+            {
+                log.reads.push((key, value));
+                *next += 1;
             }
             (CoordinatorEvent::Decided { txn, decision, fast, id }, State::Committing { h, log }) if txn == *h => {
                 let mut log = log.clone();

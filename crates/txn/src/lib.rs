@@ -8,6 +8,9 @@
 //!   S_log, and sends the writeback.
 //! - [`Authenticator`]: every signature and certificate check, shared by both.
 
+// Quorum thresholds are written as in the papers (`>= 3f+1`), not as `> 3f`.
+#![allow(clippy::int_plus_one)]
+
 mod auth;
 mod cc;
 mod coordinator;

@@ -468,7 +468,7 @@ impl Replica {
         rec.interested.insert(from);
         self.txns.insert(id, rec);
         match self.mvtso_check(now, &id, &meta) {
-            Err(conflict) => self.cast_vote(id, Vote::Abort, conflict),
+            Err(conflict) => self.cast_vote(id, Vote::Abort, conflict.map(|c| *c)),
             Ok(()) => {
                 self.add_prepared(&id, &meta);
                 let pending: Vec<TxnId> = meta
@@ -532,7 +532,7 @@ impl Replica {
 
     /// Lines 1–13 of Alg. 1. `Err(conflict)` means Vote-Abort, with the committed
     /// conflicting transaction's proof when there is one.
-    fn mvtso_check(&self, now: u64, id: &TxnId, meta: &TxnMeta) -> Result<(), Option<ConflictProof>> {
+    fn mvtso_check(&self, now: u64, id: &TxnId, meta: &TxnMeta) -> Result<(), Option<Box<ConflictProof>>> {
         let ts = meta.ts;
         // Line 1: ts within the replica's time bound; and not below the GC watermark.
         if ts.time > now.saturating_add(self.config().delta_us) || ts.time < self.watermark(now) {
@@ -591,10 +591,10 @@ impl Replica {
         Ok(())
     }
 
-    fn conflict_proof(&self, txn: &TxnId) -> Option<ConflictProof> {
+    fn conflict_proof(&self, txn: &TxnId) -> Option<Box<ConflictProof>> {
         let rec = self.txns.get(txn)?;
         match &rec.status {
-            Status::Committed(cert) => Some(ConflictProof { meta: (*rec.meta).clone(), cert: (**cert).clone() }),
+            Status::Committed(cert) => Some(Box::new(ConflictProof { meta: (*rec.meta).clone(), cert: (**cert).clone() })),
             _ => None,
         }
     }

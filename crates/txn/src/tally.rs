@@ -5,6 +5,7 @@ use pistou_wire::{AbortCert, ReplicaSigned, ShardVotes, St1Vote, Vote};
 use std::collections::BTreeSet;
 
 /// What one shard's votes amount to so far.
+#[allow(clippy::large_enum_variant)] // short-lived, never stored in bulk
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ShardOutcome {
     /// Not enough votes yet.

@@ -242,6 +242,7 @@ pub enum CommitCert {
 }
 
 /// A-CERT: proof that a transaction aborted.
+#[allow(clippy::large_enum_variant)] // certificates are built once and moved, not stored in bulk
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AbortCert {
     /// Fast path: 3f+1 abort votes from one shard of T.
@@ -252,6 +253,7 @@ pub enum AbortCert {
     Slow(Vec<ReplicaSigned<St2Reply>>),
 }
 
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DecisionCert {
     Commit(CommitCert),
