@@ -3,7 +3,7 @@
 //! the client's own commits and the recovery of stalled transactions its own ones depend
 //! on (then the ST1 it sends is Recovery Prepare, RP).
 
-use super::{Coordinator, CoordinatorEvent, TxnHandle, WritebackState};
+use super::{Coordinator, CoordinatorEvent, Retry, RetryStep, TxnHandle, WritebackState};
 use crate::auth::sign_client;
 use crate::rejects::RejectReason;
 use crate::tally::{ShardOutcome, ShardTally};
@@ -44,8 +44,7 @@ pub(super) struct Finishing {
 
 pub(super) struct Fetching {
     shard: ShardId,
-    attempts: u32,
-    last_send: u64,
+    retry: Retry,
 }
 
 impl Coordinator {
@@ -295,7 +294,7 @@ impl Coordinator {
             if busy || self.known_decision(&dep).is_some() || self.fetching.len() >= MAX_CONCURRENT_RECOVERIES {
                 continue;
             }
-            self.fetching.insert(dep, Fetching { shard, attempts: 1, last_send: now });
+            self.fetching.insert(dep, Fetching { shard, retry: Retry::sent_at(now) });
             let targets: Vec<ReplicaId> = self.config().replicas_of(shard).collect();
             for r in targets {
                 self.outputs.push((r, Message::FetchTxn { txn: dep }));
@@ -308,18 +307,11 @@ impl Coordinator {
         let mut give_up = Vec::new();
         let mut out = Vec::new();
         for (id, f) in self.fetching.iter_mut() {
-            if now < f.last_send.saturating_add(rt) {
-                continue;
-            }
-            if f.attempts >= FETCH_ATTEMPTS {
+            match f.retry.step(now, rt, FETCH_ATTEMPTS - 1) {
+                RetryStep::Wait => {}
                 // Nobody has it: a fabricated dependency, which replicas reject anyway.
-                give_up.push(*id);
-                continue;
-            }
-            f.attempts += 1;
-            f.last_send = now;
-            for r in self.auth.config().replicas_of(f.shard) {
-                out.push((r, Message::FetchTxn { txn: *id }));
+                RetryStep::GiveUp => give_up.push(*id),
+                RetryStep::Resend => out.extend(self.auth.config().replicas_of(f.shard).map(|r| (r, Message::FetchTxn { txn: *id }))),
             }
         }
         self.outputs.extend(out);
@@ -395,7 +387,7 @@ impl Coordinator {
         for r in &targets {
             self.outputs.push((*r, Message::Writeback(wb.clone())));
         }
-        self.writebacks.insert(id, WritebackState { msg: wb, unacked: targets, tries: 0, last_send: now });
+        self.writebacks.insert(id, WritebackState { msg: wb, unacked: targets, retry: Retry::sent_at(now) });
     }
 }
 

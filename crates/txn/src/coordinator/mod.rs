@@ -113,8 +113,38 @@ struct TxnState {
 struct WritebackState {
     msg: Writeback,
     unacked: BTreeSet<ReplicaId>,
+    retry: Retry,
+}
+
+/// Bounded retransmission: resend every `interval`, at most `max` more times.
+#[derive(Clone, Copy, Debug)]
+struct Retry {
     tries: u32,
     last_send: u64,
+}
+
+enum RetryStep {
+    Wait,
+    Resend,
+    GiveUp,
+}
+
+impl Retry {
+    fn sent_at(now: u64) -> Retry {
+        Retry { tries: 0, last_send: now }
+    }
+
+    fn step(&mut self, now: u64, interval: u64, max: u32) -> RetryStep {
+        if now < self.last_send.saturating_add(interval) {
+            return RetryStep::Wait;
+        }
+        if self.tries >= max {
+            return RetryStep::GiveUp;
+        }
+        self.tries += 1;
+        self.last_send = now;
+        RetryStep::Resend
+    }
 }
 
 pub struct Coordinator {
@@ -437,17 +467,14 @@ impl Coordinator {
         let (rt, retries) = (self.timeouts.retransmit_us, self.timeouts.writeback_retries);
         let mut finished = Vec::new();
         for (id, wb) in self.writebacks.iter_mut() {
-            if now < wb.last_send.saturating_add(rt) {
-                continue;
-            }
-            if wb.tries >= retries {
-                finished.push(*id);
-                continue;
-            }
-            wb.tries += 1;
-            wb.last_send = now;
-            for r in &wb.unacked {
-                self.outputs.push((*r, Message::Writeback(wb.msg.clone())));
+            match wb.retry.step(now, rt, retries) {
+                RetryStep::Wait => {}
+                RetryStep::GiveUp => finished.push(*id),
+                RetryStep::Resend => {
+                    for r in &wb.unacked {
+                        self.outputs.push((*r, Message::Writeback(wb.msg.clone())));
+                    }
+                }
             }
         }
         for id in finished {
