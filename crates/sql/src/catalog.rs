@@ -63,6 +63,9 @@ pub enum CatalogChange {
     DropTable { table: String },
     CreateIndex { table: String, index: IndexSchema },
     DropIndex { table: String, index: String },
+    /// Appends a nullable or defaulted column; stored rows read as having its default (NULL
+    /// when none).
+    AddColumn { table: String, column: Column },
 }
 
 /// All table schemas plus a version number bumped by every applied change (plans are
@@ -118,6 +121,15 @@ impl Catalog {
                     return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
                 };
                 Arc::make_mut(schema).indexes.push(index.clone());
+            }
+            CatalogChange::AddColumn { table, column } => {
+                let Some(schema) = self.tables.get_mut(table) else {
+                    return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
+                };
+                if schema.column_index(&column.name).is_some() {
+                    return err(SqlState::DuplicateColumn, format!("column \"{}\" of relation \"{table}\" already exists", column.name));
+                }
+                Arc::make_mut(schema).columns.push(column.clone());
             }
             CatalogChange::DropIndex { table, index } => {
                 let Some(schema) = self.tables.get_mut(table) else {

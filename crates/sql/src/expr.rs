@@ -63,6 +63,14 @@ pub enum Func {
     NullIf,
     Substr,
     Round,
+    Floor,
+    Ceil,
+    Trim,
+    Replace,
+    Concat,
+    Greatest,
+    Least,
+    Position,
 }
 
 impl Func {
@@ -76,6 +84,14 @@ impl Func {
             "nullif" => Func::NullIf,
             "substr" | "substring" => Func::Substr,
             "round" => Func::Round,
+            "floor" => Func::Floor,
+            "ceil" | "ceiling" => Func::Ceil,
+            "trim" | "btrim" => Func::Trim,
+            "replace" => Func::Replace,
+            "concat" => Func::Concat,
+            "greatest" => Func::Greatest,
+            "least" => Func::Least,
+            "strpos" => Func::Position,
             _ => return None,
         })
     }
@@ -90,14 +106,23 @@ impl Func {
             Func::NullIf => "nullif",
             Func::Substr => "substr",
             Func::Round => "round",
+            Func::Floor => "floor",
+            Func::Ceil => "ceil",
+            Func::Trim => "trim",
+            Func::Replace => "replace",
+            Func::Concat => "concat",
+            Func::Greatest => "greatest",
+            Func::Least => "least",
+            Func::Position => "strpos",
         }
     }
 
     /// Accepted argument counts (inclusive).
     pub fn arity(self) -> (usize, usize) {
         match self {
-            Func::Coalesce => (1, usize::MAX),
-            Func::NullIf => (2, 2),
+            Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => (1, usize::MAX),
+            Func::NullIf | Func::Position => (2, 2),
+            Func::Replace => (3, 3),
             Func::Substr => (2, 3),
             Func::Round => (1, 2),
             _ => (1, 1),
@@ -161,7 +186,7 @@ fn unbound(what: &str) -> SqlError {
     SqlError::new(SqlState::InternalError, format!("unbound {what} in expression"))
 }
 
-fn row_value<'r>(row: &'r [Value], i: usize) -> Result<&'r Value> {
+fn row_value(row: &[Value], i: usize) -> Result<&Value> {
     row.get(i).ok_or_else(|| unbound("column"))
 }
 
@@ -170,7 +195,7 @@ fn sub<'a>(env: &Env<'a>, i: usize) -> Result<&'a SubqueryValue> {
 }
 
 /// SQL `IN`: true if equal to some element, unknown if no match but a NULL was involved.
-fn in_values<'v>(v: &Value, list: impl Iterator<Item = Result<Value>>, negated: bool) -> Result<Value> {
+fn in_values(v: &Value, list: impl Iterator<Item = Result<Value>>, negated: bool) -> Result<Value> {
     if v.is_null() {
         return Ok(Value::Null);
     }
@@ -210,7 +235,7 @@ fn like(text: &str, pattern: &str) -> bool {
     p[pi..].iter().all(|&c| c == '%')
 }
 
-fn text_arg<'v>(v: &'v Value, func: Func) -> Result<&'v str> {
+fn text_arg(v: &Value, func: Func) -> Result<&str> {
     match v {
         Value::Text(s) => Ok(s),
         other => err(
@@ -231,6 +256,23 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
     let first = args.first().unwrap_or(&Value::Null);
     if func == Func::Coalesce {
         return Ok(args.iter().find(|v| !v.is_null()).cloned().unwrap_or(Value::Null));
+    }
+    if func == Func::Concat {
+        return Ok(Value::Text(args.iter().filter(|v| !v.is_null()).map(|v| v.to_string()).collect()));
+    }
+    if matches!(func, Func::Greatest | Func::Least) {
+        let mut best: Option<&Value> = None;
+        for v in args.iter().filter(|v| !v.is_null()) {
+            best = match best {
+                None => Some(v),
+                Some(b) => {
+                    let o = sql_cmp(v, b)?.unwrap_or(Ordering::Equal);
+                    let better = if func == Func::Greatest { o == Ordering::Greater } else { o == Ordering::Less };
+                    Some(if better { v } else { b })
+                }
+            };
+        }
+        return Ok(best.cloned().unwrap_or(Value::Null));
     }
     if func == Func::NullIf {
         let second = args.get(1).unwrap_or(&Value::Null);
@@ -288,7 +330,25 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
                 _ => return err(SqlState::UndefinedFunction, "function round expects a number"),
             }
         }
-        Func::Coalesce | Func::NullIf => Value::Null,
+        Func::Floor | Func::Ceil => match first {
+            Value::Int(i) => Value::Int(*i),
+            Value::Numeric(d) => Value::Numeric(if func == Func::Floor { d.floor() } else { d.ceil() }),
+            Value::Float(f) => Value::Float(if func == Func::Floor { f.floor() } else { f.ceil() }),
+            _ => return err(SqlState::UndefinedFunction, format!("function {} expects a number", func.name())),
+        },
+        Func::Trim => Value::Text(text_arg(first, func)?.trim_matches(' ').to_string()),
+        Func::Replace => {
+            let from = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
+            let to = text_arg(args.get(2).unwrap_or(&Value::Null), func)?;
+            let s = text_arg(first, func)?;
+            if from.is_empty() { Value::Text(s.to_string()) } else { Value::Text(s.replace(from, to)) }
+        }
+        Func::Position => {
+            let s = text_arg(first, func)?;
+            let needle = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
+            Value::Int(s.find(needle).map_or(0, |byte| s[..byte].chars().count() as i64 + 1))
+        }
+        Func::Coalesce | Func::NullIf | Func::Concat | Func::Greatest | Func::Least => Value::Null,
     })
 }
 

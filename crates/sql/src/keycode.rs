@@ -13,6 +13,8 @@
 //! | numeric  | `05`, sign `01` (neg) / `02` (zero) / `03` (pos); for non-zero: biased 2-byte decimal exponent, one byte per significant digit (`digit + 1`), terminator `00`; all bytes after the sign byte are inverted for negatives |
 //! | text     | `06`, UTF-8 bytes with `00` escaped as `00 FF`, terminator `00 01`         |
 //! | bytes    | `07`, same escaping as text                                                |
+//! | date     | `08`, 4 bytes big-endian of the day number with its sign bit flipped       |
+//! | timestamp| `09`, 8 bytes big-endian of the microsecond count with its sign bit flipped |
 
 use crate::types::Value;
 use rust_decimal::Decimal;
@@ -43,6 +45,14 @@ pub fn encode_value(out: &mut Vec<u8>, v: &Value) {
         Value::Bytes(b) => {
             out.push(0x07);
             encode_escaped(out, b);
+        }
+        Value::Date(d) => {
+            out.push(0x08);
+            out.extend(((*d as u32) ^ (1 << 31)).to_be_bytes());
+        }
+        Value::Timestamp(t) => {
+            out.push(0x09);
+            out.extend(((*t as u64) ^ (1 << 63)).to_be_bytes());
         }
     }
 }

@@ -1,5 +1,32 @@
 //! Pistou SQL engine over a versioned snapshot.
 //!
-//! SPECIFICATION (read first): the full text of issue 4 is in `crates/sql/ISSUE-4.md`
-//! (the brief said "{ISSUE4}" where this text belongs). Delete ISSUE-4.md and this note
-//! once the crate's own docs (docs/sql.md) describe the engine.
+//! The engine parses (sqlparser, PostgreSQL dialect), binds against a [`Catalog`], plans by
+//! fixed rules, and executes over any [`Storage`] at a caller-chosen snapshot. It never
+//! mutates anything: a statement yields its result, a [`ReadReport`] (per-scan predicates and
+//! active rows, for Pesto's semantic concurrency control), a [`WriteSet`], and for DDL a
+//! [`CatalogChange`]. [`Database`] wires it to an in-memory store for standalone use.
+//! See `docs/sql.md` for the architecture and the key encoding.
+
+mod bind;
+pub mod catalog;
+pub mod database;
+pub mod engine;
+pub mod error;
+mod exec;
+pub mod expr;
+pub mod keycode;
+mod plan;
+pub mod report;
+pub mod storage;
+pub mod temporal;
+pub mod types;
+
+pub use catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
+pub use database::Database;
+pub use engine::{Engine, ExecContext, Execution, Limits, Output, PointKey, Prepared};
+pub use error::{SqlError, SqlState};
+pub use expr::{Expr, Predicate};
+pub use plan::TxnControl;
+pub use report::{Access, ReadReport, ReadRow, ScanRead};
+pub use storage::{KeyRange, MemStore, ReadAt, Storage, StoredRow, TxnId, Version, Write, WriteSet};
+pub use types::{Row, SqlType, Value};

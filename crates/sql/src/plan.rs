@@ -2,7 +2,8 @@
 //! plan for the same statement and catalog.
 
 use crate::catalog::{CatalogChange, TableSchema};
-use crate::expr::{CmpOp, Expr, Shown};
+use crate::expr::{CmpOp, Expr, Func, Shown};
+use crate::types::SqlType;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -21,12 +22,15 @@ pub(crate) struct RangeBound {
     pub inclusive: bool,
 }
 
-/// Key access of a scan: equalities on a prefix of the key columns, then an optional range on
-/// the next key column. Expressions hold no column references of the scanned table.
+/// Key access of a scan: equalities on a prefix of the key columns, then either a list of
+/// values (`IN`) or an optional range on the next key column. Expressions hold no column
+/// references of the scanned table.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct KeyAccess {
     pub path: Path,
     pub eq: Vec<Expr>,
+    /// Values of the key column after the equality prefix (empty: no IN list).
+    pub any_of: Vec<Expr>,
     pub lower: Option<RangeBound>,
     pub upper: Option<RangeBound>,
 }
@@ -40,12 +44,12 @@ impl KeyAccess {
     }
 
     pub fn is_point(&self, table: &TableSchema) -> bool {
-        self.path == Path::PrimaryKey && self.eq.len() == table.primary_key.len()
+        self.path == Path::PrimaryKey && !table.primary_key.is_empty() && self.eq.len() == table.primary_key.len()
     }
 
     fn uses_outer(&self) -> bool {
         let outer = |e: &Expr| e.any(&|n| matches!(n, Expr::Outer(_)));
-        self.eq.iter().any(outer)
+        self.eq.iter().chain(&self.any_of).any(outer)
             || self.lower.iter().chain(&self.upper).any(|b| outer(&b.expr))
     }
 }
@@ -57,6 +61,9 @@ pub(crate) struct ScanPlan {
     pub table: Arc<TableSchema>,
     pub access: KeyAccess,
     pub filter: Expr,
+    /// For a derived table (subquery or CTE in FROM): the query producing its rows; `table`
+    /// is then a key-less schema describing its columns. Its scans report themselves.
+    pub derived: Option<Box<QueryPlan>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -75,6 +82,9 @@ pub(crate) struct JoinStep {
     pub per_outer_row: bool,
     /// Condition over the combined row, checked for each pair.
     pub condition: Option<Expr>,
+    /// Equalities `left = right` among the condition's conjuncts (left over the left row,
+    /// right over the inner table's row): a scanned-once inner table is hashed on them.
+    pub hash_keys: Vec<(Expr, Expr)>,
 }
 
 #[derive(Clone, Debug)]
@@ -148,6 +158,8 @@ pub(crate) struct QueryPlan {
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
     pub names: Vec<String>,
+    /// Static type of each output column (None: only known at run time, e.g. `$1` or NULL).
+    pub types: Vec<Option<SqlType>>,
 }
 
 #[derive(Clone, Debug)]
@@ -169,8 +181,20 @@ pub(crate) struct InsertPlan {
     /// Table column receiving each source column.
     pub targets: Vec<usize>,
     pub source: InsertSource,
-    pub do_nothing_on_conflict: bool,
+    pub on_conflict: OnConflict,
     pub returning: Option<Returning>,
+}
+
+/// What INSERT does when a row's key is taken.
+#[derive(Clone, Debug)]
+pub(crate) enum OnConflict {
+    /// Unique violation (23505).
+    Error,
+    /// Skip the row (any primary-key or unique conflict).
+    DoNothing,
+    /// Update the existing row on a primary-key conflict. Expressions are over
+    /// `[existing row..., excluded (proposed) row...]`.
+    DoUpdate { assignments: Vec<(usize, Expr)>, filter: Option<Expr> },
 }
 
 #[derive(Clone, Debug)]
@@ -211,8 +235,153 @@ pub(crate) enum Statement {
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
     pub statement: Statement,
-    pub subqueries: Vec<QueryPlan>,
+    pub subqueries: Vec<Subquery>,
     pub param_count: usize,
+    /// Inferred type of each parameter (None where the context gives no type).
+    pub param_types: Vec<Option<SqlType>>,
+}
+
+/// A subquery of a statement. Uncorrelated ones run once before the statement; correlated
+/// ones (referencing the enclosing row as `Expr::Outer`) run once per enclosing row.
+#[derive(Clone, Debug)]
+pub(crate) struct Subquery {
+    pub plan: QueryPlan,
+    pub kind: SubqueryKind,
+    pub correlated: bool,
+}
+
+/// Ids of the subqueries an expression uses directly.
+pub(crate) fn subquery_ids(e: &Expr, out: &mut Vec<usize>) {
+    match e {
+        Expr::Subquery(i) | Expr::InSubquery { subquery: i, .. } | Expr::Exists { subquery: i, .. } => out.push(*i),
+        _ => {}
+    }
+    for child in e.children() {
+        subquery_ids(child, out);
+    }
+}
+
+/// How a subquery's result is used.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum SubqueryKind {
+    Scalar,
+    List,
+    Exists,
+}
+
+/// Static result type of `e` over a row whose columns have types `input`.
+pub(crate) fn expr_type(e: &Expr, input: &[Option<SqlType>]) -> Option<SqlType> {
+    let first_known = |items: &mut dyn Iterator<Item = &Expr>| {
+        for x in items {
+            if let Some(t) = expr_type(x, input) {
+                return Some(t);
+            }
+        }
+        None
+    };
+    match e {
+        Expr::Const(v) => v.sql_type(),
+        Expr::Column(i) => input.get(*i).copied().flatten(),
+        Expr::Outer(_) | Expr::Param(_) | Expr::Subquery(_) => None,
+        Expr::Neg(x) => expr_type(x, input),
+        Expr::Arith(_, a, b) => match (expr_type(a, input)?, expr_type(b, input)?) {
+            (SqlType::Float, _) | (_, SqlType::Float) => Some(SqlType::Float),
+            (SqlType::Numeric, _) | (_, SqlType::Numeric) => Some(SqlType::Numeric),
+            (SqlType::Int, SqlType::Int) => Some(SqlType::Int),
+            _ => None,
+        },
+        Expr::Concat(..) => Some(SqlType::Text),
+        Expr::Case { whens, otherwise, .. } => {
+            first_known(&mut whens.iter().map(|(_, then)| then).chain(otherwise.as_deref()))
+        }
+        Expr::Cast { ty, .. } => Some(*ty),
+        Expr::Call { func, args } => match func {
+            Func::Lower | Func::Upper | Func::Substr | Func::Trim | Func::Replace | Func::Concat => Some(SqlType::Text),
+            Func::Length | Func::Position => Some(SqlType::Int),
+            Func::Abs | Func::Round | Func::NullIf | Func::Floor | Func::Ceil => args.first().and_then(|a| expr_type(a, input)),
+            Func::Coalesce | Func::Greatest | Func::Least => first_known(&mut args.iter()),
+        },
+        Expr::InSubquery { .. }
+        | Expr::Exists { .. }
+        | Expr::Not(_)
+        | Expr::And(..)
+        | Expr::Or(..)
+        | Expr::Cmp(..)
+        | Expr::IsNull { .. }
+        | Expr::IsBool { .. }
+        | Expr::IsDistinct { .. }
+        | Expr::InList { .. }
+        | Expr::Like { .. } => Some(SqlType::Bool),
+    }
+}
+
+fn hint_param(out: &mut Vec<Option<SqlType>>, e: &Expr, ty: Option<SqlType>) {
+    if let (Expr::Param(i), Some(t)) = (e, ty) {
+        if out.len() <= *i {
+            out.resize(*i + 1, None);
+        }
+        if let Some(slot @ None) = out.get_mut(*i) {
+            *slot = Some(t);
+        }
+    }
+}
+
+/// Infers parameter types from the context they appear in (`col = $1` gives `$1` the type
+/// of `col`), for drivers that prepare statements without declaring parameter types.
+pub(crate) fn infer_param_types(e: &Expr, input: &[Option<SqlType>], out: &mut Vec<Option<SqlType>>) {
+    let ty = |x: &Expr| expr_type(x, input);
+    match e {
+        Expr::Cmp(_, a, b) | Expr::Arith(_, a, b) | Expr::IsDistinct { left: a, right: b, .. } => {
+            hint_param(out, a, ty(b));
+            hint_param(out, b, ty(a));
+        }
+        Expr::InList { expr, list, .. } => {
+            for item in list {
+                hint_param(out, item, ty(expr));
+            }
+            hint_param(out, expr, list.iter().find_map(ty));
+        }
+        Expr::Like { expr, pattern, .. } | Expr::Concat(expr, pattern) => {
+            hint_param(out, expr, Some(SqlType::Text));
+            hint_param(out, pattern, Some(SqlType::Text));
+        }
+        Expr::Not(x) | Expr::IsBool { expr: x, .. } => hint_param(out, x, Some(SqlType::Bool)),
+        Expr::And(a, b) | Expr::Or(a, b) => {
+            hint_param(out, a, Some(SqlType::Bool));
+            hint_param(out, b, Some(SqlType::Bool));
+        }
+        Expr::Call { func, args } => {
+            for (i, arg) in args.iter().enumerate() {
+                let t = match (func, i) {
+                    (Func::Lower | Func::Upper | Func::Length | Func::Substr | Func::Trim, 0) => Some(SqlType::Text),
+                    (Func::Replace | Func::Position, _) => Some(SqlType::Text),
+                    (Func::Substr | Func::Round, _) => Some(SqlType::Int),
+                    _ => None,
+                };
+                hint_param(out, arg, t);
+            }
+        }
+        _ => {}
+    }
+    for child in e.children() {
+        infer_param_types(child, input, out);
+    }
+}
+
+/// Hints a bare parameter used where a value of type `ty` is expected (INSERT values, SET).
+pub(crate) fn hint_param_type(e: &Expr, ty: SqlType, out: &mut Vec<Option<SqlType>>) {
+    hint_param(out, e, Some(ty));
+}
+
+/// Static result type of an aggregate call.
+pub(crate) fn aggregate_type(call: &AggCall, input: &[Option<SqlType>]) -> Option<SqlType> {
+    let arg = call.arg.as_ref().and_then(|a| expr_type(a, input));
+    match call.func {
+        AggFunc::CountStar | AggFunc::Count => Some(SqlType::Int),
+        AggFunc::Sum | AggFunc::Min | AggFunc::Max => arg,
+        AggFunc::Avg if arg == Some(SqlType::Float) => Some(SqlType::Float),
+        AggFunc::Avg => Some(SqlType::Numeric),
+    }
 }
 
 /// Splits a conjunction into its conjuncts.
@@ -234,6 +403,7 @@ fn is_key_value(e: &Expr) -> bool {
 #[derive(Default)]
 struct ColumnConds {
     eq: Option<Expr>,
+    any_of: Option<Vec<Expr>>,
     lower: Option<RangeBound>,
     upper: Option<RangeBound>,
 }
@@ -241,6 +411,16 @@ struct ColumnConds {
 fn column_conditions(table: &TableSchema, conjuncts: &[Expr]) -> Vec<ColumnConds> {
     let mut conds: Vec<ColumnConds> = table.columns.iter().map(|_| ColumnConds::default()).collect();
     for c in conjuncts {
+        if let Expr::InList { expr, list, negated: false } = c {
+            if let Expr::Column(col) = &**expr {
+                if !list.is_empty() && list.iter().all(is_key_value) {
+                    if let Some(cond) = conds.get_mut(*col) {
+                        cond.any_of.get_or_insert_with(|| list.clone());
+                    }
+                }
+            }
+            continue;
+        }
         let Expr::Cmp(op, a, b) = c else { continue };
         let (col, op, value) = match (&**a, &**b) {
             (Expr::Column(i), v) if is_key_value(v) => (*i, *op, v),
@@ -262,12 +442,16 @@ fn column_conditions(table: &TableSchema, conjuncts: &[Expr]) -> Vec<ColumnConds
 }
 
 fn access_on(path: Path, columns: &[usize], conds: &[ColumnConds]) -> KeyAccess {
-    let mut access = KeyAccess { path, eq: Vec::new(), lower: None, upper: None };
+    let mut access = KeyAccess { path, eq: Vec::new(), any_of: Vec::new(), lower: None, upper: None };
     for &c in columns {
         let Some(cond) = conds.get(c) else { break };
         if let Some(e) = &cond.eq {
             access.eq.push(e.clone());
             continue;
+        }
+        if let Some(list) = &cond.any_of {
+            access.any_of = list.clone();
+            break;
         }
         access.lower = cond.lower.clone();
         access.upper = cond.upper.clone();
@@ -285,7 +469,7 @@ pub(crate) fn choose_access(table: &TableSchema, conjuncts: &[Expr]) -> KeyAcces
     if best.is_point(table) {
         return best;
     }
-    let score = |a: &KeyAccess| (a.eq.len(), a.lower.is_some() || a.upper.is_some());
+    let score = |a: &KeyAccess| (a.eq.len() + usize::from(!a.any_of.is_empty()), a.lower.is_some() || a.upper.is_some());
     for (i, index) in table.indexes.iter().enumerate() {
         let candidate = access_on(Path::Index(i), &index.columns, &conds);
         if score(&candidate) > score(&best) {
@@ -309,6 +493,11 @@ fn table_names(table: &TableSchema) -> impl Fn(usize) -> String + '_ {
 
 fn describe_scan(out: &mut String, indent: usize, scan: &ScanPlan) {
     let names = table_names(&scan.table);
+    if let Some(q) = &scan.derived {
+        let _ = writeln!(out, "{:indent$}Derived {} filter {}", "", scan.table.name, Shown(&scan.filter, &names));
+        describe_query(out, indent + 2, q);
+        return;
+    }
     let access = &scan.access;
     let key_cols = access.key_columns(&scan.table);
     let how = if access.is_point(&scan.table) {
@@ -318,7 +507,7 @@ fn describe_scan(out: &mut String, indent: usize, scan: &ScanPlan) {
             Path::PrimaryKey => "primary key".to_string(),
             Path::Index(i) => format!("index {}", scan.table.indexes.get(i).map_or("?", |x| x.name.as_str())),
         };
-        let ranged = access.lower.is_some() || access.upper.is_some();
+        let ranged = access.lower.is_some() || access.upper.is_some() || !access.any_of.is_empty();
         if access.eq.is_empty() && !ranged && access.path == Path::PrimaryKey {
             "full scan".to_string()
         } else {
@@ -331,6 +520,10 @@ fn describe_scan(out: &mut String, indent: usize, scan: &ScanPlan) {
         .zip(key_cols)
         .map(|(e, c)| format!("{} = {}", names(*c), Shown(e, &names)))
         .collect();
+    if let Some(col) = key_cols.get(access.eq.len()).filter(|_| !access.any_of.is_empty()) {
+        let values: Vec<String> = access.any_of.iter().map(|e| Shown(e, &names).to_string()).collect();
+        keys.push(format!("{} IN ({})", names(*col), values.join(", ")));
+    }
     if let Some(col) = key_cols.get(access.eq.len()) {
         for (b, lt, le) in [(&access.lower, ">", ">="), (&access.upper, "<", "<=")] {
             if let Some(b) = b {
@@ -378,6 +571,11 @@ fn describe_body(out: &mut String, indent: usize, body: &QueryBody) {
                     let _ = writeln!(out, "{:inner$}One row", "");
                 }
                 Some(first) => {
+                    let combined: Vec<String> = std::iter::once(&first.table)
+                        .chain(core.from.joins.iter().map(|j| &j.right.table))
+                        .flat_map(|t| t.columns.iter().map(move |c| format!("{}.{}", t.name, c.name)))
+                        .collect();
+                    let names = |i: usize| combined.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
                     describe_scan(out, inner, first);
                     for step in &core.from.joins {
                         let _ = writeln!(
@@ -385,8 +583,14 @@ fn describe_body(out: &mut String, indent: usize, body: &QueryBody) {
                             "{:inner$}{} join ({}){}",
                             "",
                             if step.kind == JoinKind::Left { "Left" } else { "Inner" },
-                            if step.per_outer_row { "index nested loop" } else { "nested loop" },
-                            step.condition.as_ref().map_or(String::new(), |c| format!(" on {c}"))
+                            if step.per_outer_row {
+                                "index nested loop"
+                            } else if step.hash_keys.is_empty() {
+                                "nested loop"
+                            } else {
+                                "hash"
+                            },
+                            step.condition.as_ref().map_or(String::new(), |c| format!(" on {}", Shown(c, &names)))
                         );
                         describe_scan(out, inner + 2, &step.right);
                     }
@@ -415,8 +619,8 @@ fn describe_query(out: &mut String, indent: usize, q: &QueryPlan) {
 pub(crate) fn explain(plan: &Plan) -> String {
     let mut out = String::new();
     for (i, sub) in plan.subqueries.iter().enumerate() {
-        let _ = writeln!(out, "Subquery {i}:");
-        describe_query(&mut out, 2, sub);
+        let _ = writeln!(out, "Subquery {i}{}:", if sub.correlated { " (correlated, per row)" } else { "" });
+        describe_query(&mut out, 2, &sub.plan);
     }
     match &plan.statement {
         Statement::Query(q) => describe_query(&mut out, 0, q),
@@ -443,4 +647,67 @@ pub(crate) fn explain(plan: &Plan) -> String {
         }
     }
     out.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{Column, IndexSchema};
+    use crate::types::Value;
+
+    fn table() -> TableSchema {
+        let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
+        TableSchema {
+            name: "t".into(),
+            columns: vec![col("a"), col("b"), col("c"), col("d")],
+            primary_key: vec![0, 1],
+            indexes: vec![
+                IndexSchema { name: "t_c".into(), columns: vec![2], unique: false },
+                IndexSchema { name: "t_cd".into(), columns: vec![2, 3], unique: true },
+            ],
+        }
+    }
+
+    fn eq(col: usize, v: i64) -> Expr {
+        Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(col)), Box::new(Expr::Const(Value::Int(v))))
+    }
+
+    fn gt(col: usize, v: i64) -> Expr {
+        Expr::Cmp(CmpOp::Lt, Box::new(Expr::Const(Value::Int(v))), Box::new(Expr::Column(col)))
+    }
+
+    #[test]
+    fn access_rules_are_fixed_and_data_independent() {
+        let t = table();
+        let full_pk = choose_access(&t, &[eq(1, 2), eq(0, 1), eq(2, 3), eq(3, 4)]);
+        assert!(full_pk.is_point(&t), "a full primary key wins over a unique index");
+        let prefix = choose_access(&t, &[eq(0, 1), eq(2, 3)]);
+        assert_eq!((prefix.path.clone(), prefix.eq.len()), (Path::PrimaryKey, 1), "ties go to the primary key");
+        let index = choose_access(&t, &[eq(2, 3), eq(3, 4), eq(0, 1)]);
+        assert_eq!((index.path.clone(), index.eq.len()), (Path::Index(1), 2), "longest equality prefix");
+        let range = choose_access(&t, &[gt(0, 5)]);
+        assert_eq!(range.path, Path::PrimaryKey);
+        assert_eq!(range.lower, Some(RangeBound { expr: Expr::Const(Value::Int(5)), inclusive: false }), "5 < a is a > 5");
+        let none = choose_access(&t, &[Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(2)), Box::new(Expr::Column(3)))]);
+        assert!(none.eq.is_empty() && none.lower.is_none() && none.path == Path::PrimaryKey, "column = column is no key");
+    }
+
+    #[test]
+    fn outer_references_make_a_per_row_access() {
+        let t = table();
+        let by_outer = Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(2)), Box::new(Expr::Outer(7)));
+        let access = choose_access(&t, &[by_outer]);
+        assert_eq!(access.path, Path::Index(0));
+        assert!(access_uses_outer(&access));
+    }
+
+    #[test]
+    fn expression_types_follow_numeric_promotion() {
+        let input = [Some(SqlType::Int), Some(SqlType::Numeric), Some(SqlType::Text)];
+        let add = |a, b| Expr::Arith(crate::types::ArithOp::Add, Box::new(Expr::Column(a)), Box::new(Expr::Column(b)));
+        assert_eq!(expr_type(&add(0, 0), &input), Some(SqlType::Int));
+        assert_eq!(expr_type(&add(0, 1), &input), Some(SqlType::Numeric));
+        assert_eq!(expr_type(&eq(2, 1), &input), Some(SqlType::Bool));
+        assert_eq!(expr_type(&Expr::Param(0), &input), None);
+    }
 }

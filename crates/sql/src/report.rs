@@ -42,7 +42,8 @@ pub struct ScanRead {
     /// For `Access::Point`: the key looked up, when no visible row had it (the statement
     /// relied on its absence, e.g. an INSERT's primary-key check).
     pub absent_key: Option<Vec<u8>>,
-    /// Timestamp of the newest write to the table visible to the read (Pesto's table version).
+    /// Timestamp of the newest write to the table below the read timestamp (Pesto's table
+    /// version, §6.1.3).
     pub table_version: Option<u128>,
 }
 
@@ -63,10 +64,5 @@ impl ReadReport {
     /// point-read classification, §5.3).
     pub fn is_point_read(&self) -> bool {
         matches!(self.scans.as_slice(), [scan] if scan.access == Access::Point)
-    }
-
-    /// Number of active rows over all scans.
-    pub fn active_rows(&self) -> usize {
-        self.scans.iter().map(|s| s.rows.len()).sum()
     }
 }

@@ -96,23 +96,29 @@ impl ReadAt<'_> {
 
 /// What the engine needs from a multi-version store. Implementations return, for every key,
 /// only the version selected by `at` (see [`ReadAt`]), and skip keys whose selected version is
-/// a deletion.
+/// a deletion. Rows have one value per column of the current schema (after
+/// `CatalogChange::AddColumn`, older versions read with the new column's default).
 pub trait Storage {
-    /// Visible rows of `table` whose encoded primary key lies in `range`, in key order.
-    fn scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt) -> Result<Vec<StoredRow>>;
+    /// Visible rows of `table` whose encoded primary key lies in `range`, in key order; at
+    /// most `limit` rows (the engine fails a statement that reaches its row limit, so stopping
+    /// early bounds memory). `range` may be empty or inverted.
+    fn scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>>;
 
     /// Visible rows of `table` whose encoded index key (see [`TableSchema::index_key`]) lies
-    /// in `range`, ordered by (index key, primary key). The index key is that of the visible
-    /// version: rows whose older versions matched but whose visible version does not are skipped.
+    /// in `range`, ordered by (index key, primary key); at most `limit` rows. The index key is
+    /// that of the visible version: rows whose older versions matched but whose visible version
+    /// does not are skipped.
     fn index_scan(
         &self,
         table: &TableSchema,
         index: &IndexSchema,
         range: &KeyRange,
         at: &ReadAt,
+        limit: usize,
     ) -> Result<Vec<StoredRow>>;
 
-    /// Timestamp of the newest write to `table` visible at `at` (Pesto's "table version").
+    /// Timestamp of the newest write to `table` with a timestamp below `at.ts` (Pesto's
+    /// "table version", §6.1.3).
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<u128>;
 }
 
@@ -153,21 +159,18 @@ impl WriteSet {
             self.tables.entry(table).or_default().extend(writes);
         }
     }
-
-    /// Forgets writes to a dropped table.
-    pub fn drop_table(&mut self, table: &str) {
-        self.tables.remove(table);
-    }
 }
 
 type Versions = Vec<(Version, Option<Row>)>;
+/// (index key, primary key) pairs of one index.
+type IndexEntries = BTreeSet<(Vec<u8>, Vec<u8>)>;
 
 #[derive(Clone, Debug, Default)]
 struct MemTable {
     rows: BTreeMap<Vec<u8>, Versions>,
     /// (index key, primary key) for every version ever written; stale entries are filtered
     /// on read by re-checking the visible version.
-    indexes: BTreeMap<String, BTreeSet<(Vec<u8>, Vec<u8>)>>,
+    indexes: BTreeMap<String, IndexEntries>,
     /// Timestamps of all writes, for `table_version`.
     write_ts: BTreeSet<u128>,
 }
@@ -213,6 +216,16 @@ impl MemStore {
             DropIndex { table, index } => {
                 if let Some(mem) = self.tables.get_mut(table) {
                     mem.indexes.remove(index);
+                }
+            }
+            AddColumn { table, column } => {
+                if let Some(mem) = self.tables.get_mut(table) {
+                    let default = column.default.clone().unwrap_or(crate::types::Value::Null);
+                    for versions in mem.rows.values_mut() {
+                        for row in versions.iter_mut().filter_map(|(_, r)| r.as_mut()) {
+                            row.push(default.clone());
+                        }
+                    }
                 }
             }
         }
@@ -284,7 +297,7 @@ fn visible_row(key: &[u8], versions: &Versions, at: &ReadAt) -> Option<StoredRow
 }
 
 impl Storage for MemStore {
-    fn scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt) -> Result<Vec<StoredRow>> {
+    fn scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
         if range.is_empty() {
             return Ok(Vec::new());
         }
@@ -293,10 +306,11 @@ impl Storage for MemStore {
             .rows
             .range::<Vec<u8>, _>((range.start.as_ref(), range.end.as_ref()))
             .filter_map(|(key, versions)| visible_row(key, versions, at))
+            .take(limit)
             .collect())
     }
 
-    fn index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt) -> Result<Vec<StoredRow>> {
+    fn index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
         let mem = self.table(&table.name)?;
         let Some(entries) = mem.indexes.get(&index.name) else {
             return err(SqlState::UndefinedObject, format!("index \"{}\" does not exist", index.name));
@@ -305,33 +319,121 @@ impl Storage for MemStore {
             Bound::Included(s) | Bound::Excluded(s) => Bound::Included((s.clone(), Vec::new())),
             Bound::Unbounded => Bound::Unbounded,
         };
+        // Each key's visible version is reported at the one index entry matching it, so the
+        // output is already in (index key, primary key) order.
         let mut out: Vec<StoredRow> = Vec::new();
-        let mut seen = BTreeSet::new();
         for (index_key, pk) in entries.range((start, Bound::Unbounded)) {
             let past_end = match &range.end {
                 Bound::Included(e) => index_key > e,
                 Bound::Excluded(e) => index_key >= e,
                 Bound::Unbounded => false,
             };
-            if past_end {
+            if past_end || out.len() >= limit {
                 break;
             }
-            if !range.contains(index_key) || !seen.insert(pk) {
+            if !range.contains(index_key) {
                 continue;
             }
             let Some(versions) = mem.rows.get(pk) else { continue };
             if let Some(row) = visible_row(pk, versions, at) {
-                if range.contains(&table.index_key(index, &row.row)) {
+                if table.index_key(index, &row.row) == *index_key {
                     out.push(row);
                 }
             }
         }
-        out.sort_by_cached_key(|r| (table.index_key(index, &r.row), r.key.clone()));
         Ok(out)
     }
 
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<u128> {
         let mem = self.tables.get(&table.name)?;
         mem.write_ts.range(..at.ts).next_back().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{CatalogChange, Column};
+    use crate::keycode::encode_key;
+    use crate::types::{SqlType, Value};
+
+    fn setup() -> (Catalog, MemStore, TableSchema) {
+        let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
+        let schema = TableSchema {
+            name: "t".into(),
+            columns: vec![col("id"), col("a")],
+            primary_key: vec![0],
+            indexes: vec![IndexSchema { name: "t_a".into(), columns: vec![1], unique: false }],
+        };
+        let mut catalog = Catalog::new();
+        let change = CatalogChange::CreateTable(schema.clone());
+        catalog.apply(&change).expect("create");
+        let mut store = MemStore::new();
+        store.apply_catalog_change(&catalog, &change);
+        (catalog, store, schema)
+    }
+
+    fn write(catalog: &Catalog, store: &mut MemStore, id: i64, a: Option<i64>, ts: u128) {
+        let key = encode_key([&Value::Int(id)]);
+        let w = match a {
+            Some(a) => Write::Upsert(vec![Value::Int(id), Value::Int(a)]),
+            None => Write::Delete,
+        };
+        let mut ws = WriteSet::default();
+        ws.put("t", key, w);
+        store.apply_writes(catalog, &ws, Version { ts, prepared_by: None }).expect("write");
+    }
+
+    fn ids(rows: Vec<StoredRow>) -> Vec<Value> {
+        rows.into_iter().filter_map(|r| r.row.first().cloned()).collect()
+    }
+
+    #[test]
+    fn index_scans_see_only_the_visible_version() {
+        let (catalog, mut store, schema) = setup();
+        write(&catalog, &mut store, 1, Some(10), 1);
+        write(&catalog, &mut store, 2, Some(20), 2);
+        write(&catalog, &mut store, 1, Some(30), 3);
+        write(&catalog, &mut store, 2, None, 4);
+        let index = &schema.indexes[0];
+        let eq = |a: i64| KeyRange::point(encode_key([&Value::Int(a)]));
+        let at = |ts| ReadAt::latest_before(ts);
+        let scan = |range: &KeyRange, ts| ids(store.index_scan(&schema, index, range, &at(ts), usize::MAX).expect("scan"));
+        assert_eq!(scan(&eq(10), 10), Vec::<Value>::new());
+        assert_eq!(scan(&eq(30), 10), vec![Value::Int(1)]);
+        assert_eq!(scan(&eq(10), 3), vec![Value::Int(1)]);
+        assert_eq!(scan(&KeyRange::all(), 4), vec![Value::Int(2), Value::Int(1)], "index order: a=20 before a=30");
+        assert_eq!(scan(&KeyRange::all(), 5), vec![Value::Int(1)]);
+        assert_eq!(store.table_version(&schema, &at(4)), Some(3));
+        assert_eq!(ids(store.scan(&schema, &KeyRange::all(), &at(3), usize::MAX).expect("scan")), vec![Value::Int(1), Value::Int(2)]);
+    }
+
+    #[test]
+    fn prepared_versions_commit_or_vanish() {
+        let (catalog, mut store, schema) = setup();
+        write(&catalog, &mut store, 1, Some(10), 1);
+        let txn = [1u8; 32];
+        let mut ws = WriteSet::default();
+        ws.put("t", encode_key([&Value::Int(1)]), Write::Upsert(vec![Value::Int(1), Value::Int(11)]));
+        store.apply_writes(&catalog, &ws, Version { ts: 5, prepared_by: Some(txn) }).expect("prepare");
+        let committed_only = |v: &Version| v.prepared_by.is_none();
+        let at = ReadAt { ts: 9, visible: &committed_only };
+        let value = |store: &MemStore, at: &ReadAt| store.scan(&schema, &KeyRange::all(), at, usize::MAX).expect("scan")[0].row[1].clone();
+        assert_eq!(value(&store, &at), Value::Int(10));
+        assert_eq!(value(&store, &ReadAt::latest_before(9)), Value::Int(11));
+        let mut aborted = store.clone();
+        aborted.abort_prepared(&txn);
+        assert_eq!(value(&aborted, &ReadAt::latest_before(9)), Value::Int(10));
+        store.commit_prepared(&txn);
+        assert_eq!(value(&store, &at), Value::Int(11));
+    }
+
+    #[test]
+    fn empty_and_inverted_ranges_are_safe() {
+        let (_, store, schema) = setup();
+        let r = KeyRange { start: Bound::Excluded(vec![5]), end: Bound::Excluded(vec![5]) };
+        assert!(store.scan(&schema, &r, &ReadAt::latest_before(9), usize::MAX).expect("scan").is_empty());
+        let r = KeyRange { start: Bound::Included(vec![9]), end: Bound::Included(vec![1]) };
+        assert!(store.scan(&schema, &r, &ReadAt::latest_before(9), usize::MAX).expect("scan").is_empty());
     }
 }

@@ -1,6 +1,7 @@
 //! SQL types and values: comparison (with SQL NULL semantics), arithmetic, casts.
 
 use crate::error::{err, Result, SqlError, SqlState};
+use crate::temporal;
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -16,6 +17,8 @@ pub enum SqlType {
     Float,
     Text,
     Bytes,
+    Date,
+    Timestamp,
 }
 
 impl fmt::Display for SqlType {
@@ -27,6 +30,8 @@ impl fmt::Display for SqlType {
             SqlType::Float => "double precision",
             SqlType::Text => "text",
             SqlType::Bytes => "bytea",
+            SqlType::Date => "date",
+            SqlType::Timestamp => "timestamp",
         })
     }
 }
@@ -41,6 +46,10 @@ pub enum Value {
     Float(f64),
     Text(String),
     Bytes(Vec<u8>),
+    /// Days since 1970-01-01.
+    Date(i32),
+    /// Microseconds since 1970-01-01 00:00:00 (no time zone).
+    Timestamp(i64),
 }
 
 /// A row: one value per column, in schema (or output) column order.
@@ -68,6 +77,8 @@ impl Value {
             Value::Float(_) => SqlType::Float,
             Value::Text(_) => SqlType::Text,
             Value::Bytes(_) => SqlType::Bytes,
+            Value::Date(_) => SqlType::Date,
+            Value::Timestamp(_) => SqlType::Timestamp,
         })
     }
 
@@ -97,6 +108,8 @@ impl fmt::Display for Value {
             Value::Numeric(d) => write!(f, "{d}"),
             Value::Float(x) => write!(f, "{x}"),
             Value::Text(s) => f.write_str(s),
+            Value::Date(d) => f.write_str(&temporal::format_date(*d)),
+            Value::Timestamp(t) => f.write_str(&temporal::format_timestamp(*t)),
             Value::Bytes(b) => {
                 f.write_str("\\x")?;
                 b.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
@@ -112,20 +125,32 @@ fn type_rank(v: &Value) -> u8 {
         Value::Int(_) | Value::Numeric(_) | Value::Float(_) => 2,
         Value::Text(_) => 3,
         Value::Bytes(_) => 4,
+        Value::Date(_) => 5,
+        Value::Timestamp(_) => 6,
     }
 }
 
-fn num_cmp(a: &Value, b: &Value) -> Option<Ordering> {
-    use Value::*;
-    Some(match (a, b) {
-        (Int(x), Int(y)) => x.cmp(y),
-        (Numeric(x), Numeric(y)) => x.cmp(y),
-        (Int(x), Numeric(y)) => Decimal::from(*x).cmp(y),
-        (Numeric(x), Int(y)) => x.cmp(&Decimal::from(*y)),
-        (Float(x), Float(y)) => x.total_cmp(y),
-        (Float(_), _) | (_, Float(_)) => as_f64(a)?.total_cmp(&as_f64(b)?),
+/// Sort key of a number: its f64 image first, then its exact decimal image. Comparing keys
+/// lexicographically is a total order over mixed Int/Numeric/Float values (plain f64 or
+/// decimal comparison alone is not transitive across types, and sorting requires that).
+fn num_key(v: &Value) -> Option<(f64, Decimal)> {
+    let f = as_f64(v)?;
+    let exact = match v {
+        Value::Int(i) => Decimal::from(*i),
+        Value::Numeric(d) => *d,
+        Value::Float(x) => Decimal::from_f64(*x).unwrap_or(if *x < 0.0 { Decimal::MIN } else { Decimal::MAX }),
         _ => return None,
-    })
+    };
+    Some((if f == 0.0 { 0.0 } else { f }, exact))
+}
+
+fn num_cmp(a: &Value, b: &Value) -> Option<Ordering> {
+    if let (Value::Int(x), Value::Int(y)) = (a, b) {
+        return Some(x.cmp(y));
+    }
+    let (fa, da) = num_key(a)?;
+    let (fb, db) = num_key(b)?;
+    Some(fa.total_cmp(&fb).then(da.cmp(&db)))
 }
 
 pub(crate) fn as_f64(v: &Value) -> Option<f64> {
@@ -145,6 +170,8 @@ pub fn total_cmp(a: &Value, b: &Value) -> Ordering {
         (Bool(x), Bool(y)) => x.cmp(y),
         (Text(x), Text(y)) => x.cmp(y),
         (Bytes(x), Bytes(y)) => x.cmp(y),
+        (Date(x), Date(y)) => x.cmp(y),
+        (Timestamp(x), Timestamp(y)) => x.cmp(y),
         _ => num_cmp(a, b).unwrap_or_else(|| type_rank(a).cmp(&type_rank(b))),
     }
 }
@@ -153,6 +180,17 @@ pub fn total_cmp(a: &Value, b: &Value) -> Ordering {
 pub fn sql_cmp(a: &Value, b: &Value) -> Result<Option<Ordering>> {
     if a.is_null() || b.is_null() {
         return Ok(None);
+    }
+    // A string compared with a date or timestamp is read as one (PostgreSQL's unknown-type
+    // literal rule).
+    match (a, b) {
+        (Value::Text(_), Value::Date(_) | Value::Timestamp(_)) => {
+            return Ok(Some(total_cmp(&cast(a, b.sql_type().unwrap_or(SqlType::Text))?, b)))
+        }
+        (Value::Date(_) | Value::Timestamp(_), Value::Text(_)) => {
+            return Ok(Some(total_cmp(a, &cast(b, a.sql_type().unwrap_or(SqlType::Text))?)))
+        }
+        _ => {}
     }
     if type_rank(a) != type_rank(b) {
         return err(
@@ -230,6 +268,13 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value> {
             };
             if r.is_finite() { Ok(Float(r)) } else { Err(out_of_range()) }
         }
+        (Date(d), Int(n)) if matches!(op, ArithOp::Add | ArithOp::Sub) => {
+            let n = i32::try_from(*n).map_err(|_| out_of_range())?;
+            let r = if op == ArithOp::Add { d.checked_add(n) } else { d.checked_sub(n) };
+            r.filter(|r| (-719_162..=2_932_896).contains(r)).map(Date).ok_or_else(out_of_range)
+        }
+        (Int(n), Date(d)) if op == ArithOp::Add => arith(op, &Date(*d), &Int(*n)),
+        (Date(x), Date(y)) if op == ArithOp::Sub => Ok(Int(i64::from(*x) - i64::from(*y))),
         (Int(_) | Numeric(_), Int(_) | Numeric(_)) => {
             let (Some(x), Some(y)) = (as_decimal(a), as_decimal(b)) else { return mismatch() };
             let r = match op {
@@ -292,7 +337,13 @@ pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
         | (Numeric(_), SqlType::Numeric)
         | (Float(_), SqlType::Float)
         | (Text(_), SqlType::Text)
-        | (Bytes(_), SqlType::Bytes) => v.clone(),
+        | (Bytes(_), SqlType::Bytes)
+        | (Date(_), SqlType::Date)
+        | (Timestamp(_), SqlType::Timestamp) => v.clone(),
+        (Text(s), SqlType::Date) => Date(temporal::parse_date(s).ok_or_else(|| invalid(s))?),
+        (Text(s), SqlType::Timestamp) => Timestamp(temporal::parse_timestamp(s).ok_or_else(|| invalid(s))?),
+        (Date(d), SqlType::Timestamp) => Timestamp(temporal::date_timestamp(*d)),
+        (Timestamp(t), SqlType::Date) => Date(temporal::timestamp_date(*t)),
         (Int(i), SqlType::Numeric) => Numeric(Decimal::from(*i)),
         (Int(i), SqlType::Float) => Float(*i as f64),
         (Int(i), SqlType::Bool) => Bool(*i != 0),
@@ -347,6 +398,7 @@ pub fn assign_cast(v: &Value, ty: SqlType, column: &str) -> Result<Value> {
             cast(v, ty)
         }
         _ if v.sql_type() == Some(ty) => Ok(v.clone()),
+        (Value::Text(_), SqlType::Date | SqlType::Timestamp) | (Value::Date(_), SqlType::Timestamp) => cast(v, ty),
         _ => err(
             SqlState::DatatypeMismatch,
             format!("column \"{column}\" is of type {ty} but expression is of type {}", v.type_name()),
@@ -363,7 +415,10 @@ pub(crate) fn exact_cast(v: &Value, ty: SqlType) -> Option<Value> {
         | (Value::Float(_), SqlType::Float)
         | (Value::Text(_), SqlType::Text)
         | (Value::Bool(_), SqlType::Bool)
-        | (Value::Bytes(_), SqlType::Bytes) => Some(v.clone()),
+        | (Value::Bytes(_), SqlType::Bytes)
+        | (Value::Date(_), SqlType::Date)
+        | (Value::Timestamp(_), SqlType::Timestamp) => Some(v.clone()),
+        (Value::Text(_), SqlType::Date | SqlType::Timestamp) => cast(v, ty).ok(),
         (Value::Int(i), SqlType::Numeric) => Some(Value::Numeric(Decimal::from(*i))),
         (Value::Numeric(d), SqlType::Int) if d.fract().is_zero() => d.to_i64().map(Value::Int),
         (Value::Int(i), SqlType::Float) if i.unsigned_abs() < (1u64 << 53) => Some(Value::Float(*i as f64)),
@@ -375,7 +430,8 @@ pub(crate) fn exact_cast(v: &Value, ty: SqlType) -> Option<Value> {
 pub(crate) fn check_limits(v: Value, limits: &TypeLimits, column: &str) -> Result<Value> {
     match (v, limits) {
         (Value::Numeric(d), TypeLimits { numeric: Some((precision, scale)), .. }) => {
-            let r = d.round_dp_with_strategy(*scale, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+            let mut r = d.round_dp_with_strategy(*scale, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+            r.rescale(*scale);
             let digits_before_point = r.trunc().abs().to_string().trim_start_matches('0').len() as u32;
             if digits_before_point + scale > *precision {
                 return err(SqlState::NumericValueOutOfRange, format!("numeric field overflow in column \"{column}\""));
@@ -397,4 +453,48 @@ pub struct TypeLimits {
     pub max_len: Option<u32>,
     /// NUMERIC(precision, scale).
     pub numeric: Option<(u32, u32)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixed_numeric_order_is_total() {
+        let big = 1i64 << 53;
+        let mut values = vec![
+            Value::Int(big + 1),
+            Value::Float(big as f64),
+            Value::Int(big),
+            Value::Numeric(Decimal::from(big) + Decimal::new(5, 1)),
+            Value::Float(-0.0),
+            Value::Int(0),
+            Value::Numeric(Decimal::new(1, 1)),
+            Value::Float(0.1),
+        ];
+        values.sort_by(total_cmp);
+        for w in values.windows(2) {
+            assert_ne!(total_cmp(&w[0], &w[1]), Ordering::Greater);
+        }
+        for a in &values {
+            for b in &values {
+                for c in &values {
+                    if total_cmp(a, b) != Ordering::Greater && total_cmp(b, c) != Ordering::Greater {
+                        assert_ne!(total_cmp(a, c), Ordering::Greater, "{a:?} {b:?} {c:?}");
+                    }
+                }
+            }
+        }
+        assert_eq!(Value::Int(1), Value::Numeric(Decimal::new(100, 2)));
+        assert_eq!(Value::Int(1), Value::Float(1.0));
+    }
+
+    #[test]
+    fn arithmetic_never_wraps() {
+        assert_eq!(arith(ArithOp::Add, &Value::Int(i64::MAX), &Value::Int(1)).map_err(|e| e.state), Err(SqlState::NumericValueOutOfRange));
+        assert_eq!(arith(ArithOp::Div, &Value::Int(i64::MIN), &Value::Int(-1)).map_err(|e| e.state), Err(SqlState::NumericValueOutOfRange));
+        assert_eq!(arith(ArithOp::Mod, &Value::Int(1), &Value::Int(0)).map_err(|e| e.state), Err(SqlState::DivisionByZero));
+        assert_eq!(arith(ArithOp::Mul, &Value::Float(1e300), &Value::Float(1e300)).map_err(|e| e.state), Err(SqlState::NumericValueOutOfRange));
+        assert_eq!(arith(ArithOp::Add, &Value::Int(1), &Value::Numeric(Decimal::new(15, 1))).ok(), Some(Value::Numeric(Decimal::new(25, 1))));
+    }
 }

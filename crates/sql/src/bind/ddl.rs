@@ -1,0 +1,184 @@
+//! Binding of CREATE/DROP TABLE, CREATE/DROP INDEX and ALTER TABLE.
+
+use super::*;
+
+impl Binder<'_> {
+    pub(super) fn index_columns(&self, table: &TableSchema, cols: &[sql::IndexColumn], columns: &[Column]) -> Result<Vec<usize>> {
+        let mut out = Vec::new();
+        for c in cols {
+            if c.operator_class.is_some() || c.column.options.sort.is_some() || c.column.options.nulls_first.is_some() {
+                return unsupported("index column options");
+            }
+            let sql::Expr::Identifier(i) = &c.column.expr else { return unsupported("index on an expression") };
+            let name = ident(i);
+            let pos = columns.iter().position(|c| c.name == name).ok_or_else(|| {
+                SqlError::new(SqlState::UndefinedColumn, format!("column \"{name}\" named in key does not exist in \"{}\"", table.name))
+            })?;
+            if out.contains(&pos) {
+                return err(SqlState::DuplicateColumn, format!("column \"{name}\" appears twice in key"));
+            }
+            out.push(pos);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn create_table(&mut self, c: &sql::CreateTable) -> Result<Option<CatalogChange>> {
+        if c.query.is_some() {
+            return unsupported("CREATE TABLE AS");
+        }
+        if c.or_replace || c.temporary || c.external {
+            return unsupported("this CREATE TABLE form");
+        }
+        let name = object_name(&c.name)?;
+        if self.catalog.table(&name).is_some() {
+            return if c.if_not_exists {
+                Ok(None)
+            } else {
+                err(SqlState::DuplicateTable, format!("relation \"{name}\" already exists"))
+            };
+        }
+        let mut table = TableSchema { name: name.clone(), columns: Vec::new(), primary_key: Vec::new(), indexes: Vec::new() };
+        let mut unique_sets: Vec<Vec<usize>> = Vec::new();
+        let mut pk: Option<Vec<usize>> = None;
+        let set_pk = |pk: &mut Option<Vec<usize>>, cols: Vec<usize>| {
+            if pk.is_some() {
+                return err(SqlState::InvalidTableDefinition, format!("multiple primary keys for table \"{name}\" are not allowed"));
+            }
+            *pk = Some(cols);
+            Ok(())
+        };
+        for def in &c.columns {
+            let pos = table.columns.len();
+            let (column, key) = self.column_def(def, &table)?;
+            match key {
+                ColumnKey::None => {}
+                ColumnKey::Primary => set_pk(&mut pk, vec![pos])?,
+                ColumnKey::Unique => unique_sets.push(vec![pos]),
+            }
+            table.columns.push(column);
+        }
+        for constraint in &c.constraints {
+            match constraint {
+                sql::TableConstraint::PrimaryKey(p) => {
+                    let cols = self.index_columns(&table, &p.columns, &table.columns)?;
+                    set_pk(&mut pk, cols)?;
+                }
+                sql::TableConstraint::Unique(u) => unique_sets.push(self.index_columns(&table, &u.columns, &table.columns)?),
+                other => return unsupported(format!("table constraint {other}")),
+            }
+        }
+        let Some(pk) = pk else {
+            return unsupported("a table without PRIMARY KEY (rows are keyed by their primary key)");
+        };
+        for &p in &pk {
+            if let Some(col) = table.columns.get_mut(p) {
+                col.nullable = false;
+            }
+        }
+        table.primary_key = pk;
+        for cols in unique_sets {
+            if cols == table.primary_key || table.indexes.iter().any(|i| i.columns == cols) {
+                continue;
+            }
+            let col_names: Vec<&str> = cols.iter().filter_map(|c| table.columns.get(*c)).map(|c| c.name.as_str()).collect();
+            let index_name = format!("{name}_{}_key", col_names.join("_"));
+            table.indexes.push(IndexSchema { name: index_name, columns: cols, unique: true });
+        }
+        Ok(Some(CatalogChange::CreateTable(table)))
+    }
+
+    /// One column definition of CREATE TABLE / ALTER TABLE ADD COLUMN.
+    pub(super) fn column_def(&mut self, def: &sql::ColumnDef, table: &TableSchema) -> Result<(Column, ColumnKey)> {
+        let col_name = ident(&def.name);
+        if table.columns.iter().any(|c| c.name == col_name) {
+            return err(SqlState::DuplicateColumn, format!("column \"{col_name}\" specified more than once"));
+        }
+        let (ty, limits) = data_type(&def.data_type)?;
+        let mut column = Column { name: col_name, ty, limits, nullable: true, default: None };
+        let mut key = ColumnKey::None;
+        for opt in &def.options {
+            match &opt.option {
+                sql::ColumnOption::Null => column.nullable = true,
+                sql::ColumnOption::NotNull => column.nullable = false,
+                sql::ColumnOption::Default(e) => {
+                    let bound = self.constant_expr(e, "DEFAULT")?;
+                    if bound.any(&|n| matches!(n, Expr::Param(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. })) {
+                        return unsupported("non-constant DEFAULT");
+                    }
+                    let v = bound.eval(&[], &Env::default())?;
+                    column.default = Some(crate::types::check_limits(
+                        crate::types::assign_cast(&v, ty, &column.name)?,
+                        &column.limits,
+                        &column.name,
+                    )?);
+                }
+                sql::ColumnOption::PrimaryKey(_) => key = ColumnKey::Primary,
+                sql::ColumnOption::Unique(_) => key = ColumnKey::Unique,
+                other => return unsupported(format!("column option {other}")),
+            }
+        }
+        Ok((column, key))
+    }
+
+    pub(super) fn alter_table(&mut self, a: &sql::AlterTable) -> Result<Option<CatalogChange>> {
+        let table = match self.catalog.table(&object_name(&a.name)?) {
+            Some(t) => t.clone(),
+            None if a.if_exists => return Ok(None),
+            None => return err(SqlState::UndefinedTable, format!("relation \"{}\" does not exist", object_name(&a.name)?)),
+        };
+        let [sql::AlterTableOperation::AddColumn { if_not_exists, column_def, column_position: None, .. }] = a.operations.as_slice() else {
+            return unsupported("ALTER TABLE other than a single ADD COLUMN");
+        };
+        if *if_not_exists && table.column_index(&ident(&column_def.name)).is_some() {
+            return Ok(None);
+        }
+        let (column, key) = self.column_def(column_def, &table)?;
+        if key != ColumnKey::None {
+            return unsupported("adding a PRIMARY KEY or UNIQUE column");
+        }
+        if !column.nullable && column.default.is_none() {
+            return unsupported("adding a NOT NULL column without a DEFAULT");
+        }
+        Ok(Some(CatalogChange::AddColumn { table: table.name.clone(), column }))
+    }
+
+    pub(super) fn create_index(&mut self, c: &sql::CreateIndex) -> Result<Option<CatalogChange>> {
+        if c.using.is_some() || !c.include.is_empty() || !c.with.is_empty() || c.predicate.is_some() || c.concurrently || c.nulls_distinct.is_some() || !c.index_options.is_empty() || !c.alter_options.is_empty() {
+            return unsupported("this CREATE INDEX form");
+        }
+        let table = self.table(&c.table_name)?;
+        let columns = self.index_columns(&table, &c.columns, &table.columns)?;
+        let name = match &c.name {
+            Some(n) => object_name(n)?,
+            None => {
+                let cols: Vec<&str> = columns.iter().filter_map(|i| table.columns.get(*i)).map(|c| c.name.as_str()).collect();
+                format!("{}_{}_idx", table.name, cols.join("_"))
+            }
+        };
+        if self.catalog.table_of_index(&name).is_some() || self.catalog.table(&name).is_some() {
+            return if c.if_not_exists {
+                Ok(None)
+            } else {
+                err(SqlState::DuplicateTable, format!("relation \"{name}\" already exists"))
+            };
+        }
+        Ok(Some(CatalogChange::CreateIndex { table: table.name.clone(), index: IndexSchema { name, columns, unique: c.unique } }))
+    }
+
+    pub(super) fn drop(&mut self, object_type: &sql::ObjectType, if_exists: bool, name: &sql::ObjectName) -> Result<Option<CatalogChange>> {
+        let name = object_name(name)?;
+        match object_type {
+            sql::ObjectType::Table => match self.catalog.table(&name) {
+                Some(_) => Ok(Some(CatalogChange::DropTable { table: name })),
+                None if if_exists => Ok(None),
+                None => err(SqlState::UndefinedTable, format!("table \"{name}\" does not exist")),
+            },
+            sql::ObjectType::Index => match self.catalog.table_of_index(&name) {
+                Some(t) => Ok(Some(CatalogChange::DropIndex { table: t.name.clone(), index: name })),
+                None if if_exists => Ok(None),
+                None => err(SqlState::UndefinedObject, format!("index \"{name}\" does not exist")),
+            },
+            other => unsupported(format!("DROP {other}")),
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! Binding of INSERT, UPDATE and DELETE.
+
+use super::*;
+
+impl Binder<'_> {
+    pub(super) fn returning(&mut self, items: &Option<Vec<sql::SelectItem>>, table: &TableSchema) -> Result<Option<Returning>> {
+        let Some(items) = items else { return Ok(None) };
+        let scope = Scope::of_table(table, &table.name);
+        let mut exprs = Vec::new();
+        let mut names = Vec::new();
+        for item in items {
+            match item {
+                sql::SelectItem::UnnamedExpr(e) => {
+                    exprs.push(self.expr(e, &scope, &mut Mode::Plain("RETURNING"))?);
+                    names.push(output_name(e));
+                }
+                sql::SelectItem::ExprWithAlias { expr, alias } => {
+                    exprs.push(self.expr(expr, &scope, &mut Mode::Plain("RETURNING"))?);
+                    names.push(ident(alias));
+                }
+                sql::SelectItem::Wildcard(_) => {
+                    exprs.extend((0..table.columns.len()).map(Expr::Column));
+                    names.extend(table.columns.iter().map(|c| c.name.clone()));
+                }
+                other => return unsupported(format!("RETURNING item {other}")),
+            }
+        }
+        Ok(Some(Returning { exprs, names }))
+    }
+
+    pub(super) fn insert(&mut self, i: &sql::Insert) -> Result<InsertPlan> {
+        if i.or.is_some() || i.ignore || i.overwrite || i.partitioned.is_some() || !i.after_columns.is_empty() || i.replace_into || i.priority.is_some() || i.insert_alias.is_some() || i.settings.is_some() || i.format_clause.is_some() || i.table_alias.is_some() || !i.assignments.is_empty() || i.output.is_some() {
+            return unsupported("this INSERT form");
+        }
+        let sql::TableObject::TableName(name) = &i.table else { return unsupported("INSERT into a table function") };
+        let table = self.table(name)?;
+        let targets: Vec<usize> = if i.columns.is_empty() {
+            (0..table.columns.len()).collect()
+        } else {
+            let mut t = Vec::new();
+            for c in &i.columns {
+                let name = object_name(c)?;
+                let pos = table.column_index(&name).ok_or_else(|| {
+                    SqlError::new(SqlState::UndefinedColumn, format!("column \"{name}\" of relation \"{}\" does not exist", table.name))
+                })?;
+                if t.contains(&pos) {
+                    return err(SqlState::DuplicateColumn, format!("column \"{name}\" specified more than once"));
+                }
+                t.push(pos);
+            }
+            t
+        };
+        let Some(source) = &i.source else { return unsupported("INSERT without VALUES or SELECT") };
+        let source = match &*source.body {
+            sql::SetExpr::Values(values) if source.order_by.is_none() && source.limit_clause.is_none() && source.with.is_none() => {
+                let mut rows = Vec::with_capacity(values.rows.len());
+                for r in &values.rows {
+                    let mut row = Vec::with_capacity(r.content.len());
+                    for (i, x) in r.content.iter().enumerate() {
+                        let default_keyword = matches!(x, sql::Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"));
+                        row.push(if default_keyword {
+                            let column = targets.get(i).and_then(|t| table.columns.get(*t));
+                            Expr::Const(column.and_then(|c| c.default.clone()).unwrap_or(Value::Null))
+                        } else {
+                            self.constant_expr(x, "VALUES")?
+                        });
+                    }
+                    rows.push(row);
+                }
+                if let Some(bad) = rows.iter().find(|r| r.len() != targets.len()) {
+                    let more = if bad.len() > targets.len() { "expressions than target columns" } else { "target columns than expressions" };
+                    return err(SqlState::SyntaxError, format!("INSERT has more {more}"));
+                }
+                for row in &rows {
+                    for (target, e) in targets.iter().zip(row) {
+                        if let Some(col) = table.columns.get(*target) {
+                            hint_param_type(e, col.ty, &mut self.param_types);
+                        }
+                    }
+                }
+                InsertSource::Values(rows)
+            }
+            _ => {
+                let q = self.query(source)?;
+                if q.names.len() != targets.len() {
+                    return err(SqlState::SyntaxError, "INSERT source has a different number of columns than the target list");
+                }
+                InsertSource::Query(Box::new(q))
+            }
+        };
+        let on_conflict = match &i.on {
+            None => OnConflict::Error,
+            Some(sql::OnInsert::OnConflict(sql::OnConflict { action: sql::OnConflictAction::DoNothing, .. })) => OnConflict::DoNothing,
+            Some(sql::OnInsert::OnConflict(sql::OnConflict { conflict_target, action: sql::OnConflictAction::DoUpdate(update) })) => {
+                let on_primary_key = match conflict_target {
+                    Some(sql::ConflictTarget::Columns(cols)) => {
+                        let mut positions: Vec<Option<usize>> = cols.iter().map(|c| table.column_index(&ident(c))).collect();
+                        positions.sort();
+                        let mut pk: Vec<Option<usize>> = table.primary_key.iter().copied().map(Some).collect();
+                        pk.sort();
+                        positions == pk
+                    }
+                    _ => false,
+                };
+                if !on_primary_key {
+                    return unsupported("ON CONFLICT DO UPDATE whose conflict target is not the primary key columns");
+                }
+                self.conflict_update(&table, update)?
+            }
+            Some(_) => return unsupported("ON DUPLICATE KEY UPDATE"),
+        };
+        let returning = self.returning(&i.returning, &table)?;
+        Ok(InsertPlan { table, targets, source, on_conflict, returning })
+    }
+
+    pub(super) fn conflict_update(&mut self, table: &TableSchema, update: &sql::DoUpdate) -> Result<OnConflict> {
+        let mut scope = Scope::of_table(table, &table.name);
+        scope.add_table(table, "excluded");
+        let mut assignments: Vec<(usize, Expr)> = Vec::new();
+        for a in &update.assignments {
+            let sql::AssignmentTarget::ColumnName(name) = &a.target else { return unsupported("tuple assignment") };
+            let name = object_name(name)?;
+            let col = table.column_index(&name).ok_or_else(|| {
+                SqlError::new(SqlState::UndefinedColumn, format!("column \"{name}\" of relation \"{}\" does not exist", table.name))
+            })?;
+            if table.primary_key.contains(&col) {
+                return unsupported("ON CONFLICT DO UPDATE changing the primary key");
+            }
+            let value = self.expr(&a.value, &scope, &mut Mode::Plain("ON CONFLICT DO UPDATE"))?;
+            if let Some(column) = table.columns.get(col) {
+                hint_param_type(&value, column.ty, &mut self.param_types);
+            }
+            assignments.push((col, value));
+        }
+        let filter = update.selection.as_ref().map(|w| self.expr(w, &scope, &mut Mode::Plain("WHERE"))).transpose()?;
+        Ok(OnConflict::DoUpdate { assignments, filter })
+    }
+
+    pub(super) fn single_table(&self, twj: &sql::TableWithJoins) -> Result<Arc<TableSchema>> {
+        if !twj.joins.is_empty() {
+            return unsupported("joins in UPDATE/DELETE");
+        }
+        match &twj.relation {
+            sql::TableFactor::Table { name, alias: None, args: None, .. } => self.table(name),
+            other => unsupported(format!("target {other}")),
+        }
+    }
+
+    pub(super) fn where_scan(&mut self, table: Arc<TableSchema>, selection: &Option<sql::Expr>) -> Result<ScanPlan> {
+        let mut parts = Vec::new();
+        if let Some(w) = selection {
+            let scope = Scope::of_table(&table, &table.name);
+            conjuncts(self.expr(w, &scope, &mut Mode::Plain("WHERE"))?, &mut parts);
+        }
+        Ok(scan_plan(table, parts))
+    }
+
+    pub(super) fn update(&mut self, u: &sql::Update) -> Result<UpdatePlan> {
+        if u.from.is_some() || u.or.is_some() || !u.order_by.is_empty() || u.limit.is_some() || u.output.is_some() {
+            return unsupported("this UPDATE form");
+        }
+        let table = self.single_table(&u.table)?;
+        let scope = Scope::of_table(&table, &table.name);
+        let mut assignments: Vec<(usize, Expr)> = Vec::new();
+        for a in &u.assignments {
+            let sql::AssignmentTarget::ColumnName(name) = &a.target else { return unsupported("tuple assignment") };
+            let name = object_name(name)?;
+            let col = table.column_index(&name).ok_or_else(|| {
+                SqlError::new(SqlState::UndefinedColumn, format!("column \"{name}\" of relation \"{}\" does not exist", table.name))
+            })?;
+            if assignments.iter().any(|(c, _)| *c == col) {
+                return err(SqlState::SyntaxError, format!("multiple assignments to same column \"{name}\""));
+            }
+            let value = self.expr(&a.value, &scope, &mut Mode::Plain("UPDATE"))?;
+            if let Some(column) = table.columns.get(col) {
+                hint_param_type(&value, column.ty, &mut self.param_types);
+            }
+            assignments.push((col, value));
+        }
+        let scan = self.where_scan(table.clone(), &u.selection)?;
+        let returning = self.returning(&u.returning, &table)?;
+        Ok(UpdatePlan { scan, assignments, returning })
+    }
+
+    pub(super) fn delete(&mut self, d: &sql::Delete) -> Result<DeletePlan> {
+        if !d.tables.is_empty() || d.using.is_some() || !d.order_by.is_empty() || d.limit.is_some() || d.output.is_some() {
+            return unsupported("this DELETE form");
+        }
+        let from = match &d.from {
+            sql::FromTable::WithFromKeyword(v) | sql::FromTable::WithoutKeyword(v) => v,
+        };
+        let [twj] = from.as_slice() else { return unsupported("DELETE from several tables") };
+        let table = self.single_table(twj)?;
+        let scan = self.where_scan(table.clone(), &d.selection)?;
+        let returning = self.returning(&d.returning, &table)?;
+        Ok(DeletePlan { scan, returning })
+    }
+}

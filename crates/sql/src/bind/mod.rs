@@ -1,0 +1,331 @@
+//! Binding: resolves names in sqlparser's AST against the catalog and builds plans.
+
+mod ddl;
+mod dml;
+mod expr;
+mod query;
+
+use crate::catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
+use crate::error::{err, Result, SqlError, SqlState};
+use crate::expr::{CmpOp, Env, Expr, Func};
+use crate::plan::*;
+use crate::types::{parse_decimal, ArithOp, SqlType, TypeLimits, Value};
+use sqlparser::ast as sql;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// Lower-cases unquoted identifiers, as PostgreSQL does.
+fn ident(i: &sql::Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_lowercase()
+    }
+}
+
+fn object_name(n: &sql::ObjectName) -> Result<String> {
+    let parts: Vec<&sql::Ident> = n.0.iter().filter_map(|p| p.as_ident()).collect();
+    match parts.as_slice() {
+        [name] => Ok(ident(name)),
+        [schema, name] if ident(schema) == "public" => Ok(ident(name)),
+        _ => Err(SqlError::unsupported(format!("qualified name {n}"))),
+    }
+}
+
+fn unsupported<T>(what: impl std::fmt::Display) -> Result<T> {
+    Err(SqlError::unsupported(what))
+}
+
+/// Maps a declared SQL type to an engine type plus limits.
+pub(crate) fn data_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
+    use sql::DataType as D;
+    let none = TypeLimits::default();
+    let text_len = |len: &Option<sql::CharacterLength>| -> Result<TypeLimits> {
+        match len {
+            Some(sql::CharacterLength::IntegerLength { length, .. }) => {
+                let n = u32::try_from(*length).ok().filter(|n| *n > 0).ok_or_else(|| {
+                    SqlError::new(SqlState::InvalidParameterValue, "length for type varchar must be between 1 and 4294967295")
+                })?;
+                Ok(TypeLimits { max_len: Some(n), numeric: None })
+            }
+            _ => Ok(TypeLimits::default()),
+        }
+    };
+    Ok(match t {
+        D::Int(_) | D::Integer(_) | D::BigInt(_) | D::SmallInt(_) | D::Int2(_) | D::Int4(_) | D::Int8(_) => (SqlType::Int, none),
+        D::Numeric(info) | D::Decimal(info) => {
+            let numeric = match info {
+                sql::ExactNumberInfo::None => None,
+                sql::ExactNumberInfo::Precision(p) => Some((*p, 0)),
+                sql::ExactNumberInfo::PrecisionAndScale(p, s) => Some((*p, u64::try_from(*s).unwrap_or(u64::MAX))),
+            };
+            let numeric = match numeric {
+                None => None,
+                Some((p, s)) if (1..=28).contains(&p) && s <= p => Some((p as u32, s as u32)),
+                Some(_) => {
+                    return err(SqlState::InvalidParameterValue, "NUMERIC precision must be 1..28 and scale 0..precision")
+                }
+            };
+            (SqlType::Numeric, TypeLimits { max_len: None, numeric })
+        }
+        D::Float(_) | D::Real | D::Float4 | D::Float8 | D::Double(_) | D::DoublePrecision => (SqlType::Float, none),
+        D::Text | D::String(_) => (SqlType::Text, none),
+        D::Varchar(len) | D::CharacterVarying(len) | D::Char(len) | D::Character(len) => (SqlType::Text, text_len(len)?),
+        D::Bool | D::Boolean => (SqlType::Bool, none),
+        D::Bytea => (SqlType::Bytes, none),
+        D::Date => (SqlType::Date, none),
+        D::Timestamp(_, sql::TimezoneInfo::None | sql::TimezoneInfo::WithoutTimeZone) => (SqlType::Timestamp, none),
+        other => return unsupported(format!("type {other}")),
+    })
+}
+
+fn literal(v: &sql::Value) -> Result<Value> {
+    use sql::Value as V;
+    Ok(match v {
+        V::Number(s, _) => match s.parse::<i64>() {
+            Ok(i) => Value::Int(i),
+            Err(_) => Value::Numeric(parse_decimal(s).ok_or_else(|| {
+                SqlError::new(SqlState::NumericValueOutOfRange, format!("numeric literal {s} out of range"))
+            })?),
+        },
+        V::SingleQuotedString(s) | V::EscapedStringLiteral(s) | V::NationalStringLiteral(s) => Value::Text(s.clone()),
+        V::DollarQuotedString(d) => Value::Text(d.value.clone()),
+        V::HexStringLiteral(h) => {
+            let digits: Vec<u8> = h.bytes().collect();
+            if !digits.len().is_multiple_of(2) {
+                return err(SqlState::InvalidTextRepresentation, "invalid hexadecimal data: odd number of digits");
+            }
+            let nibble = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+            let bytes = digits
+                .chunks(2)
+                .map(|pair| match pair {
+                    [hi, lo] => Some(nibble(*hi)? * 16 + nibble(*lo)?),
+                    _ => None,
+                })
+                .collect::<Option<Vec<u8>>>()
+                .ok_or_else(|| SqlError::new(SqlState::InvalidTextRepresentation, "invalid hexadecimal digit"))?;
+            Value::Bytes(bytes)
+        }
+        V::Boolean(b) => Value::Bool(*b),
+        V::Null => Value::Null,
+        other => return unsupported(format!("literal {other}")),
+    })
+}
+
+#[derive(Clone)]
+struct ScopeCol {
+    table: String,
+    name: String,
+    ty: Option<SqlType>,
+}
+
+/// The columns visible to an expression: the concatenated rows of the FROM tables.
+#[derive(Clone, Default)]
+struct Scope {
+    cols: Vec<ScopeCol>,
+}
+
+impl Scope {
+    fn of_table(table: &TableSchema, alias: &str) -> Scope {
+        let mut s = Scope::default();
+        s.add_table(table, alias);
+        s
+    }
+
+    fn add_derived(&mut self, alias: &str, names: &[String], types: &[Option<SqlType>]) {
+        self.cols.extend(names.iter().zip(types).map(|(n, t)| ScopeCol { table: alias.to_string(), name: n.clone(), ty: *t }));
+    }
+
+    fn add_table(&mut self, table: &TableSchema, alias: &str) {
+        self.cols.extend(table.columns.iter().map(|c| ScopeCol { table: alias.to_string(), name: c.name.clone(), ty: Some(c.ty) }));
+    }
+
+    fn find(&self, table: Option<&str>, name: &str) -> Vec<usize> {
+        self.cols
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.name == name && table.is_none_or(|t| t == c.table))
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+/// State for binding a grouped query: group keys and the aggregate calls found so far.
+struct AggCtx {
+    group_ast: Vec<sql::Expr>,
+    group_bound: Vec<Expr>,
+    calls: Vec<AggCall>,
+}
+
+enum Mode<'m> {
+    /// Aggregates are an error; the string names the clause.
+    Plain(&'static str),
+    /// Only detects whether an aggregate call occurs.
+    Detect(&'m mut bool),
+    /// Binds over the grouped row `[group keys..., aggregates...]`.
+    Agg(&'m mut AggCtx),
+}
+
+fn aggregate_function(name: &str) -> Option<AggFunc> {
+    Some(match name {
+        "count" => AggFunc::Count,
+        "sum" => AggFunc::Sum,
+        "avg" => AggFunc::Avg,
+        "min" => AggFunc::Min,
+        "max" => AggFunc::Max,
+        _ => return None,
+    })
+}
+
+fn output_name(e: &sql::Expr) -> String {
+    match e {
+        sql::Expr::Identifier(i) => ident(i),
+        sql::Expr::CompoundIdentifier(parts) => parts.last().map(ident).unwrap_or_default(),
+        sql::Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(ident).unwrap_or_default(),
+        sql::Expr::Nested(inner) => output_name(inner),
+        sql::Expr::Cast { expr, .. } => output_name(expr),
+        _ => "?column?".to_string(),
+    }
+}
+
+pub(crate) struct Binder<'c> {
+    catalog: &'c Catalog,
+    subqueries: Vec<Subquery>,
+    /// Set when the (sub)query being bound references its enclosing query's row.
+    correlated: bool,
+    /// WITH queries in scope, innermost last.
+    ctes: Vec<(String, QueryPlan)>,
+    param_count: usize,
+    param_types: Vec<Option<SqlType>>,
+    /// Nesting of expression binding within the current (sub)query; parameter types are
+    /// inferred once per outermost expression.
+    expr_nesting: usize,
+    anonymous_params: usize,
+    outer_scopes: Vec<Scope>,
+    depth: usize,
+    max_depth: usize,
+    /// Statement text, for error messages that must not render a (possibly huge) AST.
+    sql: &'c str,
+}
+
+impl<'c> Binder<'c> {
+    pub fn new(catalog: &'c Catalog, max_depth: usize, sql: &'c str) -> Self {
+        Binder { catalog, subqueries: Vec::new(), correlated: false, ctes: Vec::new(), param_count: 0, param_types: Vec::new(), expr_nesting: 0, anonymous_params: 0, outer_scopes: Vec::new(), depth: 0, max_depth, sql }
+    }
+
+    fn table(&self, name: &sql::ObjectName) -> Result<Arc<TableSchema>> {
+        let name = object_name(name)?;
+        self.catalog
+            .table(&name)
+            .cloned()
+            .ok_or_else(|| SqlError::new(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist")))
+    }
+
+    fn enter(&mut self) -> Result<()> {
+        self.depth += 1;
+        if self.depth > self.max_depth {
+            return err(SqlState::StatementTooComplex, "statement is nested too deeply");
+        }
+        Ok(())
+    }
+
+    pub fn plan(mut self, stmt: &sql::Statement) -> Result<Plan> {
+        let statement = self.statement(stmt)?;
+        if !matches!(statement, Statement::Query(_)) && self.subqueries.iter().any(|s| s.correlated) {
+            return unsupported("correlated subqueries outside SELECT");
+        }
+        let mut param_types = self.param_types;
+        param_types.resize(self.param_count, None);
+        Ok(Plan { statement, subqueries: self.subqueries, param_count: self.param_count, param_types })
+    }
+
+    fn statement(&mut self, stmt: &sql::Statement) -> Result<Statement> {
+        use sql::Statement as S;
+        Ok(match stmt {
+            S::Query(q) => Statement::Query(self.query(q)?),
+            S::Insert(i) => Statement::Insert(self.insert(i)?),
+            S::Update(u) => Statement::Update(self.update(u)?),
+            S::Delete(d) => Statement::Delete(self.delete(d)?),
+            S::CreateTable(c) => Statement::Ddl(self.create_table(c)?),
+            S::CreateIndex(c) => Statement::Ddl(self.create_index(c)?),
+            S::AlterTable(a) => Statement::Ddl(self.alter_table(a)?),
+            S::Drop { object_type, if_exists, names, cascade, .. } => {
+                if *cascade {
+                    return unsupported("DROP ... CASCADE");
+                }
+                let [name] = names.as_slice() else { return unsupported("dropping several objects at once") };
+                Statement::Ddl(self.drop(object_type, *if_exists, name)?)
+            }
+            S::Explain { analyze, statement, .. } => {
+                if *analyze {
+                    return unsupported("EXPLAIN ANALYZE");
+                }
+                let inner = Binder::new(self.catalog, self.max_depth, self.sql).plan(statement)?;
+                self.param_count = inner.param_count;
+                self.param_types = inner.param_types.clone();
+                Statement::Explain(Box::new(inner))
+            }
+            S::StartTransaction { statements, .. } if statements.is_empty() => Statement::Txn(TxnControl::Begin),
+            S::Commit { chain: false, .. } => Statement::Txn(TxnControl::Commit),
+            S::Rollback { chain: false, savepoint: None } => Statement::Txn(TxnControl::Rollback),
+            _ => return unsupported(format!("statement {}", self.sql.split_whitespace().take(2).collect::<Vec<_>>().join(" "))),
+        })
+    }
+}
+
+/// Key role declared on a column definition.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ColumnKey {
+    None,
+    Primary,
+    Unique,
+}
+
+/// One FROM table with its join kind and ON conjuncts (over the full FROM row).
+pub(crate) struct FromItem {
+    table: Arc<TableSchema>,
+    alias: String,
+    offset: usize,
+    kind: JoinKind,
+    on: Vec<Expr>,
+    derived: Option<Box<QueryPlan>>,
+}
+
+/// A planned query body with its output column names and static types.
+type BodyWithColumns = (QueryBody, Vec<String>, Vec<Option<SqlType>>);
+/// A planned SELECT with its output column names, static types and ORDER BY keys.
+type SelectWithColumns = (SelectCore, Vec<String>, Vec<Option<SqlType>>, Vec<SortKey>);
+
+/// A conjunct over the FROM row paired with its form over the inner table's row.
+type ConjunctPair = (Expr, Expr);
+
+fn collect_columns(e: &Expr, f: &mut dyn FnMut(usize)) {
+    if let Expr::Column(c) = e {
+        f(*c);
+    }
+    for child in e.children() {
+        collect_columns(child, f);
+    }
+}
+
+fn scan_plan(table: Arc<TableSchema>, conjuncts: Vec<Expr>) -> ScanPlan {
+    let access = choose_access(&table, &conjuncts);
+    ScanPlan { table, access, filter: Expr::conjunction(conjuncts), derived: None }
+}
+
+/// Applies `AS alias (c1, c2, ...)` column names to a derived table's output.
+fn rename_columns(plan: &mut QueryPlan, alias: &sql::TableAlias) -> Result<()> {
+    if alias.columns.is_empty() {
+        return Ok(());
+    }
+    if alias.columns.len() > plan.names.len() {
+        return err(SqlState::InvalidColumnReference, format!("table \"{}\" has {} columns available but {} columns specified", ident(&alias.name), plan.names.len(), alias.columns.len()));
+    }
+    for (name, col) in plan.names.iter_mut().zip(&alias.columns) {
+        if col.data_type.is_some() {
+            return unsupported("typed column aliases");
+        }
+        *name = ident(&col.name);
+    }
+    Ok(())
+}

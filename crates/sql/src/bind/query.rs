@@ -1,0 +1,564 @@
+//! Binding of queries: SELECT, set operations, ORDER BY/LIMIT, FROM and join planning.
+
+use super::*;
+
+impl Binder<'_> {
+    pub(crate) fn query(&mut self, q: &sql::Query) -> Result<QueryPlan> {
+        self.enter()?;
+        let result = self.query_inner(q);
+        self.depth -= 1;
+        result
+    }
+
+    pub(super) fn query_inner(&mut self, q: &sql::Query) -> Result<QueryPlan> {
+        let Some(with) = &q.with else { return self.query_body(q) };
+        if with.recursive {
+            return unsupported("WITH RECURSIVE");
+        }
+        let outer_ctes = self.ctes.len();
+        let result = (|| {
+            for cte in &with.cte_tables {
+                if cte.from.is_some() {
+                    return unsupported("CTE FROM");
+                }
+                let mut plan = self.query(&cte.query)?;
+                rename_columns(&mut plan, &cte.alias)?;
+                self.ctes.push((ident(&cte.alias.name), plan));
+            }
+            self.query_body(q)
+        })();
+        self.ctes.truncate(outer_ctes);
+        result
+    }
+
+    pub(super) fn query_body(&mut self, q: &sql::Query) -> Result<QueryPlan> {
+        if q.fetch.is_some() || q.for_clause.is_some() || q.settings.is_some() || q.format_clause.is_some() || !q.pipe_operators.is_empty() {
+            return unsupported("this query clause");
+        }
+        // Row locks are meaningless here: every transaction is serializable (Pesto's CC check).
+        let order_by: &[sql::OrderByExpr] = match &q.order_by {
+            None => &[],
+            Some(sql::OrderBy { kind: sql::OrderByKind::Expressions(e), interpolate: None }) => e,
+            Some(_) => return unsupported("this ORDER BY form"),
+        };
+        let (limit, offset) = match &q.limit_clause {
+            None => (None, None),
+            Some(sql::LimitClause::LimitOffset { limit, offset, limit_by }) => {
+                if !limit_by.is_empty() {
+                    return unsupported("LIMIT BY");
+                }
+                (limit.as_ref(), offset.as_ref().map(|o| &o.value))
+            }
+            Some(sql::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(limit), Some(offset)),
+        };
+        let limit = limit.map(|e| self.constant_expr(e, "LIMIT")).transpose()?;
+        let offset = offset.map(|e| self.constant_expr(e, "OFFSET")).transpose()?;
+        for e in limit.iter().chain(&offset) {
+            hint_param_type(e, SqlType::Int, &mut self.param_types);
+        }
+        let (body, names, types, order_by) = match &*q.body {
+            sql::SetExpr::Select(select) => {
+                let (core, names, types, keys) = self.select(select, order_by)?;
+                (QueryBody::Select(Box::new(core)), names, types, keys)
+            }
+            other => {
+                let (body, names, types) = self.set_expr(other)?;
+                let keys = order_by.iter().map(|o| self.output_sort_key(o, &names)).collect::<Result<_>>()?;
+                (body, names, types, keys)
+            }
+        };
+        Ok(QueryPlan { body, order_by, limit, offset, names, types })
+    }
+
+    pub(super) fn set_expr(&mut self, e: &sql::SetExpr) -> Result<BodyWithColumns> {
+        self.enter()?;
+        let result = self.set_expr_inner(e);
+        self.depth -= 1;
+        result
+    }
+
+    pub(super) fn set_expr_inner(&mut self, e: &sql::SetExpr) -> Result<BodyWithColumns> {
+        Ok(match e {
+            sql::SetExpr::Select(s) => {
+                let (core, names, types, _) = self.select(s, &[])?;
+                (QueryBody::Select(Box::new(core)), names, types)
+            }
+            sql::SetExpr::Query(q) => {
+                if q.order_by.is_some() || q.limit_clause.is_some() {
+                    return unsupported("ORDER BY or LIMIT inside a set operation operand");
+                }
+                self.set_expr(&q.body)?
+            }
+            sql::SetExpr::Values(values) => {
+                let rows = values
+                    .rows
+                    .iter()
+                    .map(|r| r.content.iter().map(|x| self.constant_expr(x, "VALUES")).collect::<Result<Vec<_>>>())
+                    .collect::<Result<Vec<_>>>()?;
+                let width = rows.first().map_or(0, Vec::len);
+                if rows.iter().any(|r| r.len() != width) {
+                    return err(SqlState::SyntaxError, "VALUES lists must all be the same length");
+                }
+                let types = (0..width)
+                    .map(|i| rows.iter().find_map(|r| r.get(i).and_then(|e| expr_type(e, &[]))))
+                    .collect();
+                (QueryBody::Values(rows), (1..=width).map(|i| format!("column{i}")).collect(), types)
+            }
+            sql::SetExpr::SetOperation { left, op, set_quantifier, right } => {
+                let op = match op {
+                    sql::SetOperator::Union => SetOp::Union,
+                    sql::SetOperator::Except | sql::SetOperator::Minus => SetOp::Except,
+                    sql::SetOperator::Intersect => SetOp::Intersect,
+                };
+                let all = match set_quantifier {
+                    sql::SetQuantifier::All => true,
+                    sql::SetQuantifier::Distinct | sql::SetQuantifier::None => false,
+                    other => return unsupported(format!("set quantifier {other}")),
+                };
+                let (l, names, left_types) = self.set_expr(left)?;
+                let (r, right_names, right_types) = self.set_expr(right)?;
+                if names.len() != right_names.len() {
+                    return err(SqlState::SyntaxError, "each set operation query must have the same number of columns");
+                }
+                let types = left_types.iter().zip(&right_types).map(|(l, r)| l.or(*r)).collect();
+                (QueryBody::SetOp { op, all, left: Box::new(l), right: Box::new(r) }, names, types)
+            }
+            other => return unsupported(format!("query body {other}")),
+        })
+    }
+
+    pub(super) fn sort_options(o: &sql::OrderByExpr) -> Result<(bool, bool)> {
+        if o.with_fill.is_some() {
+            return unsupported("WITH FILL");
+        }
+        let desc = match o.options.sort {
+            None | Some(sql::OrderBySort::Asc) => false,
+            Some(sql::OrderBySort::Desc) => true,
+            Some(_) => return unsupported("ORDER BY USING"),
+        };
+        // PostgreSQL: NULLs sort as larger than any value.
+        Ok((desc, o.options.nulls_first.unwrap_or(desc)))
+    }
+
+    /// ORDER BY position or output column name (the only forms allowed over set operations).
+    pub(super) fn output_position(o: &sql::OrderByExpr, names: &[String]) -> Option<Result<usize>> {
+        match &o.expr {
+            sql::Expr::Value(v) => match &v.value {
+                sql::Value::Number(n, _) => Some(match n.parse::<usize>() {
+                    Ok(p) if (1..=names.len()).contains(&p) => Ok(p - 1),
+                    _ => err(SqlState::InvalidColumnReference, format!("ORDER BY position {n} is not in select list")),
+                }),
+                _ => None,
+            },
+            sql::Expr::Identifier(i) => {
+                let name = ident(i);
+                let hits: Vec<usize> = names.iter().enumerate().filter(|(_, n)| **n == name).map(|(p, _)| p).collect();
+                match hits.as_slice() {
+                    [p] => Some(Ok(*p)),
+                    [] => None,
+                    _ => Some(err(SqlState::AmbiguousColumn, format!("ORDER BY \"{name}\" is ambiguous"))),
+                }
+            }
+            _ => None,
+        }
+    }
+
+    pub(super) fn output_sort_key(&mut self, o: &sql::OrderByExpr, names: &[String]) -> Result<SortKey> {
+        let (desc, nulls_first) = Self::sort_options(o)?;
+        match Self::output_position(o, names) {
+            Some(column) => Ok(SortKey { column: column?, desc, nulls_first }),
+            None => unsupported("ORDER BY expressions over a set operation (use output column names or positions)"),
+        }
+    }
+
+    pub(super) fn select(&mut self, s: &sql::Select, order_by: &[sql::OrderByExpr]) -> Result<SelectWithColumns> {
+        if s.top.is_some()
+            || s.into.is_some()
+            || !s.lateral_views.is_empty()
+            || s.prewhere.is_some()
+            || !s.connect_by.is_empty()
+            || !s.cluster_by.is_empty()
+            || !s.distribute_by.is_empty()
+            || !s.sort_by.is_empty()
+            || !s.named_window.is_empty()
+            || s.qualify.is_some()
+            || s.exclude.is_some()
+            || s.value_table_mode.is_some()
+        {
+            return unsupported("this SELECT clause");
+        }
+        let distinct = match &s.distinct {
+            None | Some(sql::Distinct::All) => false,
+            Some(sql::Distinct::Distinct) => true,
+            Some(sql::Distinct::On(_)) => return unsupported("DISTINCT ON"),
+        };
+        let (scope, from_items) = self.bind_from(&s.from)?;
+        let where_conjuncts = match &s.selection {
+            Some(w) => {
+                let mut v = Vec::new();
+                conjuncts(self.expr(w, &scope, &mut Mode::Plain("WHERE"))?, &mut v);
+                v
+            }
+            None => Vec::new(),
+        };
+
+        // Projection items as (expression, name) pairs; wildcards expand to columns.
+        let mut items: Vec<(Option<&sql::Expr>, Option<usize>, String)> = Vec::new();
+        for item in &s.projection {
+            match item {
+                sql::SelectItem::UnnamedExpr(e) => items.push((Some(e), None, output_name(e))),
+                sql::SelectItem::ExprWithAlias { expr, alias } => items.push((Some(expr), None, ident(alias))),
+                sql::SelectItem::Wildcard(_) => {
+                    if scope.cols.is_empty() {
+                        return err(SqlState::SyntaxError, "SELECT * with no tables specified is not valid");
+                    }
+                    items.extend(scope.cols.iter().enumerate().map(|(i, c)| (None, Some(i), c.name.clone())));
+                }
+                sql::SelectItem::QualifiedWildcard(sql::SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
+                    let t = object_name(n)?;
+                    let before = items.len();
+                    items.extend(scope.cols.iter().enumerate().filter(|(_, c)| c.table == t).map(|(i, c)| (None, Some(i), c.name.clone())));
+                    if items.len() == before {
+                        return err(SqlState::UndefinedTable, format!("missing FROM-clause entry for table \"{t}\""));
+                    }
+                }
+                other => return unsupported(format!("select item {other}")),
+            }
+        }
+        let names: Vec<String> = items.iter().map(|(_, _, n)| n.clone()).collect();
+
+        let group_ast: Vec<sql::Expr> = match &s.group_by {
+            sql::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs
+                .iter()
+                .map(|g| self.group_item(g, &items, &scope))
+                .collect::<Result<_>>()?,
+            _ => return unsupported("this GROUP BY form"),
+        };
+        let mut aggregating = !group_ast.is_empty() || s.having.is_some();
+        if !aggregating {
+            let mut found = false;
+            let exprs = items.iter().filter_map(|(e, _, _)| *e).chain(order_by.iter().map(|o| &o.expr));
+            for e in exprs {
+                // Errors surface in the real binding pass below.
+                let _ = self.expr(e, &scope, &mut Mode::Detect(&mut found));
+            }
+            aggregating = found;
+        }
+
+        let mut ctx = AggCtx { group_ast: Vec::new(), group_bound: Vec::new(), calls: Vec::new() };
+        if aggregating {
+            for g in &group_ast {
+                let bound = self.expr(g, &scope, &mut Mode::Plain("GROUP BY"))?;
+                ctx.group_bound.push(bound);
+            }
+            ctx.group_ast = group_ast;
+        }
+        let mut output = Vec::with_capacity(items.len());
+        for (e, col, _) in &items {
+            let bound = if aggregating {
+                let mut mode = Mode::Agg(&mut ctx);
+                match (e, col) {
+                    (Some(e), _) => self.expr(e, &scope, &mut mode)?,
+                    (None, Some(c)) => match ctx.group_bound.iter().position(|g| *g == Expr::Column(*c)) {
+                        Some(p) => Expr::Column(p),
+                        None => return err(SqlState::GroupingError, format!("column \"{}\" must appear in the GROUP BY clause or be used in an aggregate function", names.get(output.len()).cloned().unwrap_or_default())),
+                    },
+                    (None, None) => return err(SqlState::InternalError, "empty select item"),
+                }
+            } else {
+                match (e, col) {
+                    (Some(e), _) => self.expr(e, &scope, &mut Mode::Plain("this context"))?,
+                    (None, Some(c)) => Expr::Column(*c),
+                    (None, None) => return err(SqlState::InternalError, "empty select item"),
+                }
+            };
+            output.push(bound);
+        }
+        let having = match &s.having {
+            Some(h) if aggregating => Some(self.expr(h, &scope, &mut Mode::Agg(&mut ctx))?),
+            _ => None,
+        };
+        let mut keys = Vec::new();
+        for o in order_by {
+            let (desc, nulls_first) = Self::sort_options(o)?;
+            let column = match Self::output_position(o, &names) {
+                Some(p) => p?,
+                None => {
+                    let bound = if aggregating {
+                        self.expr(&o.expr, &scope, &mut Mode::Agg(&mut ctx))?
+                    } else {
+                        self.expr(&o.expr, &scope, &mut Mode::Plain("ORDER BY"))?
+                    };
+                    match output.iter().position(|x| *x == bound) {
+                        Some(p) => p,
+                        None => {
+                            if distinct {
+                                return err(SqlState::InvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list");
+                            }
+                            output.push(bound);
+                            output.len() - 1
+                        }
+                    }
+                }
+            };
+            keys.push(SortKey { column, desc, nulls_first });
+        }
+        let input: Vec<Option<SqlType>> = scope.cols.iter().map(|c| c.ty).collect();
+        let grouped: Vec<Option<SqlType>> = if aggregating {
+            ctx.group_bound
+                .iter()
+                .map(|g| expr_type(g, &input))
+                .chain(ctx.calls.iter().map(|c| aggregate_type(c, &input)))
+                .collect()
+        } else {
+            input
+        };
+        let types = output.iter().take(names.len()).map(|e| expr_type(e, &grouped)).collect();
+        let (from, filter) = self.plan_from(from_items, where_conjuncts)?;
+        let aggregate = aggregating.then_some(AggPlan { group_by: ctx.group_bound, calls: ctx.calls });
+        Ok((SelectCore { from, filter, aggregate, having, output, distinct }, names, types, keys))
+    }
+
+    /// GROUP BY item: a position or output alias refers to the select list.
+    pub(super) fn group_item(&self, g: &sql::Expr, items: &[(Option<&sql::Expr>, Option<usize>, String)], scope: &Scope) -> Result<sql::Expr> {
+        let by_position = |p: usize| -> Result<sql::Expr> {
+            match items.get(p.wrapping_sub(1)) {
+                Some((Some(e), _, _)) => Ok((*e).clone()),
+                Some((None, Some(c), _)) => Ok(sql::Expr::Identifier(sql::Ident::with_quote('"', scope.cols.get(*c).map(|c| c.name.clone()).unwrap_or_default()))),
+                _ => err(SqlState::InvalidColumnReference, format!("GROUP BY position {p} is not in select list")),
+            }
+        };
+        match g {
+            sql::Expr::Value(v) => match &v.value {
+                sql::Value::Number(n, _) => by_position(n.parse().unwrap_or(0)),
+                _ => Ok(g.clone()),
+            },
+            sql::Expr::Identifier(i) if scope.find(None, &ident(i)).is_empty() => {
+                match items.iter().position(|(e, _, name)| e.is_some() && *name == ident(i)) {
+                    Some(p) => by_position(p + 1),
+                    None => Ok(g.clone()),
+                }
+            }
+            _ => Ok(g.clone()),
+        }
+    }
+
+
+    pub(super) fn bind_from(&mut self, from: &[sql::TableWithJoins]) -> Result<(Scope, Vec<FromItem>)> {
+        let mut scope = Scope::default();
+        let mut items: Vec<FromItem> = Vec::new();
+        let mut pending_on: Vec<(usize, &sql::JoinConstraint)> = Vec::new();
+        for twj in from {
+            let add = |this: &mut Self, factor: &sql::TableFactor, kind: JoinKind, scope: &mut Scope, items: &mut Vec<FromItem>| -> Result<()> {
+                if let sql::TableFactor::Derived { lateral: false, subquery, alias, sample: None } = factor {
+                    let mut plan = this.query(subquery)?;
+                    let alias_name = match alias {
+                        Some(a) => {
+                            rename_columns(&mut plan, a)?;
+                            ident(&a.name)
+                        }
+                        None => "subquery".to_string(),
+                    };
+                    return this.add_derived(plan, alias_name, kind, scope, items);
+                }
+                let sql::TableFactor::Table { name, alias, args: None, with_hints, version: None, with_ordinality: false, partitions, json_path: None, sample: None, index_hints } = factor else {
+                    return unsupported(format!("FROM item {factor}"));
+                };
+                if !with_hints.is_empty() || !partitions.is_empty() || !index_hints.is_empty() {
+                    return unsupported("table hints");
+                }
+                let cte = match name.0.as_slice() {
+                    [part] => part.as_ident().and_then(|i| this.ctes.iter().rev().find(|(n, _)| *n == ident(i))).map(|(_, p)| p.clone()),
+                    _ => None,
+                };
+                if let Some(mut plan) = cte {
+                    let alias_name = match alias {
+                        Some(a) => {
+                            rename_columns(&mut plan, a)?;
+                            ident(&a.name)
+                        }
+                        None => object_name(name)?,
+                    };
+                    return this.add_derived(plan, alias_name, kind, scope, items);
+                }
+                let table = this.table(name)?;
+                let alias = match alias {
+                    Some(a) if a.columns.is_empty() => ident(&a.name),
+                    Some(_) => return unsupported("column aliases in FROM"),
+                    None => table.name.clone(),
+                };
+                if items.iter().any(|i| i.alias == alias) {
+                    return err(SqlState::DuplicateObject, format!("table name \"{alias}\" specified more than once"));
+                }
+                items.push(FromItem { offset: scope.cols.len(), table: table.clone(), alias: alias.clone(), kind, on: Vec::new(), derived: None });
+                scope.add_table(&table, &alias);
+                Ok(())
+            };
+            add(self, &twj.relation, JoinKind::Inner, &mut scope, &mut items)?;
+            for join in &twj.joins {
+                use sql::JoinOperator as J;
+                let (kind, constraint) = match &join.join_operator {
+                    J::Join(c) | J::Inner(c) => (JoinKind::Inner, c),
+                    J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, c),
+                    J::CrossJoin(c) => (JoinKind::Inner, c),
+                    other => return unsupported(format!("join {other:?}").split('(').next().unwrap_or("join").to_string()),
+                };
+                add(self, &join.relation, kind, &mut scope, &mut items)?;
+                pending_on.push((items.len() - 1, constraint));
+            }
+        }
+        for (step, constraint) in pending_on {
+            let conds = match constraint {
+                sql::JoinConstraint::On(e) => self.expr(e, &scope, &mut Mode::Plain("JOIN conditions"))?,
+                sql::JoinConstraint::None => continue,
+                sql::JoinConstraint::Using(cols) => self.using_condition(cols, &items, step, &scope)?,
+                sql::JoinConstraint::Natural => return unsupported("NATURAL JOIN"),
+            };
+            let mut parts = Vec::new();
+            conjuncts(conds, &mut parts);
+            if let Some(item) = items.get_mut(step) {
+                item.on = parts;
+            }
+        }
+        Ok((scope, items))
+    }
+
+    /// Adds a derived table (subquery or CTE) to FROM, described by a key-less schema.
+    pub(super) fn add_derived(&mut self, plan: QueryPlan, alias: String, kind: JoinKind, scope: &mut Scope, items: &mut Vec<FromItem>) -> Result<()> {
+        if items.iter().any(|i| i.alias == alias) {
+            return err(SqlState::DuplicateObject, format!("table name \"{alias}\" specified more than once"));
+        }
+        let columns = plan
+            .names
+            .iter()
+            .zip(&plan.types)
+            .map(|(n, t)| Column { name: n.clone(), ty: t.unwrap_or(SqlType::Text), limits: TypeLimits::default(), nullable: true, default: None })
+            .collect();
+        let table = Arc::new(TableSchema { name: alias.clone(), columns, primary_key: Vec::new(), indexes: Vec::new() });
+        let offset = scope.cols.len();
+        scope.add_derived(&alias, &plan.names, &plan.types);
+        items.push(FromItem { offset, table, alias, kind, on: Vec::new(), derived: Some(Box::new(plan)) });
+        Ok(())
+    }
+
+    pub(super) fn using_condition(&self, cols: &[sql::ObjectName], items: &[FromItem], step: usize, scope: &Scope) -> Result<Expr> {
+        let right = items.get(step).ok_or_else(|| SqlError::new(SqlState::InternalError, "join step out of range"))?;
+        let mut parts = Vec::new();
+        for c in cols {
+            let name = object_name(c)?;
+            let r = self.resolve(scope, Some(&right.alias), &name)?;
+            let left: Vec<usize> = scope.find(None, &name).into_iter().filter(|i| *i < right.offset).collect();
+            let [l] = left.as_slice() else {
+                return err(SqlState::UndefinedColumn, format!("column \"{name}\" specified in USING clause must exist once on the left side"));
+            };
+            parts.push(Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(*l)), Box::new(Expr::Column(r))));
+        }
+        Ok(Expr::conjunction(parts))
+    }
+
+    /// Places each conjunct at the earliest scan or join step that has all its tables, never
+    /// filtering a null-supplied (LEFT JOIN right side) table with a WHERE conjunct.
+    pub(super) fn plan_from(&mut self, items: Vec<FromItem>, where_conjuncts: Vec<Expr>) -> Result<(FromPlan, Option<Expr>)> {
+        if items.is_empty() {
+            let filter = (!where_conjuncts.is_empty()).then(|| Expr::conjunction(where_conjuncts));
+            return Ok((FromPlan { first: None, joins: Vec::new() }, filter));
+        }
+        let table_of = |col: usize| items.iter().rposition(|i| i.offset <= col).unwrap_or(0);
+        let tables_of = |e: &Expr| {
+            let mut set = BTreeSet::new();
+            collect_columns(e, &mut |c| {
+                set.insert(table_of(c));
+            });
+            set
+        };
+        let per_row_subquery = |e: &Expr| {
+            let mut ids = Vec::new();
+            subquery_ids(e, &mut ids);
+            ids.iter().any(|i| self.subqueries.get(*i).is_some_and(|s| s.correlated))
+        };
+        let mut at_step: Vec<Vec<Expr>> = items.iter().map(|_| Vec::new()).collect();
+        let mut residual = Vec::new();
+        for c in where_conjuncts {
+            let tables = tables_of(&c);
+            // Conjuncts with correlated subqueries run per joined row, after the scans.
+            if per_row_subquery(&c) || tables.iter().any(|t| items.get(*t).is_some_and(|i| i.kind == JoinKind::Left)) {
+                residual.push(c);
+            } else if let Some(slot) = at_step.get_mut(tables.last().copied().unwrap_or(0)) {
+                slot.push(c);
+            }
+        }
+        for (step, item) in items.iter().enumerate() {
+            for c in &item.on {
+                if per_row_subquery(c) {
+                    return unsupported("correlated subquery in a JOIN condition");
+                }
+                if tables_of(c).last().is_some_and(|t| *t > step) {
+                    return err(SqlState::UndefinedTable, "invalid reference to FROM-clause entry in JOIN condition");
+                }
+                if let Some(slot) = at_step.get_mut(step) {
+                    slot.push(c.clone());
+                }
+            }
+        }
+        let mut steps = items.into_iter().zip(at_step);
+        let Some((first_item, first_conjuncts)) = steps.next() else {
+            return err(SqlState::InternalError, "empty FROM");
+        };
+        let mut first = scan_plan(first_item.table, first_conjuncts);
+        first.derived = first_item.derived;
+        let mut joins = Vec::new();
+        for (item, conjs) in steps {
+            let offset = item.offset;
+            let width = item.table.columns.len();
+            let local = |e: &Expr| {
+                e.map_columns(&|c| if c >= offset && c < offset + width { Expr::Column(c - offset) } else { Expr::Outer(c) })
+            };
+            let mapped: Vec<Expr> = conjs.iter().map(local).collect();
+            let by_outer = choose_access(&item.table, &mapped);
+            if access_uses_outer(&by_outer) {
+                joins.push(JoinStep {
+                    kind: item.kind,
+                    right: ScanPlan { table: item.table, access: by_outer, filter: Expr::conjunction(mapped), derived: item.derived },
+                    per_outer_row: true,
+                    condition: None,
+                    hash_keys: Vec::new(),
+                });
+            } else {
+                let (pure, cross): (Vec<ConjunctPair>, Vec<ConjunctPair>) = conjs
+                    .into_iter()
+                    .zip(mapped)
+                    .partition(|(_, m)| !m.any(&|n| matches!(n, Expr::Outer(_))));
+                let is_left = |e: &Expr| {
+                    let mut ok = true;
+                    collect_columns(e, &mut |c| ok &= c < offset);
+                    ok
+                };
+                let is_right = |e: &Expr| {
+                    let mut ok = true;
+                    collect_columns(e, &mut |c| ok &= c >= offset && c < offset + width);
+                    ok
+                };
+                let hash_keys = cross
+                    .iter()
+                    .filter_map(|(c, _)| match c {
+                        Expr::Cmp(CmpOp::Eq, a, b) => [(a, b), (b, a)].into_iter().find_map(|(l, r)| {
+                            (is_left(l) && is_right(r) && r.any(&|n| matches!(n, Expr::Column(_))))
+                                .then(|| ((**l).clone(), r.map_columns(&|col| Expr::Column(col - offset))))
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                let condition = (!cross.is_empty()).then(|| Expr::conjunction(cross.into_iter().map(|(c, _)| c)));
+                joins.push(JoinStep {
+                    kind: item.kind,
+                    right: ScanPlan { derived: item.derived, ..scan_plan(item.table, pure.into_iter().map(|(_, m)| m).collect()) },
+                    per_outer_row: false,
+                    condition,
+                    hash_keys,
+                });
+            }
+        }
+        let filter = (!residual.is_empty()).then(|| Expr::conjunction(residual));
+        Ok((FromPlan { first: Some(first), joins }, filter))
+    }
+}

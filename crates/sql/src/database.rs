@@ -1,0 +1,141 @@
+//! A standalone, single-process database: catalog + in-memory store + engine, autocommit or
+//! explicit BEGIN/COMMIT/ROLLBACK. Used by the sqllogictest runner, the benchmark, and as
+//! the simulator's model database.
+
+use crate::catalog::{Catalog, CatalogChange};
+use crate::engine::{Engine, ExecContext, Execution, Limits, Output, Prepared};
+use crate::error::{err, Result, SqlState};
+use crate::plan::TxnControl;
+use crate::storage::{KeyRange, MemStore, ReadAt, Storage, Version, WriteSet};
+use crate::types::Value;
+use std::collections::BTreeSet;
+
+#[derive(Default)]
+pub struct Database {
+    engine: Engine,
+    catalog: Catalog,
+    store: MemStore,
+    /// Timestamp of the last committed write.
+    clock: u128,
+    /// Buffered writes of the open transaction, if any.
+    transaction: Option<WriteSet>,
+}
+
+impl Database {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with_limits(limits: Limits) -> Self {
+        Database { engine: Engine::new(limits), ..Self::default() }
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn store(&self) -> &MemStore {
+        &self.store
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn in_transaction(&self) -> bool {
+        self.transaction.is_some()
+    }
+
+    pub fn prepare(&self, sql: &str) -> Result<std::sync::Arc<Prepared>> {
+        self.engine.prepare(&self.catalog, sql)
+    }
+
+    /// Runs one statement without parameters.
+    pub fn execute(&mut self, sql: &str) -> Result<Output> {
+        self.execute_with(sql, &[]).map(|e| e.output)
+    }
+
+    /// Runs one statement with `$n` parameters, returning the full execution record.
+    pub fn execute_with(&mut self, sql: &str, params: &[Value]) -> Result<Execution> {
+        let prepared = self.prepare(sql)?;
+        self.execute_prepared(&prepared, params)
+    }
+
+    /// Runs a prepared statement and applies its effects.
+    pub fn execute_prepared(&mut self, prepared: &Prepared, params: &[Value]) -> Result<Execution> {
+        let empty = WriteSet::default();
+        let ctx = ExecContext {
+            storage: &self.store,
+            at: ReadAt::latest_before(self.clock + 1),
+            pending: self.transaction.as_ref().unwrap_or(&empty),
+        };
+        let execution = self.engine.execute(&self.catalog, prepared, params, &ctx)?;
+        match &execution.output {
+            Output::Catalog(Some(change)) => self.apply_catalog_change(change)?,
+            Output::Transaction(t) => self.transaction_control(*t)?,
+            _ => {}
+        }
+        if !execution.writes.is_empty() {
+            match &mut self.transaction {
+                Some(buffer) => buffer.merge(execution.writes.clone()),
+                None => self.commit_writes(&execution.writes)?,
+            }
+        }
+        Ok(execution)
+    }
+
+    fn commit_writes(&mut self, writes: &WriteSet) -> Result<()> {
+        self.clock += 1;
+        self.store.apply_writes(&self.catalog, writes, Version { ts: self.clock, prepared_by: None })
+    }
+
+    fn transaction_control(&mut self, t: TxnControl) -> Result<()> {
+        match t {
+            TxnControl::Begin if self.transaction.is_some() => {
+                err(SqlState::ActiveSqlTransaction, "there is already a transaction in progress")
+            }
+            TxnControl::Begin => {
+                self.transaction = Some(WriteSet::default());
+                Ok(())
+            }
+            TxnControl::Commit => match self.transaction.take() {
+                Some(writes) if !writes.is_empty() => self.commit_writes(&writes),
+                Some(_) => Ok(()),
+                None => err(SqlState::NoActiveSqlTransaction, "there is no transaction in progress"),
+            },
+            TxnControl::Rollback => match self.transaction.take() {
+                Some(_) => Ok(()),
+                None => err(SqlState::NoActiveSqlTransaction, "there is no transaction in progress"),
+            },
+        }
+    }
+
+    /// Applies DDL to the catalog and the store; a new unique index must hold on existing rows.
+    pub fn apply_catalog_change(&mut self, change: &CatalogChange) -> Result<()> {
+        if self.transaction.is_some() {
+            return err(SqlState::FeatureNotSupported, "DDL inside a transaction block is not supported");
+        }
+        let mut next = self.catalog.clone();
+        next.apply(change)?;
+        if let CatalogChange::CreateIndex { table, index } = change {
+            if index.unique {
+                if let Some(schema) = next.table(table) {
+                    let rows = self.store.scan(schema, &KeyRange::all(), &ReadAt::latest_before(self.clock + 1), usize::MAX)?;
+                    let mut seen = BTreeSet::new();
+                    for r in rows {
+                        let values: Vec<&Value> = index.columns.iter().filter_map(|c| r.row.get(*c)).collect();
+                        if values.iter().any(|v| v.is_null()) {
+                            continue;
+                        }
+                        if !seen.insert(schema.index_key(index, &r.row)) {
+                            return err(SqlState::UniqueViolation, format!("could not create unique index \"{}\": duplicate key", index.name));
+                        }
+                    }
+                }
+            }
+        }
+        self.store.apply_catalog_change(&next, change);
+        self.catalog = next;
+        Ok(())
+    }
+}

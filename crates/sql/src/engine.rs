@@ -1,0 +1,322 @@
+//! Public entry points: parse + plan (`prepare`, with a bounded plan cache) and `execute`.
+
+use crate::bind::Binder;
+use crate::catalog::{Catalog, CatalogChange};
+use crate::error::{err, Result, SqlError, SqlState};
+use crate::exec::{key_range, Exec, Reader};
+use crate::expr::Env;
+use crate::plan::{explain, Plan, QueryBody, Statement, TxnControl};
+use crate::report::ReadReport;
+use crate::storage::{ReadAt, Storage, WriteSet};
+use crate::types::{Row, SqlType, Value};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::{Parser, ParserError};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+/// Resource limits protecting the engine from hostile statements.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Longest accepted statement text, in bytes.
+    pub max_sql_len: usize,
+    /// The parser's recursion limit (nesting of parentheses and subqueries); bound expressions
+    /// may be four times as deep (left-associative operator chains).
+    pub max_depth: usize,
+    /// Most rows any intermediate result (a scan, a join, an INSERT source) may hold.
+    pub max_rows: usize,
+    /// Plans kept in the plan cache.
+    pub plan_cache_entries: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_sql_len: 64 * 1024, max_depth: 64, max_rows: 1_000_000, plan_cache_entries: 512 }
+    }
+}
+
+/// A parsed and planned statement, valid for the catalog version it was planned against.
+#[derive(Debug)]
+pub struct Prepared {
+    sql: String,
+    catalog_version: u64,
+    plan: Arc<Plan>,
+}
+
+impl Prepared {
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    pub fn catalog_version(&self) -> u64 {
+        self.catalog_version
+    }
+
+    /// Number of `$n` parameters the statement expects.
+    pub fn param_count(&self) -> usize {
+        self.plan.param_count
+    }
+
+    /// Inferred type of each parameter (None where the statement gives no context, e.g.
+    /// `SELECT $1`); drivers that do not declare parameter types decode values with these.
+    pub fn param_types(&self) -> &[Option<SqlType>] {
+        &self.plan.param_types
+    }
+
+    /// Result column names for a query (None for other statements).
+    pub fn columns(&self) -> Option<&[String]> {
+        match &self.plan.statement {
+            Statement::Query(q) => Some(&q.names),
+            _ => None,
+        }
+    }
+
+    /// Static result column types for a query (None for other statements; a column's type is
+    /// None when only known at run time, e.g. a bare `$1`).
+    pub fn column_types(&self) -> Option<&[Option<SqlType>]> {
+        match &self.plan.statement {
+            Statement::Query(q) => Some(&q.types),
+            _ => None,
+        }
+    }
+
+    /// Classifies the statement before execution: `Some` when it is a SELECT, UPDATE or DELETE
+    /// that reads one table through a full-primary-key point lookup, with no join, derived
+    /// table or subquery (so the key alone decides what it reads).
+    pub fn point_key(&self, params: &[Value]) -> Result<Option<PointKey>> {
+        if !self.plan.subqueries.is_empty() {
+            return Ok(None);
+        }
+        let scan = match &self.plan.statement {
+            Statement::Query(q) => match &q.body {
+                QueryBody::Select(core) if core.from.joins.is_empty() => core.from.first.as_ref(),
+                _ => None,
+            },
+            Statement::Update(u) => Some(&u.scan),
+            Statement::Delete(d) => Some(&d.scan),
+            _ => None,
+        };
+        let Some(scan) = scan.filter(|s| s.derived.is_none() && s.access.is_point(&s.table)) else {
+            return Ok(None);
+        };
+        if params.len() != self.plan.param_count {
+            return err(SqlState::UndefinedParameter, format!("statement expects {} parameters, got {}", self.plan.param_count, params.len()));
+        }
+        let env = Env { params, subqueries: &[], outer: &[] };
+        let range = key_range(&scan.table, &scan.access, &scan.table.primary_key, &env)?;
+        let key = range.and_then(|r| match r.start {
+            std::ops::Bound::Included(k) => Some(k),
+            _ => None,
+        });
+        Ok(Some(PointKey { table: scan.table.name.clone(), key }))
+    }
+
+    /// Textual plan, as EXPLAIN prints it.
+    pub fn explain(&self) -> String {
+        explain(&self.plan)
+    }
+}
+
+/// The single row a statement reads, when it reads exactly one row by its full primary key
+/// (Pesto §5.3: such statements can use the point-read protocol).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PointKey {
+    pub table: String,
+    /// Encoded primary key (None: a key value is NULL or cannot match the column type, so the
+    /// statement reads no row at all).
+    pub key: Option<Vec<u8>>,
+}
+
+/// What to read: a store, the snapshot to read at, and the caller's own buffered writes
+/// (read-your-writes).
+#[derive(Clone, Copy)]
+pub struct ExecContext<'a> {
+    pub storage: &'a dyn Storage,
+    pub at: ReadAt<'a>,
+    pub pending: &'a WriteSet,
+}
+
+/// The statement's visible result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    /// A query result (also EXPLAIN, one line per row).
+    Rows { columns: Vec<String>, rows: Vec<Row> },
+    /// INSERT/UPDATE/DELETE: affected row count and RETURNING rows, if requested.
+    Affected { command: &'static str, count: u64, returning: Option<(Vec<String>, Vec<Row>)> },
+    /// DDL: the change to apply to the catalog (None for an `IF [NOT] EXISTS` no-op).
+    Catalog(Option<CatalogChange>),
+    /// BEGIN / COMMIT / ROLLBACK, for the caller's transaction handling.
+    Transaction(TxnControl),
+}
+
+/// Everything one statement execution produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Execution {
+    pub output: Output,
+    /// Scans performed, with predicates and active rows.
+    pub reads: ReadReport,
+    /// Writes the statement wants to make (not applied anywhere).
+    pub writes: WriteSet,
+}
+
+#[derive(Default)]
+struct PlanCache {
+    plans: HashMap<(String, u64), Arc<Prepared>>,
+    order: VecDeque<(String, u64)>,
+}
+
+/// The SQL engine: stateless apart from its plan cache; share one per process.
+pub struct Engine {
+    limits: Limits,
+    cache: Mutex<PlanCache>,
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine::new(Limits::default())
+    }
+}
+
+fn parse_error(e: ParserError) -> SqlError {
+    match e {
+        ParserError::RecursionLimitExceeded => SqlError::new(SqlState::StatementTooComplex, "statement is nested too deeply"),
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => SqlError::new(SqlState::SyntaxError, m),
+    }
+}
+
+/// Statements longer than this are parsed and bound on a helper thread with a large stack:
+/// the parser builds chains like `1+1+...+1` without recursion limits, and walking or
+/// dropping such a tree recurses once per operator.
+const INLINE_PLAN_MAX_LEN: usize = 1024;
+const PLANNER_STACK: usize = 256 << 20;
+
+impl Engine {
+    pub fn new(limits: Limits) -> Self {
+        Engine { limits, cache: Mutex::new(PlanCache::default()) }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Parses and plans one statement against `catalog` (cached by text and catalog version).
+    pub fn prepare(&self, catalog: &Catalog, sql: &str) -> Result<Arc<Prepared>> {
+        let cache_key = (sql.to_string(), catalog.version());
+        if let Ok(cache) = self.cache.lock() {
+            if let Some(p) = cache.plans.get(&cache_key) {
+                return Ok(p.clone());
+            }
+        }
+        let prepared = Arc::new(self.plan(catalog, sql)?);
+        if let Ok(mut cache) = self.cache.lock() {
+            if cache.plans.len() >= self.limits.plan_cache_entries {
+                if let Some(old) = cache.order.pop_front() {
+                    cache.plans.remove(&old);
+                }
+            }
+            if cache.plans.insert(cache_key.clone(), prepared.clone()).is_none() {
+                cache.order.push_back(cache_key);
+            }
+        }
+        Ok(prepared)
+    }
+
+    fn plan(&self, catalog: &Catalog, sql: &str) -> Result<Prepared> {
+        if sql.len() > self.limits.max_sql_len {
+            return err(SqlState::ProgramLimitExceeded, format!("statement longer than {} bytes", self.limits.max_sql_len));
+        }
+        if sql.len() <= INLINE_PLAN_MAX_LEN {
+            return self.parse_and_bind(catalog, sql);
+        }
+        std::thread::scope(|scope| {
+            let planner = std::thread::Builder::new()
+                .stack_size(PLANNER_STACK)
+                .spawn_scoped(scope, || self.parse_and_bind(catalog, sql))
+                .map_err(|e| SqlError::new(SqlState::ProgramLimitExceeded, format!("cannot start planner thread: {e}")))?;
+            planner
+                .join()
+                .unwrap_or_else(|_| err(SqlState::InternalError, "planner failed on this statement"))
+        })
+    }
+
+    fn parse_and_bind(&self, catalog: &Catalog, sql: &str) -> Result<Prepared> {
+        let dialect = PostgreSqlDialect {};
+        let statements = Parser::new(&dialect)
+            .with_recursion_limit(self.limits.max_depth)
+            .try_with_sql(sql)
+            .and_then(|mut p| p.parse_statements())
+            .map_err(parse_error)?;
+        let statement = match statements.as_slice() {
+            [one] => one,
+            [] => return err(SqlState::SyntaxError, "empty statement"),
+            _ => return err(SqlState::FeatureNotSupported, "several statements in one call are not supported"),
+        };
+        let plan = Binder::new(catalog, self.limits.max_depth * 4, sql).plan(statement)?;
+        Ok(Prepared { sql: sql.to_string(), catalog_version: catalog.version(), plan: Arc::new(plan) })
+    }
+
+    /// Parses, plans and executes `sql`.
+    pub fn run(&self, catalog: &Catalog, sql: &str, params: &[Value], ctx: &ExecContext) -> Result<Execution> {
+        let prepared = self.prepare(catalog, sql)?;
+        self.execute(catalog, &prepared, params, ctx)
+    }
+
+    /// Executes a prepared statement. A statement prepared against an older catalog version
+    /// is planned again first.
+    pub fn execute(&self, catalog: &Catalog, prepared: &Prepared, params: &[Value], ctx: &ExecContext) -> Result<Execution> {
+        if prepared.catalog_version != catalog.version() {
+            let fresh = self.prepare(catalog, &prepared.sql)?;
+            return self.execute_plan(&fresh.plan, params, ctx);
+        }
+        self.execute_plan(&prepared.plan, params, ctx)
+    }
+
+    fn execute_plan(&self, plan: &Plan, params: &[Value], ctx: &ExecContext) -> Result<Execution> {
+        // EXPLAIN shows the plan of a parameterized statement without values for it.
+        let explaining = matches!(plan.statement, Statement::Explain(_));
+        if !explaining && params.len() != plan.param_count {
+            return err(
+                SqlState::UndefinedParameter,
+                format!("statement expects {} parameters, got {}", plan.param_count, params.len()),
+            );
+        }
+        let reader = Reader { storage: ctx.storage, at: ctx.at, pending: ctx.pending, max_rows: self.limits.max_rows, rows_read: Default::default() };
+        let mut exec = Exec { reader, params, plans: &plan.subqueries, subqueries: Vec::new(), outer: Vec::new(), reads: ReadReport::default() };
+        if !matches!(plan.statement, Statement::Explain(_) | Statement::Ddl(_) | Statement::Txn(_)) {
+            exec.run_subqueries()?;
+        }
+        let mut writes = WriteSet::default();
+        let affected = |command, (count, rows, _): &(u64, Vec<Row>, WriteSet), names: Option<&Vec<String>>| Output::Affected {
+            command,
+            count: *count,
+            returning: names.map(|n| (n.clone(), rows.clone())),
+        };
+        let output = match &plan.statement {
+            Statement::Query(q) => Output::Rows { columns: q.names.clone(), rows: exec.query(q)? },
+            Statement::Insert(p) => {
+                let r = exec.insert(p)?;
+                let out = affected("INSERT", &r, p.returning.as_ref().map(|r| &r.names));
+                writes = r.2;
+                out
+            }
+            Statement::Update(p) => {
+                let r = exec.update(p)?;
+                let out = affected("UPDATE", &r, p.returning.as_ref().map(|r| &r.names));
+                writes = r.2;
+                out
+            }
+            Statement::Delete(p) => {
+                let r = exec.delete(p)?;
+                let out = affected("DELETE", &r, p.returning.as_ref().map(|r| &r.names));
+                writes = r.2;
+                out
+            }
+            Statement::Ddl(change) => Output::Catalog(change.clone()),
+            Statement::Explain(inner) => Output::Rows {
+                columns: vec!["QUERY PLAN".to_string()],
+                rows: explain(inner).lines().map(|l| vec![Value::Text(l.to_string())]).collect(),
+            },
+            Statement::Txn(t) => Output::Transaction(*t),
+        };
+        Ok(Execution { output, reads: exec.reads, writes })
+    }
+}

@@ -1,0 +1,132 @@
+//! DATE (days since 1970-01-01) and TIMESTAMP (microseconds since 1970-01-01 00:00:00, no
+//! time zone): parsing and formatting of the ISO forms `YYYY-MM-DD[ HH:MM:SS[.ffffff]]`.
+
+const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+fn number(s: &str, digits: std::ops::RangeInclusive<usize>) -> Option<i64> {
+    (digits.contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+}
+
+fn parse_date_part(s: &str) -> Option<i64> {
+    let mut parts = s.split('-');
+    let (year, month, day) = (number(parts.next()?, 4..=4)?, number(parts.next()?, 1..=2)?, number(parts.next()?, 1..=2)?);
+    if parts.next().is_some() || year < 1 || !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    Some(days_from_civil(year, month, day))
+}
+
+/// Parses `YYYY-MM-DD`.
+pub fn parse_date(s: &str) -> Option<i32> {
+    i32::try_from(parse_date_part(s.trim())?).ok()
+}
+
+/// Parses `YYYY-MM-DD[( |T)HH:MM[:SS[.ffffff]]]`.
+pub fn parse_timestamp(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (date, time) = match s.split_once([' ', 'T']) {
+        Some((d, t)) => (d, Some(t.trim())),
+        None => (s, None),
+    };
+    let days = parse_date_part(date)?;
+    let micros = match time {
+        None => 0,
+        Some(t) => {
+            let (hms, fraction) = t.split_once('.').unwrap_or((t, ""));
+            let mut parts = hms.split(':');
+            let (h, m) = (number(parts.next()?, 1..=2)?, number(parts.next()?, 1..=2)?);
+            let sec = match parts.next() {
+                Some(p) => number(p, 1..=2)?,
+                None => 0,
+            };
+            if parts.next().is_some() || h > 23 || m > 59 || sec > 59 || fraction.len() > 6 {
+                return None;
+            }
+            let frac = if fraction.is_empty() { 0 } else { number(fraction, 1..=6)? * 10i64.pow(6 - fraction.len() as u32) };
+            ((h * 60 + m) * 60 + sec) * 1_000_000 + frac
+        }
+    };
+    days.checked_mul(MICROS_PER_DAY)?.checked_add(micros)
+}
+
+pub fn format_date(days: i32) -> String {
+    let (y, m, d) = civil_from_days(i64::from(days));
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+pub fn format_timestamp(micros: i64) -> String {
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    let rem = micros.rem_euclid(MICROS_PER_DAY);
+    let (y, mo, d) = civil_from_days(days);
+    let (secs, frac) = (rem / 1_000_000, rem % 1_000_000);
+    let base = format!("{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
+    if frac == 0 {
+        base
+    } else {
+        format!("{base}.{}", format!("{frac:06}").trim_end_matches('0'))
+    }
+}
+
+/// The date of a timestamp.
+pub fn timestamp_date(micros: i64) -> i32 {
+    i32::try_from(micros.div_euclid(MICROS_PER_DAY)).unwrap_or(if micros < 0 { i32::MIN } else { i32::MAX })
+}
+
+/// Midnight of a date.
+pub fn date_timestamp(days: i32) -> i64 {
+    i64::from(days) * MICROS_PER_DAY
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        for s in ["1970-01-01", "2000-02-29", "1969-12-31", "0001-01-01", "9999-12-31", "2024-03-01"] {
+            let d = parse_date(s).unwrap_or(i32::MIN);
+            assert_eq!(format_date(d), s);
+        }
+        assert_eq!(parse_date("1970-01-02"), Some(1));
+        assert_eq!(parse_date("2023-02-29"), None);
+        assert_eq!(parse_date("2023-13-01"), None);
+        for s in ["2024-05-06 07:08:09", "1960-01-01 00:00:00.5", "2024-05-06 23:59:59.123456"] {
+            assert_eq!(parse_timestamp(s).map(format_timestamp).as_deref(), Some(s));
+        }
+        assert_eq!(parse_timestamp("1970-01-01T00:00:01"), Some(1_000_000));
+        assert_eq!(parse_timestamp("2024-05-06 24:00:00"), None);
+        assert_eq!(parse_timestamp("x"), None);
+    }
+}

@@ -1,0 +1,325 @@
+//! The read/predicate report the protocol's concurrency control relies on: every write that
+//! could change a statement's result satisfies one of its reported predicates, and writes
+//! that cannot, don't.
+
+use pistou_sql::*;
+
+fn setup() -> Database {
+    let mut db = Database::new();
+    for sql in [
+        "CREATE TABLE people (id INT PRIMARY KEY, name TEXT, last TEXT, age INT)",
+        "CREATE INDEX people_name ON people (name)",
+        "CREATE TABLE accounts (id INT PRIMARY KEY, owner INT, balance INT)",
+        "CREATE INDEX accounts_owner ON accounts (owner)",
+        "INSERT INTO people VALUES (1, 'Peter', 'Parker', 20), (2, 'Alice', 'Allen', 30), (3, 'Bob', 'Brown', 40)",
+        "INSERT INTO accounts VALUES (10, 1, 100), (11, 1, 5), (12, 2, 7)",
+    ] {
+        db.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    db
+}
+
+fn run(db: &Database, sql: &str, params: &[Value], pending: &WriteSet) -> Execution {
+    let ctx = ExecContext { storage: db.store(), at: ReadAt::latest_before(u128::MAX), pending };
+    db.engine().run(db.catalog(), sql, params, &ctx).unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+fn rows(e: &Execution) -> Vec<Row> {
+    match &e.output {
+        Output::Rows { rows, .. } => rows.clone(),
+        other => panic!("not rows: {other:?}"),
+    }
+}
+
+fn person(id: i64, name: &str, last: &str, age: i64) -> Row {
+    vec![Value::Int(id), Value::Text(name.into()), Value::Text(last.into()), Value::Int(age)]
+}
+
+#[test]
+fn point_read_is_classified_and_reports_the_version_read() {
+    let db = setup();
+    let e = run(&db, "SELECT last FROM people WHERE id = 1 AND age > 50", &[], &WriteSet::default());
+    assert!(e.reads.is_point_read());
+    assert!(rows(&e).is_empty());
+    let scan = &e.reads.scans[0];
+    // The version is recorded even though `age > 50` rejected it (Pesto §5.4).
+    assert_eq!(scan.rows.len(), 1);
+    assert_eq!(scan.rows[0].version, Version { ts: 1, prepared_by: None });
+    assert_eq!(scan.absent_key, None);
+
+    let missing = run(&db, "SELECT * FROM people WHERE id = 99", &[], &WriteSet::default());
+    assert!(missing.reads.is_point_read());
+    assert!(missing.reads.scans[0].absent_key.is_some());
+    assert!(missing.reads.scans[0].rows.is_empty());
+}
+
+#[test]
+fn range_read_predicate_detects_exactly_the_relevant_writes() {
+    let db = setup();
+    let e = run(&db, "SELECT last FROM people WHERE name = 'Peter'", &[], &WriteSet::default());
+    assert!(!e.reads.is_point_read());
+    assert_eq!(rows(&e), vec![vec![Value::Text("Parker".into())]]);
+    let [scan] = e.reads.scans.as_slice() else { panic!("one scan expected") };
+    assert_eq!(scan.access, Access::Index("people_name".into()));
+    assert_eq!(scan.table(), "people");
+    assert_eq!(scan.rows.len(), 1, "only the active row is in the read set");
+    let p = &scan.predicate;
+    // A concurrent write renaming Alice to Peter could change the result: detected.
+    assert!(p.may_match(&person(2, "Peter", "Allen", 30)));
+    assert_eq!(p.eval(&person(2, "Peter", "Allen", 30)), Ok(Some(true)));
+    // Renaming Alice to Allie cannot: not detected.
+    assert!(!p.may_match(&person(2, "Allie", "Allen", 30)));
+    // NULL name: unknown, which does not satisfy the predicate.
+    let mut null_name = person(4, "", "X", 1);
+    null_name[1] = Value::Null;
+    assert_eq!(p.eval(&null_name), Ok(None));
+    assert!(!p.may_match(&null_name));
+}
+
+#[test]
+fn index_nested_loop_join_instantiates_one_predicate_per_outer_row() {
+    let db = setup();
+    let e = run(
+        &db,
+        "SELECT p.name, a.balance FROM people p JOIN accounts a ON a.owner = p.id WHERE p.name = 'Peter' AND a.balance > 10",
+        &[],
+        &WriteSet::default(),
+    );
+    assert_eq!(rows(&e), vec![vec![Value::Text("Peter".into()), Value::Int(100)]]);
+    // Outer scan of people plus one scan of accounts per outer row (Pesto B.7).
+    assert_eq!(e.reads.scans.len(), 2);
+    let inner = &e.reads.scans[1];
+    assert_eq!(inner.table(), "accounts");
+    assert_eq!(inner.access, Access::Index("accounts_owner".into()));
+    let account = |id, owner, balance| vec![Value::Int(id), Value::Int(owner), Value::Int(balance)];
+    // New account of Peter with a large balance: conflicts. Of someone else: does not.
+    assert!(inner.predicate.may_match(&account(13, 1, 50)));
+    assert!(!inner.predicate.may_match(&account(13, 2, 50)));
+    assert!(!inner.predicate.may_match(&account(13, 1, 1)));
+    assert_eq!(inner.rows.len(), 1, "account 11 (balance 5) is passive");
+}
+
+#[test]
+fn subquery_results_and_parameters_are_instantiated_as_constants() {
+    let db = setup();
+    let e = run(&db, "SELECT name FROM people WHERE age = (SELECT max(age) FROM people WHERE age < $1)", &[Value::Int(35)], &WriteSet::default());
+    assert_eq!(rows(&e), vec![vec![Value::Text("Alice".into())]]);
+    assert_eq!(e.reads.scans.len(), 2);
+    let outer = &e.reads.scans[1].predicate;
+    assert!(!outer.expr.any(&|n| matches!(n, Expr::Param(_) | Expr::Subquery(_) | Expr::Outer(_))));
+    assert!(outer.may_match(&person(9, "Zed", "Z", 30)));
+    assert!(!outer.may_match(&person(9, "Zed", "Z", 31)));
+    let inner = &e.reads.scans[0].predicate;
+    assert!(inner.may_match(&person(9, "Zed", "Z", 34)));
+    assert!(!inner.may_match(&person(9, "Zed", "Z", 35)));
+}
+
+#[test]
+fn insert_reports_absence_and_returns_writes_without_mutating() {
+    let db = setup();
+    let e = run(&db, "INSERT INTO people VALUES (7, 'Eve', 'E', 22)", &[], &WriteSet::default());
+    assert!(matches!(e.output, Output::Affected { command: "INSERT", count: 1, .. }));
+    let [check] = e.reads.scans.as_slice() else { panic!("one primary-key check expected") };
+    assert_eq!(check.access, Access::Point);
+    assert!(check.absent_key.is_some());
+    assert_eq!(e.writes.len(), 1);
+    let (key, write) = e.writes.tables["people"].iter().next().expect("one write");
+    assert_eq!(Some(key), check.absent_key.as_ref());
+    assert_eq!(write, &Write::Upsert(person(7, "Eve", "E", 22)));
+    // Nothing was applied.
+    let after = run(&db, "SELECT count(*) FROM people", &[], &WriteSet::default());
+    assert_eq!(rows(&after), vec![vec![Value::Int(3)]]);
+}
+
+#[test]
+fn update_and_delete_produce_write_sets() {
+    let db = setup();
+    let e = run(&db, "UPDATE accounts SET balance = balance + 1 WHERE owner = 1", &[], &WriteSet::default());
+    assert!(matches!(e.output, Output::Affected { count: 2, .. }));
+    let writes: Vec<&Write> = e.writes.tables["accounts"].values().collect();
+    assert_eq!(writes, vec![
+        &Write::Upsert(vec![Value::Int(10), Value::Int(1), Value::Int(101)]),
+        &Write::Upsert(vec![Value::Int(11), Value::Int(1), Value::Int(6)]),
+    ]);
+    let scan = &e.reads.scans[0];
+    assert!(scan.predicate.may_match(&[Value::Int(99), Value::Int(1), Value::Int(0)]));
+    let d = run(&db, "DELETE FROM accounts WHERE id = 12", &[], &WriteSet::default());
+    assert!(d.reads.is_point_read());
+    assert_eq!(d.writes.tables["accounts"].values().collect::<Vec<_>>(), vec![&Write::Delete]);
+}
+
+#[test]
+fn pending_writes_are_visible_but_not_reported_as_reads() {
+    let db = setup();
+    let insert = run(&db, "INSERT INTO people VALUES (5, 'Peter', 'Pan', 12)", &[], &WriteSet::default());
+    let delete = run(&db, "DELETE FROM people WHERE id = 1", &[], &WriteSet::default());
+    let mut pending = insert.writes;
+    pending.merge(delete.writes);
+    let e = run(&db, "SELECT id, last FROM people WHERE name = 'Peter'", &[], &pending);
+    assert_eq!(rows(&e), vec![vec![Value::Int(5), Value::Text("Pan".into())]]);
+    assert!(e.reads.scans[0].rows.is_empty(), "own writes are not read dependencies");
+}
+
+#[test]
+fn version_policy_selects_what_a_read_may_see() {
+    let mut db = setup();
+    let writer = [7u8; 32];
+    let upd = run(&db, "UPDATE people SET age = 99 WHERE id = 2", &[], &WriteSet::default());
+    let catalog = db.catalog().clone();
+    let mut store = db.store().clone();
+    store
+        .apply_writes(&catalog, &upd.writes, Version { ts: 50, prepared_by: Some(writer) })
+        .expect("apply");
+    let sql = "SELECT age FROM people WHERE id = 2";
+    let prepared = db.prepare(sql).expect("prepare");
+    let empty = WriteSet::default();
+    let committed_only = |v: &Version| v.prepared_by.is_none();
+    let read = |visible: &dyn Fn(&Version) -> bool, ts| {
+        let ctx = ExecContext { storage: &store, at: ReadAt { ts, visible }, pending: &empty };
+        db.engine().execute(&catalog, &prepared, &[], &ctx).expect("execute")
+    };
+    let all = |_: &Version| true;
+    let prepared_read = read(&all, 100);
+    assert_eq!(rows(&prepared_read), vec![vec![Value::Int(99)]]);
+    assert_eq!(prepared_read.reads.scans[0].rows[0].version, Version { ts: 50, prepared_by: Some(writer) });
+    assert_eq!(rows(&read(&committed_only, 100)), vec![vec![Value::Int(30)]]);
+    assert_eq!(rows(&read(&all, 50)), vec![vec![Value::Int(30)]], "reads see versions strictly below ts");
+    store.abort_prepared(&writer);
+    let ctx = ExecContext { storage: &store, at: ReadAt::latest_before(100), pending: &empty };
+    assert_eq!(rows(&db.engine().execute(&catalog, &prepared, &[], &ctx).expect("execute")), vec![vec![Value::Int(30)]]);
+    db.execute("DROP TABLE accounts").expect("drop");
+}
+
+#[test]
+fn same_visible_rows_give_identical_results_and_reports() {
+    let a = setup();
+    let b = setup();
+    for sql in [
+        "SELECT p.name, a.balance FROM people p LEFT JOIN accounts a ON a.owner = p.id ORDER BY 1",
+        "SELECT owner, sum(balance) FROM accounts GROUP BY owner",
+        "SELECT * FROM people WHERE age BETWEEN 10 AND 35",
+    ] {
+        let x = run(&a, sql, &[], &WriteSet::default());
+        let y = run(&b, sql, &[], &WriteSet::default());
+        assert_eq!(x, y, "{sql}");
+    }
+}
+
+#[test]
+fn prepared_statements_are_cached_and_replanned_after_ddl() {
+    let mut db = setup();
+    let p1 = db.prepare("SELECT name FROM people WHERE id = $1").expect("prepare");
+    let p2 = db.prepare("SELECT name FROM people WHERE id = $1").expect("prepare");
+    assert!(std::sync::Arc::ptr_eq(&p1, &p2));
+    assert_eq!(p1.param_count(), 1);
+    assert_eq!(p1.columns(), Some(&["name".to_string()][..]));
+    assert!(p1.explain().contains("point lookup"));
+    db.execute("CREATE INDEX people_age ON people (age)").expect("ddl");
+    let e = db.execute_prepared(&p1, &[Value::Int(3)]).expect("run after DDL");
+    assert_eq!(rows(&e), vec![vec![Value::Text("Bob".into())]]);
+    let err = db.execute_prepared(&p1, &[]).expect_err("missing parameter");
+    assert_eq!(err.sqlstate(), "42P02");
+}
+
+#[test]
+fn ddl_returns_a_catalog_change_instead_of_mutating() {
+    let db = setup();
+    let e = run(&db, "CREATE TABLE z (k TEXT PRIMARY KEY, v INT UNIQUE)", &[], &WriteSet::default());
+    let Output::Catalog(Some(CatalogChange::CreateTable(schema))) = e.output else { panic!("expected a table") };
+    assert_eq!(schema.primary_key, vec![0]);
+    assert_eq!(schema.indexes.len(), 1);
+    assert!(db.catalog().table("z").is_none());
+    let mut catalog = db.catalog().clone();
+    let before = catalog.version();
+    catalog.apply(&CatalogChange::CreateTable(schema)).expect("apply");
+    assert_eq!(catalog.version(), before + 1);
+}
+
+#[test]
+fn query_column_types_are_known_statically() {
+    let db = setup();
+    let p = db
+        .prepare("SELECT p.id, p.name, avg(a.balance), count(*), sum(a.balance) * 1.5, $1 FROM people p JOIN accounts a ON a.owner = p.id GROUP BY p.id, p.name")
+        .expect("prepare");
+    use SqlType::*;
+    assert_eq!(p.column_types(), Some(&[Some(Int), Some(Text), Some(Numeric), Some(Int), Some(Numeric), None][..]));
+    let u = db.prepare("SELECT name FROM people UNION SELECT 'x'").expect("prepare");
+    assert_eq!(u.column_types(), Some(&[Some(Text)][..]));
+}
+
+#[test]
+fn parameter_types_are_inferred_from_context() {
+    let db = setup();
+    use SqlType::*;
+    let p = db.prepare("SELECT name FROM people WHERE id = $1 AND name LIKE $2 AND age IN ($3, 5) LIMIT $4").expect("prepare");
+    assert_eq!(p.param_types(), &[Some(Int), Some(Text), Some(Int), Some(Int)][..]);
+    let i = db.prepare("INSERT INTO people VALUES ($1, $2, $3, $4)").expect("prepare");
+    assert_eq!(i.param_types(), &[Some(Int), Some(Text), Some(Text), Some(Int)][..]);
+    let u = db.prepare("UPDATE accounts SET balance = $1 WHERE owner = (SELECT id FROM people WHERE name = $2)").expect("prepare");
+    assert_eq!(u.param_types(), &[Some(Int), Some(Text)][..]);
+    let s = db.prepare("SELECT $1").expect("prepare");
+    assert_eq!(s.param_types(), &[None][..]);
+}
+
+#[test]
+fn correlated_subqueries_report_one_instantiated_scan_per_row() {
+    let db = setup();
+    let e = run(&db, "SELECT name FROM people p WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.owner = p.id AND a.balance > 50)", &[], &WriteSet::default());
+    assert_eq!(rows(&e), vec![vec![Value::Text("Peter".into())]]);
+    // people scan, then one accounts scan per person.
+    assert_eq!(e.reads.scans.len(), 4);
+    let for_alice = &e.reads.scans[2];
+    assert_eq!(for_alice.table(), "accounts");
+    let account = |owner, balance| vec![Value::Int(20), Value::Int(owner), Value::Int(balance)];
+    assert!(for_alice.predicate.may_match(&account(2, 60)), "a rich account for Alice would change the result");
+    assert!(!for_alice.predicate.may_match(&account(1, 60)));
+    assert!(!for_alice.predicate.may_match(&account(2, 10)));
+    // The outer scan's predicate is TRUE: the EXISTS filter is applied after the scan.
+    assert!(e.reads.scans[0].predicate.may_match(&person(9, "Zed", "Z", 1)));
+}
+
+#[test]
+fn derived_tables_report_the_scans_of_their_query() {
+    let db = setup();
+    let e = run(&db, "SELECT s.name FROM (SELECT name, age FROM people WHERE age > 25) AS s WHERE s.age < 35", &[], &WriteSet::default());
+    assert_eq!(rows(&e), vec![vec![Value::Text("Alice".into())]]);
+    let [scan] = e.reads.scans.as_slice() else { panic!("only the inner query scans storage") };
+    // The outer filter runs on the derived rows, so the base-table predicate is the inner one.
+    assert!(scan.predicate.may_match(&person(9, "Old", "O", 50)));
+    assert!(!scan.predicate.may_match(&person(9, "Young", "Y", 20)));
+    assert_eq!(scan.rows.len(), 2);
+}
+
+#[test]
+fn point_reads_are_classified_before_execution() {
+    let db = setup();
+    let p = db.prepare("SELECT name FROM people WHERE id = $1 AND age > 3").expect("prepare");
+    let point = p.point_key(&[Value::Int(2)]).expect("classify").expect("a point read");
+    assert_eq!(point.table, "people");
+    let e = run(&db, "SELECT name FROM people WHERE id = $1 AND age > 3", &[Value::Int(2)], &WriteSet::default());
+    assert!(e.reads.is_point_read());
+    assert_eq!(point.key.as_ref(), e.reads.scans[0].rows.first().map(|r| &r.key), "same key as the execution reads");
+    assert_eq!(p.point_key(&[Value::Null]).expect("classify").map(|k| k.key), Some(None));
+    for range in [
+        "SELECT name FROM people WHERE id > $1",
+        "SELECT name FROM people WHERE name = $1",
+        "SELECT p.name FROM people p JOIN accounts a ON a.id = p.id WHERE p.id = $1",
+        "SELECT name FROM people WHERE id = (SELECT max(id) FROM people WHERE id < $1)",
+    ] {
+        assert_eq!(db.prepare(range).expect("prepare").point_key(&[Value::Int(2)]).expect("classify"), None, "{range}");
+    }
+    let upd = db.prepare("UPDATE accounts SET balance = 0 WHERE id = 10").expect("prepare");
+    assert_eq!(upd.point_key(&[]).expect("classify").map(|k| k.table), Some("accounts".to_string()));
+}
+
+#[test]
+fn in_lists_read_only_the_listed_keys() {
+    let db = setup();
+    let e = run(&db, "SELECT id FROM people WHERE id IN (3, 1, 99)", &[], &WriteSet::default());
+    assert_eq!(rows(&e), vec![vec![Value::Int(1)], vec![Value::Int(3)]]);
+    let [scan] = e.reads.scans.as_slice() else { panic!("one scan") };
+    assert_eq!(scan.access, Access::PkRange);
+    assert_eq!(scan.rows.len(), 2);
+    assert!(scan.predicate.may_match(&person(99, "New", "N", 1)), "inserting key 99 conflicts");
+    assert!(!scan.predicate.may_match(&person(2, "Alice", "A", 1)));
+}
