@@ -2,7 +2,6 @@
 //! comes from Byzantine clients. The baseline (no faulty transactions) is measured in the
 //! same run, on a fresh cluster like every other point.
 
-use crate::byz;
 use crate::cluster::Cluster;
 use crate::ycsb::{self, key_name, KeyGen, Workload};
 use crate::ClusterArgs;
@@ -72,7 +71,7 @@ async fn point(w: &Workload, c: &ClusterArgs, a: &FaultArgs, fault: Option<(Clie
             let keys = keys.clone();
             let pick: KeyPicker = Box::new(move |rng| key_name(keys.pick(rng)));
             let actor = ByzClient::new(b as usize, ClientId(id), key, fault, cluster.config.clone(), pick, txns, gap_us);
-            byz_tasks.push(tokio::spawn(byz::drive(cluster.config.clone(), ClientId(id), actor, until, id)));
+            byz_tasks.push(tokio::spawn(pistou_adversary::net::drive(cluster.config.clone(), ClientId(id), actor, until, id)));
         }
     }
     let t = ycsb::run_correct_clients(&cluster, w, 1, start).await?;

@@ -7,7 +7,6 @@
 //! - `core`: CPU cost of the protocol core alone (replicas, clients, codec, crypto) in one
 //!   thread through the simulator, no sockets: what the runtime adds comes on top.
 
-mod byz;
 mod cluster;
 mod faulty;
 mod ycsb;

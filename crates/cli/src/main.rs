@@ -26,6 +26,7 @@ macro_rules! eout {
     }};
 }
 
+mod byzantine;
 mod cluster;
 mod demo;
 mod files;
@@ -66,6 +67,34 @@ enum Cmd {
     },
     /// Start a local 1-shard cluster and an interactive key-value shell.
     Demo(DemoArgs),
+    /// TESTING ONLY: act as a Byzantine client (stall-early, stall-late, partial-st1,
+    /// equivocate, forced-equivocate, future-timestamps, fabricated-deps).
+    ByzantineClient(ByzantineArgs),
+}
+
+#[derive(Args)]
+struct ByzantineArgs {
+    /// Path to cluster.toml.
+    #[arg(long)]
+    config: PathBuf,
+    /// Client id to act as (its key must exist).
+    #[arg(long)]
+    client: u64,
+    /// Secret key file (default: keys/client-{id}.key next to the config).
+    #[arg(long)]
+    key: Option<PathBuf>,
+    /// What to do wrong.
+    #[arg(long)]
+    fault: String,
+    /// Keys its transactions write (comma-separated).
+    #[arg(long, value_delimiter = ',', required = true)]
+    keys: Vec<String>,
+    /// Faulty transactions to run.
+    #[arg(long, default_value_t = 10)]
+    txns: usize,
+    /// Milliseconds between them.
+    #[arg(long, default_value_t = 100)]
+    gap_ms: u64,
 }
 
 #[derive(Args)]
@@ -237,6 +266,20 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
         Cmd::Cluster { cmd: ClusterCmd::Up { dir, tolerate_failures, byzantine } } => {
             let byzantine = parse_byzantine(&byzantine)?;
             current_thread()?.block_on(cluster_up(dir, tolerate_failures, byzantine))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::ByzantineClient(a) => {
+            let spec = byzantine::ByzantineSpec {
+                config: a.config,
+                client: a.client,
+                key: a.key,
+                fault: a.fault,
+                keys: a.keys,
+                txns: a.txns,
+                gap_ms: a.gap_ms,
+            };
+            let started = multi_thread()?.block_on(byzantine::run(spec))?;
+            out!("started {started} faulty transactions");
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Demo(a) => {

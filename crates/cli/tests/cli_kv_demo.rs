@@ -74,3 +74,33 @@ async fn demo_shell_session_then_nothing_left() {
     });
     tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out").expect("test panicked");
 }
+
+/// A real Byzantine client stalls after ST1 on `alice`; a user's transaction that reads `alice`
+/// depends on the stalled write and still commits, because the client library finishes the
+/// stalled transaction (Basil §5) before or while retrying.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_byzantine_write_does_not_block_readers() {
+    let run = tokio::task::spawn_blocking(|| {
+        let dir = temp_dir();
+        init_cluster(dir.path(), 1, 3);
+        let cluster = ClusterProc::up(dir.path(), false);
+        let config = format!("{}/cluster.toml", path_str(dir.path()));
+        let r = pistou(&["kv", "--config", &config, "put", "alice", "1"], LIMIT);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let byz = ["byzantine-client", "--config", &config, "--client", "3", "--fault", "stall-late", "--keys", "alice", "--txns", "1"];
+        let r = pistou(&byz, LIMIT);
+        assert_eq!((r.code, r.stdout.trim()), (Some(0), "started 1 faulty transactions"), "{}", r.stderr);
+        let r = pistou(&["kv", "--config", &config, "txn", "get alice; put bob 2"], LIMIT);
+        assert_eq!(r.code, Some(0), "stdout: {} stderr: {}", r.stdout, r.stderr);
+        // The stalled transaction was finished: alice holds what the Byzantine client wrote
+        // (an 8-byte balance), not the user's "1".
+        let r = pistou(&["kv", "--config", &config, "get", "alice"], LIMIT);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        assert_ne!(r.stdout.trim(), "alice = 1", "the stalled write was neither finished nor visible");
+        let r = pistou(&["byzantine-client", "--config", &config, "--client", "3", "--fault", "nonsense", "--keys", "a"], LIMIT);
+        assert_eq!(r.code, Some(2), "an unknown fault is a usage error: {}", r.stderr);
+        let status = cluster.stop();
+        assert!(status.success());
+    });
+    tokio::time::timeout(Duration::from_secs(180), run).await.expect("test timed out").expect("test panicked");
+}

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use pistou_adversary::ByzClient;
+use crate::ByzClient;
 use pistou_core::{ClientId, ClusterConfig, ReplicaId};
 use pistou_wire::{decode_message, encode_message, frame_codec, Message, DEFAULT_MAX_FRAME_BYTES};
 use rand::SeedableRng;
