@@ -51,7 +51,13 @@ pub async fn run(spec: ReplicaSpec) -> Result<()> {
             Some(Fault { kind, signer: BatchSigner::new(key, 1) })
         }
     };
-    let mut server = ReplicaServer::bind(config, id, key, NodeOptions::default()).await?;
+    let mut options = NodeOptions::default();
+    // Tuning knob (µs, 0 disables), inherited by the replicas of `cluster up`: see
+    // NodeOptions::batch_window.
+    if let Some(us) = std::env::var("PISTOU_BATCH_WINDOW_US").ok().and_then(|v| v.parse::<u64>().ok()) {
+        options.batch_window = std::time::Duration::from_micros(us.min(100_000));
+    }
+    let mut server = ReplicaServer::bind(config, id, key, options).await?;
     if let Some(fault) = fault {
         server = server.with_fault(fault);
     }

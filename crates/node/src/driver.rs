@@ -31,6 +31,7 @@ pub(crate) struct Driver {
     /// Counters as last logged, to log only changes.
     logged: Counts,
     fault: Option<crate::server::Fault>,
+    batch_window: Duration,
 }
 
 type Counts = (Vec<(RejectReason, u64)>, Vec<(NetReason, u64)>);
@@ -55,6 +56,7 @@ impl Driver {
             counters,
             logged: (Vec::new(), Vec::new()),
             fault: None,
+            batch_window: options.batch_window,
         }
     }
 
@@ -93,6 +95,9 @@ impl Driver {
                     // ed25519 batch (`handle_many`) and answered in one signed flush.
                     let mut batch = Vec::new();
                     self.apply(item, &mut batch);
+                    if !self.batch_window.is_zero() {
+                        tokio::time::sleep(self.batch_window).await;
+                    }
                     for _ in 0..MAX_DRAIN {
                         let Ok(item) = inbound.try_recv() else { break };
                         self.apply(item, &mut batch);

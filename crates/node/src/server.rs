@@ -33,6 +33,11 @@ pub struct NodeOptions {
     pub hello_timeout: Duration,
     /// Messages queued per outgoing link to another replica.
     pub peer_queue: usize,
+    /// After the first input of a batch, wait this long for more before handling and
+    /// signing them together (Basil §4.4 batches with a timeout). Zero: batch only what is
+    /// already queued. 500 µs measured best on YCSB-T (docs/benchmarks.md): +13% committed
+    /// tx/s and a lower p99 than no window; 2 ms was no better than none.
+    pub batch_window: Duration,
 }
 
 impl Default for NodeOptions {
@@ -48,6 +53,7 @@ impl Default for NodeOptions {
             tick_interval: Duration::from_millis(10),
             stats_interval: Duration::from_secs(5),
             hello_timeout: Duration::from_secs(10),
+            batch_window: Duration::from_micros(500),
             peer_queue: 1024,
         }
     }
