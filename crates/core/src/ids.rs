@@ -41,6 +41,13 @@ pub struct Timestamp {
 impl Timestamp {
     /// The version of every key before any transaction wrote it.
     pub const GENESIS: Timestamp = Timestamp { time: 0, client: ClientId(0), seq: 0 };
+    /// Above every timestamp a client can choose: reads "everything".
+    pub const MAX: Timestamp = Timestamp { time: u64::MAX, client: ClientId(u64::MAX), seq: u64::MAX };
+
+    /// The first timestamp of microsecond `time` (client 0, seq 0).
+    pub const fn at(time: u64) -> Timestamp {
+        Timestamp { time, client: ClientId(0), seq: 0 }
+    }
 }
 
 impl fmt::Display for Timestamp {

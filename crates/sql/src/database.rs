@@ -16,7 +16,7 @@ pub struct Database {
     catalog: Catalog,
     store: MemStore,
     /// Timestamp of the last committed write.
-    clock: u128,
+    clock: u64,
     /// Buffered writes of the open transaction, if any.
     transaction: Option<WriteSet>,
 }
@@ -66,7 +66,7 @@ impl Database {
         let empty = WriteSet::default();
         let ctx = ExecContext {
             storage: &self.store,
-            at: ReadAt::latest_before(self.clock + 1),
+            at: ReadAt::latest_before(pistou_core::Timestamp::at(self.clock + 1)),
             pending: self.transaction.as_ref().unwrap_or(&empty),
         };
         let execution = self.engine.execute(&self.catalog, prepared, params, &ctx)?;
@@ -86,7 +86,7 @@ impl Database {
 
     fn commit_writes(&mut self, writes: &WriteSet) -> Result<()> {
         self.clock += 1;
-        self.store.apply_writes(&self.catalog, writes, Version { ts: self.clock, prepared_by: None })
+        self.store.apply_writes(&self.catalog, writes, Version { ts: pistou_core::Timestamp::at(self.clock), prepared_by: None })
     }
 
     fn transaction_control(&mut self, t: TxnControl) -> Result<()> {
@@ -120,7 +120,7 @@ impl Database {
         if let CatalogChange::CreateIndex { table, index } = change {
             if index.unique {
                 if let Some(schema) = next.table(table) {
-                    let rows = self.store.scan(schema, &KeyRange::all(), &ReadAt::latest_before(self.clock + 1), usize::MAX)?;
+                    let rows = self.store.scan(schema, &KeyRange::all(), &ReadAt::latest_before(pistou_core::Timestamp::at(self.clock + 1)), usize::MAX)?;
                     let mut seen = BTreeSet::new();
                     for r in rows {
                         let values: Vec<&Value> = index.columns.iter().filter_map(|c| r.row.get(*c)).collect();

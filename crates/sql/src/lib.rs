@@ -28,5 +28,5 @@ pub use error::{SqlError, SqlState};
 pub use expr::{Expr, Predicate};
 pub use plan::TxnControl;
 pub use report::{Access, ReadReport, ReadRow, ScanRead};
-pub use storage::{KeyRange, MemStore, ReadAt, Storage, StoredRow, TxnId, Version, Write, WriteSet};
+pub use storage::{KeyRange, MemStore, ReadAt, Storage, StoredRow, Timestamp, TxnId, Version, Write, WriteSet};
 pub use types::{Row, SqlType, Value};

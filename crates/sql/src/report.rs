@@ -44,7 +44,7 @@ pub struct ScanRead {
     pub absent_key: Option<Vec<u8>>,
     /// Timestamp of the newest write to the table below the read timestamp (Pesto's table
     /// version, §6.1.3).
-    pub table_version: Option<u128>,
+    pub table_version: Option<pistou_core::Timestamp>,
 }
 
 impl ScanRead {

@@ -8,13 +8,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
-/// Transaction id of a prepared (not yet committed) writer.
-pub type TxnId = [u8; 32];
+pub use pistou_core::{Timestamp, TxnId};
 
 /// Metadata of one row version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Version {
-    pub ts: u128,
+    pub ts: Timestamp,
     /// `Some(writer)` while the writing transaction is only prepared.
     pub prepared_by: Option<TxnId>,
 }
@@ -72,7 +71,7 @@ impl KeyRange {
 /// accepts (e.g. only committed ones, or only those in a snapshot proposal).
 #[derive(Clone, Copy)]
 pub struct ReadAt<'a> {
-    pub ts: u128,
+    pub ts: Timestamp,
     pub visible: &'a dyn Fn(&Version) -> bool,
 }
 
@@ -82,7 +81,7 @@ fn accept_all(_: &Version) -> bool {
 
 impl ReadAt<'static> {
     /// Reads the newest version (committed or prepared) below `ts`.
-    pub fn latest_before(ts: u128) -> Self {
+    pub fn latest_before(ts: Timestamp) -> Self {
         ReadAt { ts, visible: &accept_all }
     }
 }
@@ -119,7 +118,7 @@ pub trait Storage {
 
     /// Timestamp of the newest write to `table` with a timestamp below `at.ts` (Pesto's
     /// "table version", §6.1.3).
-    fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<u128>;
+    fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp>;
 }
 
 /// One buffered write.
@@ -172,7 +171,7 @@ struct MemTable {
     /// on read by re-checking the visible version.
     indexes: BTreeMap<String, IndexEntries>,
     /// Timestamps of all writes, for `table_version`.
-    write_ts: BTreeSet<u128>,
+    write_ts: BTreeSet<Timestamp>,
 }
 
 /// An in-memory multi-version store: the test store, the benchmark store and the model
@@ -344,7 +343,7 @@ impl Storage for MemStore {
         Ok(out)
     }
 
-    fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<u128> {
+    fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp> {
         let mem = self.tables.get(&table.name)?;
         mem.write_ts.range(..at.ts).next_back().copied()
     }
@@ -373,7 +372,7 @@ mod tests {
         (catalog, store, schema)
     }
 
-    fn write(catalog: &Catalog, store: &mut MemStore, id: i64, a: Option<i64>, ts: u128) {
+    fn write(catalog: &Catalog, store: &mut MemStore, id: i64, a: Option<i64>, ts: u64) {
         let key = encode_key([&Value::Int(id)]);
         let w = match a {
             Some(a) => Write::Upsert(vec![Value::Int(id), Value::Int(a)]),
@@ -381,7 +380,7 @@ mod tests {
         };
         let mut ws = WriteSet::default();
         ws.put("t", key, w);
-        store.apply_writes(catalog, &ws, Version { ts, prepared_by: None }).expect("write");
+        store.apply_writes(catalog, &ws, Version { ts: Timestamp::at(ts), prepared_by: None }).expect("write");
     }
 
     fn ids(rows: Vec<StoredRow>) -> Vec<Value> {
@@ -397,14 +396,14 @@ mod tests {
         write(&catalog, &mut store, 2, None, 4);
         let index = &schema.indexes[0];
         let eq = |a: i64| KeyRange::point(encode_key([&Value::Int(a)]));
-        let at = |ts| ReadAt::latest_before(ts);
+        let at = |ts| ReadAt::latest_before(Timestamp::at(ts));
         let scan = |range: &KeyRange, ts| ids(store.index_scan(&schema, index, range, &at(ts), usize::MAX).expect("scan"));
         assert_eq!(scan(&eq(10), 10), Vec::<Value>::new());
         assert_eq!(scan(&eq(30), 10), vec![Value::Int(1)]);
         assert_eq!(scan(&eq(10), 3), vec![Value::Int(1)]);
         assert_eq!(scan(&KeyRange::all(), 4), vec![Value::Int(2), Value::Int(1)], "index order: a=20 before a=30");
         assert_eq!(scan(&KeyRange::all(), 5), vec![Value::Int(1)]);
-        assert_eq!(store.table_version(&schema, &at(4)), Some(3));
+        assert_eq!(store.table_version(&schema, &at(4)), Some(Timestamp::at(3)));
         assert_eq!(ids(store.scan(&schema, &KeyRange::all(), &at(3), usize::MAX).expect("scan")), vec![Value::Int(1), Value::Int(2)]);
     }
 
@@ -412,18 +411,18 @@ mod tests {
     fn prepared_versions_commit_or_vanish() {
         let (catalog, mut store, schema) = setup();
         write(&catalog, &mut store, 1, Some(10), 1);
-        let txn = [1u8; 32];
+        let txn = TxnId([1u8; 32]);
         let mut ws = WriteSet::default();
         ws.put("t", encode_key([&Value::Int(1)]), Write::Upsert(vec![Value::Int(1), Value::Int(11)]));
-        store.apply_writes(&catalog, &ws, Version { ts: 5, prepared_by: Some(txn) }).expect("prepare");
+        store.apply_writes(&catalog, &ws, Version { ts: Timestamp::at(5), prepared_by: Some(txn) }).expect("prepare");
         let committed_only = |v: &Version| v.prepared_by.is_none();
-        let at = ReadAt { ts: 9, visible: &committed_only };
+        let at = ReadAt { ts: Timestamp::at(9), visible: &committed_only };
         let value = |store: &MemStore, at: &ReadAt| store.scan(&schema, &KeyRange::all(), at, usize::MAX).expect("scan")[0].row[1].clone();
         assert_eq!(value(&store, &at), Value::Int(10));
-        assert_eq!(value(&store, &ReadAt::latest_before(9)), Value::Int(11));
+        assert_eq!(value(&store, &ReadAt::latest_before(Timestamp::at(9))), Value::Int(11));
         let mut aborted = store.clone();
         aborted.abort_prepared(&txn);
-        assert_eq!(value(&aborted, &ReadAt::latest_before(9)), Value::Int(10));
+        assert_eq!(value(&aborted, &ReadAt::latest_before(Timestamp::at(9))), Value::Int(10));
         store.commit_prepared(&txn);
         assert_eq!(value(&store, &at), Value::Int(11));
     }
@@ -432,8 +431,8 @@ mod tests {
     fn empty_and_inverted_ranges_are_safe() {
         let (_, store, schema) = setup();
         let r = KeyRange { start: Bound::Excluded(vec![5]), end: Bound::Excluded(vec![5]) };
-        assert!(store.scan(&schema, &r, &ReadAt::latest_before(9), usize::MAX).expect("scan").is_empty());
+        assert!(store.scan(&schema, &r, &ReadAt::latest_before(Timestamp::at(9)), usize::MAX).expect("scan").is_empty());
         let r = KeyRange { start: Bound::Included(vec![9]), end: Bound::Included(vec![1]) };
-        assert!(store.scan(&schema, &r, &ReadAt::latest_before(9), usize::MAX).expect("scan").is_empty());
+        assert!(store.scan(&schema, &r, &ReadAt::latest_before(Timestamp::at(9)), usize::MAX).expect("scan").is_empty());
     }
 }

@@ -20,7 +20,7 @@ fn setup() -> Database {
 }
 
 fn run(db: &Database, sql: &str, params: &[Value], pending: &WriteSet) -> Execution {
-    let ctx = ExecContext { storage: db.store(), at: ReadAt::latest_before(u128::MAX), pending };
+    let ctx = ExecContext { storage: db.store(), at: ReadAt::latest_before(Timestamp::MAX), pending };
     db.engine().run(db.catalog(), sql, params, &ctx).unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
@@ -44,7 +44,7 @@ fn point_read_is_classified_and_reports_the_version_read() {
     let scan = &e.reads.scans[0];
     // The version is recorded even though `age > 50` rejected it (Pesto §5.4).
     assert_eq!(scan.rows.len(), 1);
-    assert_eq!(scan.rows[0].version, Version { ts: 1, prepared_by: None });
+    assert_eq!(scan.rows[0].version, Version { ts: Timestamp::at(1), prepared_by: None });
     assert_eq!(scan.absent_key, None);
 
     let missing = run(&db, "SELECT * FROM people WHERE id = 99", &[], &WriteSet::default());
@@ -163,12 +163,12 @@ fn pending_writes_are_visible_but_not_reported_as_reads() {
 #[test]
 fn version_policy_selects_what_a_read_may_see() {
     let mut db = setup();
-    let writer = [7u8; 32];
+    let writer = TxnId([7u8; 32]);
     let upd = run(&db, "UPDATE people SET age = 99 WHERE id = 2", &[], &WriteSet::default());
     let catalog = db.catalog().clone();
     let mut store = db.store().clone();
     store
-        .apply_writes(&catalog, &upd.writes, Version { ts: 50, prepared_by: Some(writer) })
+        .apply_writes(&catalog, &upd.writes, Version { ts: Timestamp::at(50), prepared_by: Some(writer) })
         .expect("apply");
     let sql = "SELECT age FROM people WHERE id = 2";
     let prepared = db.prepare(sql).expect("prepare");
@@ -179,13 +179,13 @@ fn version_policy_selects_what_a_read_may_see() {
         db.engine().execute(&catalog, &prepared, &[], &ctx).expect("execute")
     };
     let all = |_: &Version| true;
-    let prepared_read = read(&all, 100);
+    let prepared_read = read(&all, Timestamp::at(100));
     assert_eq!(rows(&prepared_read), vec![vec![Value::Int(99)]]);
-    assert_eq!(prepared_read.reads.scans[0].rows[0].version, Version { ts: 50, prepared_by: Some(writer) });
-    assert_eq!(rows(&read(&committed_only, 100)), vec![vec![Value::Int(30)]]);
-    assert_eq!(rows(&read(&all, 50)), vec![vec![Value::Int(30)]], "reads see versions strictly below ts");
+    assert_eq!(prepared_read.reads.scans[0].rows[0].version, Version { ts: Timestamp::at(50), prepared_by: Some(writer) });
+    assert_eq!(rows(&read(&committed_only, Timestamp::at(100))), vec![vec![Value::Int(30)]]);
+    assert_eq!(rows(&read(&all, Timestamp::at(50))), vec![vec![Value::Int(30)]], "reads see versions strictly below ts");
     store.abort_prepared(&writer);
-    let ctx = ExecContext { storage: &store, at: ReadAt::latest_before(100), pending: &empty };
+    let ctx = ExecContext { storage: &store, at: ReadAt::latest_before(Timestamp::at(100)), pending: &empty };
     assert_eq!(rows(&db.engine().execute(&catalog, &prepared, &[], &ctx).expect("execute")), vec![vec![Value::Int(30)]]);
     db.execute("DROP TABLE accounts").expect("drop");
 }
