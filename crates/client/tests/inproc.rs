@@ -66,6 +66,8 @@ async fn start(f: usize, shards: usize, crypto: bool) -> Cluster {
         reply_batch: 16,
         shards: shard_cfgs,
         clients,
+        tables: Default::default(),
+        sql: Default::default(),
     };
     config.validate().unwrap();
     let config = Arc::new(config);

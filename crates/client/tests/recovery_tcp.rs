@@ -39,6 +39,8 @@ async fn cluster() -> (Arc<ClusterConfig>, Vec<SecretKey>, watch::Sender<bool>, 
         reply_batch: 16,
         shards: vec![ShardConfig { replicas }],
         clients,
+        tables: Default::default(),
+        sql: Default::default(),
     });
     config.validate().unwrap();
     let (stop, _) = watch::channel(false);

@@ -3,6 +3,7 @@
 
 use crate::ids::{ClientId, ReplicaId, ShardId};
 use crate::quorum::Quorums;
+use crate::sql_keys;
 use pistou_crypto::PublicKey;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -53,6 +54,37 @@ pub struct ClusterConfig {
     pub reply_batch: usize,
     pub shards: Vec<ShardConfig>,
     pub clients: Vec<ClientConfig>,
+    /// Table placement: table name → shard index. Unlisted tables go to the shard given by
+    /// a hash of their name.
+    #[serde(default)]
+    pub tables: BTreeMap<String, u32>,
+    /// Parameters of SQL transactions (Pesto).
+    #[serde(default)]
+    pub sql: SqlConfig,
+}
+
+/// Parameters of Pesto's semantic concurrency control and garbage collection (microseconds).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SqlConfig {
+    /// Write monotonicity grace (§6.1.3): a write to a table is accepted if its timestamp is
+    /// above the highest table version this replica reported minus `grace_us`; predicates are
+    /// checked against writes from `table_version - grace_us` on.
+    pub grace_us: u64,
+    /// Low-watermark lag (App. B.3): versions older than `now - gc_lag_us` collapse to the
+    /// newest one, and reads or writes below the watermark are refused.
+    pub gc_lag_us: u64,
+    /// Most versions kept per row (App. B.3 (ii)).
+    pub version_cap: usize,
+    /// Clients ignore range-read replies whose table version is more than this below the
+    /// (f+1)-th smallest one (App. B.8).
+    pub table_version_outlier_us: u64,
+}
+
+impl Default for SqlConfig {
+    fn default() -> Self {
+        SqlConfig { grace_us: 100_000, gc_lag_us: 120_000_000, version_cap: 64, table_version_outlier_us: 1_000_000 }
+    }
 }
 
 fn default_delta_us() -> u64 {
@@ -87,6 +119,8 @@ impl ClusterConfig {
             reply_batch: default_batch(),
             shards,
             clients,
+            tables: BTreeMap::new(),
+            sql: SqlConfig::default(),
         }
     }
 
@@ -133,6 +167,17 @@ impl ClusterConfig {
                 }
             }
         }
+        for (table, shard) in &self.tables {
+            if *shard as usize >= self.shards.len() {
+                return bad(format!("table {table} is placed on shard {shard}, which does not exist"));
+            }
+        }
+        if self.sql.version_cap < 2 {
+            return bad("sql.version_cap must be at least 2".into());
+        }
+        if self.sql.gc_lag_us <= self.max_txn_age_us {
+            return bad("sql.gc_lag_us must be larger than max_txn_age_us".into());
+        }
         let mut ids = HashSet::new();
         for c in &self.clients {
             if c.id == 0 {
@@ -153,12 +198,29 @@ impl ClusterConfig {
         self.shards.len()
     }
 
-    /// Hash partitioning: the shard of a key is BLAKE3(key) modulo the number of shards.
+    /// The shard of a key: a row's table shard, a catalog key's own shard, otherwise hash
+    /// partitioning (BLAKE3(key) modulo the number of shards).
     pub fn shard_of(&self, key: &[u8]) -> ShardId {
-        let h = blake3::hash(key);
+        match sql_keys::key_kind(key) {
+            sql_keys::KeyKind::Row { table, .. } => self.table_shard(table),
+            sql_keys::KeyKind::Catalog(s) if (s.0 as usize) < self.shards.len() => s,
+            _ => self.hash_shard(key),
+        }
+    }
+
+    /// The shard holding `table` (whole tables are placed on one shard).
+    pub fn table_shard(&self, table: &str) -> ShardId {
+        match self.tables.get(table) {
+            Some(s) => ShardId(*s),
+            None => self.hash_shard(table.as_bytes()),
+        }
+    }
+
+    fn hash_shard(&self, bytes: &[u8]) -> ShardId {
+        let h = blake3::hash(bytes);
         let mut b = [0u8; 8];
         b.copy_from_slice(&h.as_bytes()[..8]);
-        ShardId((u64::from_le_bytes(b) % self.shards.len() as u64) as u32)
+        ShardId((u64::from_le_bytes(b) % self.shards.len().max(1) as u64) as u32)
     }
 
     pub fn replica(&self, id: ReplicaId) -> Option<&ReplicaConfig> {

@@ -4,7 +4,8 @@
 mod config;
 mod ids;
 mod quorum;
+pub mod sql_keys;
 
-pub use config::{ClientConfig, ClusterConfig, ConfigError, ReplicaConfig, ShardConfig, MAX_F, MAX_SHARDS};
+pub use config::{ClientConfig, ClusterConfig, ConfigError, ReplicaConfig, ShardConfig, SqlConfig, MAX_F, MAX_SHARDS};
 pub use ids::{ClientId, Key, ReplicaId, ShardId, Timestamp, TxnId, Value};
 pub use quorum::Quorums;

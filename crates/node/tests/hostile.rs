@@ -44,6 +44,8 @@ async fn start(options: NodeOptions) -> Setup {
         reply_batch: 16,
         shards: vec![ShardConfig { replicas }],
         clients: vec![ClientConfig { id: 1, public_key: client_key.public() }],
+        tables: Default::default(),
+        sql: Default::default(),
     });
     config.validate().unwrap();
     let id = ReplicaId { shard: ShardId(0), index: 0 };

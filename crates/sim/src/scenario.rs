@@ -317,6 +317,8 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         reply_batch: 8,
         shards,
         clients,
+        tables: Default::default(),
+        sql: Default::default(),
     };
     config.validate().map_err(|e| SimError::Setup(e.to_string()))?;
     let config = Arc::new(config);

@@ -32,6 +32,8 @@ pub enum SqlState {
     ProgramLimitExceeded,
     ActiveSqlTransaction,
     NoActiveSqlTransaction,
+    /// A peer sent malformed protocol data (e.g. an undecodable predicate).
+    ProtocolViolation,
     InternalError,
 }
 
@@ -67,6 +69,7 @@ impl SqlState {
             ProgramLimitExceeded => "54000",
             ActiveSqlTransaction => "25001",
             NoActiveSqlTransaction => "25P01",
+            ProtocolViolation => "08P01",
             InternalError => "XX000",
         }
     }

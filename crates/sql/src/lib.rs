@@ -16,6 +16,7 @@ mod exec;
 pub mod expr;
 pub mod keycode;
 mod plan;
+pub mod predicate_wire;
 pub mod report;
 pub mod storage;
 pub mod temporal;
@@ -27,6 +28,7 @@ pub use engine::{Engine, ExecContext, Execution, Limits, Output, PointKey, Prepa
 pub use error::{SqlError, SqlState};
 pub use expr::{Expr, Predicate};
 pub use plan::TxnControl;
+pub use predicate_wire::WirePredicate;
 pub use report::{Access, ReadReport, ReadRow, ScanRead};
 pub use storage::{KeyRange, MemStore, ReadAt, Storage, StoredRow, Timestamp, TxnId, Version, Write, WriteSet};
 pub use types::{Row, SqlType, Value};

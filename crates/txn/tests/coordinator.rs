@@ -29,6 +29,8 @@ fn fx() -> Fx {
             replicas: keys.iter().enumerate().map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9100 + i), public_key: k.public() }).collect(),
         }],
         clients: vec![ClientConfig { id: 1, public_key: client.public() }],
+        tables: Default::default(),
+        sql: Default::default(),
     });
     let coord = Coordinator::new(config, ClientId(1), Some(client)).unwrap();
     Fx { keys, coord }

@@ -32,6 +32,8 @@ fn net() -> Net {
             replicas: keys.iter().enumerate().map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9300 + i), public_key: k.public() }).collect(),
         }],
         clients: vec![ClientConfig { id: 1, public_key: client.public() }],
+        tables: Default::default(),
+        sql: Default::default(),
     });
     let replicas = (0..6)
         .map(|i| {

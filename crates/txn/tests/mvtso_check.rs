@@ -36,6 +36,8 @@ fn fixture(crypto: bool) -> Fixture {
                 .collect(),
         }],
         clients: vec![ClientConfig { id: 1, public_key: client_key.public() }],
+        tables: Default::default(),
+        sql: Default::default(),
     });
     let id = ReplicaId { shard: ShardId(0), index: 0 };
     let replica = Replica::new(config.clone(), id, Some(replica_keys[0].clone_for_tests())).unwrap();

@@ -1,0 +1,94 @@
+//! Where SQL data lives in the key space. Pesto stores rows in the same multi-version key
+//! space as Basil's key-value core, so the read, prepare, commit and fallback protocols stay
+//! one protocol:
+//!
+//! - a row of table `t` with encoded primary key `pk` is key `01 len(t) t pk`;
+//! - the catalog (schema) of shard `s` is key `02 s` (4 bytes, big-endian): every statement
+//!   reads it, every DDL transaction writes it on every shard, so MVTSO orders schema
+//!   changes against the statements planned with the previous schema;
+//! - any other key is a plain key-value key.
+//!
+//! Tables are placed whole on one shard (`ClusterConfig::tables`, or a hash of the name), so a
+//! row's shard is its table's shard and a single-table scan reads one shard.
+
+use crate::ids::ShardId;
+
+const ROW_TAG: u8 = 0x01;
+const CATALOG_TAG: u8 = 0x02;
+/// Longest table name, in bytes (the length travels in one byte).
+pub const MAX_TABLE_NAME: usize = 255;
+
+/// What a key denotes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind<'a> {
+    Row { table: &'a str, pk: &'a [u8] },
+    Catalog(ShardId),
+    Plain,
+}
+
+/// The key of a row; `None` if the table name is empty or too long.
+pub fn row_key(table: &str, pk: &[u8]) -> Option<Vec<u8>> {
+    if table.is_empty() || table.len() > MAX_TABLE_NAME {
+        return None;
+    }
+    let mut key = Vec::with_capacity(2 + table.len() + pk.len());
+    key.push(ROW_TAG);
+    key.push(table.len() as u8);
+    key.extend_from_slice(table.as_bytes());
+    key.extend_from_slice(pk);
+    Some(key)
+}
+
+/// All row keys of `table` start with this prefix.
+pub fn table_prefix(table: &str) -> Option<Vec<u8>> {
+    row_key(table, &[])
+}
+
+/// The key holding shard `shard`'s catalog.
+pub fn catalog_key(shard: ShardId) -> Vec<u8> {
+    let mut key = vec![CATALOG_TAG];
+    key.extend_from_slice(&shard.0.to_be_bytes());
+    key
+}
+
+/// Classifies a key. Malformed row or catalog keys are plain keys: they carry no SQL meaning.
+pub fn key_kind(key: &[u8]) -> KeyKind<'_> {
+    match key {
+        [ROW_TAG, len, rest @ ..] if *len > 0 && rest.len() >= *len as usize => {
+            let (name, pk) = rest.split_at(*len as usize);
+            match std::str::from_utf8(name) {
+                Ok(table) => KeyKind::Row { table, pk },
+                Err(_) => KeyKind::Plain,
+            }
+        }
+        [CATALOG_TAG, a, b, c, d] => KeyKind::Catalog(ShardId(u32::from_be_bytes([*a, *b, *c, *d]))),
+        _ => KeyKind::Plain,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_keys_round_trip_and_sort_by_table_then_pk() {
+        let k = row_key("accounts", &[3, 0, 7]).expect("key");
+        assert_eq!(key_kind(&k), KeyKind::Row { table: "accounts", pk: &[3, 0, 7] });
+        let a = row_key("t", &[1]).expect("key");
+        let b = row_key("t", &[2]).expect("key");
+        assert!(a < b);
+        assert!(a.starts_with(&table_prefix("t").expect("prefix")));
+        assert_eq!(row_key("", &[1]), None);
+        assert_eq!(row_key(&"x".repeat(256), &[1]), None);
+    }
+
+    #[test]
+    fn catalog_keys_and_garbage() {
+        assert_eq!(key_kind(&catalog_key(ShardId(7))), KeyKind::Catalog(ShardId(7)));
+        assert_eq!(key_kind(b"hello"), KeyKind::Plain);
+        assert_eq!(key_kind(&[ROW_TAG, 5, b'a']), KeyKind::Plain, "truncated table name");
+        assert_eq!(key_kind(&[ROW_TAG, 1, 0xff]), KeyKind::Plain, "not UTF-8");
+        assert_eq!(key_kind(&[ROW_TAG, 0]), KeyKind::Plain, "empty table name");
+        assert_eq!(key_kind(&[CATALOG_TAG, 0, 0]), KeyKind::Plain);
+    }
+}

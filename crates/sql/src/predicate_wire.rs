@@ -1,0 +1,301 @@
+//! The network form of a read predicate. Predicates travel inside transactions (Pesto's
+//! PredSet_T) and range-read replies, so they come from untrusted peers. A nested `Expr` tree
+//! decoded by serde recurses once per level, and a hostile frame could nest millions of
+//! levels and overflow the stack; so on the wire a predicate is a flat postfix sequence of
+//! nodes, rebuilt with an explicit stack and a depth cap.
+
+use crate::error::{err, Result, SqlState};
+use crate::expr::{CmpOp, Expr, Func, Predicate};
+use crate::types::{ArithOp, SqlType, Value};
+use serde::{Deserialize, Serialize};
+
+/// Deepest predicate accepted from the network (deeper ones are rejected, not truncated).
+pub const MAX_PREDICATE_DEPTH: usize = 256;
+
+/// One postfix node: operands come first, then the operator with its arity.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Node {
+    Const(Value),
+    Column(u32),
+    Not,
+    Neg,
+    And,
+    Or,
+    Cmp(CmpOp),
+    Arith(ArithOp),
+    Concat,
+    IsNull { negated: bool },
+    IsBool { value: bool, negated: bool },
+    IsDistinct { negated: bool },
+    /// Pops the tested expression and `len` list items.
+    InList { len: u32, negated: bool },
+    Like { negated: bool, case_insensitive: bool },
+    /// Pops [operand], `whens` (condition, result) pairs, [otherwise].
+    Case { operand: bool, whens: u32, otherwise: bool },
+    Cast(SqlType),
+    Call { func: Func, args: u32 },
+}
+
+/// A predicate over one table's columns, in postfix form.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct WirePredicate {
+    pub table: String,
+    /// Canonical postcard bytes of `Vec<Node>`: kept as bytes so that the predicate is
+    /// ordered, hashed and compared without decoding it.
+    pub nodes: Vec<u8>,
+}
+
+impl WirePredicate {
+    /// Encodes a closed predicate (columns and constants only). Fails on placeholders
+    /// (parameters, subqueries, outer columns), which a reported predicate never contains.
+    pub fn encode(predicate: &Predicate) -> Result<WirePredicate> {
+        let mut nodes = Vec::new();
+        flatten(&predicate.expr, &mut nodes)?;
+        let bytes = postcard::to_allocvec(&nodes)
+            .map_err(|e| crate::error::SqlError::new(SqlState::InternalError, format!("predicate encoding: {e}")))?;
+        Ok(WirePredicate { table: predicate.table.clone(), nodes: bytes })
+    }
+
+    /// Rebuilds the predicate, rejecting malformed or too deep input with 08P01
+    /// (protocol violation). `columns` is the table's column count: columns beyond it are
+    /// rejected too.
+    pub fn decode(&self, columns: usize) -> Result<Predicate> {
+        let nodes: Vec<Node> = postcard::from_bytes(&self.nodes).map_err(|e| bad(&format!("undecodable predicate: {e}")))?;
+        let expr = rebuild(nodes, columns)?;
+        Ok(Predicate { table: self.table.clone(), expr })
+    }
+}
+
+fn bad(msg: &str) -> crate::error::SqlError {
+    crate::error::SqlError::new(SqlState::ProtocolViolation, msg.to_string())
+}
+
+fn flatten(e: &Expr, out: &mut Vec<Node>) -> Result<()> {
+    let all = |items: &[&Expr], out: &mut Vec<Node>| items.iter().try_for_each(|x| flatten(x, out));
+    let node = match e {
+        Expr::Const(v) => Node::Const(v.clone()),
+        Expr::Column(i) => Node::Column(u32::try_from(*i).map_err(|_| bad("column index too large"))?),
+        Expr::Not(a) => {
+            all(&[a], out)?;
+            Node::Not
+        }
+        Expr::Neg(a) => {
+            all(&[a], out)?;
+            Node::Neg
+        }
+        Expr::And(a, b) => {
+            all(&[a, b], out)?;
+            Node::And
+        }
+        Expr::Or(a, b) => {
+            all(&[a, b], out)?;
+            Node::Or
+        }
+        Expr::Cmp(op, a, b) => {
+            all(&[a, b], out)?;
+            Node::Cmp(*op)
+        }
+        Expr::Arith(op, a, b) => {
+            all(&[a, b], out)?;
+            Node::Arith(*op)
+        }
+        Expr::Concat(a, b) => {
+            all(&[a, b], out)?;
+            Node::Concat
+        }
+        Expr::IsNull { expr, negated } => {
+            all(&[expr], out)?;
+            Node::IsNull { negated: *negated }
+        }
+        Expr::IsBool { expr, value, negated } => {
+            all(&[expr], out)?;
+            Node::IsBool { value: *value, negated: *negated }
+        }
+        Expr::IsDistinct { left, right, negated } => {
+            all(&[left, right], out)?;
+            Node::IsDistinct { negated: *negated }
+        }
+        Expr::InList { expr, list, negated } => {
+            all(&[expr], out)?;
+            list.iter().try_for_each(|x| flatten(x, out))?;
+            Node::InList { len: count(list.len())?, negated: *negated }
+        }
+        Expr::Like { expr, pattern, negated, case_insensitive } => {
+            all(&[expr, pattern], out)?;
+            Node::Like { negated: *negated, case_insensitive: *case_insensitive }
+        }
+        Expr::Case { operand, whens, otherwise } => {
+            if let Some(o) = operand {
+                flatten(o, out)?;
+            }
+            for (w, t) in whens {
+                flatten(w, out)?;
+                flatten(t, out)?;
+            }
+            if let Some(o) = otherwise {
+                flatten(o, out)?;
+            }
+            Node::Case { operand: operand.is_some(), whens: count(whens.len())?, otherwise: otherwise.is_some() }
+        }
+        Expr::Cast { expr, ty } => {
+            all(&[expr], out)?;
+            Node::Cast(*ty)
+        }
+        Expr::Call { func, args } => {
+            args.iter().try_for_each(|x| flatten(x, out))?;
+            Node::Call { func: *func, args: count(args.len())? }
+        }
+        Expr::Outer(_) | Expr::Param(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => {
+            return err(SqlState::InternalError, "a read predicate still contains a placeholder".to_string());
+        }
+    };
+    out.push(node);
+    Ok(())
+}
+
+fn count(n: usize) -> Result<u32> {
+    u32::try_from(n).map_err(|_| bad("list too long"))
+}
+
+/// Postfix → tree with an explicit stack of (expression, depth).
+fn rebuild(nodes: Vec<Node>, columns: usize) -> Result<Expr> {
+    let mut stack: Vec<(Expr, usize)> = Vec::new();
+    for node in nodes {
+        let mut pop = |n: usize| -> Result<(Vec<Expr>, usize)> {
+            if n > stack.len() {
+                return Err(bad("predicate operator lacks operands"));
+            }
+            let items = stack.split_off(stack.len() - n);
+            let depth = items.iter().map(|(_, d)| *d).max().unwrap_or(0) + 1;
+            if depth > MAX_PREDICATE_DEPTH {
+                return Err(bad("predicate nested too deeply"));
+            }
+            Ok((items.into_iter().map(|(e, _)| e).collect(), depth))
+        };
+        let (expr, depth) = match node {
+            Node::Const(v) => (Expr::Const(v), 1),
+            Node::Column(i) => {
+                if i as usize >= columns {
+                    return Err(bad("predicate refers to a column the table does not have"));
+                }
+                (Expr::Column(i as usize), 1)
+            }
+            Node::Not => unary(pop(1)?, |a| Expr::Not(Box::new(a))),
+            Node::Neg => unary(pop(1)?, |a| Expr::Neg(Box::new(a))),
+            Node::And => binary(pop(2)?, |a, b| Expr::And(Box::new(a), Box::new(b))),
+            Node::Or => binary(pop(2)?, |a, b| Expr::Or(Box::new(a), Box::new(b))),
+            Node::Cmp(op) => binary(pop(2)?, |a, b| Expr::Cmp(op, Box::new(a), Box::new(b))),
+            Node::Arith(op) => binary(pop(2)?, |a, b| Expr::Arith(op, Box::new(a), Box::new(b))),
+            Node::Concat => binary(pop(2)?, |a, b| Expr::Concat(Box::new(a), Box::new(b))),
+            Node::IsNull { negated } => unary(pop(1)?, |a| Expr::IsNull { expr: Box::new(a), negated }),
+            Node::IsBool { value, negated } => unary(pop(1)?, |a| Expr::IsBool { expr: Box::new(a), value, negated }),
+            Node::IsDistinct { negated } => {
+                binary(pop(2)?, |a, b| Expr::IsDistinct { left: Box::new(a), right: Box::new(b), negated })
+            }
+            Node::InList { len, negated } => {
+                let (mut items, depth) = pop(len as usize + 1)?;
+                let expr = Box::new(items.remove(0));
+                (Expr::InList { expr, list: items, negated }, depth)
+            }
+            Node::Like { negated, case_insensitive } => binary(pop(2)?, |a, b| Expr::Like {
+                expr: Box::new(a),
+                pattern: Box::new(b),
+                negated,
+                case_insensitive,
+            }),
+            Node::Case { operand, whens, otherwise } => {
+                let n = operand as usize + 2 * whens as usize + otherwise as usize;
+                let (items, depth) = pop(n)?;
+                let mut items = items.into_iter();
+                let operand = if operand { items.next().map(Box::new) } else { None };
+                let mut pairs = Vec::with_capacity(whens as usize);
+                for _ in 0..whens {
+                    match (items.next(), items.next()) {
+                        (Some(w), Some(t)) => pairs.push((w, t)),
+                        _ => return Err(bad("malformed CASE")),
+                    }
+                }
+                let otherwise = items.next().map(Box::new);
+                (Expr::Case { operand, whens: pairs, otherwise }, depth)
+            }
+            Node::Cast(ty) => unary(pop(1)?, |a| Expr::Cast { expr: Box::new(a), ty }),
+            Node::Call { func, args } => {
+                let (args, depth) = pop(args as usize)?;
+                (Expr::Call { func, args }, depth)
+            }
+        };
+        stack.push((expr, depth));
+    }
+    match (stack.pop(), stack.is_empty()) {
+        (Some((expr, _)), true) => Ok(expr),
+        _ => Err(bad("predicate is not a single expression")),
+    }
+}
+
+fn unary((mut items, depth): (Vec<Expr>, usize), f: impl FnOnce(Expr) -> Expr) -> (Expr, usize) {
+    // `pop(1)` returned exactly one item.
+    let a = items.pop().unwrap_or(Expr::Const(Value::Null));
+    (f(a), depth)
+}
+
+fn binary((items, depth): (Vec<Expr>, usize), f: impl FnOnce(Expr, Expr) -> Expr) -> (Expr, usize) {
+    let mut it = items.into_iter();
+    // `pop(2)` returned exactly two items.
+    let (a, b) = (it.next().unwrap_or(Expr::Const(Value::Null)), it.next().unwrap_or(Expr::Const(Value::Null)));
+    (f(a, b), depth)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Database, ExecContext, ReadAt, Timestamp, WriteSet};
+
+    fn predicates_of(sql: &str) -> Vec<Predicate> {
+        let mut db = Database::new();
+        db.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT, s TEXT)").expect("create");
+        db.execute("INSERT INTO t VALUES (1, 5, 'x'), (2, NULL, 'yy')").expect("insert");
+        let empty = WriteSet::default();
+        let ctx = ExecContext { storage: db.store(), at: ReadAt::latest_before(Timestamp::MAX), pending: &empty };
+        let exec = db.engine().run(db.catalog(), sql, &[], &ctx).expect("run");
+        exec.reads.scans.into_iter().map(|s| s.predicate).collect()
+    }
+
+    #[test]
+    fn round_trip_preserves_predicates() {
+        let sqls = [
+            "SELECT * FROM t WHERE a > 3 AND s LIKE 'x%' OR a IS NULL",
+            "SELECT * FROM t WHERE a IN (1, 2, 3) AND NOT (s = 'q')",
+            "SELECT * FROM t WHERE CASE WHEN a > 1 THEN s ELSE 'z' END = 'x' AND -a < 0",
+            "SELECT * FROM t WHERE lower(s) || 'a' = 'xa' AND CAST(a AS TEXT) = '5'",
+            "SELECT * FROM t WHERE a IS DISTINCT FROM 4 AND (a > 1) IS TRUE",
+        ];
+        for sql in sqls {
+            for p in predicates_of(sql) {
+                let wire = WirePredicate::encode(&p).expect("encode");
+                assert_eq!(wire.decode(3).expect("decode"), p, "{sql}");
+            }
+        }
+    }
+
+    #[test]
+    fn hostile_input_is_rejected_without_recursion() {
+        let enc = |nodes: Vec<Node>| WirePredicate { table: "t".into(), nodes: postcard::to_allocvec(&nodes).expect("encode") };
+        // A million nested NOTs: rejected by the depth cap, and rebuilt without recursion.
+        let mut deep = vec![Node::Column(0)];
+        deep.extend(std::iter::repeat_n(Node::Not, 1_000_000));
+        assert!(enc(deep).decode(1).is_err());
+        assert!(enc(vec![Node::And]).decode(1).is_err(), "missing operands");
+        assert!(enc(vec![Node::Column(0), Node::Column(0)]).decode(1).is_err(), "two roots");
+        assert!(enc(vec![Node::Column(5)]).decode(1).is_err(), "column out of range");
+        assert!(enc(vec![Node::Column(0), Node::InList { len: u32::MAX, negated: false }]).decode(1).is_err());
+        assert!(WirePredicate { table: "t".into(), nodes: vec![0xff; 9] }.decode(1).is_err());
+        let ok = enc(vec![Node::Column(0), Node::Const(Value::Int(1)), Node::Cmp(CmpOp::Eq)]);
+        assert!(ok.decode(1).is_ok());
+    }
+
+    #[test]
+    fn placeholders_cannot_be_encoded() {
+        let p = Predicate { table: "t".into(), expr: Expr::Param(0) };
+        assert!(WirePredicate::encode(&p).is_err());
+    }
+}
