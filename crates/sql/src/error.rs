@@ -32,6 +32,10 @@ pub enum SqlState {
     ProgramLimitExceeded,
     ActiveSqlTransaction,
     NoActiveSqlTransaction,
+    /// The transaction must be retried (40001).
+    SerializationFailure,
+    /// The read timestamp is below the garbage-collection watermark (72000).
+    SnapshotTooOld,
     /// A peer sent malformed protocol data (e.g. an undecodable predicate).
     ProtocolViolation,
     InternalError,
@@ -70,6 +74,8 @@ impl SqlState {
             ActiveSqlTransaction => "25001",
             NoActiveSqlTransaction => "25P01",
             ProtocolViolation => "08P01",
+            SerializationFailure => "40001",
+            SnapshotTooOld => "72000",
             InternalError => "XX000",
         }
     }

@@ -31,6 +31,7 @@ mod tests {
             read_set: reads.iter().map(|(k, v)| ReadEntry { key: k.as_bytes().to_vec(), version: ts(*v) }).collect(),
             write_set: writes.iter().map(|k| WriteEntry { key: k.as_bytes().to_vec(), value: Some(vec![1]) }).collect(),
             deps: vec![],
+            predicates: Vec::new(),
             shards: vec![],
         }
     }

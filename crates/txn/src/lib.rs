@@ -16,6 +16,7 @@ mod cc;
 mod coordinator;
 mod fallback;
 mod log;
+mod pesto;
 mod rejects;
 mod replica;
 mod tally;

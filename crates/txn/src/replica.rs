@@ -7,12 +7,14 @@
 
 use crate::auth::Authenticator;
 use crate::log::LogEntry;
+use crate::pesto::cc::CcAbort;
+use crate::pesto::{SqlReplica, SqlTxn};
 use crate::rejects::{RejectReason, Rejections};
 use pistou_core::{ClusterConfig, Key, ReplicaId, Timestamp, TxnId};
 use pistou_crypto::{BatchSigner, Hash, SecretKey};
 use pistou_wire::{
     AbortCert, AbortReads, ElectFb, ClientSigned, CommitCert, CommittedRead, ConflictProof, Decision, DecisionCert, Message,
-    Prepare, PreparedRead, ReadReply, ReadRequest, ReplicaSigned, Signable, St1Vote, St2, St2Reply, TxnMeta, Vote,
+    Prepare, PreparedRead, RangeRead, RangeReply, ReadReply, ReadRequest, ReplicaSigned, Signable, St1Vote, St2, St2Reply, TxnMeta, Vote,
     Writeback,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -80,6 +82,8 @@ pub(crate) struct TxnRecord {
     pub(crate) view_since: u64,
     /// The last view for which this replica sent ELECTFB.
     pub(crate) elected_in: Option<u64>,
+    /// T's SQL content at this shard (Pesto), decoded once; `None` for key-value transactions.
+    pub(crate) sql: Option<Arc<SqlTxn>>,
 }
 
 impl TxnRecord {
@@ -94,6 +98,7 @@ impl TxnRecord {
             view_current: 0,
             view_since: 0,
             elected_in: None,
+            sql: None,
         }
     }
 
@@ -123,6 +128,7 @@ pub struct ReplicaStats {
 
 pub(crate) enum PendingReply {
     Read { reply: ReadReply, committed: Option<CommittedRead> },
+    Range(RangeReply),
     Vote { vote: St1Vote, conflict: Option<ConflictProof> },
     St2(St2Reply),
     ElectFb(ElectFb),
@@ -152,6 +158,8 @@ pub struct Replica {
     pub(crate) view_timeout_base_us: u64,
     /// Every state change a restart must restore goes here first.
     pub(crate) log: Box<dyn crate::log::ReplicaLog>,
+    /// Pesto: rows, catalogs and the semantic-check state.
+    pub(crate) sql: SqlReplica,
 }
 
 impl Replica {
@@ -171,6 +179,7 @@ impl Replica {
             (true, None) => return Err("crypto is on: a replica needs its signing key".into()),
             (false, _) => None,
         };
+        let config_for_sql = config.clone();
         Ok(Replica {
             id,
             auth: Authenticator::new(config),
@@ -188,6 +197,7 @@ impl Replica {
             elections: Default::default(),
             view_timeout_base_us: DEFAULT_VIEW_TIMEOUT_US,
             log: Box::new(crate::log::DiscardLog),
+            sql: SqlReplica::new(&config_for_sql, id.shard),
         })
     }
 
@@ -247,7 +257,9 @@ impl Replica {
             }
             Message::InvokeFb(req) => self.on_invoke_fb(now, from, req),
             Message::HelloClient { .. } => Ok(()),
-            Message::ReadReply { .. }
+            Message::RangeRead(req) => self.on_range_read(now, from, req),
+            Message::RangeReply(_)
+            | Message::ReadReply { .. }
             | Message::PrepareReply { .. }
             | Message::DecideReply(_)
             | Message::WritebackAck { .. }
@@ -320,6 +332,7 @@ impl Replica {
             .iter()
             .map(|(_, p)| match p {
                 PendingReply::Read { reply, .. } => reply.signing_hash(),
+                PendingReply::Range(reply) => reply.signing_hash(),
                 PendingReply::Vote { vote, .. } => vote.signing_hash(),
                 PendingReply::St2(r) => r.signing_hash(),
                 PendingReply::ElectFb(e) => e.signing_hash(),
@@ -351,6 +364,7 @@ impl Replica {
                     Message::PrepareReply { vote: ReplicaSigned { signer, body: vote, sig }, conflict }
                 }
                 PendingReply::St2(r) => Message::DecideReply(ReplicaSigned { signer, body: r, sig }),
+                PendingReply::Range(r) => Message::RangeReply(ReplicaSigned { signer, body: r, sig }),
                 PendingReply::ElectFb(e) => Message::ElectFb(ReplicaSigned { signer, body: e, sig }),
             };
             match to {
@@ -421,6 +435,24 @@ impl Replica {
         Ok(())
     }
 
+    /// RANGE-READ (Pesto §5.5 step 2): execute at ts on the local state and reply.
+    fn on_range_read(&mut self, now: u64, from: Peer, req: ClientSigned<RangeRead>) -> Result<(), RejectReason> {
+        self.auth.check_client(&req).map_err(|e| e.0)?;
+        if req.body.ts.client != req.client {
+            return Err(RejectReason::ClientMismatch);
+        }
+        if req.body.ts.time > now.saturating_add(self.config().delta_us) {
+            return Err(RejectReason::FutureTimestamp);
+        }
+        self.stats.reads += 1;
+        let request = req.body.signing_hash();
+        let config = self.auth.config().clone();
+        let owners = &self.ts_owner;
+        let (result, ss_vote) = self.sql.range_read(&config, &req.body, |ts| owners.get(&ts).copied());
+        self.pending.push((Dest::Client(from), PendingReply::Range(RangeReply { request, result, ss_vote })));
+        Ok(())
+    }
+
     fn on_abort_reads(&mut self, req: ClientSigned<AbortReads>) -> Result<(), RejectReason> {
         self.auth.check_client(&req).map_err(|e| e.0)?;
         if req.body.ts.client != req.client {
@@ -466,18 +498,32 @@ impl Replica {
         let meta = Arc::new(meta);
         let mut rec = TxnRecord::new(meta.clone());
         rec.interested.insert(from);
+        let sql = self.sql.decode(self.config(), &meta).map(|t| t.map(Arc::new));
+        if let Ok(Some(txn)) = &sql {
+            rec.sql = Some(txn.clone());
+        }
         self.txns.insert(id, rec);
-        match self.mvtso_check(now, &id, &meta) {
+        let checked = match &sql {
+            Err(e) => {
+                tracing::debug!(txn = ?id, "abort vote: {e}");
+                Err(None)
+            }
+            Ok(_) => self.mvtso_check(now, &id, &meta).and_then(|()| self.pesto_check(&id, &meta)),
+        };
+        match checked {
             Err(conflict) => self.cast_vote(id, Vote::Abort, conflict.map(|c| *c)),
-            Ok(()) => {
+            Ok(dynamic_deps) => {
                 self.add_prepared(&id, &meta);
-                let pending: Vec<TxnId> = meta
+                let mut pending: Vec<TxnId> = meta
                     .deps
                     .iter()
                     .filter(|d| self.config().shard_of(&d.key) == self.id.shard)
                     .map(|d| d.txn)
+                    .chain(dynamic_deps)
                     .filter(|d| matches!(self.txns.get(d).map(|r| &r.status), Some(Status::Prepared | Status::Unprepared)))
                     .collect();
+                pending.sort();
+                pending.dedup();
                 if pending.is_empty() {
                     self.cast_vote(id, Vote::Commit, None);
                 } else {
@@ -591,6 +637,27 @@ impl Replica {
         Ok(())
     }
 
+    /// Pesto's additions to Alg. 1 (monotonicity, predicate completeness, later readers'
+    /// predicates); on success T's rows are installed as prepared versions and the
+    /// prepared writers T must now wait for are returned (line 15).
+    fn pesto_check(&mut self, id: &TxnId, meta: &TxnMeta) -> Result<Vec<TxnId>, Option<Box<ConflictProof>>> {
+        let Some(txn) = self.txns.get(id).and_then(|r| r.sql.clone()) else { return Ok(Vec::new()) };
+        match self.sql.semantic_check(id, meta, &txn, &self.txns) {
+            Ok(pass) => match self.sql.prepare(*id, meta.ts, &txn) {
+                Ok(()) => Ok(pass.dynamic_deps),
+                Err(e) => {
+                    tracing::debug!(txn = ?id, "abort vote: rows rejected: {e}");
+                    Err(None)
+                }
+            },
+            Err(CcAbort::Conflict(Some(t))) => Err(self.conflict_proof(&t)),
+            Err(reason) => {
+                tracing::debug!(txn = ?id, "abort vote: {reason:?}");
+                Err(None)
+            }
+        }
+    }
+
     fn conflict_proof(&self, txn: &TxnId) -> Option<Box<ConflictProof>> {
         let rec = self.txns.get(txn)?;
         match &rec.status {
@@ -623,6 +690,9 @@ impl Replica {
 
     /// Undo `add_prepared` (the transaction aborted, or lost a dependency).
     fn remove_prepared(&mut self, id: &TxnId, meta: &TxnMeta) {
+        if let Some(txn) = self.txns.get(id).and_then(|r| r.sql.clone()) {
+            self.sql.unprepare(*id, meta.ts, &txn);
+        }
         for w in &meta.write_set {
             if let Some(s) = self.keys.get_mut(&w.key) {
                 s.prepared.remove(&(meta.ts, *id));
@@ -776,8 +846,35 @@ impl Replica {
             self.remove_rts(&r.key, meta.ts);
         }
         self.ts_owner.insert(meta.ts, id);
+        self.apply_sql_commit(id, &meta);
         self.stats.commits_applied += 1;
         self.on_dependency_decided(id, Decision::Commit);
+    }
+
+    /// Pesto: T's rows become committed versions (installed now if T never prepared here)
+    /// and a schema change takes effect.
+    fn apply_sql_commit(&mut self, id: TxnId, meta: &TxnMeta) {
+        let txn = match self.txns.get(&id).and_then(|r| r.sql.clone()) {
+            Some(t) => t,
+            None => match self.sql.decode(self.auth.config(), meta) {
+                Ok(Some(t)) => {
+                    let t = Arc::new(t);
+                    if let Some(rec) = self.txns.get_mut(&id) {
+                        rec.sql = Some(t.clone());
+                    }
+                    t
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    // Only possible if this replica lacks the catalog T was planned against.
+                    tracing::error!(txn = ?id, "committed SQL transaction not applicable here: {e}");
+                    return;
+                }
+            },
+        };
+        if let Err(e) = self.sql.commit(id, meta.ts, &txn) {
+            tracing::error!(txn = ?id, "committed SQL transaction not applicable here: {e}");
+        }
     }
 
     fn apply_abort(&mut self, id: TxnId, meta: TxnMeta, cert: AbortCert) {

@@ -51,6 +51,7 @@ fn writer(t: u64, key: &str, value: &[u8]) -> TxnMeta {
         read_set: vec![],
         write_set: vec![WriteEntry { key: key.as_bytes().to_vec(), value: Some(value.to_vec()) }],
         deps: vec![],
+        predicates: Vec::new(),
         shards: vec![ShardId(0)],
     }
 }

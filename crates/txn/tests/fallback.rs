@@ -87,6 +87,7 @@ fn divergent_decisions_are_reconciled_by_the_fallback_leader() {
         read_set: vec![],
         write_set: vec![WriteEntry { key: b"k".to_vec(), value: Some(b"v".to_vec()) }],
         deps: vec![],
+        predicates: Vec::new(),
         shards: vec![ShardId(0)],
     };
     // Votes that justify both decisions: 4 commits (a CommitQuorum) and 2 aborts (an AbortQuorum).

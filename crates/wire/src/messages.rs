@@ -6,6 +6,7 @@ use crate::codec::canonical_bytes;
 use crate::signed::{ClientSigned, ReplicaSigned, Signable};
 use pistou_core::{ClusterConfig, Key, ShardId, Timestamp, TxnId, Value};
 use pistou_crypto::hash_parts;
+pub use pistou_sql::WirePredicate;
 use serde::{Deserialize, Serialize};
 
 /// Largest key, in bytes.
@@ -14,6 +15,9 @@ pub const MAX_KEY_BYTES: usize = 1024;
 pub const MAX_VALUE_BYTES: usize = 1 << 20;
 /// Most reads plus writes in one transaction.
 pub const MAX_TXN_OPS: usize = 10_000;
+/// Most read predicates in one transaction, and the largest encoded predicate.
+pub const MAX_TXN_PREDICATES: usize = 10_000;
+pub const MAX_PREDICATE_BYTES: usize = 64 * 1024;
 
 /// A read of `key` that observed the version written at `version`
 /// (`Timestamp::GENESIS` when the key had never been written).
@@ -39,6 +43,15 @@ pub struct Dep {
     pub version: Timestamp,
 }
 
+/// A read predicate of a range read (Pesto §6.1.1) with its table version P.table_v
+/// (§6.1.3): writes to the table below `table_version` (minus the grace window) are already
+/// reflected in what the transaction read.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PredicateRead {
+    pub predicate: WirePredicate,
+    pub table_version: Timestamp,
+}
+
 /// A transaction's metadata, whose canonical encoding's BLAKE3 is id_T. Sets travel as
 /// strictly sorted vectors so that the encoding, and so the id, is unique.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,7 +63,10 @@ pub struct TxnMeta {
     pub write_set: Vec<WriteEntry>,
     /// Sorted, unique.
     pub deps: Vec<Dep>,
-    /// The shards of all keys read or written: sorted, unique, exact.
+    /// PredSet_T (Pesto §6.1): sorted, unique.
+    pub predicates: Vec<PredicateRead>,
+    /// The shards of all keys read or written and of all predicate tables: sorted, unique,
+    /// exact.
     pub shards: Vec<ShardId>,
 }
 
@@ -70,6 +86,8 @@ pub enum MetaError {
     BadDependency,
     #[error("shard list does not match the keys")]
     WrongShards,
+    #[error("malformed read predicate")]
+    BadPredicate,
 }
 
 impl TxnMeta {
@@ -96,8 +114,21 @@ impl TxnMeta {
     /// Structural validity: what every correct replica and client checks before
     /// trusting a transaction's metadata.
     pub fn validate(&self, config: &ClusterConfig) -> Result<(), MetaError> {
-        if self.read_set.is_empty() && self.write_set.is_empty() {
+        if self.read_set.is_empty() && self.write_set.is_empty() && self.predicates.is_empty() {
             return Err(MetaError::Empty);
+        }
+        if self.predicates.len() > MAX_TXN_PREDICATES {
+            return Err(MetaError::TooLarge);
+        }
+        let predicates_ok = self.predicates.iter().all(|p| {
+            let table = &p.predicate.table;
+            p.predicate.nodes.len() <= MAX_PREDICATE_BYTES
+                && !table.is_empty()
+                && table.len() <= pistou_core::sql_keys::MAX_TABLE_NAME
+                && p.table_version < self.ts
+        });
+        if !predicates_ok {
+            return Err(MetaError::BadPredicate);
         }
         if self.read_set.len() + self.write_set.len() > MAX_TXN_OPS || self.deps.len() > self.read_set.len() {
             return Err(MetaError::TooLarge);
@@ -112,7 +143,8 @@ impl TxnMeta {
         let sorted = self.read_set.windows(2).all(|p| p[0].key < p[1].key)
             && self.write_set.windows(2).all(|p| p[0].key < p[1].key)
             && self.deps.windows(2).all(|p| p[0] < p[1])
-            && self.shards.windows(2).all(|p| p[0] < p[1]);
+            && self.shards.windows(2).all(|p| p[0] < p[1])
+            && self.predicates.windows(2).all(|p| p[0] < p[1]);
         if !sorted {
             return Err(MetaError::NotCanonical);
         }
@@ -130,6 +162,7 @@ impl TxnMeta {
             .map(|r| &r.key)
             .chain(self.write_set.iter().map(|w| &w.key))
             .map(|k| config.shard_of(k))
+            .chain(self.predicates.iter().map(|p| config.table_shard(&p.predicate.table)))
             .collect();
         shards.sort();
         shards.dedup();
@@ -310,8 +343,64 @@ pub struct DecFb {
     pub proofs: Vec<ReplicaSigned<ElectFb>>,
 }
 
+/// RANGE-READ ⟨Q, ts⟩ (Pesto §5.5 step 1): a SQL statement a replica executes on its own
+/// state at `ts`, against the committed catalog written at `catalog_version`. UPDATE, DELETE
+/// and INSERT run as reconnaissance (§5.2): the replica returns the write set, never applies
+/// it. `pending` is the transaction's own buffered writes to this shard (read-your-writes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RangeRead {
+    pub ts: Timestamp,
+    pub catalog_version: Timestamp,
+    pub sql: String,
+    pub params: Vec<pistou_sql::Value>,
+    /// Row-key writes, sorted by key, unique.
+    pub pending: Vec<WriteEntry>,
+}
+
+/// One active row a range read relied on (Q-READ), with the writer when that version is only
+/// prepared (Q-DEP).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ActiveRead {
+    pub key: Key,
+    pub version: Timestamp,
+    pub prepared_by: Option<TxnId>,
+}
+
+/// Q-RES: what the statement produced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum QueryOutput {
+    Rows(Vec<pistou_sql::Row>),
+    /// A reconnaissance write: the row count and RETURNING rows.
+    Affected { count: u64, returning: Vec<pistou_sql::Row> },
+}
+
+/// ⟨Q-RES, Q-READ, Q-DEP, Q-PRED⟩ of one execution.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RangeResult {
+    pub output: QueryOutput,
+    /// The reconnaissance write set as row-key writes, sorted by key.
+    pub writes: Vec<WriteEntry>,
+    /// Q-READ and Q-DEP, sorted and unique by key; includes the keys whose absence the
+    /// statement relied on (an INSERT's primary-key check), at the deletion version seen or
+    /// at GENESIS.
+    pub reads: Vec<ActiveRead>,
+    /// Q-PRED, each with this replica's table version (which may legitimately differ
+    /// between replicas; clients take the smallest, App. B.8).
+    pub predicates: Vec<PredicateRead>,
+}
+
+/// RANGE-RESP ⟨Q-RES, Q-READ, Q-DEP, Q-PRED, SS-VOTE⟩_σR, bound to its request by `request`
+/// (the signing hash of the RANGE-READ).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RangeReply {
+    pub request: pistou_crypto::Hash,
+    pub result: Result<RangeResult, pistou_sql::SqlError>,
+    /// SS-VOTE: ids of the writers of the active versions (snapshot path, §5.5 step 4).
+    pub ss_vote: Vec<TxnId>,
+}
+
 /// Everything that travels between clients and replicas.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Message {
     Read(ClientSigned<ReadRequest>),
     ReadReply { reply: ReplicaSigned<ReadReply>, committed: Option<CommittedRead> },
@@ -338,6 +427,8 @@ pub enum Message {
     DecFb(DecFb),
     /// First frame on a replica-to-replica connection.
     HelloReplica { replica: pistou_core::ReplicaId },
+    RangeRead(ClientSigned<RangeRead>),
+    RangeReply(ReplicaSigned<RangeReply>),
 }
 
 impl Message {
@@ -361,6 +452,8 @@ impl Message {
             Message::ElectFb(_) => "elect-fb",
             Message::DecFb(_) => "dec-fb",
             Message::HelloReplica { .. } => "hello-replica",
+            Message::RangeRead(_) => "range-read",
+            Message::RangeReply(_) => "range-reply",
         }
     }
 }
@@ -388,6 +481,12 @@ impl Signable for AbortReads {
 }
 impl Signable for InvokeFb {
     const DOMAIN: &'static [u8] = b"pistou-invokefb-v1";
+}
+impl Signable for RangeRead {
+    const DOMAIN: &'static [u8] = b"pistou-range-read-v1";
+}
+impl Signable for RangeReply {
+    const DOMAIN: &'static [u8] = b"pistou-range-reply-v1";
 }
 impl Signable for ElectFb {
     const DOMAIN: &'static [u8] = b"pistou-electfb-v1";

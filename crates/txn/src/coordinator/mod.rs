@@ -379,6 +379,7 @@ impl Coordinator {
             read_set: t.reads.iter().map(|(k, (v, _))| ReadEntry { key: k.clone(), version: *v }).collect(),
             write_set: t.writes.iter().map(|(k, v)| WriteEntry { key: k.clone(), value: v.clone() }).collect(),
             deps: t.deps.into_iter().collect(),
+            predicates: Vec::new(),
             shards: Vec::new(),
         };
         if meta.read_set.is_empty() && meta.write_set.is_empty() {

@@ -1,0 +1,62 @@
+//! Configuration and accounting types.
+
+/// Bounds the store enforces on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreLimits {
+    /// Most versions kept per key before the oldest committed ones are deleted (Pesto App. B.3
+    /// (ii)); values below 1 count as 1. The newest committed version of a key and all prepared
+    /// versions are always kept, so a key can exceed the cap while many writers are prepared.
+    pub version_cap: usize,
+}
+
+impl Default for StoreLimits {
+    fn default() -> Self {
+        StoreLimits { version_cap: 64 }
+    }
+}
+
+/// Sizes of the store's structures, for tests and metrics (O(tables + indexes) to compute).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Tables mirrored from the catalog.
+    pub tables: usize,
+    /// Primary keys with at least one version.
+    pub keys: usize,
+    /// Row versions, deletions included.
+    pub versions: usize,
+    /// Versions whose writer is only prepared.
+    pub prepared_versions: usize,
+    /// Secondary-index entries ((index key, primary key) pairs) over all indexes.
+    pub index_entries: usize,
+    /// Distinct (table, timestamp, writer) entries of the write logs.
+    pub log_entries: usize,
+    /// Individual writes in the write logs.
+    pub log_writes: usize,
+    /// Writers with prepared versions (the per-writer index).
+    pub prepared_writers: usize,
+    /// Keys waiting in the garbage-collection queues.
+    pub gc_queue: usize,
+}
+
+/// What one [`crate::RowStore::gc`] call did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GcStats {
+    /// Keys taken from the garbage-collection queue and examined.
+    pub keys_examined: usize,
+    /// Versions deleted (older than a committed version below the watermark, or the last
+    /// version of a dropped key).
+    pub versions_removed: usize,
+    /// Keys dropped because only a committed deletion below the watermark remained.
+    pub keys_removed: usize,
+    /// Committed writes trimmed from the write logs.
+    pub log_writes_trimmed: usize,
+}
+
+impl GcStats {
+    pub(crate) fn add(&mut self, other: GcStats) {
+        self.keys_examined += other.keys_examined;
+        self.versions_removed += other.versions_removed;
+        self.keys_removed += other.keys_removed;
+        self.log_writes_trimmed += other.log_writes_trimmed;
+    }
+}

@@ -1,0 +1,178 @@
+//! A table's write log: every write ordered by (ts, writer, key), for Pesto's completeness
+//! check (Alg. 1 line 12) and table versions (§6.1.3).
+
+use crate::chain::Key;
+use crate::refs::VersionState;
+use pistou_core::{Timestamp, TxnId};
+use pistou_sql::Row;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+const LOWEST_TXN: TxnId = TxnId([0; 32]);
+const HIGHEST_TXN: TxnId = TxnId([0xFF; 32]);
+
+/// One logged write: its state mirrors the version's, its row is the version's allocation.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct LoggedWrite {
+    pub state: VersionState,
+    pub row: Option<Arc<Row>>,
+}
+
+/// The writes of one transaction to one table, by key.
+pub(crate) type LogEntry = BTreeMap<Key, LoggedWrite>;
+
+/// Holds every prepared write and every committed write at or above the watermark. Committed
+/// writes below the watermark are trimmed; the newest trimmed timestamp is remembered so
+/// table versions stay exact for reads at or above the watermark. Writes whose version the
+/// version cap deleted stay until the watermark passes them: the check still needs them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct WriteLog {
+    entries: BTreeMap<(Timestamp, TxnId), LogEntry>,
+    writes: usize,
+    trimmed_through: Option<Timestamp>,
+}
+
+impl WriteLog {
+    pub fn entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn writes(&self) -> usize {
+        self.writes
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&(Timestamp, TxnId), &LogEntry)> {
+        self.entries.iter()
+    }
+
+    pub fn trimmed_through(&self) -> Option<Timestamp> {
+        self.trimmed_through
+    }
+
+    /// Records a write unless (ts, writer, key) is already logged.
+    pub fn record(&mut self, ts: Timestamp, writer: TxnId, key: &Key, write: LoggedWrite) {
+        let entry = self.entries.entry((ts, writer)).or_default();
+        if !entry.contains_key(key) {
+            entry.insert(key.clone(), write);
+            self.writes += 1;
+        }
+    }
+
+    pub fn get(&self, ts: Timestamp, writer: TxnId, key: &[u8]) -> Option<&LoggedWrite> {
+        self.entries.get(&(ts, writer))?.get(key)
+    }
+
+    pub fn get_mut(&mut self, ts: Timestamp, writer: TxnId, key: &[u8]) -> Option<&mut LoggedWrite> {
+        self.entries.get_mut(&(ts, writer))?.get_mut(key)
+    }
+
+    /// Removes one write (abort, or a commit below the watermark).
+    pub fn remove(&mut self, ts: Timestamp, writer: TxnId, key: &[u8]) -> Option<LoggedWrite> {
+        let entry = self.entries.get_mut(&(ts, writer))?;
+        let removed = entry.remove(key)?;
+        if entry.is_empty() {
+            self.entries.remove(&(ts, writer));
+        }
+        self.writes -= 1;
+        Some(removed)
+    }
+
+    /// Notes that a committed write at `ts` left the log.
+    pub fn note_trimmed(&mut self, ts: Timestamp) {
+        self.trimmed_through = self.trimmed_through.max(Some(ts));
+    }
+
+    /// Removes the committed writes with `from <= ts < to`; prepared ones stay until their
+    /// writer is decided. Returns the number removed.
+    pub fn trim(&mut self, from: Timestamp, to: Timestamp) -> usize {
+        if from >= to {
+            return 0;
+        }
+        let mut trimmed = 0;
+        let mut emptied = Vec::new();
+        for (&(ts, writer), entry) in self.entries.range_mut((from, LOWEST_TXN)..(to, LOWEST_TXN)) {
+            let before = entry.len();
+            entry.retain(|_, w| w.state != VersionState::Committed);
+            if entry.len() < before {
+                trimmed += before - entry.len();
+                self.trimmed_through = self.trimmed_through.max(Some(ts));
+            }
+            if entry.is_empty() {
+                emptied.push((ts, writer));
+            }
+        }
+        for id in emptied {
+            self.entries.remove(&id);
+        }
+        self.writes -= trimmed;
+        trimmed
+    }
+
+    /// Entries with `lo < ts < hi`, ascending.
+    pub fn between(&self, lo: Timestamp, hi: Timestamp) -> impl Iterator<Item = (&(Timestamp, TxnId), &LogEntry)> {
+        // `range` panics on an empty range with two excluded bounds; lo < hi rules that out.
+        let bounds = (Bound::Excluded((lo, HIGHEST_TXN)), Bound::Excluded((hi, LOWEST_TXN)));
+        (lo < hi).then(|| self.entries.range(bounds)).into_iter().flatten()
+    }
+
+    /// Timestamp of the newest write below `below` (exact when `below` is at or above the
+    /// watermark; possibly lower, never higher, below it).
+    pub fn newest_below(&self, below: Timestamp) -> Option<Timestamp> {
+        let logged = self.entries.range(..(below, LOWEST_TXN)).next_back().map(|(&(ts, _), _)| ts);
+        let trimmed = self.trimmed_through.filter(|&ts| ts < below);
+        logged.max(trimmed)
+    }
+
+    /// Timestamp of the newest write.
+    pub fn newest(&self) -> Option<Timestamp> {
+        self.entries.keys().next_back().map(|&(ts, _)| ts).max(self.trimmed_through)
+    }
+
+    /// Every logged write, for re-padding rows after ADD COLUMN.
+    pub fn writes_mut(&mut self) -> impl Iterator<Item = (Timestamp, TxnId, &Key, &mut LoggedWrite)> {
+        self.entries.iter_mut().flat_map(|(&(ts, writer), entry)| entry.iter_mut().map(move |(key, w)| (ts, writer, key, w)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(b: u8) -> Key {
+        Arc::from([b].as_slice())
+    }
+
+    fn write(state: VersionState) -> LoggedWrite {
+        LoggedWrite { state, row: None }
+    }
+
+    #[test]
+    fn between_is_exclusive_and_ordered() {
+        let mut log = WriteLog::default();
+        for t in [1, 2, 3, 4] {
+            log.record(Timestamp::at(t), TxnId([t as u8; 32]), &key(t as u8), write(VersionState::Committed));
+        }
+        let got: Vec<u64> = log.between(Timestamp::at(1), Timestamp::at(4)).map(|((ts, _), _)| ts.time).collect();
+        assert_eq!(got, vec![2, 3]);
+        assert_eq!(log.between(Timestamp::at(3), Timestamp::at(3)).count(), 0);
+        assert_eq!(log.between(Timestamp::at(4), Timestamp::at(1)).count(), 0);
+        assert_eq!(log.between(Timestamp::GENESIS, Timestamp::MAX).count(), 4);
+    }
+
+    #[test]
+    fn trim_keeps_prepared_and_remembers_the_newest_trimmed() {
+        let mut log = WriteLog::default();
+        log.record(Timestamp::at(1), TxnId([1; 32]), &key(1), write(VersionState::Committed));
+        log.record(Timestamp::at(2), TxnId([2; 32]), &key(2), write(VersionState::Prepared));
+        log.record(Timestamp::at(3), TxnId([3; 32]), &key(3), write(VersionState::Committed));
+        log.record(Timestamp::at(5), TxnId([5; 32]), &key(5), write(VersionState::Committed));
+        assert_eq!(log.trim(Timestamp::GENESIS, Timestamp::at(4)), 2);
+        assert_eq!((log.entries(), log.writes()), (2, 2));
+        assert_eq!(log.newest_below(Timestamp::at(5)), Some(Timestamp::at(3)), "trimmed writes still count");
+        assert_eq!(log.newest_below(Timestamp::at(3)), Some(Timestamp::at(2)));
+        assert_eq!(log.newest(), Some(Timestamp::at(5)));
+        assert!(log.remove(Timestamp::at(2), TxnId([2; 32]), &[2]).is_some());
+        assert_eq!((log.entries(), log.writes()), (1, 1));
+    }
+}

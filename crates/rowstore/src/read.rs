@@ -1,0 +1,81 @@
+//! The engine's read interface ([`pistou_sql::Storage`]) over the store.
+
+use crate::chain::{Chain, StoredVersion};
+use crate::store::RowStore;
+use crate::table::Table;
+use pistou_core::Timestamp;
+use pistou_sql::error::Result;
+use pistou_sql::{IndexSchema, KeyRange, ReadAt, Row, SqlError, SqlState, Storage, StoredRow, TableSchema, Value};
+use std::ops::Bound;
+
+impl RowStore {
+    fn sql_table(&self, name: &str) -> Result<&Table> {
+        self.tables.get(name).ok_or_else(|| SqlError::new(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist")))
+    }
+}
+
+/// The version a read at `at` sees, if it is a row (deletions and absences read as nothing).
+fn visible<'c>(chain: &'c Chain, at: &ReadAt) -> Option<(&'c StoredVersion, &'c Row)> {
+    let version = chain.newest_below(at.ts, |v| (at.visible)(&v.sql_version()))?;
+    Some((version, version.row.as_deref()?))
+}
+
+/// The one copy a read makes: the stored row, padded to the reader's schema (stored rows are
+/// padded at ADD COLUMN already; this covers a reader whose schema is newer than the store's).
+fn owned_row(schema: &TableSchema, key: &[u8], version: &StoredVersion, row: &Row) -> StoredRow {
+    let mut values = Vec::with_capacity(schema.columns.len().max(row.len()));
+    values.extend_from_slice(row);
+    if let Some(missing) = schema.columns.get(row.len()..) {
+        values.extend(missing.iter().map(|c| c.default.clone().unwrap_or(Value::Null)));
+    }
+    StoredRow { key: key.to_vec(), version: version.sql_version(), row: values }
+}
+
+fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match bound {
+        Bound::Included(b) => Bound::Included(b.as_slice()),
+        Bound::Excluded(b) => Bound::Excluded(b.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl Storage for RowStore {
+    fn scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
+        let t = self.sql_table(&table.name)?;
+        // `BTreeMap::range` panics on inverted ranges; `is_empty` covers every such case.
+        if range.is_empty() {
+            return Ok(Vec::new());
+        }
+        let bounds = (as_slice(&range.start), as_slice(&range.end));
+        Ok(t.rows
+            .range::<[u8], _>(bounds)
+            .filter_map(|(key, chain)| visible(chain, at).map(|(v, row)| owned_row(table, key, v, row)))
+            .take(limit)
+            .collect())
+    }
+
+    fn index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
+        let t = self.sql_table(&table.name)?;
+        let Some(entries) = t.index(&index.name) else {
+            return Err(SqlError::new(SqlState::UndefinedObject, format!("index \"{}\" does not exist", index.name)));
+        };
+        if range.is_empty() {
+            return Ok(Vec::new());
+        }
+        // An entry may belong to any version of its key; the row is reported only at the
+        // entry matching its visible version, so each key appears at most once and the output
+        // is in (index key, primary key) order.
+        Ok(entries
+            .range(range)
+            .filter_map(|(index_key, pk)| {
+                let (version, row) = visible(t.rows.get(pk)?, at)?;
+                (table.index_key(index, row) == index_key).then(|| owned_row(table, pk, version, row))
+            })
+            .take(limit)
+            .collect())
+    }
+
+    fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp> {
+        self.tables.get(&table.name)?.log.newest_below(at.ts)
+    }
+}

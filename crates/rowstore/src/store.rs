@@ -1,0 +1,271 @@
+//! [`RowStore`]: tables, the per-writer index and the watermark.
+
+use crate::chain::{Key, StoredVersion};
+use crate::error::StoreError;
+use crate::limits::{GcStats, StoreLimits, StoreStats};
+use crate::refs::{VersionRef, VersionState, WriteRef};
+use crate::table::Table;
+use crate::validate::check_write;
+use pistou_core::{Timestamp, TxnId};
+use pistou_sql::{Catalog, CatalogChange, Value, Write, WriteSet};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// The prepared versions of one writer, so commit and abort touch only its own keys.
+#[derive(Clone, Debug)]
+pub(crate) struct PreparedWrites {
+    pub ts: Timestamp,
+    /// Keys with a prepared version of this writer, by table.
+    pub keys: BTreeMap<String, BTreeSet<Key>>,
+}
+
+/// The multi-version SQL row store of one replica (see the crate documentation).
+#[derive(Clone, Debug)]
+pub struct RowStore {
+    pub(crate) limits: StoreLimits,
+    pub(crate) watermark: Timestamp,
+    pub(crate) tables: BTreeMap<String, Table>,
+    pub(crate) writers: BTreeMap<TxnId, PreparedWrites>,
+}
+
+impl Default for RowStore {
+    /// An empty store with [`StoreLimits::default`].
+    fn default() -> Self {
+        RowStore::new(StoreLimits::default())
+    }
+}
+
+impl RowStore {
+    /// An empty store with no tables and the watermark at GENESIS.
+    pub fn new(limits: StoreLimits) -> Self {
+        RowStore { limits, watermark: Timestamp::GENESIS, tables: BTreeMap::new(), writers: BTreeMap::new() }
+    }
+
+    /// The limits the store was created with.
+    pub fn limits(&self) -> StoreLimits {
+        self.limits
+    }
+
+    /// Mirrors a committed catalog change; `catalog_after` is the catalog with the change
+    /// applied. CREATE TABLE starts an empty table (replacing any data under that name), DROP
+    /// TABLE discards the table's versions and log, CREATE INDEX backfills from every stored
+    /// version, ADD COLUMN pads every stored row with the column's default (NULL if none).
+    /// Changes naming a table the store does not have are ignored.
+    pub fn apply_catalog_change(&mut self, catalog_after: &Catalog, change: &CatalogChange) {
+        match change {
+            CatalogChange::CreateTable(schema) => {
+                let schema = catalog_after.table(&schema.name).cloned().unwrap_or_else(|| Arc::new(schema.clone()));
+                self.drop_table(&schema.name);
+                self.tables.insert(schema.name.clone(), Table::new(schema));
+            }
+            CatalogChange::DropTable { table } => self.drop_table(table),
+            CatalogChange::CreateIndex { table, index } => {
+                let (Some(schema), Some(t)) = (catalog_after.table(table), self.tables.get_mut(table)) else { return };
+                let index = schema.index(&index.name).cloned().unwrap_or_else(|| index.clone());
+                t.create_index(schema.clone(), index);
+            }
+            CatalogChange::DropIndex { table, index } => {
+                if let Some(t) = self.tables.get_mut(table) {
+                    t.drop_index(catalog_after.table(table).cloned(), index);
+                }
+            }
+            CatalogChange::AddColumn { table, column } => {
+                let (Some(schema), Some(t)) = (catalog_after.table(table), self.tables.get_mut(table)) else { return };
+                t.add_column(schema.clone(), column.default.clone().unwrap_or(Value::Null));
+            }
+        }
+    }
+
+    /// Removes a table and every reference the per-writer index holds into it.
+    fn drop_table(&mut self, name: &str) {
+        if self.tables.remove(name).is_none() {
+            return;
+        }
+        self.writers.retain(|_, w| {
+            w.keys.remove(name);
+            !w.keys.is_empty()
+        });
+    }
+
+    /// Installs `writer`'s writes at `ts` as `state` versions.
+    ///
+    /// Everything is validated before anything changes (the writes come from untrusted
+    /// clients): every table must exist with the catalog's schema equal to the store's, every
+    /// upsert must be a full row of the current schema with values of the column types, within
+    /// the column limits, no NULL in NOT NULL or primary-key columns, and primary-key values
+    /// encoding to exactly the write's key; every deleted key must be a well-formed primary
+    /// key. On error nothing is changed.
+    ///
+    /// Idempotent per (writer, ts): versions that already exist are left alone (a committed
+    /// version is never turned back into a prepared one), missing ones are added. Inserting as
+    /// committed also commits the writer's earlier prepared versions (writeback after prepare).
+    /// Writes below the watermark are refused (Pesto App. B.3), except that a writer already
+    /// prepared here is still committed by a committed insert.
+    pub fn insert(
+        &mut self,
+        writer: TxnId,
+        ts: Timestamp,
+        writes: &WriteSet,
+        state: VersionState,
+        catalog: &Catalog,
+    ) -> Result<(), StoreError> {
+        let prepared_here = match self.writers.get(&writer) {
+            Some(p) if p.ts != ts => {
+                return Err(StoreError::WriterTimestampMismatch { writer, recorded: p.ts, given: ts });
+            }
+            Some(_) => true,
+            None => false,
+        };
+        self.validate(writes, catalog)?;
+        if ts < self.watermark {
+            if !prepared_here {
+                return Err(StoreError::BelowWatermark { ts, watermark: self.watermark });
+            }
+            if state == VersionState::Committed {
+                self.commit(&writer);
+            }
+            return Ok(());
+        }
+        let cap = self.limits.version_cap;
+        for (name, table_writes) in &writes.tables {
+            let Some(table) = self.tables.get_mut(name) else { continue };
+            for (key, write) in table_writes {
+                let row = match write {
+                    Write::Upsert(row) => Some(Arc::new(row.clone())),
+                    Write::Delete => None,
+                };
+                let installed = table.install(key, StoredVersion { ts, writer, state, row }, cap);
+                if let (Some(key), VersionState::Prepared) = (installed, state) {
+                    let record = self.writers.entry(writer).or_insert_with(|| PreparedWrites { ts, keys: BTreeMap::new() });
+                    record.keys.entry(name.clone()).or_default().insert(key);
+                }
+            }
+        }
+        if state == VersionState::Committed {
+            self.commit(&writer);
+        }
+        Ok(())
+    }
+
+    fn validate(&self, writes: &WriteSet, catalog: &Catalog) -> Result<(), StoreError> {
+        for (name, table_writes) in &writes.tables {
+            let unknown = || StoreError::UnknownTable { table: name.clone() };
+            let table = self.tables.get(name).ok_or_else(unknown)?;
+            let schema = catalog.table(name).ok_or_else(unknown)?;
+            if !Arc::ptr_eq(schema, &table.schema) && **schema != *table.schema {
+                return Err(StoreError::SchemaMismatch { table: name.clone() });
+            }
+            for (key, write) in table_writes {
+                check_write(schema, key, write)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks every prepared version of `writer` committed (no-op for an unknown writer).
+    /// Cost: proportional to the writer's writes.
+    pub fn commit(&mut self, writer: &TxnId) {
+        let Some(record) = self.writers.remove(writer) else { return };
+        let (watermark, cap) = (self.watermark, self.limits.version_cap);
+        for (name, keys) in &record.keys {
+            let Some(table) = self.tables.get_mut(name) else { continue };
+            for key in keys {
+                table.commit_version(key, record.ts, *writer, watermark, cap);
+            }
+        }
+    }
+
+    /// Removes every prepared version of `writer` (it aborted); committed versions are never
+    /// removed by this. Cost: proportional to the writer's writes.
+    pub fn abort(&mut self, writer: &TxnId) {
+        let Some(record) = self.writers.remove(writer) else { return };
+        for (name, keys) in &record.keys {
+            let Some(table) = self.tables.get_mut(name) else { continue };
+            for key in keys {
+                table.abort_version(key, record.ts, *writer);
+            }
+        }
+    }
+
+    /// True if `writer` has prepared versions here.
+    pub fn is_prepared(&self, writer: &TxnId) -> bool {
+        self.writers.contains_key(writer)
+    }
+
+    /// Versions of one key, newest first (for freshness checks and point reads).
+    pub fn versions(&self, table: &str, key: &[u8]) -> impl Iterator<Item = VersionRef<'_>> {
+        let chain = self.tables.get(table).and_then(|t| t.rows.get(key));
+        chain.map_or(&[][..], |c| c.versions.as_slice()).iter().rev().map(StoredVersion::view)
+    }
+
+    /// The newest version of `key` with `ts < below` that `filter` accepts.
+    pub fn version_below(&self, table: &str, key: &[u8], below: Timestamp, filter: impl Fn(&VersionRef) -> bool) -> Option<VersionRef<'_>> {
+        let chain = self.tables.get(table)?.rows.get(key)?;
+        chain.newest_below(below, |v| filter(&v.view())).map(StoredVersion::view)
+    }
+
+    /// Every write to `table` with `lo < ts < hi` (both exclusive), in (ts, writer, key) order:
+    /// what Pesto's completeness check (Alg. 1 line 12) scans. Complete for `lo` at or above
+    /// the watermark; below it, committed writes have been trimmed (prepared ones remain).
+    /// Writes whose version the version cap deleted are still reported.
+    pub fn writes_between(&self, table: &str, lo: Timestamp, hi: Timestamp) -> impl Iterator<Item = WriteRef<'_>> {
+        self.tables.get_key_value(table).into_iter().flat_map(move |(name, t)| {
+            t.log.between(lo, hi).flat_map(move |(&(ts, writer), entry)| {
+                entry.iter().map(move |(key, w)| WriteRef { table: name.as_str(), key, ts, writer, state: w.state, row: w.row.as_deref() })
+            })
+        })
+    }
+
+    /// The highest timestamp of any write to `table` (prepared or committed), if any.
+    pub fn newest_write(&self, table: &str) -> Option<Timestamp> {
+        self.tables.get(table)?.log.newest()
+    }
+
+    /// Garbage collection (Pesto App. B.3) at `watermark` (never lowered: a smaller value acts
+    /// as the current one). For every key with work: deletes the committed versions older than
+    /// its newest committed version below the watermark, and drops the key if only a committed
+    /// deletion below the watermark is left. Prepared versions are left to `abort`/`commit`.
+    /// Trims committed writes below the watermark from the write logs.
+    ///
+    /// Cost: O(tables + examined keys × their versions + log entries in [old, new watermark)),
+    /// independent of the store's size: keys wait in a queue ordered by the watermark at which
+    /// they next have work.
+    pub fn gc(&mut self, watermark: Timestamp) -> GcStats {
+        let previous = self.watermark;
+        self.watermark = previous.max(watermark);
+        let mut stats = GcStats::default();
+        for table in self.tables.values_mut() {
+            stats.add(table.collect(previous, self.watermark));
+        }
+        stats
+    }
+
+    /// The last gc watermark (GENESIS initially): reads and writes below it must be refused.
+    pub fn watermark(&self) -> Timestamp {
+        self.watermark
+    }
+
+    /// Reads of `key` at timestamps below this must be refused: the watermark, or higher if
+    /// the per-key version cap (Pesto App. B.3 (ii)) deleted versions such a read could need.
+    /// Reads at or above it see what they would have seen without any deletion, for every
+    /// read policy that accepts all committed versions.
+    pub fn oldest_readable(&self, table: &str, key: &[u8]) -> Timestamp {
+        let floor = self.tables.get(table).and_then(|t| t.rows.get(key)).map_or(Timestamp::GENESIS, |c| c.cap_floor);
+        self.watermark.max(floor)
+    }
+
+    /// Sizes of the store's structures: O(tables + indexes).
+    pub fn stats(&self) -> StoreStats {
+        let mut s = StoreStats { tables: self.tables.len(), prepared_writers: self.writers.len(), ..StoreStats::default() };
+        for t in self.tables.values() {
+            s.keys += t.rows.len();
+            s.versions += t.versions;
+            s.prepared_versions += t.prepared;
+            s.index_entries += t.indexes.iter().map(|i| i.len()).sum::<usize>();
+            s.log_entries += t.log.entries();
+            s.log_writes += t.log.writes();
+            s.gc_queue += t.gc_queue.len();
+        }
+        s
+    }
+}

@@ -1,0 +1,72 @@
+//! Checks a client's write against the table schema before anything is installed.
+
+use crate::error::{show_key, StoreError};
+use crate::keycheck::is_primary_key;
+use pistou_sql::{Column, TableSchema, Value, Write};
+
+/// Checks one write: an upsert must be a well-typed full row of the current schema whose
+/// primary key encodes to exactly `key`; a deletion's key must be a well-formed primary key.
+pub(crate) fn check_write(schema: &TableSchema, key: &[u8], write: &Write) -> Result<(), StoreError> {
+    match write {
+        Write::Upsert(row) => check_row(schema, key, row),
+        Write::Delete if is_primary_key(schema, key) => Ok(()),
+        Write::Delete => Err(StoreError::MalformedKey { table: schema.name.clone(), key: show_key(key) }),
+    }
+}
+
+fn check_row(schema: &TableSchema, key: &[u8], row: &[Value]) -> Result<(), StoreError> {
+    if row.len() != schema.columns.len() {
+        return Err(StoreError::WrongArity {
+            table: schema.name.clone(),
+            key: show_key(key),
+            expected: schema.columns.len(),
+            got: row.len(),
+        });
+    }
+    for (position, (column, value)) in schema.columns.iter().zip(row).enumerate() {
+        let in_key = schema.primary_key.contains(&position);
+        check_value(schema, column, in_key, value)?;
+    }
+    if schema.row_key(row) != key {
+        return Err(StoreError::KeyMismatch { table: schema.name.clone(), key: show_key(key) });
+    }
+    Ok(())
+}
+
+/// The engine stores values already cast to the column type (`assign_cast`) and within the
+/// column's limits (`check_limits`), so anything else did not come from a correct client.
+fn check_value(schema: &TableSchema, column: &Column, in_key: bool, value: &Value) -> Result<(), StoreError> {
+    let at = || (schema.name.clone(), column.name.clone());
+    let Some(ty) = value.sql_type() else {
+        if column.nullable && !in_key {
+            return Ok(());
+        }
+        let (table, column) = at();
+        return Err(StoreError::NullViolation { table, column });
+    };
+    if ty != column.ty {
+        let (table, column_name) = at();
+        return Err(StoreError::WrongType { table, column: column_name, expected: column.ty, got: ty.to_string() });
+    }
+    let violation = match value {
+        Value::Text(s) => column
+            .limits
+            .max_len
+            .filter(|&n| s.chars().count() > n as usize)
+            .map(|n| format!("value too long for type character varying({n})")),
+        Value::Numeric(d) => column.limits.numeric.and_then(|(precision, scale)| {
+            let integer = d.abs().trunc().to_string();
+            let integer_digits = integer.split('.').next().unwrap_or("").trim_start_matches('0').len();
+            let fits = d.scale() <= scale && integer_digits as u64 <= u64::from(precision.saturating_sub(scale));
+            (!fits).then(|| format!("value {d} does not fit numeric({precision}, {scale})"))
+        }),
+        _ => None,
+    };
+    match violation {
+        Some(detail) => {
+            let (table, column) = at();
+            Err(StoreError::OutOfLimits { table, column, detail })
+        }
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,152 @@
+//! Pesto's semantic concurrency check (Alg. 1), the rules Basil's MVTSO check does not
+//! already cover: write monotonicity (line 3), completeness of each read predicate
+//! (lines 11–16) and writes against later readers' predicates (lines 17–19). Freshness of
+//! active reads (lines 7–10) is Basil's read-set check, since active rows are ordinary reads.
+//!
+//! Windows use `Timestamp::at(t)` (client 0, which no real client has) as exclusive bounds,
+//! so `at(table_v.time - grace)` is strictly below every transaction of that microsecond.
+
+use super::{SqlReplica, SqlTxn};
+use crate::replica::{Status, TxnRecord};
+use std::collections::HashMap;
+use pistou_core::sql_keys::row_key;
+use pistou_core::{Timestamp, TxnId};
+use pistou_rowstore::VersionState;
+use pistou_sql::Predicate;
+use pistou_wire::TxnMeta;
+
+/// The replica's transaction records.
+pub(crate) type Txns = HashMap<TxnId, TxnRecord>;
+
+/// Outcome of the semantic check when it does not abort.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct CcPass {
+    /// Prepared writers T must wait for (Alg. 1 line 15): if one aborts, a version that
+    /// satisfies one of T's predicates reappears, so T must abort too.
+    pub(crate) dynamic_deps: Vec<TxnId>,
+}
+
+/// Why the semantic check votes abort; `Some(T')` names a committed conflicting
+/// transaction whose certificate proves the conflict.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum CcAbort {
+    NonMonotonic,
+    BelowWatermark,
+    Conflict(Option<TxnId>),
+}
+
+fn lower_bound(version: Timestamp, grace_us: u64) -> Timestamp {
+    Timestamp::at(version.time.saturating_sub(grace_us))
+}
+
+impl SqlReplica {
+    /// Lines 3, 11–19 of Alg. 1 for T (`id`, `meta`) with decoded SQL content `txn`.
+    pub(crate) fn semantic_check(&self, id: &TxnId, meta: &TxnMeta, txn: &SqlTxn, txns: &Txns) -> Result<CcPass, CcAbort> {
+        self.check_monotonic(meta.ts, txn)?;
+        let mut pass = CcPass::default();
+        for (predicate, table_version) in &txn.predicates {
+            self.check_complete(id, meta, predicate, *table_version, &mut pass)?;
+        }
+        self.check_later_readers(meta, txn, txns)?;
+        pass.dynamic_deps.sort();
+        pass.dynamic_deps.dedup();
+        Ok(pass)
+    }
+
+    /// Line 3: a write to a table must not be older than a table version already reported
+    /// to a reader, minus the grace window; otherwise that reader's completeness check
+    /// (which starts at its table version) could miss it.
+    fn check_monotonic(&self, ts: Timestamp, txn: &SqlTxn) -> Result<(), CcAbort> {
+        if ts <= self.store.watermark() && !txn.writes.is_empty() {
+            return Err(CcAbort::BelowWatermark);
+        }
+        for table in txn.writes.tables.keys() {
+            if let Some(high) = self.reported.get(table) {
+                if ts <= lower_bound(*high, self.params.grace_us) {
+                    return Err(CcAbort::NonMonotonic);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Lines 11–16: no write that T should have seen as active escaped T's read. For every
+    /// write w of another prepared or committed T' with table_v − grace < ts_T' < ts_T, to a
+    /// key T did not read, and that is still the newest version below ts_T: abort if w
+    /// satisfies P; if it does not but T' is only prepared and its abort would expose an
+    /// older version that does (or might), T depends on T'.
+    fn check_complete(
+        &self,
+        id: &TxnId,
+        meta: &TxnMeta,
+        predicate: &Predicate,
+        table_version: Timestamp,
+        pass: &mut CcPass,
+    ) -> Result<(), CcAbort> {
+        let lo = lower_bound(table_version, self.params.grace_us);
+        if lo < self.store.watermark() {
+            return Err(CcAbort::BelowWatermark);
+        }
+        let table = predicate.table.as_str();
+        for w in self.store.writes_between(table, lo, meta.ts) {
+            if w.writer == *id {
+                continue;
+            }
+            let read_by_t = row_key(table, w.key).is_some_and(|k| meta.read_of(&k).is_some());
+            if read_by_t {
+                continue; // an active read: Basil's freshness check covers it
+            }
+            let newest = self.store.version_below(table, w.key, meta.ts, |_| true);
+            if newest.is_some_and(|v| v.ts != w.ts || v.writer != w.writer) {
+                continue; // overwritten before ts_T: the newer write is checked itself
+            }
+            if w.row.is_some_and(|row| predicate.may_match(row)) {
+                let committed = w.state == VersionState::Committed;
+                return Err(CcAbort::Conflict(committed.then_some(w.writer)));
+            }
+            if w.state == VersionState::Prepared && self.exposes_match(table, w.key, w.ts, predicate) {
+                pass.dynamic_deps.push(w.writer);
+            }
+        }
+        Ok(())
+    }
+
+    /// riskyPrepared (line 14): would removing the version at `above` expose a version that
+    /// satisfies P? Walks older versions: a match is risky; a committed non-matching version
+    /// or deletion ends the walk safely; a prepared non-matching one may itself vanish, so
+    /// the walk continues below it.
+    fn exposes_match(&self, table: &str, key: &[u8], above: Timestamp, predicate: &Predicate) -> bool {
+        for v in self.store.versions(table, key).filter(|v| v.ts < above) {
+            if v.row.is_some_and(|row| predicate.may_match(row)) {
+                return true;
+            }
+            if v.state == VersionState::Committed {
+                return false;
+            }
+        }
+        false
+    }
+
+    /// Lines 17–19 (predicate part): T's writes must not change what a prepared or committed
+    /// reader ordered after T read through a predicate, for keys it did not read (keys it
+    /// read are covered by Basil's reader-version check).
+    fn check_later_readers(&self, meta: &TxnMeta, txn: &SqlTxn, txns: &Txns) -> Result<(), CcAbort> {
+        let after = (meta.ts, TxnId([0xff; 32]));
+        for (table, writes) in &txn.writes.tables {
+            let Some(readers) = self.readers.get(table) else { continue };
+            for ((_, reader), predicates) in readers.range(after..) {
+                for (pk, write) in writes {
+                    let pistou_sql::Write::Upsert(row) = write else { continue };
+                    let record = txns.get(reader);
+                    let read_it = row_key(table, pk)
+                        .is_some_and(|k| record.is_some_and(|r| r.meta.read_of(&k).is_some()));
+                    if !read_it && predicates.iter().any(|p| p.may_match(row)) {
+                        let committed = record.is_some_and(|r| matches!(r.status, Status::Committed(_)));
+                        return Err(CcAbort::Conflict(committed.then_some(*reader)));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,203 @@
+//! Pesto's SQL layer inside a replica (Pesto §5–6): the multi-version row store, the
+//! committed catalogs, and the state the semantic concurrency check needs.
+//!
+//! SQL data lives in Basil's key space (`pistou_core::sql_keys`): a row write is a write of
+//! key `row_key(table, pk)` whose value is the postcard encoding of the row (`None` deletes
+//! it), and a schema change is a write of every shard's catalog key whose value is the
+//! postcard encoding of one `CatalogChange`. So the Basil checks (freshness of every read,
+//! dependencies, RTS) apply to SQL unchanged; this module adds what Pesto adds: the row
+//! store the SQL engine reads, and Alg. 1's predicate and monotonicity rules (`cc`).
+
+pub(crate) mod cc;
+pub(crate) mod range_read;
+
+use pistou_core::sql_keys::{catalog_key, key_kind, KeyKind};
+use pistou_core::{ClusterConfig, ShardId, SqlConfig, Timestamp, TxnId};
+use pistou_rowstore::{RowStore, StoreLimits, VersionState};
+use pistou_sql::{Catalog, CatalogChange, Engine, Limits, Predicate, Row, Write, WriteSet};
+use pistou_wire::TxnMeta;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// Why a transaction's SQL content cannot be accepted (it gets an abort vote).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SqlTxnError {
+    #[error("SQL writes or predicates without a read of this shard's catalog")]
+    NoCatalogRead,
+    #[error("the catalog version read is not committed at this replica")]
+    UnknownCatalog,
+    #[error("undecodable row or catalog change")]
+    Undecodable,
+    #[error("predicate or write on a table the catalog does not have")]
+    UnknownTable,
+    #[error("malformed predicate: {0}")]
+    BadPredicate(String),
+    #[error("a schema change must be the only write of its transaction")]
+    MixedDdl,
+    #[error("schema change does not apply: {0}")]
+    BadCatalogChange(String),
+}
+
+/// The SQL content of one transaction at this shard, decoded once at ST1.
+#[derive(Debug, Default)]
+pub(crate) struct SqlTxn {
+    /// The catalog version (writer timestamp of the catalog key) the transaction read.
+    pub(crate) catalog_version: Option<Timestamp>,
+    pub(crate) writes: WriteSet,
+    /// (predicate, table version), decoded against the catalog read.
+    pub(crate) predicates: Vec<(Predicate, Timestamp)>,
+    /// A schema change this transaction writes to our catalog key.
+    pub(crate) catalog_change: Option<CatalogChange>,
+}
+
+/// A replica's SQL state.
+pub(crate) struct SqlReplica {
+    pub(crate) store: RowStore,
+    /// Committed catalogs by the timestamp of the transaction that wrote them; GENESIS is the
+    /// empty catalog every shard starts with.
+    catalogs: BTreeMap<Timestamp, Arc<Catalog>>,
+    /// Prepared or committed transactions with read predicates, per table: the write side of
+    /// the semantic check (Alg. 1 lines 17–19) looks for readers ordered after a writer.
+    readers: HashMap<String, BTreeMap<(Timestamp, TxnId), Arc<[Predicate]>>>,
+    /// Highest table version this replica reported to a range read, per table: the write
+    /// monotonicity bound (§6.1.3).
+    reported: HashMap<String, Timestamp>,
+    pub(crate) params: SqlConfig,
+    shard: ShardId,
+    /// The SQL engine with its plan cache (pure computation: no I/O, no clock).
+    engine: Engine,
+}
+
+impl SqlReplica {
+    pub(crate) fn new(config: &ClusterConfig, shard: ShardId) -> SqlReplica {
+        let mut catalogs = BTreeMap::new();
+        catalogs.insert(Timestamp::GENESIS, Arc::new(Catalog::new()));
+        SqlReplica {
+            store: RowStore::new(StoreLimits { version_cap: config.sql.version_cap }),
+            catalogs,
+            readers: HashMap::new(),
+            reported: HashMap::new(),
+            params: config.sql.clone(),
+            shard,
+            engine: Engine::new(Limits::default()),
+        }
+    }
+
+    /// The committed catalog written at `version`.
+    pub(crate) fn catalog_at(&self, version: Timestamp) -> Option<&Arc<Catalog>> {
+        self.catalogs.get(&version)
+    }
+
+    /// The newest committed catalog below `ts`, with its version.
+    pub(crate) fn catalog_below(&self, ts: Timestamp) -> (Timestamp, Arc<Catalog>) {
+        match self.catalogs.range(..ts).next_back() {
+            Some((v, c)) => (*v, c.clone()),
+            None => (Timestamp::GENESIS, Arc::new(Catalog::new())),
+        }
+    }
+
+    /// Records that a range read was told `version` for `table` (monotonicity bound).
+    pub(crate) fn note_reported(&mut self, table: &str, version: Timestamp) {
+        let high = self.reported.entry(table.to_string()).or_insert(Timestamp::GENESIS);
+        if version > *high {
+            *high = version;
+        }
+    }
+
+    /// Decodes the SQL content of `meta` that concerns this shard. `Ok(None)` for a plain
+    /// key-value transaction.
+    pub(crate) fn decode(&self, config: &ClusterConfig, meta: &TxnMeta) -> Result<Option<SqlTxn>, SqlTxnError> {
+        let mut txn = SqlTxn {
+            catalog_version: meta.read_of(&catalog_key(self.shard)).map(|r| r.version),
+            ..SqlTxn::default()
+        };
+        let mut other_writes = false;
+        for w in meta.write_set.iter().filter(|w| config.shard_of(&w.key) == self.shard) {
+            match key_kind(&w.key) {
+                KeyKind::Row { table, pk } => {
+                    let write = match &w.value {
+                        Some(bytes) => Write::Upsert(postcard::from_bytes::<Row>(bytes).map_err(|_| SqlTxnError::Undecodable)?),
+                        None => Write::Delete,
+                    };
+                    txn.writes.put(table, pk.to_vec(), write);
+                    other_writes = true;
+                }
+                KeyKind::Catalog(_) => {
+                    let bytes = w.value.as_ref().ok_or(SqlTxnError::Undecodable)?;
+                    let change: CatalogChange = postcard::from_bytes(bytes).map_err(|_| SqlTxnError::Undecodable)?;
+                    txn.catalog_change = Some(change);
+                }
+                KeyKind::Plain => other_writes = true,
+            }
+        }
+        let mine: Vec<_> =
+            meta.predicates.iter().filter(|p| config.table_shard(&p.predicate.table) == self.shard).collect();
+        if txn.writes.is_empty() && mine.is_empty() && txn.catalog_change.is_none() {
+            return Ok(None);
+        }
+        if txn.catalog_change.is_some() && (other_writes || !mine.is_empty()) {
+            return Err(SqlTxnError::MixedDdl);
+        }
+        let version = txn.catalog_version.ok_or(SqlTxnError::NoCatalogRead)?;
+        let catalog = self.catalog_at(version).ok_or(SqlTxnError::UnknownCatalog)?;
+        if let Some(change) = &txn.catalog_change {
+            let mut next = (**catalog).clone();
+            next.apply(change).map_err(|e| SqlTxnError::BadCatalogChange(e.message))?;
+        }
+        for p in mine {
+            let schema = catalog.table(&p.predicate.table).ok_or(SqlTxnError::UnknownTable)?;
+            let predicate = p.predicate.decode(schema.columns.len()).map_err(|e| SqlTxnError::BadPredicate(e.message))?;
+            txn.predicates.push((predicate, p.table_version));
+        }
+        Ok(Some(txn))
+    }
+
+    /// Installs T's row writes as prepared versions and registers its predicates.
+    pub(crate) fn prepare(&mut self, id: TxnId, ts: Timestamp, txn: &SqlTxn) -> Result<(), String> {
+        let catalog = txn.catalog_version.and_then(|v| self.catalogs.get(&v)).cloned().unwrap_or_default();
+        if !txn.writes.is_empty() {
+            self.store.insert(id, ts, &txn.writes, VersionState::Prepared, &catalog).map_err(|e| e.to_string())?;
+        }
+        self.register_readers(id, ts, txn);
+        Ok(())
+    }
+
+    fn register_readers(&mut self, id: TxnId, ts: Timestamp, txn: &SqlTxn) {
+        let mut by_table: BTreeMap<&str, Vec<Predicate>> = BTreeMap::new();
+        for (p, _) in &txn.predicates {
+            by_table.entry(p.table.as_str()).or_default().push(p.clone());
+        }
+        for (table, preds) in by_table {
+            self.readers.entry(table.to_string()).or_default().insert((ts, id), preds.into());
+        }
+    }
+
+    /// Undoes `prepare` (T aborted or lost a dependency).
+    pub(crate) fn unprepare(&mut self, id: TxnId, ts: Timestamp, txn: &SqlTxn) {
+        self.store.abort(&id);
+        for (p, _) in &txn.predicates {
+            if let Some(r) = self.readers.get_mut(&p.table) {
+                r.remove(&(ts, id));
+            }
+        }
+    }
+
+    /// T committed: its versions become committed (installed now if it never prepared here),
+    /// its predicates stay registered, and a schema change takes effect.
+    pub(crate) fn commit(&mut self, id: TxnId, ts: Timestamp, txn: &SqlTxn) -> Result<(), String> {
+        if let Some(change) = &txn.catalog_change {
+            let (_, base) = self.catalog_below(ts);
+            let mut next = (*base).clone();
+            next.apply(change).map_err(|e| e.message)?;
+            self.store.apply_catalog_change(&next, change);
+            self.catalogs.insert(ts, Arc::new(next));
+            return Ok(());
+        }
+        let catalog = txn.catalog_version.and_then(|v| self.catalogs.get(&v)).cloned().unwrap_or_default();
+        if !txn.writes.is_empty() {
+            self.store.insert(id, ts, &txn.writes, VersionState::Committed, &catalog).map_err(|e| e.to_string())?;
+        }
+        self.register_readers(id, ts, txn);
+        Ok(())
+    }
+}

@@ -1,0 +1,156 @@
+//! Replica side of Pesto's range read (§5.5 step 2) and reconnaissance writes (§5.2):
+//! execute the statement on the local state at ts and report Q-RES, Q-READ, Q-DEP, Q-PRED
+//! and SS-VOTE.
+
+use super::SqlReplica;
+use pistou_core::sql_keys::{key_kind, row_key, KeyKind};
+use pistou_core::{ClusterConfig, Timestamp, TxnId};
+use pistou_sql::{Access, ExecContext, Output, ReadAt, SqlError, SqlState, Write, WirePredicate, WriteSet};
+use pistou_rowstore::VersionState;
+use pistou_wire::{ActiveRead, PredicateRead, QueryOutput, RangeRead, RangeResult, WriteEntry};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Most buffered writes a range read may carry.
+pub(crate) const MAX_PENDING_WRITES: usize = pistou_wire::MAX_TXN_OPS;
+
+fn sql_err(state: SqlState, msg: impl Into<String>) -> SqlError {
+    SqlError::new(state, msg.into())
+}
+
+impl SqlReplica {
+    /// Executes `req` at `req.ts` over every prepared and committed version (Pesto reads
+    /// prepared versions optimistically; the client records them as dependencies). `owner`
+    /// maps a version's timestamp to its writer (for SS-VOTE). Returns the result and the
+    /// SS-VOTE.
+    pub(crate) fn range_read(
+        &mut self,
+        config: &ClusterConfig,
+        req: &RangeRead,
+        owner: impl Fn(Timestamp) -> Option<TxnId>,
+    ) -> (Result<RangeResult, SqlError>, Vec<TxnId>) {
+        match self.execute(config, req) {
+            Ok((result, votes)) => {
+                let ss_vote = votes.into_iter().filter_map(owner).collect::<BTreeSet<_>>().into_iter().collect();
+                (Ok(result), ss_vote)
+            }
+            Err(e) => (Err(e), Vec::new()),
+        }
+    }
+
+    fn execute(&mut self, config: &ClusterConfig, req: &RangeRead) -> Result<(RangeResult, Vec<Timestamp>), SqlError> {
+        if req.ts < self.store.watermark() {
+            return Err(sql_err(SqlState::SnapshotTooOld, "read timestamp is below the garbage-collection watermark"));
+        }
+        let catalog = self.catalog_at(req.catalog_version).cloned().ok_or_else(|| {
+            sql_err(SqlState::SerializationFailure, "the schema version this statement was planned against is not known here")
+        })?;
+        if self.catalog_below(req.ts).0 != req.catalog_version {
+            return Err(sql_err(SqlState::SerializationFailure, "the schema changed since this statement was planned"));
+        }
+        let pending = self.pending_writes(config, req)?;
+        let prepared = self.engine.prepare(&catalog, &req.sql)?;
+        let ctx = ExecContext { storage: &self.store, at: ReadAt::latest_before(req.ts), pending: &pending };
+        let exec = self.engine.execute(&catalog, &prepared, &req.params, &ctx)?;
+        let touched = exec.reads.scans.iter().map(|s| s.table()).chain(exec.writes.tables.keys().map(String::as_str));
+        for table in touched {
+            if config.table_shard(table) != self.shard {
+                return Err(sql_err(
+                    SqlState::FeatureNotSupported,
+                    format!("table \"{table}\" is on another shard; a statement reads one shard (cross-shard queries are not supported yet)"),
+                ));
+            }
+        }
+        let output = match exec.output {
+            Output::Rows { rows, .. } => QueryOutput::Rows(rows),
+            Output::Affected { count, returning, .. } => {
+                QueryOutput::Affected { count, returning: returning.map(|(_, rows)| rows).unwrap_or_default() }
+            }
+            Output::Catalog(_) | Output::Transaction(_) => {
+                return Err(sql_err(SqlState::FeatureNotSupported, "schema and transaction statements are not range reads"));
+            }
+        };
+        let mut reads: BTreeMap<Vec<u8>, ActiveRead> = BTreeMap::new();
+        let mut predicates = BTreeSet::new();
+        let mut versions = Vec::new();
+        for scan in &exec.reads.scans {
+            let table = scan.table();
+            for row in &scan.rows {
+                let key = row_key(table, &row.key).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
+                versions.push(row.version.ts);
+                reads.insert(key.clone(), ActiveRead { key, version: row.version.ts, prepared_by: row.version.prepared_by });
+            }
+            if let Some(pk) = &scan.absent_key {
+                // The statement relied on the key having no row: it read the newest version
+                // (a deletion) or, if there is none, the key's genesis.
+                let key = row_key(table, pk).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
+                let seen = self.store.version_below(table, pk, req.ts, |_| true);
+                let (version, prepared_by) = match seen {
+                    Some(v) => (v.ts, (v.state == VersionState::Prepared).then_some(v.writer)),
+                    None => (Timestamp::GENESIS, None),
+                };
+                if version != Timestamp::GENESIS {
+                    versions.push(version);
+                }
+                reads.entry(key.clone()).or_insert(ActiveRead { key, version, prepared_by });
+            }
+            // A point access is fully covered by its read (or absence); other scans carry a
+            // predicate (§6.1.1).
+            if scan.access != Access::Point {
+                let table_version = scan.table_version.unwrap_or(Timestamp::GENESIS);
+                self.note_reported(table, table_version);
+                predicates.insert(PredicateRead { predicate: WirePredicate::encode(&scan.predicate)?, table_version });
+            }
+        }
+        let writes = write_entries(&exec.writes)?;
+        let result = RangeResult {
+            output,
+            writes,
+            reads: reads.into_values().collect(),
+            predicates: predicates.into_iter().collect(),
+        };
+        Ok((result, versions))
+    }
+
+    /// The transaction's buffered writes, as the engine's write set (rows decoded).
+    fn pending_writes(&self, config: &ClusterConfig, req: &RangeRead) -> Result<WriteSet, SqlError> {
+        if req.pending.len() > MAX_PENDING_WRITES {
+            return Err(sql_err(SqlState::ProgramLimitExceeded, "too many buffered writes"));
+        }
+        let mut pending = WriteSet::default();
+        for w in &req.pending {
+            let KeyKind::Row { table, pk } = key_kind(&w.key) else {
+                return Err(sql_err(SqlState::ProtocolViolation, "buffered write to a non-row key"));
+            };
+            if config.table_shard(table) != self.shard {
+                continue;
+            }
+            let write = match &w.value {
+                Some(bytes) => Write::Upsert(
+                    postcard::from_bytes(bytes).map_err(|_| sql_err(SqlState::ProtocolViolation, "undecodable buffered row"))?,
+                ),
+                None => Write::Delete,
+            };
+            pending.put(table, pk.to_vec(), write);
+        }
+        Ok(pending)
+    }
+}
+
+/// A write set as row-key writes, sorted by key.
+pub fn write_entries(writes: &WriteSet) -> Result<Vec<WriteEntry>, SqlError> {
+    let mut out = Vec::with_capacity(writes.len());
+    for (table, rows) in &writes.tables {
+        for (pk, write) in rows {
+            let key = row_key(table, pk).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
+            let value = match write {
+                Write::Upsert(row) => Some(
+                    postcard::to_allocvec(row).map_err(|e| sql_err(SqlState::InternalError, format!("row encoding: {e}")))?,
+                ),
+                Write::Delete => None,
+            };
+            out.push(WriteEntry { key, value });
+        }
+    }
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(out)
+}

@@ -1,0 +1,371 @@
+//! Pesto at one real `Replica`: the semantic concurrency check (Alg. 1 lines 3, 11–19) and
+//! range reads (§5.5 step 2). SQL rows travel as Basil writes of row keys, predicates in
+//! `TxnMeta`.
+
+use pistou_core::sql_keys::{catalog_key, row_key};
+use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, SqlConfig, Timestamp};
+use pistou_crypto::SecretKey;
+use pistou_sql::keycode::encode_key;
+use pistou_sql::{CatalogChange, Column, Expr, Predicate, SqlType, TableSchema, Value, WirePredicate};
+use pistou_txn::{sign_client, Replica};
+use pistou_wire::{
+    AbortCert, CommitCert, DecisionCert, Message, Prepare, PredicateRead, QueryOutput, RangeRead, RangeReply, RangeResult,
+    ReadEntry, ReplicaSigned, ShardVotes, Signable, St1Vote, TxnMeta, Vote, WriteEntry, Writeback,
+};
+use std::sync::Arc;
+
+const NOW: u64 = 1_000_000_000;
+
+fn ts(t: u64) -> Timestamp {
+    Timestamp { time: NOW - 1_000_000 + t, client: ClientId(1), seq: t }
+}
+
+struct Fixture {
+    keys: Vec<SecretKey>,
+    client: SecretKey,
+    replica: Replica,
+    /// Version of the catalog key (the CREATE TABLE transaction's timestamp).
+    catalog: Timestamp,
+}
+
+fn clone_key(k: &SecretKey) -> SecretKey {
+    SecretKey::from_hex(&k.to_hex()).expect("key")
+}
+
+/// One replica of a one-shard cluster whose table `t (id INT PRIMARY KEY, a INT)` was created
+/// at ts(1). Grace 0 so that windows are exact.
+fn fixture() -> Fixture {
+    let keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 1; 32])).collect();
+    let client = SecretKey::from_seed([99; 32]);
+    let config = Arc::new(ClusterConfig {
+        f: 1,
+        delta_us: 100_000,
+        max_txn_age_us: 10_000_000,
+        crypto: true,
+        reply_batch: 4,
+        shards: vec![ShardConfig {
+            replicas: keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9000 + i), public_key: k.public() })
+                .collect(),
+        }],
+        clients: vec![ClientConfig { id: 1, public_key: client.public() }],
+        tables: Default::default(),
+        sql: SqlConfig { grace_us: 0, ..SqlConfig::default() },
+    });
+    let replica = Replica::new(config, ReplicaId { shard: ShardId(0), index: 0 }, Some(clone_key(&keys[0]))).expect("replica");
+    let mut fx = Fixture { keys, client, replica, catalog: ts(1) };
+    let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
+    let schema = TableSchema { name: "t".into(), columns: vec![col("id"), col("a")], primary_key: vec![0], indexes: vec![] };
+    let change = CatalogChange::CreateTable(schema);
+    let ddl = TxnMeta {
+        ts: ts(1),
+        read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: Timestamp::GENESIS }],
+        write_set: vec![WriteEntry { key: catalog_key(ShardId(0)), value: Some(postcard::to_allocvec(&change).expect("encode")) }],
+        deps: vec![],
+        predicates: vec![],
+        shards: vec![ShardId(0)],
+    };
+    assert_eq!(fx.prepare(&ddl), Some(Vote::Commit));
+    fx.commit(&ddl);
+    fx
+}
+
+fn key(id: i64) -> Vec<u8> {
+    row_key("t", &encode_key([&Value::Int(id)])).expect("key")
+}
+
+/// `a > 10` over table t.
+fn a_above_10() -> WirePredicate {
+    let expr = Expr::Cmp(pistou_sql::expr::CmpOp::Gt, Box::new(Expr::Column(1)), Box::new(Expr::Const(Value::Int(10))));
+    WirePredicate::encode(&Predicate { table: "t".into(), expr }).expect("encode")
+}
+
+struct Txn {
+    t: u64,
+    reads: Vec<(Vec<u8>, Timestamp)>,
+    writes: Vec<(i64, Option<i64>)>,
+    predicate: Option<Timestamp>,
+}
+
+impl Fixture {
+    fn meta(&self, txn: Txn) -> TxnMeta {
+        let mut read_set: Vec<ReadEntry> = txn.reads.into_iter().map(|(key, version)| ReadEntry { key, version }).collect();
+        read_set.push(ReadEntry { key: catalog_key(ShardId(0)), version: self.catalog });
+        read_set.sort_by(|a, b| a.key.cmp(&b.key));
+        let mut write_set: Vec<WriteEntry> = txn
+            .writes
+            .into_iter()
+            .map(|(id, a)| WriteEntry {
+                key: key(id),
+                value: a.map(|a| postcard::to_allocvec(&vec![Value::Int(id), Value::Int(a)]).expect("row")),
+            })
+            .collect();
+        write_set.sort_by(|a, b| a.key.cmp(&b.key));
+        let predicates =
+            txn.predicate.map(|table_version| PredicateRead { predicate: a_above_10(), table_version }).into_iter().collect();
+        TxnMeta { ts: ts(txn.t), read_set, write_set, deps: vec![], predicates, shards: vec![ShardId(0)] }
+    }
+
+    fn send(&mut self, msg: Message) -> Vec<Message> {
+        self.replica.handle(NOW, 7, msg);
+        self.replica.flush();
+        self.replica.take_outputs().into_iter().map(|(_, m)| m).collect()
+    }
+
+    fn prepare(&mut self, m: &TxnMeta) -> Option<Vote> {
+        let req = sign_client(ClientId(1), Some(&self.client), Prepare { meta: m.clone() });
+        self.send(Message::Prepare(req)).into_iter().find_map(|out| match out {
+            Message::PrepareReply { vote, .. } => Some(vote.body.vote),
+            _ => None,
+        })
+    }
+
+    fn votes(&self, m: &TxnMeta, vote: Vote) -> ShardVotes {
+        let id = m.id();
+        let votes = self
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                let body = St1Vote { txn: id, vote };
+                let signer = pistou_crypto::BatchSigner::new(clone_key(k), 1);
+                ReplicaSigned { signer: ReplicaId { shard: ShardId(0), index: i as u32 }, sig: Some(signer.sign_one(&body.signing_hash())), body }
+            })
+            .collect();
+        ShardVotes { shard: ShardId(0), votes }
+    }
+
+    /// Writeback with a fast-path certificate; returns the messages it caused (late votes).
+    fn commit(&mut self, m: &TxnMeta) -> Vec<Message> {
+        let cert = DecisionCert::Commit(CommitCert::Fast(vec![self.votes(m, Vote::Commit)]));
+        self.send(Message::Writeback(Writeback { meta: m.clone(), cert }))
+    }
+
+    fn abort(&mut self, m: &TxnMeta) -> Vec<Message> {
+        let cert = DecisionCert::Abort(AbortCert::Fast(self.votes(m, Vote::Abort)));
+        self.send(Message::Writeback(Writeback { meta: m.clone(), cert }))
+    }
+}
+
+fn vote_in(out: &[Message]) -> Option<Vote> {
+    out.iter().find_map(|m| match m {
+        Message::PrepareReply { vote, .. } => Some(vote.body.vote),
+        _ => None,
+    })
+}
+
+#[test]
+fn line12_a_missed_matching_write_aborts_the_reader() {
+    let mut fx = fixture();
+    // W (ts 20) inserts a = 50; reader T (ts 30) read `a > 10` at table version ts(10) and
+    // did not see it: T's result is incomplete.
+    let w = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&w), Some(Vote::Commit));
+    let t = fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) });
+    assert_eq!(fx.prepare(&t), Some(Vote::Abort));
+}
+
+#[test]
+fn line12_writes_outside_the_predicate_or_window_do_not_conflict() {
+    let mut fx = fixture();
+    let low = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(5))], predicate: None });
+    assert_eq!(fx.prepare(&low), Some(Vote::Commit));
+    let old = fx.meta(Txn { t: 8, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&old), Some(Vote::Commit));
+    fx.commit(&old);
+    // a = 5 does not satisfy a > 10; the a = 50 write at ts 8 is below the table version 10,
+    // hence already reflected in what T read.
+    let t = fx.meta(Txn { t: 30, reads: vec![(key(2), ts(8))], writes: vec![], predicate: Some(ts(10)) });
+    assert_eq!(fx.prepare(&t), Some(Vote::Commit));
+}
+
+#[test]
+fn line12_an_active_read_is_left_to_the_freshness_check() {
+    let mut fx = fixture();
+    let w = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&w), Some(Vote::Commit));
+    // T read key 1 at W's version: the write is in T's active read set, no conflict.
+    let t = fx.meta(Txn { t: 30, reads: vec![(key(1), ts(20))], writes: vec![], predicate: Some(ts(10)) });
+    assert_eq!(fx.prepare(&t), Some(Vote::Commit));
+}
+
+#[test]
+fn line12_an_overwritten_write_is_not_the_one_checked() {
+    let mut fx = fixture();
+    let w1 = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&w1), Some(Vote::Commit));
+    fx.commit(&w1);
+    let w2 = fx.meta(Txn { t: 25, reads: vec![(key(1), ts(20))], writes: vec![(1, None)], predicate: None });
+    assert_eq!(fx.prepare(&w2), Some(Vote::Commit));
+    fx.commit(&w2);
+    // Key 1 was deleted at 25 < 30: T rightly saw nothing.
+    let t = fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) });
+    assert_eq!(fx.prepare(&t), Some(Vote::Commit));
+}
+
+#[test]
+fn line15_a_risky_prepared_writer_becomes_a_dependency() {
+    let mut fx = fixture();
+    let base = fx.meta(Txn { t: 5, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&base), Some(Vote::Commit));
+    fx.commit(&base);
+    // W (prepared) moves row 1 out of the predicate; T saw W's version, so row 1 was passive.
+    let w = fx.meta(Txn { t: 20, reads: vec![(key(1), ts(5))], writes: vec![(1, Some(1))], predicate: None });
+    assert_eq!(fx.prepare(&w), Some(Vote::Commit));
+    let t = fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) });
+    assert_eq!(fx.prepare(&t), None, "T must wait for W");
+    // W aborts: a = 50 reappears and T's read was incomplete.
+    assert_eq!(vote_in(&fx.abort(&w)), Some(Vote::Abort));
+
+    let w2 = fx.meta(Txn { t: 21, reads: vec![(key(1), ts(5))], writes: vec![(1, Some(2))], predicate: None });
+    assert_eq!(fx.prepare(&w2), Some(Vote::Commit));
+    let t2 = fx.meta(Txn { t: 31, reads: vec![], writes: vec![], predicate: Some(ts(10)) });
+    assert_eq!(fx.prepare(&t2), None);
+    assert_eq!(vote_in(&fx.commit(&w2)), Some(Vote::Commit));
+}
+
+#[test]
+fn line18_a_write_into_a_later_readers_predicate_aborts_the_writer() {
+    let mut fx = fixture();
+    let reader = fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) });
+    assert_eq!(fx.prepare(&reader), Some(Vote::Commit));
+    let bad = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&bad), Some(Vote::Abort));
+    let fine = fx.meta(Txn { t: 21, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(3))], predicate: None });
+    assert_eq!(fx.prepare(&fine), Some(Vote::Commit));
+    let later = fx.meta(Txn { t: 40, reads: vec![(key(3), Timestamp::GENESIS)], writes: vec![(3, Some(99))], predicate: None });
+    assert_eq!(fx.prepare(&later), Some(Vote::Commit), "ordered after the reader");
+}
+
+#[test]
+fn hostile_sql_content_gets_an_abort_vote() {
+    let mut fx = fixture();
+    // A row value that is not a row.
+    let mut garbage = fx.meta(Txn { t: 20, reads: vec![], writes: vec![(1, Some(1))], predicate: None });
+    garbage.write_set[0].value = Some(vec![0xff, 0xff, 0xff]);
+    assert_eq!(fx.prepare(&garbage), Some(Vote::Abort));
+    // A row whose primary key does not match its key.
+    let mut mismatch = fx.meta(Txn { t: 21, reads: vec![], writes: vec![(1, Some(1))], predicate: None });
+    mismatch.write_set[0].value = Some(postcard::to_allocvec(&vec![Value::Int(2), Value::Int(1)]).expect("row"));
+    assert_eq!(fx.prepare(&mismatch), Some(Vote::Abort));
+    // SQL writes planned without reading the catalog.
+    let mut no_catalog = fx.meta(Txn { t: 22, reads: vec![], writes: vec![(1, Some(1))], predicate: None });
+    no_catalog.read_set.retain(|r| r.key != catalog_key(ShardId(0)));
+    assert_eq!(fx.prepare(&no_catalog), Some(Vote::Abort));
+    // A predicate that does not decode.
+    let mut bad_pred = fx.meta(Txn { t: 23, reads: vec![], writes: vec![], predicate: Some(ts(10)) });
+    bad_pred.predicates[0].predicate.nodes = vec![1, 2, 3];
+    assert_eq!(fx.prepare(&bad_pred), Some(Vote::Abort));
+    // The replica still works.
+    let ok = fx.meta(Txn { t: 24, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(1))], predicate: None });
+    assert_eq!(fx.prepare(&ok), Some(Vote::Commit));
+}
+
+impl Fixture {
+    fn range_read(&mut self, t: u64, sql: &str, pending: Vec<WriteEntry>) -> RangeReply {
+        let req = RangeRead { ts: ts(t), catalog_version: self.catalog, sql: sql.into(), params: vec![], pending };
+        let out = self.send(Message::RangeRead(sign_client(ClientId(1), Some(&self.client), req)));
+        match out.as_slice() {
+            [Message::RangeReply(r)] => r.body.clone(),
+            other => panic!("expected one range reply, got {other:?}"),
+        }
+    }
+
+    /// Commits rows (id, a) in one transaction at `t`.
+    fn load(&mut self, t: u64, rows: &[(i64, i64)]) -> TxnMeta {
+        let m = self.meta(Txn {
+            t,
+            reads: rows.iter().map(|(id, _)| (key(*id), Timestamp::GENESIS)).collect(),
+            writes: rows.iter().map(|(id, a)| (*id, Some(*a))).collect(),
+            predicate: None,
+        });
+        assert_eq!(self.prepare(&m), Some(Vote::Commit));
+        self.commit(&m);
+        m
+    }
+}
+
+fn rows_of(reply: &RangeReply) -> Vec<Vec<Value>> {
+    match &reply.result {
+        Ok(RangeResult { output: QueryOutput::Rows(rows), .. }) => rows.clone(),
+        other => panic!("expected rows, got {other:?}"),
+    }
+}
+
+#[test]
+fn range_read_reports_result_active_rows_predicate_and_snapshot_vote() {
+    let mut fx = fixture();
+    let loaded = fx.load(10, &[(1, 5), (2, 50), (3, 70)]);
+    let w = fx.meta(Txn { t: 20, reads: vec![(key(4), Timestamp::GENESIS)], writes: vec![(4, Some(90))], predicate: None });
+    assert_eq!(fx.prepare(&w), Some(Vote::Commit)); // prepared, not committed
+    let reply = fx.range_read(30, "SELECT id FROM t WHERE a > 10", vec![]);
+    assert_eq!(rows_of(&reply), vec![vec![Value::Int(2)], vec![Value::Int(3)], vec![Value::Int(4)]]);
+    let result = reply.result.as_ref().expect("ok");
+    let reads: Vec<_> = result.reads.iter().map(|r| (r.key.clone(), r.version, r.prepared_by)).collect();
+    assert_eq!(
+        reads,
+        vec![(key(2), ts(10), None), (key(3), ts(10), None), (key(4), ts(20), Some(w.id()))],
+        "active rows only (row 1 fails the predicate); the prepared one names its writer (Q-DEP)"
+    );
+    assert_eq!(result.predicates.len(), 1);
+    assert_eq!(result.predicates[0].table_version, ts(20), "newest write below ts 30");
+    let mut votes = vec![loaded.id(), w.id()];
+    votes.sort();
+    assert_eq!(reply.ss_vote, votes);
+    // Below ts 15 only the first load is visible.
+    assert_eq!(rows_of(&fx.range_read(15, "SELECT id FROM t WHERE a > 10", vec![])).len(), 2);
+}
+
+#[test]
+fn range_read_reconnaissance_returns_writes_and_applies_nothing() {
+    let mut fx = fixture();
+    fx.load(10, &[(1, 5), (2, 50)]);
+    let reply = fx.range_read(30, "UPDATE t SET a = a + 1 WHERE a > 10", vec![]);
+    let result = reply.result.expect("ok");
+    assert!(matches!(result.output, QueryOutput::Affected { count: 1, .. }));
+    assert_eq!(result.writes.len(), 1);
+    assert_eq!(result.writes[0].key, key(2));
+    let row: Vec<Value> = postcard::from_bytes(result.writes[0].value.as_deref().expect("upsert")).expect("row");
+    assert_eq!(row, vec![Value::Int(2), Value::Int(51)]);
+    assert_eq!(rows_of(&fx.range_read(31, "SELECT a FROM t WHERE id = 2", vec![])), vec![vec![Value::Int(50)]]);
+    // An INSERT relies on its key being absent: reported as a read at GENESIS.
+    let ins = fx.range_read(32, "INSERT INTO t VALUES (7, 1)", vec![]).result.expect("ok");
+    assert_eq!(ins.reads.iter().map(|r| (r.key.clone(), r.version)).collect::<Vec<_>>(), vec![(key(7), Timestamp::GENESIS)]);
+}
+
+#[test]
+fn range_read_sees_the_transactions_own_buffered_writes() {
+    let mut fx = fixture();
+    fx.load(10, &[(1, 5)]);
+    let pending = vec![WriteEntry { key: key(9), value: Some(postcard::to_allocvec(&vec![Value::Int(9), Value::Int(99)]).expect("row")) }];
+    let reply = fx.range_read(30, "SELECT id FROM t WHERE a > 10", pending);
+    assert_eq!(rows_of(&reply), vec![vec![Value::Int(9)]]);
+    assert!(reply.result.expect("ok").reads.is_empty(), "own writes are not read dependencies");
+}
+
+#[test]
+fn range_read_errors_carry_sqlstates() {
+    let mut fx = fixture();
+    let state = |r: RangeReply| r.result.expect_err("error").sqlstate().to_string();
+    assert_eq!(state(fx.range_read(30, "SELECT * FROM nope", vec![])), "42P01");
+    assert_eq!(state(fx.range_read(30, "SELEC 1", vec![])), "42601");
+    fx.catalog = ts(0) ; // a schema version this replica never committed
+    assert_eq!(state(fx.range_read(30, "SELECT * FROM t", vec![])), "40001");
+    fx.catalog = ts(1);
+    let garbage = vec![WriteEntry { key: key(1), value: Some(vec![0xff; 4]) }];
+    assert_eq!(state(fx.range_read(30, "SELECT * FROM t", garbage)), "08P01");
+}
+
+#[test]
+fn line3_a_write_below_a_reported_table_version_is_not_monotonic() {
+    let mut fx = fixture();
+    fx.load(20, &[(1, 50)]);
+    // A reader at ts 40 is told table version 20 (grace is 0 here).
+    assert!(fx.range_read(40, "SELECT id FROM t WHERE a > 10", vec![]).result.is_ok());
+    let late = fx.meta(Txn { t: 15, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(1))], predicate: None });
+    assert_eq!(fx.prepare(&late), Some(Vote::Abort), "a reader's completeness window starts at 20");
+    let fine = fx.meta(Txn { t: 25, reads: vec![(key(3), Timestamp::GENESIS)], writes: vec![(3, Some(1))], predicate: None });
+    assert_eq!(fx.prepare(&fine), Some(Vote::Commit));
+}
