@@ -20,6 +20,10 @@ impl Quorums {
     pub fn read_fanout(&self) -> usize {
         2 * self.f + 1
     }
+    /// Replicas a RANGE-READ goes to, and replies a client decides over (Pesto §5.5).
+    pub fn range_fanout(&self) -> usize {
+        3 * self.f + 1
+    }
     /// A read completes with f+1 replies (one of them correct).
     pub fn read_replies(&self) -> usize {
         self.f + 1

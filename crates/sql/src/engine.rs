@@ -110,6 +110,10 @@ impl Prepared {
         Ok(Some(PointKey { table: scan.table.name.clone(), key }))
     }
 
+    pub(crate) fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
     /// Textual plan, as EXPLAIN prints it.
     pub fn explain(&self) -> String {
         explain(&self.plan)

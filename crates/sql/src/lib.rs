@@ -10,6 +10,7 @@
 mod bind;
 pub mod catalog;
 pub mod database;
+mod describe;
 pub mod engine;
 pub mod error;
 mod exec;
@@ -24,6 +25,7 @@ pub mod types;
 
 pub use catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
 pub use database::Database;
+pub use describe::StatementKind;
 pub use engine::{Engine, ExecContext, Execution, Limits, Output, PointKey, Prepared};
 pub use error::{SqlError, SqlState};
 pub use expr::{Expr, Predicate};

@@ -6,8 +6,8 @@ use pistou_core::sql_keys::{catalog_key, row_key};
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, SqlConfig, Timestamp};
 use pistou_crypto::SecretKey;
 use pistou_sql::keycode::encode_key;
-use pistou_sql::{CatalogChange, Column, Expr, Predicate, SqlType, TableSchema, Value, WirePredicate};
-use pistou_txn::{sign_client, Replica};
+use pistou_sql::{Catalog, CatalogChange, Column, Expr, Predicate, SqlType, TableSchema, Value, WirePredicate};
+use pistou_txn::{sign_client, CatalogWrite, Replica};
 use pistou_wire::{
     AbortCert, CommitCert, DecisionCert, Message, Prepare, PredicateRead, QueryOutput, RangeRead, RangeReply, RangeResult,
     ReadEntry, ReplicaSigned, ShardVotes, Signable, St1Vote, TxnMeta, Vote, WriteEntry, Writeback,
@@ -59,10 +59,13 @@ fn fixture() -> Fixture {
     let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
     let schema = TableSchema { name: "t".into(), columns: vec![col("id"), col("a")], primary_key: vec![0], indexes: vec![] };
     let change = CatalogChange::CreateTable(schema);
+    let mut catalog = Catalog::new();
+    catalog.apply(&change).expect("create table");
+    let value = CatalogWrite { change, catalog };
     let ddl = TxnMeta {
         ts: ts(1),
         read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: Timestamp::GENESIS }],
-        write_set: vec![WriteEntry { key: catalog_key(ShardId(0)), value: Some(postcard::to_allocvec(&change).expect("encode")) }],
+        write_set: vec![WriteEntry { key: catalog_key(ShardId(0)), value: Some(postcard::to_allocvec(&value).expect("encode")) }],
         deps: vec![],
         predicates: vec![],
         shards: vec![ShardId(0)],

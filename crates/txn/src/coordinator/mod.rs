@@ -8,6 +8,9 @@
 
 mod finish;
 mod reads;
+mod sql;
+
+pub use sql::SqlOutput;
 
 use crate::auth::{sign_client, Authenticator};
 use crate::rejects::{RejectReason, Rejections};
@@ -66,9 +69,11 @@ pub enum GetStart {
     Pending,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum CoordinatorEvent {
     ReadDone { txn: TxnHandle, key: Key, value: Option<Value> },
+    /// A SQL statement started with `sql()` finished.
+    SqlDone { txn: TxnHandle, result: Result<SqlOutput, pistou_sql::SqlError> },
     /// `fast` is true when the decision needed no ST2 round.
     Decided { txn: TxnHandle, id: TxnId, decision: Decision, fast: bool },
 }
@@ -85,6 +90,8 @@ pub enum TxnError {
     ValueTooLarge,
     #[error("transaction has more than {MAX_TXN_OPS} operations")]
     TooManyOps,
+    #[error("a SQL statement of this transaction is still running")]
+    Busy,
 }
 
 /// A read in flight: replies by replica index.
@@ -111,6 +118,8 @@ struct TxnState {
     deps: BTreeSet<Dep>,
     writes: BTreeMap<Key, Option<Value>>,
     in_flight: BTreeMap<Key, ReadOp>,
+    /// Pesto state of a SQL transaction.
+    sql: Option<Box<sql::SqlTxnState>>,
 }
 
 struct WritebackState {
@@ -172,6 +181,8 @@ pub struct Coordinator {
     events: VecDeque<CoordinatorEvent>,
     rejects: Rejections,
     recoveries: u64,
+    /// Plans SQL statements and runs point statements locally (pure computation).
+    sql_engine: pistou_sql::Engine,
 }
 
 impl Coordinator {
@@ -204,6 +215,7 @@ impl Coordinator {
             events: VecDeque::new(),
             rejects: Rejections::default(),
             recoveries: 0,
+            sql_engine: pistou_sql::Engine::new(pistou_sql::Limits::default()),
         })
     }
 
@@ -283,8 +295,14 @@ impl Coordinator {
         let ts = Timestamp { time: self.last_time, client: self.id, seq: self.seq };
         let h = TxnHandle(self.next_handle);
         self.next_handle += 1;
-        let state =
-            TxnState { ts, reads: BTreeMap::new(), deps: BTreeSet::new(), writes: BTreeMap::new(), in_flight: BTreeMap::new() };
+        let state = TxnState {
+            ts,
+            reads: BTreeMap::new(),
+            deps: BTreeSet::new(),
+            writes: BTreeMap::new(),
+            in_flight: BTreeMap::new(),
+            sql: None,
+        };
         self.txns.insert(h, state);
         self.by_ts.insert(ts, h);
         h
@@ -352,6 +370,12 @@ impl Coordinator {
         self.executing(h)?;
         let Some(t) = self.txns.remove(&h) else { return Err(TxnError::UnknownTxn) };
         self.by_ts.remove(&t.ts);
+        self.abort_reads(&t);
+        Ok(())
+    }
+
+    /// Releases the RTS a transaction's point reads left on replicas.
+    fn abort_reads(&mut self, t: &TxnState) {
         let mut by_shard: BTreeMap<ShardId, Vec<Key>> = BTreeMap::new();
         for k in t.reads.keys().chain(t.in_flight.keys()) {
             by_shard.entry(self.config().shard_of(k)).or_default().push(k.clone());
@@ -363,26 +387,32 @@ impl Coordinator {
                 self.outputs.push((r, Message::AbortReads(req.clone())));
             }
         }
-        Ok(())
     }
 
     /// Commit(): the Prepare phase. All reads must have completed.
     pub fn commit(&mut self, now: u64, h: TxnHandle) -> Result<(), TxnError> {
         let t = self.executing(h)?;
-        if !t.in_flight.is_empty() {
+        if !t.in_flight.is_empty() || t.sql.as_ref().is_some_and(|s| s.busy()) {
             return Err(TxnError::NotActive);
         }
-        let Some(t) = self.txns.remove(&h) else { return Err(TxnError::UnknownTxn) };
+        let Some(mut t) = self.txns.remove(&h) else { return Err(TxnError::UnknownTxn) };
         self.by_ts.remove(&t.ts);
+        let Ok(predicates) = Self::sql_commit_parts(&mut t) else {
+            // A key read at two versions: T cannot be serializable.
+            self.abort_reads(&t);
+            let id = TxnMeta { ts: t.ts, read_set: vec![], write_set: vec![], deps: vec![], predicates: vec![], shards: vec![] }.id();
+            self.events.push_back(CoordinatorEvent::Decided { txn: h, id, decision: Decision::Abort, fast: true });
+            return Ok(());
+        };
         let mut meta = TxnMeta {
             ts: t.ts,
             read_set: t.reads.iter().map(|(k, (v, _))| ReadEntry { key: k.clone(), version: *v }).collect(),
             write_set: t.writes.iter().map(|(k, v)| WriteEntry { key: k.clone(), value: v.clone() }).collect(),
             deps: t.deps.into_iter().collect(),
-            predicates: Vec::new(),
+            predicates,
             shards: Vec::new(),
         };
-        if meta.read_set.is_empty() && meta.write_set.is_empty() {
+        if meta.read_set.is_empty() && meta.write_set.is_empty() && meta.predicates.is_empty() {
             // Nothing read or written: trivially serializable, nothing to tell anyone.
             let id = meta.id();
             self.events.push_back(CoordinatorEvent::Decided { txn: h, id, decision: Decision::Commit, fast: true });
@@ -394,6 +424,7 @@ impl Coordinator {
             .map(|r| &r.key)
             .chain(meta.write_set.iter().map(|w| &w.key))
             .map(|k| self.config().shard_of(k))
+            .chain(meta.predicates.iter().map(|p| self.config().table_shard(&p.predicate.table)))
             .collect();
         shards.sort();
         shards.dedup();
@@ -406,7 +437,8 @@ impl Coordinator {
     /// signed content is attributed by its signature, not by `from`).
     pub fn handle(&mut self, now: u64, from: ReplicaId, msg: Message) {
         let result = match msg {
-            Message::ReadReply { reply, committed } => self.on_read_reply(reply, committed),
+            Message::ReadReply { reply, committed } => self.on_read_reply(now, reply, committed),
+            Message::RangeReply(reply) => self.on_range_reply(now, reply),
             Message::PrepareReply { vote, conflict } => self.on_vote(now, vote, conflict),
             Message::DecideReply(reply) => self.on_st2_reply(now, reply),
             Message::Decided(wb) => self.on_decided(wb),
@@ -445,6 +477,7 @@ impl Coordinator {
         }
         self.tick_fetching(now);
         self.tick_writebacks(now);
+        self.sql_tick(now);
     }
 
     /// A read without f+1 replies after the retransmission timeout goes to every replica.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 impl Coordinator {
 
-    pub(super) fn on_read_reply(&mut self, reply: ReplicaSigned<ReadReply>, committed: Option<CommittedRead>) -> Result<(), RejectReason> {
+    pub(super) fn on_read_reply(&mut self, now: u64, reply: ReplicaSigned<ReadReply>, committed: Option<CommittedRead>) -> Result<(), RejectReason> {
         let Some(&h) = self.by_ts.get(&reply.body.ts) else { return Ok(()) }; // late reply
         let key = reply.body.key.clone();
         let expected_shard = match self.txns.get(&h).and_then(|t| t.in_flight.get(&key)) {
@@ -72,7 +72,9 @@ impl Coordinator {
             t.deps.insert(Dep { txn, key: key.clone(), version });
         }
         t.reads.insert(key.clone(), (version, value.clone()));
-        self.events.push_back(CoordinatorEvent::ReadDone { txn: h, key, value });
+        if !self.sql_read_done(now, h) {
+            self.events.push_back(CoordinatorEvent::ReadDone { txn: h, key, value });
+        }
         Ok(())
     }
 

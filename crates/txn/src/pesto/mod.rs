@@ -4,7 +4,8 @@
 //! SQL data lives in Basil's key space (`pistou_core::sql_keys`): a row write is a write of
 //! key `row_key(table, pk)` whose value is the postcard encoding of the row (`None` deletes
 //! it), and a schema change is a write of every shard's catalog key whose value is the
-//! postcard encoding of one `CatalogChange`. So the Basil checks (freshness of every read,
+//! postcard encoding of a [`CatalogWrite`] (the change and the whole catalog after it, so
+//! that a client learns the schema with one Basil read of the catalog key). So the Basil checks (freshness of every read,
 //! dependencies, RTS) apply to SQL unchanged; this module adds what Pesto adds: the row
 //! store the SQL engine reads, and Alg. 1's predicate and monotonicity rules (`cc`).
 
@@ -18,6 +19,15 @@ use pistou_sql::{Catalog, CatalogChange, Engine, Limits, Predicate, Row, Write, 
 use pistou_wire::TxnMeta;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+
+/// The value of a catalog key: a schema change and the catalog it produces. Replicas accept
+/// it only if applying `change` to the catalog the transaction read gives exactly `catalog`,
+/// so a certified catalog-key value is a trustworthy schema.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CatalogWrite {
+    pub change: CatalogChange,
+    pub catalog: Catalog,
+}
 
 /// Why a transaction's SQL content cannot be accepted (it gets an abort vote).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,8 +57,11 @@ pub(crate) struct SqlTxn {
     /// (predicate, table version), decoded against the catalog read.
     pub(crate) predicates: Vec<(Predicate, Timestamp)>,
     /// A schema change this transaction writes to our catalog key.
-    pub(crate) catalog_change: Option<CatalogChange>,
+    pub(crate) catalog_change: Option<CatalogWrite>,
 }
+
+/// Registered readers of one table: (ts, id) → their predicates on it.
+type TableReaders = BTreeMap<(Timestamp, TxnId), Arc<[Predicate]>>;
 
 /// A replica's SQL state.
 pub(crate) struct SqlReplica {
@@ -58,7 +71,7 @@ pub(crate) struct SqlReplica {
     catalogs: BTreeMap<Timestamp, Arc<Catalog>>,
     /// Prepared or committed transactions with read predicates, per table: the write side of
     /// the semantic check (Alg. 1 lines 17–19) looks for readers ordered after a writer.
-    readers: HashMap<String, BTreeMap<(Timestamp, TxnId), Arc<[Predicate]>>>,
+    readers: HashMap<String, TableReaders>,
     /// Highest table version this replica reported to a range read, per table: the write
     /// monotonicity bound (§6.1.3).
     reported: HashMap<String, Timestamp>,
@@ -124,8 +137,8 @@ impl SqlReplica {
                 }
                 KeyKind::Catalog(_) => {
                     let bytes = w.value.as_ref().ok_or(SqlTxnError::Undecodable)?;
-                    let change: CatalogChange = postcard::from_bytes(bytes).map_err(|_| SqlTxnError::Undecodable)?;
-                    txn.catalog_change = Some(change);
+                    let write: CatalogWrite = postcard::from_bytes(bytes).map_err(|_| SqlTxnError::Undecodable)?;
+                    txn.catalog_change = Some(write);
                 }
                 KeyKind::Plain => other_writes = true,
             }
@@ -140,9 +153,12 @@ impl SqlReplica {
         }
         let version = txn.catalog_version.ok_or(SqlTxnError::NoCatalogRead)?;
         let catalog = self.catalog_at(version).ok_or(SqlTxnError::UnknownCatalog)?;
-        if let Some(change) = &txn.catalog_change {
+        if let Some(write) = &txn.catalog_change {
             let mut next = (**catalog).clone();
-            next.apply(change).map_err(|e| SqlTxnError::BadCatalogChange(e.message))?;
+            next.apply(&write.change).map_err(|e| SqlTxnError::BadCatalogChange(e.message))?;
+            if next != write.catalog {
+                return Err(SqlTxnError::BadCatalogChange("the catalog written is not the result of the change".into()));
+            }
         }
         for p in mine {
             let schema = catalog.table(&p.predicate.table).ok_or(SqlTxnError::UnknownTable)?;
@@ -185,11 +201,12 @@ impl SqlReplica {
     /// T committed: its versions become committed (installed now if it never prepared here),
     /// its predicates stay registered, and a schema change takes effect.
     pub(crate) fn commit(&mut self, id: TxnId, ts: Timestamp, txn: &SqlTxn) -> Result<(), String> {
-        if let Some(change) = &txn.catalog_change {
+        if let Some(write) = &txn.catalog_change {
+            // MVTSO made the catalog T read the newest below ts, so the change applies to it.
             let (_, base) = self.catalog_below(ts);
             let mut next = (*base).clone();
-            next.apply(change).map_err(|e| e.message)?;
-            self.store.apply_catalog_change(&next, change);
+            next.apply(&write.change).map_err(|e| e.message)?;
+            self.store.apply_catalog_change(&next, &write.change);
             self.catalogs.insert(ts, Arc::new(next));
             return Ok(());
         }

@@ -1,0 +1,131 @@
+//! What a prepared statement is and which stored tables it touches, without executing it:
+//! the protocol layer routes a statement (to a shard, to the point-read or range-read path,
+//! or as a schema change) from this.
+
+use crate::catalog::CatalogChange;
+use crate::engine::Prepared;
+use crate::plan::{FromPlan, QueryBody, QueryPlan, ScanPlan, Statement, TxnControl};
+use std::collections::BTreeSet;
+
+/// The kind of a prepared statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StatementKind {
+    Query,
+    Insert,
+    Update,
+    Delete,
+    /// A schema change (None: an `IF [NOT] EXISTS` that is a no-op on this catalog).
+    Ddl(Option<CatalogChange>),
+    Explain,
+    Transaction(TxnControl),
+}
+
+impl StatementKind {
+    /// The PostgreSQL command tag's verb.
+    pub fn command(&self) -> &'static str {
+        match self {
+            StatementKind::Query | StatementKind::Explain => "SELECT",
+            StatementKind::Insert => "INSERT",
+            StatementKind::Update => "UPDATE",
+            StatementKind::Delete => "DELETE",
+            StatementKind::Ddl(Some(c)) => ddl_command(c),
+            // An IF [NOT] EXISTS no-op; PostgreSQL tags it by its verb, which the plan no
+            // longer knows.
+            StatementKind::Ddl(None) => "DDL",
+            StatementKind::Transaction(TxnControl::Begin) => "BEGIN",
+            StatementKind::Transaction(TxnControl::Commit) => "COMMIT",
+            StatementKind::Transaction(TxnControl::Rollback) => "ROLLBACK",
+        }
+    }
+}
+
+fn ddl_command(change: &CatalogChange) -> &'static str {
+    match change {
+        CatalogChange::CreateTable(_) => "CREATE TABLE",
+        CatalogChange::DropTable { .. } => "DROP TABLE",
+        CatalogChange::CreateIndex { .. } => "CREATE INDEX",
+        CatalogChange::DropIndex { .. } => "DROP INDEX",
+        CatalogChange::AddColumn { .. } => "ALTER TABLE",
+    }
+}
+
+impl Prepared {
+    pub fn kind(&self) -> StatementKind {
+        match &self.plan().statement {
+            Statement::Query(_) => StatementKind::Query,
+            Statement::Insert(_) => StatementKind::Insert,
+            Statement::Update(_) => StatementKind::Update,
+            Statement::Delete(_) => StatementKind::Delete,
+            Statement::Ddl(change) => StatementKind::Ddl(change.clone()),
+            Statement::Explain(_) => StatementKind::Explain,
+            Statement::Txn(t) => StatementKind::Transaction(*t),
+        }
+    }
+
+    /// Column names of RETURNING, for INSERT / UPDATE / DELETE that ask for it.
+    pub fn returning_columns(&self) -> Option<Vec<String>> {
+        let returning = match &self.plan().statement {
+            Statement::Insert(i) => i.returning.as_ref(),
+            Statement::Update(u) => u.returning.as_ref(),
+            Statement::Delete(d) => d.returning.as_ref(),
+            _ => None,
+        };
+        returning.map(|r| r.names.clone())
+    }
+
+    /// Names of the stored tables the statement reads or writes (subqueries and derived
+    /// tables included), sorted. EXPLAIN touches none: it reads nothing.
+    pub fn tables(&self) -> Vec<String> {
+        let plan = self.plan();
+        let mut out = BTreeSet::new();
+        match &plan.statement {
+            Statement::Query(q) => query_tables(q, &mut out),
+            Statement::Insert(i) => {
+                out.insert(i.table.name.clone());
+                if let crate::plan::InsertSource::Query(q) = &i.source {
+                    query_tables(q, &mut out);
+                }
+            }
+            Statement::Update(u) => scan_tables(&u.scan, &mut out),
+            Statement::Delete(d) => scan_tables(&d.scan, &mut out),
+            Statement::Ddl(_) | Statement::Explain(_) | Statement::Txn(_) => return Vec::new(),
+        }
+        for sub in &plan.subqueries {
+            query_tables(&sub.plan, &mut out);
+        }
+        out.into_iter().collect()
+    }
+}
+
+fn query_tables(q: &QueryPlan, out: &mut BTreeSet<String>) {
+    body_tables(&q.body, out);
+}
+
+fn body_tables(body: &QueryBody, out: &mut BTreeSet<String>) {
+    match body {
+        QueryBody::Select(core) => from_tables(&core.from, out),
+        QueryBody::Values(_) => {}
+        QueryBody::SetOp { left, right, .. } => {
+            body_tables(left, out);
+            body_tables(right, out);
+        }
+    }
+}
+
+fn from_tables(from: &FromPlan, out: &mut BTreeSet<String>) {
+    if let Some(first) = &from.first {
+        scan_tables(first, out);
+    }
+    for join in &from.joins {
+        scan_tables(&join.right, out);
+    }
+}
+
+fn scan_tables(scan: &ScanPlan, out: &mut BTreeSet<String>) {
+    match &scan.derived {
+        Some(q) => query_tables(q, out),
+        None => {
+            out.insert(scan.table.name.clone());
+        }
+    }
+}

@@ -1,0 +1,586 @@
+//! Pesto's client side (§5): interactive SQL statements inside a Basil transaction.
+//!
+//! A statement is planned locally against the catalog the transaction read (one Basil read
+//! of the shard's catalog key, whose value is the whole schema). Then:
+//! - a statement that fixes one table's full primary key (§5.3) reads that row with Basil's
+//!   point read and runs locally on it, so its result follows from the chosen version (§5.4);
+//! - any other statement is a RANGE-READ (§5.5) to 3f+1 replicas, completed on the eager
+//!   path (`range::choose`);
+//! - a schema change is buffered as writes of every shard's catalog key (alone in its
+//!   transaction).
+//!
+//! Writes of INSERT/UPDATE/DELETE come back as a reconnaissance write set (§5.2) and are
+//! buffered; later statements see them (read-your-writes) in both paths.
+
+use super::{Coordinator, CoordinatorEvent, GetStart, TxnError, TxnHandle};
+use crate::auth::sign_client;
+use crate::pesto::CatalogWrite;
+use crate::rejects::RejectReason;
+use pistou_core::sql_keys::{catalog_key, key_kind, row_key, KeyKind};
+use pistou_core::{Key, ReplicaId, ShardId, Timestamp};
+use pistou_sql::{
+    Catalog, ExecContext, IndexSchema, KeyRange, Output, Prepared, ReadAt, Row, SqlError, SqlState, SqlType,
+    StatementKind, Storage, StoredRow, TableSchema, Version, Write, WriteSet,
+};
+use pistou_wire::{Message, PredicateRead, QueryOutput, RangeRead, RangeReply, ReplicaSigned, WirePredicate};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+pub(crate) mod range;
+
+use range::{Choice, Chosen, RangeOp};
+
+/// What a statement produced, as the application sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SqlOutput {
+    Rows { columns: Vec<String>, types: Vec<Option<SqlType>>, rows: Vec<Row> },
+    /// INSERT / UPDATE / DELETE (buffered until commit), with RETURNING rows if asked.
+    Affected { command: &'static str, count: u64, returning: Option<(Vec<String>, Vec<Row>)> },
+    /// A schema change (buffered until commit) or a no-op `IF [NOT] EXISTS`.
+    Ddl { command: &'static str },
+}
+
+/// The SQL side of one transaction.
+#[derive(Default)]
+pub(super) struct SqlTxnState {
+    /// The catalog read at each shard: (version, schema).
+    catalogs: BTreeMap<ShardId, (Timestamp, Arc<Catalog>)>,
+    /// Buffered row writes (also in the transaction's Basil write set, encoded).
+    pending: WriteSet,
+    /// Rows read by range reads (Q-READ): key → version. Point reads are Basil reads.
+    range_reads: BTreeMap<Key, Timestamp>,
+    /// PredSet_T: predicate → smallest table version seen for it.
+    predicates: BTreeMap<WirePredicate, Timestamp>,
+    /// A schema change is buffered: nothing else may follow.
+    ddl: bool,
+    statement: Option<Statement>,
+}
+
+impl SqlTxnState {
+    /// A statement is still running.
+    pub(super) fn busy(&self) -> bool {
+        self.statement.is_some()
+    }
+}
+
+struct Statement {
+    sql: String,
+    params: Vec<pistou_sql::Value>,
+    step: Step,
+}
+
+enum Step {
+    /// Planning: waiting for nothing, or for the catalog key of a shard.
+    Plan,
+    /// Waiting for the point read of one row.
+    Point { prepared: Arc<Prepared>, key: Key },
+    Range(Box<RangeOp>),
+}
+
+fn sql_err(state: SqlState, msg: impl Into<String>) -> SqlError {
+    SqlError::new(state, msg.into())
+}
+
+fn serialization(msg: impl Into<String>) -> SqlError {
+    sql_err(SqlState::SerializationFailure, msg)
+}
+
+/// The empty store: what statements that read no table run against.
+struct NoRows;
+
+impl Storage for NoRows {
+    fn scan(&self, _: &TableSchema, _: &KeyRange, _: &ReadAt, _: usize) -> pistou_sql::error::Result<Vec<StoredRow>> {
+        Ok(Vec::new())
+    }
+    fn index_scan(&self, _: &TableSchema, _: &IndexSchema, _: &KeyRange, _: &ReadAt, _: usize) -> pistou_sql::error::Result<Vec<StoredRow>> {
+        Ok(Vec::new())
+    }
+    fn table_version(&self, _: &TableSchema, _: &ReadAt) -> Option<Timestamp> {
+        None
+    }
+}
+
+/// The one row a point statement reads, as the point read chose it (§5.4). Any other access
+/// fails, and the statement then goes to the replicas as a range read.
+struct OneRow {
+    table: String,
+    row: Option<StoredRow>,
+    /// Set when the statement asked for more than the row.
+    needs_more: std::cell::Cell<bool>,
+}
+
+impl Storage for OneRow {
+    fn scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> pistou_sql::error::Result<Vec<StoredRow>> {
+        if table.name != self.table {
+            self.needs_more.set(true);
+            return Err(sql_err(SqlState::InternalError, "point statement read another table"));
+        }
+        let visible = self.row.as_ref().filter(|r| range.contains(&r.key) && r.version.ts < at.ts && (at.visible)(&r.version));
+        Ok(visible.into_iter().take(limit).cloned().collect())
+    }
+    fn index_scan(&self, _: &TableSchema, _: &IndexSchema, _: &KeyRange, _: &ReadAt, _: usize) -> pistou_sql::error::Result<Vec<StoredRow>> {
+        self.needs_more.set(true);
+        Err(sql_err(SqlState::InternalError, "point statement needs an index scan"))
+    }
+    fn table_version(&self, _: &TableSchema, _: &ReadAt) -> Option<Timestamp> {
+        None
+    }
+}
+
+/// Decodes a certified catalog-key value (None: the key was never written).
+fn decode_catalog(value: &Option<Vec<u8>>) -> Result<Catalog, SqlError> {
+    match value {
+        None => Ok(Catalog::new()),
+        Some(bytes) => postcard::from_bytes::<CatalogWrite>(bytes)
+            .map(|w| w.catalog)
+            .map_err(|_| sql_err(SqlState::ProtocolViolation, "the committed catalog cannot be decoded")),
+    }
+}
+
+/// A stored row value in the current schema (rows written before an ADD COLUMN are shorter).
+fn decode_row(schema: &TableSchema, bytes: &[u8]) -> Result<Row, SqlError> {
+    let mut row: Row = postcard::from_bytes(bytes).map_err(|_| sql_err(SqlState::ProtocolViolation, "a stored row cannot be decoded"))?;
+    if row.len() > schema.columns.len() {
+        return Err(sql_err(SqlState::ProtocolViolation, "a stored row has more columns than its table"));
+    }
+    for column in &schema.columns[row.len()..] {
+        row.push(column.default.clone().unwrap_or(pistou_sql::Value::Null));
+    }
+    Ok(row)
+}
+
+impl Coordinator {
+    /// Starts one SQL statement of transaction `h`; a `CoordinatorEvent::SqlDone` follows
+    /// (possibly already queued when this returns). One statement at a time per transaction.
+    /// A statement that fails leaves the transaction open: callers abort it, as PostgreSQL does.
+    pub fn sql(&mut self, now: u64, h: TxnHandle, sql: &str, params: Vec<pistou_sql::Value>) -> Result<(), TxnError> {
+        let t = self.executing(h)?;
+        let state = t.sql.get_or_insert_with(Box::default);
+        if state.statement.is_some() {
+            return Err(TxnError::Busy);
+        }
+        state.statement = Some(Statement { sql: sql.to_string(), params, step: Step::Plan });
+        self.sql_advance(now, h);
+        Ok(())
+    }
+
+    fn sql_state(&mut self, h: TxnHandle) -> Option<&mut SqlTxnState> {
+        self.txns.get_mut(&h).and_then(|t| t.sql.as_deref_mut())
+    }
+
+    fn sql_done(&mut self, h: TxnHandle, result: Result<SqlOutput, SqlError>) {
+        if let Some(state) = self.sql_state(h) {
+            state.statement = None;
+        }
+        self.events.push_back(CoordinatorEvent::SqlDone { txn: h, result });
+    }
+
+    /// A Basil read of transaction `h` completed: it may be what a statement waits for.
+    /// Returns true if a SQL statement consumed it.
+    pub(super) fn sql_read_done(&mut self, now: u64, h: TxnHandle) -> bool {
+        let waiting = matches!(self.sql_state(h).and_then(|s| s.statement.as_ref()), Some(Statement { step: Step::Plan | Step::Point { .. }, .. }));
+        if waiting {
+            self.sql_advance(now, h);
+        }
+        waiting
+    }
+
+    /// Drives the statement of `h` as far as it goes without waiting for the network.
+    fn sql_advance(&mut self, now: u64, h: TxnHandle) {
+        match self.sql_step(now, h) {
+            Ok(Some(output)) => self.sql_done(h, Ok(output)),
+            Ok(None) => {}
+            Err(e) => self.sql_done(h, Err(e)),
+        }
+    }
+
+    /// Reads the catalog key of `shard` (if not yet read). Returns false while it is in flight.
+    fn sql_catalog(&mut self, now: u64, h: TxnHandle, shard: ShardId) -> Result<bool, SqlError> {
+        if self.sql_state(h).is_some_and(|s| s.catalogs.contains_key(&shard)) {
+            return Ok(true);
+        }
+        let key = catalog_key(shard);
+        match self.get(now, h, &key).map_err(|e| sql_err(SqlState::InternalError, e.to_string()))? {
+            GetStart::Pending => Ok(false),
+            GetStart::Ready(value) => {
+                let version = self.txns.get(&h).and_then(|t| t.reads.get(&key)).map(|(v, _)| *v).unwrap_or(Timestamp::GENESIS);
+                let catalog = Arc::new(decode_catalog(&value)?);
+                if let Some(state) = self.sql_state(h) {
+                    state.catalogs.insert(shard, (version, catalog));
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    fn sql_step(&mut self, now: u64, h: TxnHandle) -> Result<Option<SqlOutput>, SqlError> {
+        let Some(state) = self.sql_state(h) else { return Ok(None) };
+        let Some(stmt) = state.statement.as_mut() else { return Ok(None) };
+        match &stmt.step {
+            Step::Plan => {}
+            Step::Point { prepared, key } => {
+                let (prepared, key) = (prepared.clone(), key.clone());
+                return self.sql_point_done(now, h, prepared, key);
+            }
+            Step::Range(_) => return Ok(None),
+        }
+        let (sql, params) = (stmt.sql.clone(), stmt.params.clone());
+        // Plan against a catalog this transaction read: shard 0's for the first statement
+        // (every shard's catalog key holds the whole schema).
+        let planning = match state.catalogs.values().next() {
+            Some((version, catalog)) => (*version, catalog.clone()),
+            None => {
+                if !self.sql_catalog(now, h, ShardId(0))? {
+                    return Ok(None);
+                }
+                return self.sql_step(now, h);
+            }
+        };
+        let prepared = self.sql_engine.prepare(&planning.1, &sql)?;
+        let kind = prepared.kind();
+        match &kind {
+            StatementKind::Transaction(_) => {
+                return Err(sql_err(SqlState::FeatureNotSupported, "BEGIN, COMMIT and ROLLBACK are the session's commands, not statements"))
+            }
+            StatementKind::Ddl(change) => return self.sql_ddl(now, h, planning, change.clone(), kind.command()),
+            _ => {}
+        }
+        if self.sql_state(h).is_some_and(|s| s.ddl) {
+            return Err(sql_err(SqlState::ActiveSqlTransaction, "a schema change must be the only statement of its transaction"));
+        }
+        let tables = prepared.tables();
+        if tables.is_empty() {
+            // EXPLAIN, or a statement over no table (SELECT 1): nothing to read.
+            return self.sql_local(h, &planning.1, &prepared, &params, &NoRows).map(|(out, _)| out);
+        }
+        let shards: BTreeSet<ShardId> = tables.iter().map(|t| self.config().table_shard(t)).collect();
+        let shard = match shards.iter().next() {
+            Some(s) if shards.len() == 1 => *s,
+            _ => {
+                return Err(sql_err(
+                    SqlState::FeatureNotSupported,
+                    format!("tables {} are on different shards; a statement reads one shard (cross-shard queries are not supported yet)", tables.join(", ")),
+                ))
+            }
+        };
+        if !self.sql_catalog(now, h, shard)? {
+            return Ok(None);
+        }
+        let shard_catalog = self.sql_state(h).and_then(|s| s.catalogs.get(&shard)).map(|(v, _)| *v);
+        if shard_catalog != Some(planning.0) {
+            return Err(serialization("the schema changed between the shards this transaction reads"));
+        }
+        if let Some(point) = prepared.point_key(&params)? {
+            let Some(pk) = point.key else {
+                // A NULL or mistyped key value: the statement reads no row.
+                return self.sql_local(h, &planning.1, &prepared, &params, &NoRows).map(|(out, _)| out);
+            };
+            let key = row_key(&point.table, &pk).ok_or_else(|| sql_err(SqlState::ProgramLimitExceeded, "table name too long"))?;
+            self.set_step(h, Step::Point { prepared: prepared.clone(), key: key.clone() });
+            return match self.get(now, h, &key).map_err(|e| sql_err(SqlState::ProgramLimitExceeded, e.to_string()))? {
+                GetStart::Pending => Ok(None),
+                GetStart::Ready(_) => self.sql_point_done(now, h, prepared, key),
+            };
+        }
+        self.sql_range_start(now, h, shard, planning.0, prepared)
+    }
+
+    fn set_step(&mut self, h: TxnHandle, step: Step) {
+        if let Some(stmt) = self.sql_state(h).and_then(|s| s.statement.as_mut()) {
+            stmt.step = step;
+        }
+    }
+
+    /// Runs `prepared` here against `storage` with the buffered writes overlaid.
+    fn sql_local(
+        &mut self,
+        h: TxnHandle,
+        catalog: &Catalog,
+        prepared: &Prepared,
+        params: &[pistou_sql::Value],
+        storage: &dyn Storage,
+    ) -> Result<(Option<SqlOutput>, pistou_sql::Execution), SqlError> {
+        let Some(t) = self.txns.get(&h) else { return Err(sql_err(SqlState::InternalError, "transaction vanished")) };
+        let empty = WriteSet::default();
+        let pending = t.sql.as_ref().map(|s| &s.pending).unwrap_or(&empty);
+        let ctx = ExecContext { storage, at: ReadAt::latest_before(t.ts), pending };
+        let exec = self.sql_engine.execute(catalog, prepared, params, &ctx)?;
+        let output = match &exec.output {
+            Output::Rows { columns, rows } => SqlOutput::Rows {
+                columns: columns.clone(),
+                types: prepared.column_types().map(<[_]>::to_vec).unwrap_or_else(|| vec![None; columns.len()]),
+                rows: rows.clone(),
+            },
+            Output::Affected { command, count, returning } => {
+                SqlOutput::Affected { command, count: *count, returning: returning.clone() }
+            }
+            Output::Catalog(_) | Output::Transaction(_) => {
+                return Err(sql_err(SqlState::InternalError, "unexpected statement kind in local execution"))
+            }
+        };
+        Ok((Some(output), exec))
+    }
+
+    /// The point read of `key` is done: run the statement on that one row.
+    fn sql_point_done(&mut self, now: u64, h: TxnHandle, prepared: Arc<Prepared>, key: Key) -> Result<Option<SqlOutput>, SqlError> {
+        let Some(t) = self.txns.get(&h) else { return Ok(None) };
+        let Some(state) = t.sql.as_deref() else { return Ok(None) };
+        let Some(stmt) = state.statement.as_ref() else { return Ok(None) };
+        let params = stmt.params.clone();
+        let KeyKind::Row { table, pk } = key_kind(&key) else { return Err(sql_err(SqlState::InternalError, "not a row key")) };
+        let shard = self.config().table_shard(table);
+        let Some((catalog_version, catalog)) = state.catalogs.get(&shard).cloned() else {
+            return Err(sql_err(SqlState::InternalError, "catalog not read"));
+        };
+        let schema = catalog.table(table).cloned().ok_or_else(|| sql_err(SqlState::UndefinedTable, format!("table \"{table}\" does not exist")))?;
+        let row = match (t.writes.contains_key(&key), t.reads.get(&key)) {
+            // Our own buffered write: the overlay supplies it.
+            (true, _) => None,
+            (false, Some((version, Some(bytes)))) => {
+                if state.range_reads.get(&key).is_some_and(|v| v != version) {
+                    return Err(serialization("a row read twice in this transaction changed in between"));
+                }
+                let prepared_by = t.deps.iter().find(|d| d.key == key).map(|d| d.txn);
+                let version = Version { ts: *version, prepared_by };
+                Some(StoredRow { key: pk.to_vec(), version, row: decode_row(&schema, bytes)? })
+            }
+            (false, _) => None,
+        };
+        let store = OneRow { table: table.to_string(), row, needs_more: std::cell::Cell::new(false) };
+        let (output, exec) = match self.sql_local(h, &catalog, &prepared, &params, &store) {
+            Ok(done) => done,
+            // The statement needs more than the row (an index check of a changed unique
+            // column, say): the replicas run it.
+            Err(_) if store.needs_more.get() => return self.sql_range_start(now, h, shard, catalog_version, prepared),
+            Err(e) => return Err(e),
+        };
+        // A point statement reads its one key (and, for a changed primary key or unique
+        // column, more): anything beyond the key goes to the replicas.
+        let only_key = exec.reads.scans.iter().all(|s| s.access == pistou_sql::Access::Point && s.table() == table && s.rows.iter().all(|r| r.key == pk) && s.absent_key.as_ref().is_none_or(|k| k == pk));
+        if !only_key {
+            return self.sql_range_start(now, h, shard, catalog_version, prepared);
+        }
+        self.sql_buffer_writes(h, &exec.writes)?;
+        Ok(output)
+    }
+
+    /// Buffers a statement's writes (read-your-writes for later statements).
+    fn sql_buffer_writes(&mut self, h: TxnHandle, writes: &WriteSet) -> Result<(), SqlError> {
+        let entries = crate::pesto::range_read::write_entries(writes)?;
+        let Some(t) = self.txns.get_mut(&h) else { return Ok(()) };
+        if t.reads.len() + t.writes.len() + entries.len() > pistou_wire::MAX_TXN_OPS {
+            return Err(sql_err(SqlState::ProgramLimitExceeded, format!("a transaction reads and writes at most {} rows", pistou_wire::MAX_TXN_OPS)));
+        }
+        for e in entries {
+            t.writes.insert(e.key, e.value);
+        }
+        if let Some(state) = t.sql.as_deref_mut() {
+            state.pending.merge(writes.clone());
+        }
+        Ok(())
+    }
+
+    /// A schema change: buffered as writes of every shard's catalog key, alone in its
+    /// transaction (replicas refuse anything else with it).
+    fn sql_ddl(
+        &mut self,
+        now: u64,
+        h: TxnHandle,
+        planning: (Timestamp, Arc<Catalog>),
+        change: Option<pistou_sql::CatalogChange>,
+        command: &'static str,
+    ) -> Result<Option<SqlOutput>, SqlError> {
+        let Some(change) = change else { return Ok(Some(SqlOutput::Ddl { command })) };
+        let busy = self.txns.get(&h).is_some_and(|t| {
+            !t.writes.is_empty() || t.sql.as_ref().is_some_and(|s| s.ddl || !s.predicates.is_empty() || !s.range_reads.is_empty())
+        });
+        if busy {
+            return Err(sql_err(SqlState::ActiveSqlTransaction, "a schema change must be the only statement of its transaction"));
+        }
+        let shards: Vec<ShardId> = (0..self.config().shards.len() as u32).map(ShardId).collect();
+        for shard in &shards {
+            if !self.sql_catalog(now, h, *shard)? {
+                return Ok(None);
+            }
+        }
+        let Some(state) = self.sql_state(h) else { return Ok(None) };
+        if state.catalogs.values().any(|(v, _)| *v != planning.0) {
+            return Err(serialization("a schema change is in progress"));
+        }
+        let mut next = (*planning.1).clone();
+        next.apply(&change)?;
+        let value = postcard::to_allocvec(&CatalogWrite { change, catalog: next })
+            .map_err(|e| sql_err(SqlState::InternalError, format!("catalog encoding: {e}")))?;
+        if value.len() > pistou_wire::MAX_VALUE_BYTES {
+            return Err(sql_err(SqlState::ProgramLimitExceeded, "the catalog is too large"));
+        }
+        state.ddl = true;
+        let Some(t) = self.txns.get_mut(&h) else { return Ok(None) };
+        for shard in shards {
+            t.writes.insert(catalog_key(shard), Some(value.clone()));
+        }
+        Ok(Some(SqlOutput::Ddl { command }))
+    }
+
+    /// Sends RANGE-READ to 3f+1 replicas of `shard` (§5.5 step 1).
+    fn sql_range_start(
+        &mut self,
+        now: u64,
+        h: TxnHandle,
+        shard: ShardId,
+        catalog_version: Timestamp,
+        prepared: Arc<Prepared>,
+    ) -> Result<Option<SqlOutput>, SqlError> {
+        let Some(t) = self.txns.get(&h) else { return Ok(None) };
+        let Some(stmt) = t.sql.as_ref().and_then(|s| s.statement.as_ref()) else { return Ok(None) };
+        let pending = t
+            .writes
+            .iter()
+            .filter(|(k, _)| matches!(key_kind(k), KeyKind::Row { table, .. } if self.config().table_shard(table) == shard))
+            .map(|(k, v)| pistou_wire::WriteEntry { key: k.clone(), value: v.clone() })
+            .collect();
+        let body = RangeRead { ts: t.ts, catalog_version, sql: stmt.sql.clone(), params: stmt.params.clone(), pending };
+        let request = sign_client(self.id, self.key.as_ref(), body);
+        let q = self.config().quorums();
+        let start = (self.id.0.wrapping_add(self.seq)) as usize % q.n();
+        let targets: Vec<u32> = (0..q.range_fanout()).map(|i| ((start + i) % q.n()) as u32).collect();
+        for i in &targets {
+            self.outputs.push((ReplicaId { shard, index: *i }, Message::RangeRead(request.clone())));
+        }
+        let op = RangeOp::new(shard, prepared, request, targets.into_iter().collect(), now);
+        self.set_step(h, Step::Range(Box::new(op)));
+        Ok(None)
+    }
+
+    pub(super) fn on_range_reply(&mut self, now: u64, reply: ReplicaSigned<RangeReply>) -> Result<(), RejectReason> {
+        let request = reply.body.request;
+        let found = self.txns.iter().find_map(|(h, t)| match t.sql.as_ref().and_then(|s| s.statement.as_ref()) {
+            Some(Statement { step: Step::Range(op), .. }) if op.hash == request => Some((*h, op.shard)),
+            _ => None,
+        });
+        let Some((h, shard)) = found else { return Ok(()) }; // late or unknown
+        if reply.signer.shard != shard || !self.auth.is_member(reply.signer) {
+            return Err(RejectReason::NotMember);
+        }
+        self.auth.check_replica(&reply).map_err(|e| e.0)?;
+        let f = self.config().f;
+        let outlier_us = self.config().sql.table_version_outlier_us;
+        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return Ok(()) };
+        if !op.accepting() {
+            return Ok(()); // a late reply of the previous round
+        }
+        op.replies.insert(reply.signer.index, reply.body);
+        let choice = op.choose(f, outlier_us);
+        self.sql_range_choice(now, h, choice);
+        Ok(())
+    }
+
+    fn sql_range_choice(&mut self, now: u64, h: TxnHandle, choice: Choice) {
+        match choice {
+            Choice::Wait => {}
+            Choice::Failed(e) => self.sql_done(h, Err(e)),
+            Choice::Disagree => {
+                let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return };
+                if let Err(e) = op.next_round(now) {
+                    self.sql_done(h, Err(e));
+                }
+            }
+            Choice::Done(chosen) => {
+                let result = self.sql_range_apply(h, *chosen);
+                self.sql_done(h, result);
+            }
+        }
+    }
+
+    /// Adds an eager-path result to the transaction: Q-READ and valid Q-DEP to the read and
+    /// dependency sets, Q-PRED to the predicate set, the write set to the buffered writes.
+    fn sql_range_apply(&mut self, h: TxnHandle, chosen: Chosen) -> Result<SqlOutput, SqlError> {
+        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_ref()) else {
+            return Err(sql_err(SqlState::InternalError, "no range read in flight"));
+        };
+        let prepared = op.prepared.clone();
+        let mut writes = WriteSet::default();
+        for w in &chosen.writes {
+            let KeyKind::Row { table, pk } = key_kind(&w.key) else {
+                return Err(sql_err(SqlState::ProtocolViolation, "reconnaissance wrote a non-row key"));
+            };
+            let write = match &w.value {
+                Some(bytes) => Write::Upsert(postcard::from_bytes(bytes).map_err(|_| sql_err(SqlState::ProtocolViolation, "undecodable row in a write set"))?),
+                None => Write::Delete,
+            };
+            writes.put(table, pk.to_vec(), write);
+        }
+        let Some(t) = self.txns.get_mut(&h) else { return Err(sql_err(SqlState::InternalError, "transaction vanished")) };
+        let Some(state) = t.sql.as_deref_mut() else { return Err(sql_err(SqlState::InternalError, "no SQL state")) };
+        for (key, version) in &chosen.reads {
+            let earlier = state.range_reads.get(key).or_else(|| t.reads.get(key).map(|(v, _)| v));
+            if earlier.is_some_and(|v| v != version) {
+                return Err(serialization("a row read twice in this transaction changed in between"));
+            }
+        }
+        if t.reads.len() + state.range_reads.len() + chosen.reads.len() > pistou_wire::MAX_TXN_OPS {
+            return Err(sql_err(SqlState::ProgramLimitExceeded, format!("a transaction reads at most {} rows", pistou_wire::MAX_TXN_OPS)));
+        }
+        for (key, version) in chosen.reads {
+            state.range_reads.insert(key, version);
+        }
+        for p in chosen.predicates {
+            let tv = state.predicates.entry(p.predicate).or_insert(p.table_version);
+            *tv = (*tv).min(p.table_version);
+        }
+        t.deps.extend(chosen.deps);
+        self.sql_buffer_writes(h, &writes)?;
+        Ok(match chosen.output {
+            QueryOutput::Rows(rows) => SqlOutput::Rows {
+                columns: prepared.columns().map(<[_]>::to_vec).unwrap_or_default(),
+                types: prepared.column_types().map(<[_]>::to_vec).unwrap_or_default(),
+                rows,
+            },
+            QueryOutput::Affected { count, returning } => {
+                let names = prepared.returning_columns();
+                SqlOutput::Affected { command: prepared.kind().command(), count, returning: names.map(|n| (n, returning)) }
+            }
+        })
+    }
+
+    /// Range reads without a decision after the retransmission timeout go to every replica.
+    pub(super) fn sql_tick(&mut self, now: u64) {
+        let rt = self.timeouts.retransmit_us;
+        let n = self.config().quorums().n() as u32;
+        let mut out = Vec::new();
+        for t in self.txns.values_mut() {
+            let Some(Statement { step: Step::Range(op), .. }) = t.sql.as_mut().and_then(|s| s.statement.as_mut()) else { continue };
+            out.extend(op.retransmit(now, rt, n));
+        }
+        self.outputs.extend(out);
+        let retry: Vec<TxnHandle> = self
+            .txns
+            .iter()
+            .filter(|(_, t)| matches!(t.sql.as_ref().and_then(|s| s.statement.as_ref()), Some(Statement { step: Step::Range(op), .. }) if op.retry_due(now)))
+            .map(|(h, _)| *h)
+            .collect();
+        for h in retry {
+            let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { continue };
+            let out = op.resend_all(now, n);
+            self.outputs.extend(out);
+        }
+    }
+
+    /// The SQL part of T's metadata at commit: range reads join the read set, predicates
+    /// the predicate set. Fails if a key was read at two versions.
+    pub(super) fn sql_commit_parts(
+        t: &mut super::TxnState,
+    ) -> Result<Vec<PredicateRead>, ()> {
+        let Some(state) = t.sql.take() else { return Ok(Vec::new()) };
+        for (key, version) in state.range_reads {
+            match t.reads.get(&key) {
+                Some((v, _)) if *v != version => return Err(()),
+                Some(_) => {}
+                None => {
+                    t.reads.insert(key, (version, None));
+                }
+            }
+        }
+        Ok(state.predicates.into_iter().map(|(predicate, table_version)| PredicateRead { predicate, table_version }).collect())
+    }
+}

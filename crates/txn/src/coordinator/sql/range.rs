@@ -1,0 +1,453 @@
+//! A range read in flight at the client (Pesto §5.5) and its eager-path decision (§5.5.1,
+//! App. B.4, B.8).
+//!
+//! The decision is a pure function of the verified replies, so it is unit-tested directly.
+//! Rules:
+//! - Replies whose table versions are far below the (f+1)-st smallest reported for a table
+//!   are outliers and ignored (B.8: a Byzantine replica may report a tiny table version to
+//!   make our completeness check slow).
+//! - We decide over at least 3f+1 considered replies: f+1 of them must match on Q-RES,
+//!   write set, Q-READ (keys and versions) and Q-PRED (predicates without table versions).
+//! - Every dependency of the matching Q-READ must be valid: named (in Q-DEP or SS-VOTE) by
+//!   f+1 replies; it is dropped as unnecessary if 2f+1 matching replies exist and fewer than
+//!   f+1 of them list it (B.4). Otherwise the group is unusable.
+//! - A predicate's table version is the smallest over all considered replies (B.8), and for
+//!   a reply whose Q-READ differs from the chosen one, no higher than the oldest version it
+//!   read that the chosen Q-READ lacks: a write that some replica saw and the chosen result
+//!   missed must fall inside the completeness window the replicas check at prepare (§6.1.3).
+//!   This is why we wait for 3f+1 replies rather than the first f+1 that match.
+//! - No usable group: retry (a new round after a short delay, when in-flight writebacks have
+//!   landed); after `MAX_ROUNDS` the statement fails with 40001. The snapshot path (§5.5
+//!   steps 3–5) is not implemented yet.
+
+use pistou_core::sql_keys::{key_kind, KeyKind};
+use pistou_core::{Key, ReplicaId, ShardId, Timestamp, TxnId};
+use pistou_sql::{Prepared, SqlError, SqlState};
+use pistou_wire::{ClientSigned, Dep, Message, PredicateRead, QueryOutput, RangeRead, RangeReply, Signable, WirePredicate, WriteEntry};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Rounds of RANGE-READ before a disagreement fails the statement.
+pub(crate) const MAX_ROUNDS: u32 = 3;
+/// Pause before a new round, so that writebacks in flight can land (µs).
+pub(crate) const ROUND_DELAY_US: u64 = 5_000;
+
+pub(crate) struct RangeOp {
+    pub(crate) shard: ShardId,
+    pub(crate) prepared: Arc<Prepared>,
+    pub(crate) request: ClientSigned<RangeRead>,
+    pub(crate) hash: pistou_crypto::Hash,
+    /// Replicas asked this round.
+    sent: BTreeSet<u32>,
+    sent_at: u64,
+    /// Verified replies of this round, by replica index.
+    pub(crate) replies: BTreeMap<u32, RangeReply>,
+    round: u32,
+    /// Set while pausing between rounds; replies are ignored meanwhile.
+    retry_at: Option<u64>,
+}
+
+/// The eager-path result a client adopts.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Chosen {
+    pub(crate) output: QueryOutput,
+    pub(crate) writes: Vec<WriteEntry>,
+    /// Q-READ: (row key, version).
+    pub(crate) reads: Vec<(Key, Timestamp)>,
+    /// Valid, necessary dependencies.
+    pub(crate) deps: Vec<Dep>,
+    pub(crate) predicates: Vec<PredicateRead>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Choice {
+    Wait,
+    Done(Box<Chosen>),
+    /// f+1 replicas agree that the statement fails.
+    Failed(SqlError),
+    /// Enough replies, no usable agreement.
+    Disagree,
+}
+
+impl RangeOp {
+    pub(crate) fn new(shard: ShardId, prepared: Arc<Prepared>, request: ClientSigned<RangeRead>, sent: BTreeSet<u32>, now: u64) -> Self {
+        let hash = request.body.signing_hash();
+        RangeOp { shard, prepared, request, hash, sent, sent_at: now, replies: BTreeMap::new(), round: 1, retry_at: None }
+    }
+
+    pub(crate) fn accepting(&self) -> bool {
+        self.retry_at.is_none()
+    }
+
+    /// Ends this round; the next starts after `ROUND_DELAY_US`.
+    pub(crate) fn next_round(&mut self, now: u64) -> Result<(), SqlError> {
+        if self.round >= MAX_ROUNDS {
+            return Err(SqlError::new(
+                SqlState::SerializationFailure,
+                format!("replicas disagreed on this read {MAX_ROUNDS} times (the snapshot path is not implemented yet); retry the transaction"),
+            ));
+        }
+        self.round += 1;
+        self.replies.clear();
+        self.sent.clear();
+        self.retry_at = Some(now.saturating_add(ROUND_DELAY_US));
+        Ok(())
+    }
+
+    pub(crate) fn retry_due(&self, now: u64) -> bool {
+        self.retry_at.is_some_and(|at| now >= at)
+    }
+
+    /// A new round goes to every replica.
+    pub(crate) fn resend_all(&mut self, now: u64, n: u32) -> Vec<(ReplicaId, Message)> {
+        self.retry_at = None;
+        self.sent_at = now;
+        self.sent = (0..n).collect();
+        (0..n).map(|index| (ReplicaId { shard: self.shard, index }, Message::RangeRead(self.request.clone()))).collect()
+    }
+
+    /// After `interval` without a decision, ask the replicas that have not answered.
+    pub(crate) fn retransmit(&mut self, now: u64, interval: u64, n: u32) -> Vec<(ReplicaId, Message)> {
+        if self.retry_at.is_some() || now < self.sent_at.saturating_add(interval) {
+            return Vec::new();
+        }
+        self.sent_at = now;
+        let missing: Vec<u32> = (0..n).filter(|i| !self.replies.contains_key(i)).collect();
+        self.sent.extend(missing.iter().copied());
+        missing.into_iter().map(|index| (ReplicaId { shard: self.shard, index }, Message::RangeRead(self.request.clone()))).collect()
+    }
+
+    pub(crate) fn choose(&self, f: usize, outlier_us: u64) -> Choice {
+        if !self.accepting() {
+            return Choice::Wait;
+        }
+        let n = 5 * f + 1;
+        match choose(&self.replies, f, outlier_us) {
+            Choice::Wait if self.replies.len() >= n => Choice::Disagree,
+            c => c,
+        }
+    }
+}
+
+/// The table a row key belongs to.
+fn table_of(key: &[u8]) -> Option<&str> {
+    match key_kind(key) {
+        KeyKind::Row { table, .. } => Some(table),
+        _ => None,
+    }
+}
+
+/// Lowest table version a reply reports for each table.
+fn reported_versions(reply: &RangeReply) -> BTreeMap<String, Timestamp> {
+    let mut out: BTreeMap<String, Timestamp> = BTreeMap::new();
+    if let Ok(result) = &reply.result {
+        for p in &result.predicates {
+            let e = out.entry(p.predicate.table.clone()).or_insert(p.table_version);
+            *e = (*e).min(p.table_version);
+        }
+    }
+    out
+}
+
+/// Replies whose table version for some table is more than `outlier_us` below the (f+1)-st
+/// smallest reported for it (B.8).
+fn outliers(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: u64) -> BTreeSet<u32> {
+    let per_reply: BTreeMap<u32, BTreeMap<String, Timestamp>> = replies.iter().map(|(i, r)| (*i, reported_versions(r))).collect();
+    let mut by_table: BTreeMap<&str, Vec<Timestamp>> = BTreeMap::new();
+    for versions in per_reply.values() {
+        for (table, v) in versions {
+            by_table.entry(table).or_default().push(*v);
+        }
+    }
+    let mut out = BTreeSet::new();
+    for (table, mut versions) in by_table {
+        versions.sort();
+        let Some(reference) = versions.get(f) else { continue };
+        let floor = reference.time.saturating_sub(outlier_us);
+        for (i, v) in &per_reply {
+            if v.get(table).is_some_and(|tv| tv.time < floor) {
+                out.insert(*i);
+            }
+        }
+    }
+    out
+}
+
+/// What f+1 replies must agree on, canonically encoded.
+fn matching_key(reply: &RangeReply) -> Vec<u8> {
+    let content = match &reply.result {
+        Ok(r) => {
+            let reads: Vec<(&Key, Timestamp)> = r.reads.iter().map(|a| (&a.key, a.version)).collect();
+            let preds: Vec<&WirePredicate> = r.predicates.iter().map(|p| &p.predicate).collect();
+            postcard::to_allocvec(&(0u8, &r.output, &r.writes, reads, preds))
+        }
+        Err(e) => postcard::to_allocvec(&(1u8, e.sqlstate(), &e.message)),
+    };
+    content.unwrap_or_default()
+}
+
+/// Transactions a reply names as prepared writers it read (Q-DEP) or in its SS-VOTE.
+fn named(reply: &RangeReply) -> BTreeSet<TxnId> {
+    let mut out: BTreeSet<TxnId> = reply.ss_vote.iter().copied().collect();
+    if let Ok(r) = &reply.result {
+        out.extend(r.reads.iter().filter_map(|a| a.prepared_by));
+    }
+    out
+}
+
+/// The eager-path decision over verified replies.
+pub(crate) fn choose(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: u64) -> Choice {
+    let skip = outliers(replies, f, outlier_us);
+    let considered: BTreeMap<u32, &RangeReply> = replies.iter().filter(|(i, _)| !skip.contains(i)).map(|(i, r)| (*i, r)).collect();
+    if considered.len() < 3 * f + 1 {
+        return Choice::Wait;
+    }
+    let mut groups: BTreeMap<Vec<u8>, Vec<u32>> = BTreeMap::new();
+    for (i, r) in &considered {
+        groups.entry(matching_key(r)).or_default().push(*i);
+    }
+    // Largest group first; ties in canonical order, so the choice is deterministic.
+    let mut ordered: Vec<(Vec<u8>, Vec<u32>)> = groups.into_iter().filter(|(_, m)| m.len() > f).collect();
+    ordered.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
+    for (_, members) in ordered {
+        let first = considered[&members[0]];
+        let result = match &first.result {
+            Err(e) => return Choice::Failed(e.clone()),
+            Ok(r) => r,
+        };
+        let Some(deps) = valid_deps(&considered, &members, f) else { continue };
+        let chosen_reads: BTreeSet<(&Key, Timestamp)> = result.reads.iter().map(|a| (&a.key, a.version)).collect();
+        let versions = table_versions(&considered, &chosen_reads);
+        let predicates = result
+            .predicates
+            .iter()
+            .map(|p| {
+                let table_version = versions.get(p.predicate.table.as_str()).copied().unwrap_or(p.table_version).min(p.table_version);
+                PredicateRead { predicate: p.predicate.clone(), table_version }
+            })
+            .collect();
+        return Choice::Done(Box::new(Chosen {
+            output: result.output.clone(),
+            writes: result.writes.clone(),
+            reads: result.reads.iter().map(|a| (a.key.clone(), a.version)).collect(),
+            deps,
+            predicates,
+        }));
+    }
+    Choice::Wait
+}
+
+/// The dependencies of the group's Q-READ, if all are valid or unnecessary (B.4).
+fn valid_deps(considered: &BTreeMap<u32, &RangeReply>, members: &[u32], f: usize) -> Option<Vec<Dep>> {
+    let named: BTreeMap<u32, BTreeSet<TxnId>> = considered.iter().map(|(i, r)| (*i, named(r))).collect();
+    // (key, version) → writer, as the matching replies report it.
+    let mut candidates: BTreeMap<(Key, Timestamp), BTreeSet<TxnId>> = BTreeMap::new();
+    let mut listed: BTreeMap<TxnId, usize> = BTreeMap::new();
+    for i in members {
+        if let Ok(r) = &considered[i].result {
+            let mut mine = BTreeSet::new();
+            for a in &r.reads {
+                if let Some(txn) = a.prepared_by {
+                    candidates.entry((a.key.clone(), a.version)).or_default().insert(txn);
+                    mine.insert(txn);
+                }
+            }
+            for txn in mine {
+                *listed.entry(txn).or_default() += 1;
+            }
+        }
+    }
+    let mut deps = Vec::new();
+    for ((key, version), writers) in candidates {
+        for txn in writers {
+            let vouched = named.values().filter(|set| set.contains(&txn)).count();
+            let in_qdep = listed.get(&txn).copied().unwrap_or(0);
+            if vouched > f {
+                deps.push(Dep { txn, key: key.clone(), version });
+            } else if members.len() > 2 * f && in_qdep <= f {
+                // At least one correct matching replica deems it committed: unnecessary.
+            } else {
+                return None;
+            }
+        }
+    }
+    // Two writers of one (key, version) cannot both be right; the replica will reject it.
+    deps.dedup_by(|a, b| a.key == b.key && a.version == b.version);
+    Some(deps)
+}
+
+/// Per table: the smallest table version over the considered replies, lowered for each
+/// reply to the oldest version it read that the chosen Q-READ lacks.
+fn table_versions(considered: &BTreeMap<u32, &RangeReply>, chosen: &BTreeSet<(&Key, Timestamp)>) -> BTreeMap<String, Timestamp> {
+    let mut out: BTreeMap<String, Timestamp> = BTreeMap::new();
+    let mut lower = |table: &str, v: Timestamp| {
+        let e = out.entry(table.to_string()).or_insert(v);
+        *e = (*e).min(v);
+    };
+    for r in considered.values() {
+        let Ok(result) = &r.result else { continue };
+        for p in &result.predicates {
+            lower(&p.predicate.table, p.table_version);
+        }
+        for a in &result.reads {
+            if !chosen.contains(&(&a.key, a.version)) {
+                if let Some(table) = table_of(&a.key) {
+                    lower(table, a.version);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pistou_core::sql_keys::row_key;
+    use pistou_core::ClientId;
+    use pistou_wire::{ActiveRead, RangeResult};
+
+    const F: usize = 1;
+    const OUTLIER: u64 = 1_000_000;
+
+    fn ts(t: u64) -> Timestamp {
+        Timestamp { time: t, client: ClientId(1), seq: 1 }
+    }
+
+    fn key(i: u8) -> Key {
+        row_key("t", &[i]).expect("key")
+    }
+
+    fn pred(tag: u8) -> WirePredicate {
+        WirePredicate { table: "t".into(), nodes: vec![tag] }
+    }
+
+    fn txn(i: u8) -> TxnId {
+        TxnId([i; 32])
+    }
+
+    /// A reply with one row per (key, version, writer if prepared) and predicate `pred(1)`
+    /// at table version `tv`.
+    fn reply(rows: &[(u8, u64, Option<u8>)], tv: u64) -> RangeReply {
+        let reads = rows.iter().map(|(k, v, p)| ActiveRead { key: key(*k), version: ts(*v), prepared_by: p.map(txn) }).collect();
+        let output = QueryOutput::Rows(rows.iter().map(|(k, _, _)| vec![pistou_sql::Value::Int(*k as i64)]).collect());
+        let result = RangeResult { output, writes: vec![], reads, predicates: vec![PredicateRead { predicate: pred(1), table_version: ts(tv) }] };
+        RangeReply { request: [0u8; 32], result: Ok(result), ss_vote: vec![] }
+    }
+
+    fn replies(list: Vec<RangeReply>) -> BTreeMap<u32, RangeReply> {
+        list.into_iter().enumerate().map(|(i, r)| (i as u32, r)).collect()
+    }
+
+    fn done(c: Choice) -> Chosen {
+        match c {
+            Choice::Done(c) => *c,
+            other => panic!("expected a decision, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn waits_for_3f_plus_1_replies_even_when_f_plus_1_match() {
+        let r = replies(vec![reply(&[(1, 10, None)], 10_000_000), reply(&[(1, 10, None)], 10_000_000), reply(&[(1, 10, None)], 10_000_000)]);
+        assert!(matches!(choose(&r, F, OUTLIER), Choice::Wait));
+    }
+
+    #[test]
+    fn f_plus_1_matching_decide_and_a_lie_is_outvoted() {
+        let honest = reply(&[(1, 10, None), (2, 20, None)], 10_000_000);
+        let lie = reply(&[(9, 10, None)], 10_000_000);
+        let r = replies(vec![lie.clone(), honest.clone(), lie, honest.clone()]);
+        // Two groups of f+1 = 2: the tie is broken canonically, but both are "supported";
+        // with a third honest reply the honest group is largest.
+        let r2 = replies(vec![r[&0].clone(), honest.clone(), r[&2].clone(), honest.clone(), honest]);
+        let c = done(choose(&r2, F, OUTLIER));
+        assert_eq!(c.reads, vec![(key(1), ts(10)), (key(2), ts(20))]);
+        assert!(matches!(choose(&r, F, OUTLIER), Choice::Done(_)));
+    }
+
+    #[test]
+    fn table_version_is_the_smallest_and_lowered_for_extra_reads() {
+        let a = reply(&[(1, 10, None)], 9_000_000);
+        let b = reply(&[(1, 10, None)], 9_500_000);
+        // A non-matching reply saw a newer row (version 8_800_000) the chosen result lacks;
+        // its own table version is higher, but the chosen predicate's window must reach back
+        // to that row.
+        let c = reply(&[(1, 10, None), (3, 8_800_000, None)], 9_900_000);
+        let d = reply(&[(1, 10, None)], 9_700_000);
+        let chosen = done(choose(&replies(vec![a, b, c, d]), F, OUTLIER));
+        assert_eq!(chosen.predicates.len(), 1);
+        assert_eq!(chosen.predicates[0].table_version, ts(8_800_000));
+    }
+
+    #[test]
+    fn a_far_too_low_table_version_is_an_outlier() {
+        let good = reply(&[(1, 10, None)], 50_000_000);
+        let low = reply(&[(1, 10, None)], 1_000);
+        // 3 good + 1 outlier: only 3 considered, so wait; a 4th good reply decides, and the
+        // outlier's table version is ignored.
+        let r = replies(vec![low.clone(), good.clone(), good.clone(), good.clone()]);
+        assert!(matches!(choose(&r, F, OUTLIER), Choice::Wait));
+        let r = replies(vec![low, good.clone(), good.clone(), good.clone(), good]);
+        let chosen = done(choose(&r, F, OUTLIER));
+        assert_eq!(chosen.predicates[0].table_version, ts(50_000_000));
+    }
+
+    #[test]
+    fn a_dependency_needs_f_plus_1_vouchers() {
+        // Only one replica names T5 as the prepared writer of row 2: fabricated, so the
+        // group that includes it cannot be used...
+        let with_dep = reply(&[(1, 10, None), (2, 20, Some(5))], 10_000_000);
+        let without = reply(&[(1, 10, None), (2, 20, None)], 10_000_000);
+        let r = replies(vec![with_dep.clone(), without.clone(), with_dep.clone(), without.clone()]);
+        // ...unless f+1 name it: here two do.
+        let chosen = done(choose(&r, F, OUTLIER));
+        assert_eq!(chosen.deps, vec![Dep { txn: txn(5), key: key(2), version: ts(20) }]);
+        // One voucher among three matching replies (2f+1) that mostly list no dependency:
+        // unnecessary, dropped.
+        let r = replies(vec![with_dep.clone(), without.clone(), without.clone(), without.clone()]);
+        let chosen = done(choose(&r, F, OUTLIER));
+        assert!(chosen.deps.is_empty());
+        // One voucher and only f+1 matching replies: neither valid nor provably unnecessary.
+        let other = reply(&[(7, 70, None)], 10_000_000);
+        let r = replies(vec![with_dep, without, other.clone(), other]);
+        let c = done(choose(&r, F, OUTLIER));
+        assert_eq!(c.reads, vec![(key(7), ts(70))], "the usable group is the one without a dubious dependency");
+    }
+
+    #[test]
+    fn an_ss_vote_vouches_for_a_dependency() {
+        let with_dep = reply(&[(2, 20, Some(5))], 10_000_000);
+        let mut voter = reply(&[(2, 20, None)], 10_000_000);
+        voter.ss_vote = vec![txn(5)];
+        let plain = reply(&[(9, 90, None)], 10_000_000);
+        let r = replies(vec![with_dep.clone(), with_dep_without_vote(&with_dep), voter, plain]);
+        let chosen = done(choose(&r, F, OUTLIER));
+        assert_eq!(chosen.deps.len(), 1);
+    }
+
+    fn with_dep_without_vote(r: &RangeReply) -> RangeReply {
+        let mut r = r.clone();
+        if let Ok(res) = &mut r.result {
+            for a in &mut res.reads {
+                a.prepared_by = None;
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn matching_errors_fail_the_statement_and_disagreement_is_reported() {
+        let err = RangeReply {
+            request: [0u8; 32],
+            result: Err(SqlError::new(SqlState::DivisionByZero, "division by zero")),
+            ss_vote: vec![],
+        };
+        let r = replies(vec![err.clone(), err, reply(&[(1, 1, None)], 5), reply(&[(2, 1, None)], 5)]);
+        assert!(matches!(choose(&r, F, OUTLIER), Choice::Failed(e) if e.state == SqlState::DivisionByZero));
+        let all_different: Vec<RangeReply> = (0..6).map(|i| reply(&[(i, 1, None)], 5)).collect();
+        let mut op_replies = replies(all_different);
+        assert!(matches!(choose(&op_replies, F, OUTLIER), Choice::Wait));
+        op_replies.remove(&5);
+        assert!(matches!(choose(&op_replies, F, OUTLIER), Choice::Wait));
+    }
+}

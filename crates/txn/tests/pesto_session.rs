@@ -1,0 +1,302 @@
+//! Interactive SQL transactions end to end (Pesto §5–6): a real `Coordinator` against six
+//! real `Replica`s (f = 1, one shard), messages delivered in order in-process.
+
+use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, SqlConfig};
+use pistou_crypto::{BatchSigner, SecretKey};
+use pistou_sql::{SqlState, Value};
+use pistou_txn::{Coordinator, CoordinatorEvent, Replica, SqlOutput, TxnHandle};
+use pistou_wire::{Decision, Message, QueryOutput, Signable};
+use std::sync::Arc;
+
+const START: u64 = 1_000_000_000;
+
+/// What a test replica does to range-read replies.
+#[derive(Clone, Copy, PartialEq)]
+enum Lie {
+    Honest,
+    /// Replaces Q-RES by an empty result.
+    EmptyResult,
+}
+
+struct Cluster {
+    keys: Vec<SecretKey>,
+    replicas: Vec<Replica>,
+    lies: Vec<Lie>,
+    clients: Vec<Coordinator>,
+    now: u64,
+}
+
+fn cluster(clients: u64) -> Cluster {
+    let keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 70; 32])).collect();
+    let client_keys: Vec<SecretKey> = (1..=clients).map(|i| SecretKey::from_seed([i as u8 + 200; 32])).collect();
+    let config = Arc::new(ClusterConfig {
+        f: 1,
+        delta_us: 100_000,
+        max_txn_age_us: 10_000_000,
+        crypto: true,
+        reply_batch: 8,
+        shards: vec![ShardConfig {
+            replicas: keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9400 + i), public_key: k.public() })
+                .collect(),
+        }],
+        clients: client_keys.iter().enumerate().map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() }).collect(),
+        tables: Default::default(),
+        sql: SqlConfig::default(),
+    });
+    let replicas = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            Replica::new(config.clone(), ReplicaId { shard: ShardId(0), index: i as u32 }, Some(clone_key(k))).expect("replica")
+        })
+        .collect();
+    let clients = client_keys
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| Coordinator::new(config.clone(), ClientId(i as u64 + 1), Some(k)).expect("coordinator"))
+        .collect();
+    Cluster { keys, replicas, lies: vec![Lie::Honest; 6], clients, now: START }
+}
+
+fn clone_key(k: &SecretKey) -> SecretKey {
+    SecretKey::from_hex(&k.to_hex()).expect("key")
+}
+
+fn int(v: i64) -> Value {
+    Value::Int(v)
+}
+
+impl Cluster {
+    /// Delivers messages until none moves (writebacks land, replies arrive).
+    fn settle(&mut self) {
+        for _ in 0..10_000 {
+            if !self.pump_step() {
+                return;
+            }
+        }
+        panic!("network did not quiesce");
+    }
+
+    fn advance(&mut self) {
+        self.now += 1_000;
+        for c in &mut self.clients {
+            c.tick(self.now);
+        }
+        for r in &mut self.replicas {
+            r.tick(self.now);
+        }
+    }
+
+    /// One delivery round; false if no message moved.
+    fn pump_step(&mut self) -> bool {
+        let mut moved = false;
+        for c in 0..self.clients.len() {
+            for (to, msg) in self.clients[c].take_outputs() {
+                moved = true;
+                self.replicas[to.index as usize].handle(self.now, c as u64, msg);
+            }
+        }
+        for r in 0..self.replicas.len() {
+            self.replicas[r].flush();
+            let from = self.replicas[r].id();
+            for (to, msg) in self.replicas[r].take_replica_outputs() {
+                moved = true;
+                self.replicas[to.index as usize].handle_replica(self.now, from, msg);
+            }
+            for (peer, msg) in self.replicas[r].take_outputs() {
+                moved = true;
+                let msg = self.tamper(r, msg);
+                self.clients[peer as usize].handle(self.now, from, msg);
+            }
+        }
+        moved
+    }
+
+    /// A lying replica re-signs a modified reply with its own key: a Byzantine replica can
+    /// sign anything.
+    fn tamper(&mut self, r: usize, msg: Message) -> Message {
+        match (self.lies[r], msg) {
+            (Lie::EmptyResult, Message::RangeReply(mut reply)) => {
+                if let Ok(result) = &mut reply.body.result {
+                    result.output = QueryOutput::Rows(Vec::new());
+                    result.reads.clear();
+                }
+                reply.sig = Some(BatchSigner::new(clone_key(&self.keys[r]), 1).sign_one(&reply.body.signing_hash()));
+                Message::RangeReply(reply)
+            }
+            (_, msg) => msg,
+        }
+    }
+
+    fn begin(&mut self, c: usize) -> TxnHandle {
+        self.clients[c].begin(self.now)
+    }
+
+    /// Runs one statement to completion.
+    fn sql(&mut self, c: usize, h: TxnHandle, sql: &str, params: Vec<Value>) -> Result<SqlOutput, pistou_sql::SqlError> {
+        self.clients[c].sql(self.now, h, sql, params).expect("statement accepted");
+        loop {
+            if let Some(ev) = self.clients[c].poll_event() {
+                match ev {
+                    CoordinatorEvent::SqlDone { txn, result } if txn == h => return result,
+                    other => panic!("unexpected event {other:?}"),
+                }
+            }
+            assert!(self.now < START + 100_000_000, "statement never finished");
+            if !self.pump_step() {
+                self.advance();
+            }
+        }
+    }
+
+    fn commit(&mut self, c: usize, h: TxnHandle) -> Decision {
+        self.clients[c].commit(self.now, h).expect("commit accepted");
+        loop {
+            while let Some(ev) = self.clients[c].poll_event() {
+                if let CoordinatorEvent::Decided { txn, decision, .. } = ev {
+                    if txn == h {
+                        self.settle();
+                        return decision;
+                    }
+                }
+            }
+            assert!(self.now < START + 100_000_000, "commit never decided");
+            if !self.pump_step() {
+                self.advance();
+            }
+        }
+    }
+
+    /// One statement in its own transaction, committed.
+    fn autocommit(&mut self, c: usize, sql: &str, params: Vec<Value>) -> SqlOutput {
+        let h = self.begin(c);
+        let out = self.sql(c, h, sql, params).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+        assert_eq!(self.commit(c, h), Decision::Commit, "{sql}");
+        out
+    }
+
+    fn rows(&mut self, c: usize, h: TxnHandle, sql: &str, params: Vec<Value>) -> Vec<Vec<Value>> {
+        match self.sql(c, h, sql, params) {
+            Ok(SqlOutput::Rows { rows, .. }) => rows,
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+}
+
+fn accounts(cl: &mut Cluster) {
+    cl.autocommit(0, "CREATE TABLE accounts (id INT PRIMARY KEY, owner TEXT NOT NULL, balance INT NOT NULL)", vec![]);
+    cl.autocommit(0, "INSERT INTO accounts VALUES (1, 'ann', 100), (2, 'bob', 50), (3, 'cy', 10)", vec![]);
+}
+
+#[test]
+fn create_insert_select_update_commit() {
+    let mut cl = cluster(1);
+    accounts(&mut cl);
+    let h = cl.begin(0);
+    // Point read (full primary key): Basil GET plus local execution.
+    assert_eq!(cl.rows(0, h, "SELECT owner, balance FROM accounts WHERE id = $1", vec![int(2)]), vec![vec![Value::Text("bob".into()), int(50)]]);
+    // Range read with aggregation.
+    assert_eq!(cl.rows(0, h, "SELECT sum(balance) FROM accounts WHERE balance > 20", vec![]), vec![vec![int(150)]]);
+    let out = cl.sql(0, h, "UPDATE accounts SET balance = balance - 30 WHERE id = 1", vec![]).expect("update");
+    assert!(matches!(out, SqlOutput::Affected { command: "UPDATE", count: 1, .. }), "{out:?}");
+    cl.sql(0, h, "UPDATE accounts SET balance = balance + 30 WHERE id = 3", vec![]).expect("update");
+    // Read-your-writes, in the point path and in a range read.
+    assert_eq!(cl.rows(0, h, "SELECT balance FROM accounts WHERE id = 1", vec![]), vec![vec![int(70)]]);
+    assert_eq!(cl.rows(0, h, "SELECT id FROM accounts WHERE balance >= 40 ORDER BY id", vec![]), vec![vec![int(1)], vec![int(2)], vec![int(3)]]);
+    assert_eq!(cl.commit(0, h), Decision::Commit);
+    let h = cl.begin(0);
+    assert_eq!(cl.rows(0, h, "SELECT id, balance FROM accounts ORDER BY id", vec![]), vec![vec![int(1), int(70)], vec![int(2), int(50)], vec![int(3), int(40)]]);
+    assert_eq!(cl.commit(0, h), Decision::Commit);
+}
+
+#[test]
+fn statement_errors_carry_sqlstates_and_ddl_stands_alone() {
+    let mut cl = cluster(1);
+    accounts(&mut cl);
+    let h = cl.begin(0);
+    let e = cl.sql(0, h, "INSERT INTO accounts VALUES (1, 'dup', 0)", vec![]).expect_err("duplicate");
+    assert_eq!(e.state, SqlState::UniqueViolation);
+    let e = cl.sql(0, h, "SELECT * FROM nowhere", vec![]).expect_err("undefined table");
+    assert_eq!(e.state, SqlState::UndefinedTable);
+    let e = cl.sql(0, h, "SELEC 1", vec![]).expect_err("syntax");
+    assert_eq!(e.state, SqlState::SyntaxError);
+    cl.clients[0].abort(h).expect("abort");
+    let h = cl.begin(0);
+    cl.sql(0, h, "INSERT INTO accounts VALUES (9, 'x', 0)", vec![]).expect("insert");
+    let e = cl.sql(0, h, "CREATE TABLE other (id INT PRIMARY KEY)", vec![]).expect_err("ddl after a write");
+    assert_eq!(e.state, SqlState::ActiveSqlTransaction);
+    cl.clients[0].abort(h).expect("abort");
+}
+
+#[test]
+fn a_concurrent_insert_into_a_read_range_aborts_the_reader() {
+    let mut cl = cluster(2);
+    accounts(&mut cl);
+    // Reader R starts first (lower timestamp) and sums rich accounts.
+    let r = cl.begin(0);
+    cl.now += 1_000;
+    let w = cl.begin(1);
+    // Writer W (higher timestamp) inserts a rich account and commits.
+    cl.sql(1, w, "INSERT INTO accounts VALUES (4, 'dee', 500)", vec![]).expect("insert");
+    assert_eq!(cl.commit(1, w), Decision::Commit);
+    // R's range read at its timestamp does not see W (W is after R): serializable as R < W.
+    assert_eq!(cl.rows(0, r, "SELECT count(*) FROM accounts WHERE balance > 20", vec![]), vec![vec![int(2)]]);
+    cl.sql(0, r, "UPDATE accounts SET balance = 0 WHERE id = 3", vec![]).expect("update");
+    assert_eq!(cl.commit(0, r), Decision::Commit);
+
+    // Now the other order: W (lower timestamp) commits its insert after R (higher) read
+    // the range without it. R must abort: its predicate missed a write ordered before it.
+    let w = cl.begin(1);
+    cl.now += 1_000;
+    let r = cl.begin(0);
+    assert_eq!(cl.rows(0, r, "SELECT count(*) FROM accounts WHERE balance > 20", vec![]), vec![vec![int(3)]]);
+    cl.sql(1, w, "INSERT INTO accounts VALUES (5, 'eve', 900)", vec![]).expect("insert");
+    assert_eq!(cl.commit(1, w), Decision::Commit);
+    cl.sql(0, r, "INSERT INTO accounts VALUES (6, 'fay', 1)", vec![]).expect("insert");
+    assert_eq!(cl.commit(0, r), Decision::Abort);
+
+    // Control: the same interleaving with a write outside the predicate commits both.
+    let w = cl.begin(1);
+    cl.now += 1_000;
+    let r = cl.begin(0);
+    assert_eq!(cl.rows(0, r, "SELECT count(*) FROM accounts WHERE balance > 20", vec![]), vec![vec![int(4)]]);
+    cl.sql(1, w, "INSERT INTO accounts VALUES (8, 'gus', 5)", vec![]).expect("insert");
+    assert_eq!(cl.commit(1, w), Decision::Commit);
+    cl.sql(0, r, "INSERT INTO accounts VALUES (6, 'fay', 1)", vec![]).expect("insert");
+    assert_eq!(cl.commit(0, r), Decision::Commit);
+}
+
+#[test]
+fn concurrent_inserts_of_one_key_do_not_both_commit() {
+    let mut cl = cluster(2);
+    accounts(&mut cl);
+    let a = cl.begin(0);
+    let b = cl.begin(1);
+    cl.sql(0, a, "INSERT INTO accounts VALUES (7, 'a', 1)", vec![]).expect("insert a");
+    cl.sql(1, b, "INSERT INTO accounts VALUES (7, 'b', 2)", vec![]).expect("insert b");
+    let da = cl.commit(0, a);
+    let db = cl.commit(1, b);
+    assert!(!(da == Decision::Commit && db == Decision::Commit), "both inserts of key 7 committed");
+    let h = cl.begin(0);
+    let owner = cl.rows(0, h, "SELECT owner FROM accounts WHERE id = 7", vec![]);
+    let expected: Vec<Vec<Value>> = match (da, db) {
+        (Decision::Commit, _) => vec![vec![Value::Text("a".into())]],
+        (_, Decision::Commit) => vec![vec![Value::Text("b".into())]],
+        _ => vec![],
+    };
+    assert_eq!(owner, expected);
+}
+
+#[test]
+fn one_lying_replica_cannot_change_a_range_result() {
+    let mut cl = cluster(1);
+    accounts(&mut cl);
+    cl.lies[0] = Lie::EmptyResult;
+    cl.lies[3] = Lie::Honest;
+    let h = cl.begin(0);
+    assert_eq!(cl.rows(0, h, "SELECT id FROM accounts WHERE balance < 200 ORDER BY id", vec![]), vec![vec![int(1)], vec![int(2)], vec![int(3)]]);
+    assert_eq!(cl.commit(0, h), Decision::Commit);
+}
