@@ -372,3 +372,35 @@ fn line3_a_write_below_a_reported_table_version_is_not_monotonic() {
     let fine = fx.meta(Txn { t: 25, reads: vec![(key(3), Timestamp::GENESIS)], writes: vec![(3, Some(1))], predicate: None });
     assert_eq!(fx.prepare(&fine), Some(Vote::Commit));
 }
+
+#[test]
+fn a_writeback_arriving_after_a_later_schema_change_still_lands() {
+    let mut fx = fixture();
+    // T (ts 20) inserts row 1 under the old schema and prepares here.
+    let t = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(5))], predicate: None });
+    assert_eq!(fx.prepare(&t), Some(Vote::Commit));
+    // D (ts 30) adds a column with a default; it is ordered after T and commits first here.
+    let mut before = Catalog::new();
+    let col = |name: &str, default: Option<Value>| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default };
+    before
+        .apply(&CatalogChange::CreateTable(TableSchema { name: "t".into(), columns: vec![col("id", None), col("a", None)], primary_key: vec![0], indexes: vec![] }))
+        .expect("create");
+    let change = CatalogChange::AddColumn { table: "t".into(), column: col("b", Some(Value::Int(7))) };
+    let mut after = before.clone();
+    after.apply(&change).expect("add column");
+    let d = TxnMeta {
+        ts: ts(30),
+        read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: fx.catalog }],
+        write_set: vec![WriteEntry { key: catalog_key(ShardId(0)), value: Some(postcard::to_allocvec(&CatalogWrite { change, catalog: after }).expect("encode")) }],
+        deps: vec![],
+        predicates: vec![],
+        shards: vec![ShardId(0)],
+    };
+    assert_eq!(fx.prepare(&d), Some(Vote::Commit));
+    fx.commit(&d);
+    // T's writeback arrives last: its row is kept, padded with the new column's default.
+    fx.commit(&t);
+    fx.catalog = ts(30);
+    let reply = fx.range_read(40, "SELECT id, a, b FROM t", vec![]);
+    assert_eq!(rows_of(&reply), vec![vec![Value::Int(1), Value::Int(5), Value::Int(7)]]);
+}

@@ -17,6 +17,7 @@ use pistou_core::{ClusterConfig, ShardId, SqlConfig, Timestamp, TxnId};
 use pistou_rowstore::{RowStore, StoreLimits, VersionState};
 use pistou_sql::{Catalog, CatalogChange, Engine, Limits, Predicate, Row, Write, WriteSet};
 use pistou_wire::TxnMeta;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -168,11 +169,41 @@ impl SqlReplica {
         Ok(Some(txn))
     }
 
+    /// T's row writes in the store's current schema. A schema change ordered after T may have
+    /// committed here before T's writes arrive (T commits, D = ALTER commits, T's writeback
+    /// reaches this replica last): T's rows are then older versions under the new schema —
+    /// padded with the defaults of columns added since, or dropped with their table if it
+    /// was dropped since (a dropped table's history goes with it).
+    fn writes_for_store<'t>(&self, txn: &'t SqlTxn) -> (Cow<'t, WriteSet>, Arc<Catalog>) {
+        let (current_version, current) = self.catalog_below(Timestamp::MAX);
+        let read = txn.catalog_version.unwrap_or(Timestamp::GENESIS);
+        if read == current_version {
+            return (Cow::Borrowed(&txn.writes), current);
+        }
+        let mut out = WriteSet::default();
+        for (table, rows) in &txn.writes.tables {
+            let survived = self.catalogs.range(read..).all(|(_, c)| c.table(table).is_some());
+            let Some(schema) = current.table(table).filter(|_| survived) else { continue };
+            for (pk, write) in rows {
+                let write = match write {
+                    Write::Upsert(row) if row.len() < schema.columns.len() => {
+                        let mut row = row.clone();
+                        row.extend(schema.columns[row.len()..].iter().map(|c| c.default.clone().unwrap_or(pistou_sql::Value::Null)));
+                        Write::Upsert(row)
+                    }
+                    other => other.clone(),
+                };
+                out.put(table, pk.clone(), write);
+            }
+        }
+        (Cow::Owned(out), current)
+    }
+
     /// Installs T's row writes as prepared versions and registers its predicates.
     pub(crate) fn prepare(&mut self, id: TxnId, ts: Timestamp, txn: &SqlTxn) -> Result<(), String> {
-        let catalog = txn.catalog_version.and_then(|v| self.catalogs.get(&v)).cloned().unwrap_or_default();
         if !txn.writes.is_empty() {
-            self.store.insert(id, ts, &txn.writes, VersionState::Prepared, &catalog).map_err(|e| e.to_string())?;
+            let (writes, catalog) = self.writes_for_store(txn);
+            self.store.insert(id, ts, &writes, VersionState::Prepared, &catalog).map_err(|e| e.to_string())?;
         }
         self.register_readers(id, ts, txn);
         Ok(())
@@ -210,9 +241,9 @@ impl SqlReplica {
             self.catalogs.insert(ts, Arc::new(next));
             return Ok(());
         }
-        let catalog = txn.catalog_version.and_then(|v| self.catalogs.get(&v)).cloned().unwrap_or_default();
         if !txn.writes.is_empty() {
-            self.store.insert(id, ts, &txn.writes, VersionState::Committed, &catalog).map_err(|e| e.to_string())?;
+            let (writes, catalog) = self.writes_for_store(txn);
+            self.store.insert(id, ts, &writes, VersionState::Committed, &catalog).map_err(|e| e.to_string())?;
         }
         self.register_readers(id, ts, txn);
         Ok(())
