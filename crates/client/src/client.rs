@@ -6,7 +6,8 @@ use crate::link::LinkCounters;
 use crate::options::ClientOptions;
 use pistou_core::{ClientId, ClusterConfig, Key, Value};
 use pistou_crypto::SecretKey;
-use pistou_txn::{Coordinator, TxnError, TxnHandle};
+use pistou_sql::Value as SqlValue;
+use pistou_txn::{Coordinator, SqlOutput, TxnError, TxnHandle};
 use pistou_wire::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 use rand::Rng;
 use std::collections::BTreeMap;
@@ -168,6 +169,31 @@ impl Txn {
         check_key(key)?;
         self.writes.insert(key.to_vec(), value);
         Ok(())
+    }
+
+    /// Runs one SQL statement (SELECT / INSERT / UPDATE / DELETE / DDL) with `$n`
+    /// parameters. Queries return rows; writes are buffered until `commit`, and later
+    /// statements of this transaction see them. A failed statement (`ClientError::Sql`,
+    /// with its SQLSTATE) leaves the transaction to be rolled back.
+    pub async fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<SqlOutput, ClientError> {
+        self.check_active()?;
+        let (reply, rx) = oneshot::channel();
+        let cmd = Command::Sql { txn: self.handle, sql: sql.to_string(), params: params.to_vec(), reply };
+        self.client.call("sql", cmd, rx).await
+    }
+
+    /// Like [`Txn::query`] for statements that write: returns the affected row count.
+    pub async fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64, ClientError> {
+        Ok(match self.query(sql, params).await? {
+            SqlOutput::Affected { count, .. } => count,
+            SqlOutput::Rows { rows, .. } => rows.len() as u64,
+            SqlOutput::Ddl { .. } => 0,
+        })
+    }
+
+    /// Abandons the transaction (SQL's ROLLBACK); same as [`Txn::abort`].
+    pub fn rollback(self) {
+        self.abort();
     }
 
     /// Commits. `Err(Timeout)` means the outcome is unknown.

@@ -6,7 +6,7 @@ use crate::error::{ClientError, Outcome};
 use crate::link::{run_link, LinkCounters, LinkParams};
 use crate::options::ClientOptions;
 use pistou_core::{ClusterConfig, Key, ReplicaId, Value};
-use pistou_txn::{Coordinator, CoordinatorEvent, GetStart, TxnHandle};
+use pistou_txn::{Coordinator, CoordinatorEvent, GetStart, SqlOutput, TxnHandle};
 use pistou_wire::{Decision, Message};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -25,6 +25,8 @@ pub(crate) enum Command {
     /// Buffered writes travel with the commit, so `Txn::put` needs no round trip.
     Commit { txn: TxnHandle, writes: Writes, reply: Reply<Outcome> },
     Abort { txn: TxnHandle },
+    /// One SQL statement (Pesto): answered when it completes.
+    Sql { txn: TxnHandle, sql: String, params: Vec<pistou_sql::Value>, reply: Reply<SqlOutput> },
     /// Stop taking commands; finish writebacks (bounded by `linger`), then answer.
     Shutdown { done: oneshot::Sender<()> },
 }
@@ -52,6 +54,8 @@ pub(crate) struct Engine {
     commits: HashMap<TxnHandle, Reply<Outcome>>,
     /// Transactions begun and not yet aborted or decided.
     open: HashSet<TxnHandle>,
+    /// Callers waiting for a SQL statement, by transaction (one statement at a time).
+    statements: HashMap<TxnHandle, Reply<SqlOutput>>,
 }
 
 impl Engine {
@@ -78,6 +82,7 @@ impl Engine {
             deferred: HashMap::new(),
             commits: HashMap::new(),
             open: HashSet::new(),
+            statements: HashMap::new(),
         };
         // Eager links: the first transaction should not pay for connection setup.
         let all: Vec<ReplicaId> = engine.config.all_replicas().collect();
@@ -142,6 +147,7 @@ impl Engine {
         }
         self.reads.clear();
         self.deferred.clear();
+        self.statements.clear();
         self.route();
     }
 
@@ -162,6 +168,20 @@ impl Engine {
                     let _ = reply.send(Err(e.into()));
                 }
             },
+            Command::Sql { txn, sql, params, reply } => {
+                if self.statements.contains_key(&txn) {
+                    let _ = reply.send(Err(pistou_txn::TxnError::Busy.into()));
+                    return;
+                }
+                match self.coord.sql(now, txn, &sql, params) {
+                    Ok(()) => {
+                        self.statements.insert(txn, reply);
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e.into()));
+                    }
+                }
+            }
             Command::Commit { txn, writes, reply } => {
                 if self.reads.contains_key(&txn) {
                     self.deferred.insert(txn, (writes, reply));
@@ -178,6 +198,7 @@ impl Engine {
                 let _ = self.coord.abort(txn);
                 self.reads.remove(&txn);
                 self.deferred.remove(&txn);
+                self.statements.remove(&txn);
                 self.open.remove(&txn);
             }
         }
@@ -208,6 +229,11 @@ impl Engine {
         while let Some(event) = self.coord.poll_event() {
             match event {
                 CoordinatorEvent::ReadDone { txn, key, value } => self.read_done(txn, key, value),
+                CoordinatorEvent::SqlDone { txn, result } => {
+                    if let Some(reply) = self.statements.remove(&txn) {
+                        let _ = reply.send(result.map_err(Into::into));
+                    }
+                }
                 CoordinatorEvent::Decided { txn, decision, fast, .. } => {
                     self.open.remove(&txn);
                     let outcome = match decision {

@@ -33,4 +33,8 @@ pub enum ClientError {
     Closed,
     #[error("transaction aborted {0} times in a row; giving up")]
     TooManyAborts(u32),
+    /// A SQL statement failed (it carries the PostgreSQL SQLSTATE). The transaction stays
+    /// open but should be rolled back, as PostgreSQL requires.
+    #[error("{0}")]
+    Sql(#[from] pistou_sql::SqlError),
 }

@@ -31,3 +31,5 @@ pub use client::{Client, Txn, TxnFuture};
 pub use error::{ClientError, Outcome};
 pub use link::LinkCounters;
 pub use options::ClientOptions;
+pub use pistou_sql::{SqlError, SqlState, Value as SqlValue};
+pub use pistou_txn::SqlOutput;

@@ -305,3 +305,89 @@ async fn shutdown_waits_for_writebacks() {
     };
     tokio::time::timeout(Duration::from_secs(60), run).await.expect("test timed out");
 }
+
+/// One SQL transfer between accounts, retried on abort; statement errors are returned.
+async fn sql_transfer(client: &Client, from: i64, to: i64) -> Result<(), ClientError> {
+    use pistou_client::SqlValue;
+    client
+        .run_txn(|t| Box::pin(async move {
+            t.execute("UPDATE accounts SET balance = balance - 1 WHERE id = $1", &[SqlValue::Int(from)]).await?;
+            t.execute("UPDATE accounts SET balance = balance + 1 WHERE id = $1", &[SqlValue::Int(to)]).await?;
+            Ok(())
+        }))
+        .await
+}
+
+async fn sql_total(client: &Client) -> i64 {
+    use pistou_client::{SqlOutput, SqlValue};
+    client
+        .run_txn(|t| Box::pin(async move {
+            match t.query("SELECT sum(balance), count(*) FROM accounts WHERE balance >= $1", &[SqlValue::Int(-1_000)]).await? {
+                SqlOutput::Rows { rows, .. } => match rows.as_slice() {
+                    [row] => match (&row[0], &row[1]) {
+                        (SqlValue::Int(sum), SqlValue::Int(6)) => Ok(*sum),
+                        other => panic!("unexpected aggregate {other:?}"),
+                    },
+                    other => panic!("unexpected rows {other:?}"),
+                },
+                other => panic!("unexpected output {other:?}"),
+            }
+        }))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_transactions_over_tcp_conserve_total() {
+    use pistou_client::{SqlOutput, SqlState, SqlValue};
+    let run = async {
+        let cluster = start(1, 1, true).await;
+        let connect = |c: usize| Client::connect(cluster.config.clone(), ClientId(c as u64 + 1), Some(cluster.client_keys[c].clone()));
+        let admin = connect(3).await.unwrap();
+        let mut t = admin.begin().await.unwrap();
+        t.execute("CREATE TABLE accounts (id INT PRIMARY KEY, owner TEXT NOT NULL, balance INT NOT NULL)", &[]).await.unwrap();
+        assert!(t.commit().await.unwrap().is_committed());
+        let mut t = admin.begin().await.unwrap();
+        let n = t
+            .execute("INSERT INTO accounts VALUES (0, 'a', 100), (1, 'b', 100), (2, 'c', 100), (3, 'd', 100), (4, 'e', 100), (5, 'f', 100)", &[])
+            .await
+            .unwrap();
+        assert_eq!(n, 6);
+        assert!(t.commit().await.unwrap().is_committed());
+        let mut handles = Vec::new();
+        for c in 0..3usize {
+            let client = connect(c).await.unwrap();
+            handles.push(tokio::spawn(async move {
+                for k in 0..8i64 {
+                    let from = (k * 3 + c as i64) % 6;
+                    let to = (from + 1 + k % 5) % 6;
+                    sql_transfer(&client, from, to).await.unwrap();
+                }
+            }));
+        }
+        for h in handles {
+            h.await.unwrap();
+        }
+        assert_eq!(sql_total(&admin).await, 600);
+        // A failing statement reports its SQLSTATE; the transaction is then rolled back.
+        let mut t = admin.begin().await.unwrap();
+        match t.query("INSERT INTO accounts VALUES (1, 'dup', 0)", &[]).await {
+            Err(ClientError::Sql(e)) => assert_eq!(e.state, SqlState::UniqueViolation),
+            other => panic!("expected a unique violation, got {other:?}"),
+        }
+        t.rollback();
+        // Read-your-writes through the library.
+        let mut t = admin.begin().await.unwrap();
+        t.execute("UPDATE accounts SET owner = 'zed' WHERE id = 5", &[]).await.unwrap();
+        match t.query("SELECT owner FROM accounts WHERE id = $1", &[SqlValue::Int(5)]).await.unwrap() {
+            SqlOutput::Rows { rows, columns, .. } => {
+                assert_eq!(columns, vec!["owner".to_string()]);
+                assert_eq!(rows, vec![vec![SqlValue::Text("zed".into())]]);
+            }
+            other => panic!("{other:?}"),
+        }
+        t.rollback();
+        cluster.stop.send(true).unwrap();
+    };
+    tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out");
+}
