@@ -9,9 +9,29 @@ use pistou_sql::{IndexSchema, KeyRange, ReadAt, Row, SqlError, SqlState, Storage
 use std::ops::Bound;
 
 impl RowStore {
+    /// Refuses reads below the garbage-collection watermark (App. B.3).
+    fn check_watermark(&self, at: &ReadAt) -> Result<()> {
+        if at.ts < self.watermark {
+            return Err(too_old());
+        }
+        Ok(())
+    }
+
     fn sql_table(&self, name: &str) -> Result<&Table> {
         self.tables.get(name).ok_or_else(|| SqlError::new(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist")))
     }
+}
+
+fn too_old() -> SqlError {
+    SqlError::new(SqlState::SnapshotTooOld, "snapshot too old: versions this read needs were garbage-collected; retry the transaction")
+}
+
+/// Refuses a read of `chain` that could need a version the per-key cap deleted (App. B.3).
+fn readable(chain: &Chain, at: &ReadAt) -> Result<()> {
+    if at.ts < chain.cap_floor {
+        return Err(too_old());
+    }
+    Ok(())
 }
 
 /// The version a read at `at` sees, if it is a row (deletions and absences read as nothing).
@@ -41,20 +61,28 @@ fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 
 impl Storage for RowStore {
     fn scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
+        self.check_watermark(at)?;
         let t = self.sql_table(&table.name)?;
         // `BTreeMap::range` panics on inverted ranges; `is_empty` covers every such case.
         if range.is_empty() {
             return Ok(Vec::new());
         }
         let bounds = (as_slice(&range.start), as_slice(&range.end));
-        Ok(t.rows
-            .range::<[u8], _>(bounds)
-            .filter_map(|(key, chain)| visible(chain, at).map(|(v, row)| owned_row(table, key, v, row)))
-            .take(limit)
-            .collect())
+        let mut out = Vec::new();
+        for (key, chain) in t.rows.range::<[u8], _>(bounds) {
+            if out.len() >= limit {
+                break;
+            }
+            readable(chain, at)?;
+            if let Some((v, row)) = visible(chain, at) {
+                out.push(owned_row(table, key, v, row));
+            }
+        }
+        Ok(out)
     }
 
     fn index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
+        self.check_watermark(at)?;
         let t = self.sql_table(&table.name)?;
         let Some(entries) = t.index(&index.name) else {
             return Err(SqlError::new(SqlState::UndefinedObject, format!("index \"{}\" does not exist", index.name)));
@@ -65,14 +93,20 @@ impl Storage for RowStore {
         // An entry may belong to any version of its key; the row is reported only at the
         // entry matching its visible version, so each key appears at most once and the output
         // is in (index key, primary key) order.
-        Ok(entries
-            .range(range)
-            .filter_map(|(index_key, pk)| {
-                let (version, row) = visible(t.rows.get(pk)?, at)?;
-                (table.index_key(index, row) == index_key).then(|| owned_row(table, pk, version, row))
-            })
-            .take(limit)
-            .collect())
+        let mut out = Vec::new();
+        for (index_key, pk) in entries.range(range) {
+            if out.len() >= limit {
+                break;
+            }
+            let Some(chain) = t.rows.get(pk) else { continue };
+            readable(chain, at)?;
+            if let Some((version, row)) = visible(chain, at) {
+                if table.index_key(index, row) == index_key {
+                    out.push(owned_row(table, pk, version, row));
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp> {

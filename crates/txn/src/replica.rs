@@ -315,6 +315,8 @@ impl Replica {
             let Some((ts, key)) = self.rts_index.pop_first() else { break };
             self.remove_rts(&key, ts);
         }
+        let max_age = self.config().max_txn_age_us;
+        self.sql.gc(now, max_age);
     }
 
     /// Transactions with ts.time below this are refused; their RTS can be forgotten.

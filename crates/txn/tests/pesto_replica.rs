@@ -404,3 +404,31 @@ fn a_writeback_arriving_after_a_later_schema_change_still_lands() {
     let reply = fx.range_read(40, "SELECT id, a, b FROM t", vec![]);
     assert_eq!(rows_of(&reply), vec![vec![Value::Int(1), Value::Int(5), Value::Int(7)]]);
 }
+
+#[test]
+fn gc_refuses_reads_below_the_watermark_and_keeps_the_latest_version() {
+    let mut fx = fixture();
+    fx.load(10, &[(1, 5)]);
+    let update = fx.meta(Txn { t: 20, reads: vec![(key(1), ts(10))], writes: vec![(1, Some(6))], predicate: None });
+    assert_eq!(fx.prepare(&update), Some(Vote::Commit));
+    fx.commit(&update);
+    // Far later, the watermark passes both versions.
+    let later = NOW + 1_000_000_000;
+    fx.replica.tick(later);
+    let read_at = |fx: &mut Fixture, now: u64, at: Timestamp| {
+        let req = RangeRead { ts: at, catalog_version: fx.catalog, sql: "SELECT a FROM t WHERE a > 0".into(), params: vec![], pending: vec![] };
+        fx.replica.handle(now, 7, Message::RangeRead(sign_client(ClientId(1), Some(&fx.client), req)));
+        fx.replica.flush();
+        match fx.replica.take_outputs().pop() {
+            Some((_, Message::RangeReply(r))) => r.body.result,
+            other => panic!("expected a range reply, got {other:?}"),
+        }
+    };
+    let old = read_at(&mut fx, later, ts(15));
+    assert_eq!(old.expect_err("below the watermark").state, pistou_sql::SqlState::SnapshotTooOld);
+    let now_ts = Timestamp { time: later, client: ClientId(1), seq: 99 };
+    match read_at(&mut fx, later, now_ts).expect("current read") {
+        RangeResult { output: QueryOutput::Rows(rows), .. } => assert_eq!(rows, vec![vec![Value::Int(6)]]),
+        other => panic!("{other:?}"),
+    }
+}

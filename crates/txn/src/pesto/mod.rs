@@ -110,6 +110,23 @@ impl SqlReplica {
         }
     }
 
+    /// Garbage collection (App. B.3): versions below the watermark collapse to the newest
+    /// one, and registered readers below it are forgotten. The watermark trails `now` by the
+    /// configured lag, and never passes the oldest timestamp a transaction may still prepare
+    /// at (`max_txn_age_us`), so no reader or writer that can still commit is affected.
+    pub(crate) fn gc(&mut self, now: u64, max_txn_age_us: u64) {
+        let lag = self.params.gc_lag_us.max(max_txn_age_us);
+        let watermark = Timestamp::at(now.saturating_sub(lag));
+        if watermark <= self.store.watermark() {
+            return;
+        }
+        self.store.gc(watermark);
+        for readers in self.readers.values_mut() {
+            *readers = readers.split_off(&(watermark, TxnId([0; 32])));
+        }
+        self.readers.retain(|_, r| !r.is_empty());
+    }
+
     /// Records that a range read was told `version` for `table` (monotonicity bound).
     pub(crate) fn note_reported(&mut self, table: &str, version: Timestamp) {
         let high = self.reported.entry(table.to_string()).or_insert(Timestamp::GENESIS);
