@@ -11,7 +11,7 @@ use pistou_core::{ClientId, ClusterConfig, ReplicaId, ShardId, Timestamp, TxnId}
 use pistou_crypto::{BatchSigner, SecretKey};
 use pistou_txn::sign_client;
 use pistou_wire::{
-    Decision, Dep, Message, Prepare, PreparedRead, ReadEntry, ReadRequest, ReplicaSigned, ShardVotes, Signable,
+    Decision, Dep, Message, Prepare, PreparedRead, QueryOutput, ReadEntry, ReadRequest, ReplicaSigned, ShardVotes, Signable,
     St1Vote, St2, TxnMeta, Vote, WriteEntry,
 };
 use rand::Rng;
@@ -59,6 +59,9 @@ pub enum ReplicaFault {
     SilentLeader,
     /// As fallback leader, proposes the minority decision.
     LyingLeader,
+    /// Lies in range-read replies (Pesto §5.5): in Q-RES, Q-READ, Q-DEP, table versions or
+    /// SS-VOTE, one lie per reply.
+    LieRange,
 }
 
 /// The keys Byzantine clients write: the same `acct{i}` accounts as the simulated workload.
@@ -99,6 +102,7 @@ impl std::str::FromStr for ReplicaFault {
             "lie-views" => ReplicaFault::LieViews,
             "silent-leader" => ReplicaFault::SilentLeader,
             "lying-leader" => ReplicaFault::LyingLeader,
+            "lie-range" => ReplicaFault::LieRange,
             other => return Err(format!("unknown replica fault {other:?}")),
         })
     }
@@ -141,6 +145,46 @@ pub fn tamper(fault: ReplicaFault, key: &BatchSigner, me: ReplicaId, to_client: 
                 Decision::Abort => Decision::Commit,
             };
             Some(Message::DecideReply(signed_by(key, me, body)))
+        }
+        (ReplicaFault::LieRange, Message::RangeReply(r)) => {
+            let mut body = r.body;
+            if let Ok(result) = &mut body.result {
+                match rng.gen_range(0..6) {
+                    // Q-RES: a row less (or a count changed).
+                    0 => match &mut result.output {
+                        QueryOutput::Rows(rows) => {
+                            rows.pop();
+                        }
+                        QueryOutput::Affected { count, .. } => *count += 1,
+                    },
+                    // Q-READ: a row version it never read.
+                    1 => {
+                        if let Some(read) = result.reads.first_mut() {
+                            read.version = Timestamp { time: read.version.time.saturating_add(1), client: ClientId(999), seq: rng.gen() };
+                        }
+                    }
+                    // Q-DEP: a fabricated prepared writer.
+                    2 => {
+                        if let Some(read) = result.reads.first_mut() {
+                            read.prepared_by = Some(TxnId(rng.gen()));
+                        }
+                    }
+                    // Table versions far too low (slow checks) or too high (missed writes).
+                    3 => {
+                        for p in &mut result.predicates {
+                            p.table_version = Timestamp::GENESIS;
+                        }
+                    }
+                    4 => {
+                        for p in &mut result.predicates {
+                            p.table_version = Timestamp { time: p.table_version.time.saturating_add(50_000), ..p.table_version };
+                        }
+                    }
+                    // SS-VOTE: fabricated writers.
+                    _ => body.ss_vote.push(TxnId(rng.gen())),
+                }
+            }
+            Some(Message::RangeReply(signed_by(key, me, body)))
         }
         (ReplicaFault::LieViews, Message::DecideReply(r)) => {
             let mut body = r.body;

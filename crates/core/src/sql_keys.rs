@@ -51,6 +51,14 @@ pub fn catalog_key(shard: ShardId) -> Vec<u8> {
     key
 }
 
+/// The table of a row key (None for other keys).
+pub fn row_table(key: &[u8]) -> Option<&str> {
+    match key_kind(key) {
+        KeyKind::Row { table, .. } => Some(table),
+        _ => None,
+    }
+}
+
 /// Classifies a key. Malformed row or catalog keys are plain keys: they carry no SQL meaning.
 pub fn key_kind(key: &[u8]) -> KeyKind<'_> {
     match key {

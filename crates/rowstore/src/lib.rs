@@ -32,8 +32,9 @@
 //! [`pistou_sql::Storage`] is implemented as the engine documents it: per key, the newest
 //! version with `ts < at.ts` that `at.visible` accepts; deletions read as no row; index
 //! scans report a row only at the entry of its visible version; rows are padded to the
-//! reader's schema. The table version (§6.1.3) is the newest logged write below `at.ts`,
-//! prepared or committed, whatever `at.visible` says.
+//! reader's schema. The table version (§6.1.3) is the newest logged write below `at.ts`
+//! that `at.visible` accepts: a reader has not "read past" a prepared write it cannot see,
+//! so that write must stay inside its completeness window (Alg. 1 line 12).
 //!
 //! ## Garbage collection (Pesto App. B.3)
 //!

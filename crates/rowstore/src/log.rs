@@ -116,10 +116,16 @@ impl WriteLog {
         (lo < hi).then(|| self.entries.range(bounds)).into_iter().flatten()
     }
 
-    /// Timestamp of the newest write below `below` (exact when `below` is at or above the
-    /// watermark; possibly lower, never higher, below it).
-    pub fn newest_below(&self, below: Timestamp) -> Option<Timestamp> {
-        let logged = self.entries.range(..(below, LOWEST_TXN)).next_back().map(|(&(ts, _), _)| ts);
+    /// Timestamp of the newest write below `below` that `accept` admits (exact when `below` is
+    /// at or above the watermark; possibly lower, never higher, below it). Trimmed writes are
+    /// committed, so every reader admits them.
+    pub fn newest_below(&self, below: Timestamp, accept: impl Fn(Timestamp, TxnId, &LoggedWrite) -> bool) -> Option<Timestamp> {
+        let logged = self
+            .entries
+            .range(..(below, LOWEST_TXN))
+            .rev()
+            .find(|(&(ts, writer), entry)| entry.values().any(|w| accept(ts, writer, w)))
+            .map(|(&(ts, _), _)| ts);
         let trimmed = self.trimmed_through.filter(|&ts| ts < below);
         logged.max(trimmed)
     }
@@ -169,8 +175,8 @@ mod tests {
         log.record(Timestamp::at(5), TxnId([5; 32]), &key(5), write(VersionState::Committed));
         assert_eq!(log.trim(Timestamp::GENESIS, Timestamp::at(4)), 2);
         assert_eq!((log.entries(), log.writes()), (2, 2));
-        assert_eq!(log.newest_below(Timestamp::at(5)), Some(Timestamp::at(3)), "trimmed writes still count");
-        assert_eq!(log.newest_below(Timestamp::at(3)), Some(Timestamp::at(2)));
+        assert_eq!(log.newest_below(Timestamp::at(5), |_, _, _| true), Some(Timestamp::at(3)), "trimmed writes still count");
+        assert_eq!(log.newest_below(Timestamp::at(3), |_, _, _| true), Some(Timestamp::at(2)));
         assert_eq!(log.newest(), Some(Timestamp::at(5)));
         assert!(log.remove(Timestamp::at(2), TxnId([2; 32]), &[2]).is_some());
         assert_eq!((log.entries(), log.writes()), (1, 1));

@@ -1,6 +1,7 @@
 //! The engine's read interface ([`pistou_sql::Storage`]) over the store.
 
 use crate::chain::{Chain, StoredVersion};
+use crate::refs::version_of;
 use crate::store::RowStore;
 use crate::table::Table;
 use pistou_core::Timestamp;
@@ -110,6 +111,7 @@ impl Storage for RowStore {
     }
 
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp> {
-        self.tables.get(&table.name)?.log.newest_below(at.ts)
+        // Only writes the reader may see: a version it cannot see is not one it has read past.
+        self.tables.get(&table.name)?.log.newest_below(at.ts, |ts, writer, w| (at.visible)(&version_of(ts, writer, w.state)))
     }
 }

@@ -185,14 +185,15 @@ fn index_scans_recheck_the_visible_version() {
 }
 
 #[test]
-fn table_version_ignores_visibility_and_aborted_writers() {
+fn table_version_counts_only_visible_writes_and_forgets_aborted_ones() {
     let (catalog, mut store) = setup();
     let t = table(&catalog, "t");
     assert_eq!(store.table_version(t, &latest(99)), None);
     commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
     prepare_at(&mut store, &catalog, 2, 20, &upsert(2, 2));
     let committed = ReadAt { ts: ts(99), visible: &committed_only };
-    assert_eq!(store.table_version(t, &committed), Some(ts(20)), "prepared writes count whatever the policy");
+    assert_eq!(store.table_version(t, &committed), Some(ts(10)), "a prepared write the reader cannot see is not read past");
+    assert_eq!(store.table_version(t, &latest(99)), Some(ts(20)), "a policy that sees prepared writes counts them");
     assert_eq!(store.table_version(t, &latest(20)), Some(ts(10)), "strictly below the read timestamp");
     assert_eq!(store.table_version(t, &latest(10)), None);
     store.abort(&txn(2));

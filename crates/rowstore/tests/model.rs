@@ -124,8 +124,8 @@ impl Model {
         rows.into_iter().map(|(_, r)| r).take(limit).collect()
     }
 
-    fn table_version(&self, table: &str, below: Timestamp) -> Option<Timestamp> {
-        self.versions.iter().filter(|v| v.table == table && v.ts < below).map(|v| v.ts).max()
+    fn table_version(&self, table: &str, at: &ReadAt) -> Option<Timestamp> {
+        self.versions.iter().filter(|v| v.table == table && v.ts < at.ts && (at.visible)(&v.version())).map(|v| v.ts).max()
     }
 }
 
@@ -213,7 +213,7 @@ fn check(store: &RowStore, model: &Model, catalog: &Catalog, capped: bool) -> Re
                     let got = store.scan(schema, &KeyRange::all(), &at, limit).map_err(|e| TestCaseError::fail(e.to_string()))?;
                     prop_assert_eq!(got, model.scan(schema, &KeyRange::all(), &at, limit), "scan {} at {}", name, read);
                 }
-                prop_assert_eq!(store.table_version(schema, &at), model.table_version(name, read), "table version {} at {}", name, read);
+                prop_assert_eq!(store.table_version(schema, &at), model.table_version(name, &at), "table version {} at {}", name, read);
                 for (t, k) in keys.iter().filter(|(t, _)| *t == name) {
                     let got = store.version_below(t, k, read, |v| visible(&v.version())).map(|v| (v.ts, v.writer, v.row.cloned()));
                     let want = model.visible(t, k, &at);
@@ -263,7 +263,7 @@ fn check(store: &RowStore, model: &Model, catalog: &Catalog, capped: bool) -> Re
             want.sort_by(|a, b| (a.0, a.1, &a.2).cmp(&(b.0, b.1, &b.2)));
             prop_assert_eq!(got, want, "writes_between {} ({}, {})", name, lo, hi);
         }
-        prop_assert_eq!(store.newest_write(name), model.table_version(name, Timestamp::MAX));
+        prop_assert_eq!(store.newest_write(name), model.table_version(name, &ReadAt { ts: Timestamp::MAX, visible: &all }));
     }
     // Stored versions: all prepared ones are kept; without the cap, everything at or above
     // the watermark is kept too.

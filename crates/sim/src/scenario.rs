@@ -4,6 +4,8 @@ use pistou_adversary::{tamper, tamper_replica, ByzClient, ClientFault, ReplicaFa
 use crate::network::{to_frame, Event, EventQueue, Node};
 use crate::workload::TxnLog;
 use crate::oracle::{self, OracleReport};
+use crate::sql_oracle;
+use crate::sql_workload::SqlSpec;
 use crate::workload::{SimClient, WorkloadSpec};
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
 use pistou_crypto::{BatchSigner, SecretKey};
@@ -48,6 +50,11 @@ pub struct Scenario {
     /// Byzantine replicas per shard (at most f) and what they do.
     pub byz_replicas_per_shard: usize,
     pub replica_fault: Option<ReplicaFault>,
+    /// Run the SQL workload (Pesto) instead of the key-value one; checked by the SQL oracle.
+    pub sql: Option<SqlSpec>,
+    /// Replicas per shard that never receive writebacks (they stay inconsistent: prepared but
+    /// never committed versions), besides crashed and Byzantine ones.
+    pub omit_writebacks_per_shard: usize,
 }
 
 impl Scenario {
@@ -73,6 +80,8 @@ impl Scenario {
             byz_txns: 10,
             byz_replicas_per_shard: 0,
             replica_fault: None,
+            sql: None,
+            omit_writebacks_per_shard: 0,
         }
     }
 }
@@ -141,6 +150,8 @@ struct World {
     /// Replicas that crash once `crash_at_us` has passed.
     to_crash: BTreeSet<ReplicaId>,
     isolated: BTreeSet<ReplicaId>,
+    /// Replicas that never get writebacks (inconsistent, not Byzantine).
+    lagging: BTreeSet<ReplicaId>,
     messages: u64,
 }
 
@@ -151,6 +162,9 @@ impl World {
 
     fn send(&mut self, now: u64, from: Node, to: Node, msg: &Message) {
         self.messages += 1;
+        if matches!(msg, Message::Writeback(_)) && matches!(to, Node::Replica(r) if self.lagging.contains(&r)) {
+            return;
+        }
         let start = now - EPOCH_US;
         let cut = |n: Node| matches!(n, Node::Replica(r) if self.isolated.contains(&r));
         let partitioned = self.s.partition.is_some_and(|(a, b)| start >= a && start < b) && (cut(from) || cut(to));
@@ -343,7 +357,10 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         let key = SecretKey::from_seed(seed_bytes(s.seed, 2, c as u64, 0));
         let mut coord = Coordinator::new(config.clone(), ClientId(c as u64 + 1), Some(key)).map_err(SimError::Setup)?;
         coord.set_timeouts(timeouts);
-        sim_clients.push(SimClient::new(c, coord, s.workload.clone()));
+        sim_clients.push(match &s.sql {
+            Some(spec) => SimClient::new_sql(c, coord, spec.clone()),
+            None => SimClient::new(c, coord, s.workload.clone()),
+        });
     }
     let mut skew = BTreeMap::new();
     let mut queue = EventQueue::default();
@@ -382,6 +399,22 @@ fn build(s: &Scenario) -> Result<World, SimError> {
             }
         }
     }
+    if s.byz_replicas_per_shard + s.crashes_per_shard + s.omit_writebacks_per_shard > 2 * s.f {
+        return Err(SimError::Setup("more than 2f faulty or lagging replicas per shard".into()));
+    }
+    let mut lagging = BTreeSet::new();
+    for sh in 0..s.shards as u32 {
+        let mut candidates: Vec<u32> = (0..n as u32)
+            .filter(|i| {
+                let id = ReplicaId { shard: ShardId(sh), index: *i };
+                !crashed.contains(&id) && !byz_replicas.contains_key(&id)
+            })
+            .collect();
+        for _ in 0..s.omit_writebacks_per_shard {
+            let i = candidates.remove(rng.gen_range(0..candidates.len()));
+            lagging.insert(ReplicaId { shard: ShardId(sh), index: i });
+        }
+    }
     let mut byz_clients = Vec::new();
     if let Some(fault) = s.client_fault {
         for b in 0..s.byz_clients {
@@ -408,6 +441,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         crashed: BTreeSet::new(),
         to_crash: crashed,
         isolated,
+        lagging,
         messages: 0,
     })
 }
@@ -478,12 +512,19 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         }
     }
     let others: Vec<TxnLog> = others.into_values().collect();
-    let report = oracle::check(&logs, &others).map_err(unsafe_err)?;
-    let committed = logs.iter().filter(|l| l.decision == Some(Decision::Commit)).count();
+    let mut report = oracle::check(&logs, &others).map_err(unsafe_err)?;
+    let sql_logs: Vec<_> = w.clients.iter().filter_map(|c| c.sql.as_ref()).flat_map(|s| s.finished.iter().cloned()).collect();
+    let mut sql_committed = 0;
+    if s.sql.is_some() {
+        sql_committed = sql_oracle::check(&sql_logs).map_err(unsafe_err)?;
+        report.committed += sql_committed;
+    }
+    let committed = logs.iter().filter(|l| l.decision == Some(Decision::Commit)).count() + sql_committed;
+    let sql_aborted = sql_logs.len() - sql_committed;
     let correct_replicas = w.replicas.iter().filter(|(id, _)| !w.crashed.contains(id));
     Ok(Outcome {
         committed,
-        aborted: logs.len() - committed,
+        aborted: logs.len() + sql_committed + sql_aborted - committed,
         fast_commits: logs.iter().filter(|l| l.decision == Some(Decision::Commit) && l.fast).count(),
         oracle: report,
         sim_time_us: now - EPOCH_US,

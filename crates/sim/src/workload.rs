@@ -106,15 +106,26 @@ pub struct SimClient {
     state: State,
     started: usize,
     pub finished: Vec<TxnLog>,
+    /// A SQL script instead of the key-value workload (Pesto scenarios).
+    pub sql: Option<crate::sql_workload::SqlScript>,
 }
 
 impl SimClient {
     pub fn new(index: usize, coord: Coordinator, spec: WorkloadSpec) -> Self {
-        SimClient { index, coord, spec, state: State::Idle, started: 0, finished: Vec::new() }
+        SimClient { index, coord, spec, state: State::Idle, started: 0, finished: Vec::new(), sql: None }
+    }
+
+    pub fn new_sql(index: usize, coord: Coordinator, spec: crate::sql_workload::SqlSpec) -> Self {
+        let mut c = SimClient::new(index, coord, WorkloadSpec::default());
+        c.sql = Some(crate::sql_workload::SqlScript::new(index, spec));
+        c
     }
 
     pub fn done(&self) -> bool {
-        matches!(self.state, State::Done)
+        match &self.sql {
+            Some(script) => script.done(),
+            None => matches!(self.state, State::Done),
+        }
     }
 
     fn pick_key(&self, rng: &mut ChaCha8Rng) -> u64 {
@@ -149,6 +160,10 @@ impl SimClient {
 
     /// Advances the client's script as far as it can go without waiting.
     pub fn step(&mut self, now: u64, rng: &mut ChaCha8Rng) {
+        if let Some(script) = &mut self.sql {
+            script.step(&mut self.coord, now, rng);
+            return;
+        }
         loop {
             while let Some(ev) = self.coord.poll_event() {
                 self.on_event(ev);

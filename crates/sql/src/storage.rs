@@ -170,8 +170,8 @@ struct MemTable {
     /// (index key, primary key) for every version ever written; stale entries are filtered
     /// on read by re-checking the visible version.
     indexes: BTreeMap<String, IndexEntries>,
-    /// Timestamps of all writes, for `table_version`.
-    write_ts: BTreeSet<Timestamp>,
+    /// Every write's timestamp and, while prepared, its writer; for `table_version`.
+    write_ts: BTreeMap<Timestamp, Option<TxnId>>,
 }
 
 /// An in-memory multi-version store: the test store, the benchmark store and the model
@@ -236,7 +236,7 @@ impl MemStore {
             let (Some(schema), Some(mem)) = (catalog.table(table_name), self.tables.get_mut(table_name)) else {
                 return err(SqlState::UndefinedTable, format!("relation \"{table_name}\" does not exist"));
             };
-            mem.write_ts.insert(version.ts);
+            mem.write_ts.insert(version.ts, version.prepared_by);
             for (key, write) in table_writes {
                 let row = match write {
                     Write::Upsert(row) => {
@@ -264,6 +264,9 @@ impl MemStore {
                 v.prepared_by = None;
             }
         });
+        for mem in self.tables.values_mut() {
+            mem.write_ts.values_mut().filter(|w| w.as_ref() == Some(txn)).for_each(|w| *w = None);
+        }
     }
 
     /// Removes every version prepared by `txn` (the writer aborted).
@@ -272,6 +275,7 @@ impl MemStore {
             for versions in mem.rows.values_mut() {
                 versions.retain(|(v, _)| v.prepared_by.as_ref() != Some(txn));
             }
+            mem.write_ts.retain(|_, w| w.as_ref() != Some(txn));
         }
     }
 
@@ -345,7 +349,8 @@ impl Storage for MemStore {
 
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp> {
         let mem = self.tables.get(&table.name)?;
-        mem.write_ts.range(..at.ts).next_back().copied()
+        // Only writes the reader may see: a version it cannot see is not one it has read past.
+        mem.write_ts.range(..at.ts).rev().find(|&(&ts, &prepared_by)| (at.visible)(&Version { ts, prepared_by })).map(|(&ts, _)| ts)
     }
 }
 

@@ -94,6 +94,9 @@ struct Txn {
 
 impl Fixture {
     fn meta(&self, txn: Txn) -> TxnMeta {
+        // The predicate's evaluation read the transaction's row reads (one statement).
+        let mut active: Vec<Vec<u8>> = txn.reads.iter().map(|(k, _)| k.clone()).collect();
+        active.sort();
         let mut read_set: Vec<ReadEntry> = txn.reads.into_iter().map(|(key, version)| ReadEntry { key, version }).collect();
         read_set.push(ReadEntry { key: catalog_key(ShardId(0)), version: self.catalog });
         read_set.sort_by(|a, b| a.key.cmp(&b.key));
@@ -107,7 +110,7 @@ impl Fixture {
             .collect();
         write_set.sort_by(|a, b| a.key.cmp(&b.key));
         let predicates =
-            txn.predicate.map(|table_version| PredicateRead { predicate: a_above_10(), table_version }).into_iter().collect();
+            txn.predicate.map(|table_version| PredicateRead { predicate: a_above_10(), table_version, active }).into_iter().collect();
         TxnMeta { ts: ts(txn.t), read_set, write_set, deps: vec![], predicates, shards: vec![ShardId(0)] }
     }
 
@@ -304,19 +307,19 @@ fn range_read_reports_result_active_rows_predicate_and_snapshot_vote() {
     let w = fx.meta(Txn { t: 20, reads: vec![(key(4), Timestamp::GENESIS)], writes: vec![(4, Some(90))], predicate: None });
     assert_eq!(fx.prepare(&w), Some(Vote::Commit)); // prepared, not committed
     let reply = fx.range_read(30, "SELECT id FROM t WHERE a > 10", vec![]);
-    assert_eq!(rows_of(&reply), vec![vec![Value::Int(2)], vec![Value::Int(3)], vec![Value::Int(4)]]);
+    assert_eq!(rows_of(&reply), vec![vec![Value::Int(2)], vec![Value::Int(3)]], "range reads see committed versions only");
     let result = reply.result.as_ref().expect("ok");
     let reads: Vec<_> = result.reads.iter().map(|r| (r.key.clone(), r.version, r.prepared_by)).collect();
-    assert_eq!(
-        reads,
-        vec![(key(2), ts(10), None), (key(3), ts(10), None), (key(4), ts(20), Some(w.id()))],
-        "active rows only (row 1 fails the predicate); the prepared one names its writer (Q-DEP)"
-    );
+    assert_eq!(reads, vec![(key(2), ts(10), None), (key(3), ts(10), None)], "active rows only (row 1 fails the predicate)");
     assert_eq!(result.predicates.len(), 1);
-    assert_eq!(result.predicates[0].table_version, ts(20), "newest write below ts 30");
-    let mut votes = vec![loaded.id(), w.id()];
-    votes.sort();
-    assert_eq!(reply.ss_vote, votes);
+    assert_eq!(result.predicates[0].table_version, ts(10), "newest committed write below ts 30");
+    assert_eq!(result.predicates[0].active, vec![key(2), key(3)]);
+    assert_eq!(reply.ss_vote, vec![loaded.id()]);
+    // Once committed, the write is visible to later range reads.
+    fx.commit(&w);
+    let after = fx.range_read(31, "SELECT id FROM t WHERE a > 10", vec![]);
+    assert_eq!(rows_of(&after), vec![vec![Value::Int(2)], vec![Value::Int(3)], vec![Value::Int(4)]]);
+    assert_eq!(after.result.as_ref().expect("ok").predicates[0].table_version, ts(20));
     // Below ts 15 only the first load is visible.
     assert_eq!(rows_of(&fx.range_read(15, "SELECT id FROM t WHERE a > 10", vec![])).len(), 2);
 }
@@ -431,4 +434,22 @@ fn gc_refuses_reads_below_the_watermark_and_keeps_the_latest_version() {
         RangeResult { output: QueryOutput::Rows(rows), .. } => assert_eq!(rows, vec![vec![Value::Int(6)]]),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn line12_a_key_read_by_a_later_statement_does_not_cover_the_predicate() {
+    let mut fx = fixture();
+    // W (ts 20) inserts a = 50 and commits.
+    let w = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&w), Some(Vote::Commit));
+    fx.commit(&w);
+    // T (ts 30): its first statement evaluated `a > 10` before W arrived (row 1 not among
+    // the keys it read); a later statement read row 1 at W's version. The predicate's result
+    // is still incomplete: abort.
+    let mut t = fx.meta(Txn { t: 30, reads: vec![(key(1), ts(20))], writes: vec![], predicate: Some(ts(10)) });
+    t.predicates[0].active.clear();
+    assert_eq!(fx.prepare(&t), Some(Vote::Abort));
+    // The same transaction where the predicate's own evaluation read row 1 commits.
+    let t2 = fx.meta(Txn { t: 31, reads: vec![(key(1), ts(20))], writes: vec![], predicate: Some(ts(10)) });
+    assert_eq!(fx.prepare(&t2), Some(Vote::Commit));
 }

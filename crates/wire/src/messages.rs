@@ -50,6 +50,13 @@ pub struct Dep {
 pub struct PredicateRead {
     pub predicate: WirePredicate,
     pub table_version: Timestamp,
+    /// The row keys of the predicate's table whose value the statement which evaluated it
+    /// already accounted for: its active rows (in the read set) and the keys the transaction
+    /// had itself written before it (in the write set; the statement saw its own write).
+    /// Sorted and unique. The completeness check skips a write only if *this* evaluation
+    /// covered its key: a later statement of the same transaction seeing it proves nothing
+    /// about this predicate's result.
+    pub active: Vec<Key>,
 }
 
 /// A transaction's metadata, whose canonical encoding's BLAKE3 is id_T. Sets travel as
@@ -130,6 +137,10 @@ impl TxnMeta {
         if !predicates_ok {
             return Err(MetaError::BadPredicate);
         }
+        let active: usize = self.predicates.iter().map(|p| p.active.len()).sum();
+        if active > MAX_TXN_OPS {
+            return Err(MetaError::TooLarge);
+        }
         if self.read_set.len() + self.write_set.len() > MAX_TXN_OPS || self.deps.len() > self.read_set.len() {
             return Err(MetaError::TooLarge);
         }
@@ -155,6 +166,16 @@ impl TxnMeta {
             if self.read_of(&d.key).map(|r| r.version) != Some(d.version) {
                 return Err(MetaError::BadDependency);
             }
+        }
+        let active_ok = self.predicates.iter().all(|p| {
+            p.active.windows(2).all(|k| k[0] < k[1])
+                && p.active.iter().all(|k| {
+                    (self.read_of(k).is_some() || self.write_of(k).is_some())
+                        && pistou_core::sql_keys::row_table(k) == Some(p.predicate.table.as_str())
+                })
+        });
+        if !active_ok {
+            return Err(MetaError::BadPredicate);
         }
         let mut shards: Vec<ShardId> = self
             .read_set

@@ -49,8 +49,10 @@ pub(super) struct SqlTxnState {
     pending: WriteSet,
     /// Rows read by range reads (Q-READ): key → version. Point reads are Basil reads.
     range_reads: BTreeMap<Key, Timestamp>,
-    /// PredSet_T: predicate → smallest table version seen for it.
-    predicates: BTreeMap<WirePredicate, Timestamp>,
+    /// PredSet_T: (predicate, keys its evaluation read) → smallest table version seen. The
+    /// same predicate evaluated by two statements stays two entries unless both read the
+    /// same keys (replicas check each evaluation on its own).
+    predicates: BTreeMap<(WirePredicate, Vec<Key>), Timestamp>,
     /// A schema change is buffered: nothing else may follow.
     ddl: bool,
     statement: Option<Statement>,
@@ -525,7 +527,7 @@ impl Coordinator {
             state.range_reads.insert(key, version);
         }
         for p in chosen.predicates {
-            let tv = state.predicates.entry(p.predicate).or_insert(p.table_version);
+            let tv = state.predicates.entry((p.predicate, p.active)).or_insert(p.table_version);
             *tv = (*tv).min(p.table_version);
         }
         t.deps.extend(chosen.deps);
@@ -581,6 +583,10 @@ impl Coordinator {
                 }
             }
         }
-        Ok(state.predicates.into_iter().map(|(predicate, table_version)| PredicateRead { predicate, table_version }).collect())
+        Ok(state
+            .predicates
+            .into_iter()
+            .map(|((predicate, active), table_version)| PredicateRead { predicate, table_version, active })
+            .collect())
     }
 }

@@ -6,7 +6,7 @@
 //! Windows use `Timestamp::at(t)` (client 0, which no real client has) as exclusive bounds,
 //! so `at(table_v.time - grace)` is strictly below every transaction of that microsecond.
 
-use super::{SqlReplica, SqlTxn};
+use super::{ReadPredicate, SqlReplica, SqlTxn};
 use crate::replica::{Status, TxnRecord};
 use std::collections::HashMap;
 use pistou_core::sql_keys::row_key;
@@ -44,8 +44,8 @@ impl SqlReplica {
     pub(crate) fn semantic_check(&self, id: &TxnId, meta: &TxnMeta, txn: &SqlTxn, txns: &Txns) -> Result<CcPass, CcAbort> {
         self.check_monotonic(meta.ts, txn)?;
         let mut pass = CcPass::default();
-        for (predicate, table_version) in &txn.predicates {
-            self.check_complete(id, meta, predicate, *table_version, &mut pass)?;
+        for p in &txn.predicates {
+            self.check_complete(id, meta, p, &mut pass)?;
         }
         self.check_later_readers(meta, txn, txns)?;
         pass.dynamic_deps.sort();
@@ -72,18 +72,15 @@ impl SqlReplica {
 
     /// Lines 11–16: no write that T should have seen as active escaped T's read. For every
     /// write w of another prepared or committed T' with table_v − grace < ts_T' < ts_T, to a
-    /// key T did not read, and that is still the newest version below ts_T: abort if w
-    /// satisfies P; if it does not but T' is only prepared and its abort would expose an
-    /// older version that does (or might), T depends on T'.
-    fn check_complete(
-        &self,
-        id: &TxnId,
-        meta: &TxnMeta,
-        predicate: &Predicate,
-        table_version: Timestamp,
-        pass: &mut CcPass,
-    ) -> Result<(), CcAbort> {
-        let lo = lower_bound(table_version, self.params.grace_us);
+    /// key the statement that evaluated P did not read, and that is still the newest version
+    /// below ts_T: abort if w satisfies P; if it does not but T' is only prepared and its
+    /// abort would expose an older version that does (or might), T depends on T'.
+    ///
+    /// "Did not read" is per predicate, not per transaction: a later statement of T may read
+    /// w's key after w arrived, while P's evaluation missed w (found by the SQL oracle).
+    fn check_complete(&self, id: &TxnId, meta: &TxnMeta, p: &ReadPredicate, pass: &mut CcPass) -> Result<(), CcAbort> {
+        let predicate = &p.predicate;
+        let lo = lower_bound(p.table_version, self.params.grace_us);
         if lo < self.store.watermark() {
             return Err(CcAbort::BelowWatermark);
         }
@@ -92,9 +89,9 @@ impl SqlReplica {
             if w.writer == *id {
                 continue;
             }
-            let read_by_t = row_key(table, w.key).is_some_and(|k| meta.read_of(&k).is_some());
-            if read_by_t {
-                continue; // an active read: Basil's freshness check covers it
+            let seen_by_p = row_key(table, w.key).is_some_and(|k| p.active.contains(&k));
+            if seen_by_p {
+                continue; // an active read of P: Basil's freshness check covers it
             }
             let newest = self.store.version_below(table, w.key, meta.ts, |_| true);
             if newest.is_some_and(|v| v.ts != w.ts || v.writer != w.writer) {
@@ -138,9 +135,12 @@ impl SqlReplica {
                 for (pk, write) in writes {
                     let pistou_sql::Write::Upsert(row) = write else { continue };
                     let record = txns.get(reader);
-                    let read_it = row_key(table, pk)
-                        .is_some_and(|k| record.is_some_and(|r| r.meta.read_of(&k).is_some()));
-                    if !read_it && predicates.iter().any(|p| p.may_match(row)) {
+                    let key = row_key(table, pk);
+                    // A predicate whose evaluation read the key is covered by Basil's reader check.
+                    let affected = predicates
+                        .iter()
+                        .any(|p| !key.as_ref().is_some_and(|k| p.active.contains(k)) && p.predicate.may_match(row));
+                    if affected {
                         let committed = record.is_some_and(|r| matches!(r.status, Status::Committed(_)));
                         return Err(CcAbort::Conflict(committed.then_some(*reader)));
                     }

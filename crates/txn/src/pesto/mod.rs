@@ -18,7 +18,7 @@ use pistou_rowstore::{RowStore, StoreLimits, VersionState};
 use pistou_sql::{Catalog, CatalogChange, Engine, Limits, Predicate, Row, Write, WriteSet};
 use pistou_wire::TxnMeta;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// The value of a catalog key: a schema change and the catalog it produces. Replicas accept
@@ -55,14 +55,23 @@ pub(crate) struct SqlTxn {
     /// The catalog version (writer timestamp of the catalog key) the transaction read.
     pub(crate) catalog_version: Option<Timestamp>,
     pub(crate) writes: WriteSet,
-    /// (predicate, table version), decoded against the catalog read.
-    pub(crate) predicates: Vec<(Predicate, Timestamp)>,
+    /// Predicates decoded against the catalog read.
+    pub(crate) predicates: Vec<ReadPredicate>,
     /// A schema change this transaction writes to our catalog key.
     pub(crate) catalog_change: Option<CatalogWrite>,
 }
 
+/// One read predicate of a transaction: P, P.table_v, and the row keys of P's table that the
+/// statement evaluating P read (a write to one of those keys is Basil's business).
+#[derive(Debug, Clone)]
+pub(crate) struct ReadPredicate {
+    pub(crate) predicate: Predicate,
+    pub(crate) table_version: Timestamp,
+    pub(crate) active: Arc<BTreeSet<Vec<u8>>>,
+}
+
 /// Registered readers of one table: (ts, id) → their predicates on it.
-type TableReaders = BTreeMap<(Timestamp, TxnId), Arc<[Predicate]>>;
+type TableReaders = BTreeMap<(Timestamp, TxnId), Arc<[ReadPredicate]>>;
 
 /// A replica's SQL state.
 pub(crate) struct SqlReplica {
@@ -181,7 +190,8 @@ impl SqlReplica {
         for p in mine {
             let schema = catalog.table(&p.predicate.table).ok_or(SqlTxnError::UnknownTable)?;
             let predicate = p.predicate.decode(schema.columns.len()).map_err(|e| SqlTxnError::BadPredicate(e.message))?;
-            txn.predicates.push((predicate, p.table_version));
+            let active = Arc::new(p.active.iter().cloned().collect());
+            txn.predicates.push(ReadPredicate { predicate, table_version: p.table_version, active });
         }
         Ok(Some(txn))
     }
@@ -227,9 +237,9 @@ impl SqlReplica {
     }
 
     fn register_readers(&mut self, id: TxnId, ts: Timestamp, txn: &SqlTxn) {
-        let mut by_table: BTreeMap<&str, Vec<Predicate>> = BTreeMap::new();
-        for (p, _) in &txn.predicates {
-            by_table.entry(p.table.as_str()).or_default().push(p.clone());
+        let mut by_table: BTreeMap<&str, Vec<ReadPredicate>> = BTreeMap::new();
+        for p in &txn.predicates {
+            by_table.entry(p.predicate.table.as_str()).or_default().push(p.clone());
         }
         for (table, preds) in by_table {
             self.readers.entry(table.to_string()).or_default().insert((ts, id), preds.into());
@@ -239,8 +249,8 @@ impl SqlReplica {
     /// Undoes `prepare` (T aborted or lost a dependency).
     pub(crate) fn unprepare(&mut self, id: TxnId, ts: Timestamp, txn: &SqlTxn) {
         self.store.abort(&id);
-        for (p, _) in &txn.predicates {
-            if let Some(r) = self.readers.get_mut(&p.table) {
+        for p in &txn.predicates {
+            if let Some(r) = self.readers.get_mut(&p.predicate.table) {
                 r.remove(&(ts, id));
             }
         }

@@ -3,7 +3,7 @@
 //! and SS-VOTE.
 
 use super::SqlReplica;
-use pistou_core::sql_keys::{key_kind, row_key, KeyKind};
+use pistou_core::sql_keys::{key_kind, row_key, row_table, KeyKind};
 use pistou_core::{ClusterConfig, Timestamp, TxnId};
 use pistou_sql::{Access, ExecContext, Output, ReadAt, SqlError, SqlState, Write, WirePredicate, WriteSet};
 use pistou_rowstore::VersionState;
@@ -18,10 +18,18 @@ fn sql_err(state: SqlState, msg: impl Into<String>) -> SqlError {
 }
 
 impl SqlReplica {
-    /// Executes `req` at `req.ts` over every prepared and committed version (Pesto reads
-    /// prepared versions optimistically; the client records them as dependencies). `owner`
-    /// maps a version's timestamp to its writer (for SS-VOTE). Returns the result and the
-    /// SS-VOTE.
+    /// Executes `req` at `req.ts` over committed versions. `owner` maps a version's timestamp
+    /// to its writer (for SS-VOTE). Returns the result and the SS-VOTE.
+    ///
+    /// Why not prepared versions, as Pesto allows: a prepared version that makes a row *fail*
+    /// the predicate leaves no trace in Q-READ (only active rows are reported), so no
+    /// dependency is recorded; if its writer then aborts, the row's committed version — old,
+    /// below the completeness window — satisfied the predicate and the result missed it. The
+    /// simulator's SQL oracle found exactly this. Reading committed versions only is safe by
+    /// the semantic check: a prepared write the read did not see is in the completeness window
+    /// at prepare time (abort, or a dependency if risky), or checked against this reader's
+    /// predicate when it prepares later (Alg. 1 lines 17–19). Point reads still read prepared
+    /// versions (Basil), where the version read is always recorded with its dependency.
     pub(crate) fn range_read(
         &mut self,
         config: &ClusterConfig,
@@ -49,7 +57,8 @@ impl SqlReplica {
         }
         let pending = self.pending_writes(config, req)?;
         let prepared = self.engine.prepare(&catalog, &req.sql)?;
-        let ctx = ExecContext { storage: &self.store, at: ReadAt::latest_before(req.ts), pending: &pending };
+        let committed = |v: &pistou_sql::Version| v.prepared_by.is_none();
+        let ctx = ExecContext { storage: &self.store, at: ReadAt { ts: req.ts, visible: &committed }, pending: &pending };
         let exec = self.engine.execute(&catalog, &prepared, &req.params, &ctx)?;
         let touched = exec.reads.scans.iter().map(|s| s.table()).chain(exec.writes.tables.keys().map(String::as_str));
         for table in touched {
@@ -83,7 +92,7 @@ impl SqlReplica {
                 // The statement relied on the key having no row: it read the newest version
                 // (a deletion) or, if there is none, the key's genesis.
                 let key = row_key(table, pk).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
-                let seen = self.store.version_below(table, pk, req.ts, |_| true);
+                let seen = self.store.version_below(table, pk, req.ts, |v| v.state == VersionState::Committed);
                 let (version, prepared_by) = match seen {
                     Some(v) => (v.ts, (v.state == VersionState::Prepared).then_some(v.writer)),
                     None => (Timestamp::GENESIS, None),
@@ -98,16 +107,24 @@ impl SqlReplica {
             if scan.access != Access::Point {
                 let table_version = scan.table_version.unwrap_or(Timestamp::GENESIS);
                 self.note_reported(table, table_version);
-                predicates.insert(PredicateRead { predicate: WirePredicate::encode(&scan.predicate)?, table_version });
+                predicates.insert((WirePredicate::encode(&scan.predicate)?, table_version));
             }
         }
         let writes = write_entries(&exec.writes)?;
-        let result = RangeResult {
-            output,
-            writes,
-            reads: reads.into_values().collect(),
-            predicates: predicates.into_iter().collect(),
-        };
+        // Each predicate carries the keys of its table this statement accounted for: its
+        // active rows and the transaction's own earlier writes, which shadow any other
+        // version of their key (and which the transaction's own reads already justify).
+        let own_writes: BTreeSet<&Vec<u8>> = req.pending.iter().map(|w| &w.key).collect();
+        let predicates = predicates
+            .into_iter()
+            .map(|(predicate, table_version)| {
+                let table = Some(predicate.table.as_str());
+                let covered: BTreeSet<&Vec<u8>> = reads.keys().chain(own_writes.iter().copied()).filter(|k| row_table(k) == table).collect();
+                let active = covered.into_iter().cloned().collect();
+                PredicateRead { predicate, table_version, active }
+            })
+            .collect();
+        let result = RangeResult { output, writes, reads: reads.into_values().collect(), predicates };
         Ok((result, versions))
     }
 

@@ -178,7 +178,7 @@ fn matching_key(reply: &RangeReply) -> Vec<u8> {
     let content = match &reply.result {
         Ok(r) => {
             let reads: Vec<(&Key, Timestamp)> = r.reads.iter().map(|a| (&a.key, a.version)).collect();
-            let preds: Vec<&WirePredicate> = r.predicates.iter().map(|p| &p.predicate).collect();
+            let preds: Vec<(&WirePredicate, &Vec<Key>)> = r.predicates.iter().map(|p| (&p.predicate, &p.active)).collect();
             postcard::to_allocvec(&(0u8, &r.output, &r.writes, reads, preds))
         }
         Err(e) => postcard::to_allocvec(&(1u8, e.sqlstate(), &e.message)),
@@ -223,7 +223,7 @@ pub(crate) fn choose(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: 
             .iter()
             .map(|p| {
                 let table_version = versions.get(p.predicate.table.as_str()).copied().unwrap_or(p.table_version).min(p.table_version);
-                PredicateRead { predicate: p.predicate.clone(), table_version }
+                PredicateRead { predicate: p.predicate.clone(), table_version, active: p.active.clone() }
             })
             .collect();
         return Choice::Done(Box::new(Chosen {
@@ -331,7 +331,8 @@ mod tests {
     fn reply(rows: &[(u8, u64, Option<u8>)], tv: u64) -> RangeReply {
         let reads = rows.iter().map(|(k, v, p)| ActiveRead { key: key(*k), version: ts(*v), prepared_by: p.map(txn) }).collect();
         let output = QueryOutput::Rows(rows.iter().map(|(k, _, _)| vec![pistou_sql::Value::Int(*k as i64)]).collect());
-        let result = RangeResult { output, writes: vec![], reads, predicates: vec![PredicateRead { predicate: pred(1), table_version: ts(tv) }] };
+        let active = rows.iter().map(|(k, _, _)| key(*k)).collect();
+        let result = RangeResult { output, writes: vec![], reads, predicates: vec![PredicateRead { predicate: pred(1), table_version: ts(tv), active }] };
         RangeReply { request: [0u8; 32], result: Ok(result), ss_vote: vec![] }
     }
 
