@@ -4,6 +4,7 @@
 //! - `pistou replica` runs one replica;
 //! - `pistou cluster up` runs all replicas of a configuration as supervised children;
 //! - `pistou kv` runs key-value operations and transactions against a cluster;
+//! - `pistou sql` opens an interactive SQL shell on a gateway (any PostgreSQL-protocol server);
 //! - `pistou demo` does all of the above on one machine with an interactive shell.
 //!
 //! Exit codes: 0 success, 1 runtime failure, 2 bad command line or arguments,
@@ -34,6 +35,7 @@ mod init;
 mod kv;
 mod replica;
 mod signals;
+mod sql_shell;
 mod usage;
 
 use anyhow::Result;
@@ -67,6 +69,8 @@ enum Cmd {
     },
     /// Start a local 1-shard cluster and an interactive key-value shell.
     Demo(DemoArgs),
+    /// Interactive SQL shell for a gateway (or any PostgreSQL-protocol server).
+    Sql(SqlArgs),
     /// TESTING ONLY: act as a Byzantine client (stall-early, stall-late, partial-st1,
     /// equivocate, forced-equivocate, future-timestamps, fabricated-deps).
     ByzantineClient(ByzantineArgs),
@@ -190,6 +194,13 @@ enum ClusterCmd {
 }
 
 #[derive(Args)]
+struct SqlArgs {
+    /// Connection URL, e.g. postgres://pistou@127.0.0.1:5433/pistou (or key=value pairs).
+    #[arg(long, default_value = "postgres://pistou@127.0.0.1:5433/pistou")]
+    url: String,
+}
+
+#[derive(Args)]
 struct DemoArgs {
     /// Cluster directory (default: a fresh temporary one, removed afterwards).
     #[arg(long)]
@@ -280,6 +291,10 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             };
             let started = multi_thread()?.block_on(byzantine::run(spec))?;
             out!("started {started} faulty transactions");
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Sql(a) => {
+            current_thread()?.block_on(sql_shell::run(&a.url))?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Demo(a) => {

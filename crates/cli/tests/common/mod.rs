@@ -25,13 +25,24 @@ pub struct Run {
 
 /// Runs `pistou args…` to completion, killing it after `limit`.
 pub fn pistou(args: &[&str], limit: Duration) -> Run {
+    pistou_with_input(args, "", limit)
+}
+
+/// Like [`pistou`], with `input` on its stdin (then closed).
+pub fn pistou_with_input(args: &[&str], input: &str, limit: Duration) -> Run {
     let mut child = Command::new(PISTOU)
         .args(args)
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn pistou");
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().expect("stdin");
+        // A command that exits early closes its stdin; that is its business, not an error here.
+        let _ = stdin.write_all(input.as_bytes());
+    }
     let deadline = Instant::now() + limit;
     loop {
         if child.try_wait().expect("try_wait").is_some() {
