@@ -4,11 +4,13 @@
 //! - `ycsb-t`: YCSB-T throughput, latency, commit rate and fast-path share (issue 2).
 //! - `faulty`: throughput of correct clients while a share of transactions comes from
 //!   Byzantine clients (Basil Fig. 6, issue 3).
+//! - `scan`: one range read versus the same rows by point reads (Pesto Fig. 7, issue 5).
 //! - `core`: CPU cost of the protocol core alone (replicas, clients, codec, crypto) in one
 //!   thread through the simulator, no sockets: what the runtime adds comes on top.
 
 mod cluster;
 mod faulty;
+mod scan;
 mod ycsb;
 
 use anyhow::Result;
@@ -31,6 +33,13 @@ enum Cmd {
     YcsbT {
         #[command(flatten)]
         workload: Workload,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// Latency of one range read versus the same rows by point reads (Pesto Fig. 7).
+    Scan {
+        #[command(flatten)]
+        scan: scan::ScanArgs,
         #[command(flatten)]
         cluster: ClusterArgs,
     },
@@ -90,6 +99,10 @@ fn main() -> Result<()> {
         Cmd::YcsbT { workload, cluster } => rt.block_on(ycsb_t(workload, cluster)),
         Cmd::Faulty { workload, cluster, faults } => rt.block_on(faulty::run(workload, cluster, faults)),
         Cmd::Core { txns, clients } => core_cost(txns, clients),
+        Cmd::Scan { scan, cluster } => rt.block_on(async {
+            let c = Cluster::start(&cluster.spec(1), "scan")?;
+            scan::run(&c, &scan).await
+        }),
     }
 }
 
