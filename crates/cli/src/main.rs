@@ -4,6 +4,7 @@
 //! - `pistou replica` runs one replica;
 //! - `pistou cluster up` runs all replicas of a configuration as supervised children;
 //! - `pistou kv` runs key-value operations and transactions against a cluster;
+//! - `pistou gateway` serves PostgreSQL clients in front of a cluster;
 //! - `pistou demo` does all of the above on one machine with an interactive shell.
 //!
 //! Exit codes: 0 success, 1 runtime failure, 2 bad command line or arguments,
@@ -30,6 +31,7 @@ mod byzantine;
 mod cluster;
 mod demo;
 mod files;
+mod gateway;
 mod init;
 mod kv;
 mod replica;
@@ -67,6 +69,8 @@ enum Cmd {
     },
     /// Start a local 1-shard cluster and an interactive key-value shell.
     Demo(DemoArgs),
+    /// Serve PostgreSQL clients (psql, JDBC, psycopg) in front of a cluster.
+    Gateway(gateway::GatewayArgs),
     /// TESTING ONLY: act as a Byzantine client (stall-early, stall-late, partial-st1,
     /// equivocate, forced-equivocate, future-timestamps, fabricated-deps).
     ByzantineClient(ByzantineArgs),
@@ -224,7 +228,7 @@ fn main() -> ExitCode {
 /// Servers log at info, interactive commands only warnings; RUST_LOG overrides.
 fn init_logging(cmd: &Cmd) {
     let default = match cmd {
-        Cmd::Replica(_) | Cmd::Cluster { .. } => "info",
+        Cmd::Replica(_) | Cmd::Cluster { .. } | Cmd::Gateway(_) => "info",
         _ => "warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
@@ -280,6 +284,10 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             };
             let started = multi_thread()?.block_on(byzantine::run(spec))?;
             out!("started {started} faulty transactions");
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Gateway(a) => {
+            multi_thread()?.block_on(gateway::run(a))?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Demo(a) => {
