@@ -257,7 +257,7 @@ fn catalog_query(n: &str, info: &SessionInfo, catalog: &Catalog) -> Option<Resul
             .map(|c| {
                 items
                     .iter()
-                    .map(|(expr, name)| column_property(expr, name, c, &table))
+                    .map(|(expr, name)| column_property(expr, name, c, table))
                     .collect()
             })
             .collect();

@@ -330,7 +330,7 @@ fn reply_of(output: SqlOutput, sql: &str) -> Reply {
                 None => command_reply(tag),
             }
         }
-        SqlOutput::Ddl { command } if command == "DDL" => command_reply(ddl_tag(sql)),
+        SqlOutput::Ddl { command: "DDL" } => command_reply(ddl_tag(sql)),
         SqlOutput::Ddl { command } => command_reply(command),
     }
 }
