@@ -1,42 +1,63 @@
-//! `pistou demo`: a one-shard cluster and an interactive key-value shell in one command.
+//! `pistou demo`: a local one-shard cluster (f = 1, six replicas), a PostgreSQL-protocol
+//! gateway on 127.0.0.1:5433 with a small bank, and the SQL shell, in one command.
 
 use crate::cluster::Cluster;
 use crate::files::config_path;
 use crate::init::{init, InitSpec};
-use crate::kv::{apply, connect, describe, parse_op, Op};
+use crate::kv::connect;
 use crate::signals::stop_requested;
-use anyhow::{Context, Result};
-use pistou_client::{Client, Txn};
-use std::io::{BufRead, Write};
+use crate::sql_shell;
+use anyhow::{bail, Context, Result};
+use pistou_client::{Client, ClientError};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::oneshot;
 
 const FIRST_DEMO_PORT: u16 = 7100;
 
-const HELP: &str = "\
-commands:
-  get <key>            read a key
-  put <key> <value>    write a key (the value is the rest of the line)
-  delete <key>         delete a key
-  begin                start a multi-operation transaction
-  commit | abort       finish it (outside begin/commit, each operation commits alone)
-  help                 this text
-  \\q | quit | exit     stop the shell and the cluster (so do Ctrl-C and Ctrl-D)";
+/// The sample data: a bank with accounts and the transfers between them. Each statement
+/// runs as its own transaction (schema changes must be alone in theirs).
+const SAMPLE: &[&str] = &[
+    "CREATE TABLE accounts (id INT PRIMARY KEY, owner TEXT NOT NULL, balance BIGINT NOT NULL)",
+    "CREATE TABLE transfers (id INT PRIMARY KEY, from_id INT NOT NULL, to_id INT NOT NULL, amount BIGINT NOT NULL, memo TEXT)",
+    "CREATE INDEX transfers_from ON transfers (from_id)",
+    "INSERT INTO accounts VALUES (1, 'alice', 1000), (2, 'bob', 500), (3, 'carol', 750), (4, 'dave', 0)",
+    "INSERT INTO transfers VALUES (1, 1, 2, 100, 'rent'), (2, 2, 3, 50, 'lunch'), (3, 3, 4, 25, NULL)",
+];
 
-pub async fn run(dir: Option<PathBuf>, no_shell: bool) -> Result<()> {
-    let (dir, temporary) = match dir {
-        Some(d) => (d, false),
+const TRY_THIS: &str = "\
+try, for example:
+  SELECT * FROM accounts ORDER BY id;
+  SELECT a.owner, t.amount, t.memo FROM transfers t JOIN accounts a ON a.id = t.to_id;
+  BEGIN; UPDATE accounts SET balance = balance - 10 WHERE id = 1;
+         UPDATE accounts SET balance = balance + 10 WHERE id = 4; COMMIT;";
+
+pub struct DemoSpec {
+    pub dir: Option<PathBuf>,
+    pub no_shell: bool,
+    /// Gateway port on 127.0.0.1.
+    pub port: u16,
+}
+
+pub async fn run(spec: DemoSpec) -> Result<()> {
+    let (dir, temporary) = match &spec.dir {
+        Some(d) => (d.clone(), false),
         None => (fresh_temp_dir()?, true),
     };
-    let result = run_in(&dir, no_shell).await;
+    let result = run_in(&dir, &spec).await;
     if temporary {
         let _ = std::fs::remove_dir_all(&dir);
     }
     result
 }
 
-async fn run_in(dir: &Path, no_shell: bool) -> Result<()> {
+async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
+    // Bind first: a taken port is the likeliest failure and costs nothing to report early.
+    let gateway_addr = SocketAddr::from(([127, 0, 0, 1], spec.port));
+    let listener = tokio::net::TcpListener::bind(gateway_addr)
+        .await
+        .with_context(|| format!("cannot listen on {gateway_addr} for the gateway (choose another with --port)"))?;
     let config = config_path(dir);
     if !config.exists() {
         let base_port = free_port_range(6).context("no free range of 6 local ports found for the demo")?;
@@ -48,19 +69,35 @@ async fn run_in(dir: &Path, no_shell: bool) -> Result<()> {
     let outcome = async {
         cluster.wait_ready().await?;
         out!("cluster ready: {} replicas; logs in {}", cluster.pids().len(), cluster.log_dir.display());
-        // The full path: under `cargo run`, `pistou` is usually not on PATH.
-        let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "pistou".into());
-        out!("from another terminal: {exe} kv --config {} get <key>", config.display());
-        if no_shell {
-            out!("press Ctrl-C to stop");
-            return cluster.supervise(true, async { stop_requested().await; }).await;
-        }
         let client = connect(&config, 1, None, Duration::from_secs(10)).await?;
-        out!("type `help` for commands; \\q or Ctrl-D to quit");
-        let result = tokio::select! {
-            r = shell(client.clone()) => r,
-            r = cluster.supervise(true, async { stop_requested().await; }) => r,
+        load_sample(&client).await?;
+        out!("sample data loaded: tables accounts and transfers");
+        let (stop_gateway, gateway_stopped) = oneshot::channel::<()>();
+        let gateway = tokio::spawn(pistou_gateway::serve(listener, client.clone(), pistou_gateway::GatewayConfig::default(), async {
+            let _ = gateway_stopped.await;
+        }));
+        let url = format!("postgres://pistou@{gateway_addr}/pistou");
+        out!("PostgreSQL gateway on {gateway_addr}; connect with:");
+        out!("  psql -h 127.0.0.1 -p {} -U pistou pistou", spec.port);
+        out!("  {} sql --url {url}", exe_name());
+        let result = if spec.no_shell {
+            out!("press Ctrl-C to stop");
+            cluster.supervise(true, async { stop_requested().await; }).await
+        } else {
+            out!("{TRY_THIS}");
+            out!("\\? for help; \\q, Ctrl-D or Ctrl-C to quit");
+            tokio::select! {
+                r = sql_shell::run(&url) => r,
+                r = cluster.supervise(true, async { stop_requested().await; }) => r,
+            }
         };
+        let _ = stop_gateway.send(());
+        match tokio::time::timeout(Duration::from_secs(5), gateway).await {
+            Ok(Ok(Err(e))) => eout!("gateway: {e}"),
+            Ok(Err(e)) => eout!("gateway task failed: {e}"),
+            Err(_) => eout!("gateway did not stop within 5 s"),
+            Ok(Ok(Ok(()))) => {}
+        }
         // Let the last writebacks reach the replicas before they stop.
         client.shutdown().await;
         result
@@ -71,80 +108,22 @@ async fn run_in(dir: &Path, no_shell: bool) -> Result<()> {
     outcome
 }
 
-/// The interactive loop. Stdin is read on a plain thread: tokio's stdin would keep the
-/// runtime from shutting down while a read is pending.
-async fn shell(client: Client) -> Result<()> {
-    let (tx, mut lines) = mpsc::channel::<String>(16);
-    std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        for line in stdin.lock().lines() {
-            let Ok(line) = line else { break };
-            if tx.blocking_send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut txn: Option<Txn> = None;
-    loop {
-        let mut stdout = std::io::stdout();
-        let _ = write!(stdout, "{}", if txn.is_some() { "pistou*> " } else { "pistou> " });
-        let _ = stdout.flush();
-        let Some(line) = lines.recv().await else {
-            out!("");
-            return Ok(());
-        };
-        let line = line.trim();
-        match line {
-            "" => {}
-            "\\q" | "quit" | "exit" => return Ok(()),
-            "help" | "\\h" | "?" => out!("{HELP}"),
-            "begin" => match txn {
-                Some(_) => out!("already in a transaction: commit or abort it first"),
-                None => match client.begin().await {
-                    Ok(t) => txn = Some(t),
-                    Err(e) => out!("error: {e}"),
-                },
-            },
-            "commit" => match txn.take() {
-                None => out!("no transaction: use begin first"),
-                Some(t) => match t.commit().await {
-                    Ok(o) => out!("{}", describe(o)),
-                    Err(e) => out!("error: {e}"),
-                },
-            },
-            "abort" => match txn.take() {
-                None => out!("no transaction: use begin first"),
-                Some(t) => {
-                    t.abort();
-                    out!("aborted");
-                }
-            },
-            _ => match parse_op(line) {
-                Err(e) => out!("{e} (type `help`)"),
-                Ok(op) => match &mut txn {
-                    Some(t) => match apply(t, &op).await {
-                        Ok(out) => out!("{out}"),
-                        Err(e) => out!("error: {e}"),
-                    },
-                    None => autocommit(&client, op).await,
-                },
-            },
+/// Creates and fills the sample tables through the client library.
+async fn load_sample(client: &Client) -> Result<()> {
+    for &sql in SAMPLE {
+        let done = client.run_txn(|t| Box::pin(async move { t.query(sql, &[]).await.map(|_| ()) })).await;
+        match done {
+            Ok(()) => {}
+            Err(ClientError::Sql(e)) => bail!("loading the sample data failed at `{sql}`: {e}"),
+            Err(e) => return Err(e).with_context(|| format!("loading the sample data failed at `{sql}`")),
         }
     }
+    Ok(())
 }
 
-/// One operation in its own transaction, retried on abort.
-async fn autocommit(client: &Client, op: Op) {
-    let result = client
-        .run_txn(|t| {
-            let op = op.clone();
-            Box::pin(async move { apply(t, &op).await })
-        })
-        .await;
-    match result {
-        Ok(out) => out!("{out}"),
-        Err(e) => out!("error: {e}"),
-    }
+/// The full path: under `cargo run`, `pistou` is usually not on PATH.
+fn exe_name() -> String {
+    std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "pistou".into())
 }
 
 fn fresh_temp_dir() -> Result<PathBuf> {

@@ -4,6 +4,7 @@
 //! - `pistou replica` runs one replica;
 //! - `pistou cluster up` runs all replicas of a configuration as supervised children;
 //! - `pistou kv` runs key-value operations and transactions against a cluster;
+//! - `pistou gateway` serves PostgreSQL clients in front of a cluster;
 //! - `pistou sql` opens an interactive SQL shell on a gateway (any PostgreSQL-protocol server);
 //! - `pistou demo` does all of the above on one machine with an interactive shell.
 //!
@@ -31,6 +32,7 @@ mod byzantine;
 mod cluster;
 mod demo;
 mod files;
+mod gateway;
 mod init;
 mod kv;
 mod replica;
@@ -67,10 +69,12 @@ enum Cmd {
         #[command(subcommand)]
         cmd: ClusterCmd,
     },
-    /// Start a local 1-shard cluster and an interactive key-value shell.
+    /// Start a local 1-shard cluster, a PostgreSQL gateway with sample data, and a SQL shell.
     Demo(DemoArgs),
     /// Interactive SQL shell for a gateway (or any PostgreSQL-protocol server).
     Sql(SqlArgs),
+    /// Serve PostgreSQL clients (psql, JDBC, psycopg) in front of a cluster.
+    Gateway(gateway::GatewayArgs),
     /// TESTING ONLY: act as a Byzantine client (stall-early, stall-late, partial-st1,
     /// equivocate, forced-equivocate, future-timestamps, fabricated-deps).
     ByzantineClient(ByzantineArgs),
@@ -205,9 +209,12 @@ struct DemoArgs {
     /// Cluster directory (default: a fresh temporary one, removed afterwards).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Only run the cluster; no interactive shell.
+    /// Only run the cluster and the gateway; no interactive shell.
     #[arg(long)]
     no_shell: bool,
+    /// Port of the PostgreSQL gateway on 127.0.0.1.
+    #[arg(long, default_value_t = 5433)]
+    port: u16,
 }
 
 fn main() -> ExitCode {
@@ -235,7 +242,7 @@ fn main() -> ExitCode {
 /// Servers log at info, interactive commands only warnings; RUST_LOG overrides.
 fn init_logging(cmd: &Cmd) {
     let default = match cmd {
-        Cmd::Replica(_) | Cmd::Cluster { .. } => "info",
+        Cmd::Replica(_) | Cmd::Cluster { .. } | Cmd::Gateway(_) => "info",
         _ => "warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
@@ -297,8 +304,12 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             current_thread()?.block_on(sql_shell::run(&a.url))?;
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Gateway(a) => {
+            multi_thread()?.block_on(gateway::run(a))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Demo(a) => {
-            current_thread()?.block_on(demo::run(a.dir, a.no_shell))?;
+            current_thread()?.block_on(demo::run(demo::DemoSpec { dir: a.dir, no_shell: a.no_shell, port: a.port }))?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -52,7 +52,11 @@ pub async fn shell(client: &Client) -> Result<()> {
                 "\\q" => break,
                 "\\?" | "help" => out!("{HELP}"),
                 "\\dt" => {
-                    let sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name";
+                    // psql's own `\dt` query, trimmed: Pistou's gateway recognizes it.
+                    let sql = "SELECT n.nspname AS \"Schema\", c.relname AS \"Name\" FROM pg_catalog.pg_class c \
+                               LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+                               WHERE c.relkind IN ('r','p','') AND n.nspname <> 'pg_catalog' \
+                               AND n.nspname <> 'information_schema' AND pg_catalog.pg_table_is_visible(c.oid) ORDER BY 1,2";
                     out!("{}", execute(client, sql).await);
                 }
                 other => out!("unknown command {other}; \\? lists the commands"),

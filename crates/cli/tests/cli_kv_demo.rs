@@ -1,11 +1,10 @@
-//! `pistou kv` and `pistou demo` end to end, as a user would run them.
+//! `pistou kv` and `pistou demo` (SQL through the gateway) end to end, as a user would run them.
 
 mod common;
 
 use common::*;
-use std::io::Write;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+
+use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -38,39 +37,68 @@ async fn kv_commands_against_a_running_cluster() {
     tokio::time::timeout(Duration::from_secs(180), run).await.expect("test timed out").expect("test panicked");
 }
 
+/// The README's first command: a cluster, the gateway with the sample bank, and the SQL
+/// shell reading a script from stdin; afterwards no replica and no gateway port is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn demo_shell_session_then_nothing_left() {
+async fn demo_sql_session_then_nothing_left() {
     let run = tokio::task::spawn_blocking(|| {
         let dir = temp_dir();
         let config = init_cluster(dir.path(), 1, 1);
-        let mut child = Command::new(PISTOU)
-            .args(["demo", "--dir", path_str(dir.path())])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn demo");
-        let script = "put a 1\nget a\nbegin\nput b two words\nget b\ncommit\nget b\nbogus\n\\q\n";
-        child.stdin.take().expect("stdin").write_all(script.as_bytes()).expect("write script");
-        let deadline = Instant::now() + LIMIT;
-        while child.try_wait().expect("try_wait").is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("demo did not exit");
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        let port = free_base_port(1);
+        let script = "\
+SELECT id, owner, balance FROM accounts ORDER BY id;
+BEGIN;
+UPDATE accounts SET balance = balance - 10 WHERE id = 1;
+UPDATE accounts SET balance = balance + 10
+  WHERE id = 4;
+COMMIT;
+SELECT a.owner, t.amount FROM transfers t JOIN accounts a ON a.id = t.to_id ORDER BY t.id;
+SELECT sum(balance) AS total, max(balance) FROM accounts WHERE balance > 0;
+SELECT nope FROM accounts;
+\\dt
+\\q
+";
+        let r = pistou_with_input(&["demo", "--dir", path_str(dir.path()), "--port", &port.to_string()], script, LIMIT);
+        assert_eq!(r.code, Some(0), "demo failed: {}\n{}", r.stdout, r.stderr);
+        let expected = "\
+ id | owner | balance
+----+-------+---------
+ 1  | alice | 1000
+ 2  | bob   | 500
+ 3  | carol | 750
+ 4  | dave  | 0
+(4 rows)
+BEGIN
+UPDATE 1
+UPDATE 1
+COMMIT
+ owner | amount
+-------+--------
+ bob   | 100
+ carol | 50
+ dave  | 25
+(3 rows)
+ total | max
+-------+-----
+ 2250  | 990
+(1 row)
+ERROR:  column \"nope\" does not exist (SQLSTATE 42703)
+ schema | name
+--------+-----------
+ public | accounts
+ public | transfers
+(2 rows)
+";
+        assert!(r.stdout.contains(expected), "unexpected demo session:\n{}\nstderr: {}", r.stdout, r.stderr);
+        for line in ["cluster ready", &format!("psql -h 127.0.0.1 -p {port} -U pistou pistou"), "stopping the cluster"] {
+            assert!(r.stdout.contains(line), "missing {line:?} in demo output:\n{}", r.stdout);
         }
-        let out = child.wait_with_output().expect("output");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "demo failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-        for expected in ["cluster ready", "a = 1", "b = two words", "committed", "unknown operation", "stopping the cluster"] {
-            assert!(stdout.contains(expected), "missing {expected:?} in demo output:\n{stdout}");
-        }
-        // Every replica port is free again: no replica outlived the demo.
+        // Every replica port and the gateway port are free again: nothing outlived the demo.
         for id in config.all_replicas() {
             let addr = &config.replica(id).expect("replica").addr;
             assert!(std::net::TcpListener::bind(addr).is_ok(), "{addr} still in use after the demo");
         }
+        assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(), "gateway port {port} still in use after the demo");
     });
     tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out").expect("test panicked");
 }

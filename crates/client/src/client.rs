@@ -4,10 +4,11 @@ use crate::engine::{Command, Engine};
 use crate::error::{ClientError, Outcome};
 use crate::link::LinkCounters;
 use crate::options::ClientOptions;
-use pistou_core::{ClientId, ClusterConfig, Key, Value};
+use pistou_core::sql_keys::catalog_key;
+use pistou_core::{ClientId, ClusterConfig, Key, ShardId, Value};
 use pistou_crypto::SecretKey;
-use pistou_sql::Value as SqlValue;
-use pistou_txn::{Coordinator, SqlOutput, TxnError, TxnHandle};
+use pistou_sql::{Catalog, SqlError, SqlState, Value as SqlValue};
+use pistou_txn::{CatalogWrite, Coordinator, SqlOutput, TxnError, TxnHandle};
 use pistou_wire::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 use rand::Rng;
 use std::collections::BTreeMap;
@@ -180,6 +181,19 @@ impl Txn {
         let (reply, rx) = oneshot::channel();
         let cmd = Command::Sql { txn: self.handle, sql: sql.to_string(), params: params.to_vec(), reply };
         self.client.call("sql", cmd, rx).await
+    }
+
+    /// The SQL schema this transaction sees: the catalog key of shard 0 (which holds the
+    /// whole schema), read exactly as the transaction's first SQL statement reads it, so
+    /// it adds no conflict that statement would not add. Lets a front end (the PostgreSQL
+    /// gateway) describe statements — parameter and result types — without running them.
+    pub async fn catalog(&mut self) -> Result<Catalog, ClientError> {
+        match self.get(catalog_key(ShardId(0))).await? {
+            None => Ok(Catalog::new()),
+            Some(bytes) => postcard::from_bytes::<CatalogWrite>(&bytes).map(|w| w.catalog).map_err(|_| {
+                ClientError::Sql(SqlError::new(SqlState::ProtocolViolation, "the committed catalog cannot be decoded"))
+            }),
+        }
     }
 
     /// Like [`Txn::query`] for statements that write: returns the affected row count.

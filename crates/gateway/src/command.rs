@@ -1,0 +1,173 @@
+//! What the gateway answers itself before a statement reaches Pistou: transaction
+//! control, SET / SHOW / RESET, and recognized session and catalog queries.
+
+use crate::split::strip_comments;
+
+/// How a statement is handled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    Begin,
+    Commit,
+    Rollback,
+    /// `SET name = value` (None: DEFAULT). `SET LOCAL` is treated as SET.
+    Set { name: String, value: Option<String> },
+    /// Accepted and ignored because Pistou already provides it: isolation level settings
+    /// (every transaction is serializable), `SET SESSION CHARACTERISTICS …`.
+    SetNoop(&'static str),
+    Reset(Option<String>),
+    Show(String),
+    /// `DISCARD ALL`: forget settings and prepared statements.
+    Discard,
+    /// Answered by the gateway (session functions, pg_catalog / information_schema).
+    Intercepted,
+    /// Sent to Pistou as is.
+    Sql,
+}
+
+/// Lowercase words and punctuation of a statement, for recognizing its shape.
+pub fn words(sql: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut chars = strip_comments(sql).chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_alphanumeric() || c == '_' || c == '.' {
+            current.extend(c.to_lowercase());
+            continue;
+        }
+        if !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+        if c == '\'' {
+            // A quoted string stays one word, quotes included and case kept.
+            let mut s = String::from('\'');
+            while let Some(q) = chars.next() {
+                s.push(q);
+                if q == '\'' {
+                    if chars.peek() == Some(&'\'') {
+                        chars.next();
+                        continue;
+                    }
+                    break;
+                }
+            }
+            out.push(s);
+        } else if !c.is_whitespace() {
+            out.push(c.to_string());
+        }
+        if out.len() > 64 {
+            break;
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Unquotes a SET value word: 'text' → text, "x" kept as is otherwise.
+fn unquote(word: &str) -> String {
+    match word.strip_prefix('\'').and_then(|w| w.strip_suffix('\'')) {
+        Some(inner) => inner.replace("''", "'"),
+        None => word.to_string(),
+    }
+}
+
+pub fn classify(sql: &str) -> Command {
+    let w = words(sql);
+    let first = w.first().map(String::as_str).unwrap_or("");
+    let second = w.get(1).map(String::as_str).unwrap_or("");
+    match first {
+        "begin" => Command::Begin,
+        "start" if second == "transaction" => Command::Begin,
+        "commit" | "end" => Command::Commit,
+        "rollback" | "abort" if !w.iter().any(|x| x == "to" || x == "prepared") => Command::Rollback,
+        "set" => classify_set(&w[1..]),
+        "reset" => match second {
+            "all" => Command::Reset(None),
+            "" => Command::Sql,
+            name => Command::Reset(Some(canonical_name(name))),
+        },
+        "show" => match (second, w.get(2).map(String::as_str)) {
+            ("transaction", Some("isolation")) => Command::Show("transaction_isolation".into()),
+            ("time", Some("zone")) => Command::Show("timezone".into()),
+            ("", _) => Command::Sql,
+            (name, _) => Command::Show(canonical_name(name)),
+        },
+        "discard" if second == "all" => Command::Discard,
+        _ if crate::intercept::recognizes(sql) => Command::Intercepted,
+        _ => Command::Sql,
+    }
+}
+
+fn classify_set(w: &[String]) -> Command {
+    let mut w = w;
+    if matches!(w.first().map(String::as_str), Some("session" | "local")) {
+        w = &w[1..];
+    }
+    let head = w.first().map(String::as_str).unwrap_or("");
+    match head {
+        "transaction" | "characteristics" => return Command::SetNoop("SET"),
+        "time" if w.get(1).map(String::as_str) == Some("zone") => {
+            let value = w.get(2).map(|v| unquote(v));
+            return Command::Set { name: "timezone".into(), value: value.filter(|v| !v.eq_ignore_ascii_case("default") && !v.eq_ignore_ascii_case("local")) };
+        }
+        "names" => return Command::Set { name: "client_encoding".into(), value: w.get(1).map(|v| unquote(v)) },
+        _ => {}
+    }
+    if head.is_empty() {
+        return Command::Sql;
+    }
+    let rest = match w.get(1).map(String::as_str) {
+        Some("=" | "to") => &w[2..],
+        _ => return Command::Set { name: canonical_name(head), value: Some(String::new()) },
+    };
+    let value: Vec<String> = rest.iter().filter(|x| *x != ",").map(|x| unquote(x)).collect();
+    if value.len() == 1 && value[0].eq_ignore_ascii_case("default") {
+        return Command::Set { name: canonical_name(head), value: None };
+    }
+    Command::Set { name: canonical_name(head), value: Some(value.join(", ")) }
+}
+
+/// Parameter names are case-insensitive; a few have aliases.
+pub fn canonical_name(name: &str) -> String {
+    let name = name.trim_matches('"').to_ascii_lowercase();
+    match name.as_str() {
+        "names" => "client_encoding".into(),
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transaction_control() {
+        assert_eq!(classify("BEGIN"), Command::Begin);
+        assert_eq!(classify("begin transaction isolation level serializable"), Command::Begin);
+        assert_eq!(classify(" START TRANSACTION READ WRITE"), Command::Begin);
+        assert_eq!(classify("END"), Command::Commit);
+        assert_eq!(classify("commit work"), Command::Commit);
+        assert_eq!(classify("ABORT"), Command::Rollback);
+        assert_eq!(classify("ROLLBACK TO SAVEPOINT a"), Command::Sql);
+    }
+
+    #[test]
+    fn settings() {
+        assert_eq!(classify("SET extra_float_digits = 3"), Command::Set { name: "extra_float_digits".into(), value: Some("3".into()) });
+        assert_eq!(classify("set DateStyle to 'ISO', 'MDY'"), Command::Set { name: "datestyle".into(), value: Some("ISO, MDY".into()) });
+        assert_eq!(classify("SET TIME ZONE 'UTC'"), Command::Set { name: "timezone".into(), value: Some("UTC".into()) });
+        assert_eq!(classify("SET application_name TO DEFAULT"), Command::Set { name: "application_name".into(), value: None });
+        assert_eq!(classify("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE"), Command::SetNoop("SET"));
+        assert_eq!(classify("SHOW TRANSACTION ISOLATION LEVEL"), Command::Show("transaction_isolation".into()));
+        assert_eq!(classify("show search_path"), Command::Show("search_path".into()));
+        assert_eq!(classify("RESET ALL"), Command::Reset(None));
+    }
+
+    #[test]
+    fn ordinary_sql_passes_through() {
+        assert_eq!(classify("SELECT * FROM accounts"), Command::Sql);
+        assert_eq!(classify("INSERT INTO t VALUES ('begin')"), Command::Sql);
+        assert_eq!(classify("SELECT version()"), Command::Intercepted);
+    }
+}

@@ -1,0 +1,78 @@
+//! Gateway configuration.
+
+use std::time::Duration;
+
+/// How clients authenticate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Auth {
+    /// Anyone who can reach the port gets in (bind to 127.0.0.1, or put it behind a proxy).
+    Trust,
+    /// One user and password.
+    Password { user: String, password: String, method: PasswordMethod },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PasswordMethod {
+    /// SCRAM-SHA-256: the password never crosses the wire.
+    ScramSha256,
+    /// The password in clear text (only behind TLS termination or on loopback).
+    Cleartext,
+}
+
+#[derive(Clone, Debug)]
+pub struct GatewayConfig {
+    pub auth: Auth,
+    /// Connections served at once; more get "too many clients" (53300) and are closed.
+    pub max_connections: usize,
+    /// Longest statement text (simple Query or Parse), in bytes (54000 beyond).
+    pub max_statement_bytes: usize,
+    /// A connection that sends nothing for this long is closed (57P05).
+    pub idle_timeout: Duration,
+    /// Extra attempts of an autocommit statement that failed with 40001.
+    pub autocommit_retries: u32,
+    /// Largest protocol message (Bind with large parameters included); a bigger one closes
+    /// the connection (08P01).
+    pub max_message_bytes: usize,
+    /// Prepared statements and portals kept per connection.
+    pub max_prepared: usize,
+    /// Longest wait between autocommit retries (the first waits up to 2 ms, doubling).
+    pub max_retry_backoff: Duration,
+    /// Time allowed to finish the startup and authentication exchange.
+    pub startup_timeout: Duration,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            auth: Auth::Trust,
+            max_connections: 100,
+            max_statement_bytes: 64 * 1024,
+            idle_timeout: Duration::from_secs(600),
+            autocommit_retries: 10,
+            max_message_bytes: 16 * 1024 * 1024,
+            max_prepared: 1000,
+            max_retry_backoff: Duration::from_millis(200),
+            startup_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl GatewayConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_connections == 0 {
+            return Err("max_connections must be at least 1".into());
+        }
+        if self.max_statement_bytes == 0 || self.max_message_bytes < self.max_statement_bytes {
+            return Err("max_message_bytes must be at least max_statement_bytes (> 0)".into());
+        }
+        if self.idle_timeout.is_zero() || self.startup_timeout.is_zero() {
+            return Err("timeouts must be positive".into());
+        }
+        if let Auth::Password { user, password, .. } = &self.auth {
+            if user.is_empty() || password.is_empty() {
+                return Err("password authentication needs a non-empty user and password".into());
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,599 @@
+//! One client connection: pgwire's message codec behind a size cap, the startup
+//! exchange, then the simple and extended query protocols over a [`Session`].
+
+use crate::auth::Authenticator;
+use crate::command::{classify, Command};
+use crate::config::GatewayConfig;
+use crate::errors::{self, PgError};
+use crate::params::RawParams;
+use crate::pgtypes::{encode_value, pg_type};
+use crate::session::{Field, Reply, Session, Status};
+use crate::settings::Settings;
+use crate::split::split_statements;
+use bytes::{BufMut, BytesMut};
+use futures::{Sink, SinkExt, StreamExt};
+use pgwire::api::{ClientInfo, ClientPortalStore, DefaultClient, PgWireConnectionState, METADATA_DATABASE, METADATA_USER};
+use pgwire::error::{ErrorInfo, PgWireError};
+use pgwire::messages::data::{DataRow, FieldDescription, NoData, ParameterDescription, RowDescription};
+use pgwire::messages::extendedquery::{
+    Bind, BindComplete, Close, CloseComplete, Describe, Execute, Parse, ParseComplete, PortalSuspended, TARGET_TYPE_BYTE_PORTAL,
+    TARGET_TYPE_BYTE_STATEMENT,
+};
+use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, GssEncResponse, NoticeResponse, ReadyForQuery, SslResponse, TransactionStatus};
+use pgwire::messages::startup::SecretKey;
+use pgwire::messages::{DecodeContext, PgWireBackendMessage, PgWireFrontendMessage, ProtocolVersion, SslNegotiationMetaMessage};
+use pgwire::tokio::tokio_rustls::rustls::pki_types::CertificateDer;
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio_util::codec::{Decoder, Encoder, Framed};
+
+/// pgwire's frontend decoder, refusing any message longer than the cap before buffering it.
+pub struct GatewayCodec {
+    client: DefaultClient<()>,
+    max_message: usize,
+}
+
+impl Decoder for GatewayCodec {
+    type Item = PgWireFrontendMessage;
+    type Error = PgWireError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, Self::Error> {
+        let mut ctx = DecodeContext::new(self.client.protocol_version);
+        let (ssl, startup) = match self.client.state {
+            PgWireConnectionState::AwaitingSslRequest => (true, true),
+            PgWireConnectionState::AwaitingStartup => (false, true),
+            _ => (false, false),
+        };
+        ctx.awaiting_frontend_ssl = ssl;
+        ctx.awaiting_frontend_startup = startup;
+        if !startup && src.len() >= 5 {
+            let len = u32::from_be_bytes([src[1], src[2], src[3], src[4]]) as usize;
+            if len > self.max_message {
+                return Err(PgWireError::MessageTooLarge(self.max_message, len));
+            }
+        }
+        PgWireFrontendMessage::decode(src, &ctx)
+    }
+}
+
+impl Encoder<PgWireBackendMessage> for GatewayCodec {
+    type Error = io::Error;
+
+    fn encode(&mut self, item: PgWireBackendMessage, dst: &mut BytesMut) -> Result<(), io::Error> {
+        item.encode(dst).map_err(Into::into)
+    }
+}
+
+/// The socket as pgwire's startup handlers see it.
+pub struct Conn {
+    framed: Framed<TcpStream, GatewayCodec>,
+}
+
+impl Conn {
+    pub fn new(stream: TcpStream, addr: SocketAddr, max_message: usize) -> Conn {
+        Conn { framed: Framed::new(stream, GatewayCodec { client: DefaultClient::new(addr, false), max_message }) }
+    }
+
+    fn client(&self) -> &DefaultClient<()> {
+        &self.framed.codec().client
+    }
+
+    fn client_mut(&mut self) -> &mut DefaultClient<()> {
+        &mut self.framed.codec_mut().client
+    }
+
+    pub async fn next(&mut self) -> Option<Result<PgWireFrontendMessage, PgWireError>> {
+        self.framed.next().await
+    }
+
+    /// Sends a FATAL error and closes.
+    pub async fn fatal(&mut self, code: &str, message: &str) {
+        let info = ErrorInfo::new("FATAL".into(), code.into(), message.into());
+        let _ = self.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
+        let _ = self.close().await;
+    }
+}
+
+impl ClientInfo for Conn {
+    fn socket_addr(&self) -> SocketAddr {
+        self.client().socket_addr()
+    }
+    fn is_secure(&self) -> bool {
+        false
+    }
+    fn protocol_version(&self) -> ProtocolVersion {
+        self.client().protocol_version()
+    }
+    fn set_protocol_version(&mut self, version: ProtocolVersion) {
+        self.client_mut().set_protocol_version(version)
+    }
+    fn pid_and_secret_key(&self) -> (i32, SecretKey) {
+        self.client().pid_and_secret_key()
+    }
+    fn set_pid_and_secret_key(&mut self, pid: i32, secret_key: SecretKey) {
+        self.client_mut().set_pid_and_secret_key(pid, secret_key)
+    }
+    fn state(&self) -> PgWireConnectionState {
+        self.client().state()
+    }
+    fn set_state(&mut self, new_state: PgWireConnectionState) {
+        self.client_mut().set_state(new_state)
+    }
+    fn transaction_status(&self) -> TransactionStatus {
+        self.client().transaction_status()
+    }
+    fn set_transaction_status(&mut self, new_status: TransactionStatus) {
+        self.client_mut().set_transaction_status(new_status)
+    }
+    fn metadata(&self) -> &HashMap<String, String> {
+        self.client().metadata()
+    }
+    fn metadata_mut(&mut self) -> &mut HashMap<String, String> {
+        self.client_mut().metadata_mut()
+    }
+    fn session_extensions(&self) -> &pgwire::api::SessionExtensions {
+        self.client().session_extensions()
+    }
+    fn sni_server_name(&self) -> Option<&str> {
+        None
+    }
+    fn client_certificates<'a>(&self) -> Option<&[CertificateDer<'a>]> {
+        None
+    }
+}
+
+impl ClientPortalStore for Conn {
+    type PortalStore = <DefaultClient<()> as ClientPortalStore>::PortalStore;
+    fn portal_store(&self) -> &Self::PortalStore {
+        self.client().portal_store()
+    }
+}
+
+impl Sink<PgWireBackendMessage> for Conn {
+    type Error = io::Error;
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), io::Error>> {
+        Pin::new(&mut self.framed).poll_ready(cx)
+    }
+    fn start_send(mut self: Pin<&mut Self>, item: PgWireBackendMessage) -> Result<(), io::Error> {
+        Pin::new(&mut self.framed).start_send(item)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), io::Error>> {
+        Pin::new(&mut self.framed).poll_flush(cx)
+    }
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), io::Error>> {
+        Pin::new(&mut self.framed).poll_close(cx)
+    }
+}
+
+/// Runs the startup exchange (SSL refused, then authentication). True when the client
+/// is authenticated and ready for queries.
+pub async fn startup(conn: &mut Conn, auth: &Authenticator) -> bool {
+    loop {
+        let message = match conn.next().await {
+            None => return false,
+            Some(Err(e)) => {
+                conn.fatal(errors::PROTOCOL_VIOLATION, &format!("invalid startup message: {e}")).await;
+                return false;
+            }
+            Some(Ok(m)) => m,
+        };
+        let reply = match message {
+            PgWireFrontendMessage::SslNegotiation(SslNegotiationMetaMessage::PostgresSsl(_)) => {
+                PgWireBackendMessage::SslResponse(SslResponse::Refuse)
+            }
+            PgWireFrontendMessage::SslNegotiation(SslNegotiationMetaMessage::PostgresGss(_)) => {
+                PgWireBackendMessage::GssEncResponse(GssEncResponse::Refuse)
+            }
+            PgWireFrontendMessage::SslNegotiation(SslNegotiationMetaMessage::None) => {
+                conn.set_state(PgWireConnectionState::AwaitingStartup);
+                continue;
+            }
+            // Query cancellation is not supported: the request is dropped, like an
+            // unknown key would be.
+            PgWireFrontendMessage::CancelRequest(_) => return false,
+            other => {
+                if let Err(e) = auth.on_startup(conn, other).await {
+                    let mut info = ErrorInfo::from(e);
+                    info.severity = "FATAL".into();
+                    let _ = conn.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
+                    let _ = conn.close().await;
+                    return false;
+                }
+                if matches!(conn.state(), PgWireConnectionState::ReadyForQuery) {
+                    return true;
+                }
+                continue;
+            }
+        };
+        if conn.send(reply).await.is_err() {
+            return false;
+        }
+    }
+}
+
+/// A statement kept by Parse.
+struct Statement {
+    sql: String,
+    command: Command,
+    declared: Vec<u32>,
+}
+
+/// A statement bound to parameters by Bind.
+struct Portal {
+    statement: Arc<Statement>,
+    params: RawParams,
+    result_formats: Vec<i16>,
+    /// Columns announced by Describe (rows must then be encoded as announced).
+    announced: Option<Vec<Field>>,
+    /// Rows left after an Execute with a row limit.
+    pending: Option<Pending>,
+}
+
+struct Pending {
+    fields: Vec<Field>,
+    rows: std::collections::VecDeque<pistou_sql::Row>,
+}
+
+/// The protocol state of one authenticated connection.
+pub struct Protocol {
+    conn: Conn,
+    session: Session,
+    config: Arc<GatewayConfig>,
+    statements: HashMap<String, Arc<Statement>>,
+    portals: HashMap<String, Portal>,
+    /// After an error in an extended-protocol message, everything until Sync is ignored.
+    skip_until_sync: bool,
+}
+
+fn status_byte(status: Status) -> TransactionStatus {
+    match status {
+        Status::Idle => TransactionStatus::Idle,
+        Status::InTransaction => TransactionStatus::Transaction,
+        Status::Failed => TransactionStatus::Error,
+    }
+}
+
+fn format_of(formats: &[i16], i: usize) -> i16 {
+    match formats {
+        [] => 0,
+        [one] => *one,
+        many => many.get(i).copied().unwrap_or(0),
+    }
+}
+
+impl Protocol {
+    pub fn new(conn: Conn, session_parts: (pistou_client::Client, Arc<pistou_sql::Engine>), config: Arc<GatewayConfig>) -> Protocol {
+        let meta = conn.metadata();
+        let user = meta.get(METADATA_USER).cloned().unwrap_or_else(|| "pistou".into());
+        let database = meta.get(METADATA_DATABASE).cloned().unwrap_or_else(|| user.clone());
+        let settings = Settings::from_startup(meta.iter());
+        let pid = conn.pid_and_secret_key().0;
+        let session = Session::new(session_parts.0, session_parts.1, config.clone(), settings, user, database, pid);
+        Protocol { conn, session, config, statements: HashMap::new(), portals: HashMap::new(), skip_until_sync: false }
+    }
+
+    /// Serves messages until the client leaves, misbehaves, idles too long, or the
+    /// gateway shuts down.
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            let next = tokio::select! {
+                _ = stop_requested(&mut shutdown) => {
+                    self.conn.fatal("57P01", "terminating connection due to administrator command").await;
+                    return;
+                }
+                next = tokio::time::timeout(self.config.idle_timeout, self.conn.next()) => next,
+            };
+            let message = match next {
+                Err(_) => {
+                    self.conn.fatal("57P05", "terminating connection due to idle-session timeout").await;
+                    return;
+                }
+                Ok(None) => return,
+                Ok(Some(Err(e))) => {
+                    self.conn.fatal(errors::PROTOCOL_VIOLATION, &format!("invalid message: {e}")).await;
+                    return;
+                }
+                Ok(Some(Ok(m))) => m,
+            };
+            match self.handle(message).await {
+                Ok(true) => {}
+                Ok(false) | Err(_) => return,
+            }
+        }
+    }
+
+    /// Handles one message; false when the connection must end.
+    async fn handle(&mut self, message: PgWireFrontendMessage) -> io::Result<bool> {
+        use PgWireFrontendMessage as M;
+        if self.skip_until_sync && message.is_extended_query() && !matches!(message, M::Sync(_)) {
+            return Ok(true);
+        }
+        let result = match message {
+            M::Query(q) => {
+                self.simple_query(&q.query).await?;
+                return Ok(true);
+            }
+            M::Terminate(_) => return Ok(false),
+            M::Sync(_) => {
+                self.skip_until_sync = false;
+                self.portals.remove("");
+                self.ready().await?;
+                return Ok(true);
+            }
+            M::Flush(_) => {
+                self.conn.flush().await?;
+                return Ok(true);
+            }
+            M::Parse(p) => self.parse(p).await,
+            M::Bind(b) => self.bind(b).await,
+            M::Describe(d) => self.describe(d).await,
+            M::Execute(e) => self.execute(e).await,
+            M::Close(c) => self.close(c).await,
+            M::CopyData(_) | M::CopyDone(_) | M::CopyFail(_) => Err(PgError::new("0A000", "COPY is not supported by the Pistou gateway")),
+            other => {
+                let text = format!("unexpected message in this state: {other:?}");
+                self.conn.fatal(errors::PROTOCOL_VIOLATION, &text.chars().take(200).collect::<String>()).await;
+                return Ok(false);
+            }
+        };
+        if let Err(e) = result {
+            self.session.fail();
+            self.error(&e).await?;
+            self.skip_until_sync = true;
+        }
+        Ok(true)
+    }
+
+    async fn ready(&mut self) -> io::Result<()> {
+        let status = status_byte(self.session.status());
+        self.conn.send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(status))).await
+    }
+
+    async fn error(&mut self, e: &PgError) -> io::Result<()> {
+        let info = ErrorInfo::new("ERROR".into(), e.code.into(), e.message.clone());
+        self.conn.feed(PgWireBackendMessage::ErrorResponse(info.into())).await
+    }
+
+    fn too_long(&self, sql: &str) -> Option<PgError> {
+        (sql.len() > self.config.max_statement_bytes).then(|| {
+            PgError::new(
+                errors::PROGRAM_LIMIT,
+                format!("statement is too long ({} bytes; the gateway accepts at most {})", sql.len(), self.config.max_statement_bytes),
+            )
+        })
+    }
+
+    async fn simple_query(&mut self, text: &str) -> io::Result<()> {
+        self.statements.remove("");
+        self.portals.remove("");
+        if let Some(e) = self.too_long(text) {
+            self.session.fail();
+            self.error(&e).await?;
+            return self.ready().await;
+        }
+        let statements = split_statements(text);
+        if statements.is_empty() {
+            self.conn.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?;
+        }
+        for sql in statements {
+            let command = classify(sql);
+            let result = match self.session.run(sql, &command, &RawParams::default()).await {
+                Ok(reply) => self.write_reply(reply, None, &[], usize::MAX, true).await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(()) => {}
+                Err(e) => {
+                    self.error(&e).await?;
+                    break;
+                }
+            }
+        }
+        self.ready().await
+    }
+
+    async fn parse(&mut self, p: Parse) -> Result<(), PgError> {
+        if let Some(e) = self.too_long(&p.query) {
+            return Err(e);
+        }
+        let name = p.name.unwrap_or_default();
+        if !name.is_empty() && self.statements.contains_key(&name) {
+            return Err(PgError::new("42P05", format!("prepared statement \"{name}\" already exists")));
+        }
+        if !self.statements.contains_key(&name) && self.statements.len() >= self.config.max_prepared {
+            return Err(PgError::new(errors::PROGRAM_LIMIT, format!("too many prepared statements (at most {})", self.config.max_prepared)));
+        }
+        let parts = split_statements(&p.query);
+        if parts.len() > 1 {
+            return Err(PgError::new("42601", "cannot insert multiple commands into a prepared statement"));
+        }
+        let sql = parts.first().map(|s| s.to_string()).unwrap_or_default();
+        let command = classify(&sql);
+        self.statements.insert(name, Arc::new(Statement { sql, command, declared: p.type_oids }));
+        self.conn.feed(PgWireBackendMessage::ParseComplete(ParseComplete::new())).await.map_err(io_error)
+    }
+
+    async fn bind(&mut self, b: Bind) -> Result<(), PgError> {
+        let statement_name = b.statement_name.unwrap_or_default();
+        let statement = self.statements.get(&statement_name).cloned().ok_or_else(|| {
+            PgError::new(errors::UNDEFINED_STATEMENT, format!("prepared statement \"{statement_name}\" does not exist"))
+        })?;
+        let portal_name = b.portal_name.unwrap_or_default();
+        if !portal_name.is_empty() && self.portals.contains_key(&portal_name) {
+            return Err(PgError::new("42P03", format!("portal \"{portal_name}\" already exists")));
+        }
+        if !self.portals.contains_key(&portal_name) && self.portals.len() >= self.config.max_prepared {
+            return Err(PgError::new(errors::PROGRAM_LIMIT, format!("too many portals (at most {})", self.config.max_prepared)));
+        }
+        let params = RawParams { values: b.parameters, formats: b.parameter_format_codes, declared: statement.declared.clone() };
+        let portal = Portal { statement, params, result_formats: b.result_column_format_codes, announced: None, pending: None };
+        self.portals.insert(portal_name, portal);
+        self.conn.feed(PgWireBackendMessage::BindComplete(BindComplete::new())).await.map_err(io_error)
+    }
+
+    async fn describe(&mut self, d: Describe) -> Result<(), PgError> {
+        let name = d.name.unwrap_or_default();
+        match d.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => {
+                let st = self.statements.get(&name).cloned().ok_or_else(|| {
+                    PgError::new(errors::UNDEFINED_STATEMENT, format!("prepared statement \"{name}\" does not exist"))
+                })?;
+                let description = if st.sql.is_empty() {
+                    crate::session::Description { params: vec![], fields: None }
+                } else {
+                    self.session.describe(&st.sql, &st.command, &st.declared).await?
+                };
+                let params = ParameterDescription::new(description.params);
+                self.conn.feed(PgWireBackendMessage::ParameterDescription(params)).await.map_err(io_error)?;
+                self.row_description(description.fields.as_deref(), &[]).await
+            }
+            TARGET_TYPE_BYTE_PORTAL => {
+                let portal = self.portals.get(&name).ok_or_else(|| PgError::new(errors::UNDEFINED_CURSOR, format!("portal \"{name}\" does not exist")))?;
+                let (st, formats) = (portal.statement.clone(), portal.result_formats.clone());
+                let fields = if st.sql.is_empty() { None } else { self.session.describe(&st.sql, &st.command, &st.declared).await?.fields };
+                if let Some(portal) = self.portals.get_mut(&name) {
+                    portal.announced = fields.clone();
+                }
+                self.row_description(fields.as_deref(), &formats).await
+            }
+            other => Err(PgError::new(errors::PROTOCOL_VIOLATION, format!("invalid DESCRIBE message subtype {other}"))),
+        }
+    }
+
+    async fn row_description(&mut self, fields: Option<&[Field]>, formats: &[i16]) -> Result<(), PgError> {
+        let message = match fields {
+            None => PgWireBackendMessage::NoData(NoData::new()),
+            Some(fields) => PgWireBackendMessage::RowDescription(row_description(fields, formats)),
+        };
+        self.conn.feed(message).await.map_err(io_error)
+    }
+
+    async fn execute(&mut self, e: Execute) -> Result<(), PgError> {
+        let name = e.name.unwrap_or_default();
+        let limit = if e.max_rows <= 0 { usize::MAX } else { e.max_rows as usize };
+        let portal = self.portals.get_mut(&name).ok_or_else(|| PgError::new(errors::UNDEFINED_CURSOR, format!("portal \"{name}\" does not exist")))?;
+        let formats = portal.result_formats.clone();
+        if let Some(pending) = portal.pending.take() {
+            let reply = Reply::Rows { fields: pending.fields, rows: pending.rows.into(), tag: String::new() };
+            return self.write_portal_reply(&name, reply, None, &formats, limit).await;
+        }
+        let (statement, params, announced) = (portal.statement.clone(), portal.params.clone(), portal.announced.clone());
+        if statement.sql.is_empty() {
+            return self.conn.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await.map_err(io_error);
+        }
+        let reply = self.session.run(&statement.sql, &statement.command, &params).await?;
+        self.write_portal_reply(&name, reply, announced, &formats, limit).await
+    }
+
+    async fn write_portal_reply(&mut self, name: &str, reply: Reply, announced: Option<Vec<Field>>, formats: &[i16], limit: usize) -> Result<(), PgError> {
+        let rest = self.write_reply(reply, announced, formats, limit, false).await?;
+        if let (Some(pending), Some(portal)) = (rest, self.portals.get_mut(name)) {
+            portal.pending = Some(pending);
+        }
+        Ok(())
+    }
+
+    /// Writes a reply: optional RowDescription, DataRows (at most `limit`; the rest is
+    /// returned and PortalSuspended sent), CommandComplete.
+    async fn write_reply(&mut self, reply: Reply, announced: Option<Vec<Field>>, formats: &[i16], limit: usize, describe: bool) -> Result<Option<Pending>, PgError> {
+        match reply {
+            Reply::Command { tag, notice } => {
+                if let Some(text) = notice {
+                    let fields = vec![(b'S', "WARNING".to_string()), (b'V', "WARNING".to_string()), (b'C', "25001".to_string()), (b'M', text)];
+                    self.conn.feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::new(fields))).await.map_err(io_error)?;
+                }
+                self.conn.feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(tag))).await.map_err(io_error)?;
+                Ok(None)
+            }
+            Reply::Rows { fields, rows, tag } => {
+                let fields = match announced {
+                    Some(a) if a.len() == fields.len() => a,
+                    _ => fields,
+                };
+                let mut rows: std::collections::VecDeque<_> = rows.into();
+                let count = rows.len().min(limit);
+                // Encode before writing, so an encoding error leaves no partial result.
+                let mut encoded = Vec::with_capacity(count);
+                for row in rows.drain(..count) {
+                    encoded.push(data_row(&row, &fields, formats)?);
+                }
+                if describe {
+                    let description = row_description(&fields, formats);
+                    self.conn.feed(PgWireBackendMessage::RowDescription(description)).await.map_err(io_error)?;
+                }
+                for row in encoded {
+                    self.conn.feed(PgWireBackendMessage::DataRow(row)).await.map_err(io_error)?;
+                }
+                if !rows.is_empty() {
+                    self.conn.feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new())).await.map_err(io_error)?;
+                    return Ok(Some(Pending { fields, rows }));
+                }
+                let tag = if tag.is_empty() || tag.starts_with("SELECT") { format!("SELECT {count}") } else { tag };
+                self.conn.feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(tag))).await.map_err(io_error)?;
+                Ok(None)
+            }
+        }
+    }
+
+    async fn close(&mut self, c: Close) -> Result<(), PgError> {
+        let name = c.name.unwrap_or_default();
+        match c.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => {
+                self.statements.remove(&name);
+            }
+            TARGET_TYPE_BYTE_PORTAL => {
+                self.portals.remove(&name);
+            }
+            other => return Err(PgError::new(errors::PROTOCOL_VIOLATION, format!("invalid CLOSE message subtype {other}"))),
+        }
+        self.conn.feed(PgWireBackendMessage::CloseComplete(CloseComplete::new())).await.map_err(io_error)
+    }
+}
+
+/// Completes when the gateway stops (or its stop signal is gone).
+async fn stop_requested(rx: &mut watch::Receiver<bool>) {
+    while !*rx.borrow_and_update() {
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+fn io_error(e: io::Error) -> PgError {
+    PgError::new("08006", format!("connection failure: {e}"))
+}
+
+fn row_description(fields: &[Field], formats: &[i16]) -> RowDescription {
+    let fields = fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let t = pg_type(f.ty);
+            FieldDescription::new(f.name.clone(), 0, 0, t.oid, t.size, -1, format_of(formats, i))
+        })
+        .collect();
+    RowDescription::new(fields)
+}
+
+fn data_row(row: &pistou_sql::Row, fields: &[Field], formats: &[i16]) -> Result<DataRow, PgError> {
+    let mut data = BytesMut::new();
+    for (i, value) in row.iter().enumerate() {
+        let ty = fields.get(i).and_then(|f| f.ty);
+        match encode_value(value, ty, format_of(formats, i) == 1)? {
+            None => data.put_i32(-1),
+            Some(bytes) => {
+                let len = i32::try_from(bytes.len()).map_err(|_| PgError::new(errors::PROGRAM_LIMIT, "value too large to send"))?;
+                data.put_i32(len);
+                data.put_slice(&bytes);
+            }
+        }
+    }
+    let count = i16::try_from(row.len()).map_err(|_| PgError::new(errors::PROGRAM_LIMIT, "too many columns"))?;
+    Ok(DataRow::new(data, count))
+}

@@ -1,0 +1,80 @@
+//! Errors: the gateway's own (`GatewayError`) and the mapping of client-library errors to
+//! SQLSTATEs that PostgreSQL drivers understand.
+
+use pistou_client::ClientError;
+use pistou_sql::SqlError;
+
+/// Why `serve` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error("gateway configuration: {0}")]
+    Config(String),
+    #[error("gateway listener: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// An error reported to the client: a Pistou SQL error or one of the codes below.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl PgError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> PgError {
+        PgError { code, message: message.into() }
+    }
+
+    pub fn with_prefix(mut self, prefix: &str) -> PgError {
+        self.message.insert_str(0, prefix);
+        self
+    }
+
+    pub fn is_serialization_failure(&self) -> bool {
+        self.code == SERIALIZATION_FAILURE
+    }
+}
+
+pub const SERIALIZATION_FAILURE: &str = "40001";
+pub const IN_FAILED_TRANSACTION: &str = "25P02";
+pub const ACTIVE_TRANSACTION: &str = "25001";
+pub const PROTOCOL_VIOLATION: &str = "08P01";
+pub const PROGRAM_LIMIT: &str = "54000";
+pub const UNDEFINED_STATEMENT: &str = "26000";
+pub const UNDEFINED_CURSOR: &str = "34000";
+pub const COMPLETION_UNKNOWN: &str = "40003";
+pub const QUERY_CANCELED: &str = "57014";
+pub const CANNOT_CONNECT_NOW: &str = "57P03";
+pub const INTERNAL: &str = "XX000";
+
+impl From<SqlError> for PgError {
+    fn from(e: SqlError) -> PgError {
+        PgError { code: e.sqlstate(), message: e.message }
+    }
+}
+
+pub fn failed_transaction() -> PgError {
+    PgError::new(IN_FAILED_TRANSACTION, "current transaction is aborted, commands ignored until end of transaction block")
+}
+
+pub fn serialization_failure() -> PgError {
+    PgError::new(SERIALIZATION_FAILURE, "could not serialize access due to a concurrent transaction (the transaction was aborted; retry it)")
+}
+
+/// A client-library error as the user sees it.
+pub fn from_client(e: ClientError) -> PgError {
+    match e {
+        ClientError::Sql(sql) => sql.into(),
+        ClientError::Timeout { op: "commit", after } => PgError::new(
+            COMPLETION_UNKNOWN,
+            format!("commit timed out after {after:?}: the transaction may or may not have committed"),
+        ),
+        ClientError::Timeout { op, after } => {
+            PgError::new(QUERY_CANCELED, format!("{op} timed out after {after:?} (are enough replicas reachable?)"))
+        }
+        ClientError::TooManyAborts(_) => serialization_failure(),
+        ClientError::Closed => PgError::new(CANNOT_CONNECT_NOW, "the gateway's connection to the cluster is shut down"),
+        ClientError::Txn(t) => PgError::new(PROGRAM_LIMIT, t.to_string()),
+        other => PgError::new(INTERNAL, other.to_string()),
+    }
+}

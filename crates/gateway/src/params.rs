@@ -1,0 +1,56 @@
+//! Bound parameters as they arrive in a Bind message, decoded once the statement's
+//! parameter types are known.
+
+use crate::errors::{PgError, PROTOCOL_VIOLATION};
+use crate::pgtypes::decode_param;
+use bytes::Bytes;
+use pistou_sql::{SqlType, Value};
+
+#[derive(Clone, Debug, Default)]
+pub struct RawParams {
+    pub values: Vec<Option<Bytes>>,
+    /// Bind's format codes: none (all text), one (for all) or one per parameter.
+    pub formats: Vec<i16>,
+    /// OIDs the client declared in Parse (0: unspecified).
+    pub declared: Vec<u32>,
+}
+
+impl RawParams {
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    fn binary(&self, i: usize) -> bool {
+        match self.formats.as_slice() {
+            [] => false,
+            [one] => *one == 1,
+            many => many.get(i) == Some(&1),
+        }
+    }
+
+    /// Decodes every parameter; `inferred` holds the statement's own parameter types.
+    pub fn decode(&self, inferred: &[Option<SqlType>]) -> Result<Vec<Value>, PgError> {
+        if self.values.len() != inferred.len() {
+            return Err(PgError::new(
+                PROTOCOL_VIOLATION,
+                format!("bind message supplies {} parameters, but the statement requires {}", self.values.len(), inferred.len()),
+            ));
+        }
+        if self.formats.len() > 1 && self.formats.len() != self.values.len() {
+            return Err(PgError::new(PROTOCOL_VIOLATION, "bind message has a parameter format count that does not match its parameters"));
+        }
+        self.values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                None => Ok(Value::Null),
+                Some(bytes) => {
+                    let oid = self.declared.get(i).copied().unwrap_or(0);
+                    decode_param(bytes, oid, inferred[i], self.binary(i)).map_err(|e| {
+                        PgError::from(e).with_prefix(&format!("parameter ${}: ", i + 1))
+                    })
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,361 @@
+//! The one place that maps Pistou SQL types to PostgreSQL types: OIDs, sizes, and the
+//! text and binary wire encodings of values (results) and parameters. A new `SqlType`
+//! needs a line in `pg_type`, `sql_type_of_oid`, and the two codecs below.
+
+use pistou_sql::types::cast;
+use pistou_sql::{temporal, SqlError, SqlState, SqlType, Value};
+use rust_decimal::Decimal;
+
+pub const OID_BOOL: u32 = 16;
+pub const OID_BYTEA: u32 = 17;
+pub const OID_NAME: u32 = 19;
+pub const OID_INT8: u32 = 20;
+pub const OID_INT2: u32 = 21;
+pub const OID_INT4: u32 = 23;
+pub const OID_TEXT: u32 = 25;
+pub const OID_OID: u32 = 26;
+pub const OID_FLOAT4: u32 = 700;
+pub const OID_FLOAT8: u32 = 701;
+pub const OID_UNKNOWN: u32 = 705;
+pub const OID_BPCHAR: u32 = 1042;
+pub const OID_VARCHAR: u32 = 1043;
+pub const OID_DATE: u32 = 1082;
+pub const OID_TIMESTAMP: u32 = 1114;
+pub const OID_TIMESTAMPTZ: u32 = 1184;
+pub const OID_NUMERIC: u32 = 1700;
+
+/// Days from 1970-01-01 (Pistou's epoch) to 2000-01-01 (PostgreSQL's binary epoch).
+const PG_EPOCH_DAYS: i32 = 10_957;
+const PG_EPOCH_MICROS: i64 = PG_EPOCH_DAYS as i64 * 86_400_000_000;
+
+/// What a column or parameter looks like on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PgType {
+    pub oid: u32,
+    /// `typlen`: bytes of the binary form, -1 for variable length.
+    pub size: i16,
+    /// The name `format_type` / `\d` shows.
+    pub name: &'static str,
+}
+
+pub const TEXT: PgType = PgType { oid: OID_TEXT, size: -1, name: "text" };
+
+/// The PostgreSQL type of a Pistou type (None, i.e. unknown until run time, is sent as text).
+pub fn pg_type(ty: Option<SqlType>) -> PgType {
+    match ty {
+        None => TEXT,
+        Some(SqlType::Bool) => PgType { oid: OID_BOOL, size: 1, name: "boolean" },
+        Some(SqlType::Int) => PgType { oid: OID_INT8, size: 8, name: "bigint" },
+        Some(SqlType::Numeric) => PgType { oid: OID_NUMERIC, size: -1, name: "numeric" },
+        Some(SqlType::Float) => PgType { oid: OID_FLOAT8, size: 8, name: "double precision" },
+        Some(SqlType::Text) => TEXT,
+        Some(SqlType::Bytes) => PgType { oid: OID_BYTEA, size: -1, name: "bytea" },
+        Some(SqlType::Date) => PgType { oid: OID_DATE, size: 4, name: "date" },
+        Some(SqlType::Timestamp) => PgType { oid: OID_TIMESTAMP, size: 8, name: "timestamp without time zone" },
+    }
+}
+
+/// The Pistou type a client-declared parameter OID converts to (None: unknown or unsupported,
+/// the statement's own inferred type decides).
+pub fn sql_type_of_oid(oid: u32) -> Option<SqlType> {
+    Some(match oid {
+        OID_BOOL => SqlType::Bool,
+        OID_INT2 | OID_INT4 | OID_INT8 | OID_OID => SqlType::Int,
+        OID_NUMERIC => SqlType::Numeric,
+        OID_FLOAT4 | OID_FLOAT8 => SqlType::Float,
+        OID_TEXT | OID_VARCHAR | OID_BPCHAR | OID_NAME => SqlType::Text,
+        OID_BYTEA => SqlType::Bytes,
+        OID_DATE => SqlType::Date,
+        OID_TIMESTAMP | OID_TIMESTAMPTZ => SqlType::Timestamp,
+        _ => return None,
+    })
+}
+
+/// Name of a well-known type OID (for pg_type lookups by drivers); None if unknown.
+pub fn type_name_of_oid(oid: u32) -> Option<&'static str> {
+    Some(match oid {
+        OID_BOOL => "bool",
+        OID_BYTEA => "bytea",
+        OID_NAME => "name",
+        OID_INT8 => "int8",
+        OID_INT2 => "int2",
+        OID_INT4 => "int4",
+        OID_TEXT => "text",
+        OID_OID => "oid",
+        OID_FLOAT4 => "float4",
+        OID_FLOAT8 => "float8",
+        OID_UNKNOWN => "unknown",
+        OID_BPCHAR => "bpchar",
+        OID_VARCHAR => "varchar",
+        OID_DATE => "date",
+        OID_TIMESTAMP => "timestamp",
+        OID_TIMESTAMPTZ => "timestamptz",
+        OID_NUMERIC => "numeric",
+        _ => return None,
+    })
+}
+
+fn invalid(what: &str, detail: impl std::fmt::Display) -> SqlError {
+    SqlError::new(SqlState::InvalidTextRepresentation, format!("invalid input for type {what}: {detail}"))
+}
+
+fn binary_error(what: &str) -> SqlError {
+    SqlError::new(SqlState::ProtocolViolation, format!("incorrect binary data format for type {what}"))
+}
+
+/// Encodes one result value for a column described as `ty`, in text or binary format.
+/// A value of another type than the column's is converted first (the column type was
+/// announced before the rows).
+pub fn encode_value(value: &Value, ty: Option<SqlType>, binary: bool) -> Result<Option<Vec<u8>>, SqlError> {
+    if value.is_null() {
+        return Ok(None);
+    }
+    let converted;
+    let value = match ty {
+        Some(t) if value.sql_type() != Some(t) => {
+            converted = cast(value, t)?;
+            &converted
+        }
+        _ => value,
+    };
+    if !binary || ty.is_none() {
+        return Ok(Some(text_of(value).into_bytes()));
+    }
+    let mut out = Vec::new();
+    match value {
+        Value::Null => return Ok(None),
+        Value::Bool(b) => out.push(u8::from(*b)),
+        Value::Int(i) => out.extend_from_slice(&i.to_be_bytes()),
+        Value::Float(f) => out.extend_from_slice(&f.to_be_bytes()),
+        Value::Numeric(d) => encode_numeric(d, &mut out),
+        Value::Text(s) => out.extend_from_slice(s.as_bytes()),
+        Value::Bytes(b) => out.extend_from_slice(b),
+        Value::Date(d) => out.extend_from_slice(&d.saturating_sub(PG_EPOCH_DAYS).to_be_bytes()),
+        Value::Timestamp(t) => out.extend_from_slice(&t.saturating_sub(PG_EPOCH_MICROS).to_be_bytes()),
+    }
+    Ok(Some(out))
+}
+
+/// PostgreSQL's text output of a value.
+pub fn text_of(value: &Value) -> String {
+    match value {
+        Value::Bool(b) => (if *b { "t" } else { "f" }).to_string(),
+        Value::Float(f) if f.is_nan() => "NaN".to_string(),
+        Value::Float(f) if f.is_infinite() => (if *f > 0.0 { "Infinity" } else { "-Infinity" }).to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Decodes one bound parameter. `oid` is what the client declared (0: unspecified);
+/// `inferred` is the type the statement gives the parameter.
+pub fn decode_param(bytes: &[u8], oid: u32, inferred: Option<SqlType>, binary: bool) -> Result<Value, SqlError> {
+    let declared = sql_type_of_oid(oid);
+    if binary {
+        return decode_binary(bytes, oid, declared.or(inferred));
+    }
+    let text = std::str::from_utf8(bytes).map_err(|_| invalid("text", "not valid UTF-8"))?;
+    match declared.or(inferred) {
+        None | Some(SqlType::Text) => Ok(Value::Text(text.to_string())),
+        Some(SqlType::Bytes) => decode_bytea_text(text),
+        Some(SqlType::Timestamp) => Ok(Value::Timestamp(parse_timestamp_text(text)?)),
+        Some(t) => cast(&Value::Text(text.to_string()), t),
+    }
+}
+
+/// Timestamps as drivers send them: ISO text, optionally with a `T` separator or a UTC
+/// offset (only +00 is exact for a zone-less timestamp; others are rejected).
+fn parse_timestamp_text(text: &str) -> Result<i64, SqlError> {
+    let trimmed = text.trim().replacen('T', " ", 1);
+    let without_zone = ["+00:00", "+00", "Z", "z"].iter().find_map(|z| trimmed.strip_suffix(z)).unwrap_or(&trimmed);
+    temporal::parse_timestamp(without_zone.trim()).ok_or_else(|| invalid("timestamp", format!("\"{text}\"")))
+}
+
+fn decode_bytea_text(text: &str) -> Result<Value, SqlError> {
+    match text.strip_prefix("\\x") {
+        Some(hex) => {
+            if hex.len() % 2 != 0 {
+                return Err(invalid("bytea", "odd number of hex digits"));
+            }
+            let digits = hex.as_bytes();
+            let mut out = Vec::with_capacity(hex.len() / 2);
+            for pair in digits.chunks(2) {
+                let s = std::str::from_utf8(pair).map_err(|_| invalid("bytea", "bad hex digit"))?;
+                out.push(u8::from_str_radix(s, 16).map_err(|_| invalid("bytea", "bad hex digit"))?);
+            }
+            Ok(Value::Bytes(out))
+        }
+        None => Ok(Value::Bytes(text.as_bytes().to_vec())),
+    }
+}
+
+fn fixed<const N: usize>(bytes: &[u8], what: &str) -> Result<[u8; N], SqlError> {
+    bytes.try_into().map_err(|_| binary_error(what))
+}
+
+fn decode_binary(bytes: &[u8], oid: u32, ty: Option<SqlType>) -> Result<Value, SqlError> {
+    // The declared OID fixes the binary layout; int2/int4/float4 are narrower than ours.
+    Ok(match oid {
+        OID_INT2 => Value::Int(i16::from_be_bytes(fixed(bytes, "smallint")?).into()),
+        OID_INT4 => Value::Int(i32::from_be_bytes(fixed(bytes, "integer")?).into()),
+        OID_OID => Value::Int(u32::from_be_bytes(fixed(bytes, "oid")?).into()),
+        OID_FLOAT4 => Value::Float(f32::from_be_bytes(fixed(bytes, "real")?).into()),
+        _ => match ty {
+            Some(SqlType::Bool) => match bytes {
+                [b] => Value::Bool(*b != 0),
+                _ => return Err(binary_error("boolean")),
+            },
+            Some(SqlType::Int) => Value::Int(i64::from_be_bytes(fixed(bytes, "bigint")?)),
+            Some(SqlType::Float) => Value::Float(f64::from_be_bytes(fixed(bytes, "double precision")?)),
+            Some(SqlType::Numeric) => Value::Numeric(decode_numeric(bytes)?),
+            Some(SqlType::Bytes) => Value::Bytes(bytes.to_vec()),
+            Some(SqlType::Date) => {
+                let days = i32::from_be_bytes(fixed(bytes, "date")?);
+                Value::Date(days.checked_add(PG_EPOCH_DAYS).ok_or_else(|| binary_error("date"))?)
+            }
+            Some(SqlType::Timestamp) => {
+                let micros = i64::from_be_bytes(fixed(bytes, "timestamp")?);
+                Value::Timestamp(micros.checked_add(PG_EPOCH_MICROS).ok_or_else(|| binary_error("timestamp"))?)
+            }
+            Some(SqlType::Text) | None => {
+                Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| invalid("text", "not valid UTF-8"))?)
+            }
+        },
+    })
+}
+
+const NUMERIC_POS: u16 = 0x0000;
+const NUMERIC_NEG: u16 = 0x4000;
+const NUMERIC_NAN: u16 = 0xC000;
+
+/// PostgreSQL's binary NUMERIC: ndigits, weight, sign, dscale, then base-10000 digits.
+fn encode_numeric(d: &Decimal, out: &mut Vec<u8>) {
+    let scale = d.scale();
+    let text = d.abs().to_string();
+    let (int_part, frac_part) = text.split_once('.').unwrap_or((&text, ""));
+    let int_part = int_part.trim_start_matches('0');
+    // Pad both parts to whole groups of four decimal digits.
+    let int_pad = (4 - int_part.len() % 4) % 4;
+    let frac_pad = (4 - frac_part.len() % 4) % 4;
+    let int_digits = format!("{}{}", "0".repeat(int_pad), int_part);
+    let frac_digits = format!("{}{}", frac_part, "0".repeat(frac_pad));
+    let group = |s: &str| -> Vec<i16> {
+        s.as_bytes().chunks(4).map(|c| c.iter().fold(0i16, |acc, b| acc * 10 + i16::from(b - b'0'))).collect()
+    };
+    let mut digits = group(&int_digits);
+    let int_groups = digits.len() as i16;
+    digits.extend(group(&frac_digits));
+    // Strip leading zero groups (adjusting the weight) and trailing zero groups.
+    let mut weight = int_groups - 1;
+    let leading = digits.iter().take_while(|&&g| g == 0).count();
+    digits.drain(..leading);
+    weight -= leading as i16;
+    while digits.last() == Some(&0) {
+        digits.pop();
+    }
+    if digits.is_empty() {
+        weight = 0;
+    }
+    let sign = if d.is_sign_negative() && !digits.is_empty() { NUMERIC_NEG } else { NUMERIC_POS };
+    out.extend_from_slice(&(digits.len() as i16).to_be_bytes());
+    out.extend_from_slice(&weight.to_be_bytes());
+    out.extend_from_slice(&sign.to_be_bytes());
+    out.extend_from_slice(&(scale as u16).to_be_bytes());
+    for g in digits {
+        out.extend_from_slice(&g.to_be_bytes());
+    }
+}
+
+fn decode_numeric(bytes: &[u8]) -> Result<Decimal, SqlError> {
+    let err = || binary_error("numeric");
+    let header = bytes.get(..8).ok_or_else(err)?;
+    let word = |i: usize| i16::from_be_bytes([header[i], header[i + 1]]);
+    let (ndigits, weight, sign, dscale) = (word(0), word(2), word(4) as u16, word(6));
+    if ndigits < 0 || dscale < 0 || sign == NUMERIC_NAN || (sign != NUMERIC_POS && sign != NUMERIC_NEG) {
+        return Err(err());
+    }
+    let body = bytes.get(8..).ok_or_else(err)?;
+    if body.len() != ndigits as usize * 2 {
+        return Err(err());
+    }
+    // Rebuild the decimal text: digit group k has place value 10000^(weight - k).
+    let groups: Vec<i16> = body.chunks(2).map(|c| i16::from_be_bytes([c[0], c[1]])).collect();
+    if groups.iter().any(|g| !(0..10_000).contains(g)) || weight.unsigned_abs() > 64 {
+        return Err(err());
+    }
+    let mut int_text = String::new();
+    let mut frac_text = String::new();
+    for (k, g) in groups.iter().enumerate() {
+        let place = weight - k as i16;
+        if place >= 0 {
+            int_text.push_str(&format!("{g:04}"));
+        } else {
+            frac_text.push_str(&format!("{g:04}"));
+        }
+    }
+    // Groups between the last digit and the decimal point are implicit zeros.
+    let last_place = weight - groups.len() as i16 + 1;
+    if last_place > 0 {
+        int_text.push_str(&"0000".repeat(last_place as usize));
+    }
+    // Groups between the decimal point and the first fractional digit are implicit zeros.
+    if weight < -1 {
+        frac_text.insert_str(0, &"0000".repeat((-1 - weight) as usize));
+    }
+    let int_text = if int_text.trim_start_matches('0').is_empty() { "0".to_string() } else { int_text.trim_start_matches('0').to_string() };
+    let text = if frac_text.is_empty() { int_text } else { format!("{int_text}.{frac_text}") };
+    let mut d: Decimal = text.parse().map_err(|_| err())?;
+    if sign == NUMERIC_NEG {
+        d.set_sign_negative(true);
+    }
+    d.rescale(dscale as u32);
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numeric_round_trip(s: &str) {
+        let d: Decimal = s.parse().unwrap();
+        let mut out = Vec::new();
+        encode_numeric(&d, &mut out);
+        let back = decode_numeric(&out).unwrap();
+        assert_eq!(back, d, "{s}");
+        assert_eq!(back.to_string(), d.to_string(), "{s}");
+    }
+
+    #[test]
+    fn numeric_binary_round_trips() {
+        for s in ["0", "1", "-1", "12345.678", "0.0001", "0.00001234", "100000000", "-98765432109876.5", "3.14159", "10000", "0.50"] {
+            numeric_round_trip(s);
+        }
+    }
+
+    #[test]
+    fn numeric_binary_matches_postgres_layout() {
+        // 12345.678 is [1, 2345, 6780] with weight 1, scale 3 in PostgreSQL.
+        let mut out = Vec::new();
+        encode_numeric(&"12345.678".parse().unwrap(), &mut out);
+        assert_eq!(out, vec![0, 3, 0, 1, 0, 0, 0, 3, 0, 1, 0x09, 0x29, 0x1A, 0x7C]);
+    }
+
+    #[test]
+    fn params_decode_by_declared_or_inferred_type() {
+        assert_eq!(decode_param(b"42", OID_INT4, None, false).unwrap(), Value::Int(42));
+        assert_eq!(decode_param(b"42", 0, Some(SqlType::Int), false).unwrap(), Value::Int(42));
+        assert_eq!(decode_param(&7i32.to_be_bytes(), OID_INT4, Some(SqlType::Int), true).unwrap(), Value::Int(7));
+        assert_eq!(decode_param(b"\\x0aff", OID_BYTEA, None, false).unwrap(), Value::Bytes(vec![10, 255]));
+        assert_eq!(decode_param(b"2024-02-03T04:05:06", OID_TIMESTAMP, None, false).unwrap(), Value::Timestamp(temporal::parse_timestamp("2024-02-03 04:05:06").unwrap()));
+        assert!(decode_param(b"abc", OID_INT8, None, false).is_err());
+        assert!(decode_param(&[1, 2, 3], OID_INT8, None, true).is_err());
+        assert!(decode_param(&[0xff, 0xfe], OID_TEXT, None, false).is_err());
+    }
+
+    #[test]
+    fn dates_use_the_postgres_epoch_in_binary() {
+        let day = temporal::parse_date("2000-01-02").unwrap();
+        let out = encode_value(&Value::Date(day), Some(SqlType::Date), true).unwrap().unwrap();
+        assert_eq!(out, 1i32.to_be_bytes().to_vec());
+        assert_eq!(decode_param(&out, OID_DATE, None, true).unwrap(), Value::Date(day));
+    }
+}

@@ -1,0 +1,369 @@
+//! One client session: its transaction state (PostgreSQL's idle / in transaction /
+//! failed), settings, and the statements it runs. Protocol-independent: `conn.rs` turns
+//! the replies into wire messages.
+
+use crate::command::Command;
+use crate::config::GatewayConfig;
+use crate::errors::{self, failed_transaction, from_client, serialization_failure, PgError};
+use crate::intercept::{self, LocalRows, SessionInfo};
+use crate::params::RawParams;
+use crate::pgtypes::{pg_type, OID_TEXT};
+use crate::settings::Settings;
+use pistou_client::{Client, Outcome, SqlOutput, Txn};
+use pistou_sql::{Catalog, Engine, Row, SqlType, StatementKind, Value};
+use rand::Rng;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A result column.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field {
+    pub name: String,
+    /// None: not known statically; sent as text.
+    pub ty: Option<SqlType>,
+}
+
+/// What a statement produced.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    Rows { fields: Vec<Field>, rows: Vec<Row>, tag: String },
+    Command { tag: String, notice: Option<String> },
+}
+
+/// Parameter OIDs and result columns of a statement, without running it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Description {
+    pub params: Vec<u32>,
+    pub fields: Option<Vec<Field>>,
+}
+
+/// PostgreSQL's transaction states, as ReadyForQuery reports them.
+enum TxnState {
+    Idle,
+    /// In a transaction block; the Pistou transaction starts with its first statement.
+    Open(Option<Txn>),
+    /// A statement failed inside the block: everything but ROLLBACK / COMMIT is refused.
+    Failed,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Idle,
+    InTransaction,
+    Failed,
+}
+
+pub struct Session {
+    client: Client,
+    engine: Arc<Engine>,
+    config: Arc<GatewayConfig>,
+    txn: TxnState,
+    pub settings: Settings,
+    pub user: String,
+    pub database: String,
+    pub pid: i32,
+}
+
+fn command_reply(tag: impl Into<String>) -> Reply {
+    Reply::Command { tag: tag.into(), notice: None }
+}
+
+impl Session {
+    pub fn new(client: Client, engine: Arc<Engine>, config: Arc<GatewayConfig>, settings: Settings, user: String, database: String, pid: i32) -> Session {
+        Session { client, engine, config, txn: TxnState::Idle, settings, user, database, pid }
+    }
+
+    pub fn status(&self) -> Status {
+        match self.txn {
+            TxnState::Idle => Status::Idle,
+            TxnState::Open(_) => Status::InTransaction,
+            TxnState::Failed => Status::Failed,
+        }
+    }
+
+    /// Records an error outside statement execution (e.g. a bad Bind): inside a block it
+    /// aborts the transaction, as in PostgreSQL.
+    pub fn fail(&mut self) {
+        if matches!(self.txn, TxnState::Open(_)) {
+            self.txn = TxnState::Failed; // dropping the Txn aborts it
+        }
+    }
+
+    /// Runs one statement.
+    pub async fn run(&mut self, sql: &str, command: &Command, params: &RawParams) -> Result<Reply, PgError> {
+        if matches!(self.txn, TxnState::Failed) && !matches!(command, Command::Commit | Command::Rollback) {
+            return Err(failed_transaction());
+        }
+        let result = self.dispatch(sql, command, params).await;
+        if result.is_err() {
+            self.fail();
+        }
+        result
+    }
+
+    async fn dispatch(&mut self, sql: &str, command: &Command, params: &RawParams) -> Result<Reply, PgError> {
+        match command {
+            Command::Begin => Ok(match self.txn {
+                TxnState::Idle => {
+                    self.txn = TxnState::Open(None);
+                    command_reply("BEGIN")
+                }
+                _ => Reply::Command { tag: "BEGIN".into(), notice: Some("there is already a transaction in progress".into()) },
+            }),
+            Command::Commit => self.commit().await,
+            Command::Rollback => Ok(match std::mem::replace(&mut self.txn, TxnState::Idle) {
+                TxnState::Idle => Reply::Command { tag: "ROLLBACK".into(), notice: Some("there is no transaction in progress".into()) },
+                _ => command_reply("ROLLBACK"),
+            }),
+            Command::Set { name, value } => {
+                self.settings.set(name, value.as_deref()).map_err(PgError::from)?;
+                Ok(command_reply("SET"))
+            }
+            Command::SetNoop(tag) => Ok(command_reply(*tag)),
+            Command::Reset(name) => {
+                match name {
+                    Some(n) => self.settings.set(n, None).map_err(PgError::from)?,
+                    None => self.settings.reset_all(),
+                }
+                Ok(command_reply("RESET"))
+            }
+            Command::Show(name) => Ok(rows_reply(self.show(name)?, "SHOW")),
+            Command::Discard => {
+                if !matches!(self.txn, TxnState::Idle) {
+                    return Err(PgError::new(errors::ACTIVE_TRANSACTION, "DISCARD ALL cannot run inside a transaction block"));
+                }
+                self.settings.reset_all();
+                Ok(command_reply("DISCARD ALL"))
+            }
+            Command::Intercepted => {
+                let local = self.intercepted(sql).await?;
+                Ok(rows_reply(local, "SELECT"))
+            }
+            Command::Sql => match self.txn {
+                TxnState::Open(_) => {
+                    let engine = self.engine.clone();
+                    let txn = self.open_txn().await?;
+                    execute_in(&engine, txn, sql, params).await
+                }
+                _ => self.autocommit(sql, params).await,
+            },
+        }
+    }
+
+    async fn commit(&mut self) -> Result<Reply, PgError> {
+        match std::mem::replace(&mut self.txn, TxnState::Idle) {
+            TxnState::Idle => Ok(Reply::Command { tag: "COMMIT".into(), notice: Some("there is no transaction in progress".into()) }),
+            // PostgreSQL answers COMMIT of a failed block with ROLLBACK.
+            TxnState::Failed => Ok(command_reply("ROLLBACK")),
+            TxnState::Open(None) => Ok(command_reply("COMMIT")),
+            TxnState::Open(Some(txn)) => match txn.commit().await {
+                Ok(Outcome::Committed { .. }) => Ok(command_reply("COMMIT")),
+                Ok(Outcome::Aborted) => Err(serialization_failure()),
+                Err(e) => Err(from_client(e)),
+            },
+        }
+    }
+
+    /// The block's Pistou transaction, begun by its first statement.
+    async fn open_txn(&mut self) -> Result<&mut Txn, PgError> {
+        if let TxnState::Open(slot @ None) = &mut self.txn {
+            *slot = Some(self.client.begin().await.map_err(from_client)?);
+        }
+        match &mut self.txn {
+            TxnState::Open(Some(txn)) => Ok(txn),
+            _ => Err(PgError::new(errors::INTERNAL, "no open transaction")),
+        }
+    }
+
+    /// A statement outside a block: its own transaction, retried on serialization failure.
+    async fn autocommit(&mut self, sql: &str, params: &RawParams) -> Result<Reply, PgError> {
+        let mut backoff = Duration::from_millis(2);
+        let mut attempt = 0u32;
+        loop {
+            let mut txn = self.client.begin().await.map_err(from_client)?;
+            let error = match execute_in(&self.engine, &mut txn, sql, params).await {
+                Ok(reply) => match txn.commit().await {
+                    Ok(Outcome::Committed { .. }) => return Ok(reply),
+                    Ok(Outcome::Aborted) => serialization_failure(),
+                    Err(e) => return Err(from_client(e)),
+                },
+                Err(e) => e, // dropping `txn` aborts it
+            };
+            if !error.is_serialization_failure() || attempt >= self.config.autocommit_retries {
+                return Err(error);
+            }
+            attempt += 1;
+            // Full jitter: conflicting clients do not retry in lockstep.
+            let wait = rand::thread_rng().gen_range(0..=backoff.as_micros() as u64);
+            tokio::time::sleep(Duration::from_micros(wait)).await;
+            backoff = (backoff * 2).min(self.config.max_retry_backoff);
+        }
+    }
+
+    /// The schema, read in the open transaction or in a short read-only one.
+    async fn catalog(&mut self) -> Result<Catalog, PgError> {
+        if matches!(self.txn, TxnState::Open(_)) {
+            let txn = self.open_txn().await?;
+            return txn.catalog().await.map_err(from_client);
+        }
+        let mut txn = self.client.begin().await.map_err(from_client)?;
+        let catalog = txn.catalog().await.map_err(from_client);
+        txn.rollback();
+        catalog
+    }
+
+    fn info(&self) -> SessionInfo<'_> {
+        SessionInfo { user: &self.user, database: &self.database, pid: self.pid, settings: &self.settings }
+    }
+
+    async fn intercepted(&mut self, sql: &str) -> Result<LocalRows, PgError> {
+        let catalog = if intercept::needs_catalog(sql) { Some(self.catalog().await?) } else { None };
+        intercept::answer(sql, &self.info(), catalog.as_ref()).map_err(PgError::from)
+    }
+
+    fn show(&self, name: &str) -> Result<LocalRows, PgError> {
+        if name == "all" {
+            let rows = self.settings.all().into_iter().map(|(n, v, d)| vec![Value::Text(n), Value::Text(v), Value::Text(d)]).collect();
+            let columns = ["name", "setting", "description"].iter().map(|c| (c.to_string(), Some(SqlType::Text))).collect();
+            return Ok(LocalRows { columns, rows });
+        }
+        let value = self.settings.get(name).map_err(PgError::from)?;
+        Ok(LocalRows { columns: vec![(name.to_string(), Some(SqlType::Text))], rows: vec![vec![Value::Text(value)]] })
+    }
+
+    /// Parameter types and result columns of `sql`, without running it.
+    pub async fn describe(&mut self, sql: &str, command: &Command, declared: &[u32]) -> Result<Description, PgError> {
+        if matches!(self.txn, TxnState::Failed) && !matches!(command, Command::Commit | Command::Rollback) {
+            return Err(failed_transaction());
+        }
+        let result = self.describe_inner(sql, command, declared).await;
+        if result.is_err() {
+            self.fail();
+        }
+        result
+    }
+
+    async fn describe_inner(&mut self, sql: &str, command: &Command, declared: &[u32]) -> Result<Description, PgError> {
+        let fields_of = |local: LocalRows| local.columns.into_iter().map(|(name, ty)| Field { name, ty }).collect();
+        let fields = match command {
+            Command::Show(name) => Some(fields_of(self.show(name)?)),
+            Command::Intercepted => Some(fields_of(self.intercepted(sql).await?)),
+            Command::Sql => {
+                let catalog = self.catalog().await?;
+                let prepared = self.engine.prepare(&catalog, sql).map_err(PgError::from)?;
+                let params = prepared
+                    .param_types()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, ty)| match declared.get(i) {
+                        Some(&oid) if oid != 0 => oid,
+                        _ => ty.map_or(OID_TEXT, |t| pg_type(Some(t)).oid),
+                    })
+                    .collect();
+                return Ok(Description { params, fields: result_fields(&catalog, &prepared) });
+            }
+            _ => None,
+        };
+        Ok(Description { params: declared.to_vec(), fields })
+    }
+}
+
+/// Result columns of a prepared statement: a query's, or RETURNING's (typed from the table
+/// when the item is a plain column).
+fn result_fields(catalog: &Catalog, prepared: &pistou_sql::Prepared) -> Option<Vec<Field>> {
+    if let (Some(names), Some(types)) = (prepared.columns(), prepared.column_types()) {
+        return Some(names.iter().zip(types).map(|(n, t)| Field { name: n.clone(), ty: *t }).collect());
+    }
+    let names = prepared.returning_columns()?;
+    let table = prepared.tables().first().and_then(|t| catalog.table(t).cloned());
+    Some(
+        names
+            .into_iter()
+            .map(|name| {
+                let ty = table.as_ref().and_then(|t| t.column_index(&name).and_then(|i| t.columns.get(i)).map(|c| c.ty));
+                Field { name, ty }
+            })
+            .collect(),
+    )
+}
+
+fn rows_reply(local: LocalRows, verb: &str) -> Reply {
+    let tag = if verb == "SHOW" { "SHOW".to_string() } else { format!("{verb} {}", local.rows.len()) };
+    Reply::Rows { fields: local.columns.into_iter().map(|(name, ty)| Field { name, ty }).collect(), rows: local.rows, tag }
+}
+
+/// Runs one statement in `txn`: parameters are decoded with the types the statement gives
+/// them (which needs the catalog, read as the statement itself would read it).
+async fn execute_in(engine: &Engine, txn: &mut Txn, sql: &str, params: &RawParams) -> Result<Reply, PgError> {
+    let values = if params.is_empty() {
+        Vec::new()
+    } else {
+        let catalog = txn.catalog().await.map_err(from_client)?;
+        let prepared = engine.prepare(&catalog, sql).map_err(PgError::from)?;
+        if let StatementKind::Transaction(_) = prepared.kind() {
+            return Err(PgError::new(errors::PROTOCOL_VIOLATION, "transaction control statements take no parameters"));
+        }
+        params.decode(prepared.param_types())?
+    };
+    let output = txn.query(sql, &values).await.map_err(from_client)?;
+    Ok(reply_of(output, sql))
+}
+
+fn reply_of(output: SqlOutput, sql: &str) -> Reply {
+    match output {
+        SqlOutput::Rows { columns, types, rows } => {
+            let fields = columns
+                .into_iter()
+                .enumerate()
+                .map(|(i, name)| Field { name, ty: types.get(i).copied().flatten().or_else(|| uniform_type(&rows, i)) })
+                .collect();
+            let tag = format!("SELECT {}", rows.len());
+            Reply::Rows { fields, rows, tag }
+        }
+        SqlOutput::Affected { command, count, returning } => {
+            let tag = if command == "INSERT" { format!("INSERT 0 {count}") } else { format!("{command} {count}") };
+            match returning {
+                Some((names, rows)) => {
+                    let fields = names.into_iter().enumerate().map(|(i, name)| Field { name, ty: uniform_type(&rows, i) }).collect();
+                    Reply::Rows { fields, rows, tag }
+                }
+                None => command_reply(tag),
+            }
+        }
+        SqlOutput::Ddl { command: "DDL" } => command_reply(ddl_tag(sql)),
+        SqlOutput::Ddl { command } => command_reply(command),
+    }
+}
+
+/// The type shared by every non-NULL value of column `i` (None if mixed or all NULL).
+fn uniform_type(rows: &[Row], i: usize) -> Option<SqlType> {
+    let mut types = rows.iter().filter_map(|r| r.get(i).and_then(Value::sql_type));
+    let first = types.next()?;
+    types.all(|t| t == first).then_some(first)
+}
+
+/// `CREATE TABLE` / `DROP INDEX` …: the tag of a DDL statement from its first two words.
+fn ddl_tag(sql: &str) -> String {
+    let words = crate::command::words(sql);
+    words.iter().take(2).map(|w| w.to_ascii_uppercase()).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_follow_postgres() {
+        assert_eq!(reply_of(SqlOutput::Affected { command: "INSERT", count: 3, returning: None }, ""), command_reply("INSERT 0 3"));
+        assert_eq!(reply_of(SqlOutput::Affected { command: "UPDATE", count: 2, returning: None }, ""), command_reply("UPDATE 2"));
+        assert_eq!(reply_of(SqlOutput::Ddl { command: "DDL" }, "drop table if exists t"), command_reply("DROP TABLE"));
+        match reply_of(SqlOutput::Rows { columns: vec!["a".into()], types: vec![None], rows: vec![vec![Value::Int(1)], vec![Value::Null]] }, "") {
+            Reply::Rows { fields, tag, .. } => {
+                assert_eq!(tag, "SELECT 2");
+                assert_eq!(fields[0].ty, Some(SqlType::Int));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+}

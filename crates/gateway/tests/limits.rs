@@ -1,0 +1,204 @@
+//! Limits, authentication, ReadyForQuery states and hostile input, partly with raw
+//! protocol bytes.
+
+mod support;
+
+use pistou_gateway::{Auth, GatewayConfig, PasswordMethod};
+use std::time::Duration;
+use support::{bounded, connect, connect_as, sqlstate, start};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A startup packet (protocol 3.0) for `user`.
+fn startup(user: &str) -> Vec<u8> {
+    let mut body = 196_608i32.to_be_bytes().to_vec();
+    for (k, v) in [("user", user), ("database", "pistou")] {
+        body.extend_from_slice(k.as_bytes());
+        body.push(0);
+        body.extend_from_slice(v.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut out = ((body.len() + 4) as i32).to_be_bytes().to_vec();
+    out.extend(body);
+    out
+}
+
+fn query(sql: &str) -> Vec<u8> {
+    let mut out = vec![b'Q'];
+    out.extend_from_slice(&((sql.len() + 5) as i32).to_be_bytes());
+    out.extend_from_slice(sql.as_bytes());
+    out.push(0);
+    out
+}
+
+/// Reads backend messages until ReadyForQuery; returns (type, body) pairs.
+async fn until_ready(s: &mut TcpStream) -> Vec<(u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    loop {
+        let kind = s.read_u8().await.expect("message type");
+        let len = s.read_i32().await.expect("message length");
+        let mut body = vec![0; (len - 4) as usize];
+        s.read_exact(&mut body).await.expect("message body");
+        let done = kind == b'Z';
+        out.push((kind, body));
+        if done {
+            return out;
+        }
+    }
+}
+
+/// The SQLSTATE field of an ErrorResponse body.
+fn error_code(body: &[u8]) -> String {
+    body.split(|b| *b == 0)
+        .find_map(|f| f.strip_prefix(b"C"))
+        .map(|c| String::from_utf8_lossy(c).to_string())
+        .unwrap_or_default()
+}
+
+fn tag(body: &[u8]) -> String {
+    String::from_utf8_lossy(body.strip_suffix(&[0]).unwrap_or(body)).to_string()
+}
+
+async fn raw_session(addr: std::net::SocketAddr) -> TcpStream {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(&startup("raw")).await.expect("startup");
+    let messages = until_ready(&mut s).await;
+    assert_eq!(messages.last().map(|m| m.1.clone()), Some(b"I".to_vec()));
+    s
+}
+
+/// Like `raw_session`, but waits (bounded) for a free connection slot.
+async fn raw_session_when_free(addr: std::net::SocketAddr) -> TcpStream {
+    for _ in 0..100 {
+        let mut s = TcpStream::connect(addr).await.expect("connect");
+        s.write_all(&startup("raw")).await.expect("startup");
+        let kind = s.read_u8().await.expect("first message");
+        if kind == b'R' {
+            let len = s.read_i32().await.expect("length");
+            let mut body = vec![0; (len - 4) as usize];
+            s.read_exact(&mut body).await.expect("body");
+            until_ready(&mut s).await;
+            return s;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no connection slot became free");
+}
+
+/// True once the server has closed the connection (reads hit EOF or an error).
+async fn closed(s: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), s.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_for_query_reports_idle_transaction_and_failed() {
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let mut s = raw_session(h.addr).await;
+        s.write_all(&query("CREATE TABLE r (a BIGINT PRIMARY KEY)")).await.expect("send");
+        let m = until_ready(&mut s).await;
+        assert!(m.iter().any(|(k, b)| *k == b'C' && tag(b) == "CREATE TABLE"), "{m:?}");
+        s.write_all(&query("INSERT INTO r VALUES (0)")).await.expect("send");
+        let m = until_ready(&mut s).await;
+        assert!(m.iter().any(|(k, b)| *k == b'C' && tag(b) == "INSERT 0 1"), "{m:?}");
+        s.write_all(&query("BEGIN; INSERT INTO r VALUES (1), (2)")).await.expect("send");
+        let m = until_ready(&mut s).await;
+        let tags: Vec<String> = m.iter().filter(|(k, _)| *k == b'C').map(|(_, b)| tag(b)).collect();
+        assert_eq!(tags, vec!["BEGIN", "INSERT 0 2"]);
+        assert_eq!(m.last().map(|x| x.1.clone()), Some(b"T".to_vec()));
+        s.write_all(&query("SELECT nope FROM r; SELECT 1")).await.expect("send");
+        let m = until_ready(&mut s).await;
+        let errors: Vec<String> = m.iter().filter(|(k, _)| *k == b'E').map(|(_, b)| error_code(b)).collect();
+        assert_eq!(errors, vec!["42703"], "the statement after the error is not run");
+        assert_eq!(m.last().map(|x| x.1.clone()), Some(b"E".to_vec()));
+        s.write_all(&query("SELECT 1")).await.expect("send");
+        let m = until_ready(&mut s).await;
+        assert_eq!(m.iter().filter(|(k, _)| *k == b'E').map(|(_, b)| error_code(b)).collect::<Vec<_>>(), vec!["25P02"]);
+        s.write_all(&query("COMMIT")).await.expect("send");
+        let m = until_ready(&mut s).await;
+        assert!(m.iter().any(|(k, b)| *k == b'C' && tag(b) == "ROLLBACK"), "{m:?}");
+        assert_eq!(m.last().map(|x| x.1.clone()), Some(b"I".to_vec()));
+        s.write_all(&query("SELECT count(*) FROM r")).await.expect("send");
+        let m = until_ready(&mut s).await;
+        let row = m.iter().find(|(k, _)| *k == b'D').unwrap_or_else(|| panic!("no row: {m:?}"));
+        assert!(row.1.ends_with(b"1"), "only the committed row is left: {row:?}");
+        // Empty query.
+        s.write_all(&query(" ; ")).await.expect("send");
+        let m = until_ready(&mut s).await;
+        assert_eq!(m[0].0, b'I');
+        h.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_close_or_refuse_only_the_offender() {
+    bounded(120, async {
+        let config = GatewayConfig {
+            max_connections: 2,
+            max_statement_bytes: 1000,
+            max_message_bytes: 4096,
+            idle_timeout: Duration::from_secs(2),
+            ..GatewayConfig::default()
+        };
+        let h = start(config).await;
+        let a = connect(h.addr).await;
+        // Statement size cap: an error, the connection stays usable.
+        let long = format!("SELECT '{}'", "x".repeat(2000));
+        let e = a.simple_query(&long).await.expect_err("too long");
+        assert_eq!(sqlstate(&e), "54000");
+        assert_eq!(a.query_one("SELECT 2", &[]).await.expect("still usable").get::<_, i64>(0), 2);
+
+        // Hostile bytes after startup close that connection only.
+        let mut raw = raw_session(h.addr).await;
+        raw.write_all(&[b'?', 0, 0, 0, 8, 1, 2, 3, 4]).await.expect("garbage");
+        assert!(closed(&mut raw).await, "garbage must close the connection");
+        // A message longer than the cap is refused before it is buffered.
+        let mut raw = raw_session(h.addr).await;
+        raw.write_all(&[b'Q', 0x7f, 0xff, 0xff, 0xff]).await.expect("huge length");
+        assert!(closed(&mut raw).await, "an oversized message must close the connection");
+        // Garbage instead of a startup packet.
+        let mut raw = TcpStream::connect(h.addr).await.expect("connect");
+        raw.write_all(&[0, 0, 0, 9, 0xde, 0xad, 0xbe, 0xef, 0]).await.expect("bad startup");
+        assert!(closed(&mut raw).await);
+        assert_eq!(a.query_one("SELECT 3", &[]).await.expect("unaffected").get::<_, i64>(0), 3);
+
+        // Connection cap: a is one; b is the second; the third is refused with 53300.
+        let b = connect(h.addr).await;
+        let e = connect_as(h.addr, "third", None).await.expect_err("over the cap");
+        assert_eq!(sqlstate(&e), "53300");
+        drop(b);
+
+        // Idle timeout: a silent connection is closed by the gateway.
+        let mut idle = raw_session_when_free(h.addr).await;
+        assert!(closed(&mut idle).await, "an idle connection must be closed");
+        h.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_authentication() {
+    bounded(120, async {
+        for method in [PasswordMethod::ScramSha256, PasswordMethod::Cleartext] {
+            let auth = Auth::Password { user: "app".into(), password: "s3cret".into(), method };
+            let h = start(GatewayConfig { auth, ..GatewayConfig::default() }).await;
+            let db = connect_as(h.addr, "app", Some("s3cret")).await.expect("right password");
+            assert_eq!(db.query_one("SELECT 1", &[]).await.expect("query").get::<_, i64>(0), 1);
+            let e = connect_as(h.addr, "app", Some("wrong")).await.expect_err("wrong password");
+            assert_eq!(sqlstate(&e), "28P01", "{method:?}");
+            let e = connect_as(h.addr, "mallory", Some("s3cret")).await.expect_err("wrong user");
+            assert_eq!(sqlstate(&e), "28P01", "{method:?}");
+            h.stop().await;
+        }
+    })
+    .await;
+}

@@ -1,0 +1,232 @@
+//! The gateway against an in-process cluster, through tokio-postgres (simple and
+//! extended protocol) and raw protocol bytes.
+
+mod support;
+
+use pistou_gateway::GatewayConfig;
+use support::{bounded, connect, sqlstate, start};
+use tokio_postgres::types::Type;
+use tokio_postgres::SimpleQueryMessage;
+
+/// Text of every value of the rows of a simple query.
+fn simple_rows(messages: &[SimpleQueryMessage]) -> Vec<Vec<Option<String>>> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn completions(messages: &[SimpleQueryMessage]) -> Vec<u64> {
+    messages.iter().filter_map(|m| if let SimpleQueryMessage::CommandComplete(n) = m { Some(*n) } else { None }).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simple_and_extended_queries_with_types() {
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let db = connect(h.addr).await;
+        // Several statements in one Query message, as psql sends them.
+        let out = db
+            .simple_query(
+                "CREATE TABLE items (id BIGINT PRIMARY KEY, name TEXT NOT NULL, weight DOUBLE PRECISION, \
+                 ok BOOLEAN, data BYTEA, day DATE, at TIMESTAMP); \
+                 INSERT INTO items VALUES (1, 'apple', 0.5, true, NULL, '2024-02-29', '2024-02-29 12:34:56.5'), \
+                 (2, 'pear', 1.5e3, false, NULL, NULL, NULL);",
+            )
+            .await
+            .expect("create and insert");
+        assert_eq!(completions(&out), vec![0, 2]);
+
+        // Simple protocol: text format.
+        let out = db.simple_query("SELECT id, name, weight, ok, data, day, at FROM items ORDER BY id").await.expect("select");
+        let rows = simple_rows(&out);
+        assert_eq!(rows.len(), 2);
+        let text = |s: &str| Some(s.to_string());
+        assert_eq!(
+            rows[0],
+            vec![text("1"), text("apple"), text("0.5"), text("t"), None, text("2024-02-29"), text("2024-02-29 12:34:56.5")]
+        );
+        assert_eq!(rows[1][2], text("1500"));
+        assert_eq!(rows[1][4], None);
+
+        // Extended protocol with parameters; tokio-postgres uses binary formats.
+        db.execute("UPDATE items SET data = $1 WHERE id = 1", &[&vec![1u8, 255]]).await.expect("bytea parameter");
+        let out = db.simple_query("SELECT data FROM items WHERE id = 1").await.expect("bytea as text");
+        assert_eq!(simple_rows(&out), vec![vec![text("\\x01ff")]]);
+        let stmt = db.prepare("SELECT id, name, weight, ok, data FROM items WHERE id = $1").await.expect("prepare");
+        assert_eq!(stmt.params(), &[Type::INT8]);
+        let types: Vec<Type> = stmt.columns().iter().map(|c| c.type_().clone()).collect();
+        assert_eq!(types, vec![Type::INT8, Type::TEXT, Type::FLOAT8, Type::BOOL, Type::BYTEA]);
+        let row = db.query_one(&stmt, &[&1i64]).await.expect("query one");
+        assert_eq!(row.get::<_, i64>(0), 1);
+        assert_eq!(row.get::<_, String>(1), "apple");
+        assert_eq!(row.get::<_, f64>(2), 0.5);
+        assert!(row.get::<_, bool>(3));
+        assert_eq!(row.get::<_, Vec<u8>>(4), vec![1, 255]);
+
+        // Parameters of every kind, bound in binary, written and read back.
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_micros(1_700_000_000_123_456);
+        let n = db
+            .execute(
+                "INSERT INTO items (id, name, weight, ok, data, at) VALUES ($1, $2, $3, $4, $5, $6)",
+                &[&3i64, &"plum 'quoted'", &-2.25f64, &false, &vec![0u8, 7], &at],
+            )
+            .await
+            .expect("insert with parameters");
+        assert_eq!(n, 1);
+        let row = db.query_one("SELECT name, weight, ok, data, at FROM items WHERE id = $1", &[&3i64]).await.expect("read back");
+        assert_eq!(row.get::<_, String>(0), "plum 'quoted'");
+        assert_eq!(row.get::<_, f64>(1), -2.25);
+        assert!(!row.get::<_, bool>(2));
+        assert_eq!(row.get::<_, Vec<u8>>(3), vec![0, 7]);
+        assert_eq!(row.get::<_, std::time::SystemTime>(4), at);
+        // NUMERIC and DATE through text (tokio-postgres has no std type for them). NUMERIC
+        // is not stored: replicas cannot decode NUMERIC rows yet (reported to the lead).
+        let out = db.simple_query("SELECT CAST('1.25' AS NUMERIC), 2.50").await.expect("numeric");
+        assert_eq!(simple_rows(&out), vec![vec![text("1.25"), text("2.50")]]);
+        let stmt = db.prepare("SELECT CAST('1.25' AS NUMERIC)").await.expect("prepare numeric");
+        assert_eq!(stmt.columns()[0].type_(), &Type::NUMERIC);
+        let row = db.query_one("SELECT CAST(day AS TEXT) FROM items WHERE id = $1", &[&1i64]).await.expect("casts");
+        assert_eq!(row.get::<_, String>(0), "2024-02-29");
+
+        // UPDATE / DELETE counts, and a join.
+        assert_eq!(db.execute("UPDATE items SET weight = weight + 1 WHERE id >= $1", &[&2i64]).await.expect("update"), 2);
+        db.batch_execute("CREATE TABLE tags (item BIGINT PRIMARY KEY, tag TEXT)").await.expect("create tags");
+        db.batch_execute("INSERT INTO tags VALUES (1, 'fruit'), (3, 'stone fruit')").await.expect("insert tags");
+        let rows = db.query("SELECT i.name, t.tag FROM items i JOIN tags t ON t.item = i.id ORDER BY i.id", &[]).await.expect("join");
+        let pairs: Vec<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        assert_eq!(pairs, vec![("apple".into(), "fruit".into()), ("plum 'quoted'".into(), "stone fruit".into())]);
+        assert_eq!(db.execute("DELETE FROM tags WHERE item = $1", &[&3i64]).await.expect("delete"), 1);
+        h.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_carry_sqlstates_and_transactions_follow_postgres() {
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let db = connect(h.addr).await;
+        db.batch_execute("CREATE TABLE kv (k BIGINT PRIMARY KEY, v TEXT)").await.expect("create");
+        db.batch_execute("INSERT INTO kv VALUES (1, 'one')").await.expect("insert");
+        let e = db.batch_execute("INSERT INTO kv VALUES (1, 'again')").await.expect_err("duplicate key");
+        assert_eq!(sqlstate(&e), "23505");
+        let e = db.query("SELECT * FROM missing", &[]).await.expect_err("unknown table");
+        assert_eq!(sqlstate(&e), "42P01");
+        let e = db.batch_execute("SELEC 1").await.expect_err("syntax error");
+        assert_eq!(sqlstate(&e), "42601");
+
+        // ROLLBACK discards, COMMIT keeps.
+        db.batch_execute("BEGIN; INSERT INTO kv VALUES (2, 'two')").await.expect("begin + insert");
+        let seen = db.query_one("SELECT v FROM kv WHERE k = 2", &[]).await.expect("read own write");
+        assert_eq!(seen.get::<_, String>(0), "two");
+        db.batch_execute("ROLLBACK").await.expect("rollback");
+        assert!(db.query_opt("SELECT v FROM kv WHERE k = 2", &[]).await.expect("after rollback").is_none());
+        db.batch_execute("START TRANSACTION; INSERT INTO kv VALUES (3, 'three'); COMMIT").await.expect("commit");
+        assert_eq!(db.query_one("SELECT v FROM kv WHERE k = 3", &[]).await.expect("after commit").get::<_, String>(0), "three");
+
+        // A failed statement poisons the block until ROLLBACK; COMMIT then rolls back.
+        db.batch_execute("BEGIN; INSERT INTO kv VALUES (4, 'four')").await.expect("begin");
+        let e = db.batch_execute("INSERT INTO kv VALUES (1, 'dup')").await.expect_err("duplicate in block");
+        assert_eq!(sqlstate(&e), "23505");
+        let e = db.query("SELECT 1", &[]).await.expect_err("ignored in failed block");
+        assert_eq!(sqlstate(&e), "25P02");
+        let e = db.batch_execute("SELECT v FROM kv").await.expect_err("ignored in failed block (simple)");
+        assert_eq!(sqlstate(&e), "25P02");
+        db.batch_execute("COMMIT").await.expect("commit of a failed block answers ROLLBACK");
+        assert!(db.query_opt("SELECT v FROM kv WHERE k = 4", &[]).await.expect("row 4").is_none());
+
+        // DDL must be alone in its transaction.
+        let e = db.batch_execute("BEGIN; INSERT INTO kv VALUES (5, 'five'); CREATE TABLE other (a BIGINT PRIMARY KEY)").await.expect_err("ddl after dml");
+        assert!(!sqlstate(&e).is_empty());
+        db.batch_execute("ROLLBACK").await.expect("rollback");
+        h.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conflicting_transactions_get_40001_and_autocommit_retries() {
+    bounded(120, async {
+        let config = GatewayConfig { autocommit_retries: 100, ..GatewayConfig::default() };
+        let h = start(config).await;
+        let a = connect(h.addr).await;
+        let b = connect(h.addr).await;
+        a.batch_execute("CREATE TABLE counter (id BIGINT PRIMARY KEY, n BIGINT)").await.expect("create");
+        a.batch_execute("INSERT INTO counter VALUES (1, 0)").await.expect("insert");
+
+        // Both read the counter, then both write it: they cannot both commit.
+        a.batch_execute("BEGIN").await.expect("a begin");
+        b.batch_execute("BEGIN").await.expect("b begin");
+        let na: i64 = a.query_one("SELECT n FROM counter WHERE id = 1", &[]).await.expect("a read").get(0);
+        let nb: i64 = b.query_one("SELECT n FROM counter WHERE id = 1", &[]).await.expect("b read").get(0);
+        assert_eq!((na, nb), (0, 0));
+        let mut committed = 0;
+        for (db, n) in [(&a, na), (&b, nb)] {
+            let result = async {
+                db.execute("UPDATE counter SET n = $1 WHERE id = 1", &[&(n + 1)]).await?;
+                db.batch_execute("COMMIT").await
+            }
+            .await;
+            match result {
+                Ok(()) => committed += 1,
+                Err(e) => {
+                    assert_eq!(sqlstate(&e), "40001", "{e}");
+                    let _ = db.batch_execute("ROLLBACK").await;
+                }
+            }
+        }
+        assert!(committed <= 1, "both conflicting transactions committed");
+        let n: i64 = a.query_one("SELECT n FROM counter WHERE id = 1", &[]).await.expect("final").get(0);
+        assert_eq!(n, committed);
+
+        // Concurrent autocommit increments: conflicts are retried inside the gateway.
+        let mut tasks = Vec::new();
+        for _ in 0..3 {
+            let db = connect(h.addr).await;
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..5 {
+                    db.execute("UPDATE counter SET n = n + 1 WHERE id = 1", &[]).await.expect("autocommit increment");
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.expect("increment task");
+        }
+        let n2: i64 = a.query_one("SELECT n FROM counter WHERE id = 1", &[]).await.expect("final").get(0);
+        assert_eq!(n2, n + 15);
+        h.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_commands_and_catalog_queries() {
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let db = connect(h.addr).await;
+        db.batch_execute("SET extra_float_digits = 3; SET application_name = 'tests'; SET TIME ZONE 'UTC'").await.expect("sets");
+        let show = |m: Vec<SimpleQueryMessage>| simple_rows(&m)[0][0].clone().unwrap_or_default();
+        assert_eq!(show(db.simple_query("SHOW application_name").await.expect("show")), "tests");
+        assert_eq!(show(db.simple_query("SHOW TRANSACTION ISOLATION LEVEL").await.expect("show")), "serializable");
+        let e = db.batch_execute("SET work_mem = '64MB'").await.expect_err("unknown parameter");
+        assert_eq!(sqlstate(&e), "42704");
+        let e = db.batch_execute("SET client_encoding = 'LATIN1'").await.expect_err("unsupported encoding");
+        assert_eq!(sqlstate(&e), "22023");
+        let row = db.query_one("SELECT version(), current_schema(), current_database()", &[]).await.expect("session functions");
+        assert!(row.get::<_, String>(0).starts_with("PostgreSQL 16.0"));
+        assert_eq!(row.get::<_, String>(1), "public");
+        assert_eq!(row.get::<_, String>(2), "pistou");
+        assert_eq!(db.query_one("SELECT 1", &[]).await.expect("select 1").get::<_, i64>(0), 1);
+        db.batch_execute("CREATE TABLE t1 (a BIGINT PRIMARY KEY, b TEXT)").await.expect("create");
+        let rows = db.simple_query("SELECT n.nspname as \"Schema\", c.relname as \"Name\" FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r','p','') AND pg_catalog.pg_table_is_visible(c.oid) ORDER BY 1,2").await.expect("\\dt");
+        assert_eq!(simple_rows(&rows), vec![vec![Some("public".to_string()), Some("t1".to_string())]]);
+        let e = db.simple_query("SELECT * FROM pg_catalog.pg_am").await.expect_err("unknown catalog query");
+        assert_eq!(sqlstate(&e), "0A000");
+        h.stop().await;
+    })
+    .await;
+}

@@ -1,0 +1,118 @@
+//! An in-process Pistou cluster (replicas over real TCP on 127.0.0.1) with a gateway in
+//! front of it, for the gateway's tests.
+#![allow(dead_code)]
+
+use pistou_client::{Client, ClientOptions};
+use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
+use pistou_crypto::SecretKey;
+use pistou_gateway::{serve, GatewayConfig};
+use pistou_node::{NodeOptions, ReplicaServer};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+pub struct Harness {
+    pub addr: SocketAddr,
+    stop_cluster: watch::Sender<bool>,
+    stop_gateway: Option<tokio::sync::oneshot::Sender<()>>,
+    gateway: Option<tokio::task::JoinHandle<Result<(), pistou_gateway::GatewayError>>>,
+    pub client: Client,
+}
+
+impl Harness {
+    /// Stops the gateway (closing its connections) and then the cluster.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop_gateway.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.gateway.take() {
+            let result = tokio::time::timeout(Duration::from_secs(10), task).await;
+            assert!(matches!(result, Ok(Ok(Ok(())))), "gateway did not stop cleanly: {result:?}");
+        }
+        self.client.shutdown().await;
+        let _ = self.stop_cluster.send(true);
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        let _ = self.stop_cluster.send(true);
+    }
+}
+
+/// A one-shard cluster with f = 1 (six replicas) and a gateway on an ephemeral port.
+pub async fn start(config: GatewayConfig) -> Harness {
+    let f = 1;
+    let n = 5 * f + 1;
+    let mut listeners = Vec::new();
+    let mut replicas = Vec::new();
+    let mut keys = Vec::new();
+    for i in 0..n {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind replica");
+        let key = SecretKey::generate();
+        replicas.push(ReplicaConfig { addr: l.local_addr().expect("addr").to_string(), public_key: key.public() });
+        listeners.push((ReplicaId { shard: ShardId(0), index: i as u32 }, l));
+        keys.push(key);
+    }
+    let client_key = SecretKey::generate();
+    let cluster = ClusterConfig {
+        f,
+        delta_us: 200_000,
+        max_txn_age_us: 60_000_000,
+        crypto: true,
+        reply_batch: 16,
+        shards: vec![ShardConfig { replicas }],
+        clients: vec![ClientConfig { id: 1, public_key: client_key.public() }],
+        tables: Default::default(),
+        sql: Default::default(),
+    };
+    cluster.validate().expect("valid cluster config");
+    let cluster = Arc::new(cluster);
+    let (stop_cluster, _) = watch::channel(false);
+    for ((id, l), key) in listeners.into_iter().zip(keys) {
+        let server = ReplicaServer::with_listener(l, cluster.clone(), id, Some(key), NodeOptions::default()).expect("replica");
+        let mut rx = stop_cluster.subscribe();
+        tokio::spawn(server.run(async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }));
+    }
+    let options = ClientOptions { op_timeout: Duration::from_secs(20), ..ClientOptions::default() };
+    let client = Client::connect_with(cluster, ClientId(1), Some(client_key), options).await.expect("client");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind gateway");
+    let addr = listener.local_addr().expect("gateway addr");
+    let (stop_gateway, stopped) = tokio::sync::oneshot::channel::<()>();
+    let gateway = tokio::spawn(serve(listener, client.clone(), config, async move {
+        let _ = stopped.await;
+    }));
+    Harness { addr, stop_cluster, stop_gateway: Some(stop_gateway), gateway: Some(gateway), client }
+}
+
+/// A tokio-postgres connection to the gateway (trust auth).
+pub async fn connect(addr: SocketAddr) -> tokio_postgres::Client {
+    connect_as(addr, "tester", None).await.expect("connect to the gateway")
+}
+
+pub async fn connect_as(addr: SocketAddr, user: &str, password: Option<&str>) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+    let mut config = tokio_postgres::Config::new();
+    config.host("127.0.0.1").port(addr.port()).user(user).dbname("pistou").connect_timeout(Duration::from_secs(10));
+    if let Some(p) = password {
+        config.password(p);
+    }
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// The SQLSTATE of a failed tokio-postgres call.
+pub fn sqlstate(e: &tokio_postgres::Error) -> String {
+    e.code().map(|c| c.code().to_string()).unwrap_or_else(|| format!("no SQLSTATE: {e}"))
+}
+
+/// Runs a test body with a time bound.
+pub async fn bounded<F: std::future::Future<Output = ()>>(secs: u64, body: F) {
+    tokio::time::timeout(Duration::from_secs(secs), body).await.expect("test timed out");
+}
