@@ -39,6 +39,9 @@ pub enum SqlState {
     /// A peer sent malformed protocol data (e.g. an undecodable predicate).
     ProtocolViolation,
     InternalError,
+    // Appended (the serialized index of each variant is part of the wire format).
+    InvalidEscapeSequence,
+    InvalidEscapeCharacter,
 }
 
 impl SqlState {
@@ -66,6 +69,8 @@ impl SqlState {
             NumericValueOutOfRange => "22003",
             StringDataRightTruncation => "22001",
             InvalidTextRepresentation => "22P02",
+            InvalidEscapeSequence => "22025",
+            InvalidEscapeCharacter => "22019",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
             FeatureNotSupported => "0A000",
