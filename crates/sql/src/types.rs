@@ -186,6 +186,15 @@ impl fmt::Display for Value {
     }
 }
 
+/// The text a client sees for a value of static type `ty`: its `Display` form, except that a
+/// REAL prints as the shortest text of its f32 value (`0.1`, not the double `0.100000001…`).
+pub fn output_text(v: &Value, ty: Option<SqlType>) -> String {
+    match (v, ty) {
+        (Value::Float(f), Some(SqlType::Float4)) => (*f as f32).to_string(),
+        _ => v.to_string(),
+    }
+}
+
 fn type_rank(v: &Value) -> u8 {
     match v {
         Value::Null => 0,
