@@ -41,7 +41,6 @@ pub enum SqlState {
     InternalError,
     // Appended (the serialized index of each variant is part of the wire format).
     InvalidEscapeSequence,
-    InvalidEscapeCharacter,
 }
 
 impl SqlState {
@@ -70,7 +69,6 @@ impl SqlState {
             StringDataRightTruncation => "22001",
             InvalidTextRepresentation => "22P02",
             InvalidEscapeSequence => "22025",
-            InvalidEscapeCharacter => "22019",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
             FeatureNotSupported => "0A000",

@@ -263,7 +263,7 @@ fn like_escape(e: &Value) -> Result<Option<char>> {
     match (chars.next(), chars.next()) {
         (None, _) => Ok(None),
         (Some(c), None) => Ok(Some(c)),
-        _ => err(SqlState::InvalidEscapeCharacter, "invalid escape string: escape string must be empty or one character"),
+        _ => err(SqlState::InvalidEscapeSequence, "invalid escape string: escape string must be empty or one character"),
     }
 }
 
