@@ -306,7 +306,7 @@ mod tests {
         let n = |s: &str| Value::Numeric(s.parse().unwrap_or_default());
         assert_eq!(cast_with(&n("123.456"), SqlType::Numeric, &limits).ok().map(|v| v.to_string()), Some("123.46".into()));
         assert_eq!(state(cast_with(&n("1234"), SqlType::Numeric, &limits)), Some(SqlState::NumericValueOutOfRange));
-        assert_eq!(stored_value_problem(SqlType::Numeric, &limits, &n("1.234")).is_some(), true);
+        assert!(stored_value_problem(SqlType::Numeric, &limits, &n("1.234")).is_some());
         assert_eq!(stored_value_problem(SqlType::Int2, &TypeLimits::default(), &Value::Int(70000)).as_deref(), Some("smallint out of range"));
     }
 }

@@ -819,7 +819,7 @@ mod tests {
         assert!(like("abcabc", "%bc%bc"));
         assert!(!like("ab", "a_b"));
         assert!(like("a_b", "a\\_b") && !like("axb", "a\\_b"), "backslash escapes by default");
-        assert!(like("100%", "100!%") == false);
+        assert!(!like("100%", "100!%"), "! is no escape by default");
         let tokens = like_tokens("100!%", Some('!')).unwrap_or_default();
         assert!(like_match("100%", &tokens) && !like_match("1000", &tokens));
         assert!(like_tokens("ab!", Some('!')).is_err(), "pattern ending with the escape character");
