@@ -24,7 +24,8 @@ pub(crate) fn is_primary_key(schema: &TableSchema, key: &[u8]) -> bool {
 
 fn decode_value(ty: SqlType, bytes: &[u8]) -> Option<(Value, &[u8])> {
     let (&tag, rest) = bytes.split_first()?;
-    Some(match (ty, tag) {
+    // Keys hold runtime values: SMALLINT/INTEGER are ints, REAL a float, VARCHAR/CHAR text.
+    Some(match (ty.storage(), tag) {
         (SqlType::Bool, 0x02) => {
             let (&b, rest) = rest.split_first()?;
             (Value::Bool(b != 0), rest)

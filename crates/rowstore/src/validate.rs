@@ -2,6 +2,7 @@
 
 use crate::error::{show_key, StoreError};
 use crate::keycheck::is_primary_key;
+use pistou_sql::types::stored_value_problem;
 use pistou_sql::{Column, TableSchema, Value, Write};
 
 /// Checks one write: an upsert must be a well-typed full row of the current schema whose
@@ -44,24 +45,11 @@ fn check_value(schema: &TableSchema, column: &Column, in_key: bool, value: &Valu
         let (table, column) = at();
         return Err(StoreError::NullViolation { table, column });
     };
-    if ty != column.ty {
+    if ty != column.ty.storage() {
         let (table, column_name) = at();
         return Err(StoreError::WrongType { table, column: column_name, expected: column.ty, got: ty.to_string() });
     }
-    let violation = match value {
-        Value::Text(s) => column
-            .limits
-            .max_len
-            .filter(|&n| s.chars().count() > n as usize)
-            .map(|n| format!("value too long for type character varying({n})")),
-        Value::Numeric(d) => column.limits.numeric.and_then(|(precision, scale)| {
-            let integer = d.abs().trunc().to_string();
-            let integer_digits = integer.split('.').next().unwrap_or("").trim_start_matches('0').len();
-            let fits = d.scale() <= scale && integer_digits as u64 <= u64::from(precision.saturating_sub(scale));
-            (!fits).then(|| format!("value {d} does not fit numeric({precision}, {scale})"))
-        }),
-        _ => None,
-    };
+    let violation = stored_value_problem(column.ty, &column.limits, value);
     match violation {
         Some(detail) => {
             let (table, column) = at();

@@ -5,10 +5,10 @@ use crate::catalog::{Catalog, CatalogChange};
 use crate::error::{err, Result, SqlError, SqlState};
 use crate::exec::{key_range, Exec, Reader};
 use crate::expr::Env;
-use crate::plan::{explain, Plan, QueryBody, Statement, TxnControl};
+use crate::plan::{explain, Plan, QueryBody, Returning, Statement, TxnControl};
 use crate::report::ReadReport;
 use crate::storage::{ReadAt, Storage, WriteSet};
-use crate::types::{Row, SqlType, Value};
+use crate::types::{Row, SqlType, TypeLimits, Value};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::{Parser, ParserError};
 use std::collections::{HashMap, VecDeque};
@@ -79,6 +79,15 @@ impl Prepared {
         }
     }
 
+    /// Declared limits of each result column where known (`VARCHAR(n)`, `CHAR(n)`,
+    /// `NUMERIC(p,s)`): the type modifier a wire protocol describes.
+    pub fn column_limits(&self) -> Option<&[TypeLimits]> {
+        match &self.plan.statement {
+            Statement::Query(q) => Some(&q.limits),
+            _ => None,
+        }
+    }
+
     /// Classifies the statement before execution: `Some` when it is a SELECT, UPDATE or DELETE
     /// that reads one table through a full-primary-key point lookup, with no join, derived
     /// table or subquery (so the key alone decides what it reads).
@@ -101,7 +110,7 @@ impl Prepared {
         if params.len() != self.plan.param_count {
             return err(SqlState::UndefinedParameter, format!("statement expects {} parameters, got {}", self.plan.param_count, params.len()));
         }
-        let env = Env { params, subqueries: &[], outer: &[] };
+        let env = Env { params, ..Env::default() };
         let range = key_range(&scan.table, &scan.access, &scan.table.primary_key, &env)?;
         let key = range.and_then(|r| match r.start {
             std::ops::Bound::Included(k) => Some(k),
@@ -118,6 +127,30 @@ impl Prepared {
     pub fn explain(&self) -> String {
         explain(&self.plan)
     }
+}
+
+/// Pads the values of `CHAR(n)` result columns to n characters: stored without trailing
+/// blanks, they are shown as PostgreSQL shows them.
+fn pad_chars(mut rows: Vec<Row>, types: &[Option<SqlType>], limits: &[TypeLimits]) -> Vec<Row> {
+    let widths: Vec<Option<usize>> = types
+        .iter()
+        .zip(limits)
+        .map(|(t, l)| l.max_len.filter(|_| *t == Some(SqlType::Char)).map(|n| n as usize))
+        .collect();
+    if widths.iter().all(Option::is_none) {
+        return rows;
+    }
+    for row in &mut rows {
+        for (v, width) in row.iter_mut().zip(&widths) {
+            if let (Value::Text(s), Some(n)) = (v, width) {
+                let len = s.chars().count();
+                if len < *n {
+                    s.extend(std::iter::repeat_n(' ', n - len));
+                }
+            }
+        }
+    }
+    rows
 }
 
 /// The single row a statement reads, when it reads exactly one row by its full primary key
@@ -284,33 +317,33 @@ impl Engine {
             );
         }
         let reader = Reader { storage: ctx.storage, at: ctx.at, pending: ctx.pending, max_rows: self.limits.max_rows, rows_read: Default::default() };
-        let mut exec = Exec { reader, params, plans: &plan.subqueries, subqueries: Vec::new(), outer: Vec::new(), reads: ReadReport::default() };
+        let mut exec = Exec::new(reader, params, &plan.subqueries);
         if !matches!(plan.statement, Statement::Explain(_) | Statement::Ddl(_) | Statement::Txn(_)) {
             exec.run_subqueries()?;
         }
         let mut writes = WriteSet::default();
-        let affected = |command, (count, rows, _): &(u64, Vec<Row>, WriteSet), names: Option<&Vec<String>>| Output::Affected {
+        let affected = |command, (count, rows, _): &(u64, Vec<Row>, WriteSet), returning: Option<&Returning>| Output::Affected {
             command,
             count: *count,
-            returning: names.map(|n| (n.clone(), rows.clone())),
+            returning: returning.map(|r| (r.names.clone(), pad_chars(rows.clone(), &r.types, &r.limits))),
         };
         let output = match &plan.statement {
-            Statement::Query(q) => Output::Rows { columns: q.names.clone(), rows: exec.query(q)? },
+            Statement::Query(q) => Output::Rows { columns: q.names.clone(), rows: pad_chars(exec.query(q)?, &q.types, &q.limits) },
             Statement::Insert(p) => {
                 let r = exec.insert(p)?;
-                let out = affected("INSERT", &r, p.returning.as_ref().map(|r| &r.names));
+                let out = affected("INSERT", &r, p.returning.as_ref());
                 writes = r.2;
                 out
             }
             Statement::Update(p) => {
                 let r = exec.update(p)?;
-                let out = affected("UPDATE", &r, p.returning.as_ref().map(|r| &r.names));
+                let out = affected("UPDATE", &r, p.returning.as_ref());
                 writes = r.2;
                 out
             }
             Statement::Delete(p) => {
                 let r = exec.delete(p)?;
-                let out = affected("DELETE", &r, p.returning.as_ref().map(|r| &r.names));
+                let out = affected("DELETE", &r, p.returning.as_ref());
                 writes = r.2;
                 out
             }

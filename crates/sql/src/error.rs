@@ -39,6 +39,8 @@ pub enum SqlState {
     /// A peer sent malformed protocol data (e.g. an undecodable predicate).
     ProtocolViolation,
     InternalError,
+    // Appended (the serialized index of each variant is part of the wire format).
+    InvalidEscapeSequence,
 }
 
 impl SqlState {
@@ -66,6 +68,7 @@ impl SqlState {
             NumericValueOutOfRange => "22003",
             StringDataRightTruncation => "22001",
             InvalidTextRepresentation => "22P02",
+            InvalidEscapeSequence => "22025",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
             FeatureNotSupported => "0A000",

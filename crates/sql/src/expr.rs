@@ -2,7 +2,7 @@
 //! serializable `Predicate` reported for every scan.
 
 use crate::error::{err, Result, SqlError, SqlState};
-use crate::types::{arith, cast, negate, sql_cmp, ArithOp, SqlType, Value};
+use crate::types::{arith, cast_with, negate, sql_cmp, ArithOp, Row, SqlType, TypeLimits, Value};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::fmt;
@@ -71,6 +71,9 @@ pub enum Func {
     Greatest,
     Least,
     Position,
+    /// Text form of a REAL (float4) value: its shortest f32 representation. Inserted by the
+    /// binder where a REAL expression becomes text; not callable by name.
+    Float4Text,
 }
 
 impl Func {
@@ -114,6 +117,7 @@ impl Func {
             Func::Greatest => "greatest",
             Func::Least => "least",
             Func::Position => "strpos",
+            Func::Float4Text => "float4out",
         }
     }
 
@@ -139,6 +143,9 @@ pub enum Expr {
     Column(usize),
     /// Column of the outer row of an index nested-loop join.
     Outer(usize),
+    /// Column of an enclosing query's row, for a correlated subquery: `level` counts the
+    /// enclosing queries from the statement's outermost one (0).
+    Enclosing { level: usize, column: usize },
     /// Statement parameter `$n` (0-based).
     Param(usize),
     /// Value of uncorrelated scalar subquery `i`.
@@ -159,9 +166,11 @@ pub enum Expr {
     IsBool { expr: Box<Expr>, value: bool, negated: bool },
     IsDistinct { left: Box<Expr>, right: Box<Expr>, negated: bool },
     InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
-    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
+    /// `expr [NOT] [I]LIKE pattern [ESCAPE escape]`; no escape expression means `\\`.
+    Like { expr: Box<Expr>, pattern: Box<Expr>, escape: Option<Box<Expr>>, negated: bool, case_insensitive: bool },
     Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
-    Cast { expr: Box<Expr>, ty: SqlType },
+    /// `CAST(expr AS ty(limits))`; limits are VARCHAR/CHAR length and NUMERIC precision.
+    Cast { expr: Box<Expr>, ty: SqlType, limits: TypeLimits },
     Call { func: Func, args: Vec<Expr> },
 }
 
@@ -179,7 +188,11 @@ pub enum SubqueryValue {
 pub struct Env<'a> {
     pub params: &'a [Value],
     pub subqueries: &'a [SubqueryValue],
+    /// Values of correlated subqueries for the row being evaluated; they shadow `subqueries`.
+    pub correlated: &'a [(usize, SubqueryValue)],
     pub outer: &'a [Value],
+    /// Rows of the enclosing queries, outermost first (`Expr::Enclosing`).
+    pub enclosing: &'a [Row],
 }
 
 fn unbound(what: &str) -> SqlError {
@@ -191,17 +204,22 @@ fn row_value(row: &[Value], i: usize) -> Result<&Value> {
 }
 
 fn sub<'a>(env: &Env<'a>, i: usize) -> Result<&'a SubqueryValue> {
+    if let Some((_, v)) = env.correlated.iter().find(|(id, _)| *id == i) {
+        return Ok(v);
+    }
     env.subqueries.get(i).ok_or_else(|| unbound("subquery"))
 }
 
-/// SQL `IN`: true if equal to some element, unknown if no match but a NULL was involved.
+/// SQL `IN`: true if equal to some element, unknown if no match but a NULL was involved
+/// (on either side); an empty list never matches, even for a NULL value.
 fn in_values(v: &Value, list: impl Iterator<Item = Result<Value>>, negated: bool) -> Result<Value> {
-    if v.is_null() {
-        return Ok(Value::Null);
-    }
     let mut saw_null = false;
     for item in list {
-        match sql_cmp(v, &item?)? {
+        let item = item?;
+        if v.is_null() {
+            return Ok(Value::Null);
+        }
+        match sql_cmp(v, &item)? {
             Some(Ordering::Equal) => return Ok(Value::Bool(!negated)),
             None => saw_null = true,
             Some(_) => {}
@@ -210,29 +228,83 @@ fn in_values(v: &Value, list: impl Iterator<Item = Result<Value>>, negated: bool
     Ok(if saw_null { Value::Null } else { Value::Bool(negated) })
 }
 
-/// SQL LIKE with `%` and `_` (no escape character).
-fn like(text: &str, pattern: &str) -> bool {
+/// One element of a compiled LIKE pattern.
+#[derive(Clone, Copy, PartialEq)]
+enum LikeToken {
+    Literal(char),
+    /// `_`: exactly one character.
+    One,
+    /// `%`: any run of characters.
+    Many,
+}
+
+/// Compiles a LIKE pattern; `escape` makes the next character literal.
+fn like_tokens(pattern: &str, escape: Option<char>) -> Result<Vec<LikeToken>> {
+    let mut out = Vec::new();
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        out.push(match c {
+            _ if Some(c) == escape => match chars.next() {
+                Some(next) => LikeToken::Literal(next),
+                None => return err(SqlState::InvalidEscapeSequence, "LIKE pattern must not end with escape character"),
+            },
+            '%' => LikeToken::Many,
+            '_' => LikeToken::One,
+            other => LikeToken::Literal(other),
+        });
+    }
+    Ok(out)
+}
+
+/// The escape character of `ESCAPE e`: one character, or none for the empty string.
+fn like_escape(e: &Value) -> Result<Option<char>> {
+    let Value::Text(s) = e else { return err(SqlState::UndefinedFunction, "ESCAPE requires a text operand") };
+    let mut chars = s.chars();
+    match (chars.next(), chars.next()) {
+        (None, _) => Ok(None),
+        (Some(c), None) => Ok(Some(c)),
+        _ => err(SqlState::InvalidEscapeSequence, "invalid escape string: escape string must be empty or one character"),
+    }
+}
+
+/// SQL LIKE over compiled tokens.
+fn like_match(text: &str, pattern: &[LikeToken]) -> bool {
     let t: Vec<char> = text.chars().collect();
-    let p: Vec<char> = pattern.chars().collect();
-    // Iterative matcher with single backtrack point on the last '%': linear-ish, no recursion.
+    let p = pattern;
+    // Iterative matcher with a single backtrack point on the last '%': no recursion.
     let (mut ti, mut pi) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
-        if pi < p.len() && (p[pi] == '_' || p[pi] == t[ti]) && p[pi] != '%' {
-            ti += 1;
-            pi += 1;
-        } else if pi < p.len() && p[pi] == '%' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
+        match p.get(pi) {
+            Some(LikeToken::Many) => {
+                star = Some((pi, ti));
+                pi += 1;
+            }
+            Some(LikeToken::One) => {
+                ti += 1;
+                pi += 1;
+            }
+            Some(LikeToken::Literal(c)) if t.get(ti) == Some(c) => {
+                ti += 1;
+                pi += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    pi = sp + 1;
+                    ti = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
         }
     }
-    p[pi..].iter().all(|&c| c == '%')
+    p.get(pi..).is_some_and(|rest| rest.iter().all(|x| *x == LikeToken::Many))
+}
+
+/// `text LIKE pattern` with the default escape character `\`.
+#[cfg(test)]
+fn like(text: &str, pattern: &str) -> bool {
+    like_tokens(pattern, Some('\\')).is_ok_and(|p| like_match(text, &p))
 }
 
 fn text_arg(v: &Value, func: Func) -> Result<&str> {
@@ -348,6 +420,11 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
             let needle = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
             Value::Int(s.find(needle).map_or(0, |byte| s[..byte].chars().count() as i64 + 1))
         }
+        Func::Float4Text => match first {
+            // f32 Display is the shortest text that reads back as the same f32.
+            Value::Float(f) => Value::Text((*f as f32).to_string()),
+            other => Value::Text(other.to_string()),
+        },
         Func::Coalesce | Func::NullIf | Func::Concat | Func::Greatest | Func::Least => Value::Null,
     })
 }
@@ -369,6 +446,7 @@ impl Expr {
             Const(v) => v.clone(),
             Column(i) => row_value(row, *i)?.clone(),
             Outer(i) => row_value(env.outer, *i)?.clone(),
+            Enclosing { level, column } => row_value(env.enclosing.get(*level).ok_or_else(|| unbound("enclosing row"))?, *column)?.clone(),
             Param(i) => env.params.get(*i).ok_or_else(|| unbound("parameter"))?.clone(),
             Subquery(i) => match sub(env, *i)? {
                 SubqueryValue::Scalar(v) => v.clone(),
@@ -438,14 +516,19 @@ impl Expr {
                 let v = expr.eval(row, env)?;
                 in_values(&v, list.iter().map(|e| e.eval(row, env)), *negated)?
             }
-            Like { expr, pattern, negated, case_insensitive } => {
-                match (expr.eval(row, env)?, pattern.eval(row, env)?) {
-                    (Value::Null, _) | (_, Value::Null) => Value::Null,
-                    (Value::Text(t), Value::Text(p)) => {
+            Like { expr, pattern, escape, negated, case_insensitive } => {
+                let escape = match escape {
+                    None => Value::Text("\\".to_string()),
+                    Some(e) => e.eval(row, env)?,
+                };
+                match (expr.eval(row, env)?, pattern.eval(row, env)?, escape) {
+                    (Value::Null, _, _) | (_, Value::Null, _) | (_, _, Value::Null) => Value::Null,
+                    (Value::Text(t), Value::Text(p), escape) => {
+                        let escape = like_escape(&escape)?;
                         let m = if *case_insensitive {
-                            like(&t.to_lowercase(), &p.to_lowercase())
+                            like_match(&t.to_lowercase(), &like_tokens(&p.to_lowercase(), escape.map(|c| c.to_lowercase().next().unwrap_or(c)))?)
                         } else {
-                            like(&t, &p)
+                            like_match(&t, &like_tokens(&p, escape)?)
                         };
                         Value::Bool(m != *negated)
                     }
@@ -469,7 +552,7 @@ impl Expr {
                     None => Value::Null,
                 }
             }
-            Cast { expr, ty } => cast(&expr.eval(row, env)?, *ty)?,
+            Cast { expr, ty, limits } => cast_with(&expr.eval(row, env)?, *ty, limits)?,
             Call { func, args } => {
                 let values = args.iter().map(|a| a.eval(row, env)).collect::<Result<Vec<_>>>()?;
                 call(*func, &values)?
@@ -489,7 +572,7 @@ impl Expr {
         let inst = |e: &Expr| e.instantiate(env).map(Box::new);
         Ok(match self {
             Const(_) | Column(_) => self.clone(),
-            Outer(_) | Param(_) | Subquery(_) | Exists { .. } => Const(self.eval(&[], env)?),
+            Outer(_) | Enclosing { .. } | Param(_) | Subquery(_) | Exists { .. } => Const(self.eval(&[], env)?),
             InSubquery { expr, subquery, negated } => match sub(env, *subquery)? {
                 SubqueryValue::List(list) => InList {
                     expr: inst(expr)?,
@@ -513,9 +596,10 @@ impl Expr {
                 list: list.iter().map(|e| e.instantiate(env)).collect::<Result<_>>()?,
                 negated: *negated,
             },
-            Like { expr, pattern, negated, case_insensitive } => Like {
+            Like { expr, pattern, escape, negated, case_insensitive } => Like {
                 expr: inst(expr)?,
                 pattern: inst(pattern)?,
+                escape: escape.as_deref().map(inst).transpose()?,
                 negated: *negated,
                 case_insensitive: *case_insensitive,
             },
@@ -527,7 +611,7 @@ impl Expr {
                     .collect::<Result<_>>()?,
                 otherwise: otherwise.as_deref().map(inst).transpose()?,
             },
-            Cast { expr, ty } => Cast { expr: inst(expr)?, ty: *ty },
+            Cast { expr, ty, limits } => Cast { expr: inst(expr)?, ty: *ty, limits: limits.clone() },
             Call { func, args } => Call {
                 func: *func,
                 args: args.iter().map(|e| e.instantiate(env)).collect::<Result<_>>()?,
@@ -539,14 +623,14 @@ impl Expr {
     pub fn children(&self) -> Vec<&Expr> {
         use Expr::*;
         match self {
-            Const(_) | Column(_) | Outer(_) | Param(_) | Subquery(_) | Exists { .. } => vec![],
+            Const(_) | Column(_) | Outer(_) | Enclosing { .. } | Param(_) | Subquery(_) | Exists { .. } => vec![],
             InSubquery { expr, .. } | Not(expr) | Neg(expr) | IsNull { expr, .. } | IsBool { expr, .. } | Cast { expr, .. } => {
                 vec![expr]
             }
             And(a, b) | Or(a, b) | Cmp(_, a, b) | Arith(_, a, b) | Concat(a, b) => vec![a, b],
             IsDistinct { left, right, .. } => vec![left, right],
             InList { expr, list, .. } => std::iter::once(&**expr).chain(list).collect(),
-            Like { expr, pattern, .. } => vec![expr, pattern],
+            Like { expr, pattern, escape, .. } => [&**expr, &**pattern].into_iter().chain(escape.as_deref()).collect(),
             Case { operand, whens, otherwise } => operand
                 .as_deref()
                 .into_iter()
@@ -568,7 +652,7 @@ impl Expr {
         let m = |e: &Expr| Box::new(e.map_columns(f));
         match self {
             Column(i) => f(*i),
-            Const(_) | Outer(_) | Param(_) | Subquery(_) | Exists { .. } => self.clone(),
+            Const(_) | Outer(_) | Enclosing { .. } | Param(_) | Subquery(_) | Exists { .. } => self.clone(),
             InSubquery { expr, subquery, negated } => InSubquery { expr: m(expr), subquery: *subquery, negated: *negated },
             Not(e) => Not(m(e)),
             Neg(e) => Neg(m(e)),
@@ -585,9 +669,10 @@ impl Expr {
                 list: list.iter().map(|e| e.map_columns(f)).collect(),
                 negated: *negated,
             },
-            Like { expr, pattern, negated, case_insensitive } => Like {
+            Like { expr, pattern, escape, negated, case_insensitive } => Like {
                 expr: m(expr),
                 pattern: m(pattern),
+                escape: escape.as_deref().map(m),
                 negated: *negated,
                 case_insensitive: *case_insensitive,
             },
@@ -596,7 +681,7 @@ impl Expr {
                 whens: whens.iter().map(|(w, t)| (w.map_columns(f), t.map_columns(f))).collect(),
                 otherwise: otherwise.as_deref().map(m),
             },
-            Cast { expr, ty } => Cast { expr: m(expr), ty: *ty },
+            Cast { expr, ty, limits } => Cast { expr: m(expr), ty: *ty, limits: limits.clone() },
             Call { func, args } => Call { func: *func, args: args.iter().map(|e| e.map_columns(f)).collect() },
         }
     }
@@ -610,6 +695,7 @@ impl Expr {
             Const(v) => write!(f, "{v}"),
             Column(i) => f.write_str(&names(*i)),
             Outer(i) => write!(f, "outer.#{i}"),
+            Enclosing { level, column } => write!(f, "enclosing{level}.#{column}"),
             Param(i) => write!(f, "${}", i + 1),
             Subquery(i) => write!(f, "(subquery {i})"),
             InSubquery { expr, subquery, negated } => {
@@ -642,13 +728,14 @@ impl Expr {
                 let items: Vec<String> = list.iter().map(show).collect();
                 write!(f, "({} {}IN ({}))", show(expr), if *negated { "NOT " } else { "" }, items.join(", "))
             }
-            Like { expr, pattern, negated, case_insensitive } => write!(
+            Like { expr, pattern, escape, negated, case_insensitive } => write!(
                 f,
-                "({} {}{} {})",
+                "({} {}{} {}{})",
                 show(expr),
                 if *negated { "NOT " } else { "" },
                 if *case_insensitive { "ILIKE" } else { "LIKE" },
-                show(pattern)
+                show(pattern),
+                escape.as_deref().map_or(String::new(), |e| format!(" ESCAPE {}", show(e)))
             ),
             Case { operand, whens, otherwise } => {
                 f.write_str("CASE")?;
@@ -663,12 +750,21 @@ impl Expr {
                 }
                 f.write_str(" END")
             }
-            Cast { expr, ty } => write!(f, "CAST({} AS {ty})", show(expr)),
+            Cast { expr, ty, limits } => write!(f, "CAST({} AS {ty}{})", show(expr), type_modifier(limits)),
             Call { func, args } => {
                 let items: Vec<String> = args.iter().map(show).collect();
                 write!(f, "{}({})", func.name(), items.join(", "))
             }
         }
+    }
+}
+
+/// `(n)` or `(p,s)` after a type name, as written in SQL.
+fn type_modifier(limits: &TypeLimits) -> String {
+    match limits {
+        TypeLimits { max_len: Some(n), .. } => format!("({n})"),
+        TypeLimits { numeric: Some((p, s)), .. } => format!("({p},{s})"),
+        _ => String::new(),
     }
 }
 
@@ -722,6 +818,27 @@ mod tests {
         assert!(!like("hello", "h%x"));
         assert!(like("abcabc", "%bc%bc"));
         assert!(!like("ab", "a_b"));
+        assert!(like("a_b", "a\\_b") && !like("axb", "a\\_b"), "backslash escapes by default");
+        assert!(!like("100%", "100!%"), "! is no escape by default");
+        let tokens = like_tokens("100!%", Some('!')).unwrap_or_default();
+        assert!(like_match("100%", &tokens) && !like_match("1000", &tokens));
+        assert!(like_tokens("ab!", Some('!')).is_err(), "pattern ending with the escape character");
+        assert!(like_escape(&Value::Text("ab".into())).is_err());
+        assert_eq!(like_escape(&Value::Text(String::new())).ok(), Some(None));
+    }
+
+    #[test]
+    fn in_lists_follow_three_valued_logic() {
+        let env = Env::default();
+        let in_list = |v: Value, items: Vec<Value>, negated| {
+            Expr::InList { expr: Box::new(Expr::Const(v)), list: items.into_iter().map(Expr::Const).collect(), negated }.eval(&[], &env).ok()
+        };
+        assert_eq!(in_list(Value::Null, vec![], true), Some(Value::Bool(true)), "NULL NOT IN () is true");
+        assert_eq!(in_list(Value::Null, vec![], false), Some(Value::Bool(false)));
+        assert_eq!(in_list(Value::Null, vec![Value::Int(1)], true), Some(Value::Null));
+        assert_eq!(in_list(Value::Int(1), vec![Value::Int(2), Value::Null], true), Some(Value::Null));
+        assert_eq!(in_list(Value::Int(1), vec![Value::Null, Value::Int(1)], false), Some(Value::Bool(true)));
+        assert_eq!(in_list(Value::Int(1), vec![Value::Numeric(rust_decimal::Decimal::new(10, 1))], false), Some(Value::Bool(true)));
     }
 
     #[test]

@@ -8,8 +8,10 @@
 //! See `docs/sql.md` for the architecture and the key encoding.
 
 mod bind;
+mod cast;
 pub mod catalog;
 pub mod database;
+mod decimal_wire;
 mod describe;
 pub mod engine;
 pub mod error;

@@ -3,7 +3,7 @@
 
 use crate::catalog::{CatalogChange, TableSchema};
 use crate::expr::{CmpOp, Expr, Func, Shown};
-use crate::types::SqlType;
+use crate::types::{SqlType, TypeLimits, Value};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -109,6 +109,9 @@ pub(crate) struct AggCall {
     pub func: AggFunc,
     pub arg: Option<Expr>,
     pub distinct: bool,
+    /// Static type of the argument: decides the result type (sum(bigint) is numeric,
+    /// sum(real) accumulates in real).
+    pub arg_type: Option<SqlType>,
 }
 
 /// Grouping: output rows are `[group values..., aggregate values...]`, ordered by group key.
@@ -160,6 +163,11 @@ pub(crate) struct QueryPlan {
     pub names: Vec<String>,
     /// Static type of each output column (None: only known at run time, e.g. `$1` or NULL).
     pub types: Vec<Option<SqlType>>,
+    /// Declared limits of each output column where known (`CHAR(n)` output is padded to n).
+    pub limits: Vec<TypeLimits>,
+    /// Number of enclosing queries (correlated subqueries) around this one: the length of
+    /// the enclosing-row stack while it runs.
+    pub depth: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -167,6 +175,8 @@ pub(crate) struct Returning {
     /// Over the written (new, or deleted) table row.
     pub exprs: Vec<Expr>,
     pub names: Vec<String>,
+    pub types: Vec<Option<SqlType>>,
+    pub limits: Vec<TypeLimits>,
 }
 
 #[derive(Clone, Debug)]
@@ -200,6 +210,9 @@ pub(crate) enum OnConflict {
 #[derive(Clone, Debug)]
 pub(crate) struct UpdatePlan {
     pub scan: ScanPlan,
+    /// WHERE conjuncts with correlated subqueries, checked per scanned row (not part of the
+    /// scan's predicate).
+    pub residual: Option<Expr>,
     /// (column, new value over the old row).
     pub assignments: Vec<(usize, Expr)>,
     pub returning: Option<Returning>,
@@ -208,6 +221,8 @@ pub(crate) struct UpdatePlan {
 #[derive(Clone, Debug)]
 pub(crate) struct DeletePlan {
     pub scan: ScanPlan,
+    /// As in `UpdatePlan`.
+    pub residual: Option<Expr>,
     pub returning: Option<Returning>,
 }
 
@@ -269,37 +284,80 @@ pub(crate) enum SubqueryKind {
     Exists,
 }
 
+/// Static type of an integer literal: PostgreSQL types it integer if it fits, else bigint.
+pub(crate) fn literal_type(v: &Value) -> Option<SqlType> {
+    match v {
+        Value::Int(i) if i32::try_from(*i).is_ok() => Some(SqlType::Int4),
+        other => other.sql_type(),
+    }
+}
+
+fn int_width(t: SqlType) -> u8 {
+    match t {
+        SqlType::Int2 => 2,
+        SqlType::Int4 => 4,
+        _ => 8,
+    }
+}
+
+/// Result type of `a op b` (PostgreSQL's operator resolution for the supported types):
+/// integers give the wider integer type, real with real stays real, any other float gives
+/// double precision, integers with numeric give numeric.
+pub(crate) fn arith_type(op: crate::types::ArithOp, a: SqlType, b: SqlType) -> Option<SqlType> {
+    use crate::types::ArithOp;
+    use SqlType::*;
+    Some(match (a, b) {
+        (Date, Date) if op == ArithOp::Sub => Int4,
+        (Date, i) if i.is_integer() && matches!(op, ArithOp::Add | ArithOp::Sub) => Date,
+        (i, Date) if i.is_integer() && op == ArithOp::Add => Date,
+        _ if a.is_integer() && b.is_integer() => if int_width(a) >= int_width(b) { a } else { b },
+        (Float4, Float4) => Float4,
+        _ if a.is_number() && b.is_number() && matches!((a, b), (Float | Float4, _) | (_, Float | Float4)) => Float,
+        _ if a.is_number() && b.is_number() => Numeric,
+        _ => return None,
+    })
+}
+
+/// Common type of CASE branches, COALESCE arguments and set operation columns.
+pub(crate) fn unify_types(a: SqlType, b: SqlType) -> SqlType {
+    use SqlType::*;
+    match (a, b) {
+        _ if a == b => a,
+        _ if a.is_integer() && b.is_integer() => if int_width(a) >= int_width(b) { a } else { b },
+        _ if a.is_number() && b.is_number() && matches!((a, b), (Float | Float4, _) | (_, Float | Float4)) => Float,
+        _ if a.is_number() && b.is_number() => Numeric,
+        _ if a.is_text() && b.is_text() => Text,
+        _ => a,
+    }
+}
+
+fn unify_all<'e>(items: impl Iterator<Item = &'e Expr>, ty: &dyn Fn(&Expr) -> Option<SqlType>) -> Option<SqlType> {
+    items.filter_map(ty).reduce(unify_types)
+}
+
 /// Static result type of `e` over a row whose columns have types `input`.
 pub(crate) fn expr_type(e: &Expr, input: &[Option<SqlType>]) -> Option<SqlType> {
-    let first_known = |items: &mut dyn Iterator<Item = &Expr>| {
-        for x in items {
-            if let Some(t) = expr_type(x, input) {
-                return Some(t);
-            }
-        }
-        None
-    };
+    expr_type_in(e, input, &|_, _| None)
+}
+
+/// `expr_type` where `enclosing(level, column)` types the columns of enclosing queries.
+pub(crate) fn expr_type_in(e: &Expr, input: &[Option<SqlType>], enclosing: &dyn Fn(usize, usize) -> Option<SqlType>) -> Option<SqlType> {
+    let ty = |x: &Expr| expr_type_in(x, input, enclosing);
     match e {
-        Expr::Const(v) => v.sql_type(),
+        Expr::Const(v) => literal_type(v),
         Expr::Column(i) => input.get(*i).copied().flatten(),
+        Expr::Enclosing { level, column } => enclosing(*level, *column),
         Expr::Outer(_) | Expr::Param(_) | Expr::Subquery(_) => None,
-        Expr::Neg(x) => expr_type(x, input),
-        Expr::Arith(_, a, b) => match (expr_type(a, input)?, expr_type(b, input)?) {
-            (SqlType::Float, _) | (_, SqlType::Float) => Some(SqlType::Float),
-            (SqlType::Numeric, _) | (_, SqlType::Numeric) => Some(SqlType::Numeric),
-            (SqlType::Int, SqlType::Int) => Some(SqlType::Int),
-            _ => None,
-        },
+        Expr::Neg(x) => ty(x),
+        Expr::Arith(op, a, b) => arith_type(*op, ty(a)?, ty(b)?),
         Expr::Concat(..) => Some(SqlType::Text),
-        Expr::Case { whens, otherwise, .. } => {
-            first_known(&mut whens.iter().map(|(_, then)| then).chain(otherwise.as_deref()))
-        }
-        Expr::Cast { ty, .. } => Some(*ty),
+        Expr::Case { whens, otherwise, .. } => unify_all(whens.iter().map(|(_, then)| then).chain(otherwise.as_deref()), &ty),
+        Expr::Cast { ty: t, .. } => Some(*t),
         Expr::Call { func, args } => match func {
-            Func::Lower | Func::Upper | Func::Substr | Func::Trim | Func::Replace | Func::Concat => Some(SqlType::Text),
-            Func::Length | Func::Position => Some(SqlType::Int),
-            Func::Abs | Func::Round | Func::NullIf | Func::Floor | Func::Ceil => args.first().and_then(|a| expr_type(a, input)),
-            Func::Coalesce | Func::Greatest | Func::Least => first_known(&mut args.iter()),
+            Func::Lower | Func::Upper | Func::Substr | Func::Trim | Func::Replace | Func::Concat | Func::Float4Text => Some(SqlType::Text),
+            Func::Length | Func::Position => Some(SqlType::Int4),
+            Func::Abs | Func::Round | Func::NullIf | Func::Floor | Func::Ceil => args.first().and_then(ty),
+            Func::Coalesce | Func::Greatest | Func::Least => unify_all(args.iter(), &ty),
         },
         Expr::InSubquery { .. }
         | Expr::Exists { .. }
@@ -346,6 +404,7 @@ pub(crate) fn infer_param_types(e: &Expr, input: &[Option<SqlType>], out: &mut V
             hint_param(out, pattern, Some(SqlType::Text));
         }
         Expr::Not(x) | Expr::IsBool { expr: x, .. } => hint_param(out, x, Some(SqlType::Bool)),
+        Expr::Cast { expr, ty: t, .. } => hint_param(out, expr, Some(*t)),
         Expr::And(a, b) | Expr::Or(a, b) => {
             hint_param(out, a, Some(SqlType::Bool));
             hint_param(out, b, Some(SqlType::Bool));
@@ -355,7 +414,7 @@ pub(crate) fn infer_param_types(e: &Expr, input: &[Option<SqlType>], out: &mut V
                 let t = match (func, i) {
                     (Func::Lower | Func::Upper | Func::Length | Func::Substr | Func::Trim, 0) => Some(SqlType::Text),
                     (Func::Replace | Func::Position, _) => Some(SqlType::Text),
-                    (Func::Substr | Func::Round, _) => Some(SqlType::Int),
+                    (Func::Substr | Func::Round, _) => Some(SqlType::Int4),
                     _ => None,
                 };
                 hint_param(out, arg, t);
@@ -374,12 +433,17 @@ pub(crate) fn hint_param_type(e: &Expr, ty: SqlType, out: &mut Vec<Option<SqlTyp
 }
 
 /// Static result type of an aggregate call.
-pub(crate) fn aggregate_type(call: &AggCall, input: &[Option<SqlType>]) -> Option<SqlType> {
-    let arg = call.arg.as_ref().and_then(|a| expr_type(a, input));
+pub(crate) fn aggregate_type(call: &AggCall) -> Option<SqlType> {
+    let arg = call.arg_type;
     match call.func {
         AggFunc::CountStar | AggFunc::Count => Some(SqlType::Int),
-        AggFunc::Sum | AggFunc::Min | AggFunc::Max => arg,
-        AggFunc::Avg if arg == Some(SqlType::Float) => Some(SqlType::Float),
+        AggFunc::Sum => match arg? {
+            SqlType::Int2 | SqlType::Int4 => Some(SqlType::Int),
+            SqlType::Int => Some(SqlType::Numeric),
+            other => Some(other),
+        },
+        AggFunc::Min | AggFunc::Max => arg,
+        AggFunc::Avg if matches!(arg, Some(SqlType::Float | SqlType::Float4)) => Some(SqlType::Float),
         AggFunc::Avg => Some(SqlType::Numeric),
     }
 }

@@ -6,7 +6,7 @@
 
 use crate::error::{err, Result, SqlState};
 use crate::expr::{CmpOp, Expr, Func, Predicate};
-use crate::types::{ArithOp, SqlType, Value};
+use crate::types::{ArithOp, SqlType, TypeLimits, Value};
 use serde::{Deserialize, Serialize};
 
 /// Deepest predicate accepted from the network (deeper ones are rejected, not truncated).
@@ -34,6 +34,11 @@ pub enum Node {
     Case { operand: bool, whens: u32, otherwise: bool },
     Cast(SqlType),
     Call { func: Func, args: u32 },
+    // Appended variants (older peers never send them).
+    /// LIKE with an ESCAPE operand: pops expression, pattern, escape.
+    LikeEscape { negated: bool, case_insensitive: bool },
+    /// CAST with a length or precision modifier.
+    CastLimited(SqlType, TypeLimits),
 }
 
 /// A predicate over one table's columns, in postfix form.
@@ -120,9 +125,13 @@ fn flatten(e: &Expr, out: &mut Vec<Node>) -> Result<()> {
             list.iter().try_for_each(|x| flatten(x, out))?;
             Node::InList { len: count(list.len())?, negated: *negated }
         }
-        Expr::Like { expr, pattern, negated, case_insensitive } => {
+        Expr::Like { expr, pattern, escape: None, negated, case_insensitive } => {
             all(&[expr, pattern], out)?;
             Node::Like { negated: *negated, case_insensitive: *case_insensitive }
+        }
+        Expr::Like { expr, pattern, escape: Some(escape), negated, case_insensitive } => {
+            all(&[expr, pattern, escape], out)?;
+            Node::LikeEscape { negated: *negated, case_insensitive: *case_insensitive }
         }
         Expr::Case { operand, whens, otherwise } => {
             if let Some(o) = operand {
@@ -137,15 +146,15 @@ fn flatten(e: &Expr, out: &mut Vec<Node>) -> Result<()> {
             }
             Node::Case { operand: operand.is_some(), whens: count(whens.len())?, otherwise: otherwise.is_some() }
         }
-        Expr::Cast { expr, ty } => {
+        Expr::Cast { expr, ty, limits } => {
             all(&[expr], out)?;
-            Node::Cast(*ty)
+            if *limits == TypeLimits::default() { Node::Cast(*ty) } else { Node::CastLimited(*ty, limits.clone()) }
         }
         Expr::Call { func, args } => {
             args.iter().try_for_each(|x| flatten(x, out))?;
             Node::Call { func: *func, args: count(args.len())? }
         }
-        Expr::Outer(_) | Expr::Param(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => {
+        Expr::Outer(_) | Expr::Enclosing { .. } | Expr::Param(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => {
             return err(SqlState::InternalError, "a read predicate still contains a placeholder".to_string());
         }
     };
@@ -200,9 +209,15 @@ fn rebuild(nodes: Vec<Node>, columns: usize) -> Result<Expr> {
             Node::Like { negated, case_insensitive } => binary(pop(2)?, |a, b| Expr::Like {
                 expr: Box::new(a),
                 pattern: Box::new(b),
+                escape: None,
                 negated,
                 case_insensitive,
             }),
+            Node::LikeEscape { negated, case_insensitive } => {
+                let (items, depth) = pop(3)?;
+                let [a, b, c]: [Expr; 3] = items.try_into().map_err(|_| bad("malformed LIKE"))?;
+                (Expr::Like { expr: Box::new(a), pattern: Box::new(b), escape: Some(Box::new(c)), negated, case_insensitive }, depth)
+            }
             Node::Case { operand, whens, otherwise } => {
                 let n = operand as usize + 2 * whens as usize + otherwise as usize;
                 let (items, depth) = pop(n)?;
@@ -218,7 +233,8 @@ fn rebuild(nodes: Vec<Node>, columns: usize) -> Result<Expr> {
                 let otherwise = items.next().map(Box::new);
                 (Expr::Case { operand, whens: pairs, otherwise }, depth)
             }
-            Node::Cast(ty) => unary(pop(1)?, |a| Expr::Cast { expr: Box::new(a), ty }),
+            Node::Cast(ty) => unary(pop(1)?, |a| Expr::Cast { expr: Box::new(a), ty, limits: TypeLimits::default() }),
+            Node::CastLimited(ty, limits) => unary(pop(1)?, |a| Expr::Cast { expr: Box::new(a), ty, limits }),
             Node::Call { func, args } => {
                 let (args, depth) = pop(args as usize)?;
                 (Expr::Call { func, args }, depth)
@@ -268,6 +284,8 @@ mod tests {
             "SELECT * FROM t WHERE CASE WHEN a > 1 THEN s ELSE 'z' END = 'x' AND -a < 0",
             "SELECT * FROM t WHERE lower(s) || 'a' = 'xa' AND CAST(a AS TEXT) = '5'",
             "SELECT * FROM t WHERE a IS DISTINCT FROM 4 AND (a > 1) IS TRUE",
+            "SELECT * FROM t WHERE s LIKE 'a!%' ESCAPE '!' AND CAST(s AS VARCHAR(2)) = 'x' AND CAST(a AS NUMERIC(4,1)) > 1.5",
+            "SELECT * FROM t WHERE a = 1.5 OR a = CAST(2 AS SMALLINT)",
         ];
         for sql in sqls {
             for p in predicates_of(sql) {

@@ -1,38 +1,104 @@
 //! SQL types and values: comparison (with SQL NULL semantics), arithmetic, casts.
 
 use crate::error::{err, Result, SqlError, SqlState};
+use crate::keycode::encode_value;
 use crate::temporal;
+
+pub use crate::cast::{assign_cast, cast, cast_with, parse_decimal, stored_value_problem, to_column};
+pub(crate) use crate::cast::exact_cast;
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::fmt;
 
-/// Column / value types. Integers are 64-bit; NUMERIC is an exact decimal (28 digits).
+/// Declared column and expression types. Values have one runtime representation per family
+/// (`Value::Int` is an i64, `Value::Float` an f64, `Value::Text` a string); the narrower
+/// declared types (`Int2`, `Int4`, `Float4`, `Varchar`, `Char`) are enforced when a value is
+/// assigned or cast to them and by the result types of expressions (see `docs/sql.md`).
+/// Variants are only ever appended: the serialized index of each is part of the catalog and
+/// of wire predicates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum SqlType {
     Bool,
+    /// BIGINT (int8).
     Int,
     Numeric,
+    /// DOUBLE PRECISION (float8).
     Float,
     Text,
     Bytes,
     Date,
     Timestamp,
+    /// SMALLINT (int2).
+    Int2,
+    /// INTEGER (int4).
+    Int4,
+    /// REAL (float4): an f64 holding a value exactly representable as f32.
+    Float4,
+    /// VARCHAR[(n)]: text with an optional length limit.
+    Varchar,
+    /// CHAR(n) (bpchar): stored without trailing blanks, padded to n on output.
+    Char,
+}
+
+impl SqlType {
+    /// The PostgreSQL name of the type (as `format_type` prints it), for describe messages
+    /// and error messages.
+    pub fn pg_name(self) -> &'static str {
+        match self {
+            SqlType::Bool => "boolean",
+            SqlType::Int2 => "smallint",
+            SqlType::Int4 => "integer",
+            SqlType::Int => "bigint",
+            SqlType::Numeric => "numeric",
+            SqlType::Float4 => "real",
+            SqlType::Float => "double precision",
+            SqlType::Text => "text",
+            SqlType::Varchar => "character varying",
+            SqlType::Char => "character",
+            SqlType::Bytes => "bytea",
+            SqlType::Date => "date",
+            SqlType::Timestamp => "timestamp without time zone",
+        }
+    }
+
+    /// The type of the runtime values of this type (`Value::sql_type` of a non-NULL value).
+    pub fn storage(self) -> SqlType {
+        match self {
+            SqlType::Int2 | SqlType::Int4 => SqlType::Int,
+            SqlType::Float4 => SqlType::Float,
+            SqlType::Varchar | SqlType::Char => SqlType::Text,
+            other => other,
+        }
+    }
+
+    pub fn is_integer(self) -> bool {
+        matches!(self, SqlType::Int2 | SqlType::Int4 | SqlType::Int)
+    }
+
+    pub fn is_number(self) -> bool {
+        matches!(self, SqlType::Int2 | SqlType::Int4 | SqlType::Int | SqlType::Numeric | SqlType::Float4 | SqlType::Float)
+    }
+
+    pub fn is_text(self) -> bool {
+        matches!(self, SqlType::Text | SqlType::Varchar | SqlType::Char)
+    }
+
+    /// Range of an integer type, and its out-of-range message.
+    pub(crate) fn int_range(self) -> Option<(i64, i64, &'static str)> {
+        match self {
+            SqlType::Int2 => Some((i64::from(i16::MIN), i64::from(i16::MAX), "smallint out of range")),
+            SqlType::Int4 => Some((i64::from(i32::MIN), i64::from(i32::MAX), "integer out of range")),
+            SqlType::Int => Some((i64::MIN, i64::MAX, "bigint out of range")),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for SqlType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SqlType::Bool => "boolean",
-            SqlType::Int => "bigint",
-            SqlType::Numeric => "numeric",
-            SqlType::Float => "double precision",
-            SqlType::Text => "text",
-            SqlType::Bytes => "bytea",
-            SqlType::Date => "date",
-            SqlType::Timestamp => "timestamp",
-        })
+        f.write_str(self.pg_name())
     }
 }
 
@@ -42,6 +108,8 @@ pub enum Value {
     Null,
     Bool(bool),
     Int(i64),
+    /// Exact decimal; on the wire as (mantissa, scale), see `decimal_wire`.
+    #[serde(with = "crate::decimal_wire")]
     Numeric(Decimal),
     Float(f64),
     Text(String),
@@ -118,6 +186,15 @@ impl fmt::Display for Value {
     }
 }
 
+/// The text a client sees for a value of static type `ty`: its `Display` form, except that a
+/// REAL prints as the shortest text of its f32 value (`0.1`, not the double `0.100000001…`).
+pub fn output_text(v: &Value, ty: Option<SqlType>) -> String {
+    match (v, ty) {
+        (Value::Float(f), Some(SqlType::Float4)) => (*f as f32).to_string(),
+        _ => v.to_string(),
+    }
+}
+
 fn type_rank(v: &Value) -> u8 {
     match v {
         Value::Null => 0,
@@ -176,6 +253,29 @@ pub fn total_cmp(a: &Value, b: &Value) -> Ordering {
     }
 }
 
+/// Appends a byte key of `v` such that two values get the same key exactly when
+/// `total_cmp` says they are equal: numbers of different types that are equal (1, 1.0, 1.00)
+/// share a key. Used for DISTINCT, GROUP BY, set operations and hash joins. The keys of
+/// values of one type family sort in value order.
+pub(crate) fn push_equality_key(out: &mut Vec<u8>, v: &Value) {
+    match num_key(v) {
+        Some((f, d)) => {
+            encode_value(out, &Value::Float(f));
+            encode_value(out, &Value::Numeric(d));
+        }
+        None => encode_value(out, v),
+    }
+}
+
+/// Equality key of a row (see `push_equality_key`).
+pub(crate) fn equality_key<'a>(values: impl IntoIterator<Item = &'a Value>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in values {
+        push_equality_key(&mut out, v);
+    }
+    out
+}
+
 /// SQL comparison: None if either side is NULL, an error if the types are not comparable.
 pub fn sql_cmp(a: &Value, b: &Value) -> Result<Option<Ordering>> {
     if a.is_null() || b.is_null() {
@@ -201,9 +301,13 @@ pub fn sql_cmp(a: &Value, b: &Value) -> Result<Option<Ordering>> {
     Ok(Some(total_cmp(a, b)))
 }
 
-fn out_of_range() -> SqlError {
-    SqlError::new(SqlState::NumericValueOutOfRange, "value out of range")
+pub(crate) fn out_of_range(message: &str) -> SqlError {
+    SqlError::new(SqlState::NumericValueOutOfRange, message)
 }
+
+const BIGINT_RANGE: &str = "bigint out of range";
+pub(crate) const FLOAT_OVERFLOW: &str = "value out of range: overflow";
+const NUMERIC_OVERFLOW: &str = "value overflows numeric format";
 
 /// Binary arithmetic operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -252,7 +356,7 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value> {
                 ArithOp::Div => x.checked_div(*y),
                 ArithOp::Mod => x.checked_rem(*y),
             };
-            r.map(Int).ok_or_else(out_of_range)
+            r.map(Int).ok_or_else(|| out_of_range(BIGINT_RANGE))
         }
         (Float(_), _) | (_, Float(_)) => {
             let (Some(x), Some(y)) = (as_f64(a), as_f64(b)) else { return mismatch() };
@@ -266,12 +370,12 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value> {
                 ArithOp::Div => x / y,
                 ArithOp::Mod => x % y,
             };
-            if r.is_finite() { Ok(Float(r)) } else { Err(out_of_range()) }
+            if r.is_finite() { Ok(Float(r)) } else { Err(out_of_range(FLOAT_OVERFLOW)) }
         }
         (Date(d), Int(n)) if matches!(op, ArithOp::Add | ArithOp::Sub) => {
-            let n = i32::try_from(*n).map_err(|_| out_of_range())?;
+            let n = i32::try_from(*n).map_err(|_| out_of_range("date out of range"))?;
             let r = if op == ArithOp::Add { d.checked_add(n) } else { d.checked_sub(n) };
-            r.filter(|r| (-719_162..=2_932_896).contains(r)).map(Date).ok_or_else(out_of_range)
+            r.filter(|r| (-719_162..=2_932_896).contains(r)).map(Date).ok_or_else(|| out_of_range("date out of range"))
         }
         (Int(n), Date(d)) if op == ArithOp::Add => arith(op, &Date(*d), &Int(*n)),
         (Date(x), Date(y)) if op == ArithOp::Sub => Ok(Int(i64::from(*x) - i64::from(*y))),
@@ -287,7 +391,7 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value> {
                 ArithOp::Div => x.checked_div(y),
                 ArithOp::Mod => x.checked_rem(y),
             };
-            r.map(Numeric).ok_or_else(out_of_range)
+            r.map(Numeric).ok_or_else(|| out_of_range(NUMERIC_OVERFLOW))
         }
         _ => mismatch(),
     }
@@ -305,144 +409,13 @@ pub(crate) fn as_decimal(v: &Value) -> Option<Decimal> {
 pub fn negate(v: &Value) -> Result<Value> {
     match v {
         Value::Null => Ok(Value::Null),
-        Value::Int(i) => i.checked_neg().map(Value::Int).ok_or_else(out_of_range),
+        Value::Int(i) => i.checked_neg().map(Value::Int).ok_or_else(|| out_of_range(BIGINT_RANGE)),
         Value::Numeric(d) => Ok(Value::Numeric(-*d)),
         Value::Float(f) => Ok(Value::Float(-*f)),
         other => err(
             SqlState::UndefinedFunction,
             format!("operator does not exist: -{}", other.type_name()),
         ),
-    }
-}
-
-fn decimal_to_int(d: Decimal) -> Result<i64> {
-    d.round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero)
-        .to_i64()
-        .ok_or_else(out_of_range)
-}
-
-/// Explicit `CAST(v AS ty)`.
-pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
-    use Value::*;
-    let invalid = |s: &str| {
-        SqlError::new(
-            SqlState::InvalidTextRepresentation,
-            format!("invalid input syntax for type {ty}: \"{s}\""),
-        )
-    };
-    Ok(match (v, ty) {
-        (Null, _) => Null,
-        (Bool(_), SqlType::Bool)
-        | (Int(_), SqlType::Int)
-        | (Numeric(_), SqlType::Numeric)
-        | (Float(_), SqlType::Float)
-        | (Text(_), SqlType::Text)
-        | (Bytes(_), SqlType::Bytes)
-        | (Date(_), SqlType::Date)
-        | (Timestamp(_), SqlType::Timestamp) => v.clone(),
-        (Text(s), SqlType::Date) => Date(temporal::parse_date(s).ok_or_else(|| invalid(s))?),
-        (Text(s), SqlType::Timestamp) => Timestamp(temporal::parse_timestamp(s).ok_or_else(|| invalid(s))?),
-        (Date(d), SqlType::Timestamp) => Timestamp(temporal::date_timestamp(*d)),
-        (Timestamp(t), SqlType::Date) => Date(temporal::timestamp_date(*t)),
-        (Int(i), SqlType::Numeric) => Numeric(Decimal::from(*i)),
-        (Int(i), SqlType::Float) => Float(*i as f64),
-        (Int(i), SqlType::Bool) => Bool(*i != 0),
-        (Numeric(d), SqlType::Int) => Int(decimal_to_int(*d)?),
-        (Numeric(d), SqlType::Float) => Float(d.to_f64().ok_or_else(out_of_range)?),
-        (Float(f), SqlType::Int) => {
-            let r = f.round();
-            if !r.is_finite() || r < i64::MIN as f64 || r >= i64::MAX as f64 {
-                return Err(out_of_range());
-            }
-            Int(r as i64)
-        }
-        (Float(f), SqlType::Numeric) => Numeric(Decimal::from_f64(*f).ok_or_else(out_of_range)?),
-        (Bool(b), SqlType::Int) => Int(i64::from(*b)),
-        (Text(s), SqlType::Int) => Int(s.trim().parse().map_err(|_| invalid(s))?),
-        (Text(s), SqlType::Numeric) => Numeric(parse_decimal(s.trim()).ok_or_else(|| invalid(s))?),
-        (Text(s), SqlType::Float) => {
-            let f: f64 = s.trim().parse().map_err(|_| invalid(s))?;
-            if f.is_finite() { Float(f) } else { return Err(invalid(s)) }
-        }
-        (Text(s), SqlType::Bool) => match s.trim().to_ascii_lowercase().as_str() {
-            "t" | "true" | "yes" | "y" | "on" | "1" => Bool(true),
-            "f" | "false" | "no" | "n" | "off" | "0" => Bool(false),
-            _ => return Err(invalid(s)),
-        },
-        (Text(s), SqlType::Bytes) => Bytes(s.as_bytes().to_vec()),
-        (_, SqlType::Text) => Text(v.to_string()),
-        (other, _) => {
-            return err(
-                SqlState::DatatypeMismatch,
-                format!("cannot cast type {} to {ty}", other.type_name()),
-            )
-        }
-    })
-}
-
-/// Parses a decimal literal, including exponent notation (`1.5e3`).
-pub fn parse_decimal(s: &str) -> Option<Decimal> {
-    if s.contains(['e', 'E']) {
-        Decimal::from_scientific(s).ok()
-    } else {
-        s.parse().ok()
-    }
-}
-
-/// Coerces a value for storage in a column of type `ty` (assignment cast): numbers convert
-/// among themselves, every other mismatch is an error.
-pub fn assign_cast(v: &Value, ty: SqlType, column: &str) -> Result<Value> {
-    match (v, ty) {
-        (Value::Null, _) => Ok(Value::Null),
-        (Value::Int(_) | Value::Numeric(_) | Value::Float(_), SqlType::Int | SqlType::Numeric | SqlType::Float) => {
-            cast(v, ty)
-        }
-        _ if v.sql_type() == Some(ty) => Ok(v.clone()),
-        (Value::Text(_), SqlType::Date | SqlType::Timestamp) | (Value::Date(_), SqlType::Timestamp) => cast(v, ty),
-        _ => err(
-            SqlState::DatatypeMismatch,
-            format!("column \"{column}\" is of type {ty} but expression is of type {}", v.type_name()),
-        ),
-    }
-}
-
-/// Converts a value to exactly `ty` when that loses nothing (used to build index keys);
-/// None when no value of `ty` can equal `v`.
-pub(crate) fn exact_cast(v: &Value, ty: SqlType) -> Option<Value> {
-    match (v, ty) {
-        (Value::Int(_), SqlType::Int)
-        | (Value::Numeric(_), SqlType::Numeric)
-        | (Value::Float(_), SqlType::Float)
-        | (Value::Text(_), SqlType::Text)
-        | (Value::Bool(_), SqlType::Bool)
-        | (Value::Bytes(_), SqlType::Bytes)
-        | (Value::Date(_), SqlType::Date)
-        | (Value::Timestamp(_), SqlType::Timestamp) => Some(v.clone()),
-        (Value::Text(_), SqlType::Date | SqlType::Timestamp) => cast(v, ty).ok(),
-        (Value::Int(i), SqlType::Numeric) => Some(Value::Numeric(Decimal::from(*i))),
-        (Value::Numeric(d), SqlType::Int) if d.fract().is_zero() => d.to_i64().map(Value::Int),
-        (Value::Int(i), SqlType::Float) if i.unsigned_abs() < (1u64 << 53) => Some(Value::Float(*i as f64)),
-        _ => None,
-    }
-}
-
-/// Applies NUMERIC(p, s) and VARCHAR(n) limits of a column.
-pub(crate) fn check_limits(v: Value, limits: &TypeLimits, column: &str) -> Result<Value> {
-    match (v, limits) {
-        (Value::Numeric(d), TypeLimits { numeric: Some((precision, scale)), .. }) => {
-            let mut r = d.round_dp_with_strategy(*scale, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
-            r.rescale(*scale);
-            let digits_before_point = r.trunc().abs().to_string().trim_start_matches('0').len() as u32;
-            if digits_before_point + scale > *precision {
-                return err(SqlState::NumericValueOutOfRange, format!("numeric field overflow in column \"{column}\""));
-            }
-            Ok(Value::Numeric(r))
-        }
-        (Value::Text(s), TypeLimits { max_len: Some(n), .. }) if s.chars().count() > *n as usize => err(
-            SqlState::StringDataRightTruncation,
-            format!("value too long for type character varying({n})"),
-        ),
-        (v, _) => Ok(v),
     }
 }
 

@@ -70,7 +70,11 @@ fn arithmetic_and_conversion_errors_are_typed() {
         ("SELECT $0", "42P02"),
         ("", "42601"),
         (";;;", "42601"),
-        ("SELECT * FROM t WHERE s LIKE 'a' ESCAPE '!'", "0A000"),
+        ("SELECT * FROM t WHERE s LIKE 'a!' ESCAPE '!'", "22025"),
+        ("SELECT * FROM t WHERE s LIKE 'a' ESCAPE '!!'", "22025"),
+        ("SELECT CAST(40000 AS SMALLINT)", "22003"),
+        ("SELECT 2147483647 + 1", "22003"),
+        ("SELECT CAST(1e300 AS REAL)", "22003"),
         ("SELECT now()", "42883"),
         ("SELECT CURRENT_TIMESTAMP", "42883"),
     ] {

@@ -242,7 +242,12 @@ fn query_column_types_are_known_statically() {
         .prepare("SELECT p.id, p.name, avg(a.balance), count(*), sum(a.balance) * 1.5, $1 FROM people p JOIN accounts a ON a.owner = p.id GROUP BY p.id, p.name")
         .expect("prepare");
     use SqlType::*;
-    assert_eq!(p.column_types(), Some(&[Some(Int), Some(Text), Some(Numeric), Some(Int), Some(Numeric), None][..]));
+    // INT is integer; avg(integer) is numeric, count bigint, sum(integer) bigint.
+    assert_eq!(p.column_types(), Some(&[Some(Int4), Some(Text), Some(Numeric), Some(Int), Some(Numeric), None][..]));
+    let sums = db.prepare("SELECT sum(id), sum(CAST(id AS BIGINT)), sum(CAST(id AS REAL)), avg(CAST(id AS REAL)), id + 1, CAST(id AS SMALLINT) + CAST(1 AS SMALLINT) FROM people GROUP BY id").expect("prepare");
+    assert_eq!(sums.column_types(), Some(&[Some(Int), Some(Numeric), Some(Float4), Some(Float), Some(Int4), Some(Int2)][..]));
+    let names: Vec<&str> = [Int2, Int4, Int, Float4, Float, Varchar, Char, Timestamp].iter().map(|t| t.pg_name()).collect();
+    assert_eq!(names, ["smallint", "integer", "bigint", "real", "double precision", "character varying", "character", "timestamp without time zone"]);
     let u = db.prepare("SELECT name FROM people UNION SELECT 'x'").expect("prepare");
     assert_eq!(u.column_types(), Some(&[Some(Text)][..]));
 }
@@ -252,11 +257,13 @@ fn parameter_types_are_inferred_from_context() {
     let db = setup();
     use SqlType::*;
     let p = db.prepare("SELECT name FROM people WHERE id = $1 AND name LIKE $2 AND age IN ($3, 5) LIMIT $4").expect("prepare");
-    assert_eq!(p.param_types(), &[Some(Int), Some(Text), Some(Int), Some(Int)][..]);
+    assert_eq!(p.param_types(), &[Some(Int4), Some(Text), Some(Int4), Some(Int)][..]);
     let i = db.prepare("INSERT INTO people VALUES ($1, $2, $3, $4)").expect("prepare");
-    assert_eq!(i.param_types(), &[Some(Int), Some(Text), Some(Text), Some(Int)][..]);
+    assert_eq!(i.param_types(), &[Some(Int4), Some(Text), Some(Text), Some(Int4)][..]);
     let u = db.prepare("UPDATE accounts SET balance = $1 WHERE owner = (SELECT id FROM people WHERE name = $2)").expect("prepare");
-    assert_eq!(u.param_types(), &[Some(Int), Some(Text)][..]);
+    assert_eq!(u.param_types(), &[Some(Int4), Some(Text)][..]);
+    let c = db.prepare("SELECT name FROM people WHERE id = CAST($1 AS BIGINT)").expect("prepare");
+    assert_eq!(c.param_types(), &[Some(Int)][..], "an explicit cast types its parameter");
     let s = db.prepare("SELECT $1").expect("prepare");
     assert_eq!(s.param_types(), &[None][..]);
 }

@@ -1,14 +1,15 @@
 //! Runs every `tests/slt/*.slt` file against a fresh standalone `Database`.
 
-use pistou_sql::{Database, Output, SqlError, Value};
+use pistou_sql::types::output_text;
+use pistou_sql::{Database, Output, SqlError, SqlType, Value};
 use sqllogictest::{DBOutput, DefaultColumnType};
 
 struct Slt(Database);
 
-fn render(v: &Value) -> String {
+fn render(v: &Value, ty: Option<SqlType>) -> String {
     match v {
         Value::Text(s) if s.is_empty() => "(empty)".to_string(),
-        other => other.to_string(),
+        other => output_text(other, ty),
     }
 }
 
@@ -21,10 +22,10 @@ fn column_type(v: Option<&Value>) -> DefaultColumnType {
     }
 }
 
-fn rows_output(columns: &[String], rows: &[Vec<Value>]) -> DBOutput<DefaultColumnType> {
+fn rows_output(columns: &[String], rows: &[Vec<Value>], types: &[Option<SqlType>]) -> DBOutput<DefaultColumnType> {
     DBOutput::Rows {
         types: (0..columns.len()).map(|i| column_type(rows.first().and_then(|r| r.get(i)))).collect(),
-        rows: rows.iter().map(|r| r.iter().map(render).collect()).collect(),
+        rows: rows.iter().map(|r| r.iter().enumerate().map(|(i, v)| render(v, types.get(i).copied().flatten())).collect()).collect(),
     }
 }
 
@@ -33,9 +34,11 @@ impl sqllogictest::DB for Slt {
     type ColumnType = DefaultColumnType;
 
     fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
+        // Static column types, for printing REAL values as PostgreSQL does.
+        let types = self.0.prepare(sql).ok().and_then(|p| p.column_types().map(<[_]>::to_vec)).unwrap_or_default();
         Ok(match self.0.execute(sql)? {
-            Output::Rows { columns, rows } => rows_output(&columns, &rows),
-            Output::Affected { returning: Some((columns, rows)), .. } => rows_output(&columns, &rows),
+            Output::Rows { columns, rows } => rows_output(&columns, &rows, &types),
+            Output::Affected { returning: Some((columns, rows)), .. } => rows_output(&columns, &rows, &[]),
             Output::Affected { count, .. } => DBOutput::StatementComplete(count),
             Output::Catalog(_) | Output::Transaction(_) => DBOutput::StatementComplete(0),
         })

@@ -106,11 +106,7 @@ impl Binder<'_> {
                         return unsupported("non-constant DEFAULT");
                     }
                     let v = bound.eval(&[], &Env::default())?;
-                    column.default = Some(crate::types::check_limits(
-                        crate::types::assign_cast(&v, ty, &column.name)?,
-                        &column.limits,
-                        &column.name,
-                    )?);
+                    column.default = Some(crate::types::to_column(&v, &column)?);
                 }
                 sql::ColumnOption::PrimaryKey(_) => key = ColumnKey::Primary,
                 sql::ColumnOption::Unique(_) => key = ColumnKey::Unique,

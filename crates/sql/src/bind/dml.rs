@@ -8,6 +8,8 @@ impl Binder<'_> {
         let scope = Scope::of_table(table, &table.name);
         let mut exprs = Vec::new();
         let mut names = Vec::new();
+        let mut types = Vec::new();
+        let mut limits = Vec::new();
         for item in items {
             match item {
                 sql::SelectItem::UnnamedExpr(e) => {
@@ -24,8 +26,12 @@ impl Binder<'_> {
                 }
                 other => return unsupported(format!("RETURNING item {other}")),
             }
+            for e in exprs.iter().skip(types.len()) {
+                types.push(self.type_of(e, &scope, &Mode::Plain("")));
+                limits.push(self.char_limits(e, &scope));
+            }
         }
-        Ok(Some(Returning { exprs, names }))
+        Ok(Some(Returning { exprs, names, types, limits }))
     }
 
     pub(super) fn insert(&mut self, i: &sql::Insert) -> Result<InsertPlan> {
@@ -146,13 +152,20 @@ impl Binder<'_> {
         }
     }
 
-    pub(super) fn where_scan(&mut self, table: Arc<TableSchema>, selection: &Option<sql::Expr>) -> Result<ScanPlan> {
+    /// The scan of an UPDATE/DELETE target and the WHERE conjuncts that run correlated
+    /// subqueries, checked per scanned row.
+    pub(super) fn where_scan(&mut self, table: Arc<TableSchema>, selection: &Option<sql::Expr>) -> Result<(ScanPlan, Option<Expr>)> {
         let mut parts = Vec::new();
         if let Some(w) = selection {
             let scope = Scope::of_table(&table, &table.name);
             conjuncts(self.expr(w, &scope, &mut Mode::Plain("WHERE"))?, &mut parts);
         }
-        Ok(scan_plan(table, parts))
+        let (late, scanned): (Vec<Expr>, Vec<Expr>) = parts.into_iter().partition(|c| {
+            let mut ids = Vec::new();
+            subquery_ids(c, &mut ids);
+            ids.iter().any(|i| self.subqueries.get(*i).is_some_and(|s| s.correlated))
+        });
+        Ok((scan_plan(table, scanned), (!late.is_empty()).then(|| Expr::conjunction(late))))
     }
 
     pub(super) fn update(&mut self, u: &sql::Update) -> Result<UpdatePlan> {
@@ -177,9 +190,9 @@ impl Binder<'_> {
             }
             assignments.push((col, value));
         }
-        let scan = self.where_scan(table.clone(), &u.selection)?;
+        let (scan, residual) = self.where_scan(table.clone(), &u.selection)?;
         let returning = self.returning(&u.returning, &table)?;
-        Ok(UpdatePlan { scan, assignments, returning })
+        Ok(UpdatePlan { scan, residual, assignments, returning })
     }
 
     pub(super) fn delete(&mut self, d: &sql::Delete) -> Result<DeletePlan> {
@@ -191,8 +204,8 @@ impl Binder<'_> {
         };
         let [twj] = from.as_slice() else { return unsupported("DELETE from several tables") };
         let table = self.single_table(twj)?;
-        let scan = self.where_scan(table.clone(), &d.selection)?;
+        let (scan, residual) = self.where_scan(table.clone(), &d.selection)?;
         let returning = self.returning(&d.returning, &table)?;
-        Ok(DeletePlan { scan, returning })
+        Ok(DeletePlan { scan, residual, returning })
     }
 }

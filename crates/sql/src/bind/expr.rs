@@ -30,9 +30,9 @@ impl Binder<'_> {
         Some(self.resolve(scope, table.as_deref(), &name))
     }
 
-    /// A column of the immediately enclosing query (a correlated reference), if `e` names one
-    /// that the current scope does not have.
-    pub(super) fn outer_ref(&self, e: &sql::Expr, scope: &Scope) -> Option<usize> {
+    /// A column of an enclosing query (a correlated reference), if `e` names one that the
+    /// current scope does not have: (level, column), the innermost enclosing match winning.
+    pub(super) fn outer_ref(&self, e: &sql::Expr, scope: &Scope) -> Option<Result<(usize, usize)>> {
         let (table, name) = match e {
             sql::Expr::Identifier(i) => (None, ident(i)),
             sql::Expr::CompoundIdentifier(parts) => match parts.as_slice() {
@@ -44,9 +44,81 @@ impl Binder<'_> {
         if !scope.find(table.as_deref(), &name).is_empty() {
             return None;
         }
-        match self.outer_scopes.last()?.find(table.as_deref(), &name).as_slice() {
-            [i] => Some(*i),
+        for (level, outer) in self.outer_scopes.iter().enumerate().rev() {
+            match outer.find(table.as_deref(), &name).as_slice() {
+                [column] => return Some(Ok((level, *column))),
+                [] => {}
+                _ => return Some(err(SqlState::AmbiguousColumn, format!("column reference \"{name}\" is ambiguous"))),
+            }
+            let ungrouped = outer.ungrouped.iter().any(|c| c.name == name && table.as_deref().is_none_or(|t| t == c.table));
+            if ungrouped {
+                let full = table.map_or(name.clone(), |t| format!("{t}.{name}"));
+                return Some(err(SqlState::GroupingError, format!("subquery uses ungrouped column \"{full}\" from outer query")));
+            }
+        }
+        None
+    }
+
+    /// Static type of a bound expression whose columns come from `scope` (or, in a grouped
+    /// context, from the grouped row).
+    pub(super) fn type_of(&self, e: &Expr, scope: &Scope, mode: &Mode) -> Option<SqlType> {
+        let input = match mode {
+            Mode::Agg(ctx) => scope.grouped(ctx).types(),
+            _ => scope.types(),
+        };
+        let enclosing = |level: usize, column: usize| self.outer_scopes.get(level).and_then(|s| s.cols.get(column)).and_then(|c| c.ty);
+        expr_type_in(e, &input, &enclosing)
+    }
+
+    /// The declared length of a CHAR expression, for padding its output.
+    pub(super) fn char_limits(&self, e: &Expr, scope: &Scope) -> TypeLimits {
+        match e {
+            Expr::Column(c) => scope.cols.get(*c).map(|c| c.limits.clone()).unwrap_or_default(),
+            Expr::Cast { limits, .. } => limits.clone(),
+            _ => TypeLimits::default(),
+        }
+    }
+
+    /// Arithmetic with PostgreSQL's result type: values are computed in 64 bits, then
+    /// narrowed (range-checked, or rounded to real) when the result type is narrower.
+    fn arith(&self, op: ArithOp, l: Expr, r: Expr, scope: &Scope, mode: &Mode) -> Expr {
+        let result = match (self.type_of(&l, scope, mode), self.type_of(&r, scope, mode)) {
+            (Some(a), Some(b)) => arith_type(op, a, b),
             _ => None,
+        };
+        let e = Expr::Arith(op, Box::new(l), Box::new(r));
+        match result {
+            Some(ty @ (SqlType::Int2 | SqlType::Int4 | SqlType::Float4)) => Expr::Cast { expr: Box::new(e), ty, limits: TypeLimits::default() },
+            _ => e,
+        }
+    }
+
+    /// PostgreSQL compares CHAR with an untyped literal or parameter as CHAR, ignoring
+    /// trailing blanks: such an operand is cast to CHAR (blanks stripped, as stored).
+    fn char_operand(&self, other_side: &Expr, e: Expr, scope: &Scope, mode: &Mode) -> Result<Expr> {
+        if self.type_of(other_side, scope, mode) != Some(SqlType::Char) {
+            return Ok(e);
+        }
+        Ok(match e {
+            Expr::Const(v @ Value::Text(_)) => Expr::Const(crate::types::cast(&v, SqlType::Char)?),
+            p @ Expr::Param(_) => Expr::Cast { expr: Box::new(p), ty: SqlType::Char, limits: TypeLimits::default() },
+            other => other,
+        })
+    }
+
+    /// A comparison with CHAR operands coerced.
+    fn compare(&self, op: CmpOp, l: Expr, r: Expr, scope: &Scope, mode: &Mode) -> Result<Expr> {
+        let r2 = self.char_operand(&l, r, scope, mode)?;
+        let l2 = self.char_operand(&r2, l, scope, mode)?;
+        Ok(Expr::Cmp(op, Box::new(l2), Box::new(r2)))
+    }
+
+    /// A REAL operand becoming text is printed as a float4 (`0.1`, not its double image).
+    fn as_text(&self, e: Expr, scope: &Scope, mode: &Mode) -> Expr {
+        if self.type_of(&e, scope, mode) == Some(SqlType::Float4) {
+            Expr::Call { func: Func::Float4Text, args: vec![e] }
+        } else {
+            e
         }
     }
 
@@ -67,6 +139,11 @@ impl Binder<'_> {
 
     pub(super) fn expr_inner(&mut self, e: &sql::Expr, scope: &Scope, mode: &mut Mode) -> Result<Expr> {
         use sql::Expr as E;
+        if let Some(found) = self.outer_ref(e, scope) {
+            let (level, column) = found?;
+            self.min_level = Some(self.min_level.map_or(level, |m| m.min(level)));
+            return Ok(Expr::Enclosing { level, column });
+        }
         if let Mode::Agg(ctx) = mode {
             if let Some(pos) = ctx.group_ast.iter().position(|g| g == e) {
                 return Ok(Expr::Column(pos));
@@ -81,10 +158,6 @@ impl Binder<'_> {
                     ),
                 };
             }
-        }
-        if let Some(outer) = self.outer_ref(e, scope) {
-            self.correlated = true;
-            return Ok(Expr::Outer(outer));
         }
         if let Some(col) = self.column_ref(e, scope) {
             return Ok(Expr::Column(col?));
@@ -107,23 +180,23 @@ impl Binder<'_> {
             },
             E::BinaryOp { left, op, right } => {
                 use sql::BinaryOperator as B;
-                let l = bx(self, left, mode)?;
-                let r = bx(self, right, mode)?;
+                let l = self.expr(left, scope, mode)?;
+                let r = self.expr(right, scope, mode)?;
                 match op {
-                    B::Plus => Expr::Arith(ArithOp::Add, l, r),
-                    B::Minus => Expr::Arith(ArithOp::Sub, l, r),
-                    B::Multiply => Expr::Arith(ArithOp::Mul, l, r),
-                    B::Divide => Expr::Arith(ArithOp::Div, l, r),
-                    B::Modulo => Expr::Arith(ArithOp::Mod, l, r),
-                    B::StringConcat => Expr::Concat(l, r),
-                    B::Eq => Expr::Cmp(CmpOp::Eq, l, r),
-                    B::NotEq => Expr::Cmp(CmpOp::NotEq, l, r),
-                    B::Lt => Expr::Cmp(CmpOp::Lt, l, r),
-                    B::LtEq => Expr::Cmp(CmpOp::LtEq, l, r),
-                    B::Gt => Expr::Cmp(CmpOp::Gt, l, r),
-                    B::GtEq => Expr::Cmp(CmpOp::GtEq, l, r),
-                    B::And => Expr::And(l, r),
-                    B::Or => Expr::Or(l, r),
+                    B::Plus => self.arith(ArithOp::Add, l, r, scope, mode),
+                    B::Minus => self.arith(ArithOp::Sub, l, r, scope, mode),
+                    B::Multiply => self.arith(ArithOp::Mul, l, r, scope, mode),
+                    B::Divide => self.arith(ArithOp::Div, l, r, scope, mode),
+                    B::Modulo => self.arith(ArithOp::Mod, l, r, scope, mode),
+                    B::StringConcat => Expr::Concat(Box::new(self.as_text(l, scope, mode)), Box::new(self.as_text(r, scope, mode))),
+                    B::Eq => self.compare(CmpOp::Eq, l, r, scope, mode)?,
+                    B::NotEq => self.compare(CmpOp::NotEq, l, r, scope, mode)?,
+                    B::Lt => self.compare(CmpOp::Lt, l, r, scope, mode)?,
+                    B::LtEq => self.compare(CmpOp::LtEq, l, r, scope, mode)?,
+                    B::Gt => self.compare(CmpOp::Gt, l, r, scope, mode)?,
+                    B::GtEq => self.compare(CmpOp::GtEq, l, r, scope, mode)?,
+                    B::And => Expr::And(Box::new(l), Box::new(r)),
+                    B::Or => Expr::Or(Box::new(l), Box::new(r)),
                     other => return unsupported(format!("operator {other}")),
                 }
             }
@@ -137,30 +210,30 @@ impl Binder<'_> {
             E::IsNotUnknown(x) => Expr::IsNull { expr: bx(self, x, mode)?, negated: true },
             E::IsDistinctFrom(a, b) => Expr::IsDistinct { left: bx(self, a, mode)?, right: bx(self, b, mode)?, negated: false },
             E::IsNotDistinctFrom(a, b) => Expr::IsDistinct { left: bx(self, a, mode)?, right: bx(self, b, mode)?, negated: true },
-            E::InList { expr, list, negated } => Expr::InList {
-                expr: bx(self, expr, mode)?,
-                list: list.iter().map(|x| self.expr(x, scope, mode)).collect::<Result<_>>()?,
-                negated: *negated,
-            },
+            E::InList { expr, list, negated } => {
+                let x = self.expr(expr, scope, mode)?;
+                let mut items = Vec::with_capacity(list.len());
+                for item in list {
+                    let bound = self.expr(item, scope, mode)?;
+                    items.push(self.char_operand(&x, bound, scope, mode)?);
+                }
+                Expr::InList { expr: Box::new(x), list: items, negated: *negated }
+            }
             E::Between { expr, negated, low, high } => {
                 let x = self.expr(expr, scope, mode)?;
+                let (low, high) = (self.expr(low, scope, mode)?, self.expr(high, scope, mode)?);
                 let range = Expr::and(
-                    Expr::Cmp(CmpOp::GtEq, Box::new(x.clone()), bx(self, low, mode)?),
-                    Expr::Cmp(CmpOp::LtEq, Box::new(x), bx(self, high, mode)?),
+                    self.compare(CmpOp::GtEq, x.clone(), low, scope, mode)?,
+                    self.compare(CmpOp::LtEq, x, high, scope, mode)?,
                 );
                 if *negated { Expr::Not(Box::new(range)) } else { range }
             }
-            E::Like { negated, any: false, expr, pattern, escape_char: None } => Expr::Like {
+            E::Like { negated, any: false, expr, pattern, escape_char } | E::ILike { negated, any: false, expr, pattern, escape_char } => Expr::Like {
                 expr: bx(self, expr, mode)?,
                 pattern: bx(self, pattern, mode)?,
+                escape: escape_char.as_deref().map(|x| bx(self, x, mode)).transpose()?,
                 negated: *negated,
-                case_insensitive: false,
-            },
-            E::ILike { negated, any: false, expr, pattern, escape_char: None } => Expr::Like {
-                expr: bx(self, expr, mode)?,
-                pattern: bx(self, pattern, mode)?,
-                negated: *negated,
-                case_insensitive: true,
+                case_insensitive: matches!(e, E::ILike { .. }),
             },
             E::Case { operand, conditions, else_result, .. } => Expr::Case {
                 operand: operand.as_deref().map(|o| bx(self, o, mode)).transpose()?,
@@ -170,7 +243,26 @@ impl Binder<'_> {
                     .collect::<Result<_>>()?,
                 otherwise: else_result.as_deref().map(|o| bx(self, o, mode)).transpose()?,
             },
-            E::Cast { expr, data_type: t, format: None, .. } => Expr::Cast { expr: bx(self, expr, mode)?, ty: data_type(t)?.0 },
+            E::Cast { expr, data_type: t, format: None, .. } => {
+                let (ty, limits) = data_type(t)?;
+                let mut inner = self.expr(expr, scope, mode)?;
+                if ty.is_text() {
+                    inner = self.as_text(inner, scope, mode);
+                }
+                match inner {
+                    // Constants are cast while binding, as PostgreSQL folds them; the cast stays
+                    // where the constant alone would not carry the type (CAST(1 AS SMALLINT)).
+                    Expr::Const(v) => {
+                        let folded = crate::types::cast_with(&v, ty, &limits)?;
+                        if literal_type(&folded) == Some(ty) && limits == TypeLimits::default() {
+                            Expr::Const(folded)
+                        } else {
+                            Expr::Cast { expr: Box::new(Expr::Const(folded)), ty, limits }
+                        }
+                    }
+                    other => Expr::Cast { expr: Box::new(other), ty, limits },
+                }
+            }
             E::Function(f) => self.function(f, scope, mode)?,
             E::Trim { expr, trim_where: None, trim_what: None, trim_characters: None } => {
                 Expr::Call { func: Func::Trim, args: vec![self.expr(expr, scope, mode)?] }
@@ -185,8 +277,8 @@ impl Binder<'_> {
                 Expr::Call { func: Func::Ceil, args: vec![self.expr(expr, scope, mode)?] }
             }
             E::TypedString(t) => {
-                let ty = data_type(&t.data_type)?.0;
-                Expr::Const(crate::types::cast(&literal(&t.value.value)?, ty)?)
+                let (ty, limits) = data_type(&t.data_type)?;
+                Expr::Const(crate::types::cast_with(&literal(&t.value.value)?, ty, &limits)?)
             }
             E::Substring { expr, substring_from: Some(from), substring_for, .. } => {
                 let mut args = vec![self.expr(expr, scope, mode)?, self.expr(from, scope, mode)?];
@@ -198,23 +290,23 @@ impl Binder<'_> {
             E::Subquery(q) => match mode {
                 Mode::Detect(_) => Expr::Const(Value::Null),
                 _ => {
-                    let grouped = matches!(mode, Mode::Agg(_));
-                    Expr::Subquery(self.subquery(q, scope, SubqueryKind::Scalar, grouped)?)
+                    let outer = Self::subquery_scope(scope, mode);
+                    Expr::Subquery(self.subquery(q, outer, SubqueryKind::Scalar)?)
                 }
             },
             E::InSubquery { expr, subquery, negated } => match mode {
                 Mode::Detect(_) => Expr::Const(Value::Null),
                 _ => {
-                    let grouped = matches!(mode, Mode::Agg(_));
-                    let subquery = self.subquery(subquery, scope, SubqueryKind::List, grouped)?;
+                    let outer = Self::subquery_scope(scope, mode);
+                    let subquery = self.subquery(subquery, outer, SubqueryKind::List)?;
                     Expr::InSubquery { expr: bx(self, expr, mode)?, subquery, negated: *negated }
                 }
             },
             E::Exists { subquery, negated } => match mode {
                 Mode::Detect(_) => Expr::Const(Value::Null),
                 _ => {
-                    let grouped = matches!(mode, Mode::Agg(_));
-                    Expr::Exists { subquery: self.subquery(subquery, scope, SubqueryKind::Exists, grouped)?, negated: *negated }
+                    let outer = Self::subquery_scope(scope, mode);
+                    Expr::Exists { subquery: self.subquery(subquery, outer, SubqueryKind::Exists)?, negated: *negated }
                 }
             },
             other => return unsupported(format!("expression {other}")),
@@ -235,23 +327,33 @@ impl Binder<'_> {
         Ok(Expr::Param(index))
     }
 
-    pub(super) fn subquery(&mut self, q: &sql::Query, scope: &Scope, kind: SubqueryKind, grouped: bool) -> Result<usize> {
-        self.outer_scopes.push(scope.clone());
+    /// What a subquery sees of the enclosing query: its FROM row, or in a grouped context
+    /// the grouped row (group keys and aggregates, which is what it is evaluated on).
+    fn subquery_scope(scope: &Scope, mode: &Mode) -> Scope {
+        match mode {
+            Mode::Agg(ctx) => scope.grouped(ctx),
+            _ => scope.clone(),
+        }
+    }
+
+    /// Binds a subquery whose enclosing query's row is described by `outer`. It is
+    /// correlated (run per enclosing row) if it, or a subquery nested in it, refers to a
+    /// column of any enclosing query.
+    pub(super) fn subquery(&mut self, q: &sql::Query, outer: Scope, kind: SubqueryKind) -> Result<usize> {
+        self.outer_scopes.push(outer);
+        let depth = self.outer_scopes.len();
         let nesting = std::mem::take(&mut self.expr_nesting);
-        let enclosing_correlated = std::mem::take(&mut self.correlated);
+        let enclosing_min = self.min_level.take();
         let planned = self.query(q);
-        let correlated = std::mem::replace(&mut self.correlated, enclosing_correlated);
+        let inner_min = self.min_level;
+        self.min_level = match (enclosing_min, inner_min) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.expr_nesting = nesting;
         self.outer_scopes.pop();
         let planned = planned?;
-        if correlated {
-            // Outer references are resolved against the enclosing FROM row, and a subquery's
-            // own join steps use `Expr::Outer` for their left rows: keep the two apart.
-            let single_table = matches!(&planned.body, QueryBody::Select(core) if core.from.joins.is_empty());
-            if grouped || !single_table {
-                return unsupported("correlated subquery in a grouped query or over a join");
-            }
-        }
+        let correlated = inner_min.is_some_and(|level| level < depth);
         if kind != SubqueryKind::Exists && planned.names.len() != 1 {
             return err(SqlState::SyntaxError, "subquery must return only one column");
         }
@@ -293,10 +395,11 @@ impl Binder<'_> {
                 }
                 Mode::Agg(_) => {
                     let call = match (func, args.as_slice()) {
-                        (AggFunc::Count, [None]) if !distinct => AggCall { func: AggFunc::CountStar, arg: None, distinct },
+                        (AggFunc::Count, [None]) if !distinct => AggCall { func: AggFunc::CountStar, arg: None, distinct, arg_type: None },
                         (_, [Some(arg)]) => {
                             let arg = self.expr(arg, scope, &mut Mode::Plain("aggregate function calls"))?;
-                            AggCall { func, arg: Some(arg), distinct }
+                            let arg_type = self.type_of(&arg, scope, &Mode::Plain(""));
+                            AggCall { func, arg: Some(arg), distinct, arg_type }
                         }
                         _ => return err(SqlState::UndefinedFunction, format!("function {name} takes exactly one argument")),
                     };

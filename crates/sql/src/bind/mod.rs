@@ -36,6 +36,9 @@ fn unsupported<T>(what: impl std::fmt::Display) -> Result<T> {
     Err(SqlError::unsupported(what))
 }
 
+/// Longest declared VARCHAR(n)/CHAR(n), as in PostgreSQL (it also bounds CHAR padding).
+const MAX_CHAR_LENGTH: u32 = 10_485_760;
+
 /// Maps a declared SQL type to an engine type plus limits.
 pub(crate) fn data_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
     use sql::DataType as D;
@@ -43,8 +46,8 @@ pub(crate) fn data_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
     let text_len = |len: &Option<sql::CharacterLength>| -> Result<TypeLimits> {
         match len {
             Some(sql::CharacterLength::IntegerLength { length, .. }) => {
-                let n = u32::try_from(*length).ok().filter(|n| *n > 0).ok_or_else(|| {
-                    SqlError::new(SqlState::InvalidParameterValue, "length for type varchar must be between 1 and 4294967295")
+                let n = u32::try_from(*length).ok().filter(|n| (1..=MAX_CHAR_LENGTH).contains(n)).ok_or_else(|| {
+                    SqlError::new(SqlState::InvalidParameterValue, format!("length for type varchar must be between 1 and {MAX_CHAR_LENGTH}"))
                 })?;
                 Ok(TypeLimits { max_len: Some(n), numeric: None })
             }
@@ -52,7 +55,9 @@ pub(crate) fn data_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
         }
     };
     Ok(match t {
-        D::Int(_) | D::Integer(_) | D::BigInt(_) | D::SmallInt(_) | D::Int2(_) | D::Int4(_) | D::Int8(_) => (SqlType::Int, none),
+        D::SmallInt(_) | D::Int2(_) => (SqlType::Int2, none),
+        D::Int(_) | D::Integer(_) | D::Int4(_) => (SqlType::Int4, none),
+        D::BigInt(_) | D::Int8(_) => (SqlType::Int, none),
         D::Numeric(info) | D::Decimal(info) => {
             let numeric = match info {
                 sql::ExactNumberInfo::None => None,
@@ -68,9 +73,15 @@ pub(crate) fn data_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
             };
             (SqlType::Numeric, TypeLimits { max_len: None, numeric })
         }
-        D::Float(_) | D::Real | D::Float4 | D::Float8 | D::Double(_) | D::DoublePrecision => (SqlType::Float, none),
+        // FLOAT(p) is real up to 24 bits of precision, double precision above.
+        D::Float(sql::ExactNumberInfo::Precision(p)) if (1..=24).contains(p) => (SqlType::Float4, none),
+        D::Real | D::Float4 => (SqlType::Float4, none),
+        D::Float(_) | D::Float8 | D::Double(_) | D::DoublePrecision => (SqlType::Float, none),
         D::Text | D::String(_) => (SqlType::Text, none),
-        D::Varchar(len) | D::CharacterVarying(len) | D::Char(len) | D::Character(len) => (SqlType::Text, text_len(len)?),
+        D::Varchar(len) | D::CharacterVarying(len) => (SqlType::Varchar, text_len(len)?),
+        // CHAR without a length is CHAR(1).
+        D::Char(None) | D::Character(None) => (SqlType::Char, TypeLimits { max_len: Some(1), numeric: None }),
+        D::Char(len) | D::Character(len) => (SqlType::Char, text_len(len)?),
         D::Bool | D::Boolean => (SqlType::Bool, none),
         D::Bytea => (SqlType::Bytes, none),
         D::Date => (SqlType::Date, none),
@@ -117,12 +128,16 @@ struct ScopeCol {
     table: String,
     name: String,
     ty: Option<SqlType>,
+    limits: TypeLimits,
 }
 
 /// The columns visible to an expression: the concatenated rows of the FROM tables.
 #[derive(Clone, Default)]
 struct Scope {
     cols: Vec<ScopeCol>,
+    /// Columns that exist but may not be referenced: those of a grouped query that are not
+    /// grouped, as seen from a subquery (named in the error).
+    ungrouped: Vec<ScopeCol>,
 }
 
 impl Scope {
@@ -132,12 +147,49 @@ impl Scope {
         s
     }
 
-    fn add_derived(&mut self, alias: &str, names: &[String], types: &[Option<SqlType>]) {
-        self.cols.extend(names.iter().zip(types).map(|(n, t)| ScopeCol { table: alias.to_string(), name: n.clone(), ty: *t }));
+    fn add_derived(&mut self, alias: &str, plan: &QueryPlan) {
+        self.cols.extend(plan.names.iter().zip(&plan.types).zip(&plan.limits).map(|((n, t), l)| ScopeCol {
+            table: alias.to_string(),
+            name: n.clone(),
+            ty: *t,
+            limits: l.clone(),
+        }));
     }
 
     fn add_table(&mut self, table: &TableSchema, alias: &str) {
-        self.cols.extend(table.columns.iter().map(|c| ScopeCol { table: alias.to_string(), name: c.name.clone(), ty: Some(c.ty) }));
+        self.cols.extend(table.columns.iter().map(|c| ScopeCol {
+            table: alias.to_string(),
+            name: c.name.clone(),
+            ty: Some(c.ty),
+            limits: c.limits.clone(),
+        }));
+    }
+
+    fn types(&self) -> Vec<Option<SqlType>> {
+        self.cols.iter().map(|c| c.ty).collect()
+    }
+
+    /// The scope of a grouped query's output row `[group keys..., aggregates...]`, as a
+    /// subquery sees it: group keys that are plain columns keep their names.
+    fn grouped(&self, ctx: &AggCtx) -> Scope {
+        let hidden = |ty| ScopeCol { table: String::new(), name: String::new(), ty, limits: TypeLimits::default() };
+        let input = self.types();
+        let mut grouped = Scope::default();
+        for g in &ctx.group_bound {
+            grouped.cols.push(match g {
+                Expr::Column(c) => self.cols.get(*c).cloned().unwrap_or_else(|| hidden(None)),
+                other => hidden(expr_type(other, &input)),
+            });
+        }
+        grouped.cols.extend(ctx.calls.iter().map(|c| hidden(aggregate_type(c))));
+        grouped.ungrouped = self
+            .cols
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !ctx.group_bound.contains(&Expr::Column(*i)))
+            .map(|(_, c)| c.clone())
+            .collect();
+        grouped
     }
 
     fn find(&self, table: Option<&str>, name: &str) -> Vec<usize> {
@@ -191,8 +243,9 @@ fn output_name(e: &sql::Expr) -> String {
 pub(crate) struct Binder<'c> {
     catalog: &'c Catalog,
     subqueries: Vec<Subquery>,
-    /// Set when the (sub)query being bound references its enclosing query's row.
-    correlated: bool,
+    /// Lowest enclosing level referenced (`Expr::Enclosing`) since the innermost subquery
+    /// being bound started: a subquery at depth d is correlated if this is below d.
+    min_level: Option<usize>,
     /// WITH queries in scope, innermost last.
     ctes: Vec<(String, QueryPlan)>,
     param_count: usize,
@@ -210,7 +263,7 @@ pub(crate) struct Binder<'c> {
 
 impl<'c> Binder<'c> {
     pub fn new(catalog: &'c Catalog, max_depth: usize, sql: &'c str) -> Self {
-        Binder { catalog, subqueries: Vec::new(), correlated: false, ctes: Vec::new(), param_count: 0, param_types: Vec::new(), expr_nesting: 0, anonymous_params: 0, outer_scopes: Vec::new(), depth: 0, max_depth, sql }
+        Binder { catalog, subqueries: Vec::new(), min_level: None, ctes: Vec::new(), param_count: 0, param_types: Vec::new(), expr_nesting: 0, anonymous_params: 0, outer_scopes: Vec::new(), depth: 0, max_depth, sql }
     }
 
     fn table(&self, name: &sql::ObjectName) -> Result<Arc<TableSchema>> {
@@ -231,9 +284,6 @@ impl<'c> Binder<'c> {
 
     pub fn plan(mut self, stmt: &sql::Statement) -> Result<Plan> {
         let statement = self.statement(stmt)?;
-        if !matches!(statement, Statement::Query(_)) && self.subqueries.iter().any(|s| s.correlated) {
-            return unsupported("correlated subqueries outside SELECT");
-        }
         let mut param_types = self.param_types;
         param_types.resize(self.param_count, None);
         Ok(Plan { statement, subqueries: self.subqueries, param_count: self.param_count, param_types })
@@ -291,10 +341,12 @@ pub(crate) struct FromItem {
     derived: Option<Box<QueryPlan>>,
 }
 
-/// A planned query body with its output column names and static types.
-type BodyWithColumns = (QueryBody, Vec<String>, Vec<Option<SqlType>>);
-/// A planned SELECT with its output column names, static types and ORDER BY keys.
-type SelectWithColumns = (SelectCore, Vec<String>, Vec<Option<SqlType>>, Vec<SortKey>);
+/// A planned query body with its output column names, static types and limits.
+type BodyWithColumns = (QueryBody, Vec<String>, Vec<Option<SqlType>>, Vec<TypeLimits>);
+/// Output column names, static types and limits.
+type OutputColumns = (Vec<String>, Vec<Option<SqlType>>, Vec<TypeLimits>);
+/// A planned SELECT with its output columns and ORDER BY keys.
+type SelectWithColumns = (SelectCore, OutputColumns, Vec<SortKey>);
 
 /// A conjunct over the FROM row paired with its form over the inner table's row.
 type ConjunctPair = (Expr, Expr);

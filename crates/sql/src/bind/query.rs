@@ -56,18 +56,18 @@ impl Binder<'_> {
         for e in limit.iter().chain(&offset) {
             hint_param_type(e, SqlType::Int, &mut self.param_types);
         }
-        let (body, names, types, order_by) = match &*q.body {
+        let ((body, names, types, limits), order_by) = match &*q.body {
             sql::SetExpr::Select(select) => {
-                let (core, names, types, keys) = self.select(select, order_by)?;
-                (QueryBody::Select(Box::new(core)), names, types, keys)
+                let (core, columns, keys) = self.select(select, order_by)?;
+                ((QueryBody::Select(Box::new(core)), columns.0, columns.1, columns.2), keys)
             }
             other => {
-                let (body, names, types) = self.set_expr(other)?;
-                let keys = order_by.iter().map(|o| self.output_sort_key(o, &names)).collect::<Result<_>>()?;
-                (body, names, types, keys)
+                let body = self.set_expr(other)?;
+                let keys = order_by.iter().map(|o| self.output_sort_key(o, &body.1)).collect::<Result<_>>()?;
+                (body, keys)
             }
         };
-        Ok(QueryPlan { body, order_by, limit, offset, names, types })
+        Ok(QueryPlan { body, order_by, limit, offset, names, types, limits, depth: self.outer_scopes.len() })
     }
 
     pub(super) fn set_expr(&mut self, e: &sql::SetExpr) -> Result<BodyWithColumns> {
@@ -80,8 +80,8 @@ impl Binder<'_> {
     pub(super) fn set_expr_inner(&mut self, e: &sql::SetExpr) -> Result<BodyWithColumns> {
         Ok(match e {
             sql::SetExpr::Select(s) => {
-                let (core, names, types, _) = self.select(s, &[])?;
-                (QueryBody::Select(Box::new(core)), names, types)
+                let (core, (names, types, limits), _) = self.select(s, &[])?;
+                (QueryBody::Select(Box::new(core)), names, types, limits)
             }
             sql::SetExpr::Query(q) => {
                 if q.order_by.is_some() || q.limit_clause.is_some() {
@@ -100,9 +100,10 @@ impl Binder<'_> {
                     return err(SqlState::SyntaxError, "VALUES lists must all be the same length");
                 }
                 let types = (0..width)
-                    .map(|i| rows.iter().find_map(|r| r.get(i).and_then(|e| expr_type(e, &[]))))
+                    .map(|i| rows.iter().filter_map(|r| r.get(i).and_then(|e| expr_type(e, &[]))).reduce(unify_types))
                     .collect();
-                (QueryBody::Values(rows), (1..=width).map(|i| format!("column{i}")).collect(), types)
+                let limits = vec![TypeLimits::default(); width];
+                (QueryBody::Values(rows), (1..=width).map(|i| format!("column{i}")).collect(), types, limits)
             }
             sql::SetExpr::SetOperation { left, op, set_quantifier, right } => {
                 let op = match op {
@@ -115,13 +116,26 @@ impl Binder<'_> {
                     sql::SetQuantifier::Distinct | sql::SetQuantifier::None => false,
                     other => return unsupported(format!("set quantifier {other}")),
                 };
-                let (l, names, left_types) = self.set_expr(left)?;
-                let (r, right_names, right_types) = self.set_expr(right)?;
+                let (l, names, left_types, left_limits) = self.set_expr(left)?;
+                let (r, right_names, right_types, right_limits) = self.set_expr(right)?;
                 if names.len() != right_names.len() {
                     return err(SqlState::SyntaxError, "each set operation query must have the same number of columns");
                 }
-                let types = left_types.iter().zip(&right_types).map(|(l, r)| l.or(*r)).collect();
-                (QueryBody::SetOp { op, all, left: Box::new(l), right: Box::new(r) }, names, types)
+                let types: Vec<Option<SqlType>> = left_types
+                    .iter()
+                    .zip(&right_types)
+                    .map(|(l, r)| match (l, r) {
+                        (Some(a), Some(b)) => Some(unify_types(*a, *b)),
+                        _ => l.or(*r),
+                    })
+                    .collect();
+                let limits = left_limits
+                    .into_iter()
+                    .zip(right_limits)
+                    .zip(left_types.iter().zip(&right_types))
+                    .map(|((a, b), (lt, rt))| if a == b && lt == rt { a } else { TypeLimits::default() })
+                    .collect();
+                (QueryBody::SetOp { op, all, left: Box::new(l), right: Box::new(r) }, names, types, limits)
             }
             other => return unsupported(format!("query body {other}")),
         })
@@ -303,20 +317,12 @@ impl Binder<'_> {
             };
             keys.push(SortKey { column, desc, nulls_first });
         }
-        let input: Vec<Option<SqlType>> = scope.cols.iter().map(|c| c.ty).collect();
-        let grouped: Vec<Option<SqlType>> = if aggregating {
-            ctx.group_bound
-                .iter()
-                .map(|g| expr_type(g, &input))
-                .chain(ctx.calls.iter().map(|c| aggregate_type(c, &input)))
-                .collect()
-        } else {
-            input
-        };
-        let types = output.iter().take(names.len()).map(|e| expr_type(e, &grouped)).collect();
+        let output_scope = if aggregating { scope.grouped(&ctx) } else { scope.clone() };
+        let types = output.iter().take(names.len()).map(|e| self.type_of(e, &output_scope, &Mode::Plain(""))).collect();
+        let limits = output.iter().take(names.len()).map(|e| self.char_limits(e, &output_scope)).collect();
         let (from, filter) = self.plan_from(from_items, where_conjuncts)?;
         let aggregate = aggregating.then_some(AggPlan { group_by: ctx.group_bound, calls: ctx.calls });
-        Ok((SelectCore { from, filter, aggregate, having, output, distinct }, names, types, keys))
+        Ok((SelectCore { from, filter, aggregate, having, output, distinct }, (names, types, limits), keys))
     }
 
     /// GROUP BY item: a position or output alias refers to the select list.
@@ -432,11 +438,12 @@ impl Binder<'_> {
             .names
             .iter()
             .zip(&plan.types)
-            .map(|(n, t)| Column { name: n.clone(), ty: t.unwrap_or(SqlType::Text), limits: TypeLimits::default(), nullable: true, default: None })
+            .zip(&plan.limits)
+            .map(|((n, t), l)| Column { name: n.clone(), ty: t.unwrap_or(SqlType::Text), limits: l.clone(), nullable: true, default: None })
             .collect();
         let table = Arc::new(TableSchema { name: alias.clone(), columns, primary_key: Vec::new(), indexes: Vec::new() });
         let offset = scope.cols.len();
-        scope.add_derived(&alias, &plan.names, &plan.types);
+        scope.add_derived(&alias, &plan);
         items.push(FromItem { offset, table, alias, kind, on: Vec::new(), derived: Some(Box::new(plan)) });
         Ok(())
     }
@@ -477,6 +484,9 @@ impl Binder<'_> {
             ids.iter().any(|i| self.subqueries.get(*i).is_some_and(|s| s.correlated))
         };
         let mut at_step: Vec<Vec<Expr>> = items.iter().map(|_| Vec::new()).collect();
+        // ON conjuncts of LEFT joins that run correlated subqueries: checked per joined pair,
+        // never inside the scan (whose predicate is closed).
+        let mut late: Vec<Vec<Expr>> = items.iter().map(|_| Vec::new()).collect();
         let mut residual = Vec::new();
         for c in where_conjuncts {
             let tables = tables_of(&c);
@@ -489,25 +499,28 @@ impl Binder<'_> {
         }
         for (step, item) in items.iter().enumerate() {
             for c in &item.on {
-                if per_row_subquery(c) {
-                    return unsupported("correlated subquery in a JOIN condition");
-                }
                 if tables_of(c).last().is_some_and(|t| *t > step) {
                     return err(SqlState::UndefinedTable, "invalid reference to FROM-clause entry in JOIN condition");
                 }
-                if let Some(slot) = at_step.get_mut(step) {
+                let slot = match (per_row_subquery(c), item.kind) {
+                    (false, _) => at_step.get_mut(step),
+                    (true, JoinKind::Left) => late.get_mut(step),
+                    // An inner join's ON conjunct is a WHERE conjunct.
+                    (true, JoinKind::Inner) => Some(&mut residual),
+                };
+                if let Some(slot) = slot {
                     slot.push(c.clone());
                 }
             }
         }
-        let mut steps = items.into_iter().zip(at_step);
-        let Some((first_item, first_conjuncts)) = steps.next() else {
+        let mut steps = items.into_iter().zip(at_step).zip(late).map(|((i, c), l)| (i, c, l));
+        let Some((first_item, first_conjuncts, _)) = steps.next() else {
             return err(SqlState::InternalError, "empty FROM");
         };
         let mut first = scan_plan(first_item.table, first_conjuncts);
         first.derived = first_item.derived;
         let mut joins = Vec::new();
-        for (item, conjs) in steps {
+        for (item, conjs, late) in steps {
             let offset = item.offset;
             let width = item.table.columns.len();
             let local = |e: &Expr| {
@@ -520,7 +533,7 @@ impl Binder<'_> {
                     kind: item.kind,
                     right: ScanPlan { table: item.table, access: by_outer, filter: Expr::conjunction(mapped), derived: item.derived },
                     per_outer_row: true,
-                    condition: None,
+                    condition: (!late.is_empty()).then(|| Expr::conjunction(late)),
                     hash_keys: Vec::new(),
                 });
             } else {
@@ -548,7 +561,8 @@ impl Binder<'_> {
                         _ => None,
                     })
                     .collect();
-                let condition = (!cross.is_empty()).then(|| Expr::conjunction(cross.into_iter().map(|(c, _)| c)));
+                let checked: Vec<Expr> = cross.into_iter().map(|(c, _)| c).chain(late).collect();
+                let condition = (!checked.is_empty()).then(|| Expr::conjunction(checked));
                 joins.push(JoinStep {
                     kind: item.kind,
                     right: ScanPlan { derived: item.derived, ..scan_plan(item.table, pure.into_iter().map(|(_, m)| m).collect()) },

@@ -1,0 +1,215 @@
+//! INSERT, UPDATE and DELETE: the writes a statement wants, plus the reads it relied on.
+
+use super::*;
+
+impl Exec<'_> {
+    /// Runs a point lookup of `key_values` on the primary key, or an index equality scan,
+    /// recording it; returns the rows found.
+    fn lookup(&mut self, local: &WriteSet, table: &std::sync::Arc<TableSchema>, path: Path, values: &[Value]) -> Result<Vec<(Vec<u8>, Row)>> {
+        let cols = match &path {
+            Path::PrimaryKey => table.primary_key.clone(),
+            Path::Index(i) => table.indexes.get(*i).map(|x| x.columns.clone()).unwrap_or_default(),
+        };
+        let filter = Expr::conjunction(
+            cols.iter()
+                .zip(values)
+                .map(|(c, v)| Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(*c)), Box::new(Expr::Const(v.clone())))),
+        );
+        let access = KeyAccess { path, eq: values.iter().cloned().map(Expr::Const).collect(), any_of: Vec::new(), lower: None, upper: None };
+        let scan = ScanPlan { table: table.clone(), access, filter, derived: None };
+        let env = Env::default();
+        self.reader.scan(local, &scan, &env, &mut self.reads)
+    }
+
+    /// Unique-index checks for `row` (stored at `key`) against the view including `local`.
+    /// Returns the violated index name, if any.
+    fn unique_conflict(&mut self, local: &WriteSet, table: &std::sync::Arc<TableSchema>, key: &[u8], row: &Row, changed_only: Option<&Row>) -> Result<Option<String>> {
+        for (i, index) in table.indexes.iter().enumerate().filter(|(_, x)| x.unique) {
+            let values: Vec<Value> = index.columns.iter().filter_map(|c| row.get(*c).cloned()).collect();
+            if values.iter().any(Value::is_null) {
+                continue;
+            }
+            if let Some(old) = changed_only {
+                if index.columns.iter().all(|c| old.get(*c) == row.get(*c)) {
+                    continue;
+                }
+            }
+            let hits = self.lookup(local, table, Path::Index(i), &values)?;
+            if hits.iter().any(|(k, _)| k != key) {
+                return Ok(Some(index.name.clone()));
+            }
+        }
+        Ok(None)
+    }
+
+    pub fn insert(&mut self, plan: &InsertPlan) -> Result<(u64, Vec<Row>, WriteSet)> {
+        let source: Vec<Row> = match &plan.source {
+            InsertSource::Values(rows) => {
+                rows.iter().map(|r| self.project_row(r, &[])).collect::<Result<_>>()?
+            }
+            InsertSource::Query(q) => self.query(q)?,
+        };
+        self.reader.check_rows(source.len())?;
+        let table = &plan.table;
+        let mut local = WriteSet::default();
+        let mut returned = Vec::new();
+        let mut count = 0u64;
+        for values in source {
+            let mut row: Row = table.columns.iter().map(|c| c.default.clone().unwrap_or(Value::Null)).collect();
+            for (target, v) in plan.targets.iter().zip(values) {
+                let Some(col) = table.columns.get(*target) else { continue };
+                let v = to_column(&v, col)?;
+                if let Some(slot) = row.get_mut(*target) {
+                    *slot = v;
+                }
+            }
+            check_not_null(table, &row)?;
+            let key = table.row_key(&row);
+            let pk_values: Vec<Value> = table.primary_key.iter().filter_map(|c| row.get(*c).cloned()).collect();
+            let existing = self.lookup(&local, table, Path::PrimaryKey, &pk_values)?;
+            if let (OnConflict::DoUpdate { assignments, filter }, Some((_, old))) = (&plan.on_conflict, existing.first()) {
+                if local.get(&table.name, &key).is_some() {
+                    return err(SqlState::CardinalityViolation, "ON CONFLICT DO UPDATE command cannot affect row a second time");
+                }
+                let mut both = old.clone();
+                both.extend(row.iter().cloned());
+                if let Some(f) = filter {
+                    if !self.passes_row(f, &both)? {
+                        continue;
+                    }
+                }
+                let mut updated = old.clone();
+                for (col, e) in assignments {
+                    let Some(column) = table.columns.get(*col) else { continue };
+                    let v = to_column(&self.eval_row(e, &both)?, column)?;
+                    if let Some(slot) = updated.get_mut(*col) {
+                        *slot = v;
+                    }
+                }
+                check_not_null(table, &updated)?;
+                let old = old.clone();
+                if let Some(constraint) = self.unique_conflict(&local, table, &key, &updated, Some(&old))? {
+                    return err(SqlState::UniqueViolation, format!("duplicate key value violates unique constraint \"{constraint}\""));
+                }
+                if let Some(r) = &plan.returning {
+                    returned.push(self.project_row(&r.exprs, &updated)?);
+                }
+                local.put(&table.name, key, Write::Upsert(updated));
+                count += 1;
+                continue;
+            }
+            let conflict = if existing.is_empty() {
+                self.unique_conflict(&local, table, &key, &row, None)?
+            } else {
+                Some(format!("{}_pkey", table.name))
+            };
+            if let Some(constraint) = conflict {
+                if matches!(plan.on_conflict, OnConflict::DoNothing) {
+                    continue;
+                }
+                return err(SqlState::UniqueViolation, format!("duplicate key value violates unique constraint \"{constraint}\""));
+            }
+            if let Some(r) = &plan.returning {
+                returned.push(self.project_row(&r.exprs, &row)?);
+            }
+            local.put(&table.name, key, Write::Upsert(row));
+            count += 1;
+        }
+        Ok((count, returned, local))
+    }
+
+    /// Rows of an UPDATE/DELETE target: the scan (its predicate is what it reports), then the
+    /// WHERE conjuncts that run correlated subqueries per row.
+    fn where_rows(&mut self, scan: &ScanPlan, residual: Option<&Expr>) -> Result<Vec<(Vec<u8>, Row)>> {
+        let empty = WriteSet::default();
+        let subqueries = self.subqueries.clone();
+        let enclosing = self.enclosing.clone();
+        let env = Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
+        let matches = self.reader.scan(&empty, scan, &env, &mut self.reads)?;
+        let Some(residual) = residual else { return Ok(matches) };
+        let mut kept = Vec::with_capacity(matches.len());
+        for (key, row) in matches {
+            if self.passes_row(residual, &row)? {
+                kept.push((key, row));
+            }
+        }
+        Ok(kept)
+    }
+
+    pub fn update(&mut self, plan: &UpdatePlan) -> Result<(u64, Vec<Row>, WriteSet)> {
+        let table = &plan.scan.table;
+        let empty = WriteSet::default();
+        let matches = self.where_rows(&plan.scan, plan.residual.as_ref())?;
+        let mut changes: Vec<(Vec<u8>, Vec<u8>, Row, Row)> = Vec::with_capacity(matches.len());
+        for (key, old) in matches {
+            let mut new = old.clone();
+            for (col, e) in &plan.assignments {
+                let Some(column) = table.columns.get(*col) else { continue };
+                let v = to_column(&self.eval_row(e, &old)?, column)?;
+                if let Some(slot) = new.get_mut(*col) {
+                    *slot = v;
+                }
+            }
+            check_not_null(table, &new)?;
+            let new_key = table.row_key(&new);
+            changes.push((key, new_key, old, new));
+        }
+        let removed: BTreeSet<Vec<u8>> = changes.iter().map(|(k, _, _, _)| k.clone()).collect();
+        let mut local = WriteSet::default();
+        for (key, new_key, _, new) in &changes {
+            if local.get(&table.name, new_key).is_some() {
+                return err(SqlState::UniqueViolation, format!("duplicate key value violates unique constraint \"{}_pkey\"", table.name));
+            }
+            if key != new_key && !removed.contains(new_key) {
+                let pk_values: Vec<Value> = table.primary_key.iter().filter_map(|c| new.get(*c).cloned()).collect();
+                if !self.lookup(&empty, table, Path::PrimaryKey, &pk_values)?.is_empty() {
+                    return err(SqlState::UniqueViolation, format!("duplicate key value violates unique constraint \"{}_pkey\"", table.name));
+                }
+            }
+            local.put(&table.name, new_key.clone(), Write::Upsert(new.clone()));
+        }
+        for (key, _, _, _) in &changes {
+            if local.get(&table.name, key).is_none() {
+                local.put(&table.name, key.clone(), Write::Delete);
+            }
+        }
+        let mut returned = Vec::new();
+        for (key, new_key, old, new) in &changes {
+            let unchanged_key = (key == new_key).then_some(old);
+            if let Some(constraint) = self.unique_conflict(&local, table, new_key, new, unchanged_key)? {
+                return err(SqlState::UniqueViolation, format!("duplicate key value violates unique constraint \"{constraint}\""));
+            }
+            if let Some(r) = &plan.returning {
+                returned.push(self.project_row(&r.exprs, new)?);
+            }
+        }
+        Ok((changes.len() as u64, returned, local))
+    }
+
+    pub fn delete(&mut self, plan: &DeletePlan) -> Result<(u64, Vec<Row>, WriteSet)> {
+        let matches = self.where_rows(&plan.scan, plan.residual.as_ref())?;
+        let mut local = WriteSet::default();
+        let mut returned = Vec::new();
+        for (key, old) in &matches {
+            if let Some(r) = &plan.returning {
+                returned.push(self.project_row(&r.exprs, old)?);
+            }
+            local.put(&plan.scan.table.name, key.clone(), Write::Delete);
+        }
+        Ok((matches.len() as u64, returned, local))
+    }
+}
+
+
+fn check_not_null(table: &TableSchema, row: &[Value]) -> Result<()> {
+    for (col, v) in table.columns.iter().zip(row) {
+        if !col.nullable && v.is_null() {
+            return err(
+                SqlState::NotNullViolation,
+                format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", col.name, table.name),
+            );
+        }
+    }
+    Ok(())
+}
+

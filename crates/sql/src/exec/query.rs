@@ -1,0 +1,296 @@
+//! Query execution: subqueries (correlated ones per row), SELECT, FROM and joins.
+
+use super::*;
+use std::rc::Rc;
+
+/// Per-statement execution state.
+pub(crate) struct Exec<'a> {
+    pub reader: Reader<'a>,
+    pub params: &'a [Value],
+    pub plans: &'a [Subquery],
+    /// Values of the uncorrelated subqueries (placeholders for correlated ones). Shared so
+    /// that a join can hold an environment while it runs per-row subqueries.
+    pub subqueries: Rc<Vec<SubqueryValue>>,
+    /// Rows of the enclosing queries while correlated subqueries run, outermost first.
+    pub enclosing: Vec<Row>,
+    pub reads: ReadReport,
+}
+
+impl<'a> Exec<'a> {
+    pub fn new(reader: Reader<'a>, params: &'a [Value], plans: &'a [Subquery]) -> Self {
+        Exec { reader, params, plans, subqueries: Rc::default(), enclosing: Vec::new(), reads: ReadReport::default() }
+    }
+
+    pub(super) fn env(&self) -> Env<'_> {
+        Env { params: self.params, subqueries: &self.subqueries, correlated: &[], outer: &[], enclosing: &self.enclosing }
+    }
+
+    /// Runs the statement's uncorrelated subqueries in order (correlated ones get a
+    /// placeholder and run per row in `eval_row`).
+    pub fn run_subqueries(&mut self) -> Result<()> {
+        for sub in self.plans {
+            let value = if sub.correlated { SubqueryValue::Exists(false) } else { self.subquery_value(sub)? };
+            Rc::make_mut(&mut self.subqueries).push(value);
+        }
+        Ok(())
+    }
+
+    fn subquery_value(&mut self, sub: &Subquery) -> Result<SubqueryValue> {
+        let rows = self.query(&sub.plan)?;
+        Ok(match sub.kind {
+            SubqueryKind::Exists => SubqueryValue::Exists(!rows.is_empty()),
+            SubqueryKind::Scalar => match rows.as_slice() {
+                [] => SubqueryValue::Scalar(Value::Null),
+                [row] => SubqueryValue::Scalar(row.first().cloned().unwrap_or(Value::Null)),
+                _ => return err(SqlState::CardinalityViolation, "more than one row returned by a subquery used as an expression"),
+            },
+            SubqueryKind::List => {
+                let mut seen = BTreeSet::new();
+                let values = rows
+                    .into_iter()
+                    .filter_map(|r| r.into_iter().next())
+                    .filter(|v| seen.insert(equality_key([v])))
+                    .collect();
+                SubqueryValue::List(values)
+            }
+        })
+    }
+
+    /// True if evaluating `e` runs correlated subqueries.
+    pub(super) fn per_row(&self, e: &Expr) -> bool {
+        let mut ids = Vec::new();
+        subquery_ids(e, &mut ids);
+        ids.iter().any(|i| self.plans.get(*i).is_some_and(|s| s.correlated))
+    }
+
+    /// Evaluates `e` on `row`, first running the correlated subqueries it uses with `row` as
+    /// their enclosing row (each run reports its own, instantiated scans).
+    pub(super) fn eval_row(&mut self, e: &Expr, row: &[Value]) -> Result<Value> {
+        let mut ids = Vec::new();
+        subquery_ids(e, &mut ids);
+        ids.retain(|i| self.plans.get(*i).is_some_and(|s| s.correlated));
+        if ids.is_empty() {
+            return e.eval(row, &self.env());
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        self.enclosing.push(row.to_vec());
+        let mut values = Vec::with_capacity(ids.len());
+        let mut failure = None;
+        for i in ids {
+            let Some(sub) = self.plans.get(i) else { continue };
+            match self.subquery_value(sub) {
+                Ok(v) => values.push((i, v)),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        self.enclosing.pop();
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        e.eval(row, &Env { correlated: &values, ..self.env() })
+    }
+
+    /// `eval_row` as a filter: only TRUE passes.
+    pub(super) fn passes_row(&mut self, e: &Expr, row: &[Value]) -> Result<bool> {
+        Ok(self.eval_row(e, row)?.truth()? == Some(true))
+    }
+
+    pub(super) fn project_row(&mut self, exprs: &[Expr], row: &[Value]) -> Result<Row> {
+        exprs.iter().map(|e| self.eval_row(e, row)).collect()
+    }
+
+    /// Runs a query with the enclosing-row stack cut or padded to the query's own depth: a
+    /// query planned inside k enclosing queries refers to their rows as levels 0..k, wherever
+    /// it runs (an uncorrelated subquery runs first, a WITH query where it is referenced).
+    pub fn query(&mut self, q: &QueryPlan) -> Result<Vec<Row>> {
+        let saved = self.enclosing.len();
+        let mut cut = Vec::new();
+        if saved > q.depth {
+            cut = self.enclosing.split_off(q.depth);
+        }
+        self.enclosing.resize(q.depth, Vec::new());
+        let result = self.query_at_depth(q);
+        self.enclosing.truncate(q.depth.min(saved));
+        self.enclosing.extend(cut);
+        result
+    }
+
+    fn query_at_depth(&mut self, q: &QueryPlan) -> Result<Vec<Row>> {
+        let mut rows = self.body(&q.body)?;
+        if !q.order_by.is_empty() {
+            rows.sort_by(|a, b| compare_rows(a, b, &q.order_by));
+        }
+        let env = self.env();
+        let count = |e: &Option<Expr>, what: &str| -> Result<Option<usize>> {
+            let Some(e) = e else { return Ok(None) };
+            match e.eval(&[], &env)? {
+                Value::Null => Ok(None),
+                Value::Int(n) if n >= 0 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+                other => err(SqlState::InvalidParameterValue, format!("{what} must be a non-negative integer, got {other}")),
+            }
+        };
+        let offset = count(&q.offset, "OFFSET")?.unwrap_or(0);
+        let limit = count(&q.limit, "LIMIT")?;
+        let width = q.names.len();
+        Ok(rows
+            .into_iter()
+            .skip(offset)
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|mut r| {
+                r.truncate(width);
+                r
+            })
+            .collect())
+    }
+
+    fn body(&mut self, body: &QueryBody) -> Result<Vec<Row>> {
+        match body {
+            QueryBody::Select(core) => self.select(core),
+            QueryBody::Values(rows) => rows.iter().map(|r| self.project_row(r, &[])).collect(),
+            QueryBody::SetOp { op, all, left, right } => {
+                let l = self.body(left)?;
+                let r = self.body(right)?;
+                set_operation(*op, *all, l, r)
+            }
+        }
+    }
+
+    fn select(&mut self, core: &SelectCore) -> Result<Vec<Row>> {
+        let mut rows = self.from(&core.from)?;
+        if let Some(f) = &core.filter {
+            let mut kept = Vec::with_capacity(rows.len());
+            for r in rows {
+                if self.passes_row(f, &r)? {
+                    kept.push(r);
+                }
+            }
+            rows = kept;
+        }
+        if let Some(agg) = &core.aggregate {
+            rows = self.aggregate(rows, agg)?;
+            if let Some(h) = &core.having {
+                let mut kept = Vec::with_capacity(rows.len());
+                for r in rows {
+                    if self.passes_row(h, &r)? {
+                        kept.push(r);
+                    }
+                }
+                rows = kept;
+            }
+        }
+        let mut out: Vec<Row> = Vec::with_capacity(rows.len());
+        for r in &rows {
+            out.push(self.project_row(&core.output, r)?);
+        }
+        if core.distinct {
+            let mut seen = BTreeSet::new();
+            out.retain(|r| seen.insert(equality_key(r.iter())));
+        }
+        Ok(out)
+    }
+
+    /// Rows of every derived table in FROM (run before the scans, which borrow `self`).
+    fn derived_rows(&mut self, from: &FromPlan) -> Result<Vec<Option<Vec<Row>>>> {
+        let scans = from.first.iter().chain(from.joins.iter().map(|j| &j.right));
+        let mut out = Vec::new();
+        for scan in scans {
+            out.push(match &scan.derived {
+                Some(q) => Some(self.query(q)?),
+                None => None,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Rows of one FROM source: a storage scan, or a derived table's rows through its filter.
+    fn source(&mut self, scan: &ScanPlan, derived: Option<&Vec<Row>>, env: &Env) -> Result<Vec<(Vec<u8>, Row)>> {
+        let empty = WriteSet::default();
+        match derived {
+            None => self.reader.scan(&empty, scan, env, &mut self.reads),
+            Some(rows) => {
+                let filter = scan.filter.instantiate(env)?;
+                let closed = Env::default();
+                let mut out = Vec::new();
+                for r in rows {
+                    if filter.passes(r, &closed)? {
+                        out.push((Vec::new(), r.clone()));
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    fn from(&mut self, from: &FromPlan) -> Result<Vec<Row>> {
+        let Some(first) = &from.first else { return Ok(vec![Vec::new()]) };
+        let derived = self.derived_rows(from)?;
+        let derived_of = |i: usize| derived.get(i).and_then(Option::as_ref);
+        // The scans record into `self.reads` and join conditions may run per-row subqueries
+        // (`&mut self`) while the environment is in use: it borrows copies.
+        let subqueries = self.subqueries.clone();
+        let enclosing = self.enclosing.clone();
+        let env = Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
+        let mut rows: Vec<Row> = self.source(first, derived_of(0), &env)?.into_iter().map(|(_, r)| r).collect();
+        for (step_no, step) in from.joins.iter().enumerate() {
+            rows = self.join_step(rows, step, derived_of(step_no + 1), &env)?;
+        }
+        Ok(rows)
+    }
+
+    fn join_step(&mut self, rows: Vec<Row>, step: &JoinStep, derived: Option<&Vec<Row>>, env: &Env) -> Result<Vec<Row>> {
+        let env = *env;
+        let right_width = step.right.table.columns.len();
+        let shared = if step.per_outer_row { None } else { Some(self.source(&step.right, derived, &env)?) };
+        let hashed = match &shared {
+            Some(right_rows) if !step.hash_keys.is_empty() => Some(hash_rows(right_rows, &step.hash_keys, &env)?),
+            _ => None,
+        };
+        let condition_per_row = step.condition.as_ref().is_some_and(|c| self.per_row(c));
+        let mut next = Vec::new();
+        let mut pairs = 0usize;
+        for left in rows {
+            let inner_env = Env { outer: &left, ..env };
+            let per_row;
+            let candidates: Vec<&(Vec<u8>, Row)> = match (&shared, &hashed) {
+                (Some(right_rows), Some(table)) => {
+                    let key = hash_key(step.hash_keys.iter().map(|(l, _)| l), &left, &env)?;
+                    key.and_then(|k| table.get(&k)).map_or_else(Vec::new, |hits| hits.iter().filter_map(|i| right_rows.get(*i)).collect())
+                }
+                (Some(right_rows), None) => right_rows.iter().collect(),
+                (None, _) => {
+                    per_row = self.source(&step.right, derived, &inner_env)?;
+                    per_row.iter().collect()
+                }
+            };
+            pairs = pairs.saturating_add(candidates.len());
+            if pairs / JOIN_WORK_PER_ROW > self.reader.max_rows {
+                return Err(too_many_rows(self.reader.max_rows));
+            }
+            let mut matched = false;
+            for (_, right) in candidates {
+                let mut combined = left.clone();
+                combined.extend(right.iter().cloned());
+                if let Some(c) = &step.condition {
+                    let pass = if condition_per_row { self.passes_row(c, &combined)? } else { c.passes(&combined, &env)? };
+                    if !pass {
+                        continue;
+                    }
+                }
+                matched = true;
+                next.push(combined);
+                self.reader.check_rows(next.len())?;
+            }
+            if !matched && step.kind == JoinKind::Left {
+                let mut combined = left;
+                combined.extend(std::iter::repeat_n(Value::Null, right_width));
+                next.push(combined);
+                self.reader.check_rows(next.len())?;
+            }
+        }
+        Ok(next)
+    }
+}
