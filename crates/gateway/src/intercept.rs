@@ -339,7 +339,7 @@ fn default_text(v: &Value) -> String {
     match v {
         Value::Text(s) => format!("'{}'::text", s.replace('\'', "''")),
         Value::Null => "NULL".into(),
-        other => crate::pgtypes::text_of(other),
+        other => crate::pgtypes::text_of(other, None),
     }
 }
 

@@ -45,10 +45,15 @@ pub fn pg_type(ty: Option<SqlType>) -> PgType {
     match ty {
         None => TEXT,
         Some(SqlType::Bool) => PgType { oid: OID_BOOL, size: 1, name: "boolean" },
+        Some(SqlType::Int2) => PgType { oid: OID_INT2, size: 2, name: "smallint" },
+        Some(SqlType::Int4) => PgType { oid: OID_INT4, size: 4, name: "integer" },
         Some(SqlType::Int) => PgType { oid: OID_INT8, size: 8, name: "bigint" },
         Some(SqlType::Numeric) => PgType { oid: OID_NUMERIC, size: -1, name: "numeric" },
+        Some(SqlType::Float4) => PgType { oid: OID_FLOAT4, size: 4, name: "real" },
         Some(SqlType::Float) => PgType { oid: OID_FLOAT8, size: 8, name: "double precision" },
         Some(SqlType::Text) => TEXT,
+        Some(SqlType::Varchar) => PgType { oid: OID_VARCHAR, size: -1, name: "character varying" },
+        Some(SqlType::Char) => PgType { oid: OID_BPCHAR, size: -1, name: "character" },
         Some(SqlType::Bytes) => PgType { oid: OID_BYTEA, size: -1, name: "bytea" },
         Some(SqlType::Date) => PgType { oid: OID_DATE, size: 4, name: "date" },
         Some(SqlType::Timestamp) => PgType { oid: OID_TIMESTAMP, size: 8, name: "timestamp without time zone" },
@@ -60,10 +65,15 @@ pub fn pg_type(ty: Option<SqlType>) -> PgType {
 pub fn sql_type_of_oid(oid: u32) -> Option<SqlType> {
     Some(match oid {
         OID_BOOL => SqlType::Bool,
-        OID_INT2 | OID_INT4 | OID_INT8 | OID_OID => SqlType::Int,
+        OID_INT2 => SqlType::Int2,
+        OID_INT4 => SqlType::Int4,
+        OID_INT8 | OID_OID => SqlType::Int,
         OID_NUMERIC => SqlType::Numeric,
-        OID_FLOAT4 | OID_FLOAT8 => SqlType::Float,
-        OID_TEXT | OID_VARCHAR | OID_BPCHAR | OID_NAME => SqlType::Text,
+        OID_FLOAT4 => SqlType::Float4,
+        OID_FLOAT8 => SqlType::Float,
+        OID_VARCHAR => SqlType::Varchar,
+        OID_BPCHAR => SqlType::Char,
+        OID_TEXT | OID_NAME => SqlType::Text,
         OID_BYTEA => SqlType::Bytes,
         OID_DATE => SqlType::Date,
         OID_TIMESTAMP | OID_TIMESTAMPTZ => SqlType::Timestamp,
@@ -111,21 +121,30 @@ pub fn encode_value(value: &Value, ty: Option<SqlType>, binary: bool) -> Result<
         return Ok(None);
     }
     let converted;
+    // Declared types share a runtime form (INTEGER and BIGINT are both `Value::Int`): only
+    // a value of another form needs converting.
     let value = match ty {
-        Some(t) if value.sql_type() != Some(t) => {
+        Some(t) if value.sql_type().map(SqlType::storage) != Some(t.storage()) => {
             converted = cast(value, t)?;
             &converted
         }
         _ => value,
     };
     if !binary || ty.is_none() {
-        return Ok(Some(text_of(value).into_bytes()));
+        return Ok(Some(text_of(value, ty).into_bytes()));
     }
+    let narrow = |what: &str| SqlError::new(SqlState::NumericValueOutOfRange, format!("{what} out of range"));
     let mut out = Vec::new();
     match value {
         Value::Null => return Ok(None),
         Value::Bool(b) => out.push(u8::from(*b)),
-        Value::Int(i) => out.extend_from_slice(&i.to_be_bytes()),
+        Value::Int(i) => match ty {
+            Some(SqlType::Int2) => out.extend_from_slice(&i16::try_from(*i).map_err(|_| narrow("smallint"))?.to_be_bytes()),
+            Some(SqlType::Int4) => out.extend_from_slice(&i32::try_from(*i).map_err(|_| narrow("integer"))?.to_be_bytes()),
+            _ => out.extend_from_slice(&i.to_be_bytes()),
+        },
+        // REAL values are exactly representable as f32 (the engine rounds on assignment).
+        Value::Float(f) if ty == Some(SqlType::Float4) => out.extend_from_slice(&(*f as f32).to_be_bytes()),
         Value::Float(f) => out.extend_from_slice(&f.to_be_bytes()),
         Value::Numeric(d) => encode_numeric(d, &mut out),
         Value::Text(s) => out.extend_from_slice(s.as_bytes()),
@@ -136,13 +155,13 @@ pub fn encode_value(value: &Value, ty: Option<SqlType>, binary: bool) -> Result<
     Ok(Some(out))
 }
 
-/// PostgreSQL's text output of a value.
-pub fn text_of(value: &Value) -> String {
+/// PostgreSQL's text output of a value of a column typed `ty`.
+pub fn text_of(value: &Value, ty: Option<SqlType>) -> String {
     match value {
         Value::Bool(b) => (if *b { "t" } else { "f" }).to_string(),
         Value::Float(f) if f.is_nan() => "NaN".to_string(),
         Value::Float(f) if f.is_infinite() => (if *f > 0.0 { "Infinity" } else { "-Infinity" }).to_string(),
-        other => other.to_string(),
+        other => pistou_sql::types::output_text(other, ty),
     }
 }
 
@@ -155,7 +174,7 @@ pub fn decode_param(bytes: &[u8], oid: u32, inferred: Option<SqlType>, binary: b
     }
     let text = std::str::from_utf8(bytes).map_err(|_| invalid("text", "not valid UTF-8"))?;
     match declared.or(inferred) {
-        None | Some(SqlType::Text) => Ok(Value::Text(text.to_string())),
+        None | Some(SqlType::Text | SqlType::Varchar | SqlType::Char) => Ok(Value::Text(text.to_string())),
         Some(SqlType::Bytes) => decode_bytea_text(text),
         Some(SqlType::Timestamp) => Ok(Value::Timestamp(parse_timestamp_text(text)?)),
         Some(t) => cast(&Value::Text(text.to_string()), t),
@@ -205,7 +224,10 @@ fn decode_binary(bytes: &[u8], oid: u32, ty: Option<SqlType>) -> Result<Value, S
                 _ => return Err(binary_error("boolean")),
             },
             Some(SqlType::Int) => Value::Int(i64::from_be_bytes(fixed(bytes, "bigint")?)),
+            Some(SqlType::Int2) => Value::Int(i16::from_be_bytes(fixed(bytes, "smallint")?).into()),
+            Some(SqlType::Int4) => Value::Int(i32::from_be_bytes(fixed(bytes, "integer")?).into()),
             Some(SqlType::Float) => Value::Float(f64::from_be_bytes(fixed(bytes, "double precision")?)),
+            Some(SqlType::Float4) => Value::Float(f32::from_be_bytes(fixed(bytes, "real")?).into()),
             Some(SqlType::Numeric) => Value::Numeric(decode_numeric(bytes)?),
             Some(SqlType::Bytes) => Value::Bytes(bytes.to_vec()),
             Some(SqlType::Date) => {
@@ -216,7 +238,7 @@ fn decode_binary(bytes: &[u8], oid: u32, ty: Option<SqlType>) -> Result<Value, S
                 let micros = i64::from_be_bytes(fixed(bytes, "timestamp")?);
                 Value::Timestamp(micros.checked_add(PG_EPOCH_MICROS).ok_or_else(|| binary_error("timestamp"))?)
             }
-            Some(SqlType::Text) | None => {
+            Some(SqlType::Text | SqlType::Varchar | SqlType::Char) | None => {
                 Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| invalid("text", "not valid UTF-8"))?)
             }
         },

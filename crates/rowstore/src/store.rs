@@ -216,6 +216,13 @@ impl RowStore {
         })
     }
 
+    /// The newest committed write to `table` that garbage collection trimmed from its write
+    /// log (None if none was): a completeness window starting at or above it sees every
+    /// write in it.
+    pub fn trimmed_through(&self, table: &str) -> Option<Timestamp> {
+        self.tables.get(table)?.log.trimmed_through()
+    }
+
     /// The highest timestamp of any write to `table` (prepared or committed), if any.
     pub fn newest_write(&self, table: &str) -> Option<Timestamp> {
         self.tables.get(table)?.log.newest()
