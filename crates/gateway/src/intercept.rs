@@ -31,11 +31,14 @@ const FIRST_TABLE_OID: i64 = 16_384;
 /// Lowercase, single-spaced, without a trailing `;` (string literals keep their case).
 pub fn normalize(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len());
-    let mut in_quote = false;
+    let (mut in_quote, mut in_ident) = (false, false);
     let mut last_space = true;
     for c in crate::split::strip_comments(sql).chars() {
-        if c == '\'' {
+        if c == '\'' && !in_ident {
             in_quote = !in_quote;
+        }
+        if c == '"' && !in_quote {
+            in_ident = !in_ident;
         }
         if !in_quote && c.is_whitespace() {
             if !last_space {
@@ -45,7 +48,7 @@ pub fn normalize(sql: &str) -> String {
             continue;
         }
         last_space = false;
-        if in_quote {
+        if in_quote || in_ident {
             out.push(c);
         } else {
             out.extend(c.to_lowercase());
@@ -78,9 +81,10 @@ pub fn answer(sql: &str, info: &SessionInfo, catalog: Option<&Catalog>) -> Resul
     let empty = Catalog::new();
     let catalog = catalog.unwrap_or(&empty);
     catalog_query(&n, info, catalog).unwrap_or_else(|| {
+        let start: String = n.chars().take(120).collect();
         Err(SqlError::new(
             SqlState::FeatureNotSupported,
-            "this pg_catalog / information_schema query is not supported by the Pistou gateway (see docs/gateway.md for the recognized ones)",
+            format!("this pg_catalog / information_schema query is not supported by the Pistou gateway (docs/gateway.md lists the recognized ones): {start}…"),
         ))
     })
 }
@@ -173,10 +177,11 @@ fn tables(catalog: &Catalog) -> Vec<(i64, &Arc<TableSchema>)> {
 
 /// The OID in `… = '16384'` after `column`.
 fn oid_after(n: &str, column: &str) -> Option<i64> {
-    let rest = &n[n.find(column)? + column.len()..];
-    let rest = rest.trim_start().strip_prefix('=')?.trim_start();
-    let digits: String = rest.trim_start_matches('\'').chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse().ok()
+    n.match_indices(column).find_map(|(at, _)| {
+        let rest = n[at + column.len()..].trim_start().strip_prefix('=')?.trim_start();
+        let digits: String = rest.trim_start_matches('\'').chars().take_while(|c| c.is_ascii_digit()).collect();
+        digits.parse().ok()
+    })
 }
 
 /// psql's `'^(pattern)$'` regular expression as a name matcher (`.*`, `.` and literals).
@@ -375,7 +380,7 @@ fn index_rows(items: &[(String, String)], table: &TableSchema) -> Vec<Row> {
 }
 
 fn list_property(column: &str, table: &str, info: &SessionInfo) -> String {
-    match column {
+    match column.to_lowercase().as_str() {
         "schema" => "public".into(),
         "name" => table.to_string(),
         "type" => "table".into(),
