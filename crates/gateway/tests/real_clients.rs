@@ -184,6 +184,37 @@ async fn psycopg_parameters_transactions_and_retries() {
     .await;
 }
 
+/// The pgjdbc jar: cached from an earlier Maven download, else fetched with Maven
+/// (Maven Central), else the system's package (Debian's libpostgresql-jdbc-java).
+async fn pgjdbc_jar(dir: &Path) -> PathBuf {
+    let cached = dir.join(format!("postgresql-{PGJDBC_VERSION}.jar"));
+    if cached.is_file() {
+        return cached;
+    }
+    let mut maven_output = String::from("mvn is not installed");
+    if std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("mvn").is_file())) {
+        let (ok, out) = run(
+            Command::new("mvn")
+                .args(["-q", "-B", "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy"])
+                .arg(format!("-Dartifact=org.postgresql:postgresql:{PGJDBC_VERSION}"))
+                .arg(format!("-DoutputDirectory={}", dir.display())),
+            240,
+        )
+        .await;
+        if ok && cached.is_file() {
+            return cached;
+        }
+        maven_output = out;
+    }
+    let system = PathBuf::from("/usr/share/java/postgresql.jar");
+    assert!(
+        system.is_file(),
+        "pgjdbc is needed: Maven could not fetch it and {} does not exist (install libpostgresql-jdbc-java or give Maven access to Maven Central):\n{maven_output}",
+        system.display()
+    );
+    system
+}
+
 const JDBC_SOURCE: &str = r#"
 import java.sql.*;
 
@@ -250,23 +281,12 @@ public class JdbcCheck {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pgjdbc_prepared_statements_metadata_and_transactions() {
-    for tool in ["java", "javac", "mvn"] {
+    for tool in ["java", "javac"] {
         require_tool(tool);
     }
     bounded(300, async {
         let dir = work_dir("pgjdbc");
-        let jar = dir.join(format!("postgresql-{PGJDBC_VERSION}.jar"));
-        if !jar.is_file() {
-            let (ok, out) = run(
-                Command::new("mvn")
-                    .args(["-q", "-B", "dependency:copy"])
-                    .arg(format!("-Dartifact=org.postgresql:postgresql:{PGJDBC_VERSION}"))
-                    .arg(format!("-DoutputDirectory={}", dir.display())),
-                240,
-            )
-            .await;
-            assert!(ok && jar.is_file(), "cannot fetch pgjdbc with Maven:\n{out}");
-        }
+        let jar = pgjdbc_jar(&dir).await;
         std::fs::write(dir.join("JdbcCheck.java"), JDBC_SOURCE).expect("write source");
         let (ok, out) = run(Command::new("javac").arg("-cp").arg(&jar).arg("-d").arg(&dir).arg(dir.join("JdbcCheck.java")), 120).await;
         assert!(ok, "javac failed:\n{out}");
