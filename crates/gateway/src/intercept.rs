@@ -293,6 +293,29 @@ fn catalog_query(n: &str, info: &SessionInfo, catalog: &Catalog) -> Option<Resul
             .collect();
         return Some(Ok(text_rows(&items, rows)));
     }
+    // pgjdbc DatabaseMetaData.getTables.
+    if n.starts_with("select null as table_cat, n.nspname as table_schem, c.relname as table_name") {
+        // pgjdbc 42.5 asks `c.relkind = 'r' AND n.nspname !~ '^pg_' …`, later ones `IN ('r','p')`.
+        let wants_tables = n.contains("c.relkind in ('r'") || n.contains("c.relkind = 'r' and n.nspname !~");
+        let schema_ok = like_after(n, "n.nspname like ").is_none_or(|p| like_matches(&p, "public"));
+        let pattern = like_after(n, "c.relname like ");
+        let rows = tables(catalog)
+            .into_iter()
+            .filter(|(_, t)| wants_tables && schema_ok && pattern.as_ref().is_none_or(|p| like_matches(p, &t.name)))
+            .map(|(_, t)| {
+                items
+                    .iter()
+                    .map(|(_, col)| match col.as_str() {
+                        "table_schem" => text("public"),
+                        "table_name" => text(t.name.clone()),
+                        "table_type" => text("TABLE"),
+                        _ => Value::Null,
+                    })
+                    .collect()
+            })
+            .collect();
+        return Some(Ok(text_rows(&items, rows)));
+    }
     // Drivers' type lookups by OID: `… FROM pg_catalog.pg_type … WHERE … oid = N`.
     if n.contains("pg_type") {
         let oid = oid_after(n, "oid")?;
@@ -304,6 +327,7 @@ fn catalog_query(n: &str, info: &SessionInfo, catalog: &Catalog) -> Option<Resul
                 (_, "nspname") => text("pg_catalog"),
                 (_, "oid") => text(oid.to_string()),
                 (_, "typtype") => text("b"),
+                _ if expr.contains("current_schemas") => text("t"),
                 _ if expr.contains("array_in") => text("f"),
                 _ => Value::Null,
             })
@@ -311,6 +335,18 @@ fn catalog_query(n: &str, info: &SessionInfo, catalog: &Catalog) -> Option<Resul
         return Some(Ok(text_rows(&items, vec![row])));
     }
     None
+}
+
+/// The string literal after `marker` (e.g. `c.relname like 'acc%'`).
+fn like_after(n: &str, marker: &str) -> Option<String> {
+    let rest = n[n.find(marker)? + marker.len()..].strip_prefix('\'')?;
+    Some(rest[..rest.find('\'')?].to_string())
+}
+
+/// SQL LIKE with `%` and `_` (pgjdbc escapes nothing for plain names).
+fn like_matches(pattern: &str, name: &str) -> bool {
+    let p = pattern.replace('%', "\u{1}").replace('_', "\u{2}");
+    glob(p.as_bytes(), name.as_bytes())
 }
 
 fn relation_property(expr: &str, name: &str) -> &'static str {
@@ -416,6 +452,26 @@ mod tests {
         let s = Settings::default();
         let e = answer("SELECT * FROM pg_catalog.pg_am", &info(&s), None).unwrap_err();
         assert_eq!(e.sqlstate(), "0A000");
+    }
+
+    #[test]
+    fn driver_type_lookup_and_get_tables() {
+        let s = Settings::default();
+        let q = "SELECT n.nspname = ANY(current_schemas(true)), n.nspname, t.typname FROM pg_catalog.pg_type t \
+                 JOIN pg_catalog.pg_namespace n ON t.typnamespace = n.oid WHERE t.oid = '23'";
+        let r = answer(q, &info(&s), None).unwrap();
+        assert_eq!(r.rows, vec![vec![text("t"), text("pg_catalog"), text("int4")]]);
+        let mut catalog = Catalog::new();
+        let column = pistou_sql::Column { name: "a".into(), ty: SqlType::Int, limits: Default::default(), nullable: false, default: None };
+        let table = TableSchema { name: "accounts".into(), columns: vec![column], primary_key: vec![0], indexes: vec![] };
+        catalog.apply(&pistou_sql::CatalogChange::CreateTable(table)).unwrap();
+        let q = "SELECT NULL AS TABLE_CAT, n.nspname AS TABLE_SCHEM, c.relname AS TABLE_NAME, 'x' AS TABLE_TYPE, \
+                 d.description AS REMARKS FROM pg_catalog.pg_namespace n, pg_catalog.pg_class c WHERE c.relnamespace = n.oid \
+                 AND c.relname LIKE 'acc%' AND (false OR ( c.relkind IN ('r','p') AND n.nspname !~ '^pg_')) ORDER BY TABLE_TYPE";
+        let r = answer(q, &info(&s), Some(&catalog)).unwrap();
+        assert_eq!(r.rows, vec![vec![Value::Null, text("public"), text("accounts"), text("TABLE"), Value::Null]]);
+        let r = answer(&q.replace("acc%", "zz%"), &info(&s), Some(&catalog)).unwrap();
+        assert!(r.rows.is_empty());
     }
 
     #[test]

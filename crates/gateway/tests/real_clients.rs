@@ -251,6 +251,10 @@ public class JdbcCheck {
                     }
                 }
             }
+            try (ResultSet rs = c.getMetaData().getTables(null, "public", "j", new String[] {"TABLE"})) {
+                check(rs.next() && rs.getString("TABLE_NAME").equals("j") && rs.getString("TABLE_TYPE").equals("TABLE"), "getTables");
+                check(!rs.next(), "one table named j");
+            }
             c.setAutoCommit(false);
             try (PreparedStatement p = c.prepareStatement("UPDATE j SET name = ? WHERE id = ?")) {
                 p.setString(1, "rolled back");
