@@ -316,6 +316,10 @@ fn catalog_query(n: &str, info: &SessionInfo, catalog: &Catalog) -> Option<Resul
             .collect();
         return Some(Ok(text_rows(&items, rows)));
     }
+    // pgjdbc DatabaseMetaData.getColumns: `SELECT * FROM (SELECT n.nspname, c.relname, a.attname, …) c`.
+    if n.starts_with("select * from ( select n.nspname,c.relname,a.attname,a.atttypid") || n.starts_with("select * from (select n.nspname,c.relname,a.attname,a.atttypid") {
+        return Some(Ok(jdbc_columns(n, catalog)));
+    }
     // Drivers' type lookups by OID: `… FROM pg_catalog.pg_type … WHERE … oid = N`.
     if n.contains("pg_type") {
         let oid = oid_after(n, "oid")?;
@@ -335,6 +339,48 @@ fn catalog_query(n: &str, info: &SessionInfo, catalog: &Catalog) -> Option<Resul
         return Some(Ok(text_rows(&items, vec![row])));
     }
     None
+}
+
+fn jdbc_columns(n: &str, catalog: &Catalog) -> LocalRows {
+    const COLUMNS: [&str; 15] = [
+        "nspname", "relname", "attname", "atttypid", "attnotnull", "atttypmod", "attlen", "typtypmod", "attnum",
+        "attidentity", "attgenerated", "adsrc", "description", "typbasetype", "typtype",
+    ];
+    let outer = n.rfind(") c where").map_or("", |i| &n[i..]);
+    let schema_ok = like_after(outer, "nspname like ").is_none_or(|p| like_matches(&p, "public"));
+    let table_pattern = like_after(outer, "relname like ");
+    let column_pattern = like_after(outer, "attname like ");
+    let mut rows = Vec::new();
+    for (_, table) in tables(catalog) {
+        if !schema_ok || !table_pattern.as_ref().is_none_or(|p| like_matches(p, &table.name)) {
+            continue;
+        }
+        for (i, c) in table.columns.iter().enumerate() {
+            if !column_pattern.as_ref().is_none_or(|p| like_matches(p, &c.name)) {
+                continue;
+            }
+            let t = pg_type(Some(c.ty));
+            let not_null = !c.nullable || table.primary_key.contains(&i);
+            rows.push(vec![
+                text("public"),
+                text(table.name.clone()),
+                text(c.name.clone()),
+                text(t.oid.to_string()),
+                text(if not_null { "t" } else { "f" }),
+                text("-1"),
+                text(t.size.to_string()),
+                text("-1"),
+                text((i + 1).to_string()),
+                Value::Null,
+                Value::Null,
+                c.default.as_ref().map_or(Value::Null, |d| text(default_text(d))),
+                Value::Null,
+                text("0"),
+                text("b"),
+            ]);
+        }
+    }
+    LocalRows { columns: COLUMNS.iter().map(|c| (c.to_string(), Some(SqlType::Text))).collect(), rows }
 }
 
 /// The string literal after `marker` (e.g. `c.relname like 'acc%'`).

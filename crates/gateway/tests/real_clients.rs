@@ -255,6 +255,18 @@ public class JdbcCheck {
                 check(rs.next() && rs.getString("TABLE_NAME").equals("j") && rs.getString("TABLE_TYPE").equals("TABLE"), "getTables");
                 check(!rs.next(), "one table named j");
             }
+            try (ResultSet rs = c.getMetaData().getColumns(null, "public", "j", "%")) {
+                String[] names = {"id", "name", "w"};
+                int[] types = {Types.BIGINT, Types.VARCHAR, Types.DOUBLE};
+                for (int i = 0; i < 3; i++) {
+                    check(rs.next(), "column " + i);
+                    check(rs.getString("COLUMN_NAME").equals(names[i]), "column name " + rs.getString("COLUMN_NAME"));
+                    check(rs.getInt("DATA_TYPE") == types[i], "data type of " + names[i] + ": " + rs.getInt("DATA_TYPE"));
+                    check(rs.getInt("ORDINAL_POSITION") == i + 1, "position");
+                    check(rs.getString("IS_NULLABLE").equals(i == 0 ? "NO" : "YES"), "nullability of " + names[i]);
+                }
+                check(!rs.next(), "three columns");
+            }
             c.setAutoCommit(false);
             try (PreparedStatement p = c.prepareStatement("UPDATE j SET name = ? WHERE id = ?")) {
                 p.setString(1, "rolled back");
