@@ -57,7 +57,7 @@ impl ServerParameterProvider for GatewayParameters {
 static NEXT_PID: AtomicI32 = AtomicI32::new(1000);
 
 /// Accepts everyone.
-struct TrustStartup;
+pub(crate) struct TrustStartup;
 
 #[async_trait]
 impl StartupHandler for TrustStartup {
@@ -79,7 +79,7 @@ impl StartupHandler for TrustStartup {
 
 /// The configured user's password (salted once for SCRAM).
 #[derive(Debug)]
-struct OneUser {
+pub(crate) struct OneUser {
     user: String,
     password: Vec<u8>,
     salt: Option<Vec<u8>>,
@@ -95,30 +95,19 @@ impl AuthSource for OneUser {
     }
 }
 
-pub enum Authenticator {
-    Trust(TrustStartupBox),
-    Cleartext(CleartextPasswordAuthStartupHandler<OneUserBox, GatewayParameters>),
+/// The startup handler chosen by the configuration.
+pub(crate) enum Authenticator {
+    Trust(TrustStartup),
+    Cleartext(CleartextPasswordAuthStartupHandler<OneUser, GatewayParameters>),
     Scram(SASLAuthStartupHandler<GatewayParameters>),
-}
-
-/// Opaque wrappers so the enum can name private types.
-pub struct TrustStartupBox(TrustStartup);
-#[derive(Debug)]
-pub struct OneUserBox(OneUser);
-
-#[async_trait]
-impl AuthSource for OneUserBox {
-    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
-        self.0.get_password(login).await
-    }
 }
 
 impl Authenticator {
     pub fn new(auth: &Auth) -> Authenticator {
         match auth {
-            Auth::Trust => Authenticator::Trust(TrustStartupBox(TrustStartup)),
+            Auth::Trust => Authenticator::Trust(TrustStartup),
             Auth::Password { user, password, method: PasswordMethod::Cleartext } => {
-                let source = OneUserBox(OneUser { user: user.clone(), password: password.as_bytes().to_vec(), salt: None });
+                let source = OneUser { user: user.clone(), password: password.as_bytes().to_vec(), salt: None };
                 Authenticator::Cleartext(CleartextPasswordAuthStartupHandler::new(source, GatewayParameters))
             }
             Auth::Password { user, password, method: PasswordMethod::ScramSha256 } => {
@@ -139,7 +128,7 @@ impl Authenticator {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         match self {
-            Authenticator::Trust(h) => h.0.on_startup(client, message).await,
+            Authenticator::Trust(h) => h.on_startup(client, message).await,
             Authenticator::Cleartext(h) => h.on_startup(client, message).await,
             Authenticator::Scram(h) => h.on_startup(client, message).await,
         }

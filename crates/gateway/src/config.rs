@@ -35,6 +35,8 @@ pub struct GatewayConfig {
     pub max_message_bytes: usize,
     /// Prepared statements and portals kept per connection.
     pub max_prepared: usize,
+    /// Bytes of statement text and bound parameters kept per connection (54000 beyond).
+    pub max_session_bytes: usize,
     /// Longest wait between autocommit retries (the first waits up to 2 ms, doubling).
     pub max_retry_backoff: Duration,
     /// Time allowed to finish the startup and authentication exchange.
@@ -51,6 +53,7 @@ impl Default for GatewayConfig {
             autocommit_retries: 10,
             max_message_bytes: 16 * 1024 * 1024,
             max_prepared: 1000,
+            max_session_bytes: 32 * 1024 * 1024,
             max_retry_backoff: Duration::from_millis(200),
             startup_timeout: Duration::from_secs(30),
         }

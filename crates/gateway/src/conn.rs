@@ -201,6 +201,10 @@ pub async fn startup(conn: &mut Conn, auth: &Authenticator) -> bool {
                 if let Err(e) = auth.on_startup(conn, other).await {
                     let mut info = ErrorInfo::from(e);
                     info.severity = "FATAL".into();
+                    if info.code == "28P01" {
+                        let user = conn.metadata().get(METADATA_USER).cloned().unwrap_or_default();
+                        info.message = format!("password authentication failed for user \"{user}\"");
+                    }
                     let _ = conn.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
                     let _ = conn.close().await;
                     return false;
@@ -409,6 +413,7 @@ impl Protocol {
         if !self.statements.contains_key(&name) && self.statements.len() >= self.config.max_prepared {
             return Err(PgError::new(errors::PROGRAM_LIMIT, format!("too many prepared statements (at most {})", self.config.max_prepared)));
         }
+        self.check_budget(p.query.len())?;
         let parts = split_statements(&p.query);
         if parts.len() > 1 {
             return Err(PgError::new("42601", "cannot insert multiple commands into a prepared statement"));
@@ -431,10 +436,26 @@ impl Protocol {
         if !self.portals.contains_key(&portal_name) && self.portals.len() >= self.config.max_prepared {
             return Err(PgError::new(errors::PROGRAM_LIMIT, format!("too many portals (at most {})", self.config.max_prepared)));
         }
+        let param_bytes: usize = b.parameters.iter().map(|v| v.as_ref().map_or(0, |b| b.len())).sum();
+        self.check_budget(param_bytes)?;
         let params = RawParams { values: b.parameters, formats: b.parameter_format_codes, declared: statement.declared.clone() };
         let portal = Portal { statement, params, result_formats: b.result_column_format_codes, announced: None, pending: None };
         self.portals.insert(portal_name, portal);
         self.conn.feed(PgWireBackendMessage::BindComplete(BindComplete::new())).await.map_err(io_error)
+    }
+
+    /// Refuses to keep `more` bytes if the connection's statements and portals would then
+    /// hold more than `max_session_bytes`.
+    fn check_budget(&self, more: usize) -> Result<(), PgError> {
+        let statements: usize = self.statements.values().map(|s| s.sql.len()).sum();
+        let portals: usize = self.portals.values().map(|p| p.params.values.iter().map(|v| v.as_ref().map_or(0, |b| b.len())).sum::<usize>()).sum();
+        if statements + portals + more > self.config.max_session_bytes {
+            return Err(PgError::new(
+                errors::PROGRAM_LIMIT,
+                format!("this connection holds too much prepared data (limit {} bytes); close statements or portals", self.config.max_session_bytes),
+            ));
+        }
+        Ok(())
     }
 
     async fn describe(&mut self, d: Describe) -> Result<(), PgError> {

@@ -31,11 +31,14 @@ const FIRST_TABLE_OID: i64 = 16_384;
 /// Lowercase, single-spaced, without a trailing `;` (string literals keep their case).
 pub fn normalize(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len());
-    let mut in_quote = false;
+    let (mut in_quote, mut in_ident) = (false, false);
     let mut last_space = true;
     for c in crate::split::strip_comments(sql).chars() {
-        if c == '\'' {
+        if c == '\'' && !in_ident {
             in_quote = !in_quote;
+        }
+        if c == '"' && !in_quote {
+            in_ident = !in_ident;
         }
         if !in_quote && c.is_whitespace() {
             if !last_space {
@@ -45,7 +48,7 @@ pub fn normalize(sql: &str) -> String {
             continue;
         }
         last_space = false;
-        if in_quote {
+        if in_quote || in_ident {
             out.push(c);
         } else {
             out.extend(c.to_lowercase());
@@ -78,9 +81,10 @@ pub fn answer(sql: &str, info: &SessionInfo, catalog: Option<&Catalog>) -> Resul
     let empty = Catalog::new();
     let catalog = catalog.unwrap_or(&empty);
     catalog_query(&n, info, catalog).unwrap_or_else(|| {
+        let start: String = n.chars().take(120).collect();
         Err(SqlError::new(
             SqlState::FeatureNotSupported,
-            "this pg_catalog / information_schema query is not supported by the Pistou gateway (see docs/gateway.md for the recognized ones)",
+            format!("this pg_catalog / information_schema query is not supported by the Pistou gateway (docs/gateway.md lists the recognized ones): {start}…"),
         ))
     })
 }
@@ -173,10 +177,11 @@ fn tables(catalog: &Catalog) -> Vec<(i64, &Arc<TableSchema>)> {
 
 /// The OID in `… = '16384'` after `column`.
 fn oid_after(n: &str, column: &str) -> Option<i64> {
-    let rest = &n[n.find(column)? + column.len()..];
-    let rest = rest.trim_start().strip_prefix('=')?.trim_start();
-    let digits: String = rest.trim_start_matches('\'').chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse().ok()
+    n.match_indices(column).find_map(|(at, _)| {
+        let rest = n[at + column.len()..].trim_start().strip_prefix('=')?.trim_start();
+        let digits: String = rest.trim_start_matches('\'').chars().take_while(|c| c.is_ascii_digit()).collect();
+        digits.parse().ok()
+    })
 }
 
 /// psql's `'^(pattern)$'` regular expression as a name matcher (`.*`, `.` and literals).
@@ -288,6 +293,33 @@ fn catalog_query(n: &str, info: &SessionInfo, catalog: &Catalog) -> Option<Resul
             .collect();
         return Some(Ok(text_rows(&items, rows)));
     }
+    // pgjdbc DatabaseMetaData.getTables.
+    if n.starts_with("select null as table_cat, n.nspname as table_schem, c.relname as table_name") {
+        // pgjdbc 42.5 asks `c.relkind = 'r' AND n.nspname !~ '^pg_' …`, later ones `IN ('r','p')`.
+        let wants_tables = n.contains("c.relkind in ('r'") || n.contains("c.relkind = 'r' and n.nspname !~");
+        let schema_ok = like_after(n, "n.nspname like ").is_none_or(|p| like_matches(&p, "public"));
+        let pattern = like_after(n, "c.relname like ");
+        let rows = tables(catalog)
+            .into_iter()
+            .filter(|(_, t)| wants_tables && schema_ok && pattern.as_ref().is_none_or(|p| like_matches(p, &t.name)))
+            .map(|(_, t)| {
+                items
+                    .iter()
+                    .map(|(_, col)| match col.as_str() {
+                        "table_schem" => text("public"),
+                        "table_name" => text(t.name.clone()),
+                        "table_type" => text("TABLE"),
+                        _ => Value::Null,
+                    })
+                    .collect()
+            })
+            .collect();
+        return Some(Ok(text_rows(&items, rows)));
+    }
+    // pgjdbc DatabaseMetaData.getColumns: `SELECT * FROM (SELECT n.nspname, c.relname, a.attname, …) c`.
+    if n.starts_with("select * from ( select n.nspname,c.relname,a.attname,a.atttypid") || n.starts_with("select * from (select n.nspname,c.relname,a.attname,a.atttypid") {
+        return Some(Ok(jdbc_columns(n, catalog)));
+    }
     // Drivers' type lookups by OID: `… FROM pg_catalog.pg_type … WHERE … oid = N`.
     if n.contains("pg_type") {
         let oid = oid_after(n, "oid")?;
@@ -299,6 +331,7 @@ fn catalog_query(n: &str, info: &SessionInfo, catalog: &Catalog) -> Option<Resul
                 (_, "nspname") => text("pg_catalog"),
                 (_, "oid") => text(oid.to_string()),
                 (_, "typtype") => text("b"),
+                _ if expr.contains("current_schemas") => text("t"),
                 _ if expr.contains("array_in") => text("f"),
                 _ => Value::Null,
             })
@@ -306,6 +339,60 @@ fn catalog_query(n: &str, info: &SessionInfo, catalog: &Catalog) -> Option<Resul
         return Some(Ok(text_rows(&items, vec![row])));
     }
     None
+}
+
+fn jdbc_columns(n: &str, catalog: &Catalog) -> LocalRows {
+    const COLUMNS: [&str; 15] = [
+        "nspname", "relname", "attname", "atttypid", "attnotnull", "atttypmod", "attlen", "typtypmod", "attnum",
+        "attidentity", "attgenerated", "adsrc", "description", "typbasetype", "typtype",
+    ];
+    let outer = n.rfind(") c where").map_or("", |i| &n[i..]);
+    let schema_ok = like_after(outer, "nspname like ").is_none_or(|p| like_matches(&p, "public"));
+    let table_pattern = like_after(outer, "relname like ");
+    let column_pattern = like_after(outer, "attname like ");
+    let mut rows = Vec::new();
+    for (_, table) in tables(catalog) {
+        if !schema_ok || !table_pattern.as_ref().is_none_or(|p| like_matches(p, &table.name)) {
+            continue;
+        }
+        for (i, c) in table.columns.iter().enumerate() {
+            if !column_pattern.as_ref().is_none_or(|p| like_matches(p, &c.name)) {
+                continue;
+            }
+            let t = pg_type(Some(c.ty));
+            let not_null = !c.nullable || table.primary_key.contains(&i);
+            rows.push(vec![
+                text("public"),
+                text(table.name.clone()),
+                text(c.name.clone()),
+                text(t.oid.to_string()),
+                text(if not_null { "t" } else { "f" }),
+                text("-1"),
+                text(t.size.to_string()),
+                text("-1"),
+                text((i + 1).to_string()),
+                Value::Null,
+                Value::Null,
+                c.default.as_ref().map_or(Value::Null, |d| text(default_text(d))),
+                Value::Null,
+                text("0"),
+                text("b"),
+            ]);
+        }
+    }
+    LocalRows { columns: COLUMNS.iter().map(|c| (c.to_string(), Some(SqlType::Text))).collect(), rows }
+}
+
+/// The string literal after `marker` (e.g. `c.relname like 'acc%'`).
+fn like_after(n: &str, marker: &str) -> Option<String> {
+    let rest = n[n.find(marker)? + marker.len()..].strip_prefix('\'')?;
+    Some(rest[..rest.find('\'')?].to_string())
+}
+
+/// SQL LIKE with `%` and `_` (pgjdbc escapes nothing for plain names).
+fn like_matches(pattern: &str, name: &str) -> bool {
+    let p = pattern.replace('%', "\u{1}").replace('_', "\u{2}");
+    glob(p.as_bytes(), name.as_bytes())
 }
 
 fn relation_property(expr: &str, name: &str) -> &'static str {
@@ -375,7 +462,7 @@ fn index_rows(items: &[(String, String)], table: &TableSchema) -> Vec<Row> {
 }
 
 fn list_property(column: &str, table: &str, info: &SessionInfo) -> String {
-    match column {
+    match column.to_lowercase().as_str() {
         "schema" => "public".into(),
         "name" => table.to_string(),
         "type" => "table".into(),
@@ -411,6 +498,26 @@ mod tests {
         let s = Settings::default();
         let e = answer("SELECT * FROM pg_catalog.pg_am", &info(&s), None).unwrap_err();
         assert_eq!(e.sqlstate(), "0A000");
+    }
+
+    #[test]
+    fn driver_type_lookup_and_get_tables() {
+        let s = Settings::default();
+        let q = "SELECT n.nspname = ANY(current_schemas(true)), n.nspname, t.typname FROM pg_catalog.pg_type t \
+                 JOIN pg_catalog.pg_namespace n ON t.typnamespace = n.oid WHERE t.oid = '23'";
+        let r = answer(q, &info(&s), None).unwrap();
+        assert_eq!(r.rows, vec![vec![text("t"), text("pg_catalog"), text("int4")]]);
+        let mut catalog = Catalog::new();
+        let column = pistou_sql::Column { name: "a".into(), ty: SqlType::Int, limits: Default::default(), nullable: false, default: None };
+        let table = TableSchema { name: "accounts".into(), columns: vec![column], primary_key: vec![0], indexes: vec![] };
+        catalog.apply(&pistou_sql::CatalogChange::CreateTable(table)).unwrap();
+        let q = "SELECT NULL AS TABLE_CAT, n.nspname AS TABLE_SCHEM, c.relname AS TABLE_NAME, 'x' AS TABLE_TYPE, \
+                 d.description AS REMARKS FROM pg_catalog.pg_namespace n, pg_catalog.pg_class c WHERE c.relnamespace = n.oid \
+                 AND c.relname LIKE 'acc%' AND (false OR ( c.relkind IN ('r','p') AND n.nspname !~ '^pg_')) ORDER BY TABLE_TYPE";
+        let r = answer(q, &info(&s), Some(&catalog)).unwrap();
+        assert_eq!(r.rows, vec![vec![Value::Null, text("public"), text("accounts"), text("TABLE"), Value::Null]]);
+        let r = answer(&q.replace("acc%", "zz%"), &info(&s), Some(&catalog)).unwrap();
+        assert!(r.rows.is_empty());
     }
 
     #[test]

@@ -28,6 +28,25 @@ impl RawParams {
         }
     }
 
+    /// `sql` with `$n` replaced by the parameters as SQL literals, for the statements the
+    /// gateway answers itself (it recognizes them by their text).
+    pub fn substitute(&self, sql: &str) -> Result<String, PgError> {
+        let mut out = sql.to_string();
+        // Highest first, so that `$1` does not eat the start of `$10`.
+        for (i, v) in self.values.iter().enumerate().rev() {
+            let literal = match v {
+                None => "NULL".to_string(),
+                Some(bytes) => {
+                    let oid = self.declared.get(i).copied().unwrap_or(0);
+                    let value = decode_param(bytes, oid, None, self.binary(i)).map_err(PgError::from)?;
+                    format!("'{}'", crate::pgtypes::text_of(&value).replace('\'', "''"))
+                }
+            };
+            out = out.replace(&format!("${}", i + 1), &literal);
+        }
+        Ok(out)
+    }
+
     /// Decodes every parameter; `inferred` holds the statement's own parameter types.
     pub fn decode(&self, inferred: &[Option<SqlType>]) -> Result<Vec<Value>, PgError> {
         if self.values.len() != inferred.len() {
@@ -52,5 +71,18 @@ impl RawParams {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substitution_quotes_and_orders_parameters() {
+        let values = (1..=10).map(|i| Some(Bytes::from(i.to_string()))).chain([Some(Bytes::from_static(b"it's"))]).collect();
+        let p = RawParams { values, formats: vec![], declared: vec![] };
+        let sql = p.substitute("SELECT $1, $10, $11").unwrap();
+        assert_eq!(sql, "SELECT '1', '10', 'it''s'");
     }
 }

@@ -136,7 +136,8 @@ impl Session {
                 Ok(command_reply("DISCARD ALL"))
             }
             Command::Intercepted => {
-                let local = self.intercepted(sql).await?;
+                let sql = params.substitute(sql)?;
+                let local = self.intercepted(&sql).await?;
                 Ok(rows_reply(local, "SELECT"))
             }
             Command::Sql => match self.txn {

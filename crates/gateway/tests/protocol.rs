@@ -226,7 +226,9 @@ async fn session_commands_and_catalog_queries() {
         assert_eq!(simple_rows(&rows), vec![vec![Some("public".to_string()), Some("t1".to_string())]]);
         let e = db.simple_query("SELECT * FROM pg_catalog.pg_am").await.expect_err("unknown catalog query");
         assert_eq!(sqlstate(&e), "0A000");
+        // Stopping the gateway closes its connections.
         h.stop().await;
+        assert!(db.simple_query("SELECT 1").await.is_err(), "connection must be closed after shutdown");
     })
     .await;
 }

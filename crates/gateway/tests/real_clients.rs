@@ -1,0 +1,317 @@
+//! Real PostgreSQL clients against the gateway: psql, Python psycopg 3 and Java pgjdbc.
+//! Missing client libraries are fetched into the target directory (PyPI, Maven Central)
+//! and cached there; a missing tool (psql, python3, java, mvn) fails the test.
+
+mod support;
+
+use pistou_gateway::GatewayConfig;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use support::{bounded, start};
+use tokio::process::Command;
+
+const PGJDBC_VERSION: &str = "42.7.4";
+
+fn work_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gateway-clients").join(name);
+    std::fs::create_dir_all(&dir).expect("create work dir");
+    dir
+}
+
+/// Runs a command to completion (bounded); returns (success, stdout + stderr).
+async fn run(cmd: &mut Command, secs: u64) -> (bool, String) {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e} (is the tool installed?)"));
+    let out = tokio::time::timeout(Duration::from_secs(secs), child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{cmd:?} did not finish in {secs} s"))
+        .expect("wait for child");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+fn require_tool(name: &str) {
+    let found = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|p| p.join(name).is_file()))
+        .unwrap_or(false);
+    assert!(found, "the tool `{name}` is required by this test but is not installed (not found in PATH)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_runs_a_script() {
+    require_tool("psql");
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let script = work_dir("psql").join("script.sql");
+        std::fs::write(
+            &script,
+            "CREATE TABLE accounts (id BIGINT PRIMARY KEY, owner TEXT NOT NULL, balance BIGINT);\n\
+             CREATE TABLE cities (owner TEXT PRIMARY KEY, city TEXT);\n\
+             INSERT INTO accounts VALUES (1, 'ann', 100), (2, 'bob', 50);\n\
+             INSERT INTO cities VALUES ('ann', 'Lyon'), ('bob', 'Nice');\n\
+             SELECT a.owner, c.city, a.balance FROM accounts a JOIN cities c ON c.owner = a.owner ORDER BY a.id;\n\
+             BEGIN;\n\
+             UPDATE accounts SET balance = balance - 10 WHERE id = 1;\n\
+             UPDATE accounts SET balance = balance + 10 WHERE id = 2;\n\
+             COMMIT;\n\
+             SELECT id, balance FROM accounts ORDER BY id;\n\
+             INSERT INTO accounts VALUES (1, 'dup', 0);\n\
+             SHOW transaction_isolation;\n\
+             \\dt\n\
+             \\d accounts\n",
+        )
+        .expect("write script");
+        let (ok, out) = run(
+            Command::new("psql")
+                .args(["-X", "-A", "-h", "127.0.0.1", "-p", &h.addr.port().to_string(), "-U", "tester", "-d", "pistou"])
+                .args(["-v", "VERBOSITY=verbose", "-f"])
+                .arg(&script)
+                .env("PGCONNECT_TIMEOUT", "10"),
+            60,
+        )
+        .await;
+        assert!(ok, "psql failed:\n{out}");
+        for expected in [
+            "CREATE TABLE",
+            "INSERT 0 2",
+            "ann|Lyon|100",
+            "bob|Nice|50",
+            "BEGIN",
+            "UPDATE 1",
+            "COMMIT",
+            "1|90",
+            "2|60",
+            "ERROR:  23505: duplicate key",
+            "serializable",
+            "public|accounts|table|tester",
+            "Table \"public.accounts\"",
+            "id|bigint||not null|",
+            "owner|text||not null|",
+            "\"accounts_pkey\" PRIMARY KEY, btree (id)",
+        ] {
+            assert!(out.contains(expected), "psql output lacks {expected:?}:\n{out}");
+        }
+        h.stop().await;
+    })
+    .await;
+}
+
+const PSYCOPG_SCRIPT: &str = r#"
+import datetime, sys
+import psycopg
+from psycopg import errors
+
+conninfo = sys.argv[1]
+with psycopg.connect(conninfo, autocommit=True) as c:
+    c.execute("CREATE TABLE py (id BIGINT PRIMARY KEY, name TEXT, score DOUBLE PRECISION, born DATE)")
+    c.execute("INSERT INTO py VALUES (%s, %s, %s, %s)", (1, "ann", 1.5, datetime.date(2000, 1, 2)))
+    row = c.execute("SELECT id, name, score, born FROM py WHERE id = %s", (1,)).fetchone()
+    assert row == (1, "ann", 1.5, datetime.date(2000, 1, 2)), row
+    try:
+        c.execute("INSERT INTO py VALUES (%s, %s, %s, %s)", (1, "dup", 0.0, None))
+        raise SystemExit("duplicate accepted")
+    except errors.UniqueViolation as e:
+        assert e.sqlstate == "23505"
+
+with psycopg.connect(conninfo) as c:
+    c.execute("INSERT INTO py VALUES (%s, %s, %s, %s)", (2, "bob", 2.0, None))
+    c.rollback()
+    assert c.execute("SELECT count(*) FROM py").fetchone()[0] == 1
+    c.execute("INSERT INTO py VALUES (%s, %s, %s, %s)", (3, "cy", None, None))
+    c.commit()
+    assert c.execute("SELECT name FROM py WHERE id = %s", (3,)).fetchone()[0] == "cy"
+    c.commit()
+
+with psycopg.connect(conninfo, autocommit=True) as c:
+    c.execute("CREATE TABLE counter (id BIGINT PRIMARY KEY, n BIGINT)")
+    c.execute("INSERT INTO counter VALUES (1, 0)")
+
+# Two connections increment the same row in interleaved transactions: conflicts raise
+# SerializationFailure (40001) and the loop retries them.
+c1, c2 = psycopg.connect(conninfo), psycopg.connect(conninfo)
+failures = 0
+pending = [c1, c2]
+for attempt in range(50):
+    if not pending:
+        break
+    reads = [(c, c.execute("SELECT n FROM counter WHERE id = 1").fetchone()[0]) for c in pending]
+    done = []
+    for c, n in reads:
+        try:
+            c.execute("UPDATE counter SET n = %s WHERE id = 1", (n + 1,))
+            c.commit()
+            done.append(c)
+        except errors.SerializationFailure as e:
+            assert e.sqlstate == "40001"
+            failures += 1
+            c.rollback()
+    pending = [c for c in pending if c not in done]
+assert not pending, "increments never committed"
+final = c1.execute("SELECT n FROM counter WHERE id = 1").fetchone()[0]
+assert final == 2, final
+assert failures >= 1, "the interleaved transactions did not conflict"
+print(f"PSYCOPG OK failures={failures}")
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psycopg_parameters_transactions_and_retries() {
+    require_tool("python3");
+    bounded(240, async {
+        let dir = work_dir("psycopg");
+        let deps = dir.join("site");
+        let importable = |deps: &Path| {
+            let mut c = Command::new("python3");
+            c.args(["-c", "import psycopg; psycopg.pq.version()"]).env("PYTHONPATH", deps);
+            c
+        };
+        if !run(&mut importable(&deps), 30).await.0 {
+            let (ok, out) = run(
+                Command::new("python3").args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target"]).arg(&deps).arg("psycopg[binary]"),
+                180,
+            )
+            .await;
+            assert!(ok, "cannot install psycopg with pip:\n{out}");
+        }
+        let h = start(GatewayConfig::default()).await;
+        let script = dir.join("check.py");
+        std::fs::write(&script, PSYCOPG_SCRIPT).expect("write script");
+        let conninfo = format!("host=127.0.0.1 port={} user=tester dbname=pistou connect_timeout=10", h.addr.port());
+        let (ok, out) = run(Command::new("python3").arg(&script).arg(&conninfo).env("PYTHONPATH", &deps), 90).await;
+        assert!(ok && out.contains("PSYCOPG OK"), "psycopg check failed:\n{out}");
+        h.stop().await;
+    })
+    .await;
+}
+
+/// The pgjdbc jar: cached from an earlier Maven download, else fetched with Maven
+/// (Maven Central), else the system's package (Debian's libpostgresql-jdbc-java).
+async fn pgjdbc_jar(dir: &Path) -> PathBuf {
+    let cached = dir.join(format!("postgresql-{PGJDBC_VERSION}.jar"));
+    if cached.is_file() {
+        return cached;
+    }
+    let mut maven_output = String::from("mvn is not installed");
+    if std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("mvn").is_file())) {
+        let (ok, out) = run(
+            Command::new("mvn")
+                .args(["-q", "-B", "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy"])
+                .arg(format!("-Dartifact=org.postgresql:postgresql:{PGJDBC_VERSION}"))
+                .arg(format!("-DoutputDirectory={}", dir.display())),
+            240,
+        )
+        .await;
+        if ok && cached.is_file() {
+            return cached;
+        }
+        maven_output = out;
+    }
+    let system = PathBuf::from("/usr/share/java/postgresql.jar");
+    assert!(
+        system.is_file(),
+        "pgjdbc is needed: Maven could not fetch it and {} does not exist (install libpostgresql-jdbc-java or give Maven access to Maven Central):\n{maven_output}",
+        system.display()
+    );
+    system
+}
+
+const JDBC_SOURCE: &str = r#"
+import java.sql.*;
+
+public class JdbcCheck {
+    static void check(boolean ok, String what) {
+        if (!ok) throw new AssertionError(what);
+    }
+
+    public static void main(String[] args) throws Exception {
+        try (Connection c = DriverManager.getConnection(args[0], "tester", "")) {
+            try (Statement s = c.createStatement()) {
+                s.execute("CREATE TABLE j (id BIGINT PRIMARY KEY, name TEXT, w DOUBLE PRECISION)");
+            }
+            try (PreparedStatement p = c.prepareStatement("INSERT INTO j VALUES (?, ?, ?)")) {
+                for (int i = 1; i <= 7; i++) {
+                    p.setLong(1, i);
+                    p.setString(2, "n" + i);
+                    p.setDouble(3, i * 1.5);
+                    check(p.executeUpdate() == 1, "insert count");
+                }
+            }
+            try (PreparedStatement p = c.prepareStatement("SELECT id, name, w FROM j WHERE id >= ? ORDER BY id")) {
+                for (int round = 0; round < 6; round++) {
+                    p.setLong(1, 6);
+                    try (ResultSet rs = p.executeQuery()) {
+                        ResultSetMetaData md = rs.getMetaData();
+                        check(md.getColumnCount() == 3, "column count");
+                        check(md.getColumnName(2).equals("name"), "column name " + md.getColumnName(2));
+                        check(md.getColumnTypeName(1).equals("int8"), "type " + md.getColumnTypeName(1));
+                        check(md.getColumnType(3) == Types.DOUBLE, "sql type " + md.getColumnType(3));
+                        check(rs.next() && rs.getLong(1) == 6 && rs.getString(2).equals("n6") && rs.getDouble(3) == 9.0, "row 6");
+                        check(rs.next() && rs.getLong(1) == 7, "row 7");
+                        check(!rs.next(), "two rows");
+                    }
+                }
+            }
+            try (ResultSet rs = c.getMetaData().getTables(null, "public", "j", new String[] {"TABLE"})) {
+                check(rs.next() && rs.getString("TABLE_NAME").equals("j") && rs.getString("TABLE_TYPE").equals("TABLE"), "getTables");
+                check(!rs.next(), "one table named j");
+            }
+            try (ResultSet rs = c.getMetaData().getColumns(null, "public", "j", "%")) {
+                String[] names = {"id", "name", "w"};
+                int[] types = {Types.BIGINT, Types.VARCHAR, Types.DOUBLE};
+                for (int i = 0; i < 3; i++) {
+                    check(rs.next(), "column " + i);
+                    check(rs.getString("COLUMN_NAME").equals(names[i]), "column name " + rs.getString("COLUMN_NAME"));
+                    check(rs.getInt("DATA_TYPE") == types[i], "data type of " + names[i] + ": " + rs.getInt("DATA_TYPE"));
+                    check(rs.getInt("ORDINAL_POSITION") == i + 1, "position");
+                    check(rs.getString("IS_NULLABLE").equals(i == 0 ? "NO" : "YES"), "nullability of " + names[i]);
+                }
+                check(!rs.next(), "three columns");
+            }
+            c.setAutoCommit(false);
+            try (PreparedStatement p = c.prepareStatement("UPDATE j SET name = ? WHERE id = ?")) {
+                p.setString(1, "rolled back");
+                p.setLong(2, 1);
+                check(p.executeUpdate() == 1, "update count");
+                c.rollback();
+                p.setString(1, "kept");
+                p.setLong(2, 2);
+                p.executeUpdate();
+                c.commit();
+            }
+            c.setAutoCommit(true);
+            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT name FROM j WHERE id <= 2 ORDER BY id")) {
+                check(rs.next() && rs.getString(1).equals("n1"), "rollback undid the update");
+                check(rs.next() && rs.getString(1).equals("kept"), "commit kept the update");
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute("INSERT INTO j VALUES (1, 'dup', 0)");
+                check(false, "duplicate accepted");
+            } catch (SQLException e) {
+                check("23505".equals(e.getSQLState()), "sqlstate " + e.getSQLState());
+            }
+        }
+        System.out.println("JDBC OK");
+    }
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pgjdbc_prepared_statements_metadata_and_transactions() {
+    for tool in ["java", "javac"] {
+        require_tool(tool);
+    }
+    bounded(300, async {
+        let dir = work_dir("pgjdbc");
+        let jar = pgjdbc_jar(&dir).await;
+        std::fs::write(dir.join("JdbcCheck.java"), JDBC_SOURCE).expect("write source");
+        let (ok, out) = run(Command::new("javac").arg("-cp").arg(&jar).arg("-d").arg(&dir).arg(dir.join("JdbcCheck.java")), 120).await;
+        assert!(ok, "javac failed:\n{out}");
+        let h = start(GatewayConfig::default()).await;
+        let url = format!("jdbc:postgresql://127.0.0.1:{}/pistou?sslmode=disable&connectTimeout=10", h.addr.port());
+        let classpath = format!("{}:{}", jar.display(), dir.display());
+        let (ok, out) = run(Command::new("java").arg("-cp").arg(classpath).arg("JdbcCheck").arg(url), 120).await;
+        assert!(ok && out.contains("JDBC OK"), "pgjdbc check failed:\n{out}");
+        h.stop().await;
+    })
+    .await;
+}
