@@ -83,7 +83,7 @@ COMMIT
  2250  | 990
 (1 row)
 ERROR:  column \"nope\" does not exist (SQLSTATE 42703)
- schema | name
+ Schema | Name
 --------+-----------
  public | accounts
  public | transfers

@@ -31,19 +31,32 @@ impl RawParams {
     /// `sql` with `$n` replaced by the parameters as SQL literals, for the statements the
     /// gateway answers itself (it recognizes them by their text).
     pub fn substitute(&self, sql: &str) -> Result<String, PgError> {
-        let mut out = sql.to_string();
-        // Highest first, so that `$1` does not eat the start of `$10`.
-        for (i, v) in self.values.iter().enumerate().rev() {
-            let literal = match v {
+        let mut literals = Vec::with_capacity(self.values.len());
+        for (i, v) in self.values.iter().enumerate() {
+            literals.push(match v {
                 None => "NULL".to_string(),
                 Some(bytes) => {
                     let oid = self.declared.get(i).copied().unwrap_or(0);
                     let value = decode_param(bytes, oid, None, self.binary(i)).map_err(PgError::from)?;
-                    format!("'{}'", crate::pgtypes::text_of(&value).replace('\'', "''"))
+                    format!("'{}'", crate::pgtypes::text_of(&value, None).replace('\'', "''"))
                 }
-            };
-            out = out.replace(&format!("${}", i + 1), &literal);
+            });
         }
+        // One pass over the statement, so a parameter's value is never itself rewritten
+        // (a value containing "$1" stays as sent).
+        let mut out = String::with_capacity(sql.len());
+        let mut rest = sql;
+        while let Some(at) = rest.find('$') {
+            out.push_str(&rest[..at]);
+            let digits = rest[at + 1..].bytes().take_while(u8::is_ascii_digit).count();
+            let literal = rest[at + 1..at + 1 + digits].parse::<usize>().ok().and_then(|n| n.checked_sub(1)).and_then(|i| literals.get(i));
+            match literal {
+                Some(l) => out.push_str(l),
+                None => out.push_str(&rest[at..at + 1 + digits]),
+            }
+            rest = &rest[at + 1 + digits..];
+        }
+        out.push_str(rest);
         Ok(out)
     }
 
@@ -84,5 +97,12 @@ mod tests {
         let p = RawParams { values, formats: vec![], declared: vec![] };
         let sql = p.substitute("SELECT $1, $10, $11").unwrap();
         assert_eq!(sql, "SELECT '1', '10', 'it''s'");
+    }
+
+    #[test]
+    fn a_value_is_never_rewritten_and_unknown_placeholders_stay() {
+        let values = vec![Some(Bytes::from_static(b"x")), Some(Bytes::from_static(b"$1"))];
+        let p = RawParams { values, formats: vec![], declared: vec![] };
+        assert_eq!(p.substitute("SELECT $2, $1, $3, $0, $").expect("substitute"), "SELECT '$1', 'x', $3, $0, $");
     }
 }

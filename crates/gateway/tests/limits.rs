@@ -155,7 +155,7 @@ async fn limits_close_or_refuse_only_the_offender() {
         let long = format!("SELECT '{}'", "x".repeat(2000));
         let e = a.simple_query(&long).await.expect_err("too long");
         assert_eq!(sqlstate(&e), "54000");
-        assert_eq!(a.query_one("SELECT 2", &[]).await.expect("still usable").get::<_, i64>(0), 2);
+        assert_eq!(a.query_one("SELECT 2", &[]).await.expect("still usable").get::<_, i32>(0), 2);
 
         // Hostile bytes after startup close that connection only.
         let mut raw = raw_session(h.addr).await;
@@ -169,7 +169,7 @@ async fn limits_close_or_refuse_only_the_offender() {
         let mut raw = TcpStream::connect(h.addr).await.expect("connect");
         raw.write_all(&[0, 0, 0, 9, 0xde, 0xad, 0xbe, 0xef, 0]).await.expect("bad startup");
         assert!(closed(&mut raw).await);
-        assert_eq!(a.query_one("SELECT 3", &[]).await.expect("unaffected").get::<_, i64>(0), 3);
+        assert_eq!(a.query_one("SELECT 3", &[]).await.expect("unaffected").get::<_, i32>(0), 3);
 
         // Connection cap: a is one; b is the second; the third is refused with 53300.
         let b = connect(h.addr).await;
@@ -192,7 +192,7 @@ async fn password_authentication() {
             let auth = Auth::Password { user: "app".into(), password: "s3cret".into(), method };
             let h = start(GatewayConfig { auth, ..GatewayConfig::default() }).await;
             let db = connect_as(h.addr, "app", Some("s3cret")).await.expect("right password");
-            assert_eq!(db.query_one("SELECT 1", &[]).await.expect("query").get::<_, i64>(0), 1);
+            assert_eq!(db.query_one("SELECT 1", &[]).await.expect("query").get::<_, i32>(0), 1);
             let e = connect_as(h.addr, "app", Some("wrong")).await.expect_err("wrong password");
             assert_eq!(sqlstate(&e), "28P01", "{method:?}");
             let e = connect_as(h.addr, "mallory", Some("s3cret")).await.expect_err("wrong user");

@@ -220,7 +220,7 @@ async fn session_commands_and_catalog_queries() {
         assert!(row.get::<_, String>(0).starts_with("PostgreSQL 16.0"));
         assert_eq!(row.get::<_, String>(1), "public");
         assert_eq!(row.get::<_, String>(2), "pistou");
-        assert_eq!(db.query_one("SELECT 1", &[]).await.expect("select 1").get::<_, i64>(0), 1);
+        assert_eq!(db.query_one("SELECT 1", &[]).await.expect("select 1").get::<_, i32>(0), 1);
         db.batch_execute("CREATE TABLE t1 (a BIGINT PRIMARY KEY, b TEXT)").await.expect("create");
         let rows = db.simple_query("SELECT n.nspname as \"Schema\", c.relname as \"Name\" FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r','p','') AND pg_catalog.pg_table_is_visible(c.oid) ORDER BY 1,2").await.expect("\\dt");
         assert_eq!(simple_rows(&rows), vec![vec![Some("public".to_string()), Some("t1".to_string())]]);
