@@ -11,8 +11,8 @@ use pistou_core::{ClientId, ClusterConfig, ReplicaId, ShardId, Timestamp, TxnId}
 use pistou_crypto::{BatchSigner, SecretKey};
 use pistou_txn::sign_client;
 use pistou_wire::{
-    Decision, Dep, Message, Prepare, PreparedRead, QueryOutput, ReadEntry, ReadRequest, ReplicaSigned, ShardVotes, Signable,
-    St1Vote, St2, TxnMeta, Vote, WriteEntry,
+    Decision, Dep, Message, Prepare, PreparedRead, QueryOutput, RangeRead, ReadEntry, ReadRequest, ReplicaSigned, ShardVotes, Signable,
+    SsEntry, SsProp, St1Vote, St2, TxnMeta, Vote, WriteEntry,
 };
 use rand::Rng;
 use std::collections::BTreeMap;
@@ -38,6 +38,9 @@ pub enum ClientFault {
     FutureTimestamps,
     /// Declares dependencies on transactions that do not exist.
     FabricatedDeps,
+    /// Proposes SS-PROPs naming transactions that do not exist (Pesto §5.5 step 4), to every
+    /// replica of shard 0: only its own queries may suffer.
+    FabricatedSnapshots,
 }
 
 /// What a Byzantine replica does.
@@ -85,6 +88,7 @@ impl std::str::FromStr for ClientFault {
             "forced-equivocate" => ClientFault::ForcedEquivocate,
             "future-timestamps" => ClientFault::FutureTimestamps,
             "fabricated-deps" => ClientFault::FabricatedDeps,
+            "fabricated-snapshots" => ClientFault::FabricatedSnapshots,
             other => return Err(format!("unknown client fault {other:?}")),
         })
     }
@@ -328,6 +332,24 @@ impl ByzClient {
                 let other = format!("fabricated-{}", rng.gen::<u32>()).into_bytes();
                 let meta = self.meta(ts, reads, vec![WriteEntry { key: other, value: Some(vec![0; 8]) }], deps);
                 self.send_st1(&meta, n, out);
+            }
+            ClientFault::FabricatedSnapshots => {
+                // Votes nobody cast: f+1 "voters" per invented transaction.
+                let voters: Vec<u32> = (0..=f as u32).collect();
+                let mut txns: Vec<SsEntry> = (0..4).map(|_| SsEntry { txn: TxnId(rng.gen()), voters: voters.clone() }).collect();
+                txns.sort_by(|a, b| a.txn.cmp(&b.txn));
+                let body = RangeRead {
+                    ts,
+                    catalog_version: Timestamp::GENESIS,
+                    sql: "SELECT 1".into(),
+                    params: vec![],
+                    pending: vec![],
+                    snapshot: Some(SsProp { txns }),
+                };
+                let req = self.sign(body);
+                for r in self.config.replicas_of(ShardId(0)) {
+                    out.push((r, Message::RangeRead(req.clone())));
+                }
             }
         }
     }

@@ -55,6 +55,9 @@ pub struct Scenario {
     /// Replicas per shard that never receive writebacks (they stay inconsistent: prepared but
     /// never committed versions), besides crashed and Byzantine ones.
     pub omit_writebacks_per_shard: usize,
+    /// Correct clients skip the eager decision of every range read and take the snapshot
+    /// path (Pesto Fig. 8 "eager path forced to fail").
+    pub force_snapshot_path: bool,
 }
 
 impl Scenario {
@@ -82,6 +85,7 @@ impl Scenario {
             replica_fault: None,
             sql: None,
             omit_writebacks_per_shard: 0,
+            force_snapshot_path: false,
         }
     }
 }
@@ -101,6 +105,8 @@ pub struct Outcome {
     pub protocol_aborts: usize,
     /// Decisions correct replicas adopted from a fallback leader.
     pub fallback_adoptions: u64,
+    /// How correct clients' range reads completed (Pesto §5.5).
+    pub range: pistou_txn::RangeStats,
 }
 
 #[derive(Debug)]
@@ -357,6 +363,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         let key = SecretKey::from_seed(seed_bytes(s.seed, 2, c as u64, 0));
         let mut coord = Coordinator::new(config.clone(), ClientId(c as u64 + 1), Some(key)).map_err(SimError::Setup)?;
         coord.set_timeouts(timeouts);
+        coord.set_eager_range_reads(!s.force_snapshot_path);
         sim_clients.push(match &s.sql {
             Some(spec) => SimClient::new_sql(c, coord, spec.clone()),
             None => SimClient::new(c, coord, s.workload.clone()),
@@ -533,5 +540,11 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         recoveries: w.clients.iter().map(|c| c.coord.recoveries()).sum(),
         protocol_aborts: logs.iter().filter(|l| l.decision == Some(Decision::Abort) && l.id.is_some()).count(),
         fallback_adoptions: correct.iter().map(|r| r.stats().fallback_adoptions).sum(),
+        range: w.clients.iter().map(|c| c.coord.range_stats()).fold(pistou_txn::RangeStats::default(), |a, b| pistou_txn::RangeStats {
+            eager: a.eager + b.eager,
+            snapshot_proposals: a.snapshot_proposals + b.snapshot_proposals,
+            snapshot: a.snapshot + b.snapshot,
+            failed: a.failed + b.failed,
+        }),
     })
 }

@@ -3,7 +3,7 @@
 //! committed transactions in timestamp order). A failure prints scenario and seed;
 //! `SIM_SEED=<seed> cargo test -p pistou-sim --test sql` re-runs that seed.
 
-use pistou_sim::{run, ReplicaFault, Scenario, SqlSpec};
+use pistou_sim::{run, ClientFault, Outcome, ReplicaFault, Scenario, SqlSpec};
 
 fn seeds(count: u64, salt: u64) -> Vec<u64> {
     match std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
@@ -22,20 +22,75 @@ fn sql_scenario(name: &'static str, seed: u64) -> Scenario {
 
 /// Runs the seeds; at least `min_committed_per_seed` transactions (beyond the two setup
 /// transactions) must commit on average, so that the oracle checks something.
-fn run_all(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_committed_per_seed: usize) {
+fn run_all(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_committed_per_seed: usize) -> Vec<Outcome> {
     let mut committed = 0;
     let mut runs = 0;
+    let mut outcomes = Vec::new();
     for seed in seeds(count, salt) {
         match run(&make(seed)) {
             Ok(o) => {
                 assert_eq!(o.oracle.committed, o.committed, "every committed transaction was replayed");
                 committed += o.committed;
                 runs += 1;
+                outcomes.push(o);
             }
             Err(e) => panic!("{e}"),
         }
     }
     assert!(committed >= runs * (2 + min_committed_per_seed), "only {committed} commits in {runs} runs");
+    outcomes
+}
+
+#[test]
+fn sql_with_the_eager_path_forced_to_fail() {
+    let outcomes = run_all(
+        |seed| {
+            let mut s = sql_scenario("sql-forced-snapshot", seed);
+            s.force_snapshot_path = true;
+            s
+        },
+        20,
+        506,
+        4,
+    );
+    let eager: u64 = outcomes.iter().map(|o| o.range.eager).sum();
+    let snapshot: u64 = outcomes.iter().map(|o| o.range.snapshot).sum();
+    assert_eq!(eager, 0, "no range read decided on the eager path");
+    assert!(snapshot > 0, "range reads completed on the snapshot path");
+}
+
+#[test]
+fn sql_forced_snapshots_with_a_third_of_replicas_missing_writes() {
+    // Lagging replicas must fetch the proposed transactions with SYNC (writebacks never
+    // reach them; SUPPLY from peers does).
+    let outcomes = run_all(
+        |seed| {
+            let mut s = sql_scenario("sql-snapshot-sync", seed);
+            s.force_snapshot_path = true;
+            s.omit_writebacks_per_shard = 2;
+            s
+        },
+        20,
+        507,
+        3,
+    );
+    assert!(outcomes.iter().map(|o| o.range.snapshot).sum::<u64>() > 0);
+}
+
+#[test]
+fn sql_with_a_client_proposing_fabricated_snapshots() {
+    run_all(
+        |seed| {
+            let mut s = sql_scenario("sql-fabricated-snapshots", seed);
+            s.byz_clients = 1;
+            s.client_fault = Some(ClientFault::FabricatedSnapshots);
+            s.byz_txns = 40;
+            s
+        },
+        15,
+        508,
+        4,
+    );
 }
 
 #[test]

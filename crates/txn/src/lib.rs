@@ -23,7 +23,7 @@ mod tally;
 
 pub use auth::{sign_client, Authenticator, AuthError};
 pub use cc::conflicts;
-pub use coordinator::{Coordinator, CoordinatorEvent, CoordinatorTimeouts, GetStart, SqlOutput, TxnHandle, TxnError};
+pub use coordinator::{Coordinator, CoordinatorEvent, CoordinatorTimeouts, GetStart, RangeStats, SqlOutput, TxnHandle, TxnError};
 pub use pesto::CatalogWrite;
 pub use log::{DiscardLog, LogEntry, MemoryLog, ReplicaLog};
 pub use rejects::{RejectReason, Rejections};

@@ -17,6 +17,12 @@ pub enum RejectReason {
     Misbehavior,
     ClientMismatch,
     Unexpected,
+    /// An SS-PROP that breaks the rules of a correct client (size, order, f+1 voters).
+    BadSnapshot,
+    /// A snapshot query that would exceed the parked-query bounds.
+    TooManyParked,
+    /// A parked snapshot query whose transactions were never supplied.
+    SnapshotExpired,
 }
 
 impl RejectReason {
@@ -34,6 +40,9 @@ impl RejectReason {
             RejectReason::Misbehavior => "misbehavior",
             RejectReason::ClientMismatch => "client-mismatch",
             RejectReason::Unexpected => "unexpected-message",
+            RejectReason::BadSnapshot => "bad-snapshot-proposal",
+            RejectReason::TooManyParked => "too-many-parked-queries",
+            RejectReason::SnapshotExpired => "snapshot-sync-expired",
         }
     }
 }

@@ -142,7 +142,7 @@ pub struct Replica {
     pub(crate) txns: HashMap<TxnId, TxnRecord>,
     /// Timestamp → the transaction that owns it; a second transaction with the same
     /// timestamp (only a Byzantine client does that) gets an abort vote.
-    ts_owner: HashMap<Timestamp, TxnId>,
+    pub(crate) ts_owner: HashMap<Timestamp, TxnId>,
     /// Dependency → transactions waiting for its decision.
     dependents: HashMap<TxnId, Vec<TxnId>>,
     /// All RTS entries in timestamp order, for garbage collection.
@@ -160,6 +160,8 @@ pub struct Replica {
     pub(crate) log: Box<dyn crate::log::ReplicaLog>,
     /// Pesto: rows, catalogs and the semantic-check state.
     pub(crate) sql: SqlReplica,
+    /// Pesto's snapshot path: queries waiting for SYNCed transactions.
+    pub(crate) snapshots: crate::pesto::snapshot::Snapshots,
 }
 
 impl Replica {
@@ -198,6 +200,7 @@ impl Replica {
             view_timeout_base_us: DEFAULT_VIEW_TIMEOUT_US,
             log: Box::new(crate::log::DiscardLog),
             sql: SqlReplica::new(&config_for_sql, id.shard),
+            snapshots: Default::default(),
         })
     }
 
@@ -249,7 +252,7 @@ impl Replica {
             Message::Read(req) => self.on_read(now, from, req),
             Message::Prepare(req) => self.on_prepare(now, from, req),
             Message::Decide(req) => self.on_st2(from, req),
-            Message::Writeback(wb) => self.on_writeback(from, wb),
+            Message::Writeback(wb) => self.on_writeback(now, from, wb),
             Message::AbortReads(req) => self.on_abort_reads(req),
             Message::FetchTxn { txn } => {
                 self.on_fetch(from, txn);
@@ -259,6 +262,8 @@ impl Replica {
             Message::HelloClient { .. } => Ok(()),
             Message::RangeRead(req) => self.on_range_read(now, from, req),
             Message::RangeReply(_)
+            | Message::Sync { .. }
+            | Message::Supply(_)
             | Message::ReadReply { .. }
             | Message::PrepareReply { .. }
             | Message::DecideReply(_)
@@ -294,6 +299,8 @@ impl Replica {
         let result = match msg {
             Message::ElectFb(e) => self.on_elect_fb(from, e),
             Message::DecFb(d) => self.on_dec_fb(now, d),
+            Message::Sync { txn } => self.on_sync(from, txn),
+            Message::Supply(wb) => self.on_supply(now, wb),
             Message::HelloReplica { .. } => Ok(()),
             _ => Err(RejectReason::Unexpected),
         };
@@ -317,6 +324,7 @@ impl Replica {
         }
         let max_age = self.config().max_txn_age_us;
         self.sql.gc(now, max_age);
+        self.snapshot_tick(now);
     }
 
     /// Transactions with ts.time below this are refused; their RTS can be forgotten.
@@ -446,12 +454,10 @@ impl Replica {
         if req.body.ts.time > now.saturating_add(self.config().delta_us) {
             return Err(RejectReason::FutureTimestamp);
         }
-        self.stats.reads += 1;
-        let request = req.body.signing_hash();
-        let config = self.auth.config().clone();
-        let owners = &self.ts_owner;
-        let (result, ss_vote) = self.sql.range_read(&config, &req.body, |ts| owners.get(&ts).copied());
-        self.pending.push((Dest::Client(from), PendingReply::Range(RangeReply { request, result, ss_vote })));
+        if req.body.snapshot.is_some() {
+            return self.on_snapshot_read(now, from, req);
+        }
+        self.execute_range(from, &req);
         Ok(())
     }
 
@@ -800,7 +806,16 @@ impl Replica {
 
     // ---- Writeback (Basil §4.3) ----
 
-    fn on_writeback(&mut self, from: Peer, wb: Writeback) -> Result<(), RejectReason> {
+    fn on_writeback(&mut self, now: u64, from: Peer, wb: Writeback) -> Result<(), RejectReason> {
+        let id = wb.meta.id();
+        self.apply_decision(wb)?;
+        self.snapshot_progress(now, &id);
+        self.outputs.push((from, Message::WritebackAck { txn: id }));
+        Ok(())
+    }
+
+    /// Applies a certified decision (a writeback or a SUPPLY) unless already applied.
+    pub(crate) fn apply_decision(&mut self, wb: Writeback) -> Result<(), RejectReason> {
         let id = wb.meta.id();
         let decided = self.txns.get(&id).map(|r| matches!(r.status, Status::Committed(_) | Status::Aborted(_)));
         if decided != Some(true) {
@@ -818,7 +833,6 @@ impl Replica {
                 DecisionCert::Abort(cert) => self.apply_abort(id, wb.meta, cert),
             }
         }
-        self.outputs.push((from, Message::WritebackAck { txn: id }));
         Ok(())
     }
 

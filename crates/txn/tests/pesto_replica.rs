@@ -10,7 +10,7 @@ use pistou_sql::{Catalog, CatalogChange, Column, Expr, Predicate, SqlType, Table
 use pistou_txn::{sign_client, CatalogWrite, Replica};
 use pistou_wire::{
     AbortCert, CommitCert, DecisionCert, Message, Prepare, PredicateRead, QueryOutput, RangeRead, RangeReply, RangeResult,
-    ReadEntry, ReplicaSigned, ShardVotes, Signable, St1Vote, TxnMeta, Vote, WriteEntry, Writeback,
+    ReadEntry, ReplicaSigned, ShardVotes, Signable, SsEntry, SsProp, St1Vote, TxnMeta, Vote, WriteEntry, Writeback,
 };
 use std::sync::Arc;
 
@@ -26,6 +26,9 @@ struct Fixture {
     replica: Replica,
     /// Version of the catalog key (the CREATE TABLE transaction's timestamp).
     catalog: Timestamp,
+    config: Arc<ClusterConfig>,
+    /// The CREATE TABLE transaction.
+    ddl: TxnMeta,
 }
 
 fn clone_key(k: &SecretKey) -> SecretKey {
@@ -54,8 +57,9 @@ fn fixture() -> Fixture {
         tables: Default::default(),
         sql: SqlConfig { grace_us: 0, ..SqlConfig::default() },
     });
-    let replica = Replica::new(config, ReplicaId { shard: ShardId(0), index: 0 }, Some(clone_key(&keys[0]))).expect("replica");
-    let mut fx = Fixture { keys, client, replica, catalog: ts(1) };
+    let replica = Replica::new(config.clone(), ReplicaId { shard: ShardId(0), index: 0 }, Some(clone_key(&keys[0]))).expect("replica");
+    let placeholder = TxnMeta { ts: ts(1), read_set: vec![], write_set: vec![], deps: vec![], predicates: vec![], shards: vec![] };
+    let mut fx = Fixture { keys, client, replica, catalog: ts(1), config, ddl: placeholder };
     let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
     let schema = TableSchema { name: "t".into(), columns: vec![col("id"), col("a")], primary_key: vec![0], indexes: vec![] };
     let change = CatalogChange::CreateTable(schema);
@@ -72,6 +76,7 @@ fn fixture() -> Fixture {
     };
     assert_eq!(fx.prepare(&ddl), Some(Vote::Commit));
     fx.commit(&ddl);
+    fx.ddl = ddl;
     fx
 }
 
@@ -271,7 +276,7 @@ fn hostile_sql_content_gets_an_abort_vote() {
 
 impl Fixture {
     fn range_read(&mut self, t: u64, sql: &str, pending: Vec<WriteEntry>) -> RangeReply {
-        let req = RangeRead { ts: ts(t), catalog_version: self.catalog, sql: sql.into(), params: vec![], pending };
+        let req = RangeRead { ts: ts(t), catalog_version: self.catalog, sql: sql.into(), params: vec![], pending, snapshot: None };
         let out = self.send(Message::RangeRead(sign_client(ClientId(1), Some(&self.client), req)));
         match out.as_slice() {
             [Message::RangeReply(r)] => r.body.clone(),
@@ -419,7 +424,7 @@ fn gc_refuses_reads_below_the_watermark_and_keeps_the_latest_version() {
     let later = NOW + 1_000_000_000;
     fx.replica.tick(later);
     let read_at = |fx: &mut Fixture, now: u64, at: Timestamp| {
-        let req = RangeRead { ts: at, catalog_version: fx.catalog, sql: "SELECT a FROM t WHERE a > 0".into(), params: vec![], pending: vec![] };
+        let req = RangeRead { ts: at, catalog_version: fx.catalog, sql: "SELECT a FROM t WHERE a > 0".into(), params: vec![], pending: vec![], snapshot: None };
         fx.replica.handle(now, 7, Message::RangeRead(sign_client(ClientId(1), Some(&fx.client), req)));
         fx.replica.flush();
         match fx.replica.take_outputs().pop() {
@@ -466,4 +471,140 @@ fn a_scan_of_a_never_written_table_commits_after_the_watermark_moved() {
     // the check is exact and the reader commits (it used to abort, always).
     let reader = fx.meta(Txn { t: 50, reads: vec![], writes: vec![], predicate: Some(Timestamp::GENESIS) });
     assert_eq!(fx.prepare(&reader), Some(Vote::Commit));
+}
+
+// ---- Snapshot path (§5.5 steps 5, 5.A, 5.B) ----
+
+fn rid(index: u32) -> ReplicaId {
+    ReplicaId { shard: ShardId(0), index }
+}
+
+impl Fixture {
+    /// Another replica of the shard that has applied `committed` (writebacks).
+    fn peer(&self, index: u32, committed: &[&TxnMeta]) -> Replica {
+        let mut peer = Replica::new(self.config.clone(), rid(index), Some(clone_key(&self.keys[index as usize]))).expect("peer");
+        for m in std::iter::once(&self.ddl).chain(committed.iter().copied()) {
+            let cert = DecisionCert::Commit(CommitCert::Fast(vec![self.votes(m, Vote::Commit)]));
+            peer.handle(NOW, 7, Message::Writeback(Writeback { meta: m.clone(), cert }));
+        }
+        peer.take_outputs();
+        peer
+    }
+
+    fn snapshot_read(&mut self, t: u64, sql: &str, txns: Vec<SsEntry>) -> Vec<Message> {
+        let req = RangeRead {
+            ts: ts(t),
+            catalog_version: self.catalog,
+            sql: sql.into(),
+            params: vec![],
+            pending: vec![],
+            snapshot: Some(SsProp { txns }),
+        };
+        self.send(Message::RangeRead(sign_client(ClientId(1), Some(&self.client), req)))
+    }
+}
+
+#[test]
+fn snapshot_read_fetches_a_missing_commit_with_sync_then_executes() {
+    let mut fx = fixture();
+    // W (ts 20) inserts a = 50: prepared here, but its writeback never reached us.
+    let w = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&w), Some(Vote::Commit));
+    let mut peer = fx.peer(1, &[&w]);
+    // The eager read here misses W (committed versions only); the peer's read has it and
+    // votes for it.
+    assert!(rows_of(&fx.range_read(30, "SELECT id FROM t WHERE a > 10", vec![])).is_empty());
+    // The client proposes W, voted by replicas 1 and 2: the query parks, SYNC goes to both.
+    let out = fx.snapshot_read(30, "SELECT id FROM t WHERE a > 10", vec![SsEntry { txn: w.id(), voters: vec![1, 2] }]);
+    assert!(out.is_empty(), "no reply before W is applied: {out:?}");
+    assert_eq!(fx.replica.parked_queries(), 1);
+    let syncs = fx.replica.take_replica_outputs();
+    assert_eq!(syncs, vec![(rid(1), Message::Sync { txn: w.id() }), (rid(2), Message::Sync { txn: w.id() })]);
+    // The peer supplies W with its certificate; the query runs and now sees W.
+    peer.handle_replica(NOW, rid(0), Message::Sync { txn: w.id() });
+    let supplies = peer.take_replica_outputs();
+    let [(to, supply @ Message::Supply(_))] = supplies.as_slice() else { panic!("expected one SUPPLY, got {supplies:?}") };
+    assert_eq!(*to, rid(0));
+    fx.replica.handle_replica(NOW, rid(1), supply.clone());
+    fx.replica.flush();
+    let replies: Vec<RangeReply> = fx.replica.take_outputs().into_iter().filter_map(|(_, m)| match m {
+        Message::RangeReply(r) => Some(r.body),
+        _ => None,
+    }).collect();
+    assert_eq!(replies.len(), 1);
+    assert_eq!(rows_of(&replies[0]), vec![vec![Value::Int(1)]]);
+    assert_eq!(replies[0].ss_vote, vec![w.id()]);
+    assert_eq!(fx.replica.parked_queries(), 0);
+    assert_eq!(fx.replica.decision_of(&w.id()), Some(pistou_wire::Decision::Commit), "the supplied commit is applied for good");
+}
+
+#[test]
+fn a_snapshot_of_applied_transactions_runs_at_once_and_a_sync_for_an_unknown_one_is_ignored() {
+    let mut fx = fixture();
+    let w = fx.load(20, &[(1, 50)]);
+    let out = fx.snapshot_read(30, "SELECT id FROM t WHERE a > 10", vec![SsEntry { txn: w.id(), voters: vec![3, 4] }]);
+    assert!(matches!(out.as_slice(), [Message::RangeReply(r)] if rows_of(&r.body) == vec![vec![Value::Int(1)]]));
+    assert!(fx.replica.take_replica_outputs().is_empty());
+    fx.replica.handle_replica(NOW, rid(2), Message::Sync { txn: pistou_core::TxnId([9; 32]) });
+    assert!(fx.replica.take_replica_outputs().is_empty(), "nothing to supply");
+}
+
+#[test]
+fn a_fabricated_snapshot_only_stalls_its_own_query_and_expires() {
+    let mut fx = fixture();
+    fx.load(20, &[(1, 50)]);
+    let ghost = pistou_core::TxnId([7; 32]);
+    let out = fx.snapshot_read(30, "SELECT id FROM t", vec![SsEntry { txn: ghost, voters: vec![1, 2] }]);
+    assert!(out.is_empty());
+    assert_eq!(fx.replica.take_replica_outputs().len(), 2);
+    // Other queries are unaffected.
+    assert_eq!(rows_of(&fx.range_read(31, "SELECT id FROM t", vec![])), vec![vec![Value::Int(1)]]);
+    // Unanswered SYNCs go to every voter once; then the query expires without a reply.
+    fx.replica.tick(NOW + 60_000);
+    assert_eq!(fx.replica.take_replica_outputs().len(), 2);
+    fx.replica.tick(NOW + 3_000_000);
+    fx.replica.flush();
+    assert_eq!(fx.replica.parked_queries(), 0);
+    assert!(fx.replica.take_outputs().is_empty());
+    assert_eq!(fx.replica.rejections().count(pistou_txn::RejectReason::SnapshotExpired), 1);
+}
+
+#[test]
+fn malformed_or_excessive_snapshot_proposals_are_refused() {
+    let mut fx = fixture();
+    let t = |i: u8| pistou_core::TxnId([i; 32]);
+    // One voter is not f+1 = 2.
+    assert!(fx.snapshot_read(30, "SELECT id FROM t", vec![SsEntry { txn: t(1), voters: vec![1] }]).is_empty());
+    // A voter index outside the shard; unsorted transactions.
+    assert!(fx.snapshot_read(30, "SELECT id FROM t", vec![SsEntry { txn: t(1), voters: vec![1, 6] }]).is_empty());
+    let unsorted = vec![SsEntry { txn: t(2), voters: vec![1, 2] }, SsEntry { txn: t(1), voters: vec![1, 2] }];
+    assert!(fx.snapshot_read(30, "SELECT id FROM t", unsorted).is_empty());
+    assert_eq!(fx.replica.rejections().count(pistou_txn::RejectReason::BadSnapshot), 3);
+    assert_eq!(fx.replica.parked_queries(), 0);
+    // One client parks at most MAX_PARKED_PER_CLIENT queries.
+    for i in 0..20u8 {
+        fx.snapshot_read(40 + i as u64, "SELECT id FROM t", vec![SsEntry { txn: t(100 + i), voters: vec![1, 2] }]);
+    }
+    assert_eq!(fx.replica.parked_queries(), 16);
+    assert_eq!(fx.replica.rejections().count(pistou_txn::RejectReason::TooManyParked), 4);
+}
+
+#[test]
+fn ss_vote_names_the_writer_of_an_active_negative_version() {
+    let mut fx = fixture();
+    fx.load(10, &[(1, 50)]);
+    // U (ts 20) makes row 1 stop satisfying `a > 10`.
+    let u = fx.meta(Txn { t: 20, reads: vec![(key(1), ts(10))], writes: vec![(1, Some(5))], predicate: None });
+    assert_eq!(fx.prepare(&u), Some(Vote::Commit));
+    fx.commit(&u);
+    let reply = fx.range_read(30, "SELECT id FROM t WHERE a > 10", vec![]);
+    assert!(rows_of(&reply).is_empty());
+    // A replica lacking U would report row 1 as active; voting for U lets the snapshot
+    // bring that replica forward (App. B.5.1).
+    assert_eq!(reply.ss_vote, vec![u.id()]);
+    // A row that never satisfied the predicate is not active-negative.
+    let v = fx.meta(Txn { t: 40, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(3))], predicate: None });
+    assert_eq!(fx.prepare(&v), Some(Vote::Commit));
+    fx.commit(&v);
+    assert_eq!(fx.range_read(50, "SELECT id FROM t WHERE a > 10", vec![]).ss_vote, vec![u.id()]);
 }

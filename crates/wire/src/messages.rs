@@ -377,6 +377,57 @@ pub struct RangeRead {
     pub params: Vec<pistou_sql::Value>,
     /// Row-key writes, sorted by key, unique.
     pub pending: Vec<WriteEntry>,
+    /// SS-PROP (§5.5 step 4): present on the snapshot path. The replica first applies every
+    /// transaction named (fetching missing ones with SYNC), then executes.
+    pub snapshot: Option<SsProp>,
+}
+
+/// Most transactions one SS-PROP may name.
+pub const MAX_SS_PROP_TXNS: usize = 4_096;
+
+/// SS-PROP: the transactions at least f+1 SS-VOTEs named, each with the replicas that named
+/// it (where a replica lacking it sends SYNC).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SsProp {
+    /// Sorted by transaction id, unique.
+    pub txns: Vec<SsEntry>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SsEntry {
+    pub txn: TxnId,
+    /// Indexes (in the shard) of the replicas whose SS-VOTE named `txn`; sorted, unique.
+    pub voters: Vec<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SsPropError {
+    #[error("SS-PROP names more than {MAX_SS_PROP_TXNS} transactions")]
+    TooLarge,
+    #[error("SS-PROP transactions are not sorted and unique")]
+    Unsorted,
+    #[error("an SS-PROP transaction has fewer than f+1 distinct voters or an unknown voter")]
+    BadVoters,
+}
+
+impl SsProp {
+    /// The rules a correct client follows: bounded, canonical, every transaction vouched for
+    /// by f+1 distinct replicas of the shard (`n` replicas).
+    pub fn validate(&self, f: usize, n: usize) -> Result<(), SsPropError> {
+        if self.txns.len() > MAX_SS_PROP_TXNS {
+            return Err(SsPropError::TooLarge);
+        }
+        if self.txns.windows(2).any(|w| w[0].txn >= w[1].txn) {
+            return Err(SsPropError::Unsorted);
+        }
+        for e in &self.txns {
+            let distinct = e.voters.windows(2).all(|w| w[0] < w[1]);
+            if !distinct || e.voters.len() <= f || e.voters.len() > n || e.voters.iter().any(|v| *v as usize >= n) {
+                return Err(SsPropError::BadVoters);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One active row a range read relied on (Q-READ), with the writer when that version is only
@@ -417,7 +468,8 @@ pub struct RangeResult {
 pub struct RangeReply {
     pub request: pistou_crypto::Hash,
     pub result: Result<RangeResult, pistou_sql::SqlError>,
-    /// SS-VOTE: ids of the writers of the active versions (snapshot path, §5.5 step 4).
+    /// SS-VOTE: ids of the writers of the active versions and of active-negative versions
+    /// (App. B.5.1), sorted and unique (snapshot path, §5.5 step 4).
     pub ss_vote: Vec<TxnId>,
 }
 
@@ -451,6 +503,11 @@ pub enum Message {
     HelloReplica { replica: pistou_core::ReplicaId },
     RangeRead(ClientSigned<RangeRead>),
     RangeReply(ReplicaSigned<RangeReply>),
+    /// SYNC (§5.5 step 5): a replica asks a peer whose SS-VOTE named `txn` for it.
+    Sync { txn: TxnId },
+    /// SUPPLY (§5.5 step 5.A): the transaction and its decision certificate. Unsigned: the
+    /// certificate proves the decision, whoever forwards it.
+    Supply(Writeback),
 }
 
 impl Message {
@@ -476,6 +533,8 @@ impl Message {
             Message::HelloReplica { .. } => "hello-replica",
             Message::RangeRead(_) => "range-read",
             Message::RangeReply(_) => "range-reply",
+            Message::Sync { .. } => "sync",
+            Message::Supply(_) => "supply",
         }
     }
 }

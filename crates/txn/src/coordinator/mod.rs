@@ -10,7 +10,7 @@ mod finish;
 mod reads;
 mod sql;
 
-pub use sql::SqlOutput;
+pub use sql::{RangeStats, SqlOutput};
 
 use crate::auth::{sign_client, Authenticator};
 use crate::rejects::{RejectReason, Rejections};
@@ -183,6 +183,9 @@ pub struct Coordinator {
     recoveries: u64,
     /// Plans SQL statements and runs point statements locally (pure computation).
     sql_engine: pistou_sql::Engine,
+    /// False forces every range read onto the snapshot path (stress mode of Pesto Fig. 8).
+    eager_range_reads: bool,
+    range_stats: RangeStats,
 }
 
 impl Coordinator {
@@ -216,11 +219,22 @@ impl Coordinator {
             rejects: Rejections::default(),
             recoveries: 0,
             sql_engine: pistou_sql::Engine::new(pistou_sql::Limits::default()),
+            eager_range_reads: true,
+            range_stats: RangeStats::default(),
         })
     }
 
     pub fn set_timeouts(&mut self, t: CoordinatorTimeouts) {
         self.timeouts = t;
+    }
+    /// `false` makes every range read skip its eager decision and take the snapshot path
+    /// (a stress mode: Pesto Fig. 8 "eager path forced to fail").
+    pub fn set_eager_range_reads(&mut self, on: bool) {
+        self.eager_range_reads = on;
+    }
+    /// How this client's range reads completed so far.
+    pub fn range_stats(&self) -> RangeStats {
+        self.range_stats
     }
     pub fn client_id(&self) -> ClientId {
         self.id

@@ -28,7 +28,20 @@ use std::sync::Arc;
 
 pub(crate) mod range;
 
-use range::{Choice, Chosen, RangeOp};
+use range::{Choice, Chosen, Phase, RangeOp};
+
+/// How range reads completed at this client (Pesto Fig. 8 reports these rates).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RangeStats {
+    /// Decided on the eager path (§5.5 step 3).
+    pub eager: u64,
+    /// Snapshot proposals sent (§5.5 step 4).
+    pub snapshot_proposals: u64,
+    /// Decided on the snapshot path (§5.5 step 6).
+    pub snapshot: u64,
+    /// Failed: f+1 matching errors, or disagreement after every snapshot attempt.
+    pub failed: u64,
+}
 
 /// What a statement produced, as the application sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -441,7 +454,7 @@ impl Coordinator {
             .filter(|(k, _)| matches!(key_kind(k), KeyKind::Row { table, .. } if self.config().table_shard(table) == shard))
             .map(|(k, v)| pistou_wire::WriteEntry { key: k.clone(), value: v.clone() })
             .collect();
-        let body = RangeRead { ts: t.ts, catalog_version, sql: stmt.sql.clone(), params: stmt.params.clone(), pending };
+        let body = RangeRead { ts: t.ts, catalog_version, sql: stmt.sql.clone(), params: stmt.params.clone(), pending, snapshot: None };
         let request = sign_client(self.id, self.key.as_ref(), body);
         let q = self.config().quorums();
         let start = (self.id.0.wrapping_add(self.seq)) as usize % q.n();
@@ -465,29 +478,46 @@ impl Coordinator {
             return Err(RejectReason::NotMember);
         }
         self.auth.check_replica(&reply).map_err(|e| e.0)?;
-        let f = self.config().f;
-        let outlier_us = self.config().sql.table_version_outlier_us;
         let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return Ok(()) };
         if !op.accepting() {
             return Ok(()); // a late reply of the previous round
         }
         op.replies.insert(reply.signer.index, reply.body);
-        let choice = op.choose(f, outlier_us);
-        self.sql_range_choice(now, h, choice);
+        self.sql_range_decide(now, h);
         Ok(())
     }
 
-    fn sql_range_choice(&mut self, now: u64, h: TxnHandle, choice: Choice) {
-        match choice {
+    /// Applies the decision rule to the range read of `h` and acts on it.
+    fn sql_range_decide(&mut self, now: u64, h: TxnHandle) {
+        let f = self.config().f;
+        let outlier_us = self.config().sql.table_version_outlier_us;
+        let n = self.config().quorums().n() as u32;
+        let (patience, eager) = (self.timeouts.retransmit_us, self.eager_range_reads);
+        let (id, key) = (self.id, self.key.clone());
+        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return };
+        let phase = op.phase;
+        match op.choose(now, f, outlier_us, patience, eager) {
             Choice::Wait => {}
-            Choice::Failed(e) => self.sql_done(h, Err(e)),
+            Choice::Failed(e) => {
+                self.range_stats.failed += 1;
+                self.sql_done(h, Err(e));
+            }
+            Choice::Disagree if phase == Phase::Eager => {
+                let out = op.start_snapshot(now, f, n, |body| sign_client(id, key.as_ref(), body));
+                self.range_stats.snapshot_proposals += 1;
+                self.outputs.extend(out);
+            }
             Choice::Disagree => {
-                let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return };
-                if let Err(e) = op.next_round(now) {
+                if let Err(e) = op.restart(now) {
+                    self.range_stats.failed += 1;
                     self.sql_done(h, Err(e));
                 }
             }
             Choice::Done(chosen) => {
+                match phase {
+                    Phase::Eager => self.range_stats.eager += 1,
+                    Phase::Snapshot => self.range_stats.snapshot += 1,
+                }
                 let result = self.sql_range_apply(h, *chosen);
                 self.sql_done(h, result);
             }
@@ -545,8 +575,18 @@ impl Coordinator {
         })
     }
 
-    /// Range reads without a decision after the retransmission timeout go to every replica.
+    /// Range reads without a decision after the retransmission timeout go to every replica;
+    /// a round that has waited long enough with 3f+1 replies is decided (or moves on).
     pub(super) fn sql_tick(&mut self, now: u64) {
+        let ranges: Vec<TxnHandle> = self
+            .txns
+            .iter()
+            .filter(|(_, t)| matches!(t.sql.as_ref().and_then(|s| s.statement.as_ref()), Some(Statement { step: Step::Range(_), .. })))
+            .map(|(h, _)| *h)
+            .collect();
+        for h in ranges {
+            self.sql_range_decide(now, h);
+        }
         let rt = self.timeouts.retransmit_us;
         let n = self.config().quorums().n() as u32;
         let mut out = Vec::new();

@@ -11,6 +11,7 @@
 
 pub(crate) mod cc;
 pub(crate) mod range_read;
+pub(crate) mod snapshot;
 
 use pistou_core::sql_keys::{catalog_key, key_kind, KeyKind};
 use pistou_core::{ClusterConfig, ShardId, SqlConfig, Timestamp, TxnId};

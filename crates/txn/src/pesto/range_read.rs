@@ -5,13 +5,16 @@
 use super::SqlReplica;
 use pistou_core::sql_keys::{key_kind, row_key, row_table, KeyKind};
 use pistou_core::{ClusterConfig, Timestamp, TxnId};
-use pistou_sql::{Access, ExecContext, Output, ReadAt, SqlError, SqlState, Write, WirePredicate, WriteSet};
+use pistou_sql::{Access, ExecContext, Output, Predicate, ReadAt, SqlError, SqlState, Write, WirePredicate, WriteSet};
 use pistou_rowstore::VersionState;
 use pistou_wire::{ActiveRead, PredicateRead, QueryOutput, RangeRead, RangeResult, WriteEntry};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most buffered writes a range read may carry.
 pub(crate) const MAX_PENDING_WRITES: usize = pistou_wire::MAX_TXN_OPS;
+/// Most recent writes per scanned table examined for active-negative versions (App. B.5.1).
+/// The SS-VOTE is a freshness hint, not a safety mechanism, so a bound is harmless.
+pub(crate) const MAX_ACTIVE_NEGATIVE_SCAN: usize = 1_024;
 
 fn sql_err(state: SqlState, msg: impl Into<String>) -> SqlError {
     SqlError::new(state, msg.into())
@@ -37,15 +40,17 @@ impl SqlReplica {
         owner: impl Fn(Timestamp) -> Option<TxnId>,
     ) -> (Result<RangeResult, SqlError>, Vec<TxnId>) {
         match self.execute(config, req) {
-            Ok((result, votes)) => {
-                let ss_vote = votes.into_iter().filter_map(owner).collect::<BTreeSet<_>>().into_iter().collect();
+            Ok((result, votes, negative)) => {
+                let ss_vote = votes.into_iter().filter_map(owner).chain(negative).collect::<BTreeSet<_>>().into_iter().collect();
                 (Ok(result), ss_vote)
             }
             Err(e) => (Err(e), Vec::new()),
         }
     }
 
-    fn execute(&mut self, config: &ClusterConfig, req: &RangeRead) -> Result<(RangeResult, Vec<Timestamp>), SqlError> {
+    /// The result, the versions read (their writers vote) and the active-negative writers.
+    #[allow(clippy::type_complexity)]
+    fn execute(&mut self, config: &ClusterConfig, req: &RangeRead) -> Result<(RangeResult, Vec<Timestamp>, Vec<TxnId>), SqlError> {
         if req.ts < self.store.watermark() {
             return Err(sql_err(SqlState::SnapshotTooOld, "read timestamp is below the garbage-collection watermark"));
         }
@@ -81,6 +86,7 @@ impl SqlReplica {
         let mut reads: BTreeMap<Vec<u8>, ActiveRead> = BTreeMap::new();
         let mut predicates = BTreeSet::new();
         let mut versions = Vec::new();
+        let mut negative = Vec::new();
         for scan in &exec.reads.scans {
             let table = scan.table();
             for row in &scan.rows {
@@ -105,6 +111,7 @@ impl SqlReplica {
             // A point access is fully covered by its read (or absence); other scans carry a
             // predicate (§6.1.1).
             if scan.access != Access::Point {
+                negative.extend(self.active_negative(table, &scan.predicate, &reads, req.ts));
                 let table_version = scan.table_version.unwrap_or(Timestamp::GENESIS);
                 self.note_reported(table, table_version);
                 predicates.insert((WirePredicate::encode(&scan.predicate)?, table_version));
@@ -125,7 +132,38 @@ impl SqlReplica {
             })
             .collect();
         let result = RangeResult { output, writes, reads: reads.into_values().collect(), predicates };
-        Ok((result, versions))
+        Ok((result, versions, negative))
+    }
+
+    /// Active-negative versions (App. B.5.1): recent committed writes that made a row stop
+    /// satisfying `predicate` (the version before satisfied it, the write does not). A
+    /// replica that has such a write reports no active row for the key, while one that lacks
+    /// it reports the older, active version; voting for the writer lets the snapshot include
+    /// it, so the lagging replica fetches it instead of the proposal freezing the stale state.
+    /// Examines the newest `MAX_ACTIVE_NEGATIVE_SCAN` writes within the table-version outlier
+    /// bound below `ts` (older writes have had time to reach every correct replica).
+    fn active_negative(&self, table: &str, predicate: &Predicate, active: &BTreeMap<Vec<u8>, ActiveRead>, ts: Timestamp) -> Vec<TxnId> {
+        let lo = Timestamp::at(ts.time.saturating_sub(self.params.table_version_outlier_us)).max(self.store.watermark());
+        let committed = |v: &pistou_rowstore::VersionRef| v.state == VersionState::Committed;
+        let recent: Vec<_> = self.store.writes_between(table, lo, ts).filter(|w| w.state == VersionState::Committed).collect();
+        let mut out = Vec::new();
+        for w in recent.iter().rev().take(MAX_ACTIVE_NEGATIVE_SCAN) {
+            if w.row.is_some_and(|row| predicate.may_match(row)) {
+                continue; // satisfies P: if read, it is active and votes already
+            }
+            if row_key(table, w.key).is_some_and(|k| active.contains_key(&k)) {
+                continue;
+            }
+            let newest = self.store.version_below(table, w.key, ts, committed);
+            if newest.is_none_or(|v| v.ts != w.ts || v.writer != w.writer) {
+                continue; // overwritten since: the newer write decides
+            }
+            let before = self.store.version_below(table, w.key, w.ts, committed);
+            if before.is_some_and(|v| v.row.is_some_and(|row| predicate.may_match(row))) {
+                out.push(w.writer);
+            }
+        }
+        out
     }
 
     /// The transaction's buffered writes, as the engine's write set (rows decoded).

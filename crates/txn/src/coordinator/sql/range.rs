@@ -16,33 +16,55 @@
 //!   read that the chosen Q-READ lacks: a write that some replica saw and the chosen result
 //!   missed must fall inside the completeness window the replicas check at prepare (§6.1.3).
 //!   This is why we wait for 3f+1 replies rather than the first f+1 that match.
-//! - No usable group: retry (a new round after a short delay, when in-flight writebacks have
-//!   landed); after `MAX_ROUNDS` the statement fails with 40001. The snapshot path (§5.5
-//!   steps 3–5) is not implemented yet.
+//! - No usable group after every replica asked has answered (or, with 3f+1 replies, after
+//!   the retransmission interval): the snapshot path (§5.5 steps 3–6). The client proposes
+//!   SS-PROP, the transactions named by at least f+1 of the SS-VOTEs it holds (at least 3f+1
+//!   of them, the paper's default), each with its voters, to every replica; replicas sync
+//!   and re-execute, and the same decision rule applies to their replies. If they still
+//!   disagree, the client starts over with fresh votes (eager round, then snapshot), after a
+//!   short delay; after `MAX_SNAPSHOT_ATTEMPTS` snapshot rounds the statement fails with
+//!   40001 (a sign of contention the client cannot wait out, App. A.5.2).
 
 use pistou_core::sql_keys::{key_kind, KeyKind};
 use pistou_core::{Key, ReplicaId, ShardId, Timestamp, TxnId};
 use pistou_sql::{Prepared, SqlError, SqlState};
-use pistou_wire::{ClientSigned, Dep, Message, PredicateRead, QueryOutput, RangeRead, RangeReply, Signable, WirePredicate, WriteEntry};
+use pistou_wire::{
+    ClientSigned, Dep, Message, PredicateRead, QueryOutput, RangeRead, RangeReply, Signable, SsEntry, SsProp, WirePredicate, WriteEntry,
+    MAX_SS_PROP_TXNS,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-/// Rounds of RANGE-READ before a disagreement fails the statement.
-pub(crate) const MAX_ROUNDS: u32 = 3;
-/// Pause before a new round, so that writebacks in flight can land (µs).
+/// Snapshot rounds before a disagreement fails the statement.
+pub(crate) const MAX_SNAPSHOT_ATTEMPTS: u32 = 3;
+/// Pause before starting over with fresh votes, so that writebacks in flight can land (µs).
 pub(crate) const ROUND_DELAY_US: u64 = 5_000;
+
+/// Which request the current round sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// RANGE-READ without a proposal: replies carry SS-VOTEs.
+    Eager,
+    /// RANGE-READ with SS-PROP.
+    Snapshot,
+}
 
 pub(crate) struct RangeOp {
     pub(crate) shard: ShardId,
     pub(crate) prepared: Arc<Prepared>,
+    /// The eager request (no SS-PROP).
+    eager: ClientSigned<RangeRead>,
+    /// The request of the current round and its signing hash (replies name it).
     pub(crate) request: ClientSigned<RangeRead>,
     pub(crate) hash: pistou_crypto::Hash,
+    pub(crate) phase: Phase,
     /// Replicas asked this round.
     sent: BTreeSet<u32>,
     sent_at: u64,
+    round_started: u64,
     /// Verified replies of this round, by replica index.
     pub(crate) replies: BTreeMap<u32, RangeReply>,
-    round: u32,
+    snapshot_attempts: u32,
     /// Set while pausing between rounds; replies are ignored meanwhile.
     retry_at: Option<u64>,
 }
@@ -72,26 +94,69 @@ pub(crate) enum Choice {
 impl RangeOp {
     pub(crate) fn new(shard: ShardId, prepared: Arc<Prepared>, request: ClientSigned<RangeRead>, sent: BTreeSet<u32>, now: u64) -> Self {
         let hash = request.body.signing_hash();
-        RangeOp { shard, prepared, request, hash, sent, sent_at: now, replies: BTreeMap::new(), round: 1, retry_at: None }
+        RangeOp {
+            shard,
+            prepared,
+            eager: request.clone(),
+            request,
+            hash,
+            phase: Phase::Eager,
+            sent,
+            sent_at: now,
+            round_started: now,
+            replies: BTreeMap::new(),
+            snapshot_attempts: 0,
+            retry_at: None,
+        }
     }
 
     pub(crate) fn accepting(&self) -> bool {
         self.retry_at.is_none()
     }
 
-    /// Ends this round; the next starts after `ROUND_DELAY_US`.
-    pub(crate) fn next_round(&mut self, now: u64) -> Result<(), SqlError> {
-        if self.round >= MAX_ROUNDS {
+    /// The eager round failed: propose a snapshot built from its votes (§5.5 step 4) to
+    /// every replica. `sign` signs the new request.
+    pub(crate) fn start_snapshot(
+        &mut self,
+        now: u64,
+        f: usize,
+        n: u32,
+        sign: impl FnOnce(RangeRead) -> ClientSigned<RangeRead>,
+    ) -> Vec<(ReplicaId, Message)> {
+        let mut body = self.eager.body.clone();
+        body.snapshot = Some(ss_prop(&self.replies, f));
+        self.request = sign(body);
+        self.hash = self.request.body.signing_hash();
+        self.phase = Phase::Snapshot;
+        self.snapshot_attempts += 1;
+        self.replies.clear();
+        self.resend_all(now, n)
+    }
+
+    /// The snapshot round failed too: start over with fresh votes after `ROUND_DELAY_US`,
+    /// or give up after `MAX_SNAPSHOT_ATTEMPTS`.
+    pub(crate) fn restart(&mut self, now: u64) -> Result<(), SqlError> {
+        if self.snapshot_attempts >= MAX_SNAPSHOT_ATTEMPTS {
             return Err(SqlError::new(
                 SqlState::SerializationFailure,
-                format!("replicas disagreed on this read {MAX_ROUNDS} times (the snapshot path is not implemented yet); retry the transaction"),
+                format!("replicas disagreed on this read after {MAX_SNAPSHOT_ATTEMPTS} snapshot rounds (contention); retry the transaction"),
             ));
         }
-        self.round += 1;
+        self.request = self.eager.clone();
+        self.hash = self.request.body.signing_hash();
+        self.phase = Phase::Eager;
         self.replies.clear();
         self.sent.clear();
         self.retry_at = Some(now.saturating_add(ROUND_DELAY_US));
         Ok(())
+    }
+
+    /// No decision yet, though every replica asked has answered, or 3f+1 have and the
+    /// others stayed silent for `patience` (crashed or slow replicas must not stall a read).
+    pub(crate) fn stuck(&self, now: u64, f: usize, patience: u64) -> bool {
+        let enough = self.replies.len() >= 3 * f + 1;
+        let all = self.sent.iter().all(|i| self.replies.contains_key(i));
+        self.accepting() && enough && (all || now >= self.round_started.saturating_add(patience))
     }
 
     pub(crate) fn retry_due(&self, now: u64) -> bool {
@@ -102,6 +167,7 @@ impl RangeOp {
     pub(crate) fn resend_all(&mut self, now: u64, n: u32) -> Vec<(ReplicaId, Message)> {
         self.retry_at = None;
         self.sent_at = now;
+        self.round_started = now;
         self.sent = (0..n).collect();
         (0..n).map(|index| (ReplicaId { shard: self.shard, index }, Message::RangeRead(self.request.clone()))).collect()
     }
@@ -117,16 +183,40 @@ impl RangeOp {
         missing.into_iter().map(|index| (ReplicaId { shard: self.shard, index }, Message::RangeRead(self.request.clone()))).collect()
     }
 
-    pub(crate) fn choose(&self, f: usize, outlier_us: u64) -> Choice {
+    /// The decision over this round's replies; `eager` false forces the snapshot path (a
+    /// stress mode of Pesto Fig. 8).
+    pub(crate) fn choose(&self, now: u64, f: usize, outlier_us: u64, patience: u64, eager: bool) -> Choice {
         if !self.accepting() {
             return Choice::Wait;
         }
-        let n = 5 * f + 1;
+        if !eager && self.phase == Phase::Eager {
+            return if self.replies.len() >= 3 * f + 1 { Choice::Disagree } else { Choice::Wait };
+        }
         match choose(&self.replies, f, outlier_us) {
-            Choice::Wait if self.replies.len() >= n => Choice::Disagree,
+            Choice::Wait if self.stuck(now, f, patience) => Choice::Disagree,
             c => c,
         }
     }
+}
+
+/// SS-PROP from the SS-VOTEs of `replies`: every transaction named by at least f+1 distinct
+/// replies, with those replies' replica indexes (§5.5 step 4). A correct replica names only
+/// transactions it has, so each entry is vouched for by a correct replica.
+pub(crate) fn ss_prop(replies: &BTreeMap<u32, RangeReply>, f: usize) -> SsProp {
+    let mut voters: BTreeMap<TxnId, Vec<u32>> = BTreeMap::new();
+    for (i, r) in replies {
+        let distinct: BTreeSet<&TxnId> = r.ss_vote.iter().collect();
+        for txn in distinct {
+            voters.entry(*txn).or_default().push(*i);
+        }
+    }
+    let txns = voters
+        .into_iter()
+        .filter(|(_, v)| v.len() > f)
+        .map(|(txn, voters)| SsEntry { txn, voters })
+        .take(MAX_SS_PROP_TXNS)
+        .collect();
+    SsProp { txns }
 }
 
 /// The table a row key belongs to.
@@ -450,5 +540,68 @@ mod tests {
         assert!(matches!(choose(&op_replies, F, OUTLIER), Choice::Wait));
         op_replies.remove(&5);
         assert!(matches!(choose(&op_replies, F, OUTLIER), Choice::Wait));
+    }
+
+    #[test]
+    fn ss_prop_keeps_transactions_named_by_f_plus_1_replies_with_their_voters() {
+        let vote = |ids: &[u8]| {
+            let mut r = reply(&[(1, 10, None)], 5);
+            r.ss_vote = ids.iter().map(|i| txn(*i)).collect();
+            r
+        };
+        // T1 by three replies, T2 by two (f+1), T3 by one (maybe fabricated), T4 repeated
+        // inside one reply counts once.
+        let r = replies(vec![vote(&[1, 2]), vote(&[1, 3]), vote(&[1, 2, 4, 4]), vote(&[])]);
+        let prop = ss_prop(&r, F);
+        assert_eq!(prop, SsProp { txns: vec![SsEntry { txn: txn(1), voters: vec![0, 1, 2] }, SsEntry { txn: txn(2), voters: vec![0, 2] }] });
+        assert!(prop.validate(F, 6).is_ok(), "a correct client's proposal passes the replicas' check");
+    }
+
+    fn op_with(replies_in: Vec<RangeReply>) -> RangeOp {
+        let body = RangeRead { ts: ts(100), catalog_version: Timestamp::GENESIS, sql: "SELECT 1".into(), params: vec![], pending: vec![], snapshot: None };
+        let request = ClientSigned { client: ClientId(1), body, sig: None };
+        let prepared = pistou_sql::Engine::new(pistou_sql::Limits::default()).prepare(&pistou_sql::Catalog::new(), "SELECT 1").expect("plan");
+        let mut op = RangeOp::new(ShardId(0), prepared, request, (0..4).collect(), 0);
+        op.replies = replies(replies_in);
+        op
+    }
+
+    #[test]
+    fn disagreement_leads_to_a_snapshot_proposal_then_a_fresh_start_then_failure() {
+        let all_different: Vec<RangeReply> = (0..4).map(|i| reply(&[(i, 1, None)], 5)).collect();
+        let mut op = op_with(all_different.clone());
+        // Every replica asked (4 = 3f+1) answered, no f+1 match: snapshot path.
+        assert!(matches!(op.choose(0, F, OUTLIER, 1_000, true), Choice::Disagree));
+        let out = op.start_snapshot(0, F, 6, |body| ClientSigned { client: ClientId(1), body, sig: None });
+        assert_eq!(out.len(), 6, "the proposal goes to every replica");
+        assert_eq!(op.phase, Phase::Snapshot);
+        assert!(op.request.body.snapshot.is_some());
+        assert_ne!(op.hash, op_with(vec![]).hash, "the snapshot request is a new request");
+        for attempt in 1..MAX_SNAPSHOT_ATTEMPTS {
+            assert!(op.restart(10).is_ok(), "attempt {attempt}");
+            assert_eq!(op.phase, Phase::Eager);
+            assert!(op.request.body.snapshot.is_none());
+            op.replies = replies(all_different.clone());
+            op.retry_at = None;
+            op.start_snapshot(20, F, 6, |body| ClientSigned { client: ClientId(1), body, sig: None });
+        }
+        let err = op.restart(30).expect_err("out of attempts");
+        assert_eq!(err.state, SqlState::SerializationFailure);
+    }
+
+    #[test]
+    fn three_f_plus_1_replies_wait_for_the_rest_only_as_long_as_the_patience() {
+        let mut op = op_with((0..4).map(|i| reply(&[(i, 1, None)], 5)).collect());
+        op.sent = (0..6).collect(); // asked everyone; two stay silent (crashed)
+        assert!(matches!(op.choose(10, F, OUTLIER, 1_000, true), Choice::Wait));
+        assert!(matches!(op.choose(1_000, F, OUTLIER, 1_000, true), Choice::Disagree));
+    }
+
+    #[test]
+    fn a_forced_snapshot_ignores_a_matching_eager_round() {
+        let same = reply(&[(1, 10, None)], 5);
+        let op = op_with(vec![same.clone(), same.clone(), same.clone(), same]);
+        assert!(matches!(op.choose(0, F, OUTLIER, 1_000, true), Choice::Done(_)));
+        assert!(matches!(op.choose(0, F, OUTLIER, 1_000, false), Choice::Disagree));
     }
 }
