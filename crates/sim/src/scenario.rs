@@ -107,6 +107,8 @@ pub struct Outcome {
     pub fallback_adoptions: u64,
     /// How correct clients' range reads completed (Pesto §5.5).
     pub range: pistou_txn::RangeStats,
+    /// Transactions correct replicas fetched with SYNC and applied from a SUPPLY.
+    pub supplied: u64,
 }
 
 #[derive(Debug)]
@@ -540,6 +542,7 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         recoveries: w.clients.iter().map(|c| c.coord.recoveries()).sum(),
         protocol_aborts: logs.iter().filter(|l| l.decision == Some(Decision::Abort) && l.id.is_some()).count(),
         fallback_adoptions: correct.iter().map(|r| r.stats().fallback_adoptions).sum(),
+        supplied: correct.iter().map(|r| r.stats().supplied).sum(),
         range: w.clients.iter().map(|c| c.coord.range_stats()).fold(pistou_txn::RangeStats::default(), |a, b| pistou_txn::RangeStats {
             eager: a.eager + b.eager,
             snapshot_proposals: a.snapshot_proposals + b.snapshot_proposals,

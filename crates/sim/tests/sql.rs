@@ -75,6 +75,7 @@ fn sql_forced_snapshots_with_a_third_of_replicas_missing_writes() {
         3,
     );
     assert!(outcomes.iter().map(|o| o.range.snapshot).sum::<u64>() > 0);
+    assert!(outcomes.iter().map(|o| o.supplied).sum::<u64>() > 0, "lagging replicas synced missing commits");
 }
 
 #[test]

@@ -124,6 +124,8 @@ pub struct ReplicaStats {
     pub replies_signed: u64,
     /// Decisions adopted from a fallback leader's DECFB (Basil §5).
     pub fallback_adoptions: u64,
+    /// Transactions this replica lacked and applied from a peer's SUPPLY (Pesto §5.5).
+    pub supplied: u64,
 }
 
 pub(crate) enum PendingReply {

@@ -135,7 +135,11 @@ impl Replica {
     /// queries that were waiting for it may run.
     pub(crate) fn on_supply(&mut self, now: u64, wb: Writeback) -> Result<(), RejectReason> {
         let id = wb.meta.id();
+        let new = !self.applied(&id);
         self.apply_decision(wb)?;
+        if new {
+            self.stats.supplied += 1;
+        }
         self.snapshot_progress(now, &id);
         Ok(())
     }
