@@ -2,7 +2,10 @@
 //! against SQLite (rusqlite, bundled, in-memory) on the same schema, data and statements.
 //! Run: `cargo bench -p pistou-sql --bench vs_sqlite` (prints a markdown table);
 //! `BENCH_FILTER=<substring>` runs only the matching workloads; `BENCH_ONLY_PISTOU=1` skips
-//! SQLite (for profiling).
+//! SQLite (for profiling). The last workload is the TPC-C New-Order + Stock-Level mix
+//! (`tpcc.rs`), on its own databases.
+
+mod tpcc;
 
 use pistou_sql::{Database, Value};
 use rusqlite::{params, Connection};
@@ -11,13 +14,15 @@ use std::time::{Duration, Instant};
 const ACCOUNTS: i64 = 10_000;
 const ORDERS: i64 = 20_000;
 const OWNERS: i64 = 1_000;
+const ITEMS: i64 = 20_000;
 const RUN_FOR: Duration = Duration::from_millis(1500);
 
-const SCHEMA: [&str; 4] = [
+const SCHEMA: [&str; 5] = [
     "CREATE TABLE accounts (id INT PRIMARY KEY, owner INT NOT NULL, name TEXT NOT NULL, balance INT NOT NULL)",
     "CREATE INDEX accounts_owner ON accounts (owner)",
     "CREATE TABLE orders (id INT PRIMARY KEY, account INT NOT NULL, amount INT NOT NULL)",
     "CREATE INDEX orders_account ON orders (account)",
+    "CREATE TABLE items (id INT PRIMARY KEY, sel INT NOT NULL, payload TEXT NOT NULL)",
 ];
 
 /// (name, SQL with `$1` (and `$2`) parameters, parameter generator).
@@ -34,6 +39,7 @@ fn workloads() -> Vec<Workload> {
         Workload { name: "secondary index lookup (10 rows)", sql: "SELECT id, balance FROM accounts WHERE owner = $1", params: |i| vec![i % OWNERS] },
         Workload { name: "join orders→accounts by primary key", sql: "SELECT o.amount, a.name FROM orders o JOIN accounts a ON a.id = o.account WHERE o.id = $1", params: |i| vec![i % ORDERS] },
         Workload { name: "index join: accounts of an owner with their orders", sql: "SELECT a.id, sum(o.amount) FROM accounts a JOIN orders o ON o.account = a.id WHERE a.owner = $1 GROUP BY a.id", params: |i| vec![i % OWNERS] },
+        Workload { name: "range scan, 10,000 rows, 1% selective filter (no index)", sql: "SELECT id FROM items WHERE id BETWEEN $1 AND $2 AND sel = 7", params: |i| { let s = (i * 97) % (ITEMS - 10_000); vec![s, s + 9_999] } },
         Workload { name: "GROUP BY over full table (10k rows)", sql: "SELECT owner % 10, count(*), sum(balance) FROM accounts GROUP BY owner % 10", params: |_| vec![] },
         Workload { name: "update by primary key (autocommit)", sql: "UPDATE accounts SET balance = balance + 1 WHERE id = $1", params: |i| vec![(i * 7) % ACCOUNTS] },
         Workload { name: "insert one row (autocommit)", sql: "INSERT INTO orders VALUES ($1, $2, 5)", params: |i| vec![ORDERS + i, i % ACCOUNTS] },
@@ -46,6 +52,11 @@ fn account_row(i: i64) -> (i64, i64, String, i64) {
 
 fn order_row(i: i64) -> (i64, i64, i64) {
     (i, (i * 13) % ACCOUNTS, 1 + i % 100)
+}
+
+/// 1 row in 100 has `sel = 7`, spread over the key space.
+fn item_row(i: i64) -> (i64, i64, String) {
+    (i, (i * 37) % 100, format!("payload of item {i:08}, padded to a realistic width"))
 }
 
 fn load_pistou() -> Database {
@@ -64,6 +75,11 @@ fn load_pistou() -> Database {
         let (id, account, amount) = order_row(i);
         db.execute_prepared(&ins, &[Value::Int(id), Value::Int(account), Value::Int(amount)]).expect("load");
     }
+    let ins = db.prepare("INSERT INTO items VALUES ($1, $2, $3)").expect("prepare");
+    for i in 0..ITEMS {
+        let (id, sel, payload) = item_row(i);
+        db.execute_prepared(&ins, &[Value::Int(id), Value::Int(sel), Value::Text(payload)]).expect("load");
+    }
     db.execute("COMMIT").expect("commit");
     db
 }
@@ -81,6 +97,10 @@ fn load_sqlite() -> Connection {
     for i in 0..ORDERS {
         let (id, account, amount) = order_row(i);
         conn.execute("INSERT INTO orders VALUES (?1, ?2, ?3)", params![id, account, amount]).expect("load");
+    }
+    for i in 0..ITEMS {
+        let (id, sel, payload) = item_row(i);
+        conn.execute("INSERT INTO items VALUES (?1, ?2, ?3)", params![id, sel, payload]).expect("load");
     }
     conn.execute_batch("COMMIT").expect("commit");
     conn
@@ -107,10 +127,11 @@ fn main() {
     let t = Instant::now();
     let sqlite = load_sqlite();
     let sqlite_load = t.elapsed();
-    println!("load {ACCOUNTS} accounts + {ORDERS} orders: pistou {pistou_load:.2?}, sqlite {sqlite_load:.2?}\n");
+    println!("load {ACCOUNTS} accounts + {ORDERS} orders + {ITEMS} items: pistou {pistou_load:.2?}, sqlite {sqlite_load:.2?}\n");
     println!("| workload | pistou-sql ops/s | SQLite ops/s | pistou / SQLite |");
     println!("|---|---:|---:|---:|");
     let only = std::env::var("BENCH_FILTER").unwrap_or_default();
+    let only_pistou = std::env::var("BENCH_ONLY_PISTOU").is_ok();
     for w in workloads().into_iter().filter(|w| w.name.contains(&only)) {
         let prepared = pistou.prepare(w.sql).expect("prepare");
         let sqlite_sql = w.sql.replace('$', "?");
@@ -138,7 +159,7 @@ fn main() {
                 _ => 1,
             }
         });
-        let (s_ops, _) = if std::env::var("BENCH_ONLY_PISTOU").is_ok() { (f64::NAN, 0) } else { measure(|i| {
+        let (s_ops, _) = if only_pistou { (f64::NAN, 0) } else { measure(|i| {
             let mut stmt = sqlite.prepare_cached(&sqlite_sql).expect("sqlite prepare");
             let params = (w.params)(i);
             if stmt.column_count() == 0 {
@@ -154,4 +175,46 @@ fn main() {
         }) };
         println!("| {} | {:.0} | {:.0} | {:.2} |", w.name, p_ops, s_ops, p_ops / s_ops);
     }
+    drop((pistou, sqlite));
+    if TPCC.contains(&only) {
+        tpcc_mix(only_pistou);
+    }
+}
+
+const TPCC: &str = "TPC-C New-Order + Stock-Level mix (10:1), 1 warehouse, transactions";
+
+/// Loads both TPC-C databases, checks the engines agree on the first transactions, then
+/// times the mix on each.
+fn tpcc_mix(only_pistou: bool) {
+    const CHECKED: u64 = 220;
+    let t = Instant::now();
+    let mut pistou = tpcc::Pistou::new();
+    let rows = tpcc::load(&mut pistou);
+    let pistou_load = t.elapsed();
+    let mut sqlite = tpcc::Sqlite::new();
+    let t = Instant::now();
+    if !only_pistou {
+        tpcc::load(&mut sqlite);
+    }
+    let sqlite_load = t.elapsed();
+    for n in 0..CHECKED {
+        let ours = tpcc::transaction(&mut pistou, n);
+        if !only_pistou {
+            assert_eq!(ours, tpcc::transaction(&mut sqlite, n), "TPC-C transaction {n} differs");
+        }
+    }
+    let (p_ops, _) = measure(|i| {
+        tpcc::transaction(&mut pistou, CHECKED + i as u64);
+        1
+    });
+    let (s_ops, _) = if only_pistou {
+        (f64::NAN, 0)
+    } else {
+        measure(|i| {
+            tpcc::transaction(&mut sqlite, CHECKED + i as u64);
+            1
+        })
+    };
+    println!("| {TPCC} | {p_ops:.0} | {s_ops:.0} | {:.2} |", p_ops / s_ops);
+    println!("\nTPC-C load ({rows} rows, {} items): pistou {pistou_load:.2?}, sqlite {sqlite_load:.2?}; first {CHECKED} transactions identical on both", tpcc::ITEMS);
 }
