@@ -17,6 +17,9 @@ pub enum RejectReason {
     Misbehavior,
     ClientMismatch,
     Unexpected,
+    /// A timestamp below the garbage-collection watermark (Pesto App. B.3): a read, a new
+    /// transaction, or a transaction this replica may already have forgotten.
+    BelowWatermark,
 }
 
 impl RejectReason {
@@ -34,6 +37,7 @@ impl RejectReason {
             RejectReason::Misbehavior => "misbehavior",
             RejectReason::ClientMismatch => "client-mismatch",
             RejectReason::Unexpected => "unexpected-message",
+            RejectReason::BelowWatermark => "below-gc-watermark",
         }
     }
 }
