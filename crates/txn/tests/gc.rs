@@ -18,7 +18,8 @@ const AGE: u64 = 10_000_000;
 fn config(crypto: bool, max_txn_age_us: u64, replica_keys: &[SecretKey], clients: &[SecretKey]) -> Arc<ClusterConfig> {
     Arc::new(ClusterConfig {
         f: 1,
-        delta_us: 100_000,
+        // Clock skew tolerance, well below the age limit as in any sane configuration.
+        delta_us: (max_txn_age_us / 5).min(100_000),
         max_txn_age_us,
         crypto,
         reply_batch: 4,
@@ -423,4 +424,20 @@ fn without_time_passing_the_same_run_outgrows_the_bound() {
     let mut c = cluster(1_000_000_000);
     let (peak, _) = c.run(3 * BOUND, 0);
     assert!(peak.txn_records > 2 * BOUND && peak.committed_versions > 2 * BOUND, "{peak:?}");
+}
+
+#[test]
+fn a_client_gives_up_on_a_transaction_replicas_would_refuse() {
+    let mut c = cluster(50_000);
+    assert_eq!(c.transfer(0, b"a", b"b"), Decision::Commit);
+    // Held open past max_txn_age: a new read fails at once instead of waiting for replies
+    // that never come.
+    let h = c.clients[0].begin(c.now);
+    c.now += 60_000;
+    assert_eq!(c.clients[0].get(c.now, h, b"a"), Err(pistou_txn::TxnError::TooOld));
+    // Commit aborts locally: no ST1 is sent.
+    c.clients[0].put(h, b"b", Some(vec![1])).expect("put");
+    c.clients[0].commit(c.now, h).expect("commit");
+    assert!(!c.clients[0].take_outputs().iter().any(|(_, m)| matches!(m, Message::Prepare(_))));
+    assert!(matches!(c.clients[0].poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Abort, .. })));
 }
