@@ -26,6 +26,14 @@ pub(crate) struct Elections {
     proposed: HashMap<TxnId, u64>,
 }
 
+impl Elections {
+    /// Drops what a leader holds for `txn` (its record was garbage-collected).
+    pub(crate) fn forget(&mut self, txn: &TxnId) {
+        self.by_txn.remove(txn);
+        self.proposed.remove(txn);
+    }
+}
+
 /// The view a replica in `current` adopts from the current views of other replicas (one per
 /// replica), Basil §5 step 2 and B.4: (i) a view held by 3f+1 moves to the next view; (ii) a
 /// newer view held by f+1 is caught up to. A view v also counts for every v' ≤ v (vote

@@ -15,6 +15,7 @@ mod auth;
 mod cc;
 mod coordinator;
 mod fallback;
+mod gc;
 mod log;
 mod pesto;
 mod rejects;
@@ -27,5 +28,6 @@ pub use coordinator::{Coordinator, CoordinatorEvent, CoordinatorTimeouts, GetSta
 pub use pesto::CatalogWrite;
 pub use log::{DiscardLog, LogEntry, MemoryLog, ReplicaLog};
 pub use rejects::{RejectReason, Rejections};
+pub use gc::Footprint;
 pub use replica::{Replica, ReplicaStats, DEFAULT_VIEW_TIMEOUT_US};
 pub use tally::{ShardOutcome, ShardTally};

@@ -23,6 +23,9 @@ pub enum RejectReason {
     TooManyParked,
     /// A parked snapshot query whose transactions were never supplied.
     SnapshotExpired,
+    /// A timestamp below the garbage-collection watermark (Pesto App. B.3): a read, a new
+    /// transaction, or a transaction this replica may already have forgotten.
+    BelowWatermark,
 }
 
 impl RejectReason {
@@ -43,6 +46,7 @@ impl RejectReason {
             RejectReason::BadSnapshot => "bad-snapshot-proposal",
             RejectReason::TooManyParked => "too-many-parked-queries",
             RejectReason::SnapshotExpired => "snapshot-sync-expired",
+            RejectReason::BelowWatermark => "below-gc-watermark",
         }
     }
 }

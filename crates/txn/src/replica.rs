@@ -35,19 +35,19 @@ pub(crate) enum Dest {
 
 /// Multi-version state of one key.
 #[derive(Default)]
-struct KeyState {
+pub(crate) struct KeyState {
     /// Versions written by committed transactions: (version = writer's ts, writer).
-    committed: BTreeSet<(Timestamp, TxnId)>,
+    pub(crate) committed: BTreeSet<(Timestamp, TxnId)>,
     /// Versions written by prepared, undecided transactions.
-    prepared: BTreeSet<(Timestamp, TxnId)>,
+    pub(crate) prepared: BTreeSet<(Timestamp, TxnId)>,
     /// Prepared or committed transactions that read this key: (reader ts, reader) → version read.
-    readers: BTreeMap<(Timestamp, TxnId), Timestamp>,
+    pub(crate) readers: BTreeMap<(Timestamp, TxnId), Timestamp>,
     /// Read timestamps (RTS) of ongoing transactions.
-    rts: BTreeSet<Timestamp>,
+    pub(crate) rts: BTreeSet<Timestamp>,
 }
 
 impl KeyState {
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.committed.is_empty() && self.prepared.is_empty() && self.readers.is_empty() && self.rts.is_empty()
     }
 }
@@ -140,15 +140,15 @@ pub struct Replica {
     pub(crate) id: ReplicaId,
     pub(crate) auth: Authenticator,
     signer: Option<BatchSigner>,
-    keys: HashMap<Key, KeyState>,
+    pub(crate) keys: HashMap<Key, KeyState>,
     pub(crate) txns: HashMap<TxnId, TxnRecord>,
     /// Timestamp → the transaction that owns it; a second transaction with the same
     /// timestamp (only a Byzantine client does that) gets an abort vote.
     pub(crate) ts_owner: HashMap<Timestamp, TxnId>,
     /// Dependency → transactions waiting for its decision.
-    dependents: HashMap<TxnId, Vec<TxnId>>,
+    pub(crate) dependents: HashMap<TxnId, Vec<TxnId>>,
     /// All RTS entries in timestamp order, for garbage collection.
-    rts_index: BTreeSet<(Timestamp, Key)>,
+    pub(crate) rts_index: BTreeSet<(Timestamp, Key)>,
     pub(crate) pending: Vec<(Dest, PendingReply)>,
     outputs: Vec<(Peer, Message)>,
     pub(crate) replica_outputs: Vec<(ReplicaId, Message)>,
@@ -164,6 +164,8 @@ pub struct Replica {
     pub(crate) sql: SqlReplica,
     /// Pesto's snapshot path: queries waiting for SYNCed transactions.
     pub(crate) snapshots: crate::pesto::snapshot::Snapshots,
+    /// Garbage collection of the state above (see `gc.rs`).
+    pub(crate) gc: crate::gc::Gc,
 }
 
 impl Replica {
@@ -203,6 +205,7 @@ impl Replica {
             log: Box::new(crate::log::DiscardLog),
             sql: SqlReplica::new(&config_for_sql, id.shard),
             snapshots: Default::default(),
+            gc: Default::default(),
         })
     }
 
@@ -327,11 +330,12 @@ impl Replica {
         let max_age = self.config().max_txn_age_us;
         self.sql.gc(now, max_age);
         self.snapshot_tick(now);
+        self.collect_garbage(horizon);
     }
 
     /// Transactions with ts.time below this are refused; their RTS can be forgotten.
-    fn watermark(&self, now: u64) -> u64 {
-        now.saturating_sub(self.config().max_txn_age_us)
+    pub(crate) fn watermark(&self, now: u64) -> u64 {
+        now.saturating_sub(self.config().max_txn_age_us).max(self.gc.horizon)
     }
 
     /// Signs all queued replies with one batched signature per `reply_batch` replies.
@@ -420,6 +424,7 @@ impl Replica {
         if self.config().shard_of(&key) != self.id.shard || key.len() > pistou_wire::MAX_KEY_BYTES {
             return Err(RejectReason::WrongShard);
         }
+        self.refuse_below_watermark(now, ts)?;
         self.stats.reads += 1;
         if ts.time >= self.watermark(now) {
             let state = self.keys.entry(key.clone()).or_default();
@@ -497,6 +502,7 @@ impl Replica {
             self.answer_rp(from, &id);
             return Ok(());
         }
+        self.refuse_below_watermark(now, meta.ts)?;
         match meta.validate(self.config()) {
             Ok(()) => {}
             Err(pistou_wire::MetaError::ReadFromFuture) => return Err(RejectReason::Misbehavior),
@@ -513,6 +519,7 @@ impl Replica {
             rec.sql = Some(txn.clone());
         }
         self.txns.insert(id, rec);
+        self.gc.track(meta.ts, id);
         let checked = match &sql {
             Err(e) => {
                 tracing::debug!(txn = ?id, "abort vote: {e}");
@@ -792,7 +799,9 @@ impl Replica {
     /// Checks that a client's ST2 is justified by its vote tallies and logs its decision in
     /// view 0 (Basil §4.2 stage 2). Also used for the proposal carried by InvokeFB.
     pub(crate) fn log_st2(&mut self, from: Peer, id: &TxnId, st2: &St2) -> Result<(), RejectReason> {
+        self.refuse_if_collected(id, st2.meta.ts)?;
         self.auth.check_st2_justified(id, st2).map_err(|e| e.0)?;
+        self.gc.track(st2.meta.ts, *id);
         let rec = self.txns.entry(*id).or_insert_with(|| TxnRecord::new(Arc::new(st2.meta.clone())));
         rec.interested.insert(from);
         if rec.st2.is_none() {
@@ -821,6 +830,7 @@ impl Replica {
         let id = wb.meta.id();
         let decided = self.txns.get(&id).map(|r| matches!(r.status, Status::Committed(_) | Status::Aborted(_)));
         if decided != Some(true) {
+            self.refuse_if_collected(&id, wb.meta.ts)?;
             wb.meta.validate(self.config()).map_err(|_| RejectReason::MalformedTxn)?;
             if !wb.meta.shards.contains(&self.id.shard) {
                 return Err(RejectReason::WrongShard);
@@ -866,6 +876,7 @@ impl Replica {
         self.ts_owner.insert(meta.ts, id);
         self.apply_sql_commit(id, &meta);
         self.stats.commits_applied += 1;
+        self.gc.track(meta.ts, id);
         self.on_dependency_decided(id, Decision::Commit);
     }
 
@@ -909,6 +920,7 @@ impl Replica {
             self.remove_rts(&r.key, meta.ts);
         }
         self.stats.aborts_applied += 1;
+        self.gc.track(meta.ts, id);
         self.on_dependency_decided(id, Decision::Abort);
     }
 }

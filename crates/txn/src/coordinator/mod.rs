@@ -92,6 +92,9 @@ pub enum TxnError {
     TooManyOps,
     #[error("a SQL statement of this transaction is still running")]
     Busy,
+    /// Replicas refuse reads and prepares below their GC watermark (now − max_txn_age).
+    #[error("the transaction is older than max_txn_age: replicas no longer serve it; retry it")]
+    TooOld,
 }
 
 /// A read in flight: replies by replica index.
@@ -349,6 +352,9 @@ impl Coordinator {
             return Err(TxnError::TooManyOps);
         }
         let ts = t.ts;
+        if self.too_old(now, ts) {
+            return Err(TxnError::TooOld);
+        }
         let shard = self.config().shard_of(key);
         let q = self.config().quorums();
         // Spread load: start at a replica chosen from the client id and sequence number.
@@ -388,6 +394,13 @@ impl Coordinator {
         Ok(())
     }
 
+    /// Would replicas refuse `ts` as below their GC watermark? Their clocks may be up to
+    /// delta ahead of ours.
+    fn too_old(&self, now: u64, ts: Timestamp) -> bool {
+        let config = self.config();
+        ts.time < now.saturating_add(config.delta_us).saturating_sub(config.max_txn_age_us)
+    }
+
     /// Releases the RTS a transaction's point reads left on replicas.
     fn abort_reads(&mut self, t: &TxnState) {
         let mut by_shard: BTreeMap<ShardId, Vec<Key>> = BTreeMap::new();
@@ -411,7 +424,10 @@ impl Coordinator {
         }
         let Some(mut t) = self.txns.remove(&h) else { return Err(TxnError::UnknownTxn) };
         self.by_ts.remove(&t.ts);
-        let Ok(predicates) = Self::sql_commit_parts(&mut t) else {
+        let too_old = self.too_old(now, t.ts);
+        let (Ok(predicates), false) = (Self::sql_commit_parts(&mut t), too_old) else {
+            // A key read at two versions (T cannot be serializable), or replicas would refuse
+            // T's ST1 (below their GC watermark) and never answer.
             // A key read at two versions: T cannot be serializable.
             self.abort_reads(&t);
             let id = TxnMeta { ts: t.ts, read_set: vec![], write_set: vec![], deps: vec![], predicates: vec![], shards: vec![] }.id();
