@@ -5,12 +5,15 @@
 //! - `faulty`: throughput of correct clients while a share of transactions comes from
 //!   Byzantine clients (Basil Fig. 6, issue 3).
 //! - `scan`: one range read versus the same rows by point reads (Pesto Fig. 7, issue 5).
+//! - `stress`: YCSB-style SQL transactions, normal, with the eager path forced to fail and
+//!   with writebacks omitted at 1/3 of the replicas (Pesto Fig. 8, issue 5).
 //! - `core`: CPU cost of the protocol core alone (replicas, clients, codec, crypto) in one
 //!   thread through the simulator, no sockets: what the runtime adds comes on top.
 
 mod cluster;
 mod faulty;
 mod scan;
+mod stress;
 mod ycsb;
 
 use anyhow::Result;
@@ -40,6 +43,13 @@ enum Cmd {
     Scan {
         #[command(flatten)]
         scan: scan::ScanArgs,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// Range reads under stress: eager path forced to fail, inconsistent replicas (Pesto Fig. 8).
+    Stress {
+        #[command(flatten)]
+        stress: stress::StressArgs,
         #[command(flatten)]
         cluster: ClusterArgs,
     },
@@ -99,6 +109,7 @@ fn main() -> Result<()> {
         Cmd::YcsbT { workload, cluster } => rt.block_on(ycsb_t(workload, cluster)),
         Cmd::Faulty { workload, cluster, faults } => rt.block_on(faulty::run(workload, cluster, faults)),
         Cmd::Core { txns, clients } => core_cost(txns, clients),
+        Cmd::Stress { stress, cluster } => rt.block_on(stress::run(&cluster, &stress)),
         Cmd::Scan { scan, cluster } => rt.block_on(async {
             let c = Cluster::start(&cluster.spec(1), "scan")?;
             scan::run(&c, &scan).await

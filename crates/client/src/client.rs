@@ -52,6 +52,8 @@ impl Client {
         config.validate().map_err(|e| ClientError::Config(e.to_string()))?;
         let mut coord = Coordinator::new(config.clone(), id, key).map_err(ClientError::Config)?;
         coord.set_timeouts(options.timeouts);
+        coord.set_eager_range_reads(options.eager_range_reads);
+        coord.set_writeback_omissions(options.writeback_omissions);
         let counters = Arc::new(LinkCounters::default());
         let commands = Engine::spawn(coord, config, options.clone(), counters.clone());
         Ok(Client { inner: Arc::new(Inner { id, commands, options, counters }) })
@@ -59,6 +61,12 @@ impl Client {
 
     pub fn id(&self) -> ClientId {
         self.inner.id
+    }
+
+    /// How this client's range reads completed so far (eager or snapshot path).
+    pub async fn range_stats(&self) -> Result<pistou_txn::RangeStats, ClientError> {
+        let (reply, rx) = oneshot::channel();
+        self.call("range-stats", Command::RangeStats { reply }, rx).await
     }
 
     /// Transport counters (connections, bad frames, dropped sends).

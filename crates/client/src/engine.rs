@@ -27,6 +27,7 @@ pub(crate) enum Command {
     Abort { txn: TxnHandle },
     /// One SQL statement (Pesto): answered when it completes.
     Sql { txn: TxnHandle, sql: String, params: Vec<pistou_sql::Value>, reply: Reply<SqlOutput> },
+    RangeStats { reply: Reply<pistou_txn::RangeStats> },
     /// Stop taking commands; finish writebacks (bounded by `linger`), then answer.
     Shutdown { done: oneshot::Sender<()> },
 }
@@ -188,6 +189,9 @@ impl Engine {
                 } else {
                     self.commit(now, txn, writes, reply);
                 }
+            }
+            Command::RangeStats { reply } => {
+                let _ = reply.send(Ok(self.coord.range_stats()));
             }
             // Handled by the run loop.
             Command::Shutdown { done } => {

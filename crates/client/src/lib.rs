@@ -32,4 +32,4 @@ pub use error::{ClientError, Outcome};
 pub use link::LinkCounters;
 pub use options::ClientOptions;
 pub use pistou_sql::{SqlError, SqlState, Value as SqlValue};
-pub use pistou_txn::SqlOutput;
+pub use pistou_txn::{RangeStats, SqlOutput};

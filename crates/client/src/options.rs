@@ -22,6 +22,12 @@ pub struct ClientOptions {
     pub link_queue: usize,
     /// How long a dropped client keeps running to finish pending writebacks.
     pub linger: Duration,
+    /// Stress mode for benchmarks: `false` makes every range read take the snapshot path
+    /// (Pesto Fig. 8 "eager path forced to fail").
+    pub eager_range_reads: bool,
+    /// Stress mode for benchmarks: writebacks skip this many replicas of each shard (Pesto
+    /// Fig. 8 "inconsistency at 1/3 of the replicas").
+    pub writeback_omissions: usize,
 }
 
 impl Default for ClientOptions {
@@ -36,6 +42,8 @@ impl Default for ClientOptions {
             max_frame_bytes: pistou_wire::DEFAULT_MAX_FRAME_BYTES,
             link_queue: 4096,
             linger: Duration::from_secs(2),
+            eager_range_reads: true,
+            writeback_omissions: 0,
         }
     }
 }

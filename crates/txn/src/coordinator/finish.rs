@@ -383,7 +383,9 @@ impl Coordinator {
             self.recover(now, &fin.meta);
         }
         let wb = Writeback { meta: (*fin.meta).clone(), cert };
-        let targets: BTreeSet<ReplicaId> = fin.meta.shards.iter().flat_map(|s| self.config().replicas_of(*s)).collect();
+        let reached = (self.config().quorums().n() as u32).saturating_sub(self.writeback_omissions as u32);
+        let targets: BTreeSet<ReplicaId> =
+            fin.meta.shards.iter().flat_map(|s| self.config().replicas_of(*s)).filter(|r| r.index < reached).collect();
         for r in &targets {
             self.outputs.push((*r, Message::Writeback(wb.clone())));
         }

@@ -188,6 +188,9 @@ pub struct Coordinator {
     sql_engine: pistou_sql::Engine,
     /// False forces every range read onto the snapshot path (stress mode of Pesto Fig. 8).
     eager_range_reads: bool,
+    /// Writebacks skip this many replicas of each shard (the highest indexes): a stress mode
+    /// that leaves them inconsistent (Pesto Fig. 8 "inconsistency at 1/3 of replicas").
+    writeback_omissions: usize,
     range_stats: RangeStats,
 }
 
@@ -223,6 +226,7 @@ impl Coordinator {
             recoveries: 0,
             sql_engine: pistou_sql::Engine::new(pistou_sql::Limits::default()),
             eager_range_reads: true,
+            writeback_omissions: 0,
             range_stats: RangeStats::default(),
         })
     }
@@ -234,6 +238,12 @@ impl Coordinator {
     /// (a stress mode: Pesto Fig. 8 "eager path forced to fail").
     pub fn set_eager_range_reads(&mut self, on: bool) {
         self.eager_range_reads = on;
+    }
+    /// Stress mode: this client's writebacks skip the `k` highest-indexed replicas of each
+    /// shard, which then learn its decisions only through SYNC/SUPPLY or the fallback. For
+    /// benchmarks of the snapshot path; never for production.
+    pub fn set_writeback_omissions(&mut self, k: usize) {
+        self.writeback_omissions = k;
     }
     /// How this client's range reads completed so far.
     pub fn range_stats(&self) -> RangeStats {

@@ -1,0 +1,212 @@
+//! Pesto Fig. 8: stress testing range reads with a YCSB-style SQL microbenchmark. Ten tables
+//! `usertable0..9 (id BIGINT PRIMARY KEY, v BIGINT)`; every transaction reads and updates ten
+//! rows, each with one range statement (`UPDATE … WHERE id >= $1 AND id <= $1`, a RANGE-READ
+//! whose reconnaissance returns the row's new version), keys uniform or Zipfian. Three modes,
+//! each on a fresh cluster:
+//! - `normal`;
+//! - `fail-eager`: clients ignore the eager decision, every range read proposes a snapshot
+//!   and re-executes (Pesto: "requiring a snapshot proposal, but no synchronization");
+//! - `incon`: clients' writebacks skip 1/3 of the replicas, which then lack every commit
+//!   and must fetch them with SYNC when a snapshot names them.
+
+use crate::cluster::Cluster;
+use crate::ycsb::{Dist, KeyGen, Tally, Workload};
+use crate::ClusterArgs;
+use anyhow::{bail, Result};
+use pistou_client::{Client, ClientError, ClientOptions, Outcome, SqlValue};
+use pistou_core::ClientId;
+use rand::{Rng, SeedableRng};
+use std::time::{Duration, Instant};
+
+const TABLES: u64 = 10;
+const ROWS_PER_TXN: usize = 10;
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum, PartialEq, Eq)]
+pub enum Mode {
+    Normal,
+    FailEager,
+    Incon,
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct StressArgs {
+    /// Rows per table.
+    #[arg(long, default_value_t = 10_000)]
+    pub rows: u64,
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "uniform,zipf")]
+    pub dists: Vec<Dist>,
+    /// Zipfian exponent.
+    #[arg(long, default_value_t = 1.1)]
+    pub theta: f64,
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "normal,fail-eager,incon")]
+    pub modes: Vec<Mode>,
+    /// Concurrent closed-loop clients.
+    #[arg(long, default_value_t = 8)]
+    pub clients: usize,
+    /// Measured seconds per run (after warm-up).
+    #[arg(long, default_value_t = 15)]
+    pub duration: u64,
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u64,
+    /// Rows per loading transaction.
+    #[arg(long, default_value_t = 1_000)]
+    pub batch: u64,
+}
+
+fn options(mode: Mode, n: usize) -> ClientOptions {
+    ClientOptions {
+        op_timeout: Duration::from_secs(30),
+        eager_range_reads: mode != Mode::FailEager,
+        writeback_omissions: if mode == Mode::Incon { n / 3 } else { 0 },
+        ..ClientOptions::default()
+    }
+}
+
+async fn load(client: &Client, a: &StressArgs) -> Result<()> {
+    for t in 0..TABLES {
+        let ddl = format!("CREATE TABLE usertable{t} (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)");
+        client
+            .run_txn(|txn| {
+                let ddl = ddl.clone();
+                Box::pin(async move { txn.query(&ddl, &[]).await.map(|_| ()) })
+            })
+            .await?;
+        let mut next = 0;
+        while next < a.rows {
+            let end = (next + a.batch).min(a.rows);
+            let values: Vec<String> = (next..end).map(|i| format!("({i}, 0)")).collect();
+            let sql = format!("INSERT INTO usertable{t} VALUES {}", values.join(", "));
+            client
+                .run_txn(|txn| {
+                    let sql = sql.clone();
+                    Box::pin(async move { txn.query(&sql, &[]).await.map(|_| ()) })
+                })
+                .await?;
+            next = end;
+        }
+    }
+    Ok(())
+}
+
+pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
+    if a.rows == 0 || a.clients == 0 {
+        bail!("--rows and --clients must be positive");
+    }
+    println!("| workload | mode | committed tx/s | p50 ms | p99 ms | commit rate | fast path | eager reads | snapshot reads | proposals | failed reads | errors |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for &dist in &a.dists {
+        for &mode in &a.modes {
+            let cluster = Cluster::start(&cluster_args.spec(a.clients + 1), "stress")?;
+            let loader = a.clients as u64 + 1;
+            let n = cluster.config.quorums().n();
+            let client = Client::connect_with(cluster.config.clone(), ClientId(loader), cluster.client_key(loader)?, options(Mode::Normal, n)).await?;
+            let started = Instant::now();
+            load(&client, a).await?;
+            eprintln!("loaded {} rows in {:.1}s", TABLES * a.rows, started.elapsed().as_secs_f64());
+            // Every replica applies the load before measuring.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let w = Workload { keys: a.rows, dist, theta: a.theta, clients: a.clients, duration: a.duration, warmup: a.warmup, preload_batch: 0 };
+            let (t, stats) = clients(&cluster, &w, mode).await?;
+            let total = t.committed + t.aborted;
+            println!(
+                "| {} | {:?} | {:.0} | {:.1} | {:.1} | {:.1}% | {:.1}% | {} | {} | {} | {} | {} |",
+                w.describe(),
+                mode,
+                t.committed as f64 / a.duration as f64,
+                t.latency_us.value_at_quantile(0.5) as f64 / 1000.0,
+                t.latency_us.value_at_quantile(0.99) as f64 / 1000.0,
+                100.0 * t.committed as f64 / total.max(1) as f64,
+                100.0 * t.fast as f64 / t.committed.max(1) as f64,
+                stats.eager,
+                stats.snapshot,
+                stats.snapshot_proposals,
+                stats.failed,
+                t.errors,
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn clients(cluster: &Cluster, w: &Workload, mode: Mode) -> Result<(Tally, pistou_client::RangeStats)> {
+    let keys = KeyGen::new(w)?;
+    let n = cluster.config.quorums().n();
+    let start = Instant::now() + Duration::from_millis(200);
+    let mut tasks = Vec::new();
+    for id in 1..=w.clients as u64 {
+        let client = Client::connect_with(cluster.config.clone(), ClientId(id), cluster.client_key(id)?, options(mode, n)).await?;
+        let (keys, w) = (keys.clone(), w.clone());
+        tasks.push(tokio::spawn(async move { client_loop(client, w, keys, id, start).await }));
+    }
+    let mut total = Tally::new()?;
+    let mut stats = pistou_client::RangeStats::default();
+    for t in tasks {
+        let (tally, s) = t.await??;
+        total.merge(&tally)?;
+        stats.eager += s.eager;
+        stats.snapshot += s.snapshot;
+        stats.snapshot_proposals += s.snapshot_proposals;
+        stats.failed += s.failed;
+    }
+    Ok((total, stats))
+}
+
+/// One transaction: ten read-and-update range statements on random tables and keys.
+async fn transaction(client: &Client, rows: &[(u64, u64)]) -> Result<Outcome, ClientError> {
+    let mut txn = client.begin().await?;
+    for (table, key) in rows {
+        let sql = format!("UPDATE usertable{table} SET v = v + 1 WHERE id >= $1 AND id <= $1");
+        if let Err(e) = txn.query(&sql, &[SqlValue::Int(*key as i64)]).await {
+            txn.rollback();
+            return match e {
+                ClientError::Sql(s) if s.state == pistou_client::SqlState::SerializationFailure => Ok(Outcome::Aborted),
+                other => Err(other),
+            };
+        }
+    }
+    txn.commit().await
+}
+
+async fn client_loop(client: Client, w: Workload, keys: KeyGen, seed: u64, start: Instant) -> Result<(Tally, pistou_client::RangeStats)> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut t = Tally::new()?;
+    tokio::time::sleep_until(start.into()).await;
+    let measure_from = start + Duration::from_secs(w.warmup);
+    let end = measure_from + Duration::from_secs(w.duration);
+    let mut before: Option<pistou_client::RangeStats> = None;
+    loop {
+        let began = Instant::now();
+        if began >= end {
+            break;
+        }
+        if began >= measure_from && before.is_none() {
+            before = Some(client.range_stats().await?);
+        }
+        let mut rows: Vec<(u64, u64)> = (0..ROWS_PER_TXN).map(|_| (rng.gen_range(0..TABLES), keys.pick(&mut rng))).collect();
+        rows.sort();
+        rows.dedup();
+        let outcome = transaction(&client, &rows).await;
+        if began < measure_from || Instant::now() > end {
+            continue;
+        }
+        match outcome {
+            Ok(Outcome::Committed { fast }) => {
+                t.committed += 1;
+                t.fast += fast as u64;
+                t.latency_us.record(began.elapsed().as_micros() as u64)?;
+            }
+            Ok(Outcome::Aborted) => t.aborted += 1,
+            Err(_) => t.errors += 1,
+        }
+    }
+    let after = client.range_stats().await?;
+    let before = before.unwrap_or(after);
+    client.shutdown().await;
+    let stats = pistou_client::RangeStats {
+        eager: after.eager - before.eager,
+        snapshot: after.snapshot - before.snapshot,
+        snapshot_proposals: after.snapshot_proposals - before.snapshot_proposals,
+        failed: after.failed - before.failed,
+    };
+    Ok((t, stats))
+}
