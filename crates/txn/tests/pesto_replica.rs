@@ -608,3 +608,24 @@ fn ss_vote_names_the_writer_of_an_active_negative_version() {
     fx.commit(&v);
     assert_eq!(fx.range_read(50, "SELECT id FROM t WHERE a > 10", vec![]).ss_vote, vec![u.id()]);
 }
+
+#[test]
+fn a_skipped_prepared_write_lowers_the_table_version_so_the_reader_checks_it() {
+    let mut fx = fixture();
+    // W (ts 20) inserts a = 50 and stays prepared; C (ts 40) writes another row and commits.
+    let w = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&w), Some(Vote::Commit));
+    fx.load(40, &[(2, 1)]);
+    // A range read at 50 skips W (committed versions only): its table version must not pass
+    // W, or W, once committed, would fall outside the reader's completeness window.
+    let reply = fx.range_read(50, "SELECT id FROM t WHERE a > 10", vec![]);
+    let result = reply.result.expect("ok");
+    assert!(result.predicates[0].table_version < ts(20), "table version {:?} passes the skipped write", result.predicates[0].table_version);
+    // The reader, with that table version, is checked against W: W satisfies the predicate.
+    let reader = fx.meta(Txn { t: 50, reads: vec![], writes: vec![], predicate: Some(result.predicates[0].table_version) });
+    assert_eq!(fx.prepare(&reader), Some(Vote::Abort));
+    // Once W is decided, the table version is the newest committed write again.
+    fx.commit(&w);
+    let after = fx.range_read(60, "SELECT id FROM t WHERE a > 10", vec![]).result.expect("ok");
+    assert_eq!(after.predicates[0].table_version, ts(40));
+}

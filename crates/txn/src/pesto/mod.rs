@@ -86,6 +86,10 @@ pub(crate) struct SqlReplica {
     /// Highest table version this replica reported to a range read, per table: the write
     /// monotonicity bound (§6.1.3).
     reported: HashMap<String, Timestamp>,
+    /// Prepared (undecided) writers per table: range reads skip their versions, so a
+    /// reported table version must not pass the oldest of them (§6.1.3, "Accounting for
+    /// snapshots").
+    prepared_writes: HashMap<String, BTreeSet<(Timestamp, TxnId)>>,
     pub(crate) params: SqlConfig,
     shard: ShardId,
     /// The SQL engine with its plan cache (pure computation: no I/O, no clock).
@@ -101,6 +105,7 @@ impl SqlReplica {
             catalogs,
             readers: HashMap::new(),
             reported: HashMap::new(),
+            prepared_writes: HashMap::new(),
             params: config.sql.clone(),
             shard,
             engine: Engine::new(Limits::default()),
@@ -135,6 +140,23 @@ impl SqlReplica {
             *readers = readers.split_off(&(watermark, TxnId([0; 32])));
         }
         self.readers.retain(|_, r| !r.is_empty());
+    }
+
+    /// The oldest prepared write to `table` below `ts`, if any: a version every range read
+    /// at `ts` skips (it reads committed versions only).
+    pub(crate) fn oldest_skipped(&self, table: &str, ts: Timestamp) -> Option<Timestamp> {
+        self.prepared_writes.get(table)?.first().map(|(t, _)| *t).filter(|t| *t < ts)
+    }
+
+    fn forget_prepared(&mut self, id: TxnId, ts: Timestamp, txn: &SqlTxn) {
+        for table in txn.writes.tables.keys() {
+            if let Some(set) = self.prepared_writes.get_mut(table) {
+                set.remove(&(ts, id));
+                if set.is_empty() {
+                    self.prepared_writes.remove(table);
+                }
+            }
+        }
     }
 
     /// Records that a range read was told `version` for `table` (monotonicity bound).
@@ -232,6 +254,9 @@ impl SqlReplica {
         if !txn.writes.is_empty() {
             let (writes, catalog) = self.writes_for_store(txn);
             self.store.insert(id, ts, &writes, VersionState::Prepared, &catalog).map_err(|e| e.to_string())?;
+            for table in txn.writes.tables.keys() {
+                self.prepared_writes.entry(table.clone()).or_default().insert((ts, id));
+            }
         }
         self.register_readers(id, ts, txn);
         Ok(())
@@ -250,6 +275,7 @@ impl SqlReplica {
     /// Undoes `prepare` (T aborted or lost a dependency).
     pub(crate) fn unprepare(&mut self, id: TxnId, ts: Timestamp, txn: &SqlTxn) {
         self.store.abort(&id);
+        self.forget_prepared(id, ts, txn);
         for p in &txn.predicates {
             if let Some(r) = self.readers.get_mut(&p.predicate.table) {
                 r.remove(&(ts, id));
@@ -260,6 +286,7 @@ impl SqlReplica {
     /// T committed: its versions become committed (installed now if it never prepared here),
     /// its predicates stay registered, and a schema change takes effect.
     pub(crate) fn commit(&mut self, id: TxnId, ts: Timestamp, txn: &SqlTxn) -> Result<(), String> {
+        self.forget_prepared(id, ts, txn);
         if let Some(write) = &txn.catalog_change {
             // MVTSO made the catalog T read the newest below ts, so the change applies to it.
             let (_, base) = self.catalog_below(ts);

@@ -112,7 +112,14 @@ impl SqlReplica {
             // predicate (§6.1.1).
             if scan.access != Access::Point {
                 negative.extend(self.active_negative(table, &scan.predicate, &reads, req.ts));
-                let table_version = scan.table_version.unwrap_or(Timestamp::GENESIS);
+                // Lowered below the oldest prepared write this read skipped (§6.1.3,
+                // "Accounting for snapshots"): such a write may commit later, and the
+                // completeness window, which starts at the table version, must contain it.
+                let newest = scan.table_version.unwrap_or(Timestamp::GENESIS);
+                let table_version = match self.oldest_skipped(table, req.ts) {
+                    Some(skipped) => newest.min(Timestamp::at(skipped.time)),
+                    None => newest,
+                };
                 self.note_reported(table, table_version);
                 predicates.insert((WirePredicate::encode(&scan.predicate)?, table_version));
             }
