@@ -441,3 +441,15 @@ fn a_client_gives_up_on_a_transaction_replicas_would_refuse() {
     assert!(!c.clients[0].take_outputs().iter().any(|(_, m)| matches!(m, Message::Prepare(_))));
     assert!(matches!(c.clients[0].poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Abort, .. })));
 }
+
+#[test]
+fn a_sql_statement_of_a_transaction_past_the_watermark_is_snapshot_too_old() {
+    let mut c = cluster(50_000);
+    let h = c.clients[0].begin(c.now);
+    c.now += 60_000;
+    c.clients[0].sql(c.now, h, "SELECT a FROM t", vec![]).expect("statement accepted");
+    match c.clients[0].poll_event() {
+        Some(CoordinatorEvent::SqlDone { result: Err(e), .. }) => assert_eq!(e.state, pistou_sql::SqlState::SnapshotTooOld, "{e:?}"),
+        other => panic!("expected an error at once, got {other:?}"),
+    }
+}
