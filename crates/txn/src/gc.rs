@@ -7,8 +7,7 @@
 //! newest committed version below it. When the watermark passes a transaction's timestamp:
 //!
 //! - Committed: its reader entries go; each key it wrote collapses to its newest committed
-//!   version below the watermark (still what reads at or above it return), and a key whose
-//!   only state left is a deletion below the watermark goes altogether. A writer whose
+//!   version below the watermark (still what reads at or above it return). A writer whose
 //!   versions were all collapsed away loses its record; the writer of a kept version keeps
 //!   its record, because a read returns that writer's metadata and commit certificate.
 //! - Aborted: the record goes (abort already removed its versions and readers).
@@ -192,16 +191,6 @@ impl Replica {
             removed = std::mem::replace(&mut state.committed, kept).into_iter().map(|(_, w)| w).collect();
         }
         state.readers = state.readers.split_off(&bound);
-        // A deletion below the watermark as the only thing left: readers at or above it see
-        // no value either way, so the key goes (as in the row store).
-        let idle = state.prepared.is_empty() && state.readers.is_empty() && state.rts.is_empty();
-        let only = state.committed.first().filter(|v| idle && state.committed.len() == 1 && **v < bound);
-        if let Some(&(_, writer)) = only {
-            if self.txns.get(&writer).and_then(|r| r.meta.write_of(key)).is_some_and(|w| w.value.is_none()) {
-                state.committed.clear();
-                removed.push(writer);
-            }
-        }
         if state.is_empty() {
             self.keys.remove(key);
         }

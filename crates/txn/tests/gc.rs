@@ -453,20 +453,3 @@ fn a_sql_statement_of_a_transaction_past_the_watermark_is_snapshot_too_old() {
         other => panic!("expected an error at once, got {other:?}"),
     }
 }
-
-#[test]
-fn a_key_deleted_below_the_watermark_is_forgotten() {
-    let mut fx = fixture();
-    fx.commit(&meta(1, &[], &["x", "y"], vec![]));
-    let mut delete = meta(2, &[], &["x"], vec![]);
-    delete.write_set[0].value = None;
-    fx.commit(&delete);
-    fx.pass(2);
-    let f = fx.replica.footprint();
-    assert_eq!((f.keys, f.committed_versions, f.txn_records), (1, 1, 1), "only y and its writer are left: {f:?}");
-    let out = fx.read("x", Timestamp { time: fx.now, client: ClientId(1), seq: 0 });
-    assert!(matches!(out.as_slice(), [Message::ReadReply { committed: None, .. }]), "x reads as absent: {out:?}");
-    // A transaction that read x as absent and writes it commits.
-    let t = fx.now - NOW;
-    assert_eq!(fx.vote(&meta(t, &[("x", Timestamp::GENESIS)], &["x"], vec![])), Some(Vote::Commit));
-}
