@@ -14,9 +14,9 @@
 //! - Unprepared (this replica voted abort, or logged an ST2 without preparing): the record
 //!   goes, unless it carries a logged ST2 decision (the fallback may still need it) or
 //!   prepared transactions wait on it; it holds no key state. Forgetting an abort vote is
-//!   safe: if the transaction committed anyway, the replicas that voted commit (at least
-//!   f+1 correct in any commit quorum) keep it prepared until its writeback, which is what
-//!   Alg. 1 relies on to abort conflicting transactions.
+//!   safe: if the transaction committed anyway, the replicas that voted commit keep it
+//!   prepared until its writeback, and any commit quorum of a conflicting transaction
+//!   overlaps them in a correct replica, which votes abort (Basil's safety argument).
 //! - Prepared: kept until decided. Its prepared versions stay visible (a reader above the
 //!   watermark may depend on them and finish it through the fallback), and its fate may
 //!   still arrive from its client or a fallback leader. Such records are bounded only by how
