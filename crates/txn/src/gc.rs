@@ -11,9 +11,12 @@
 //!   versions were all collapsed away loses its record; the writer of a kept version keeps
 //!   its record, because a read returns that writer's metadata and commit certificate.
 //! - Aborted: the record goes (abort already removed its versions and readers).
-//! - Unprepared (this replica voted abort, or only saw ST2): the record goes, unless it
-//!   carries a logged ST2 decision (the fallback may still need it) or prepared
-//!   transactions wait on it; it holds no key state.
+//! - Unprepared (this replica voted abort, or logged an ST2 without preparing): the record
+//!   goes, unless it carries a logged ST2 decision (the fallback may still need it) or
+//!   prepared transactions wait on it; it holds no key state. Forgetting an abort vote is
+//!   safe: if the transaction committed anyway, the replicas that voted commit keep it
+//!   prepared until its writeback, and any commit quorum of a conflicting transaction
+//!   overlaps them in a correct replica, which votes abort (Basil's safety argument).
 //! - Prepared: kept until decided. Its prepared versions stay visible (a reader above the
 //!   watermark may depend on them and finish it through the fallback), and its fate may
 //!   still arrive from its client or a fallback leader. Such records are bounded only by how
@@ -27,6 +30,18 @@
 //! before (a kept decided record answers with its certificate). A dependency on a forgotten
 //! transaction makes a new ST1 vote abort (Alg. 1 line 3): the dependency was aborted, or
 //! committed and overwritten below the watermark, so the reader missed a newer write anyway.
+//! A decided transaction's own client learns the outcome long before the watermark passes
+//! it; a client whose transaction is older than the watermark gives up on it
+//! (`TxnError::TooOld`, or a local abort at commit) rather than wait for refused replies.
+//!
+//! Limits. A replica that missed a writeback for longer than `max_txn_age_us` (partitioned,
+//! or it voted abort and forgot) refuses it and stays behind on those keys until they are
+//! written again: catching up needs state transfer, not late writebacks. A key deleted below
+//! the watermark keeps its deletion (and its writer's record): dropping it would let a late
+//! commit of an older, still-known transaction become the key's newest version again.
+//! Range reads are not refused below this watermark (the row store has its own, older one);
+//! their SS-VOTE may then omit collected writers, which only matters for a transaction too
+//! old to prepare.
 
 use crate::rejects::RejectReason;
 use crate::replica::{Replica, Status};

@@ -233,7 +233,7 @@ impl Replica {
         self.txns.get(writer)?.meta.write_of(key)?.value.clone()
     }
 
-    /// Metadata of every transaction this replica applied as committed.
+    /// Metadata of the committed transactions this replica still holds (see `gc.rs`).
     pub fn committed_txns(&self) -> impl Iterator<Item = &TxnMeta> {
         self.txns.values().filter(|r| matches!(r.status, Status::Committed(_))).map(|r| &*r.meta)
     }

@@ -441,3 +441,38 @@ fn a_client_gives_up_on_a_transaction_replicas_would_refuse() {
     assert!(!c.clients[0].take_outputs().iter().any(|(_, m)| matches!(m, Message::Prepare(_))));
     assert!(matches!(c.clients[0].poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Abort, .. })));
 }
+
+#[test]
+fn a_sql_statement_of_a_transaction_past_the_watermark_is_snapshot_too_old() {
+    let mut c = cluster(50_000);
+    let h = c.clients[0].begin(c.now);
+    c.now += 60_000;
+    c.clients[0].sql(c.now, h, "SELECT a FROM t", vec![]).expect("statement accepted");
+    match c.clients[0].poll_event() {
+        Some(CoordinatorEvent::SqlDone { result: Err(e), .. }) => assert_eq!(e.state, pistou_sql::SqlState::SnapshotTooOld, "{e:?}"),
+        other => panic!("expected an error at once, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_logged_decision_stays_and_a_late_commit_lands_below_the_newer_version() {
+    let mut fx = fixture();
+    // T was decided elsewhere; this replica only logged its ST2 (no ST1 seen).
+    let t = meta(1, &[], &["x"], vec![]);
+    let st2 = St2 { meta: t.clone(), decision: Decision::Commit, tallies: vec![fx.votes(&t, Vote::Commit, 4)], view: 0 };
+    let out = fx.send(Message::Decide(sign_client(ClientId(1), Some(&fx.client_key), st2)));
+    assert!(matches!(out.as_slice(), [Message::DecideReply(_)]), "{out:?}");
+    // A newer deletion of x commits.
+    let mut delete = meta(2, &[], &["x"], vec![]);
+    delete.write_set[0].value = None;
+    fx.commit(&delete);
+    fx.pass(2);
+    assert_eq!(fx.replica.footprint().undecided_below_watermark, 1, "T's logged decision is kept");
+    // T's certificate arrives late: applied, but x still reads as deleted.
+    assert!(matches!(fx.writeback(&t, Decision::Commit).as_slice(), [Message::WritebackAck { .. }]));
+    let out = fx.read("x", Timestamp { time: fx.now, client: ClientId(1), seq: 0 });
+    assert!(matches!(out.as_slice(), [Message::ReadReply { committed: Some(c), .. }] if c.writer == delete), "{out:?}");
+    fx.replica.tick(fx.now + 1);
+    let f = fx.replica.footprint();
+    assert_eq!((f.txn_records, f.committed_versions, f.undecided_below_watermark), (1, 1, 0), "{f:?}");
+}

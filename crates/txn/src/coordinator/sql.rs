@@ -215,7 +215,7 @@ impl Coordinator {
             return Ok(true);
         }
         let key = catalog_key(shard);
-        match self.get(now, h, &key).map_err(|e| sql_err(SqlState::InternalError, e.to_string()))? {
+        match self.get(now, h, &key).map_err(|e| read_err(e, SqlState::InternalError))? {
             GetStart::Pending => Ok(false),
             GetStart::Ready(value) => {
                 let version = self.txns.get(&h).and_then(|t| t.reads.get(&key)).map(|(v, _)| *v).unwrap_or(Timestamp::GENESIS);
@@ -292,7 +292,7 @@ impl Coordinator {
             };
             let key = row_key(&point.table, &pk).ok_or_else(|| sql_err(SqlState::ProgramLimitExceeded, "table name too long"))?;
             self.set_step(h, Step::Point { prepared: prepared.clone(), key: key.clone() });
-            return match self.get(now, h, &key).map_err(|e| sql_err(SqlState::ProgramLimitExceeded, e.to_string()))? {
+            return match self.get(now, h, &key).map_err(|e| read_err(e, SqlState::ProgramLimitExceeded))? {
                 GetStart::Pending => Ok(None),
                 GetStart::Ready(_) => self.sql_point_done(now, h, prepared, key),
             };
@@ -629,4 +629,11 @@ impl Coordinator {
             .map(|((predicate, active), table_version)| PredicateRead { predicate, table_version, active })
             .collect())
     }
+}
+
+/// A point read that could not start; a transaction past the replicas' GC watermark gets
+/// snapshot-too-old, as a range read would.
+fn read_err(e: TxnError, otherwise: SqlState) -> SqlError {
+    let state = if e == TxnError::TooOld { SqlState::SnapshotTooOld } else { otherwise };
+    sql_err(state, e.to_string())
 }
