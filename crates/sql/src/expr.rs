@@ -4,6 +4,7 @@
 use crate::error::{err, Result, SqlError, SqlState};
 use crate::types::{arith, cast_with, negate, sql_cmp, ArithOp, Row, SqlType, TypeLimits, Value};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -439,6 +440,18 @@ impl Expr {
         parts.into_iter().reduce(Expr::and).unwrap_or(Expr::Const(Value::Bool(true)))
     }
 
+    /// Evaluates over `row`, borrowing a column, parameter or constant instead of copying it
+    /// (comparisons and filters need no copy).
+    fn operand<'x>(&'x self, row: &'x [Value], env: &Env<'x>) -> Result<Cow<'x, Value>> {
+        Ok(match self {
+            Expr::Const(v) => Cow::Borrowed(v),
+            Expr::Column(i) => Cow::Borrowed(row_value(row, *i)?),
+            Expr::Outer(i) => Cow::Borrowed(row_value(env.outer, *i)?),
+            Expr::Param(i) => Cow::Borrowed(env.params.get(*i).ok_or_else(|| unbound("parameter"))?),
+            other => Cow::Owned(other.eval(row, env)?),
+        })
+    }
+
     /// Evaluates over `row` with placeholders taken from `env`.
     pub fn eval(&self, row: &[Value], env: &Env) -> Result<Value> {
         use Expr::*;
@@ -490,7 +503,7 @@ impl Expr {
                     _ => Value::Null,
                 }
             }
-            Cmp(op, a, b) => match sql_cmp(&a.eval(row, env)?, &b.eval(row, env)?)? {
+            Cmp(op, a, b) => match sql_cmp(&*a.operand(row, env)?, &*b.operand(row, env)?)? {
                 Some(o) => Value::Bool(op.holds(o)),
                 None => Value::Null,
             },
@@ -499,7 +512,7 @@ impl Expr {
                 (Value::Null, _) | (_, Value::Null) => Value::Null,
                 (l, r) => Value::Text(format!("{l}{r}")),
             },
-            IsNull { expr, negated } => Value::Bool(expr.eval(row, env)?.is_null() != *negated),
+            IsNull { expr, negated } => Value::Bool(expr.operand(row, env)?.is_null() != *negated),
             IsBool { expr, value, negated } => {
                 Value::Bool((expr.eval(row, env)?.truth()? == Some(*value)) != *negated)
             }

@@ -26,6 +26,17 @@ pub struct StoredRow {
     pub row: Row,
 }
 
+/// A visible row lent to a scan visitor: encoded primary key, version and column values.
+#[derive(Clone, Copy, Debug)]
+pub struct RowRef<'a> {
+    pub key: &'a [u8],
+    pub version: Version,
+    pub row: &'a [crate::types::Value],
+}
+
+/// Called on each row of a visiting scan; `Ok(false)` stops the scan.
+pub type Visitor<'v> = dyn FnMut(RowRef<'_>) -> Result<bool> + 'v;
+
 /// A range of encoded keys.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyRange {
@@ -119,6 +130,35 @@ pub trait Storage {
     /// Timestamp of the newest write to `table` with a timestamp below `at.ts` (Pesto's
     /// "table version", §6.1.3).
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp>;
+
+    /// The rows [`Storage::scan`] returns, lent one by one to `visit` in the same order
+    /// instead of copied (the engine's read path). The default copies through `scan`.
+    fn visit_scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize, visit: &mut Visitor<'_>) -> Result<()> {
+        for r in self.scan(table, range, at, limit)? {
+            if !visit(RowRef { key: &r.key, version: r.version, row: &r.row })? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows [`Storage::index_scan`] returns, lent to `visit` as in [`Storage::visit_scan`].
+    fn visit_index_scan(
+        &self,
+        table: &TableSchema,
+        index: &IndexSchema,
+        range: &KeyRange,
+        at: &ReadAt,
+        limit: usize,
+        visit: &mut Visitor<'_>,
+    ) -> Result<()> {
+        for r in self.index_scan(table, index, range, at, limit)? {
+            if !visit(RowRef { key: &r.key, version: r.version, row: &r.row })? {
+                break;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One buffered write.
@@ -294,26 +334,46 @@ impl MemStore {
     }
 }
 
-fn visible_row(key: &[u8], versions: &Versions, at: &ReadAt) -> Option<StoredRow> {
-    let (version, row) = at.select(versions)?;
-    Some(StoredRow { key: key.to_vec(), version: *version, row: row.clone()? })
+/// Collects a visiting scan's rows (the copying interface).
+fn collect_rows(scan: impl FnOnce(&mut Visitor<'_>) -> Result<()>) -> Result<Vec<StoredRow>> {
+    let mut out = Vec::new();
+    scan(&mut |r: RowRef<'_>| {
+        out.push(StoredRow { key: r.key.to_vec(), version: r.version, row: r.row.to_vec() });
+        Ok(true)
+    })?;
+    Ok(out)
 }
 
 impl Storage for MemStore {
     fn scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
-        if range.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mem = self.table(&table.name)?;
-        Ok(mem
-            .rows
-            .range::<Vec<u8>, _>((range.start.as_ref(), range.end.as_ref()))
-            .filter_map(|(key, versions)| visible_row(key, versions, at))
-            .take(limit)
-            .collect())
+        collect_rows(|visit| self.visit_scan(table, range, at, limit, visit))
     }
 
     fn index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
+        collect_rows(|visit| self.visit_index_scan(table, index, range, at, limit, visit))
+    }
+
+    fn visit_scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize, visit: &mut Visitor<'_>) -> Result<()> {
+        if range.is_empty() {
+            return Ok(());
+        }
+        let mem = self.table(&table.name)?;
+        let mut left = limit;
+        for (key, versions) in mem.rows.range::<Vec<u8>, _>((range.start.as_ref(), range.end.as_ref())) {
+            if left == 0 {
+                break;
+            }
+            if let Some((version, Some(row))) = at.select(versions) {
+                left -= 1;
+                if !visit(RowRef { key, version: *version, row })? {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn visit_index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize, visit: &mut Visitor<'_>) -> Result<()> {
         let mem = self.table(&table.name)?;
         let Some(entries) = mem.indexes.get(&index.name) else {
             return err(SqlState::UndefinedObject, format!("index \"{}\" does not exist", index.name));
@@ -324,27 +384,33 @@ impl Storage for MemStore {
         };
         // Each key's visible version is reported at the one index entry matching it, so the
         // output is already in (index key, primary key) order.
-        let mut out: Vec<StoredRow> = Vec::new();
+        let mut left = limit;
+        let mut visible_key = Vec::new();
         for (index_key, pk) in entries.range((start, Bound::Unbounded)) {
             let past_end = match &range.end {
                 Bound::Included(e) => index_key > e,
                 Bound::Excluded(e) => index_key >= e,
                 Bound::Unbounded => false,
             };
-            if past_end || out.len() >= limit {
+            if past_end || left == 0 {
                 break;
             }
             if !range.contains(index_key) {
                 continue;
             }
             let Some(versions) = mem.rows.get(pk) else { continue };
-            if let Some(row) = visible_row(pk, versions, at) {
-                if table.index_key(index, &row.row) == *index_key {
-                    out.push(row);
+            if let Some((version, Some(row))) = at.select(versions) {
+                visible_key.clear();
+                table.write_index_key(index, row, &mut visible_key);
+                if visible_key == *index_key {
+                    left -= 1;
+                    if !visit(RowRef { key: pk, version: *version, row })? {
+                        break;
+                    }
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp> {
