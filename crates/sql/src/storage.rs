@@ -200,7 +200,57 @@ impl WriteSet {
     }
 }
 
-type Versions = Vec<(Version, Option<Row>)>;
+type VersionedRow = (Version, Option<Row>);
+
+/// One key's versions, ascending by ts (`None` rows are deletions). A lone version is kept
+/// inline, so a scan reaches the row without first loading a separate version list.
+#[derive(Clone, Debug)]
+enum Versions {
+    One(VersionedRow),
+    Many(Vec<VersionedRow>),
+}
+
+impl Default for Versions {
+    fn default() -> Self {
+        Versions::Many(Vec::new())
+    }
+}
+
+impl Versions {
+    fn as_slice(&self) -> &[VersionedRow] {
+        match self {
+            Versions::One(v) => std::slice::from_ref(v),
+            Versions::Many(vs) => vs,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [VersionedRow] {
+        match self {
+            Versions::One(v) => std::slice::from_mut(v),
+            Versions::Many(vs) => vs,
+        }
+    }
+
+    fn insert(&mut self, version: VersionedRow) {
+        let at = self.as_slice().partition_point(|(v, _)| v.ts <= version.0.ts);
+        match std::mem::take(self) {
+            Versions::Many(vs) if vs.is_empty() => *self = Versions::One(version),
+            Versions::One(only) => *self = Versions::Many(if at == 0 { vec![version, only] } else { vec![only, version] }),
+            Versions::Many(mut vs) => {
+                vs.insert(at, version);
+                *self = Versions::Many(vs);
+            }
+        }
+    }
+
+    fn retain(&mut self, keep: impl Fn(&VersionedRow) -> bool) {
+        match self {
+            Versions::One(v) if !keep(v) => *self = Versions::default(),
+            Versions::One(_) => {}
+            Versions::Many(vs) => vs.retain(keep),
+        }
+    }
+}
 /// (index key, primary key) pairs of one index.
 type IndexEntries = BTreeSet<(Vec<u8>, Vec<u8>)>;
 
@@ -246,7 +296,7 @@ impl MemStore {
                 };
                 let mut entries = BTreeSet::new();
                 for (key, versions) in &mem.rows {
-                    for row in versions.iter().filter_map(|(_, r)| r.as_ref()) {
+                    for row in versions.as_slice().iter().filter_map(|(_, r)| r.as_ref()) {
                         entries.insert((schema.index_key(index, row), key.clone()));
                     }
                 }
@@ -261,7 +311,7 @@ impl MemStore {
                 if let Some(mem) = self.tables.get_mut(table) {
                     let default = column.default.clone().unwrap_or(crate::types::Value::Null);
                     for versions in mem.rows.values_mut() {
-                        for row in versions.iter_mut().filter_map(|(_, r)| r.as_mut()) {
+                        for row in versions.as_mut_slice().iter_mut().filter_map(|(_, r)| r.as_mut()) {
                             row.push(default.clone());
                         }
                     }
@@ -289,9 +339,12 @@ impl MemStore {
                     }
                     Write::Delete => None,
                 };
-                let versions = mem.rows.entry(key.clone()).or_default();
-                let at = versions.partition_point(|(v, _)| v.ts <= version.ts);
-                versions.insert(at, (version, row));
+                match mem.rows.get_mut(key) {
+                    Some(versions) => versions.insert((version, row)),
+                    None => {
+                        mem.rows.insert(key.clone(), Versions::One((version, row)));
+                    }
+                }
             }
         }
         Ok(())
@@ -322,7 +375,7 @@ impl MemStore {
     fn for_each_version(&mut self, mut f: impl FnMut(&mut Version)) {
         for mem in self.tables.values_mut() {
             for versions in mem.rows.values_mut() {
-                versions.iter_mut().for_each(|(v, _)| f(v));
+                versions.as_mut_slice().iter_mut().for_each(|(v, _)| f(v));
             }
         }
     }
@@ -363,7 +416,7 @@ impl Storage for MemStore {
             if left == 0 {
                 break;
             }
-            if let Some((version, Some(row))) = at.select(versions) {
+            if let Some((version, Some(row))) = at.select(versions.as_slice()) {
                 left -= 1;
                 if !visit(RowRef { key, version: *version, row })? {
                     break;
@@ -399,7 +452,7 @@ impl Storage for MemStore {
                 continue;
             }
             let Some(versions) = mem.rows.get(pk) else { continue };
-            if let Some((version, Some(row))) = at.select(versions) {
+            if let Some((version, Some(row))) = at.select(versions.as_slice()) {
                 visible_key.clear();
                 table.write_index_key(index, row, &mut visible_key);
                 if visible_key == *index_key {

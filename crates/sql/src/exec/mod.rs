@@ -11,11 +11,11 @@ use aggregate::{compare_rows, set_operation, Aggregator};
 use crate::catalog::{IndexSchema, TableSchema};
 use crate::error::{err, Result, SqlError, SqlState};
 use crate::expr::{CmpOp, Env, Expr, Predicate, SubqueryValue};
-use crate::keycode::{encode_key, encode_value, prefix_successor};
+use crate::keycode::{encode_value, prefix_successor};
 use crate::plan::*;
 use crate::report::{Access, ReadReport, ReadRow, ScanRead};
 use crate::storage::{KeyRange, ReadAt, RowRef, Storage, Write, WriteSet};
-use crate::types::{arith, as_decimal, equality_key, exact_cast, push_equality_key, to_column, total_cmp, ArithOp, Row, Value};
+use crate::types::{arith, as_decimal, equality_key, exact_cast, push_equality_key, sql_cmp, to_column, total_cmp, ArithOp, Row, Value};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -36,6 +36,63 @@ fn too_many_rows(max: usize) -> SqlError {
         SqlState::ProgramLimitExceeded,
         format!("statement produced more than {max} intermediate rows (raise Limits::max_rows)"),
     )
+}
+
+/// One conjunct of a scan filter, in evaluation order.
+enum Conjunct<'e> {
+    /// `column op value` (`column_first`) or `value op column`, compared in place.
+    Compare { column: usize, op: CmpOp, value: &'e Value, column_first: bool },
+    Other(&'e Expr),
+}
+
+/// A scan's filter prepared for its row loop: the conjuncts of its AND tree in evaluation
+/// order, comparisons of a column with a constant done without the expression walk. Same
+/// outcome and errors as [`Expr::passes`]: conjuncts run left to right and a FALSE one ends
+/// the evaluation; the row passes when all are TRUE.
+struct Filter<'e> {
+    conjuncts: Vec<Conjunct<'e>>,
+}
+
+impl<'e> Filter<'e> {
+    fn new(e: &'e Expr) -> Self {
+        fn flatten<'e>(e: &'e Expr, out: &mut Vec<Conjunct<'e>>) {
+            match e {
+                Expr::And(a, b) => {
+                    flatten(a, out);
+                    flatten(b, out);
+                }
+                Expr::Cmp(op, a, b) => out.push(match (&**a, &**b) {
+                    (Expr::Column(column), Expr::Const(value)) => Conjunct::Compare { column: *column, op: *op, value, column_first: true },
+                    (Expr::Const(value), Expr::Column(column)) => Conjunct::Compare { column: *column, op: *op, value, column_first: false },
+                    _ => Conjunct::Other(e),
+                }),
+                other => out.push(Conjunct::Other(other)),
+            }
+        }
+        let mut conjuncts = Vec::new();
+        flatten(e, &mut conjuncts);
+        Filter { conjuncts }
+    }
+
+    fn passes(&self, row: &[Value]) -> Result<bool> {
+        let mut all_true = true;
+        for c in &self.conjuncts {
+            let truth = match c {
+                Conjunct::Compare { column, op, value, column_first } => {
+                    let v = row.get(*column).ok_or_else(|| SqlError::new(SqlState::InternalError, "unbound column in expression"))?;
+                    let order = if *column_first { sql_cmp(v, value)? } else { sql_cmp(value, v)? };
+                    order.map(|o| op.holds(o))
+                }
+                Conjunct::Other(e) => e.truth_of(row, &Env::default())?,
+            };
+            match truth {
+                Some(false) => return Ok(false),
+                Some(true) => {}
+                None => all_true = false,
+            }
+        }
+        Ok(all_true)
+    }
 }
 
 /// A caller's own (pending or statement-local) row in a scan's range: its order key (index
@@ -100,13 +157,13 @@ impl Reader<'_> {
         };
         let layers: Vec<&BTreeMap<Vec<u8>, Write>> =
             [self.pending, local].iter().filter_map(|ws| ws.tables.get(&table.name)).filter(|l| !l.is_empty()).collect();
-        let closed = Env::default();
+        let filter = Filter::new(&predicate);
         let mut active = Vec::new();
         let mut seen = 0usize;
         let mut storage_hit = false;
         // An own row takes part only if it passes the filter, and is never an active row.
         let emit_own = |(_, key, row): OwnRow<'_>, sink: &mut Sink<'_>| -> Result<()> {
-            if predicate.passes(row, &closed)? {
+            if filter.passes(row)? {
                 sink(key, row)?;
             }
             Ok(())
@@ -135,7 +192,7 @@ impl Reader<'_> {
                             emit_own(o, sink)?;
                         }
                     }
-                    let pass = predicate.passes(r.row, &closed)?;
+                    let pass = filter.passes(r.row)?;
                     if pass || point {
                         active.push(ReadRow { key: r.key.to_vec(), version: r.version });
                     }
@@ -179,6 +236,7 @@ impl Reader<'_> {
             (Path::PrimaryKey, false) => Access::PkRange,
             (Path::Index(i), false) => Access::Index(table.indexes.get(*i).map(|x| x.name.clone()).unwrap_or_default()),
         };
+        drop(filter);
         reads.scans.push(ScanRead {
             access: access_kind,
             predicate: Predicate { table: table.name.clone(), expr: predicate },
@@ -203,20 +261,25 @@ impl Reader<'_> {
 /// An encoded range bound and whether it is inclusive.
 type EncodedBound = (Vec<u8>, bool);
 
-/// Encoded value of `e` as a key of column type `ty`; None when no key can equal it (NULL, or
-/// not exactly representable in the column type).
-fn key_value(e: &Expr, ty: Option<crate::types::SqlType>, env: &Env) -> Result<Option<Vec<u8>>> {
+/// Appends the encoded value of `e` as a key of column type `ty`; false when no key can
+/// equal it (NULL, or not exactly representable in the column type).
+fn push_key_value(out: &mut Vec<u8>, e: &Expr, ty: Option<crate::types::SqlType>, env: &Env) -> Result<bool> {
     let v = e.eval(&[], env)?;
-    Ok(ty.and_then(|t| exact_cast(&v, t)).filter(|v| !v.is_null()).map(|v| encode_key([&v])))
+    match ty.and_then(|t| exact_cast(&v, t)).filter(|v| !v.is_null()) {
+        Some(v) => {
+            encode_value(out, &v);
+            Ok(true)
+        }
+        None => Ok(false),
+    }
 }
 
 /// Encoded equality prefix of an access; None when no row can match.
 fn eq_prefix(table: &TableSchema, access: &KeyAccess, key_cols: &[usize], env: &Env) -> Result<Option<Vec<u8>>> {
     let mut prefix = Vec::new();
     for (e, col) in access.eq.iter().zip(key_cols) {
-        match key_value(e, table.columns.get(*col).map(|c| c.ty), env)? {
-            Some(k) => prefix.extend(k),
-            None => return Ok(None),
+        if !push_key_value(&mut prefix, e, table.columns.get(*col).map(|c| c.ty), env)? {
+            return Ok(None);
         }
     }
     Ok(Some(prefix))
@@ -232,9 +295,8 @@ fn key_ranges(table: &TableSchema, access: &KeyAccess, key_cols: &[usize], env: 
     let completes_key = access.path == Path::PrimaryKey && access.eq.len() + 1 == key_cols.len();
     let mut keys = BTreeSet::new();
     for e in &access.any_of {
-        if let Some(v) = key_value(e, ty, env)? {
-            let mut key = prefix.clone();
-            key.extend(v);
+        let mut key = prefix.clone();
+        if push_key_value(&mut key, e, ty, env)? {
             keys.insert(key);
         }
     }
