@@ -6,7 +6,7 @@ use crate::store::RowStore;
 use crate::table::Table;
 use pistou_core::Timestamp;
 use pistou_sql::error::Result;
-use pistou_sql::{IndexSchema, KeyRange, ReadAt, Row, SqlError, SqlState, Storage, StoredRow, TableSchema, Value};
+use pistou_sql::{IndexSchema, KeyRange, ReadAt, Row, RowRef, SqlError, SqlState, Storage, StoredRow, TableSchema, Value, Visitor};
 use std::ops::Bound;
 
 impl RowStore {
@@ -41,15 +41,28 @@ fn visible<'c>(chain: &'c Chain, at: &ReadAt) -> Option<(&'c StoredVersion, &'c 
     Some((version, version.row.as_deref()?))
 }
 
-/// The one copy a read makes: the stored row, padded to the reader's schema (stored rows are
+/// Lends the stored row to `visit`, padded to the reader's schema if needed (stored rows are
 /// padded at ADD COLUMN already; this covers a reader whose schema is newer than the store's).
-fn owned_row(schema: &TableSchema, key: &[u8], version: &StoredVersion, row: &Row) -> StoredRow {
-    let mut values = Vec::with_capacity(schema.columns.len().max(row.len()));
-    values.extend_from_slice(row);
-    if let Some(missing) = schema.columns.get(row.len()..) {
-        values.extend(missing.iter().map(|c| c.default.clone().unwrap_or(Value::Null)));
+fn lend(schema: &TableSchema, key: &[u8], version: &StoredVersion, row: &Row, visit: &mut Visitor<'_>) -> Result<bool> {
+    let version = version.sql_version();
+    match schema.columns.get(row.len()..).filter(|missing| !missing.is_empty()) {
+        None => visit(RowRef { key, version, row }),
+        Some(missing) => {
+            let mut padded = row.clone();
+            padded.extend(missing.iter().map(|c| c.default.clone().unwrap_or(Value::Null)));
+            visit(RowRef { key, version, row: &padded })
+        }
     }
-    StoredRow { key: key.to_vec(), version: version.sql_version(), row: values }
+}
+
+/// Collects a visiting scan's rows (the copying interface).
+fn collect_rows(scan: impl FnOnce(&mut Visitor<'_>) -> Result<()>) -> Result<Vec<StoredRow>> {
+    let mut out = Vec::new();
+    scan(&mut |r: RowRef<'_>| {
+        out.push(StoredRow { key: r.key.to_vec(), version: r.version, row: r.row.to_vec() });
+        Ok(true)
+    })?;
+    Ok(out)
 }
 
 fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
@@ -62,52 +75,69 @@ fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 
 impl Storage for RowStore {
     fn scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
+        collect_rows(|visit| self.visit_scan(table, range, at, limit, visit))
+    }
+
+    fn index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
+        collect_rows(|visit| self.visit_index_scan(table, index, range, at, limit, visit))
+    }
+
+    fn visit_scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize, visit: &mut Visitor<'_>) -> Result<()> {
         self.check_watermark(at)?;
         let t = self.sql_table(&table.name)?;
         // `BTreeMap::range` panics on inverted ranges; `is_empty` covers every such case.
         if range.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let bounds = (as_slice(&range.start), as_slice(&range.end));
-        let mut out = Vec::new();
+        let mut left = limit;
         for (key, chain) in t.rows.range::<[u8], _>(bounds) {
-            if out.len() >= limit {
+            if left == 0 {
                 break;
             }
             readable(chain, at)?;
             if let Some((v, row)) = visible(chain, at) {
-                out.push(owned_row(table, key, v, row));
+                left -= 1;
+                if !lend(table, key, v, row, visit)? {
+                    break;
+                }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
-    fn index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
+    fn visit_index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize, visit: &mut Visitor<'_>) -> Result<()> {
         self.check_watermark(at)?;
         let t = self.sql_table(&table.name)?;
         let Some(entries) = t.index(&index.name) else {
             return Err(SqlError::new(SqlState::UndefinedObject, format!("index \"{}\" does not exist", index.name)));
         };
         if range.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         // An entry may belong to any version of its key; the row is reported only at the
         // entry matching its visible version, so each key appears at most once and the output
         // is in (index key, primary key) order.
-        let mut out = Vec::new();
+        let mut left = limit;
+        let mut visible_key = Vec::new();
         for (index_key, pk) in entries.range(range) {
-            if out.len() >= limit {
+            if left == 0 {
                 break;
             }
             let Some(chain) = t.rows.get(pk) else { continue };
             readable(chain, at)?;
             if let Some((version, row)) = visible(chain, at) {
-                if table.index_key(index, row) == index_key {
-                    out.push(owned_row(table, pk, version, row));
+                visible_key.clear();
+                table.write_index_key(index, row, &mut visible_key);
+                if visible_key == index_key {
+                    left -= 1;
+                    if !lend(table, pk, version, row, visit)? {
+                        break;
+                    }
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp> {

@@ -48,7 +48,16 @@ impl TableSchema {
 
     /// Encoded index key (indexed columns only, without the primary key) of a full row.
     pub fn index_key(&self, index: &IndexSchema, row: &[Value]) -> Vec<u8> {
-        encode_key(index.columns.iter().filter_map(|&i| row.get(i)))
+        let mut out = Vec::new();
+        self.write_index_key(index, row, &mut out);
+        out
+    }
+
+    /// Appends the encoded index key of `row` to `out` (reusing a buffer across rows).
+    pub fn write_index_key(&self, index: &IndexSchema, row: &[Value], out: &mut Vec<u8>) {
+        for v in index.columns.iter().filter_map(|&i| row.get(i)) {
+            crate::keycode::encode_value(out, v);
+        }
     }
 
     pub fn index(&self, name: &str) -> Option<&IndexSchema> {

@@ -132,6 +132,9 @@ impl Prepared {
 /// Pads the values of `CHAR(n)` result columns to n characters: stored without trailing
 /// blanks, they are shown as PostgreSQL shows them.
 fn pad_chars(mut rows: Vec<Row>, types: &[Option<SqlType>], limits: &[TypeLimits]) -> Vec<Row> {
+    if !types.contains(&Some(SqlType::Char)) {
+        return rows;
+    }
     let widths: Vec<Option<usize>> = types
         .iter()
         .zip(limits)

@@ -4,6 +4,7 @@
 use crate::error::{err, Result, SqlError, SqlState};
 use crate::types::{arith, cast_with, negate, sql_cmp, ArithOp, Row, SqlType, TypeLimits, Value};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -18,7 +19,7 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
-    fn holds(self, o: Ordering) -> bool {
+    pub(crate) fn holds(self, o: Ordering) -> bool {
         match self {
             CmpOp::Eq => o == Ordering::Equal,
             CmpOp::NotEq => o != Ordering::Equal,
@@ -439,8 +440,31 @@ impl Expr {
         parts.into_iter().reduce(Expr::and).unwrap_or(Expr::Const(Value::Bool(true)))
     }
 
+    /// Evaluates over `row`, borrowing a column, parameter or constant instead of copying it
+    /// (comparisons and filters need no copy).
+    fn operand<'x>(&'x self, row: &'x [Value], env: &Env<'x>) -> Result<Cow<'x, Value>> {
+        Ok(match self {
+            Expr::Const(v) => Cow::Borrowed(v),
+            Expr::Column(i) => Cow::Borrowed(row_value(row, *i)?),
+            Expr::Outer(i) => Cow::Borrowed(row_value(env.outer, *i)?),
+            Expr::Param(i) => Cow::Borrowed(env.params.get(*i).ok_or_else(|| unbound("parameter"))?),
+            other => Cow::Owned(other.eval(row, env)?),
+        })
+    }
+
     /// Evaluates over `row` with placeholders taken from `env`.
     pub fn eval(&self, row: &[Value], env: &Env) -> Result<Value> {
+        // Leaves (most evaluations) stay out of the large frame of the general case.
+        match self {
+            Expr::Const(v) => Ok(v.clone()),
+            Expr::Column(i) => Ok(row_value(row, *i)?.clone()),
+            Expr::Param(i) => Ok(env.params.get(*i).ok_or_else(|| unbound("parameter"))?.clone()),
+            _ => self.eval_node(row, env),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_node(&self, row: &[Value], env: &Env) -> Result<Value> {
         use Expr::*;
         Ok(match self {
             Const(v) => v.clone(),
@@ -468,30 +492,8 @@ impl Expr {
                 None => Value::Null,
             },
             Neg(e) => negate(&e.eval(row, env)?)?,
-            And(a, b) => {
-                let l = a.eval(row, env)?.truth()?;
-                if l == Some(false) {
-                    return Ok(Value::Bool(false));
-                }
-                match (l, b.eval(row, env)?.truth()?) {
-                    (_, Some(false)) => Value::Bool(false),
-                    (Some(true), Some(true)) => Value::Bool(true),
-                    _ => Value::Null,
-                }
-            }
-            Or(a, b) => {
-                let l = a.eval(row, env)?.truth()?;
-                if l == Some(true) {
-                    return Ok(Value::Bool(true));
-                }
-                match (l, b.eval(row, env)?.truth()?) {
-                    (_, Some(true)) => Value::Bool(true),
-                    (Some(false), Some(false)) => Value::Bool(false),
-                    _ => Value::Null,
-                }
-            }
-            Cmp(op, a, b) => match sql_cmp(&a.eval(row, env)?, &b.eval(row, env)?)? {
-                Some(o) => Value::Bool(op.holds(o)),
+            And(..) | Or(..) | Cmp(..) => match self.truth_of(row, env)? {
+                Some(b) => Value::Bool(b),
                 None => Value::Null,
             },
             Arith(op, a, b) => arith(*op, &a.eval(row, env)?, &b.eval(row, env)?)?,
@@ -499,7 +501,7 @@ impl Expr {
                 (Value::Null, _) | (_, Value::Null) => Value::Null,
                 (l, r) => Value::Text(format!("{l}{r}")),
             },
-            IsNull { expr, negated } => Value::Bool(expr.eval(row, env)?.is_null() != *negated),
+            IsNull { expr, negated } => Value::Bool(expr.operand(row, env)?.is_null() != *negated),
             IsBool { expr, value, negated } => {
                 Value::Bool((expr.eval(row, env)?.truth()? == Some(*value)) != *negated)
             }
@@ -562,7 +564,39 @@ impl Expr {
 
     /// Evaluates as a filter: only TRUE passes.
     pub fn passes(&self, row: &[Value], env: &Env) -> Result<bool> {
-        Ok(self.eval(row, env)?.truth()? == Some(true))
+        Ok(self.truth_of(row, env)? == Some(true))
+    }
+
+    /// Three-valued truth of a boolean expression; AND, OR and comparisons (what filters are
+    /// made of) are decided here without building intermediate values.
+    pub(crate) fn truth_of(&self, row: &[Value], env: &Env) -> Result<Option<bool>> {
+        match self {
+            Expr::And(a, b) => {
+                let l = a.truth_of(row, env)?;
+                if l == Some(false) {
+                    return Ok(Some(false));
+                }
+                Ok(match (l, b.truth_of(row, env)?) {
+                    (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                })
+            }
+            Expr::Or(a, b) => {
+                let l = a.truth_of(row, env)?;
+                if l == Some(true) {
+                    return Ok(Some(true));
+                }
+                Ok(match (l, b.truth_of(row, env)?) {
+                    (_, Some(true)) => Some(true),
+                    (Some(false), Some(false)) => Some(false),
+                    _ => None,
+                })
+            }
+            Expr::Cmp(op, a, b) => Ok(sql_cmp(&*a.operand(row, env)?, &*b.operand(row, env)?)?.map(|o| op.holds(o))),
+            Expr::Const(Value::Bool(b)) => Ok(Some(*b)),
+            other => other.eval(row, env)?.truth(),
+        }
     }
 
     /// Replaces every placeholder by its value, giving a closed expression over columns and

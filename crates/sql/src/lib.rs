@@ -34,5 +34,5 @@ pub use expr::{Expr, Predicate};
 pub use plan::TxnControl;
 pub use predicate_wire::WirePredicate;
 pub use report::{Access, ReadReport, ReadRow, ScanRead};
-pub use storage::{KeyRange, MemStore, ReadAt, Storage, StoredRow, Timestamp, TxnId, Version, Write, WriteSet};
+pub use storage::{KeyRange, MemStore, ReadAt, RowRef, Storage, StoredRow, Timestamp, TxnId, Version, Visitor, Write, WriteSet};
 pub use types::{Row, SqlType, Value};

@@ -26,6 +26,17 @@ pub struct StoredRow {
     pub row: Row,
 }
 
+/// A visible row lent to a scan visitor: encoded primary key, version and column values.
+#[derive(Clone, Copy, Debug)]
+pub struct RowRef<'a> {
+    pub key: &'a [u8],
+    pub version: Version,
+    pub row: &'a [crate::types::Value],
+}
+
+/// Called on each row of a visiting scan; `Ok(false)` stops the scan.
+pub type Visitor<'v> = dyn FnMut(RowRef<'_>) -> Result<bool> + 'v;
+
 /// A range of encoded keys.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyRange {
@@ -119,6 +130,35 @@ pub trait Storage {
     /// Timestamp of the newest write to `table` with a timestamp below `at.ts` (Pesto's
     /// "table version", §6.1.3).
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp>;
+
+    /// The rows [`Storage::scan`] returns, lent one by one to `visit` in the same order
+    /// instead of copied (the engine's read path). The default copies through `scan`.
+    fn visit_scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize, visit: &mut Visitor<'_>) -> Result<()> {
+        for r in self.scan(table, range, at, limit)? {
+            if !visit(RowRef { key: &r.key, version: r.version, row: &r.row })? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows [`Storage::index_scan`] returns, lent to `visit` as in [`Storage::visit_scan`].
+    fn visit_index_scan(
+        &self,
+        table: &TableSchema,
+        index: &IndexSchema,
+        range: &KeyRange,
+        at: &ReadAt,
+        limit: usize,
+        visit: &mut Visitor<'_>,
+    ) -> Result<()> {
+        for r in self.index_scan(table, index, range, at, limit)? {
+            if !visit(RowRef { key: &r.key, version: r.version, row: &r.row })? {
+                break;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One buffered write.
@@ -160,7 +200,57 @@ impl WriteSet {
     }
 }
 
-type Versions = Vec<(Version, Option<Row>)>;
+type VersionedRow = (Version, Option<Row>);
+
+/// One key's versions, ascending by ts (`None` rows are deletions). A lone version is kept
+/// inline, so a scan reaches the row without first loading a separate version list.
+#[derive(Clone, Debug)]
+enum Versions {
+    One(VersionedRow),
+    Many(Vec<VersionedRow>),
+}
+
+impl Default for Versions {
+    fn default() -> Self {
+        Versions::Many(Vec::new())
+    }
+}
+
+impl Versions {
+    fn as_slice(&self) -> &[VersionedRow] {
+        match self {
+            Versions::One(v) => std::slice::from_ref(v),
+            Versions::Many(vs) => vs,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [VersionedRow] {
+        match self {
+            Versions::One(v) => std::slice::from_mut(v),
+            Versions::Many(vs) => vs,
+        }
+    }
+
+    fn insert(&mut self, version: VersionedRow) {
+        let at = self.as_slice().partition_point(|(v, _)| v.ts <= version.0.ts);
+        match std::mem::take(self) {
+            Versions::Many(vs) if vs.is_empty() => *self = Versions::One(version),
+            Versions::One(only) => *self = Versions::Many(if at == 0 { vec![version, only] } else { vec![only, version] }),
+            Versions::Many(mut vs) => {
+                vs.insert(at, version);
+                *self = Versions::Many(vs);
+            }
+        }
+    }
+
+    fn retain(&mut self, keep: impl Fn(&VersionedRow) -> bool) {
+        match self {
+            Versions::One(v) if !keep(v) => *self = Versions::default(),
+            Versions::One(_) => {}
+            Versions::Many(vs) => vs.retain(keep),
+        }
+    }
+}
 /// (index key, primary key) pairs of one index.
 type IndexEntries = BTreeSet<(Vec<u8>, Vec<u8>)>;
 
@@ -206,7 +296,7 @@ impl MemStore {
                 };
                 let mut entries = BTreeSet::new();
                 for (key, versions) in &mem.rows {
-                    for row in versions.iter().filter_map(|(_, r)| r.as_ref()) {
+                    for row in versions.as_slice().iter().filter_map(|(_, r)| r.as_ref()) {
                         entries.insert((schema.index_key(index, row), key.clone()));
                     }
                 }
@@ -221,7 +311,7 @@ impl MemStore {
                 if let Some(mem) = self.tables.get_mut(table) {
                     let default = column.default.clone().unwrap_or(crate::types::Value::Null);
                     for versions in mem.rows.values_mut() {
-                        for row in versions.iter_mut().filter_map(|(_, r)| r.as_mut()) {
+                        for row in versions.as_mut_slice().iter_mut().filter_map(|(_, r)| r.as_mut()) {
                             row.push(default.clone());
                         }
                     }
@@ -249,9 +339,12 @@ impl MemStore {
                     }
                     Write::Delete => None,
                 };
-                let versions = mem.rows.entry(key.clone()).or_default();
-                let at = versions.partition_point(|(v, _)| v.ts <= version.ts);
-                versions.insert(at, (version, row));
+                match mem.rows.get_mut(key) {
+                    Some(versions) => versions.insert((version, row)),
+                    None => {
+                        mem.rows.insert(key.clone(), Versions::One((version, row)));
+                    }
+                }
             }
         }
         Ok(())
@@ -282,7 +375,7 @@ impl MemStore {
     fn for_each_version(&mut self, mut f: impl FnMut(&mut Version)) {
         for mem in self.tables.values_mut() {
             for versions in mem.rows.values_mut() {
-                versions.iter_mut().for_each(|(v, _)| f(v));
+                versions.as_mut_slice().iter_mut().for_each(|(v, _)| f(v));
             }
         }
     }
@@ -294,26 +387,46 @@ impl MemStore {
     }
 }
 
-fn visible_row(key: &[u8], versions: &Versions, at: &ReadAt) -> Option<StoredRow> {
-    let (version, row) = at.select(versions)?;
-    Some(StoredRow { key: key.to_vec(), version: *version, row: row.clone()? })
+/// Collects a visiting scan's rows (the copying interface).
+fn collect_rows(scan: impl FnOnce(&mut Visitor<'_>) -> Result<()>) -> Result<Vec<StoredRow>> {
+    let mut out = Vec::new();
+    scan(&mut |r: RowRef<'_>| {
+        out.push(StoredRow { key: r.key.to_vec(), version: r.version, row: r.row.to_vec() });
+        Ok(true)
+    })?;
+    Ok(out)
 }
 
 impl Storage for MemStore {
     fn scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
-        if range.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mem = self.table(&table.name)?;
-        Ok(mem
-            .rows
-            .range::<Vec<u8>, _>((range.start.as_ref(), range.end.as_ref()))
-            .filter_map(|(key, versions)| visible_row(key, versions, at))
-            .take(limit)
-            .collect())
+        collect_rows(|visit| self.visit_scan(table, range, at, limit, visit))
     }
 
     fn index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
+        collect_rows(|visit| self.visit_index_scan(table, index, range, at, limit, visit))
+    }
+
+    fn visit_scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize, visit: &mut Visitor<'_>) -> Result<()> {
+        if range.is_empty() {
+            return Ok(());
+        }
+        let mem = self.table(&table.name)?;
+        let mut left = limit;
+        for (key, versions) in mem.rows.range::<Vec<u8>, _>((range.start.as_ref(), range.end.as_ref())) {
+            if left == 0 {
+                break;
+            }
+            if let Some((version, Some(row))) = at.select(versions.as_slice()) {
+                left -= 1;
+                if !visit(RowRef { key, version: *version, row })? {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn visit_index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize, visit: &mut Visitor<'_>) -> Result<()> {
         let mem = self.table(&table.name)?;
         let Some(entries) = mem.indexes.get(&index.name) else {
             return err(SqlState::UndefinedObject, format!("index \"{}\" does not exist", index.name));
@@ -324,27 +437,33 @@ impl Storage for MemStore {
         };
         // Each key's visible version is reported at the one index entry matching it, so the
         // output is already in (index key, primary key) order.
-        let mut out: Vec<StoredRow> = Vec::new();
+        let mut left = limit;
+        let mut visible_key = Vec::new();
         for (index_key, pk) in entries.range((start, Bound::Unbounded)) {
             let past_end = match &range.end {
                 Bound::Included(e) => index_key > e,
                 Bound::Excluded(e) => index_key >= e,
                 Bound::Unbounded => false,
             };
-            if past_end || out.len() >= limit {
+            if past_end || left == 0 {
                 break;
             }
             if !range.contains(index_key) {
                 continue;
             }
             let Some(versions) = mem.rows.get(pk) else { continue };
-            if let Some(row) = visible_row(pk, versions, at) {
-                if table.index_key(index, &row.row) == *index_key {
-                    out.push(row);
+            if let Some((version, Some(row))) = at.select(versions.as_slice()) {
+                visible_key.clear();
+                table.write_index_key(index, row, &mut visible_key);
+                if visible_key == *index_key {
+                    left -= 1;
+                    if !visit(RowRef { key: pk, version: *version, row })? {
+                        break;
+                    }
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp> {

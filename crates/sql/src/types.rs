@@ -278,6 +278,9 @@ pub(crate) fn equality_key<'a>(values: impl IntoIterator<Item = &'a Value>) -> V
 
 /// SQL comparison: None if either side is NULL, an error if the types are not comparable.
 pub fn sql_cmp(a: &Value, b: &Value) -> Result<Option<Ordering>> {
+    if let (Value::Int(x), Value::Int(y)) = (a, b) {
+        return Ok(Some(x.cmp(y)));
+    }
     if a.is_null() || b.is_null() {
         return Ok(None);
     }

@@ -470,6 +470,7 @@ impl Binder<'_> {
             let filter = (!where_conjuncts.is_empty()).then(|| Expr::conjunction(where_conjuncts));
             return Ok((FromPlan { first: None, joins: Vec::new() }, filter));
         }
+        let where_conjuncts = with_implied_equalities(&items, where_conjuncts);
         let table_of = |col: usize| items.iter().rposition(|i| i.offset <= col).unwrap_or(0);
         let tables_of = |e: &Expr| {
             let mut set = BTreeSet::new();
@@ -574,5 +575,55 @@ impl Binder<'_> {
         }
         let filter = (!residual.is_empty()).then(|| Expr::conjunction(residual));
         Ok((FromPlan { first: Some(first), joins }, filter))
+    }
+}
+
+/// Adds `a = v` for WHERE (or inner join ON) conjuncts `a = b` and `b = v` (v without columns or subqueries)
+/// when columns a and b of stored, inner-joined tables have the same declared type, so that
+/// the scan of a's table can use v as a key value (`c_w_id = w_id AND w_id = $1` lets the
+/// scan of c look up `c_w_id = $1`). Same-typed SQL equality is transitive, and the added
+/// conjunct is implied by the others, so results do not change.
+fn with_implied_equalities(items: &[FromItem], mut conjuncts: Vec<Expr>) -> Vec<Expr> {
+    let column_type = |c: usize| {
+        let item = items.iter().rev().find(|i| i.offset <= c)?;
+        if item.kind != JoinKind::Inner || item.derived.is_some() {
+            return None;
+        }
+        item.table.columns.get(c - item.offset).map(|col| col.ty)
+    };
+    let is_value = |e: &Expr| {
+        let mut ids = Vec::new();
+        subquery_ids(e, &mut ids);
+        ids.is_empty() && !e.any(&|n| matches!(n, Expr::Column(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. }))
+    };
+    let mut known: Vec<(usize, Expr)> = Vec::new();
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let inner_on = items.iter().filter(|i| i.kind == JoinKind::Inner).flat_map(|i| &i.on);
+    for c in conjuncts.iter().chain(inner_on) {
+        let Expr::Cmp(CmpOp::Eq, a, b) = c else { continue };
+        match (&**a, &**b) {
+            (Expr::Column(x), Expr::Column(y)) if x != y && column_type(*x).is_some() && column_type(*x) == column_type(*y) => pairs.push((*x, *y)),
+            (Expr::Column(x), v) | (v, Expr::Column(x)) if is_value(v) && !known.iter().any(|(k, _)| k == x) => known.push((*x, v.clone())),
+            _ => {}
+        }
+    }
+    // Each round fixes at least one more column, so this ends after at most `pairs` rounds.
+    loop {
+        let mut added = false;
+        for &(x, y) in &pairs {
+            for (from, to) in [(x, y), (y, x)] {
+                if known.iter().any(|(k, _)| *k == to) {
+                    continue;
+                }
+                if let Some(v) = known.iter().find(|(k, _)| *k == from).map(|(_, v)| v.clone()) {
+                    conjuncts.push(Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(to)), Box::new(v.clone())));
+                    known.push((to, v));
+                    added = true;
+                }
+            }
+        }
+        if !added {
+            return conjuncts;
+        }
     }
 }

@@ -75,71 +75,128 @@ pub(super) fn set_operation(op: SetOp, all: bool, left: Vec<Row>, right: Vec<Row
     })
 }
 
+/// Running sum of one aggregate call in one group.
+enum Sum {
+    Empty,
+    /// sum(bigint) while every value is an integer: exact in i128, numeric at the end.
+    Wide(i128),
+    Value(Value),
+    /// The first error adding a value; reported when the aggregate finishes, as if the sum
+    /// were computed there.
+    Failed(SqlError),
+}
+
+/// Running state of one aggregate call in one group.
+struct Acc {
+    /// Non-NULL (and, for DISTINCT, distinct) values accepted.
+    count: usize,
+    seen: Option<BTreeSet<Vec<u8>>>,
+    sum: Sum,
+    /// min/max so far.
+    best: Option<Value>,
+}
+
 /// Accumulated state of one group.
 struct Group {
     keys: Row,
     rows: usize,
-    values: Vec<Vec<Value>>,
-    seen: Vec<BTreeSet<Vec<u8>>>,
+    accs: Vec<Acc>,
 }
 
-impl Exec<'_> {
-    /// Groups rows and computes aggregates; output rows are `[group keys..., aggregates...]`,
-    /// ordered by the groups' equality keys (deterministic; equal numbers of different types
-    /// form one group). Group keys and arguments may run correlated subqueries.
-    pub(super) fn aggregate(&mut self, rows: Vec<Row>, agg: &AggPlan) -> Result<Vec<Row>> {
-        let new_group = |keys: Row| Group {
-            keys,
-            rows: 0,
-            values: agg.calls.iter().map(|_| Vec::new()).collect(),
-            seen: agg.calls.iter().map(|_| BTreeSet::new()).collect(),
-        };
-        // Groups in first-seen order plus an index by key; output is by key order.
-        let mut groups: Vec<Group> = Vec::new();
-        let mut by_key: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
-        if agg.group_by.is_empty() {
-            groups.push(new_group(Vec::new()));
-            by_key.insert(Vec::new(), 0);
+/// Groups rows and folds their aggregates one row at a time; output rows are
+/// `[group keys..., aggregates...]`, ordered by the groups' equality keys (deterministic;
+/// equal numbers of different types form one group).
+pub(super) struct Aggregator<'p> {
+    plan: &'p AggPlan,
+    /// Groups in first-seen order, and their index by key.
+    groups: Vec<Group>,
+    by_key: BTreeMap<Vec<u8>, usize>,
+    key_buf: Vec<u8>,
+}
+
+impl<'p> Aggregator<'p> {
+    pub fn new(plan: &'p AggPlan) -> Self {
+        let mut agg = Aggregator { plan, groups: Vec::new(), by_key: BTreeMap::new(), key_buf: Vec::new() };
+        if plan.group_by.is_empty() {
+            agg.slot(&[]);
         }
-        for row in &rows {
-            let slot = if agg.group_by.is_empty() {
-                0
-            } else {
-                let keys: Row = self.project_row(&agg.group_by, row)?;
-                let next = groups.len();
-                let slot = *by_key.entry(equality_key(keys.iter())).or_insert(next);
-                if slot == next {
-                    groups.push(new_group(keys));
-                }
+        agg
+    }
+
+    /// Starts a row of the group of `keys`; returns the group's slot for `add`.
+    pub fn row(&mut self, keys: &[Value]) -> usize {
+        let slot = self.slot(keys);
+        if let Some(g) = self.groups.get_mut(slot) {
+            g.rows += 1;
+        }
+        slot
+    }
+
+    /// The group of `keys`, created on first sight.
+    fn slot(&mut self, keys: &[Value]) -> usize {
+        self.key_buf.clear();
+        for v in keys {
+            push_equality_key(&mut self.key_buf, v);
+        }
+        let slot = match self.by_key.get(&self.key_buf) {
+            Some(slot) => *slot,
+            None => {
+                let slot = self.groups.len();
+                let accs = self
+                    .plan
+                    .calls
+                    .iter()
+                    .map(|c| Acc { count: 0, seen: c.distinct.then(BTreeSet::new), sum: Sum::Empty, best: None })
+                    .collect();
+                self.groups.push(Group { keys: keys.to_vec(), rows: 0, accs });
+                self.by_key.insert(self.key_buf.clone(), slot);
                 slot
-            };
-            let mut args = Vec::with_capacity(agg.calls.len());
-            for call in &agg.calls {
-                args.push(match &call.arg {
-                    Some(arg) => Some(self.eval_row(arg, row)?),
-                    None => None,
-                });
             }
-            let Some(group) = groups.get_mut(slot) else { continue };
-            group.rows += 1;
-            for (i, (call, v)) in agg.calls.iter().zip(args).enumerate() {
-                let Some(v) = v.filter(|v| !v.is_null()) else { continue };
-                if call.distinct && !group.seen.get_mut(i).is_some_and(|s| s.insert(equality_key([&v]))) {
-                    continue;
+        };
+        slot
+    }
+
+    /// Folds the value of call `call` for a row of group `slot`.
+    pub fn add(&mut self, slot: usize, call: usize, v: Value) {
+        let (Some(c), Some(acc)) = (self.plan.calls.get(call), self.groups.get_mut(slot).and_then(|g| g.accs.get_mut(call))) else {
+            return;
+        };
+        if v.is_null() {
+            return;
+        }
+        if let Some(seen) = &mut acc.seen {
+            if !seen.insert(equality_key([&v])) {
+                return;
+            }
+        }
+        acc.count += 1;
+        match c.func {
+            AggFunc::CountStar | AggFunc::Count => {}
+            AggFunc::Sum | AggFunc::Avg => add_to_sum(&mut acc.sum, c, v),
+            // min_by keeps the first of equal values, max_by the last.
+            AggFunc::Min => {
+                if acc.best.as_ref().is_none_or(|b| total_cmp(&v, b) == Ordering::Less) {
+                    acc.best = Some(v);
                 }
-                if let Some(values) = group.values.get_mut(i) {
-                    values.push(v);
+            }
+            AggFunc::Max => {
+                if acc.best.as_ref().is_none_or(|b| total_cmp(&v, b) != Ordering::Less) {
+                    acc.best = Some(v);
                 }
             }
         }
-        let mut groups: Vec<Option<Group>> = groups.into_iter().map(Some).collect();
-        let ordered: Vec<Group> = by_key.into_values().filter_map(|i| groups.get_mut(i).and_then(Option::take)).collect();
-        ordered
-            .into_iter()
+    }
+
+    pub fn finish(self) -> Result<Vec<Row>> {
+        let mut groups: Vec<Option<Group>> = self.groups.into_iter().map(Some).collect();
+        let calls = &self.plan.calls;
+        self.by_key
+            .into_values()
+            .filter_map(|i| groups.get_mut(i).and_then(Option::take))
             .map(|g| {
                 let mut out = g.keys;
-                for (call, values) in agg.calls.iter().zip(g.values) {
-                    out.push(finish_aggregate(call, g.rows, values)?);
+                for (call, acc) in calls.iter().zip(g.accs) {
+                    out.push(finish_aggregate(call, g.rows, acc)?);
                 }
                 Ok(out)
             })
@@ -147,38 +204,84 @@ impl Exec<'_> {
     }
 }
 
-fn finish_aggregate(call: &AggCall, rows: usize, values: Vec<Value>) -> Result<Value> {
-    // sum(bigint) is numeric (no overflow at 2^63); sum(real) adds in real, as PostgreSQL.
-    let sum = |values: &[Value]| -> Result<Value> {
-        let mut acc = Value::Null;
-        for v in values {
-            let v = match call.arg_type {
-                Some(SqlType::Int) => cast(v, SqlType::Numeric)?,
-                _ => v.clone(),
-            };
-            acc = if acc.is_null() { v } else { arith(ArithOp::Add, &acc, &v)? };
-            if call.func == AggFunc::Sum && call.arg_type == Some(SqlType::Float4) {
-                acc = cast(&acc, SqlType::Float4)?;
+impl Exec<'_> {
+    /// Groups materialized rows; group keys and arguments may run correlated subqueries.
+    pub(super) fn aggregate(&mut self, rows: Vec<Row>, agg: &AggPlan) -> Result<Vec<Row>> {
+        let mut acc = Aggregator::new(agg);
+        for row in &rows {
+            let slot = acc.row(&self.project_row(&agg.group_by, row)?);
+            for (i, call) in agg.calls.iter().enumerate() {
+                if let Some(arg) = &call.arg {
+                    let v = self.eval_row(arg, row)?;
+                    acc.add(slot, i, v);
+                }
             }
         }
-        Ok(acc)
+        acc.finish()
+    }
+}
+
+/// sum(bigint) is numeric (no overflow at 2^63); sum(real) adds in real, as PostgreSQL.
+fn add_to_sum(sum: &mut Sum, call: &AggCall, v: Value) {
+    let wide = call.arg_type == Some(SqlType::Int);
+    let next = match (std::mem::replace(sum, Sum::Empty), &v) {
+        (failed @ Sum::Failed(_), _) => failed,
+        (Sum::Empty, Value::Int(i)) if wide => Sum::Wide(i128::from(*i)),
+        (Sum::Wide(acc), Value::Int(i)) => match acc.checked_add(i128::from(*i)) {
+            Some(total) => Sum::Wide(total),
+            None => Sum::Failed(SqlError::new(SqlState::NumericValueOutOfRange, "numeric out of range")),
+        },
+        (acc, _) => {
+            let step = || -> Result<Value> {
+                let v = if wide { cast(&v, SqlType::Numeric)? } else { v.clone() };
+                let acc = match acc {
+                    Sum::Empty => v,
+                    Sum::Wide(total) => arith(ArithOp::Add, &wide_numeric(total)?, &v)?,
+                    Sum::Value(a) => arith(ArithOp::Add, &a, &v)?,
+                    Sum::Failed(e) => return Err(e),
+                };
+                if call.func == AggFunc::Sum && call.arg_type == Some(SqlType::Float4) {
+                    return cast(&acc, SqlType::Float4);
+                }
+                Ok(acc)
+            };
+            match step() {
+                Ok(v) => Sum::Value(v),
+                Err(e) => Sum::Failed(e),
+            }
+        }
+    };
+    *sum = next;
+}
+
+fn wide_numeric(total: i128) -> Result<Value> {
+    rust_decimal::Decimal::try_from_i128_with_scale(total, 0)
+        .map(Value::Numeric)
+        .map_err(|_| SqlError::new(SqlState::NumericValueOutOfRange, "numeric out of range"))
+}
+
+fn finish_aggregate(call: &AggCall, rows: usize, acc: Acc) -> Result<Value> {
+    let sum = match acc.sum {
+        Sum::Empty => Value::Null,
+        Sum::Wide(total) => wide_numeric(total)?,
+        Sum::Value(v) => v,
+        Sum::Failed(e) => return Err(e),
     };
     Ok(match call.func {
         AggFunc::CountStar => Value::Int(rows as i64),
-        AggFunc::Count => Value::Int(values.len() as i64),
-        AggFunc::Sum => sum(&values)?,
-        AggFunc::Avg => match sum(&values)? {
+        AggFunc::Count => Value::Int(acc.count as i64),
+        AggFunc::Sum => sum,
+        AggFunc::Avg => match sum {
             Value::Null => Value::Null,
-            Value::Float(f) => Value::Float(f / values.len() as f64),
+            Value::Float(f) => Value::Float(f / acc.count as f64),
             total => {
                 let total = as_decimal(&total).ok_or_else(|| SqlError::new(SqlState::UndefinedFunction, "avg requires numbers"))?;
                 let avg = total
-                    .checked_div(rust_decimal::Decimal::from(values.len() as u64))
+                    .checked_div(rust_decimal::Decimal::from(acc.count as u64))
                     .ok_or_else(|| SqlError::new(SqlState::NumericValueOutOfRange, "avg out of range"))?;
                 Value::Numeric(avg.round_dp(16).normalize())
             }
         },
-        AggFunc::Min => values.into_iter().min_by(total_cmp).unwrap_or(Value::Null),
-        AggFunc::Max => values.into_iter().max_by(total_cmp).unwrap_or(Value::Null),
+        AggFunc::Min | AggFunc::Max => acc.best.unwrap_or(Value::Null),
     })
 }

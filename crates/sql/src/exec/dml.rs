@@ -18,7 +18,7 @@ impl Exec<'_> {
         let access = KeyAccess { path, eq: values.iter().cloned().map(Expr::Const).collect(), any_of: Vec::new(), lower: None, upper: None };
         let scan = ScanPlan { table: table.clone(), access, filter, derived: None };
         let env = Env::default();
-        self.reader.scan(local, &scan, &env, &mut self.reads)
+        self.reader.scan_rows(local, &scan, &env, &mut self.reads)
     }
 
     /// Unique-index checks for `row` (stored at `key`) against the view including `local`.
@@ -125,7 +125,7 @@ impl Exec<'_> {
         let subqueries = self.subqueries.clone();
         let enclosing = self.enclosing.clone();
         let env = Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
-        let matches = self.reader.scan(&empty, scan, &env, &mut self.reads)?;
+        let matches = self.reader.scan_rows(&empty, scan, &env, &mut self.reads)?;
         let Some(residual) = residual else { return Ok(matches) };
         let mut kept = Vec::with_capacity(matches.len());
         for (key, row) in matches {

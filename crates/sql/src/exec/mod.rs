@@ -6,16 +6,16 @@ mod dml;
 mod query;
 
 pub(crate) use query::Exec;
-use aggregate::{compare_rows, set_operation};
+use aggregate::{compare_rows, set_operation, Aggregator};
 
-use crate::catalog::TableSchema;
+use crate::catalog::{IndexSchema, TableSchema};
 use crate::error::{err, Result, SqlError, SqlState};
 use crate::expr::{CmpOp, Env, Expr, Predicate, SubqueryValue};
-use crate::keycode::{encode_key, encode_value, prefix_successor};
+use crate::keycode::{encode_value, prefix_successor};
 use crate::plan::*;
 use crate::report::{Access, ReadReport, ReadRow, ScanRead};
-use crate::storage::{KeyRange, ReadAt, Storage, StoredRow, Write, WriteSet};
-use crate::types::{arith, as_decimal, equality_key, exact_cast, push_equality_key, to_column, total_cmp, ArithOp, Row, Value};
+use crate::storage::{KeyRange, ReadAt, RowRef, Storage, Write, WriteSet};
+use crate::types::{arith, as_decimal, equality_key, exact_cast, push_equality_key, sql_cmp, to_column, total_cmp, ArithOp, Row, Value};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -38,11 +38,69 @@ fn too_many_rows(max: usize) -> SqlError {
     )
 }
 
-/// A row seen through the overlay; `own` marks rows coming from pending or statement writes.
-struct SeenRow {
-    row: StoredRow,
-    own: bool,
+/// One conjunct of a scan filter, in evaluation order.
+enum Conjunct<'e> {
+    /// `column op value` (`column_first`) or `value op column`, compared in place.
+    Compare { column: usize, op: CmpOp, value: &'e Value, column_first: bool },
+    Other(&'e Expr),
 }
+
+/// A scan's filter prepared for its row loop: the conjuncts of its AND tree in evaluation
+/// order, comparisons of a column with a constant done without the expression walk. Same
+/// outcome and errors as [`Expr::passes`]: conjuncts run left to right and a FALSE one ends
+/// the evaluation; the row passes when all are TRUE.
+struct Filter<'e> {
+    conjuncts: Vec<Conjunct<'e>>,
+}
+
+impl<'e> Filter<'e> {
+    fn new(e: &'e Expr) -> Self {
+        fn flatten<'e>(e: &'e Expr, out: &mut Vec<Conjunct<'e>>) {
+            match e {
+                Expr::And(a, b) => {
+                    flatten(a, out);
+                    flatten(b, out);
+                }
+                Expr::Cmp(op, a, b) => out.push(match (&**a, &**b) {
+                    (Expr::Column(column), Expr::Const(value)) => Conjunct::Compare { column: *column, op: *op, value, column_first: true },
+                    (Expr::Const(value), Expr::Column(column)) => Conjunct::Compare { column: *column, op: *op, value, column_first: false },
+                    _ => Conjunct::Other(e),
+                }),
+                other => out.push(Conjunct::Other(other)),
+            }
+        }
+        let mut conjuncts = Vec::new();
+        flatten(e, &mut conjuncts);
+        Filter { conjuncts }
+    }
+
+    fn passes(&self, row: &[Value]) -> Result<bool> {
+        let mut all_true = true;
+        for c in &self.conjuncts {
+            let truth = match c {
+                Conjunct::Compare { column, op, value, column_first } => {
+                    let v = row.get(*column).ok_or_else(|| SqlError::new(SqlState::InternalError, "unbound column in expression"))?;
+                    let order = if *column_first { sql_cmp(v, value)? } else { sql_cmp(value, v)? };
+                    order.map(|o| op.holds(o))
+                }
+                Conjunct::Other(e) => e.truth_of(row, &Env::default())?,
+            };
+            match truth {
+                Some(false) => return Ok(false),
+                Some(true) => {}
+                None => all_true = false,
+            }
+        }
+        Ok(all_true)
+    }
+}
+
+/// A caller's own (pending or statement-local) row in a scan's range: its order key (index
+/// key on an index path, empty on the primary key), primary key and row.
+type OwnRow<'w> = (Vec<u8>, &'w [u8], &'w Row);
+
+/// Receives the rows that pass a scan's filter, as (primary key, row).
+pub(crate) type Sink<'s> = dyn FnMut(&[u8], &[Value]) -> Result<()> + 's;
 
 impl Reader<'_> {
     fn check_rows(&self, n: usize) -> Result<()> {
@@ -52,96 +110,116 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// Rows in `range` of `path`, storage overlaid with `pending` then `local` writes.
-    /// Also returns whether storage itself had any row in range (before masking).
-    fn overlay(&self, local: &WriteSet, table: &TableSchema, path: &Path, range: &KeyRange) -> Result<(Vec<SeenRow>, bool)> {
-        let stored = match path {
-            Path::PrimaryKey => self.storage.scan(table, range, &self.at, self.max_rows.saturating_add(1))?,
-            Path::Index(i) => {
-                let index = table.indexes.get(*i).ok_or_else(|| SqlError::new(SqlState::InternalError, "index position out of range"))?;
-                self.storage.index_scan(table, index, range, &self.at, self.max_rows.saturating_add(1))?
-            }
-        };
-        self.check_rows(stored.len())?;
-        let total = self.rows_read.get().saturating_add(stored.len()).saturating_add(1);
-        self.rows_read.set(total);
-        if total / JOIN_WORK_PER_ROW > self.max_rows {
-            return err(
-                SqlState::ProgramLimitExceeded,
-                format!("statement reads more than {} rows in total (raise Limits::max_rows)", self.max_rows.saturating_mul(JOIN_WORK_PER_ROW)),
-            );
-        }
-        let storage_hit = !stored.is_empty();
-        let layers: Vec<&BTreeMap<Vec<u8>, Write>> =
-            [self.pending, local].iter().filter_map(|ws| ws.tables.get(&table.name)).filter(|l| !l.is_empty()).collect();
-        if layers.is_empty() || range.is_empty() {
-            return Ok((stored.into_iter().map(|row| SeenRow { row, own: false }).collect(), storage_hit));
-        }
-        let written = |key: &[u8]| layers.iter().any(|l| l.contains_key(key));
-        let mut rows: Vec<SeenRow> = stored.into_iter().filter(|r| !written(&r.key)).map(|row| SeenRow { row, own: false }).collect();
-        // Later layers win; primary-key paths only look at writes inside the key range.
-        let mut own: BTreeMap<&Vec<u8>, &Row> = BTreeMap::new();
-        for layer in &layers {
-            let writes: Box<dyn Iterator<Item = (&Vec<u8>, &Write)>> = match path {
-                Path::PrimaryKey => Box::new(layer.range::<Vec<u8>, _>((range.start.as_ref(), range.end.as_ref()))),
-                Path::Index(_) => Box::new(layer.iter()),
+    /// The caller's own rows in `range`, in scan order: `layers` in order (later layers win),
+    /// deletions removing rows; primary-key paths only look at writes inside the key range.
+    fn own_rows<'w>(layers: &[&'w BTreeMap<Vec<u8>, Write>], table: &TableSchema, index: Option<&IndexSchema>, range: &KeyRange) -> Vec<OwnRow<'w>> {
+        let mut own: BTreeMap<&'w [u8], &'w Row> = BTreeMap::new();
+        for layer in layers {
+            let writes: Box<dyn Iterator<Item = (&Vec<u8>, &Write)>> = match index {
+                None if range.is_empty() => Box::new(std::iter::empty()),
+                None => Box::new(layer.range::<Vec<u8>, _>((range.start.as_ref(), range.end.as_ref()))),
+                Some(_) => Box::new(layer.iter()),
             };
             for (key, write) in writes {
                 match write {
                     Write::Upsert(row) => own.insert(key, row),
-                    Write::Delete => own.remove(key),
+                    Write::Delete => own.remove(key.as_slice()),
                 };
             }
         }
-        let in_range = |key: &[u8], row: &Row| match path {
-            Path::PrimaryKey => range.contains(key),
-            Path::Index(i) => table.indexes.get(*i).is_some_and(|ix| range.contains(&table.index_key(ix, row))),
-        };
-        let version = crate::storage::Version { ts: self.at.ts, prepared_by: None };
-        rows.extend(own.into_iter().filter(|(k, r)| in_range(k, r)).map(|(key, row)| SeenRow {
-            row: StoredRow { key: key.clone(), version, row: row.clone() },
-            own: true,
-        }));
-        match path {
-            Path::PrimaryKey => rows.sort_by(|a, b| a.row.key.cmp(&b.row.key)),
-            Path::Index(i) => {
-                if let Some(ix) = table.indexes.get(*i) {
-                    rows.sort_by_cached_key(|r| (table.index_key(ix, &r.row.row), r.row.key.clone()));
+        let mut rows: Vec<OwnRow<'w>> = own
+            .into_iter()
+            .filter_map(|(key, row)| match index {
+                None => range.contains(key).then(|| (Vec::new(), key, row)),
+                Some(ix) => {
+                    let index_key = table.index_key(ix, row);
+                    range.contains(&index_key).then_some((index_key, key, row))
                 }
-            }
-        }
-        self.check_rows(rows.len())?;
-        Ok((rows, storage_hit))
+            })
+            .collect();
+        rows.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        rows
     }
 
-    /// Runs one scan: computes its key range, reads through the overlay, applies the filter
-    /// and records the scan in `reads`. Returns the (key, row) pairs that passed the filter.
-    pub fn scan(&self, local: &WriteSet, scan: &ScanPlan, env: &Env, reads: &mut ReadReport) -> Result<Vec<(Vec<u8>, Row)>> {
+    /// Runs one scan: computes its key ranges, reads storage overlaid with `pending` then
+    /// `local` writes, evaluates the filter on each row in place, and records the scan in
+    /// `reads`. Rows that pass go to `sink` in key order (index order on an index path).
+    pub fn scan(&self, local: &WriteSet, scan: &ScanPlan, env: &Env, reads: &mut ReadReport, sink: &mut Sink<'_>) -> Result<()> {
         let table = &scan.table;
         let access = &scan.access;
         let key_cols = access.key_columns(table);
         let predicate = scan.filter.instantiate(env)?;
         let point = access.is_point(table);
         let ranges = key_ranges(table, access, key_cols, env)?;
-        let mut seen = Vec::new();
-        let mut storage_hit = false;
-        for r in &ranges {
-            let (rows, hit) = self.overlay(local, table, &access.path, r)?;
-            seen.extend(rows);
-            storage_hit |= hit;
-            self.check_rows(seen.len())?;
-        }
-        let closed = Env::default();
-        let mut out = Vec::new();
+        let index = match access.path {
+            Path::PrimaryKey => None,
+            Path::Index(i) => Some(table.indexes.get(i).ok_or_else(|| SqlError::new(SqlState::InternalError, "index position out of range"))?),
+        };
+        let layers: Vec<&BTreeMap<Vec<u8>, Write>> =
+            [self.pending, local].iter().filter_map(|ws| ws.tables.get(&table.name)).filter(|l| !l.is_empty()).collect();
+        let filter = Filter::new(&predicate);
         let mut active = Vec::new();
-        for SeenRow { row, own } in seen {
-            let pass = predicate.passes(&row.row, &closed)?;
-            if !own && (pass || point) {
-                active.push(ReadRow { key: row.key.clone(), version: row.version });
+        let mut seen = 0usize;
+        let mut storage_hit = false;
+        // An own row takes part only if it passes the filter, and is never an active row.
+        let emit_own = |(_, key, row): OwnRow<'_>, sink: &mut Sink<'_>| -> Result<()> {
+            if filter.passes(row)? {
+                sink(key, row)?;
             }
-            if pass {
-                out.push((row.key, row.row));
+            Ok(())
+        };
+        for range in &ranges {
+            let mut own = Self::own_rows(&layers, table, index, range).into_iter().peekable();
+            seen = seen.saturating_add(own.len());
+            let mut visited = 0usize;
+            {
+                let mut order_key = Vec::new();
+                let mut visit = |r: RowRef<'_>| -> Result<bool> {
+                    visited += 1;
+                    if visited > self.max_rows {
+                        return Err(too_many_rows(self.max_rows));
+                    }
+                    if layers.iter().any(|l| l.contains_key(r.key)) {
+                        return Ok(true);
+                    }
+                    seen += 1;
+                    if own.peek().is_some() {
+                        order_key.clear();
+                        if let Some(ix) = index {
+                            table.write_index_key(ix, r.row, &mut order_key);
+                        }
+                        while let Some(o) = own.next_if(|o| (o.0.as_slice(), o.1) < (order_key.as_slice(), r.key)) {
+                            emit_own(o, sink)?;
+                        }
+                    }
+                    let pass = filter.passes(r.row)?;
+                    if pass || point {
+                        active.push(ReadRow { key: r.key.to_vec(), version: r.version });
+                    }
+                    if pass {
+                        sink(r.key, r.row)?;
+                    }
+                    Ok(true)
+                };
+                let limit = self.max_rows.saturating_add(1);
+                match index {
+                    None => self.storage.visit_scan(table, range, &self.at, limit, &mut visit)?,
+                    Some(ix) => self.storage.visit_index_scan(table, ix, range, &self.at, limit, &mut visit)?,
+                }
             }
+            for o in own {
+                emit_own(o, sink)?;
+            }
+            storage_hit |= visited > 0;
+            let total = self.rows_read.get().saturating_add(visited).saturating_add(1);
+            self.rows_read.set(total);
+            if total / JOIN_WORK_PER_ROW > self.max_rows {
+                return err(
+                    SqlState::ProgramLimitExceeded,
+                    format!("statement reads more than {} rows in total (raise Limits::max_rows)", self.max_rows.saturating_mul(JOIN_WORK_PER_ROW)),
+                );
+            }
+            self.check_rows(seen)?;
         }
         let absent_key = match ranges.as_slice() {
             [KeyRange { start: Bound::Included(key), .. }] if point && !storage_hit => {
@@ -158,6 +236,7 @@ impl Reader<'_> {
             (Path::PrimaryKey, false) => Access::PkRange,
             (Path::Index(i), false) => Access::Index(table.indexes.get(*i).map(|x| x.name.clone()).unwrap_or_default()),
         };
+        drop(filter);
         reads.scans.push(ScanRead {
             access: access_kind,
             predicate: Predicate { table: table.name.clone(), expr: predicate },
@@ -165,6 +244,16 @@ impl Reader<'_> {
             absent_key,
             table_version: self.storage.table_version(table, &self.at),
         });
+        Ok(())
+    }
+
+    /// `scan`, collecting the passing rows.
+    pub fn scan_rows(&self, local: &WriteSet, scan: &ScanPlan, env: &Env, reads: &mut ReadReport) -> Result<Vec<(Vec<u8>, Row)>> {
+        let mut out = Vec::new();
+        self.scan(local, scan, env, reads, &mut |key, row| {
+            out.push((key.to_vec(), row.to_vec()));
+            Ok(())
+        })?;
         Ok(out)
     }
 }
@@ -172,20 +261,25 @@ impl Reader<'_> {
 /// An encoded range bound and whether it is inclusive.
 type EncodedBound = (Vec<u8>, bool);
 
-/// Encoded value of `e` as a key of column type `ty`; None when no key can equal it (NULL, or
-/// not exactly representable in the column type).
-fn key_value(e: &Expr, ty: Option<crate::types::SqlType>, env: &Env) -> Result<Option<Vec<u8>>> {
+/// Appends the encoded value of `e` as a key of column type `ty`; false when no key can
+/// equal it (NULL, or not exactly representable in the column type).
+fn push_key_value(out: &mut Vec<u8>, e: &Expr, ty: Option<crate::types::SqlType>, env: &Env) -> Result<bool> {
     let v = e.eval(&[], env)?;
-    Ok(ty.and_then(|t| exact_cast(&v, t)).filter(|v| !v.is_null()).map(|v| encode_key([&v])))
+    match ty.and_then(|t| exact_cast(&v, t)).filter(|v| !v.is_null()) {
+        Some(v) => {
+            encode_value(out, &v);
+            Ok(true)
+        }
+        None => Ok(false),
+    }
 }
 
 /// Encoded equality prefix of an access; None when no row can match.
 fn eq_prefix(table: &TableSchema, access: &KeyAccess, key_cols: &[usize], env: &Env) -> Result<Option<Vec<u8>>> {
     let mut prefix = Vec::new();
     for (e, col) in access.eq.iter().zip(key_cols) {
-        match key_value(e, table.columns.get(*col).map(|c| c.ty), env)? {
-            Some(k) => prefix.extend(k),
-            None => return Ok(None),
+        if !push_key_value(&mut prefix, e, table.columns.get(*col).map(|c| c.ty), env)? {
+            return Ok(None);
         }
     }
     Ok(Some(prefix))
@@ -201,9 +295,8 @@ fn key_ranges(table: &TableSchema, access: &KeyAccess, key_cols: &[usize], env: 
     let completes_key = access.path == Path::PrimaryKey && access.eq.len() + 1 == key_cols.len();
     let mut keys = BTreeSet::new();
     for e in &access.any_of {
-        if let Some(v) = key_value(e, ty, env)? {
-            let mut key = prefix.clone();
-            key.extend(v);
+        let mut key = prefix.clone();
+        if push_key_value(&mut key, e, ty, env)? {
             keys.insert(key);
         }
     }
@@ -280,9 +373,9 @@ fn hash_key<'e>(exprs: impl Iterator<Item = &'e Expr>, row: &[Value], env: &Env)
 }
 
 /// Index of right rows by their hash-join key.
-fn hash_rows(rows: &[(Vec<u8>, Row)], keys: &[(Expr, Expr)], env: &Env) -> Result<BTreeMap<Vec<u8>, Vec<usize>>> {
+fn hash_rows(rows: &[Row], keys: &[(Expr, Expr)], env: &Env) -> Result<BTreeMap<Vec<u8>, Vec<usize>>> {
     let mut table: BTreeMap<Vec<u8>, Vec<usize>> = BTreeMap::new();
-    for (i, (_, row)) in rows.iter().enumerate() {
+    for (i, row) in rows.iter().enumerate() {
         if let Some(k) = hash_key(keys.iter().map(|(_, r)| r), row, env)? {
             table.entry(k).or_default().push(i);
         }

@@ -160,6 +160,74 @@ impl<'a> Exec<'a> {
     }
 
     fn select(&mut self, core: &SelectCore) -> Result<Vec<Row>> {
+        let mut out = if self.streams(core) { self.select_streaming(core)? } else { self.select_materialized(core)? };
+        if core.distinct {
+            let mut seen = BTreeSet::new();
+            out.retain(|r| seen.insert(equality_key(r.iter())));
+        }
+        Ok(out)
+    }
+
+    /// True if `core` reads one stored table and runs no correlated subquery before HAVING:
+    /// its rows can then be filtered and projected or aggregated where the scan lends them.
+    fn streams(&self, core: &SelectCore) -> bool {
+        let Some(first) = &core.from.first else { return false };
+        if first.derived.is_some() || !core.from.joins.is_empty() {
+            return false;
+        }
+        let per_row = |e: &Expr| self.per_row(e);
+        let before_having = match &core.aggregate {
+            None => core.output.iter().any(per_row),
+            Some(agg) => agg.group_by.iter().chain(agg.calls.iter().filter_map(|c| c.arg.as_ref())).any(per_row),
+        };
+        !before_having && !core.filter.as_ref().is_some_and(per_row)
+    }
+
+    fn select_streaming(&mut self, core: &SelectCore) -> Result<Vec<Row>> {
+        let Some(scan) = &core.from.first else { return Ok(Vec::new()) };
+        let subqueries = self.subqueries.clone();
+        let enclosing = self.enclosing.clone();
+        let env = Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
+        let empty = WriteSet::default();
+        let filter = core.filter.as_ref();
+        let Some(agg) = &core.aggregate else {
+            let mut out = Vec::new();
+            self.reader.scan(&empty, scan, &env, &mut self.reads, &mut |_, row| {
+                if let Some(f) = filter {
+                    if !f.passes(row, &env)? {
+                        return Ok(());
+                    }
+                }
+                out.push(core.output.iter().map(|e| e.eval(row, &env)).collect::<Result<Row>>()?);
+                Ok(())
+            })?;
+            return Ok(out);
+        };
+        let mut acc = Aggregator::new(agg);
+        let mut keys = Vec::with_capacity(agg.group_by.len());
+        self.reader.scan(&empty, scan, &env, &mut self.reads, &mut |_, row| {
+            if let Some(f) = filter {
+                if !f.passes(row, &env)? {
+                    return Ok(());
+                }
+            }
+            keys.clear();
+            for e in &agg.group_by {
+                keys.push(e.eval(row, &env)?);
+            }
+            let slot = acc.row(&keys);
+            for (i, call) in agg.calls.iter().enumerate() {
+                if let Some(arg) = &call.arg {
+                    acc.add(slot, i, arg.eval(row, &env)?);
+                }
+            }
+            Ok(())
+        })?;
+        let rows = acc.finish()?;
+        self.having_and_project(core, rows)
+    }
+
+    fn select_materialized(&mut self, core: &SelectCore) -> Result<Vec<Row>> {
         let mut rows = self.from(&core.from)?;
         if let Some(f) = &core.filter {
             let mut kept = Vec::with_capacity(rows.len());
@@ -172,25 +240,23 @@ impl<'a> Exec<'a> {
         }
         if let Some(agg) = &core.aggregate {
             rows = self.aggregate(rows, agg)?;
-            if let Some(h) = &core.having {
-                let mut kept = Vec::with_capacity(rows.len());
-                for r in rows {
-                    if self.passes_row(h, &r)? {
-                        kept.push(r);
-                    }
+            return self.having_and_project(core, rows);
+        }
+        rows.iter().map(|r| self.project_row(&core.output, r)).collect()
+    }
+
+    /// HAVING and the output expressions over aggregated rows.
+    fn having_and_project(&mut self, core: &SelectCore, mut rows: Vec<Row>) -> Result<Vec<Row>> {
+        if let Some(h) = &core.having {
+            let mut kept = Vec::with_capacity(rows.len());
+            for r in rows {
+                if self.passes_row(h, &r)? {
+                    kept.push(r);
                 }
-                rows = kept;
             }
+            rows = kept;
         }
-        let mut out: Vec<Row> = Vec::with_capacity(rows.len());
-        for r in &rows {
-            out.push(self.project_row(&core.output, r)?);
-        }
-        if core.distinct {
-            let mut seen = BTreeSet::new();
-            out.retain(|r| seen.insert(equality_key(r.iter())));
-        }
-        Ok(out)
+        rows.iter().map(|r| self.project_row(&core.output, r)).collect()
     }
 
     /// Rows of every derived table in FROM (run before the scans, which borrow `self`).
@@ -206,23 +272,32 @@ impl<'a> Exec<'a> {
         Ok(out)
     }
 
-    /// Rows of one FROM source: a storage scan, or a derived table's rows through its filter.
-    fn source(&mut self, scan: &ScanPlan, derived: Option<&Vec<Row>>, env: &Env) -> Result<Vec<(Vec<u8>, Row)>> {
+    /// Rows of one FROM source, lent to `sink`: a storage scan, or a derived table's rows
+    /// through its filter.
+    fn source(&mut self, scan: &ScanPlan, derived: Option<&Vec<Row>>, env: &Env, sink: &mut Sink<'_>) -> Result<()> {
         let empty = WriteSet::default();
         match derived {
-            None => self.reader.scan(&empty, scan, env, &mut self.reads),
+            None => self.reader.scan(&empty, scan, env, &mut self.reads, sink),
             Some(rows) => {
                 let filter = scan.filter.instantiate(env)?;
                 let closed = Env::default();
-                let mut out = Vec::new();
                 for r in rows {
                     if filter.passes(r, &closed)? {
-                        out.push((Vec::new(), r.clone()));
+                        sink(&[], r)?;
                     }
                 }
-                Ok(out)
+                Ok(())
             }
         }
+    }
+
+    fn source_rows(&mut self, scan: &ScanPlan, derived: Option<&Vec<Row>>, env: &Env) -> Result<Vec<Row>> {
+        let mut rows = Vec::new();
+        self.source(scan, derived, env, &mut |_, r| {
+            rows.push(r.to_vec());
+            Ok(())
+        })?;
+        Ok(rows)
     }
 
     fn from(&mut self, from: &FromPlan) -> Result<Vec<Row>> {
@@ -234,7 +309,7 @@ impl<'a> Exec<'a> {
         let subqueries = self.subqueries.clone();
         let enclosing = self.enclosing.clone();
         let env = Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
-        let mut rows: Vec<Row> = self.source(first, derived_of(0), &env)?.into_iter().map(|(_, r)| r).collect();
+        let mut rows = self.source_rows(first, derived_of(0), &env)?;
         for (step_no, step) in from.joins.iter().enumerate() {
             rows = self.join_step(rows, step, derived_of(step_no + 1), &env)?;
         }
@@ -244,7 +319,8 @@ impl<'a> Exec<'a> {
     fn join_step(&mut self, rows: Vec<Row>, step: &JoinStep, derived: Option<&Vec<Row>>, env: &Env) -> Result<Vec<Row>> {
         let env = *env;
         let right_width = step.right.table.columns.len();
-        let shared = if step.per_outer_row { None } else { Some(self.source(&step.right, derived, &env)?) };
+        let max_rows = self.reader.max_rows;
+        let shared = if step.per_outer_row { None } else { Some(self.source_rows(&step.right, derived, &env)?) };
         let hashed = match &shared {
             Some(right_rows) if !step.hash_keys.is_empty() => Some(hash_rows(right_rows, &step.hash_keys, &env)?),
             _ => None,
@@ -254,35 +330,63 @@ impl<'a> Exec<'a> {
         let mut pairs = 0usize;
         for left in rows {
             let inner_env = Env { outer: &left, ..env };
-            let per_row;
-            let candidates: Vec<&(Vec<u8>, Row)> = match (&shared, &hashed) {
-                (Some(right_rows), Some(table)) => {
-                    let key = hash_key(step.hash_keys.iter().map(|(l, _)| l), &left, &env)?;
-                    key.and_then(|k| table.get(&k)).map_or_else(Vec::new, |hits| hits.iter().filter_map(|i| right_rows.get(*i)).collect())
-                }
-                (Some(right_rows), None) => right_rows.iter().collect(),
-                (None, _) => {
-                    per_row = self.source(&step.right, derived, &inner_env)?;
-                    per_row.iter().collect()
-                }
-            };
-            pairs = pairs.saturating_add(candidates.len());
-            if pairs / JOIN_WORK_PER_ROW > self.reader.max_rows {
-                return Err(too_many_rows(self.reader.max_rows));
-            }
             let mut matched = false;
-            for (_, right) in candidates {
+            if shared.is_none() && !condition_per_row {
+                // Index nested loop: pairs each inner row with `left` where the scan lends it.
+                let width = left.len();
                 let mut combined = left.clone();
-                combined.extend(right.iter().cloned());
-                if let Some(c) = &step.condition {
-                    let pass = if condition_per_row { self.passes_row(c, &combined)? } else { c.passes(&combined, &env)? };
-                    if !pass {
-                        continue;
+                self.source(&step.right, derived, &inner_env, &mut |_, right| {
+                    pairs = pairs.saturating_add(1);
+                    if pairs / JOIN_WORK_PER_ROW > max_rows {
+                        return Err(too_many_rows(max_rows));
                     }
+                    combined.truncate(width);
+                    if combined.len() < width {
+                        combined.extend_from_slice(&left);
+                    }
+                    combined.extend_from_slice(right);
+                    if let Some(c) = &step.condition {
+                        if !c.passes(&combined, &env)? {
+                            return Ok(());
+                        }
+                    }
+                    matched = true;
+                    next.push(std::mem::take(&mut combined));
+                    if next.len() > max_rows {
+                        return Err(too_many_rows(max_rows));
+                    }
+                    Ok(())
+                })?;
+            } else {
+                let per_row;
+                let candidates: Vec<&Row> = match (&shared, &hashed) {
+                    (Some(right_rows), Some(table)) => {
+                        let key = hash_key(step.hash_keys.iter().map(|(l, _)| l), &left, &env)?;
+                        key.and_then(|k| table.get(&k)).map_or_else(Vec::new, |hits| hits.iter().filter_map(|i| right_rows.get(*i)).collect())
+                    }
+                    (Some(right_rows), None) => right_rows.iter().collect(),
+                    (None, _) => {
+                        per_row = self.source_rows(&step.right, derived, &inner_env)?;
+                        per_row.iter().collect()
+                    }
+                };
+                pairs = pairs.saturating_add(candidates.len());
+                if pairs / JOIN_WORK_PER_ROW > max_rows {
+                    return Err(too_many_rows(max_rows));
                 }
-                matched = true;
-                next.push(combined);
-                self.reader.check_rows(next.len())?;
+                for right in candidates {
+                    let mut combined = left.clone();
+                    combined.extend(right.iter().cloned());
+                    if let Some(c) = &step.condition {
+                        let pass = if condition_per_row { self.passes_row(c, &combined)? } else { c.passes(&combined, &env)? };
+                        if !pass {
+                            continue;
+                        }
+                    }
+                    matched = true;
+                    next.push(combined);
+                    self.reader.check_rows(next.len())?;
+                }
             }
             if !matched && step.kind == JoinKind::Left {
                 let mut combined = left;
