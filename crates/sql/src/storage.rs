@@ -189,7 +189,14 @@ impl WriteSet {
     }
 
     pub fn put(&mut self, table: &str, key: Vec<u8>, write: Write) {
-        self.tables.entry(table.to_string()).or_default().insert(key, write);
+        match self.tables.get_mut(table) {
+            Some(writes) => {
+                writes.insert(key, write);
+            }
+            None => {
+                self.tables.insert(table.to_string(), BTreeMap::from([(key, write)]));
+            }
+        }
     }
 
     /// Layers `newer` on top of `self` (later writes to a key win).
@@ -327,12 +334,24 @@ impl MemStore {
                 return err(SqlState::UndefinedTable, format!("relation \"{table_name}\" does not exist"));
             };
             mem.write_ts.insert(version.ts, version.prepared_by);
+            let (mut index_key, mut old_key) = (Vec::new(), Vec::new());
             for (key, write) in table_writes {
                 let row = match write {
                     Write::Upsert(row) => {
+                        // A version of the key with the same index key already has the entry.
+                        let newest = mem.rows.get(key).and_then(|vs| vs.as_slice().last()).and_then(|(_, r)| r.as_ref());
                         for index in &schema.indexes {
+                            index_key.clear();
+                            schema.write_index_key(index, row, &mut index_key);
+                            if let Some(old) = newest {
+                                old_key.clear();
+                                schema.write_index_key(index, old, &mut old_key);
+                                if old_key == index_key {
+                                    continue;
+                                }
+                            }
                             if let Some(entries) = mem.indexes.get_mut(&index.name) {
-                                entries.insert((schema.index_key(index, row), key.clone()));
+                                entries.insert((index_key.clone(), key.clone()));
                             }
                         }
                         Some(row.clone())

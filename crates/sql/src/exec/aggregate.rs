@@ -224,6 +224,13 @@ impl Exec<'_> {
 /// sum(bigint) is numeric (no overflow at 2^63); sum(real) adds in real, as PostgreSQL.
 fn add_to_sum(sum: &mut Sum, call: &AggCall, v: Value) {
     let wide = call.arg_type == Some(SqlType::Int);
+    // sum(smallint/integer) is a bigint: add in place unless it overflows (then as below).
+    if let (Sum::Value(Value::Int(total)), Value::Int(x)) = (&mut *sum, &v) {
+        if let Some(t) = total.checked_add(*x) {
+            *total = t;
+            return;
+        }
+    }
     let next = match (std::mem::replace(sum, Sum::Empty), &v) {
         (failed @ Sum::Failed(_), _) => failed,
         (Sum::Empty, Value::Int(i)) if wide => Sum::Wide(i128::from(*i)),

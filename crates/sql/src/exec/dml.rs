@@ -154,13 +154,15 @@ impl Exec<'_> {
             let new_key = table.row_key(&new);
             changes.push((key, new_key, old, new));
         }
-        let removed: BTreeSet<Vec<u8>> = changes.iter().map(|(k, _, _, _)| k.clone()).collect();
+        // Keys the statement moves away from (only looked up when a key changes).
+        let removed: BTreeSet<&[u8]> =
+            if changes.iter().any(|(k, nk, _, _)| k != nk) { changes.iter().map(|(k, _, _, _)| k.as_slice()).collect() } else { BTreeSet::new() };
         let mut local = WriteSet::default();
         for (key, new_key, _, new) in &changes {
             if local.get(&table.name, new_key).is_some() {
                 return err(SqlState::UniqueViolation, format!("duplicate key value violates unique constraint \"{}_pkey\"", table.name));
             }
-            if key != new_key && !removed.contains(new_key) {
+            if key != new_key && !removed.contains(new_key.as_slice()) {
                 let pk_values: Vec<Value> = table.primary_key.iter().filter_map(|c| new.get(*c).cloned()).collect();
                 if !self.lookup(&empty, table, Path::PrimaryKey, &pk_values)?.is_empty() {
                     return err(SqlState::UniqueViolation, format!("duplicate key value violates unique constraint \"{}_pkey\"", table.name));
