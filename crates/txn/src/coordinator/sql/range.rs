@@ -19,7 +19,7 @@
 //! - No usable group after every replica asked has answered (or, with 3f+1 replies, after
 //!   the retransmission interval): the snapshot path (§5.5 steps 3–6). The client proposes
 //!   SS-PROP, the transactions named by at least f+1 of the SS-VOTEs it holds (at least 3f+1
-//!   of them, the paper's default), each with its voters, to every replica; replicas sync
+//!   of them, the paper's default), each with its voters, to the replicas that voted; replicas sync
 //!   and re-execute, and the same decision rule applies to their replies. If they still
 //!   disagree, the client starts over with fresh votes (eager round, then snapshot), after a
 //!   short delay; after `MAX_SNAPSHOT_ATTEMPTS` snapshot rounds the statement fails with
@@ -114,23 +114,21 @@ impl RangeOp {
         self.retry_at.is_none()
     }
 
-    /// The eager round failed: propose a snapshot built from its votes (§5.5 step 4) to
-    /// every replica. `sign` signs the new request.
-    pub(crate) fn start_snapshot(
-        &mut self,
-        now: u64,
-        f: usize,
-        n: u32,
-        sign: impl FnOnce(RangeRead) -> ClientSigned<RangeRead>,
-    ) -> Vec<(ReplicaId, Message)> {
+    /// The eager round failed: propose a snapshot built from its votes (§5.5 step 4) to the
+    /// 3f+1 or more replicas that voted (they are up; the others get it if they stay silent,
+    /// by retransmission). `sign` signs the new request.
+    pub(crate) fn start_snapshot(&mut self, now: u64, f: usize, sign: impl FnOnce(RangeRead) -> ClientSigned<RangeRead>) -> Vec<(ReplicaId, Message)> {
         let mut body = self.eager.body.clone();
         body.snapshot = Some(ss_prop(&self.replies, f));
         self.request = sign(body);
         self.hash = self.request.body.signing_hash();
         self.phase = Phase::Snapshot;
         self.snapshot_attempts += 1;
-        self.replies.clear();
-        self.resend_all(now, n)
+        self.sent = std::mem::take(&mut self.replies).into_keys().collect();
+        self.sent_at = now;
+        self.round_started = now;
+        let msg = Message::RangeRead(self.request.clone());
+        self.sent.iter().map(|index| (ReplicaId { shard: self.shard, index: *index }, msg.clone())).collect()
     }
 
     /// The snapshot round failed too: start over with fresh votes after `ROUND_DELAY_US`,
@@ -572,8 +570,8 @@ mod tests {
         let mut op = op_with(all_different.clone());
         // Every replica asked (4 = 3f+1) answered, no f+1 match: snapshot path.
         assert!(matches!(op.choose(0, F, OUTLIER, 1_000, true), Choice::Disagree));
-        let out = op.start_snapshot(0, F, 6, |body| ClientSigned { client: ClientId(1), body, sig: None });
-        assert_eq!(out.len(), 6, "the proposal goes to every replica");
+        let out = op.start_snapshot(0, F, |body| ClientSigned { client: ClientId(1), body, sig: None });
+        assert_eq!(out.len(), 4, "the proposal goes to the 3f+1 voters");
         assert_eq!(op.phase, Phase::Snapshot);
         assert!(op.request.body.snapshot.is_some());
         assert_ne!(op.hash, op_with(vec![]).hash, "the snapshot request is a new request");
@@ -583,7 +581,7 @@ mod tests {
             assert!(op.request.body.snapshot.is_none());
             op.replies = replies(all_different.clone());
             op.retry_at = None;
-            op.start_snapshot(20, F, 6, |body| ClientSigned { client: ClientId(1), body, sig: None });
+            op.start_snapshot(20, F, |body| ClientSigned { client: ClientId(1), body, sig: None });
         }
         let err = op.restart(30).expect_err("out of attempts");
         assert_eq!(err.state, SqlState::SerializationFailure);
