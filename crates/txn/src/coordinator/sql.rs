@@ -491,6 +491,7 @@ impl Coordinator {
     fn sql_range_decide(&mut self, now: u64, h: TxnHandle) {
         let f = self.config().f;
         let outlier_us = self.config().sql.table_version_outlier_us;
+        let n = self.config().quorums().n() as u32;
         let (patience, eager) = (self.timeouts.retransmit_us, self.eager_range_reads);
         let (id, key) = (self.id, self.key.clone());
         let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return };
@@ -502,7 +503,7 @@ impl Coordinator {
                 self.sql_done(h, Err(e));
             }
             Choice::Disagree if phase == Phase::Eager => {
-                let out = op.start_snapshot(now, f, |body| sign_client(id, key.as_ref(), body));
+                let out = op.start_snapshot(now, f, outlier_us, n, |body| sign_client(id, key.as_ref(), body));
                 self.range_stats.snapshot_proposals += 1;
                 self.outputs.extend(out);
             }

@@ -115,16 +115,26 @@ impl RangeOp {
     }
 
     /// The eager round failed: propose a snapshot built from its votes (§5.5 step 4) to the
-    /// 3f+1 or more replicas that voted (they are up; the others get it if they stay silent,
-    /// by retransmission). `sign` signs the new request.
-    pub(crate) fn start_snapshot(&mut self, now: u64, f: usize, sign: impl FnOnce(RangeRead) -> ClientSigned<RangeRead>) -> Vec<(ReplicaId, Message)> {
+    /// replicas that voted, if 3f+1 of them were usable (not outliers, B.8), else to every
+    /// replica (the decision needs 3f+1 usable replies). Silent ones are retried by
+    /// retransmission. `sign` signs the new request.
+    pub(crate) fn start_snapshot(
+        &mut self,
+        now: u64,
+        f: usize,
+        outlier_us: u64,
+        n: u32,
+        sign: impl FnOnce(RangeRead) -> ClientSigned<RangeRead>,
+    ) -> Vec<(ReplicaId, Message)> {
         let mut body = self.eager.body.clone();
         body.snapshot = Some(ss_prop(&self.replies, f));
         self.request = sign(body);
         self.hash = self.request.body.signing_hash();
         self.phase = Phase::Snapshot;
         self.snapshot_attempts += 1;
-        self.sent = std::mem::take(&mut self.replies).into_keys().collect();
+        let usable = self.replies.len() - outliers(&self.replies, f, outlier_us).len();
+        let voters = std::mem::take(&mut self.replies).into_keys();
+        self.sent = if usable >= 3 * f + 1 { voters.collect() } else { (0..n).collect() };
         self.sent_at = now;
         self.round_started = now;
         let msg = Message::RangeRead(self.request.clone());
@@ -570,7 +580,7 @@ mod tests {
         let mut op = op_with(all_different.clone());
         // Every replica asked (4 = 3f+1) answered, no f+1 match: snapshot path.
         assert!(matches!(op.choose(0, F, OUTLIER, 1_000, true), Choice::Disagree));
-        let out = op.start_snapshot(0, F, |body| ClientSigned { client: ClientId(1), body, sig: None });
+        let out = op.start_snapshot(0, F, OUTLIER, 6, |body| ClientSigned { client: ClientId(1), body, sig: None });
         assert_eq!(out.len(), 4, "the proposal goes to the 3f+1 voters");
         assert_eq!(op.phase, Phase::Snapshot);
         assert!(op.request.body.snapshot.is_some());
@@ -581,10 +591,19 @@ mod tests {
             assert!(op.request.body.snapshot.is_none());
             op.replies = replies(all_different.clone());
             op.retry_at = None;
-            op.start_snapshot(20, F, |body| ClientSigned { client: ClientId(1), body, sig: None });
+            op.start_snapshot(20, F, OUTLIER, 6, |body| ClientSigned { client: ClientId(1), body, sig: None });
         }
         let err = op.restart(30).expect_err("out of attempts");
         assert_eq!(err.state, SqlState::SerializationFailure);
+    }
+
+    #[test]
+    fn a_proposal_goes_to_every_replica_when_a_voter_was_an_outlier() {
+        let mut r: Vec<RangeReply> = (0..3).map(|i| reply(&[(i, 1, None)], 50_000_000)).collect();
+        r.push(reply(&[(9, 1, None)], 1_000)); // far too low a table version
+        let mut op = op_with(r);
+        let out = op.start_snapshot(0, F, OUTLIER, 6, |body| ClientSigned { client: ClientId(1), body, sig: None });
+        assert_eq!(out.len(), 6);
     }
 
     #[test]
