@@ -337,7 +337,7 @@ impl ByzClient {
                 // Votes nobody cast: f+1 "voters" per invented transaction.
                 let voters: Vec<u32> = (0..=f as u32).collect();
                 let mut txns: Vec<SsEntry> = (0..4).map(|_| SsEntry { txn: TxnId(rng.gen()), voters: voters.clone() }).collect();
-                txns.sort_by(|a, b| a.txn.cmp(&b.txn));
+                txns.sort_by_key(|e| e.txn);
                 let body = RangeRead {
                     ts,
                     catalog_version: Timestamp::GENESIS,
