@@ -261,7 +261,7 @@ impl ByzClient {
             reads.iter().map(|r| &r.key).chain(writes.iter().map(|w| &w.key)).map(|k| self.config.shard_of(k)).collect();
         shards.sort();
         shards.dedup();
-        TxnMeta { ts, read_set: reads, write_set: writes, deps, predicates: Vec::new(), shards }
+        TxnMeta { ts, read_set: reads, write_set: writes, deps, predicates: Vec::new(), late: false, shards }
     }
 
     fn send_st1(&self, meta: &TxnMeta, replicas_per_shard: usize, out: &mut Vec<(ReplicaId, Message)>) {

@@ -67,10 +67,15 @@ pub struct ClusterConfig {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SqlConfig {
-    /// Write monotonicity grace (§6.1.3): a write to a table is accepted if its timestamp is
-    /// above the highest table version this replica reported minus `grace_us`; predicates are
-    /// checked against writes from `table_version - grace_us` on.
+    /// Write monotonicity grace (§6.1.3), the short tier of App. B.9: a write to a table is
+    /// accepted if its timestamp is above the highest table version this replica reported
+    /// minus `grace_us`; predicates are checked against every write from
+    /// `table_version - grace_us` on.
     pub grace_us: u64,
+    /// The long tier of App. B.9: a transaction that declares itself late (`TxnMeta::late`)
+    /// may write down to `late_grace_us` below a reported table version, and predicates are
+    /// checked against late writers' writes from `table_version - late_grace_us` on.
+    pub late_grace_us: u64,
     /// Low-watermark lag (App. B.3): versions older than `now - gc_lag_us` collapse to the
     /// newest one, and reads or writes below the watermark are refused.
     pub gc_lag_us: u64,
@@ -83,7 +88,13 @@ pub struct SqlConfig {
 
 impl Default for SqlConfig {
     fn default() -> Self {
-        SqlConfig { grace_us: 100_000, gc_lag_us: 120_000_000, version_cap: 64, table_version_outlier_us: 1_000_000 }
+        SqlConfig {
+            grace_us: 100_000,
+            late_grace_us: 1_000_000,
+            gc_lag_us: 120_000_000,
+            version_cap: 64,
+            table_version_outlier_us: 1_000_000,
+        }
     }
 }
 
@@ -171,6 +182,9 @@ impl ClusterConfig {
             if *shard as usize >= self.shards.len() {
                 return bad(format!("table {table} is placed on shard {shard}, which does not exist"));
             }
+        }
+        if self.sql.late_grace_us < self.sql.grace_us {
+            return bad("sql.late_grace_us must be at least sql.grace_us".into());
         }
         if self.sql.version_cap < 2 {
             return bad("sql.version_cap must be at least 2".into());
@@ -308,6 +322,15 @@ mod tests {
         let mut cfg = sample(1, 1);
         cfg.f = 0;
         assert!(cfg.validate().is_err());
+    }
+
+    #[test]
+    fn late_grace_may_not_be_shorter_than_grace() {
+        let mut cfg = sample(1, 1);
+        cfg.sql.late_grace_us = cfg.sql.grace_us;
+        assert!(cfg.validate().is_ok());
+        cfg.sql.late_grace_us = cfg.sql.grace_us - 1;
+        assert!(matches!(cfg.validate(), Err(ConfigError::Invalid(m)) if m.contains("late_grace_us")));
     }
 
     #[test]

@@ -48,8 +48,11 @@
 //! 3. drops the key when only a committed deletion below `w` remains;
 //!
 //! then trims committed writes below `w` from the write logs (remembering the newest trimmed
-//! timestamp, so table versions stay exact for reads at or above `w`). Prepared writes stay
-//! logged until decided; a commit below the watermark trims the write at once.
+//! timestamp, so table versions stay exact for reads at or above `w`), except the writes
+//! within [`StoreLimits::log_keep_us`] of the table's newest committed write: a table that
+//! has gone quiet tells readers that write as its table version, and their completeness
+//! windows, which reach below it, must find every write they cover. Prepared writes stay
+//! logged until decided; a commit below the log's trim point trims the write at once.
 //!
 //! *Why readers at `ts >= w` are unaffected*, given a read policy that accepts every committed
 //! version (all of Pesto's do: latest, committed-only, snapshot proposals): the version such a

@@ -7,11 +7,14 @@ pub struct StoreLimits {
     /// (ii)); values below 1 count as 1. The newest committed version of a key and all prepared
     /// versions are always kept, so a key can exceed the cap while many writers are prepared.
     pub version_cap: usize,
+    /// Committed writes within this many microseconds of a table's newest committed write
+    /// stay in its write log when the watermark passes them (see [`crate::RowStore::gc`]).
+    pub log_keep_us: u64,
 }
 
 impl Default for StoreLimits {
     fn default() -> Self {
-        StoreLimits { version_cap: 64 }
+        StoreLimits { version_cap: 64, log_keep_us: 0 }
     }
 }
 

@@ -22,15 +22,23 @@ pub(crate) struct LoggedWrite {
 /// The writes of one transaction to one table, by key.
 pub(crate) type LogEntry = BTreeMap<Key, LoggedWrite>;
 
-/// Holds every prepared write and every committed write at or above the watermark. Committed
-/// writes below the watermark are trimmed; the newest trimmed timestamp is remembered so
+/// Holds every prepared write and every committed write at or above the trim point.
+/// Committed writes below it are trimmed; the newest trimmed timestamp is remembered so
 /// table versions stay exact for reads at or above the watermark. Writes whose version the
-/// version cap deleted stay until the watermark passes them: the check still needs them.
-#[derive(Clone, Debug, Default)]
+/// version cap deleted stay until the trim point passes them: the check still needs them.
+#[derive(Clone, Debug)]
 pub(crate) struct WriteLog {
     entries: BTreeMap<(Timestamp, TxnId), LogEntry>,
     writes: usize,
     trimmed_through: Option<Timestamp>,
+    /// Committed writes below this have been trimmed (it only moves up).
+    trimmed_to: Timestamp,
+}
+
+impl Default for WriteLog {
+    fn default() -> Self {
+        WriteLog { entries: BTreeMap::new(), writes: 0, trimmed_through: None, trimmed_to: Timestamp::GENESIS }
+    }
 }
 
 impl WriteLog {
@@ -83,12 +91,32 @@ impl WriteLog {
         self.trimmed_through = self.trimmed_through.max(Some(ts));
     }
 
-    /// Removes the committed writes with `from <= ts < to`; prepared ones stay until their
-    /// writer is decided. Returns the number removed.
-    pub fn trim(&mut self, from: Timestamp, to: Timestamp) -> usize {
+    /// Committed writes below this point are trimmed: one that commits below it leaves the
+    /// log right away.
+    pub fn trimmed_to(&self) -> Timestamp {
+        self.trimmed_to
+    }
+
+    /// Timestamp of the newest committed write, if any is logged.
+    fn newest_committed(&self) -> Option<Timestamp> {
+        let committed = |entry: &LogEntry| entry.values().any(|w| w.state == VersionState::Committed);
+        self.entries.iter().rev().find(|(_, entry)| committed(entry)).map(|(&(ts, _), _)| ts)
+    }
+
+    /// Trims the committed writes below `watermark`, except, if `keep_us > 0`, those at most
+    /// `keep_us` older than the newest committed write: a reader of a table that has gone
+    /// quiet is told that write as its table version, and its completeness window (which
+    /// starts up to the long grace below the table version) must still find every write in
+    /// it. Prepared writes stay until their writer is decided. Returns the number removed.
+    pub fn trim(&mut self, watermark: Timestamp, keep_us: u64) -> usize {
+        let newest = if keep_us > 0 { self.newest_committed() } else { None };
+        let keep_from = newest.map_or(Timestamp::MAX, |n| Timestamp::at(n.time.saturating_sub(keep_us)));
+        let to = watermark.min(keep_from);
+        let from = self.trimmed_to;
         if from >= to {
             return 0;
         }
+        self.trimmed_to = to;
         let mut trimmed = 0;
         let mut emptied = Vec::new();
         for (&(ts, writer), entry) in self.entries.range_mut((from, LOWEST_TXN)..(to, LOWEST_TXN)) {
@@ -173,12 +201,29 @@ mod tests {
         log.record(Timestamp::at(2), TxnId([2; 32]), &key(2), write(VersionState::Prepared));
         log.record(Timestamp::at(3), TxnId([3; 32]), &key(3), write(VersionState::Committed));
         log.record(Timestamp::at(5), TxnId([5; 32]), &key(5), write(VersionState::Committed));
-        assert_eq!(log.trim(Timestamp::GENESIS, Timestamp::at(4)), 2);
+        assert_eq!(log.trim(Timestamp::at(4), 0), 2);
         assert_eq!((log.entries(), log.writes()), (2, 2));
         assert_eq!(log.newest_below(Timestamp::at(5), |_, _, _| true), Some(Timestamp::at(3)), "trimmed writes still count");
         assert_eq!(log.newest_below(Timestamp::at(3), |_, _, _| true), Some(Timestamp::at(2)));
         assert_eq!(log.newest(), Some(Timestamp::at(5)));
         assert!(log.remove(Timestamp::at(2), TxnId([2; 32]), &[2]).is_some());
         assert_eq!((log.entries(), log.writes()), (1, 1));
+    }
+
+    #[test]
+    fn trim_keeps_the_writes_near_the_newest_committed_one() {
+        let mut log = WriteLog::default();
+        for t in [10, 20, 95, 100] {
+            log.record(Timestamp::at(t), TxnId([t as u8; 32]), &key(t as u8), write(VersionState::Committed));
+        }
+        log.record(Timestamp::at(200), TxnId([200; 32]), &key(200), write(VersionState::Prepared));
+        // The watermark passed everything committed, but writes within 10 of the newest
+        // committed one (100; the prepared 200 does not count) stay.
+        assert_eq!(log.trim(Timestamp::at(150), 10), 2);
+        assert_eq!(log.trimmed_through(), Some(Timestamp::at(20)));
+        assert_eq!(log.trimmed_to(), Timestamp::at(90));
+        assert_eq!(log.between(Timestamp::at(80), Timestamp::MAX).count(), 3);
+        // A later trim with the same bounds has nothing to do.
+        assert_eq!(log.trim(Timestamp::at(160), 10), 0);
     }
 }

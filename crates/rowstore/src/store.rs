@@ -166,11 +166,11 @@ impl RowStore {
     /// Cost: proportional to the writer's writes.
     pub fn commit(&mut self, writer: &TxnId) {
         let Some(record) = self.writers.remove(writer) else { return };
-        let (watermark, cap) = (self.watermark, self.limits.version_cap);
+        let cap = self.limits.version_cap;
         for (name, keys) in &record.keys {
             let Some(table) = self.tables.get_mut(name) else { continue };
             for key in keys {
-                table.commit_version(key, record.ts, *writer, watermark, cap);
+                table.commit_version(key, record.ts, *writer, cap);
             }
         }
     }
@@ -232,17 +232,17 @@ impl RowStore {
     /// as the current one). For every key with work: deletes the committed versions older than
     /// its newest committed version below the watermark, and drops the key if only a committed
     /// deletion below the watermark is left. Prepared versions are left to `abort`/`commit`.
-    /// Trims committed writes below the watermark from the write logs.
+    /// Trims committed writes below the watermark from the write logs, except those within
+    /// [`StoreLimits::log_keep_us`] of their table's newest committed write.
     ///
     /// Cost: O(tables + examined keys × their versions + log entries in [old, new watermark)),
     /// independent of the store's size: keys wait in a queue ordered by the watermark at which
     /// they next have work.
     pub fn gc(&mut self, watermark: Timestamp) -> GcStats {
-        let previous = self.watermark;
-        self.watermark = previous.max(watermark);
+        self.watermark = self.watermark.max(watermark);
         let mut stats = GcStats::default();
         for table in self.tables.values_mut() {
-            stats.add(table.collect(previous, self.watermark));
+            stats.add(table.collect(self.watermark, self.limits.log_keep_us));
         }
         stats
     }

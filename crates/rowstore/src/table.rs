@@ -67,16 +67,16 @@ impl Table {
         Some(key)
     }
 
-    /// Marks the prepared version of (ts, writer) at `key` committed. A write below the
-    /// watermark leaves the log right away (gc trims each log range only once).
-    pub fn commit_version(&mut self, key: &Key, ts: Timestamp, writer: TxnId, watermark: Timestamp, cap: usize) {
+    /// Marks the prepared version of (ts, writer) at `key` committed. A write below the log's
+    /// trim point leaves the log right away (gc trims each log range only once).
+    pub fn commit_version(&mut self, key: &Key, ts: Timestamp, writer: TxnId, cap: usize) {
         let Some(version) = self.rows.get_mut(key).and_then(|c| c.get_mut(ts, &writer)) else { return };
         if version.state == VersionState::Committed {
             return;
         }
         version.state = VersionState::Committed;
         self.prepared -= 1;
-        if ts < watermark {
+        if ts < self.log.trimmed_to() {
             if self.log.remove(ts, writer, key).is_some() {
                 self.log.note_trimmed(ts);
             }
@@ -147,7 +147,7 @@ impl Table {
 
     /// GC at `watermark`: examines exactly the queued keys whose threshold lies below it,
     /// then trims committed log writes with `previous <= ts < watermark`.
-    pub fn collect(&mut self, previous: Timestamp, watermark: Timestamp) -> GcStats {
+    pub fn collect(&mut self, watermark: Timestamp, log_keep_us: u64) -> GcStats {
         let mut stats = GcStats::default();
         let not_due = self.gc_queue.split_off(&(watermark, Key::from(&[][..])));
         let due = std::mem::replace(&mut self.gc_queue, not_due);
@@ -167,7 +167,7 @@ impl Table {
                 self.reschedule(&key);
             }
         }
-        stats.log_writes_trimmed = self.log.trim(previous, watermark);
+        stats.log_writes_trimmed = self.log.trim(watermark, log_keep_us);
         stats
     }
 

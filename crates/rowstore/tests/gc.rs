@@ -148,7 +148,7 @@ fn gc_examines_only_keys_with_work() {
 
 #[test]
 fn the_version_cap_deletes_oldest_committed_and_raises_oldest_readable() {
-    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 3 });
+    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 3, log_keep_us: 0 });
     prepare_at(&mut store, &catalog, 100, 5, &upsert(1, 5));
     for time in [10, 20, 30, 40, 50] {
         commit_at(&mut store, &catalog, time, time, &upsert(1, time as i64));
@@ -170,7 +170,7 @@ fn the_version_cap_deletes_oldest_committed_and_raises_oldest_readable() {
 
 #[test]
 fn the_version_cap_never_deletes_prepared_or_the_newest_committed_version() {
-    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 2 });
+    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 2, log_keep_us: 0 });
     commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
     for writer in 2..6 {
         prepare_at(&mut store, &catalog, writer, 10 + writer, &upsert(1, writer as i64));
@@ -225,7 +225,7 @@ fn memory_stays_flat_under_a_moving_watermark() {
 
 #[test]
 fn a_repeated_write_whose_version_was_capped_is_not_resurrected() {
-    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 1 });
+    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 1, log_keep_us: 0 });
     commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
     commit_at(&mut store, &catalog, 2, 20, &upsert(1, 2));
     assert_eq!(times(&store, 1), vec![20]);
@@ -240,7 +240,7 @@ fn a_repeated_write_whose_version_was_capped_is_not_resurrected() {
 
 #[test]
 fn add_column_pads_capped_writes_in_the_log() {
-    let (mut catalog, mut store) = setup_with(StoreLimits { version_cap: 1 });
+    let (mut catalog, mut store) = setup_with(StoreLimits { version_cap: 1, log_keep_us: 0 });
     commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
     commit_at(&mut store, &catalog, 2, 20, &upsert(1, 2));
     let column =

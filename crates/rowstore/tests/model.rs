@@ -286,7 +286,7 @@ fn check(store: &RowStore, model: &Model, catalog: &Catalog, capped: bool) -> Re
 }
 
 fn run(ops: Vec<Op>, cap: usize) -> Result<(), TestCaseError> {
-    let (catalog, mut store) = setup_with(StoreLimits { version_cap: cap });
+    let (catalog, mut store) = setup_with(StoreLimits { version_cap: cap, log_keep_us: 0 });
     let mut model = Model::new();
     let mut history: Vec<(TxnId, Timestamp, WriteSet)> = Vec::new();
     for op in ops {

@@ -32,6 +32,7 @@ mod tests {
             write_set: writes.iter().map(|k| WriteEntry { key: k.as_bytes().to_vec(), value: Some(vec![1]) }).collect(),
             deps: vec![],
             predicates: Vec::new(),
+            late: false,
             shards: vec![],
         }
     }

@@ -52,6 +52,7 @@ fn writer(t: u64, key: &str, value: &[u8]) -> TxnMeta {
         write_set: vec![WriteEntry { key: key.as_bytes().to_vec(), value: Some(value.to_vec()) }],
         deps: vec![],
         predicates: Vec::new(),
+        late: false,
         shards: vec![ShardId(0)],
     }
 }
@@ -163,6 +164,21 @@ fn start_commit(fx: &mut Fx) -> TxnMeta {
     let out = fx.coord.take_outputs();
     let Some((_, Message::Prepare(p))) = out.first() else { panic!("no ST1") };
     p.body.meta.clone()
+}
+
+#[test]
+fn a_transaction_committing_past_half_the_short_grace_declares_itself_late() {
+    // Pesto App. B.9: the flag is in the signed metadata, so every replica judges alike.
+    let grace = pistou_core::SqlConfig::default().grace_us;
+    for (elapsed, late) in [(0, false), (grace / 2, false), (grace / 2 + 1, true), (10 * grace, true)] {
+        let mut fx = fx();
+        let h = fx.coord.begin(NOW);
+        fx.coord.put(h, b"x", Some(b"1".to_vec())).unwrap();
+        fx.coord.commit(NOW + elapsed, h).unwrap();
+        let out = fx.coord.take_outputs();
+        let Some((_, Message::Prepare(p))) = out.first() else { panic!("no ST1") };
+        assert_eq!(p.body.meta.late, late, "committed {elapsed} µs after begin");
+    }
 }
 
 fn vote(fx: &mut Fx, meta: &TxnMeta, i: u32, v: Vote) {

@@ -88,6 +88,7 @@ fn divergent_decisions_are_reconciled_by_the_fallback_leader() {
         write_set: vec![WriteEntry { key: b"k".to_vec(), value: Some(b"v".to_vec()) }],
         deps: vec![],
         predicates: Vec::new(),
+        late: false,
         shards: vec![ShardId(0)],
     };
     // Votes that justify both decisions: 4 commits (a CommitQuorum) and 2 aborts (an AbortQuorum).

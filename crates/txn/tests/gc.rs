@@ -68,7 +68,7 @@ fn ts(t: u64) -> Timestamp {
 fn meta(t: u64, reads: &[(&str, Timestamp)], writes: &[&str], deps: Vec<Dep>) -> TxnMeta {
     let read_set = reads.iter().map(|(k, v)| ReadEntry { key: k.as_bytes().to_vec(), version: *v }).collect();
     let write_set = writes.iter().map(|k| WriteEntry { key: k.as_bytes().to_vec(), value: Some(format!("{k}@{t}").into_bytes()) }).collect();
-    TxnMeta { ts: ts(t), read_set, write_set, deps, predicates: Vec::new(), shards: vec![ShardId(0)] }
+    TxnMeta { ts: ts(t), read_set, write_set, deps, predicates: Vec::new(), late: false, shards: vec![ShardId(0)] }
 }
 
 impl Fixture {

@@ -64,7 +64,7 @@ fn meta(t: u64, reads: &[(&str, u64)], writes: &[&str], deps: Vec<Dep>) -> TxnMe
     let mut write_set: Vec<WriteEntry> =
         writes.iter().map(|k| WriteEntry { key: k.as_bytes().to_vec(), value: Some(format!("{k}@{t}").into_bytes()) }).collect();
     write_set.sort_by(|a, b| a.key.cmp(&b.key));
-    TxnMeta { ts: ts(t), read_set, write_set, deps, predicates: Vec::new(), shards: vec![ShardId(0)] }
+    TxnMeta { ts: ts(t), read_set, write_set, deps, predicates: Vec::new(), late: false, shards: vec![ShardId(0)] }
 }
 
 impl Fixture {

@@ -29,6 +29,8 @@ struct Fixture {
     config: Arc<ClusterConfig>,
     /// The CREATE TABLE transaction.
     ddl: TxnMeta,
+    /// The replica's clock for the messages `send` delivers.
+    now: u64,
 }
 
 fn clone_key(k: &SecretKey) -> SecretKey {
@@ -38,6 +40,10 @@ fn clone_key(k: &SecretKey) -> SecretKey {
 /// One replica of a one-shard cluster whose table `t (id INT PRIMARY KEY, a INT)` was created
 /// at ts(1). Grace 0 so that windows are exact.
 fn fixture() -> Fixture {
+    fixture_with(SqlConfig { grace_us: 0, ..SqlConfig::default() })
+}
+
+fn fixture_with(sql: SqlConfig) -> Fixture {
     let keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 1; 32])).collect();
     let client = SecretKey::from_seed([99; 32]);
     let config = Arc::new(ClusterConfig {
@@ -55,11 +61,11 @@ fn fixture() -> Fixture {
         }],
         clients: vec![ClientConfig { id: 1, public_key: client.public() }],
         tables: Default::default(),
-        sql: SqlConfig { grace_us: 0, ..SqlConfig::default() },
+        sql,
     });
     let replica = Replica::new(config.clone(), ReplicaId { shard: ShardId(0), index: 0 }, Some(clone_key(&keys[0]))).expect("replica");
-    let placeholder = TxnMeta { ts: ts(1), read_set: vec![], write_set: vec![], deps: vec![], predicates: vec![], shards: vec![] };
-    let mut fx = Fixture { keys, client, replica, catalog: ts(1), config, ddl: placeholder };
+    let placeholder = TxnMeta { ts: ts(1), read_set: vec![], write_set: vec![], deps: vec![], predicates: vec![], late: false, shards: vec![] };
+    let mut fx = Fixture { keys, client, replica, catalog: ts(1), config, ddl: placeholder, now: NOW };
     let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
     let schema = TableSchema { name: "t".into(), columns: vec![col("id"), col("a")], primary_key: vec![0], indexes: vec![] };
     let change = CatalogChange::CreateTable(schema);
@@ -72,6 +78,7 @@ fn fixture() -> Fixture {
         write_set: vec![WriteEntry { key: catalog_key(ShardId(0)), value: Some(postcard::to_allocvec(&value).expect("encode")) }],
         deps: vec![],
         predicates: vec![],
+        late: false,
         shards: vec![ShardId(0)],
     };
     assert_eq!(fx.prepare(&ddl), Some(Vote::Commit));
@@ -116,11 +123,11 @@ impl Fixture {
         write_set.sort_by(|a, b| a.key.cmp(&b.key));
         let predicates =
             txn.predicate.map(|table_version| PredicateRead { predicate: a_above_10(), table_version, active }).into_iter().collect();
-        TxnMeta { ts: ts(txn.t), read_set, write_set, deps: vec![], predicates, shards: vec![ShardId(0)] }
+        TxnMeta { ts: ts(txn.t), read_set, write_set, deps: vec![], predicates, late: false, shards: vec![ShardId(0)] }
     }
 
     fn send(&mut self, msg: Message) -> Vec<Message> {
-        self.replica.handle(NOW, 7, msg);
+        self.replica.handle(self.now, 7, msg);
         self.replica.flush();
         self.replica.take_outputs().into_iter().map(|(_, m)| m).collect()
     }
@@ -402,6 +409,7 @@ fn a_writeback_arriving_after_a_later_schema_change_still_lands() {
         write_set: vec![WriteEntry { key: catalog_key(ShardId(0)), value: Some(postcard::to_allocvec(&CatalogWrite { change, catalog: after }).expect("encode")) }],
         deps: vec![],
         predicates: vec![],
+        late: false,
         shards: vec![ShardId(0)],
     };
     assert_eq!(fx.prepare(&d), Some(Vote::Commit));
@@ -471,6 +479,74 @@ fn a_scan_of_a_never_written_table_commits_after_the_watermark_moved() {
     // the check is exact and the reader commits (it used to abort, always).
     let reader = fx.meta(Txn { t: 50, reads: vec![], writes: vec![], predicate: Some(Timestamp::GENESIS) });
     assert_eq!(fx.prepare(&reader), Some(Vote::Commit));
+}
+
+#[test]
+fn a_scan_of_a_table_idle_past_the_watermark_commits() {
+    let mut fx = fixture();
+    fx.load(10, &[(1, 50)]);
+    fx.load(20, &[(2, 60)]);
+    // Far later, the watermark passes both writes; the table version a reader is told is
+    // the newest one's timestamp.
+    let later: u64 = 1_000_000_000;
+    fx.now = NOW + later;
+    fx.replica.tick(fx.now);
+    let reply = fx.range_read(later + 1_000_040, "SELECT id FROM t WHERE a > 10", vec![]);
+    let table_version = reply.result.expect("ok").predicates[0].table_version;
+    assert_eq!(table_version, ts(20));
+    // The reader's completeness window reaches the long grace below its table version. The
+    // write log kept the writes in it, so the check is exact and the reader commits (it
+    // used to abort, always, once the watermark had passed a quiet table's last writes).
+    let reads = vec![(key(1), ts(10)), (key(2), ts(20))];
+    let reader = fx.meta(Txn { t: later + 1_000_050, reads, writes: vec![], predicate: Some(table_version) });
+    assert_eq!(fx.prepare(&reader), Some(Vote::Commit));
+}
+
+// ---- Two-tier grace (App. B.9) ----
+
+/// Short grace 10 µs, long grace 100 µs.
+fn two_tier_fixture() -> Fixture {
+    fixture_with(SqlConfig { grace_us: 10, late_grace_us: 100, ..SqlConfig::default() })
+}
+
+fn late(mut m: TxnMeta) -> TxnMeta {
+    m.late = true;
+    m
+}
+
+#[test]
+fn b9_line3_a_late_writer_gets_the_long_window_and_others_the_short_one() {
+    let mut fx = two_tier_fixture();
+    fx.load(200, &[(1, 50)]);
+    // A reader at ts 400 is told table version 200.
+    assert!(fx.range_read(400, "SELECT id FROM t WHERE a > 10", vec![]).result.is_ok());
+    let write = |fx: &Fixture, t: u64, id: i64| fx.meta(Txn { t, reads: vec![(key(id), Timestamp::GENESIS)], writes: vec![(id, Some(1))], predicate: None });
+    // 185 is 15 below the table version: past the short grace, inside the long one.
+    assert_eq!(fx.prepare(&write(&fx, 185, 2)), Some(Vote::Abort), "an on-time writer gets the short window");
+    assert_eq!(fx.prepare(&late(write(&fx, 186, 3))), Some(Vote::Commit), "a late writer gets the long window");
+    // 90 is 110 below: past the long grace too.
+    assert_eq!(fx.prepare(&late(write(&fx, 90, 4))), Some(Vote::Abort));
+    assert_eq!(fx.prepare(&write(&fx, 195, 5)), Some(Vote::Commit), "inside the short window");
+}
+
+#[test]
+fn b9_line12_readers_check_late_writes_over_the_long_window_and_others_over_the_short_one() {
+    let mut fx = two_tier_fixture();
+    // Two prepared writes matching `a > 10`: an on-time one at 150 and a late one at 170.
+    let on_time = fx.meta(Txn { t: 150, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&on_time), Some(Vote::Commit));
+    let late_w = late(fx.meta(Txn { t: 170, reads: vec![(key(3), Timestamp::GENESIS)], writes: vec![(3, Some(60))], predicate: None }));
+    assert_eq!(fx.prepare(&late_w), Some(Vote::Commit));
+    // Readers with table version 200 that did not read row 2: the on-time write at 150 lies
+    // 50 below, past the short grace, so it is not checked ...
+    let r1 = fx.meta(Txn { t: 300, reads: vec![(key(3), ts(170))], writes: vec![], predicate: Some(ts(200)) });
+    assert_eq!(fx.prepare(&r1), Some(Vote::Commit));
+    // ... while the late write at 170 (30 below) is, and aborts a reader that missed it.
+    let r2 = fx.meta(Txn { t: 301, reads: vec![], writes: vec![], predicate: Some(ts(200)) });
+    assert_eq!(fx.prepare(&r2), Some(Vote::Abort));
+    // With table version 155, the on-time write at 150 is inside the short window.
+    let r3 = fx.meta(Txn { t: 302, reads: vec![(key(3), ts(170))], writes: vec![], predicate: Some(ts(155)) });
+    assert_eq!(fx.prepare(&r3), Some(Vote::Abort));
 }
 
 // ---- Snapshot path (§5.5 steps 5, 5.A, 5.B) ----

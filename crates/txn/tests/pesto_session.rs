@@ -1,5 +1,6 @@
 //! Interactive SQL transactions end to end (Pesto §5–6): a real `Coordinator` against six
-//! real `Replica`s (f = 1, one shard), messages delivered in order in-process.
+//! real `Replica`s per shard (f = 1; one shard unless a test asks for more), messages
+//! delivered in order in-process.
 
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, SqlConfig};
 use pistou_crypto::{BatchSigner, SecretKey};
@@ -24,10 +25,17 @@ struct Cluster {
     lies: Vec<Lie>,
     clients: Vec<Coordinator>,
     now: u64,
+    /// Client messages delivered to each shard's replicas.
+    sent_to_shard: Vec<usize>,
 }
 
 fn cluster(clients: u64) -> Cluster {
-    let keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 70; 32])).collect();
+    cluster_with(clients, 1, &[])
+}
+
+/// `shards` shards of six replicas; `tables` places tables on shards.
+fn cluster_with(clients: u64, shards: usize, tables: &[(&str, u32)]) -> Cluster {
+    let keys: Vec<SecretKey> = (0..6 * shards).map(|i| SecretKey::from_seed([i as u8 + 70; 32])).collect();
     let client_keys: Vec<SecretKey> = (1..=clients).map(|i| SecretKey::from_seed([i as u8 + 200; 32])).collect();
     let config = Arc::new(ClusterConfig {
         f: 1,
@@ -35,22 +43,27 @@ fn cluster(clients: u64) -> Cluster {
         max_txn_age_us: 10_000_000,
         crypto: true,
         reply_batch: 8,
-        shards: vec![ShardConfig {
-            replicas: keys
-                .iter()
-                .enumerate()
-                .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9400 + i), public_key: k.public() })
-                .collect(),
-        }],
+        shards: keys
+            .chunks(6)
+            .enumerate()
+            .map(|(s, shard_keys)| ShardConfig {
+                replicas: shard_keys
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9400 + 10 * s + i), public_key: k.public() })
+                    .collect(),
+            })
+            .collect(),
         clients: client_keys.iter().enumerate().map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() }).collect(),
-        tables: Default::default(),
+        tables: tables.iter().map(|(t, s)| (t.to_string(), *s)).collect(),
         sql: SqlConfig::default(),
     });
     let replicas = keys
         .iter()
         .enumerate()
         .map(|(i, k)| {
-            Replica::new(config.clone(), ReplicaId { shard: ShardId(0), index: i as u32 }, Some(clone_key(k))).expect("replica")
+            let id = ReplicaId { shard: ShardId((i / 6) as u32), index: (i % 6) as u32 };
+            Replica::new(config.clone(), id, Some(clone_key(k))).expect("replica")
         })
         .collect();
     let clients = client_keys
@@ -58,7 +71,12 @@ fn cluster(clients: u64) -> Cluster {
         .enumerate()
         .map(|(i, k)| Coordinator::new(config.clone(), ClientId(i as u64 + 1), Some(k)).expect("coordinator"))
         .collect();
-    Cluster { keys, replicas, lies: vec![Lie::Honest; 6], clients, now: START }
+    Cluster { keys, replicas, lies: vec![Lie::Honest; 6 * shards], clients, now: START, sent_to_shard: vec![0; shards] }
+}
+
+/// Position of a replica in `Cluster::replicas`.
+fn slot(r: ReplicaId) -> usize {
+    6 * r.shard.0 as usize + r.index as usize
 }
 
 fn clone_key(k: &SecretKey) -> SecretKey {
@@ -96,7 +114,8 @@ impl Cluster {
         for c in 0..self.clients.len() {
             for (to, msg) in self.clients[c].take_outputs() {
                 moved = true;
-                self.replicas[to.index as usize].handle(self.now, c as u64, msg);
+                self.sent_to_shard[to.shard.0 as usize] += 1;
+                self.replicas[slot(to)].handle(self.now, c as u64, msg);
             }
         }
         for r in 0..self.replicas.len() {
@@ -104,7 +123,7 @@ impl Cluster {
             let from = self.replicas[r].id();
             for (to, msg) in self.replicas[r].take_replica_outputs() {
                 moved = true;
-                self.replicas[to.index as usize].handle_replica(self.now, from, msg);
+                self.replicas[slot(to)].handle_replica(self.now, from, msg);
             }
             for (peer, msg) in self.replicas[r].take_outputs() {
                 moved = true;
@@ -299,4 +318,32 @@ fn one_lying_replica_cannot_change_a_range_result() {
     let h = cl.begin(0);
     assert_eq!(cl.rows(0, h, "SELECT id FROM accounts WHERE balance < 200 ORDER BY id", vec![]), vec![vec![int(1)], vec![int(2)], vec![int(3)]]);
     assert_eq!(cl.commit(0, h), Decision::Commit);
+}
+
+#[test]
+fn a_transaction_on_one_shards_tables_touches_only_that_shard() {
+    let mut cl = cluster_with(1, 2, &[("left_t", 0), ("right_t", 1)]);
+    cl.autocommit(0, "CREATE TABLE left_t (id INT PRIMARY KEY, v INT NOT NULL)", vec![]);
+    cl.autocommit(0, "CREATE TABLE right_t (id INT PRIMARY KEY, v INT NOT NULL)", vec![]);
+    cl.autocommit(0, "INSERT INTO left_t VALUES (1, 10), (2, 20)", vec![]);
+    cl.autocommit(0, "INSERT INTO right_t VALUES (1, 100), (2, 200)", vec![]);
+    // A transaction on right_t only: its first statement reads shard 1's catalog (the
+    // client knows the schema from earlier transactions), so shard 0 hears nothing.
+    let before = cl.sent_to_shard.clone();
+    let h = cl.begin(0);
+    assert_eq!(cl.rows(0, h, "SELECT sum(v) FROM right_t WHERE v > 50", vec![]), vec![vec![int(300)]]);
+    cl.sql(0, h, "UPDATE right_t SET v = v + 1 WHERE id = 2", vec![]).expect("update");
+    assert_eq!(cl.commit(0, h), Decision::Commit);
+    assert_eq!(cl.sent_to_shard[0], before[0], "shard 0 took no part");
+    assert!(cl.sent_to_shard[1] > before[1]);
+    // A transaction over both shards: a read on shard 0, a write on shard 1 (2PC).
+    let h = cl.begin(0);
+    assert_eq!(cl.rows(0, h, "SELECT sum(v) FROM left_t WHERE v > 0", vec![]), vec![vec![int(30)]]);
+    cl.sql(0, h, "INSERT INTO right_t VALUES (3, 30)", vec![]).expect("insert");
+    assert_eq!(cl.commit(0, h), Decision::Commit);
+    let h = cl.begin(0);
+    assert_eq!(cl.rows(0, h, "SELECT id, v FROM right_t WHERE v > 0 ORDER BY id", vec![]), vec![vec![int(1), int(100)], vec![int(2), int(201)], vec![int(3), int(30)]]);
+    // One statement over both shards is refused clearly.
+    let e = cl.sql(0, h, "SELECT * FROM left_t JOIN right_t USING (id)", vec![]).expect_err("cross-shard");
+    assert_eq!(e.state, SqlState::FeatureNotSupported);
 }

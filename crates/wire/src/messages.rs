@@ -73,6 +73,12 @@ pub struct TxnMeta {
     pub deps: Vec<Dep>,
     /// PredSet_T (Pesto §6.1): sorted, unique.
     pub predicates: Vec<PredicateRead>,
+    /// The client declares T *late* (Pesto App. B.9, two-tier grace): its writes may arrive
+    /// behind table versions already reported to readers by more than the short grace
+    /// window. A late T's writes are accepted within the long window, and every reader's
+    /// completeness check looks at them over that whole window; other writes get the short
+    /// window on both sides. Being part of id_T, every replica judges T alike.
+    pub late: bool,
     /// The shards of all keys read or written and of all predicate tables: sorted, unique,
     /// exact.
     pub shards: Vec<ShardId>,

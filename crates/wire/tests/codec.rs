@@ -19,6 +19,7 @@ fn sample_messages() -> Vec<Message> {
         write_set: vec![WriteEntry { key: b"b".to_vec(), value: Some(vec![1, 2, 3]) }, WriteEntry { key: b"c".to_vec(), value: None }],
         deps: vec![Dep { txn: TxnId([4; 32]), key: b"a".to_vec(), version: ts(2) }],
         predicates: Vec::new(),
+        late: false,
         shards: vec![ShardId(0)],
     };
     let vote = ReplicaSigned { signer: ReplicaId { shard: ShardId(0), index: 2 }, body: St1Vote { txn: meta.id(), vote: Vote::Commit }, sig: None };

@@ -186,6 +186,10 @@ pub struct Coordinator {
     recoveries: u64,
     /// Plans SQL statements and runs point statements locally (pure computation).
     sql_engine: pistou_sql::Engine,
+    /// The newest catalog this client has read (version, schema). Only a hint: it tells which
+    /// shard's catalog a transaction's first statement should read (tables are placed by
+    /// name); statements are always planned against a catalog the transaction read itself.
+    catalog_hint: Option<(Timestamp, Arc<pistou_sql::Catalog>)>,
     /// False forces every range read onto the snapshot path (stress mode of Pesto Fig. 8).
     eager_range_reads: bool,
     /// Writebacks skip this many replicas of each shard (the highest indexes): a stress mode
@@ -225,6 +229,7 @@ impl Coordinator {
             rejects: Rejections::default(),
             recoveries: 0,
             sql_engine: pistou_sql::Engine::new(pistou_sql::Limits::default()),
+            catalog_hint: None,
             eager_range_reads: true,
             writeback_omissions: 0,
             range_stats: RangeStats::default(),
@@ -438,9 +443,8 @@ impl Coordinator {
         let (Ok(predicates), false) = (Self::sql_commit_parts(&mut t), too_old) else {
             // A key read at two versions (T cannot be serializable), or replicas would refuse
             // T's ST1 (below their GC watermark) and never answer.
-            // A key read at two versions: T cannot be serializable.
             self.abort_reads(&t);
-            let id = TxnMeta { ts: t.ts, read_set: vec![], write_set: vec![], deps: vec![], predicates: vec![], shards: vec![] }.id();
+            let id = TxnMeta { ts: t.ts, read_set: vec![], write_set: vec![], deps: vec![], predicates: vec![], late: false, shards: vec![] }.id();
             self.events.push_back(CoordinatorEvent::Decided { txn: h, id, decision: Decision::Abort, fast: true });
             return Ok(());
         };
@@ -450,6 +454,7 @@ impl Coordinator {
             write_set: t.writes.iter().map(|(k, v)| WriteEntry { key: k.clone(), value: v.clone() }).collect(),
             deps: t.deps.into_iter().collect(),
             predicates,
+            late: self.is_late(now, t.ts),
             shards: Vec::new(),
         };
         if meta.read_set.is_empty() && meta.write_set.is_empty() && meta.predicates.is_empty() {
@@ -471,6 +476,14 @@ impl Coordinator {
         meta.shards = shards;
         self.start_finishing(now, meta, Some(h));
         Ok(())
+    }
+
+    /// Two-tier grace (Pesto App. B.9): T is late if more than half the short grace window
+    /// passed between its timestamp and its commit, so that writes committed meanwhile may
+    /// already have raised table versions past ts_T − grace. Half, because replicas' clocks
+    /// differ from ours.
+    fn is_late(&self, now: u64, ts: Timestamp) -> bool {
+        now.saturating_sub(ts.time) > self.config().sql.grace_us / 2
     }
 
     /// A message from replica `from` (the driver knows which connection delivered it;

@@ -209,6 +209,18 @@ impl Coordinator {
         }
     }
 
+    /// The shard whose catalog a transaction's first statement reads: the shard of the tables
+    /// it names according to the newest catalog this client knows, so that a transaction on
+    /// shard 1's tables does not also touch shard 0. Shard 0 if there is no such catalog yet,
+    /// or it cannot plan the statement (an unknown table, or none) — the statement is then
+    /// planned against shard 0's catalog and reads its own shard's as well.
+    fn first_catalog_shard(&self, sql: &str) -> ShardId {
+        let Some((_, catalog)) = &self.catalog_hint else { return ShardId(0) };
+        let Ok(prepared) = self.sql_engine.prepare(catalog, sql) else { return ShardId(0) };
+        let first_table = prepared.tables().first().map(|t| self.config().table_shard(t));
+        first_table.unwrap_or(ShardId(0))
+    }
+
     /// Reads the catalog key of `shard` (if not yet read). Returns false while it is in flight.
     fn sql_catalog(&mut self, now: u64, h: TxnHandle, shard: ShardId) -> Result<bool, SqlError> {
         if self.sql_state(h).is_some_and(|s| s.catalogs.contains_key(&shard)) {
@@ -220,6 +232,9 @@ impl Coordinator {
             GetStart::Ready(value) => {
                 let version = self.txns.get(&h).and_then(|t| t.reads.get(&key)).map(|(v, _)| *v).unwrap_or(Timestamp::GENESIS);
                 let catalog = Arc::new(decode_catalog(&value)?);
+                if self.catalog_hint.as_ref().is_none_or(|(v, _)| *v < version) {
+                    self.catalog_hint = Some((version, catalog.clone()));
+                }
                 if let Some(state) = self.sql_state(h) {
                     state.catalogs.insert(shard, (version, catalog));
                 }
@@ -240,12 +255,13 @@ impl Coordinator {
             Step::Range(_) => return Ok(None),
         }
         let (sql, params) = (stmt.sql.clone(), stmt.params.clone());
-        // Plan against a catalog this transaction read: shard 0's for the first statement
-        // (every shard's catalog key holds the whole schema).
+        // Plan against a catalog this transaction read (every shard's catalog key holds the
+        // whole schema); the first statement reads the catalog of the shard it reads.
         let planning = match state.catalogs.values().next() {
             Some((version, catalog)) => (*version, catalog.clone()),
             None => {
-                if !self.sql_catalog(now, h, ShardId(0))? {
+                let shard = self.first_catalog_shard(&sql);
+                if !self.sql_catalog(now, h, shard)? {
                     return Ok(None);
                 }
                 return self.sql_step(now, h);

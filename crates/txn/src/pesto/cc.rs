@@ -5,6 +5,19 @@
 //!
 //! Windows use `Timestamp::at(t)` (client 0, which no real client has) as exclusive bounds,
 //! so `at(table_v.time - grace)` is strictly below every transaction of that microsecond.
+//!
+//! Two grace tiers (App. B.9). The paper's long tier validates readers only against writes
+//! that arrived *non-monotonically*. Judged per replica, that is unsafe: arrival order differs
+//! between replicas, and the reader's commit quorum need not contain a correct replica where
+//! the write arrived late (n = 6: a write arrives early at replicas 5–6, late at 3–4 after a
+//! read served by 1–4; the reader commits with {1, 2, 5, 6}, the writer with {3, 4, 5, 6}).
+//! So lateness is a property of the writer that every replica sees alike: the client's
+//! `TxnMeta::late` flag, part of id_T. A late writer gets the long window for write
+//! monotonicity (line 3) and is checked by readers over the long window (line 12); any other
+//! writer gets the short window on both sides. The single-grace safety argument (App. A.3)
+//! then holds pair by pair with the writer's own window. A Byzantine client can only hurt
+//! itself: flagging everything late makes readers check more, flagging nothing gets its
+//! late writes refused.
 
 use super::{ReadPredicate, SqlReplica, SqlTxn};
 use crate::replica::{Status, TxnRecord};
@@ -42,10 +55,10 @@ fn lower_bound(version: Timestamp, grace_us: u64) -> Timestamp {
 impl SqlReplica {
     /// Lines 3, 11–19 of Alg. 1 for T (`id`, `meta`) with decoded SQL content `txn`.
     pub(crate) fn semantic_check(&self, id: &TxnId, meta: &TxnMeta, txn: &SqlTxn, txns: &Txns) -> Result<CcPass, CcAbort> {
-        self.check_monotonic(meta.ts, txn)?;
+        self.check_monotonic(meta, txn)?;
         let mut pass = CcPass::default();
         for p in &txn.predicates {
-            self.check_complete(id, meta, p, &mut pass)?;
+            self.check_complete(id, meta, p, txns, &mut pass)?;
         }
         self.check_later_readers(meta, txn, txns)?;
         pass.dynamic_deps.sort();
@@ -53,16 +66,26 @@ impl SqlReplica {
         Ok(pass)
     }
 
+    /// The grace window of a writer: the long tier if it declared itself late (B.9).
+    fn grace_of(&self, late: bool) -> u64 {
+        if late {
+            self.params.late_grace_us
+        } else {
+            self.params.grace_us
+        }
+    }
+
     /// Line 3: a write to a table must not be older than a table version already reported
-    /// to a reader, minus the grace window; otherwise that reader's completeness check
-    /// (which starts at its table version) could miss it.
-    fn check_monotonic(&self, ts: Timestamp, txn: &SqlTxn) -> Result<(), CcAbort> {
+    /// to a reader, minus the writer's grace window; otherwise that reader's completeness
+    /// check (which starts at its table version) could miss it.
+    fn check_monotonic(&self, meta: &TxnMeta, txn: &SqlTxn) -> Result<(), CcAbort> {
+        let ts = meta.ts;
         if ts <= self.store.watermark() && !txn.writes.is_empty() {
             return Err(CcAbort::BelowWatermark);
         }
         for table in txn.writes.tables.keys() {
             if let Some(high) = self.reported.get(table) {
-                if ts <= lower_bound(*high, self.params.grace_us) {
+                if ts <= lower_bound(*high, self.grace_of(meta.late)) {
                     return Err(CcAbort::NonMonotonic);
                 }
             }
@@ -71,16 +94,17 @@ impl SqlReplica {
     }
 
     /// Lines 11–16: no write that T should have seen as active escaped T's read. For every
-    /// write w of another prepared or committed T' with table_v − grace < ts_T' < ts_T, to a
-    /// key the statement that evaluated P did not read, and that is still the newest version
-    /// below ts_T: abort if w satisfies P; if it does not but T' is only prepared and its
-    /// abort would expose an older version that does (or might), T depends on T'.
+    /// write w of another prepared or committed T' with table_v − grace(T') < ts_T' < ts_T,
+    /// to a key the statement that evaluated P did not read, and that is still the newest
+    /// version below ts_T: abort if w satisfies P; if it does not but T' is only prepared and
+    /// its abort would expose an older version that does (or might), T depends on T'.
     ///
     /// "Did not read" is per predicate, not per transaction: a later statement of T may read
     /// w's key after w arrived, while P's evaluation missed w (found by the SQL oracle).
-    fn check_complete(&self, id: &TxnId, meta: &TxnMeta, p: &ReadPredicate, pass: &mut CcPass) -> Result<(), CcAbort> {
+    fn check_complete(&self, id: &TxnId, meta: &TxnMeta, p: &ReadPredicate, txns: &Txns, pass: &mut CcPass) -> Result<(), CcAbort> {
         let predicate = &p.predicate;
-        let lo = lower_bound(p.table_version, self.params.grace_us);
+        let lo = lower_bound(p.table_version, self.params.late_grace_us);
+        let short_lo = lower_bound(p.table_version, self.params.grace_us);
         // The window may start below the watermark as long as no write inside it has been
         // trimmed from the log: a table never written (table version GENESIS) or not
         // written for a while is still checked exactly.
@@ -90,6 +114,11 @@ impl SqlReplica {
         let table = predicate.table.as_str();
         for w in self.store.writes_between(table, lo, meta.ts) {
             if w.writer == *id {
+                continue;
+            }
+            // Below the short window only late writers are checked; a writer whose record
+            // is gone is treated as late (checking more is always safe).
+            if w.ts <= short_lo && txns.get(&w.writer).is_some_and(|r| !r.meta.late) {
                 continue;
             }
             let seen_by_p = row_key(table, w.key).is_some_and(|k| p.active.contains(&k));

@@ -101,7 +101,9 @@ impl SqlReplica {
         let mut catalogs = BTreeMap::new();
         catalogs.insert(Timestamp::GENESIS, Arc::new(Catalog::new()));
         SqlReplica {
-            store: RowStore::new(StoreLimits { version_cap: config.sql.version_cap }),
+            // The log keeps the long grace below a quiet table's last write: readers'
+            // completeness windows reach that far below their table version.
+            store: RowStore::new(StoreLimits { version_cap: config.sql.version_cap, log_keep_us: config.sql.late_grace_us }),
             catalogs,
             readers: HashMap::new(),
             reported: HashMap::new(),
