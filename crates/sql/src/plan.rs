@@ -337,17 +337,18 @@ fn unify_all<'e>(items: impl Iterator<Item = &'e Expr>, ty: &dyn Fn(&Expr) -> Op
 
 /// Static result type of `e` over a row whose columns have types `input`.
 pub(crate) fn expr_type(e: &Expr, input: &[Option<SqlType>]) -> Option<SqlType> {
-    expr_type_in(e, input, &|_, _| None)
+    expr_type_in(e, input, &|_| None)
 }
 
-/// `expr_type` where `enclosing(level, column)` types the columns of enclosing queries.
-pub(crate) fn expr_type_in(e: &Expr, input: &[Option<SqlType>], enclosing: &dyn Fn(usize, usize) -> Option<SqlType>) -> Option<SqlType> {
-    let ty = |x: &Expr| expr_type_in(x, input, enclosing);
+/// `expr_type` where `placeholder` types the columns of enclosing queries
+/// (`Expr::Enclosing`) and scalar subqueries (`Expr::Subquery`: their column's type).
+pub(crate) fn expr_type_in(e: &Expr, input: &[Option<SqlType>], placeholder: &dyn Fn(&Expr) -> Option<SqlType>) -> Option<SqlType> {
+    let ty = |x: &Expr| expr_type_in(x, input, placeholder);
     match e {
         Expr::Const(v) => literal_type(v),
         Expr::Column(i) => input.get(*i).copied().flatten(),
-        Expr::Enclosing { level, column } => enclosing(*level, *column),
-        Expr::Outer(_) | Expr::Param(_) | Expr::Subquery(_) => None,
+        Expr::Enclosing { .. } | Expr::Subquery(_) => placeholder(e),
+        Expr::Outer(_) | Expr::Param(_) => None,
         Expr::Neg(x) => ty(x),
         Expr::Arith(op, a, b) => arith_type(*op, ty(a)?, ty(b)?),
         Expr::Concat(..) => Some(SqlType::Text),
@@ -386,8 +387,9 @@ fn hint_param(out: &mut Vec<Option<SqlType>>, e: &Expr, ty: Option<SqlType>) {
 
 /// Infers parameter types from the context they appear in (`col = $1` gives `$1` the type
 /// of `col`), for drivers that prepare statements without declaring parameter types.
-pub(crate) fn infer_param_types(e: &Expr, input: &[Option<SqlType>], out: &mut Vec<Option<SqlType>>) {
-    let ty = |x: &Expr| expr_type(x, input);
+/// `placeholder` types enclosing columns and scalar subqueries, as in `expr_type_in`.
+pub(crate) fn infer_param_types(e: &Expr, input: &[Option<SqlType>], placeholder: &dyn Fn(&Expr) -> Option<SqlType>, out: &mut Vec<Option<SqlType>>) {
+    let ty = |x: &Expr| expr_type_in(x, input, placeholder);
     match e {
         Expr::Cmp(_, a, b) | Expr::Arith(_, a, b) | Expr::IsDistinct { left: a, right: b, .. } => {
             hint_param(out, a, ty(b));
@@ -423,7 +425,7 @@ pub(crate) fn infer_param_types(e: &Expr, input: &[Option<SqlType>], out: &mut V
         _ => {}
     }
     for child in e.children() {
-        infer_param_types(child, input, out);
+        infer_param_types(child, input, placeholder, out);
     }
 }
 

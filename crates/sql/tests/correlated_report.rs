@@ -177,3 +177,23 @@ fn encode_pk(db: &Database, table: &str, id: i64) -> Vec<u8> {
     row[0] = Value::Int(id);
     schema.row_key(&row)
 }
+
+#[test]
+fn outer_level_aggregates_run_per_group_with_the_group_value_instantiated() {
+    let db = setup();
+    // max(p.age) belongs to the people query (grouped by last name); the accounts subquery
+    // runs once per group with that group's maximum as a constant.
+    let e = run(&db, "SELECT p.last, (SELECT count(*) FROM accounts a WHERE a.balance > max(p.age)) FROM people p GROUP BY p.last ORDER BY p.last");
+    let expected: Vec<Row> = ["Allen", "Brown", "Parker"].iter().map(|last| vec![Value::Text((*last).into()), Value::Int(1)]).collect();
+    assert_eq!(rows(&e), expected);
+    let people = scans_of(&e, "people");
+    let accounts = scans_of(&e, "accounts");
+    assert_eq!((people.len(), accounts.len()), (1, 3), "people once, accounts once per group");
+    // Any change to people may change a group's maximum: the people scan reads them all.
+    assert!(people[0].predicate.may_match(&person(9, "Allen", 99)));
+    // Groups in key order: Allen (30), Brown (40), Parker (20).
+    for (scan, max) in accounts.iter().zip([30, 40, 20]) {
+        assert!(scan.predicate.may_match(&account(20, 9, max + 1)), "an account above {max} changes that group's count");
+        assert!(!scan.predicate.may_match(&account(20, 9, max)));
+    }
+}

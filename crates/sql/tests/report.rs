@@ -330,3 +330,42 @@ fn in_lists_read_only_the_listed_keys() {
     assert!(scan.predicate.may_match(&person(99, "New", "N", 1)), "inserting key 99 conflicts");
     assert!(!scan.predicate.may_match(&person(2, "Alice", "A", 1)));
 }
+
+#[test]
+fn char_results_of_expressions_are_padded_and_scalar_subqueries_are_typed() {
+    let mut db = Database::new();
+    for sql in [
+        "CREATE TABLE codes (id INT PRIMARY KEY, c CHAR(5), d CHAR(5), e CHAR(3), s SMALLINT)",
+        "INSERT INTO codes VALUES (1, 'ab', 'xy', 'q', 7), (2, NULL, 'zz', 'r', 8)",
+    ] {
+        db.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    let text = |s: &str| Value::Text(s.into());
+    let query = |db: &mut Database, sql: &str| match db.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}")) {
+        Output::Rows { rows, .. } => rows,
+        other => panic!("not rows: {other:?}"),
+    };
+    // As in PostgreSQL (checked with octet_length): min/max, CASE, COALESCE, NULLIF,
+    // GREATEST and scalar subqueries over CHAR(n) values show them padded to n.
+    assert_eq!(query(&mut db, "SELECT max(c), min(e) FROM codes"), vec![vec![text("ab   "), text("q  ")]]);
+    assert_eq!(
+        query(&mut db, "SELECT coalesce(c, d), CASE WHEN id = 1 THEN d ELSE c END, nullif(c, 'zz'), (SELECT d FROM codes WHERE id = 2), greatest(c, d) FROM codes ORDER BY id"),
+        vec![
+            vec![text("ab   "), text("xy   "), text("ab   "), text("zz   "), text("xy   ")],
+            vec![text("zz   "), Value::Null, Value::Null, text("zz   "), text("zz   ")],
+        ]
+    );
+    // Grouped: a min/max column of the grouped row keeps its argument's length, also when a
+    // subquery reads it.
+    assert_eq!(
+        query(&mut db, "SELECT id, (SELECT max(d)), (SELECT min(x.e) FROM codes x WHERE x.id = codes.id) FROM codes GROUP BY id ORDER BY id"),
+        vec![vec![Value::Int(1), text("xy   "), text("q  ")], vec![Value::Int(2), text("zz   "), text("r  ")]]
+    );
+    // A scalar subquery has its column's type (and limits).
+    use SqlType::*;
+    let p = db.prepare("SELECT (SELECT max(id) FROM codes), (SELECT c FROM codes LIMIT 1), (SELECT s FROM codes LIMIT 1), (SELECT s FROM codes LIMIT 1) + 1").expect("prepare");
+    assert_eq!(p.column_types(), Some(&[Some(Int4), Some(Char), Some(Int2), Some(Int4)][..]));
+    assert_eq!(p.column_limits().map(|l| l[1].max_len), Some(Some(5)));
+    let q = db.prepare("SELECT id FROM codes WHERE s = (SELECT s FROM codes WHERE id = $1) + $2").expect("prepare");
+    assert_eq!(q.param_types(), &[Some(Int4), Some(Int2)][..], "a parameter next to a subquery takes its type");
+}

@@ -63,20 +63,58 @@ impl Binder<'_> {
     /// context, from the grouped row).
     pub(super) fn type_of(&self, e: &Expr, scope: &Scope, mode: &Mode) -> Option<SqlType> {
         let input = match mode {
-            Mode::Agg(ctx) => scope.grouped(ctx).types(),
+            Mode::Agg(ctx) => self.grouped(scope, ctx).types(),
             _ => scope.types(),
         };
-        let enclosing = |level: usize, column: usize| self.outer_scopes.get(level).and_then(|s| s.cols.get(column)).and_then(|c| c.ty);
-        expr_type_in(e, &input, &enclosing)
+        expr_type_in(e, &input, &|x| self.placeholder_type(x))
     }
 
-    /// The declared length of a CHAR expression, for padding its output.
+    /// Static type of an enclosing query's column or of a scalar subquery (its column's).
+    fn placeholder_type(&self, e: &Expr) -> Option<SqlType> {
+        match e {
+            Expr::Enclosing { level, column } => self.outer_scopes.get(*level).and_then(|s| s.cols.get(*column)).and_then(|c| c.ty),
+            Expr::Subquery(i) => self.subqueries.get(*i).and_then(|s| s.plan.types.first().copied().flatten()),
+            _ => None,
+        }
+    }
+
+    /// The declared limits of an expression's values where they are known, for padding CHAR(n)
+    /// output: those of a column, a CAST, a scalar subquery's column, `min`/`max` of such an
+    /// expression (see `grouped`), and of CASE / COALESCE / NULLIF / GREATEST / LEAST when
+    /// every result they can take has the same limits (NULL aside).
     pub(super) fn char_limits(&self, e: &Expr, scope: &Scope) -> TypeLimits {
+        let same = |items: &mut dyn Iterator<Item = &Expr>| {
+            let mut found: Option<TypeLimits> = None;
+            for x in items.filter(|x| !matches!(x, Expr::Const(Value::Null))) {
+                let l = self.char_limits(x, scope);
+                match &found {
+                    Some(f) if *f != l => return TypeLimits::default(),
+                    _ => found = Some(l),
+                }
+            }
+            found.unwrap_or_default()
+        };
         match e {
             Expr::Column(c) => scope.cols.get(*c).map(|c| c.limits.clone()).unwrap_or_default(),
+            Expr::Enclosing { level, column } => self.outer_scopes.get(*level).and_then(|s| s.cols.get(*column)).map(|c| c.limits.clone()).unwrap_or_default(),
+            Expr::Subquery(i) => self.subqueries.get(*i).and_then(|s| s.plan.limits.first().cloned()).unwrap_or_default(),
             Expr::Cast { limits, .. } => limits.clone(),
+            Expr::Case { whens, otherwise, .. } => same(&mut whens.iter().map(|(_, then)| then).chain(otherwise.as_deref())),
+            Expr::Call { func: Func::NullIf, args } => same(&mut args.iter().take(1)),
+            Expr::Call { func: Func::Coalesce | Func::Greatest | Func::Least, args } => same(&mut args.iter()),
             _ => TypeLimits::default(),
         }
+    }
+
+    /// `Scope::grouped`, where `min`/`max` columns keep the limits of their argument.
+    pub(super) fn grouped(&self, scope: &Scope, ctx: &AggCtx) -> Scope {
+        let mut grouped = scope.grouped(ctx);
+        for (call, col) in ctx.calls.iter().zip(grouped.cols.iter_mut().skip(ctx.group_bound.len())) {
+            if let (AggFunc::Min | AggFunc::Max, Some(arg)) = (call.func, &call.arg) {
+                col.limits = self.char_limits(arg, scope);
+            }
+        }
+        grouped
     }
 
     /// Arithmetic with PostgreSQL's result type: values are computed in 64 bits, then
@@ -131,7 +169,9 @@ impl Binder<'_> {
         if self.expr_nesting == 0 {
             if let (Ok(bound), Mode::Plain(_)) = (&result, &mode) {
                 let input: Vec<Option<SqlType>> = scope.cols.iter().map(|c| c.ty).collect();
-                infer_param_types(bound, &input, &mut self.param_types);
+                let mut types = std::mem::take(&mut self.param_types);
+                infer_param_types(bound, &input, &|x| self.placeholder_type(x), &mut types);
+                self.param_types = types;
             }
         }
         result
@@ -287,27 +327,17 @@ impl Binder<'_> {
                 }
                 Expr::Call { func: Func::Substr, args }
             }
-            E::Subquery(q) => match mode {
-                Mode::Detect(_) => Expr::Const(Value::Null),
-                _ => {
-                    let outer = Self::subquery_scope(scope, mode);
-                    Expr::Subquery(self.subquery(q, outer, SubqueryKind::Scalar)?)
-                }
+            E::Subquery(q) => match self.nested_subquery(q, scope, mode, SubqueryKind::Scalar)? {
+                Some(i) => Expr::Subquery(i),
+                None => Expr::Const(Value::Null),
             },
-            E::InSubquery { expr, subquery, negated } => match mode {
-                Mode::Detect(_) => Expr::Const(Value::Null),
-                _ => {
-                    let outer = Self::subquery_scope(scope, mode);
-                    let subquery = self.subquery(subquery, outer, SubqueryKind::List)?;
-                    Expr::InSubquery { expr: bx(self, expr, mode)?, subquery, negated: *negated }
-                }
+            E::InSubquery { expr, subquery, negated } => match self.nested_subquery(subquery, scope, mode, SubqueryKind::List)? {
+                Some(i) => Expr::InSubquery { expr: bx(self, expr, mode)?, subquery: i, negated: *negated },
+                None => Expr::Const(Value::Null),
             },
-            E::Exists { subquery, negated } => match mode {
-                Mode::Detect(_) => Expr::Const(Value::Null),
-                _ => {
-                    let outer = Self::subquery_scope(scope, mode);
-                    Expr::Exists { subquery: self.subquery(subquery, outer, SubqueryKind::Exists)?, negated: *negated }
-                }
+            E::Exists { subquery, negated } => match self.nested_subquery(subquery, scope, mode, SubqueryKind::Exists)? {
+                Some(i) => Expr::Exists { subquery: i, negated: *negated },
+                None => Expr::Const(Value::Null),
             },
             other => return unsupported(format!("expression {other}")),
         })
@@ -329,18 +359,61 @@ impl Binder<'_> {
 
     /// What a subquery sees of the enclosing query: its FROM row, or in a grouped context
     /// the grouped row (group keys and aggregates, which is what it is evaluated on).
-    fn subquery_scope(scope: &Scope, mode: &Mode) -> Scope {
+    fn subquery_scope(&self, scope: &Scope, mode: &Mode) -> Scope {
         match mode {
-            Mode::Agg(ctx) => scope.grouped(ctx),
+            Mode::Agg(ctx) => self.grouped(scope, ctx),
             _ => scope.clone(),
         }
     }
 
-    /// Binds a subquery whose enclosing query's row is described by `outer`. It is
+    /// Binds a subquery appearing in an expression of the current query (bound in `mode`).
+    /// In the aggregate-detection pass it is bound only to find outer-level aggregates of the
+    /// current query, then discarded (None).
+    fn nested_subquery(&mut self, q: &sql::Query, scope: &Scope, mode: &mut Mode, kind: SubqueryKind) -> Result<Option<usize>> {
+        if let Mode::Detect(_) = mode {
+            // Only an aggregate call can be an outer-level aggregate; a bounded number of
+            // subqueries is bound twice.
+            if !mentions_aggregate(q) || self.rebind() {
+                return Ok(None);
+            }
+        }
+        let outer = self.subquery_scope(scope, mode);
+        let slot = match mode {
+            Mode::Plain(clause) => OuterAgg::NotAllowed(clause),
+            Mode::Detect(_) => OuterAgg::Detect(false),
+            Mode::Agg(ctx) => OuterAgg::Agg { scope: scope.clone(), group_len: ctx.group_bound.len(), calls: std::mem::take(&mut ctx.calls) },
+        };
+        let saved = (self.subqueries.len(), self.anonymous_params, self.min_level);
+        let (planned, slot) = self.subquery(q, outer, slot, kind);
+        match (mode, slot) {
+            (Mode::Detect(found), OuterAgg::Detect(seen)) => {
+                **found |= seen;
+                // Errors surface in the binding pass.
+                self.subqueries.truncate(saved.0);
+                (self.anonymous_params, self.min_level) = (saved.1, saved.2);
+                Ok(None)
+            }
+            (Mode::Agg(ctx), OuterAgg::Agg { calls, .. }) => {
+                ctx.calls = calls;
+                planned.map(Some)
+            }
+            _ => planned.map(Some),
+        }
+    }
+
+    /// Counts a second binding; true when over the bound (the statement then fails).
+    fn rebind(&mut self) -> bool {
+        self.rebinds += 1;
+        self.rebinds > MAX_REBINDS
+    }
+
+    /// Binds a subquery whose enclosing query's row is described by `outer` and which takes
+    /// outer-level aggregates as `slot` says (returned, with the calls it gained). It is
     /// correlated (run per enclosing row) if it, or a subquery nested in it, refers to a
     /// column of any enclosing query.
-    pub(super) fn subquery(&mut self, q: &sql::Query, outer: Scope, kind: SubqueryKind) -> Result<usize> {
+    fn subquery(&mut self, q: &sql::Query, outer: Scope, slot: OuterAgg, kind: SubqueryKind) -> (Result<usize>, OuterAgg) {
         self.outer_scopes.push(outer);
+        self.outer_aggs.push(slot);
         let depth = self.outer_scopes.len();
         let nesting = std::mem::take(&mut self.expr_nesting);
         let enclosing_min = self.min_level.take();
@@ -352,13 +425,119 @@ impl Binder<'_> {
         };
         self.expr_nesting = nesting;
         self.outer_scopes.pop();
-        let planned = planned?;
+        let slot = self.outer_aggs.pop().unwrap_or(OuterAgg::NotAllowed("this context"));
+        let planned = match planned {
+            Ok(p) => p,
+            Err(e) => return (Err(e), slot),
+        };
         let correlated = inner_min.is_some_and(|level| level < depth);
         if kind != SubqueryKind::Exists && planned.names.len() != 1 {
-            return err(SqlState::SyntaxError, "subquery must return only one column");
+            return (err(SqlState::SyntaxError, "subquery must return only one column"), slot);
         }
         self.subqueries.push(Subquery { plan: planned, kind, correlated });
-        Ok(self.subqueries.len() - 1)
+        (Ok(self.subqueries.len() - 1), slot)
+    }
+
+    /// The enclosing query an aggregate argument belongs to when it references columns of
+    /// enclosing queries only: the innermost of them (None: the aggregate is the current
+    /// query's). Found by binding the argument with every enclosing query's FROM row visible.
+    fn aggregate_level(&mut self, arg: &sql::Expr, scope: &Scope) -> Result<Option<usize>> {
+        if self.rebind() {
+            return Ok(None);
+        }
+        let full = self
+            .outer_scopes
+            .iter()
+            .zip(&self.outer_aggs)
+            .map(|(s, a)| match a {
+                OuterAgg::Agg { scope, .. } => scope.clone(),
+                _ => s.clone(),
+            })
+            .collect();
+        let saved_scopes = std::mem::replace(&mut self.outer_scopes, full);
+        let saved = (self.subqueries.len(), self.anonymous_params, self.min_level);
+        let bound = self.expr(arg, scope, &mut Mode::Plain("aggregate function calls"));
+        self.outer_scopes = saved_scopes;
+        let nested_subquery = self.subqueries.len() > saved.0;
+        self.subqueries.truncate(saved.0);
+        (self.anonymous_params, self.min_level) = (saved.1, saved.2);
+        // A failing argument fails again where the aggregate is bound.
+        let Ok(bound) = bound else { return Ok(None) };
+        fn levels(e: &Expr, out: &mut Vec<usize>) {
+            if let Expr::Enclosing { level, .. } = e {
+                out.push(*level);
+            }
+            for c in e.children() {
+                levels(c, out);
+            }
+        }
+        let mut found = Vec::new();
+        levels(&bound, &mut found);
+        if bound.any(&|n| matches!(n, Expr::Column(_))) || found.is_empty() {
+            return Ok(None);
+        }
+        if nested_subquery {
+            return unsupported("an aggregate over enclosing queries' columns with a subquery in its argument");
+        }
+        Ok(found.into_iter().max())
+    }
+
+    /// An aggregate inside a subquery whose argument references only enclosing queries'
+    /// columns: computed by the innermost of them (PostgreSQL semantics) and read here as a
+    /// column of its grouped row. None: the aggregate is the current query's.
+    fn outer_aggregate(&mut self, func: AggFunc, arg: &sql::Expr, distinct: bool, scope: &Scope) -> Result<Option<Expr>> {
+        if self.outer_scopes.is_empty() {
+            return Ok(None);
+        }
+        let Some(level) = self.aggregate_level(arg, scope)? else { return Ok(None) };
+        let level_scope = match self.outer_aggs.get_mut(level) {
+            Some(OuterAgg::NotAllowed(clause)) => {
+                return err(SqlState::GroupingError, format!("aggregate functions are not allowed in {clause}"));
+            }
+            Some(OuterAgg::Detect(found)) => {
+                *found = true;
+                return Ok(Some(Expr::Const(Value::Null)));
+            }
+            Some(OuterAgg::Agg { scope, .. }) => scope.clone(),
+            None => return err(SqlState::InternalError, "aggregate level out of range"),
+        };
+        // The argument is bound where it belongs: over that query's FROM row, with the
+        // queries enclosing it.
+        let inner_scopes = self.outer_scopes.split_off(level);
+        let inner_aggs = self.outer_aggs.split_off(level);
+        let nesting = std::mem::take(&mut self.expr_nesting);
+        let bound = self.expr(arg, &level_scope, &mut Mode::Plain("aggregate function calls")).map(|arg| {
+            let arg_type = self.type_of(&arg, &level_scope, &Mode::Plain(""));
+            AggCall { func, arg: Some(arg), distinct, arg_type }
+        });
+        self.expr_nesting = nesting;
+        self.outer_scopes.extend(inner_scopes);
+        self.outer_aggs.extend(inner_aggs);
+        let call = bound?;
+        let ty = aggregate_type(&call);
+        let limits = match (&call.func, &call.arg) {
+            (AggFunc::Min | AggFunc::Max, Some(arg)) => self.char_limits(arg, &level_scope),
+            _ => TypeLimits::default(),
+        };
+        let Some(OuterAgg::Agg { group_len, calls, .. }) = self.outer_aggs.get_mut(level) else {
+            return err(SqlState::InternalError, "aggregate level changed");
+        };
+        let pos = match calls.iter().position(|c| *c == call) {
+            Some(p) => p,
+            None => {
+                calls.push(call);
+                calls.len() - 1
+            }
+        };
+        let column = *group_len + pos;
+        // The subquery's view of that query's grouped row gains the aggregate's column.
+        if let Some(s) = self.outer_scopes.get_mut(level) {
+            while s.cols.len() <= column {
+                s.cols.push(ScopeCol { table: String::new(), name: String::new(), ty, limits: limits.clone() });
+            }
+        }
+        self.min_level = Some(self.min_level.map_or(level, |m| m.min(level)));
+        Ok(Some(Expr::Enclosing { level, column }))
     }
 
     pub(super) fn function(&mut self, f: &sql::Function, scope: &Scope, mode: &mut Mode) -> Result<Expr> {
@@ -387,6 +566,11 @@ impl Binder<'_> {
             sql::FunctionArguments::Subquery(_) => return unsupported("subquery as function argument"),
         };
         if let Some(func) = aggregate_function(&name) {
+            if let [Some(arg)] = args.as_slice() {
+                if let Some(outer) = self.outer_aggregate(func, arg, distinct, scope)? {
+                    return Ok(outer);
+                }
+            }
             return match mode {
                 Mode::Plain(clause) => err(SqlState::GroupingError, format!("aggregate functions are not allowed in {clause}")),
                 Mode::Detect(found) => {
@@ -439,4 +623,11 @@ impl Binder<'_> {
     pub(super) fn constant_expr(&mut self, e: &sql::Expr, clause: &'static str) -> Result<Expr> {
         self.expr(e, &Scope::default(), &mut Mode::Plain(clause))
     }
+}
+
+/// True if the text of `q` calls an aggregate function (a cheap test before binding it to
+/// look for outer-level aggregates).
+fn mentions_aggregate(q: &sql::Query) -> bool {
+    let text = q.to_string().to_lowercase();
+    ["count(", "sum(", "avg(", "min(", "max("].iter().any(|f| text.contains(f))
 }

@@ -36,6 +36,10 @@ fn unsupported<T>(what: impl std::fmt::Display) -> Result<T> {
     Err(SqlError::unsupported(what))
 }
 
+/// Bound on the extra bindings done to find outer-level aggregates (see `Binder::rebinds`);
+/// beyond it the statement fails with 54001.
+const MAX_REBINDS: usize = 4096;
+
 /// Longest declared VARCHAR(n)/CHAR(n), as in PostgreSQL (it also bounds CHAR padding).
 const MAX_CHAR_LENGTH: u32 = 10_485_760;
 
@@ -209,6 +213,19 @@ struct AggCtx {
     calls: Vec<AggCall>,
 }
 
+/// How an enclosing query takes an outer-level aggregate of a subquery being bound (an
+/// aggregate whose argument references only that query's columns belongs to it, as in
+/// PostgreSQL: it is computed over that query's rows and is a constant for the subquery).
+enum OuterAgg {
+    /// Aggregates are not allowed where the subquery appears (the clause, for the error).
+    NotAllowed(&'static str),
+    /// The query's aggregate-detection pass: set when one occurs.
+    Detect(bool),
+    /// The query is grouped: a call joins its aggregates (after its `group_len` group keys in
+    /// the grouped row); its argument is bound over `scope`, the query's FROM row.
+    Agg { scope: Scope, group_len: usize, calls: Vec<AggCall> },
+}
+
 enum Mode<'m> {
     /// Aggregates are an error; the string names the clause.
     Plain(&'static str),
@@ -255,6 +272,12 @@ pub(crate) struct Binder<'c> {
     expr_nesting: usize,
     anonymous_params: usize,
     outer_scopes: Vec<Scope>,
+    /// For each enclosing query (parallel to `outer_scopes`): how it takes outer-level
+    /// aggregates.
+    outer_aggs: Vec<OuterAgg>,
+    /// Subqueries and aggregate arguments bound a second time to find outer-level aggregates
+    /// (each nesting level doubles the work: bounded, see `MAX_REBINDS`).
+    rebinds: usize,
     depth: usize,
     max_depth: usize,
     /// Statement text, for error messages that must not render a (possibly huge) AST.
@@ -263,7 +286,7 @@ pub(crate) struct Binder<'c> {
 
 impl<'c> Binder<'c> {
     pub fn new(catalog: &'c Catalog, max_depth: usize, sql: &'c str) -> Self {
-        Binder { catalog, subqueries: Vec::new(), min_level: None, ctes: Vec::new(), param_count: 0, param_types: Vec::new(), expr_nesting: 0, anonymous_params: 0, outer_scopes: Vec::new(), depth: 0, max_depth, sql }
+        Binder { catalog, subqueries: Vec::new(), min_level: None, ctes: Vec::new(), param_count: 0, param_types: Vec::new(), expr_nesting: 0, anonymous_params: 0, outer_scopes: Vec::new(), outer_aggs: Vec::new(), rebinds: 0, depth: 0, max_depth, sql }
     }
 
     fn table(&self, name: &sql::ObjectName) -> Result<Arc<TableSchema>> {
@@ -283,7 +306,11 @@ impl<'c> Binder<'c> {
     }
 
     pub fn plan(mut self, stmt: &sql::Statement) -> Result<Plan> {
-        let statement = self.statement(stmt)?;
+        let statement = self.statement(stmt);
+        if self.rebinds > MAX_REBINDS {
+            return err(SqlState::StatementTooComplex, "statement nests too many subqueries with aggregates");
+        }
+        let statement = statement?;
         let mut param_types = self.param_types;
         param_types.resize(self.param_count, None);
         Ok(Plan { statement, subqueries: self.subqueries, param_count: self.param_count, param_types })

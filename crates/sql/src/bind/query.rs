@@ -317,7 +317,7 @@ impl Binder<'_> {
             };
             keys.push(SortKey { column, desc, nulls_first });
         }
-        let output_scope = if aggregating { scope.grouped(&ctx) } else { scope.clone() };
+        let output_scope = if aggregating { self.grouped(&scope, &ctx) } else { scope.clone() };
         let types = output.iter().take(names.len()).map(|e| self.type_of(e, &output_scope, &Mode::Plain(""))).collect();
         let limits = output.iter().take(names.len()).map(|e| self.char_limits(e, &output_scope)).collect();
         let (from, filter) = self.plan_from(from_items, where_conjuncts)?;
