@@ -18,7 +18,7 @@ use finish::{Fetching, Finishing};
 use pistou_core::{ClientId, ClusterConfig, Key, ReplicaId, ShardId, Timestamp, TxnId, Value};
 use pistou_crypto::SecretKey;
 use pistou_wire::{
-    AbortReads, Decision, Dep, Message, PreparedRead, ReadEntry, ReadReply, ReadRequest, ReplicaSigned, TxnMeta,
+    AbortReads, Decision, Dep, Message, MetaError, PreparedRead, ReadEntry, ReadReply, ReadRequest, ReplicaSigned, TxnMeta,
     WriteEntry, Writeback, MAX_KEY_BYTES, MAX_TXN_OPS, MAX_VALUE_BYTES,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -443,16 +443,14 @@ impl Coordinator {
         let (Ok(predicates), false) = (Self::sql_commit_parts(&mut t), too_old) else {
             // A key read at two versions (T cannot be serializable), or replicas would refuse
             // T's ST1 (below their GC watermark) and never answer.
-            self.abort_reads(&t);
-            let id = TxnMeta { ts: t.ts, read_set: vec![], write_set: vec![], deps: vec![], predicates: vec![], late: false, shards: vec![] }.id();
-            self.events.push_back(CoordinatorEvent::Decided { txn: h, id, decision: Decision::Abort, fast: true });
+            self.abort_locally(h, &t);
             return Ok(());
         };
         let mut meta = TxnMeta {
             ts: t.ts,
             read_set: t.reads.iter().map(|(k, (v, _))| ReadEntry { key: k.clone(), version: *v }).collect(),
             write_set: t.writes.iter().map(|(k, v)| WriteEntry { key: k.clone(), value: v.clone() }).collect(),
-            deps: t.deps.into_iter().collect(),
+            deps: t.deps.iter().cloned().collect(),
             predicates,
             late: self.is_late(now, t.ts),
             shards: Vec::new(),
@@ -474,8 +472,27 @@ impl Coordinator {
         shards.sort();
         shards.dedup();
         meta.shards = shards;
+        if let Err(e) = meta.validate(self.config()) {
+            // Replicas would refuse the ST1 without an answer: end T here rather than
+            // retransmit until it is too old. Too large stays too large on a retry.
+            tracing::debug!(ts = ?t.ts, "transaction aborted locally: {e}");
+            if matches!(e, MetaError::TooLarge | MetaError::OversizedItem) {
+                self.abort_reads(&t);
+                return Err(TxnError::TooManyOps);
+            }
+            self.abort_locally(h, &t);
+            return Ok(());
+        }
         self.start_finishing(now, meta, Some(h));
         Ok(())
+    }
+
+    /// Ends T with an abort decided by this client alone: its reads are released and the
+    /// application learns the abort; no replica prepared anything.
+    fn abort_locally(&mut self, h: TxnHandle, t: &TxnState) {
+        self.abort_reads(t);
+        let id = TxnMeta { ts: t.ts, read_set: vec![], write_set: vec![], deps: vec![], predicates: vec![], late: false, shards: vec![] }.id();
+        self.events.push_back(CoordinatorEvent::Decided { txn: h, id, decision: Decision::Abort, fast: true });
     }
 
     /// Two-tier grace (Pesto App. B.9): T is late if more than half the short grace window

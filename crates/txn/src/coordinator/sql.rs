@@ -625,7 +625,8 @@ impl Coordinator {
     }
 
     /// The SQL part of T's metadata at commit: range reads join the read set, predicates
-    /// the predicate set. Fails if a key was read at two versions.
+    /// the predicate set (sorted, as `TxnMeta` requires: one predicate evaluated twice with
+    /// different active rows gives two entries). Fails if a key was read at two versions.
     pub(super) fn sql_commit_parts(
         t: &mut super::TxnState,
     ) -> Result<Vec<PredicateRead>, ()> {
@@ -639,11 +640,13 @@ impl Coordinator {
                 }
             }
         }
-        Ok(state
+        let mut predicates: Vec<PredicateRead> = state
             .predicates
             .into_iter()
             .map(|((predicate, active), table_version)| PredicateRead { predicate, table_version, active })
-            .collect())
+            .collect();
+        predicates.sort();
+        Ok(predicates)
     }
 }
 
