@@ -55,7 +55,7 @@ pub struct SqlSpec {
     /// and then deletes them with the same WHERE clause (one predicate evaluated twice in a
     /// transaction); otherwise it sums what `DELETE … RETURNING amount` returned. Off by
     /// default: with it, Pesto builds non-canonical predicate sets (see the ignored test
-    /// `sql_two_shards_noncanonical_predicates_seed_*` in `tests/sql.rs`).
+    /// `sql_two_shards_noncanonical_predicates_seed_900000005` in `tests/sql.rs`).
     pub sweep_reads_first: bool,
 }
 
