@@ -57,11 +57,15 @@ pub struct SqlSpec {
     /// default: with it, Pesto builds non-canonical predicate sets (see the ignored test
     /// `sql_two_shards_noncanonical_predicates_seed_900000005` in `tests/sql.rs`).
     pub sweep_reads_first: bool,
+    /// In the two-table workload, some transactions are schema changes while the others run
+    /// (an index on `ledger.account` created or dropped, a column added to `ledger`): every
+    /// shard's catalog changes.
+    pub schema_changes: bool,
 }
 
 impl Default for SqlSpec {
     fn default() -> Self {
-        SqlSpec { txns_per_client: 6, id_space: 14, start_after_us: 300_000, ledger: false, sweep_reads_first: false }
+        SqlSpec { txns_per_client: 6, id_space: 14, start_after_us: 300_000, ledger: false, sweep_reads_first: false, schema_changes: false }
     }
 }
 
@@ -202,7 +206,7 @@ impl SqlScript {
         let entry = |rng: &mut ChaCha8Rng| int(rng.gen_range(0..self.spec.id_space));
         let debit = "UPDATE accounts SET balance = balance - $2 WHERE id = $1";
         let credit = "UPDATE accounts SET balance = balance + $2 WHERE id = $1";
-        match rng.gen_range(0..7) {
+        match rng.gen_range(0..if self.spec.schema_changes { 8 } else { 7 }) {
             // A transfer between two accounts (one shard).
             0 => {
                 let (a, b, amount) = (account(rng), account(rng), int(rng.gen_range(1..10)));
@@ -259,12 +263,20 @@ impl SqlScript {
                 stmt(AUDIT_LEDGER, vec![]),
                 stmt("SELECT id, account, amount FROM ledger WHERE amount > $1 ORDER BY id", vec![int(rng.gen_range(0..15))]),
             ],
+            7 => vec![stmt(
+                match rng.gen_range(0..5) {
+                    0 | 1 => "CREATE INDEX IF NOT EXISTS ledger_account ON ledger (account)",
+                    2 | 3 => "DROP INDEX IF EXISTS ledger_account",
+                    _ => "ALTER TABLE ledger ADD COLUMN IF NOT EXISTS memo TEXT DEFAULT 'none'",
+                },
+                vec![],
+            )],
             // Ledger only: an entry changes hands, then the new owner's entries.
             _ => {
                 let (e, a) = (entry(rng), account(rng));
                 vec![
                     stmt("UPDATE ledger SET account = $2 WHERE id = $1", vec![e, a.clone()]),
-                    stmt("SELECT id, amount FROM ledger WHERE account = $1 ORDER BY id", vec![a]),
+                    stmt("SELECT * FROM ledger WHERE account = $1 ORDER BY id", vec![a]),
                 ]
             }
         }

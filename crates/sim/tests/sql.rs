@@ -14,7 +14,10 @@
 //! Faults: none (80 seeds); 2% drops and a crash per shard (60); one Byzantine replica per
 //! shard lying in range reads, fabricating reads, or voting abort on everything (25 each);
 //! the eager path forced to fail with writebacks withheld from two replicas per shard (30); a
-//! client proposing fabricated snapshots (25). About 20 s in the debug profile.
+//! client proposing fabricated snapshots (25); schema changes (indexes created and dropped, a
+//! column added) while transactions run, clean (40) and with drops and a crash (30). The
+//! oracle also checks that a schema change was a change (or an `IF [NOT] EXISTS` no-op) in
+//! the cluster exactly when it was one on the model. About 25 s in the debug profile.
 //! `sql_two_shards_noncanonical_predicates_seed_900000005` is an ignored reproduction of a
 //! known coordinator bug.
 
@@ -203,6 +206,25 @@ fn sql_two_shards_forced_snapshots_with_a_third_of_replicas_missing_writes() {
 #[test]
 fn sql_two_shards_with_a_client_proposing_fabricated_snapshots() {
     run_two_shards(|seed| with(two_shard_scenario("sql-2shards-fabricated-snapshots", seed), fabricated_snapshots), 25, 515, 10, 100);
+}
+
+#[test]
+fn sql_two_shards_with_schema_changes() {
+    // Indexes created and dropped and a column added while transactions run: every shard's
+    // catalog changes, and statements on either shard must plan against the same version.
+    let ddl = |s: &mut Scenario| {
+        if let Some(spec) = &mut s.sql {
+            spec.schema_changes = true;
+        }
+    };
+    run_two_shards(|seed| with(two_shard_scenario("sql-2shards-ddl", seed), ddl), 40, 516, 10, 150);
+    let make = |seed| {
+        with(two_shard_scenario("sql-2shards-ddl-drops-crash", seed), |s| {
+            ddl(s);
+            drops_and_a_crash(s);
+        })
+    };
+    run_two_shards(make, 30, 517, 10, 100);
 }
 
 /// Known bug, seed 900000005 (two shards, clean network, sweeps that read before they
