@@ -58,6 +58,9 @@ pub struct Scenario {
     /// Correct clients skip the eager decision of every range read and take the snapshot
     /// path (Pesto Fig. 8 "eager path forced to fail").
     pub force_snapshot_path: bool,
+    /// Table placement (`ClusterConfig.tables`): table name → shard. Unlisted tables go by
+    /// hash of their name.
+    pub tables: BTreeMap<String, u32>,
 }
 
 impl Scenario {
@@ -86,6 +89,7 @@ impl Scenario {
             sql: None,
             omit_writebacks_per_shard: 0,
             force_snapshot_path: false,
+            tables: BTreeMap::new(),
         }
     }
 }
@@ -109,6 +113,13 @@ pub struct Outcome {
     pub range: pistou_txn::RangeStats,
     /// Transactions correct replicas fetched with SYNC and applied from a SUPPLY.
     pub supplied: u64,
+    /// Committed transactions of correct clients whose metadata names two or more shards
+    /// (Basil 2PC), as correct replicas applied them.
+    pub multi_shard_commits: usize,
+    /// Of those, the ones that wrote data (not catalog) keys on two or more shards.
+    pub cross_shard_write_commits: usize,
+    /// Committed audits of the two-table SQL workload whose conserved total was checked.
+    pub ledger_audits: usize,
 }
 
 #[derive(Debug)]
@@ -161,6 +172,7 @@ struct World {
     /// Replicas that never get writebacks (inconsistent, not Byzantine).
     lagging: BTreeSet<ReplicaId>,
     messages: u64,
+    config: Arc<ClusterConfig>,
 }
 
 impl World {
@@ -259,6 +271,7 @@ impl World {
                         client.coord.handle(local, r, msg);
                         client.step(local, &mut self.rng);
                         self.flush_client(now, c);
+                        self.release_sql_clients();
                     }
                     (Node::Replica(a), Node::Replica(b)) => {
                         if self.crashed.contains(&b) {
@@ -300,12 +313,23 @@ impl World {
                         client.coord.tick(local);
                         client.step(local, &mut self.rng);
                         self.flush_client(now, c);
+                        self.release_sql_clients();
                     }
                 }
                 self.queue.push(now + TICK_US, Event::Tick(node));
             }
         }
         Ok(())
+    }
+
+    /// SQL clients held back until client 0 has committed the setup go once it has.
+    fn release_sql_clients(&mut self) {
+        if !self.clients.first().and_then(|c| c.sql.as_ref()).is_some_and(|s| s.setup_finished()) {
+            return;
+        }
+        for script in self.clients.iter_mut().filter_map(|c| c.sql.as_mut()) {
+            script.held = false;
+        }
     }
 
     fn finished(&self) -> bool {
@@ -339,7 +363,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         reply_batch: 8,
         shards,
         clients,
-        tables: Default::default(),
+        tables: s.tables.clone(),
         sql: Default::default(),
     };
     config.validate().map_err(|e| SimError::Setup(e.to_string()))?;
@@ -452,6 +476,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         isolated,
         lagging,
         messages: 0,
+        config,
     })
 }
 
@@ -497,11 +522,13 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
     }
     let logs: Vec<_> = w.clients.iter().flat_map(|c| c.finished.iter().cloned()).collect();
     let correct: Vec<&Replica> = w.replicas.iter().filter(|(id, _)| !w.crashed.contains(id) && !w.byz_replicas.contains_key(id)).map(|(_, r)| r).collect();
+    let sql_logs: Vec<_> = w.clients.iter().filter_map(|c| c.sql.as_ref()).flat_map(|s| s.finished.iter().cloned()).collect();
     // Correct clients and correct replicas agree on every decision.
-    for l in &logs {
-        let (Some(id), Some(d)) = (l.id, l.decision) else { continue };
+    let decided = logs.iter().map(|l| (l.client, l.id, l.decision)).chain(sql_logs.iter().map(|l| (l.client, l.id, l.decision)));
+    for (client, id, decision) in decided {
+        let (Some(id), Some(d)) = (id, decision) else { continue };
         if let Some(r) = correct.iter().find(|r| r.decision_of(&id).is_some_and(|rd| rd != d)) {
-            return Err(unsafe_err(format!("client {} saw {d:?} for {id} but replica {} applied the opposite", l.client, r.id())));
+            return Err(unsafe_err(format!("client {client} saw {d:?} for {id} but replica {} applied the opposite", r.id())));
         }
     }
     // Committed transactions of Byzantine clients, as correct replicas applied them.
@@ -522,11 +549,29 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
     }
     let others: Vec<TxnLog> = others.into_values().collect();
     let mut report = oracle::check(&logs, &others).map_err(unsafe_err)?;
-    let sql_logs: Vec<_> = w.clients.iter().filter_map(|c| c.sql.as_ref()).flat_map(|s| s.finished.iter().cloned()).collect();
     let mut sql_committed = 0;
-    if s.sql.is_some() {
+    let mut ledger_audits = 0;
+    if let Some(spec) = &s.sql {
         sql_committed = sql_oracle::check(&sql_logs).map_err(unsafe_err)?;
         report.committed += sql_committed;
+        if spec.ledger {
+            ledger_audits = crate::sql_workload::check_ledger_audits(&sql_logs).map_err(unsafe_err)?;
+        }
+    }
+    // Shards of the correct clients' committed transactions, as correct replicas applied them.
+    let mut spans: BTreeMap<TxnId, (usize, usize)> = BTreeMap::new();
+    for r in &correct {
+        for m in r.committed_txns().filter(|m| correct_ids.contains(&m.ts.client.0)) {
+            spans.entry(m.id()).or_insert_with(|| {
+                let written: BTreeSet<ShardId> = m
+                    .write_set
+                    .iter()
+                    .filter(|e| !matches!(pistou_core::sql_keys::key_kind(&e.key), pistou_core::sql_keys::KeyKind::Catalog(_)))
+                    .map(|e| w.config.shard_of(&e.key))
+                    .collect();
+                (m.shards.len(), written.len())
+            });
+        }
     }
     let committed = logs.iter().filter(|l| l.decision == Some(Decision::Commit)).count() + sql_committed;
     let sql_aborted = sql_logs.len() - sql_committed;
@@ -549,5 +594,8 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
             snapshot: a.snapshot + b.snapshot,
             failed: a.failed + b.failed,
         }),
+        multi_shard_commits: spans.values().filter(|(shards, _)| *shards >= 2).count(),
+        cross_shard_write_commits: spans.values().filter(|(_, written)| *written >= 2).count(),
+        ledger_audits,
     })
 }

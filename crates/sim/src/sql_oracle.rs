@@ -3,7 +3,7 @@
 //! transaction at a time) and checks that every statement returned what it returns there.
 
 use crate::sql_workload::SqlTxnLog;
-use pistou_sql::{Database, Output};
+use pistou_sql::{Database, Output, StatementKind};
 use pistou_txn::SqlOutput;
 use pistou_wire::Decision;
 
@@ -29,7 +29,8 @@ pub fn check(logs: &[SqlTxnLog]) -> Result<usize, String> {
                 (Output::Affected { count: m, returning: mr, .. }, SqlOutput::Affected { count: c, returning: cr, .. }) => {
                     m == c && mr.as_ref().map(|r| &r.1) == cr.as_ref().map(|r| &r.1)
                 }
-                (Output::Catalog(_), SqlOutput::Ddl { .. }) => true,
+                // A schema change in both, or an `IF [NOT] EXISTS` no-op in both.
+                (Output::Catalog(m), SqlOutput::Ddl { command }) => StatementKind::Ddl(m.clone()).command() == *command,
                 _ => false,
             };
             if !same {

@@ -2,8 +2,27 @@
 //! oracle (every statement's result equals its result on a model database that replays the
 //! committed transactions in timestamp order). A failure prints scenario and seed;
 //! `SIM_SEED=<seed> cargo test -p pistou-sim --test sql` re-runs that seed.
+//!
+//! The `sql_two_shards_*` scenarios run the two-table workload (`SqlSpec::ledger`, 4 clients
+//! of 8 transactions) on two shards, `accounts` placed on shard 0 and `ledger` on shard 1:
+//! payments from an account into a new ledger entry, settling an entry (point reads and
+//! writes on both shards), sweeping an account's entries (range `DELETE … RETURNING` on
+//! shard 1, update on shard 0), range updates on both shards, transfers on shard 0 alone,
+//! ledger-only updates and audits reading both tables. Besides the SQL oracle over both
+//! tables, every committed audit must see the conserved total, and enough transactions that
+//! wrote both shards must commit (counted from the metadata correct replicas applied).
+//! Faults: none (80 seeds); 2% drops and a crash per shard (60); one Byzantine replica per
+//! shard lying in range reads, fabricating reads, or voting abort on everything (25 each);
+//! the eager path forced to fail with writebacks withheld from two replicas per shard (30); a
+//! client proposing fabricated snapshots (25); schema changes (indexes created and dropped, a
+//! column added) while transactions run, clean (40) and with drops and a crash (30). The
+//! oracle also checks that a schema change was a change (or an `IF [NOT] EXISTS` no-op) in
+//! the cluster exactly when it was one on the model. About 25 s in the debug profile.
+//! `sql_two_shards_noncanonical_predicates_seed_900000005` is an ignored reproduction of a
+//! known coordinator bug.
 
 use pistou_sim::{run, ClientFault, Outcome, ReplicaFault, Scenario, SqlSpec};
+use std::time::Instant;
 
 fn seeds(count: u64, salt: u64) -> Vec<u64> {
     match std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
@@ -18,6 +37,48 @@ fn sql_scenario(name: &'static str, seed: u64) -> Scenario {
     s.clients = 3;
     s.sql = Some(SqlSpec::default());
     s
+}
+
+/// Two shards, `accounts` on shard 0 and `ledger` on shard 1 (placed explicitly).
+fn two_shard_scenario(name: &'static str, seed: u64) -> Scenario {
+    let mut s = Scenario::base(name, seed);
+    s.shards = 2;
+    s.clients = 4;
+    s.sql = Some(SqlSpec { ledger: true, id_space: 10, txns_per_client: 8, ..SqlSpec::default() });
+    s.tables = [("accounts".to_string(), 0), ("ledger".to_string(), 1)].into_iter().collect();
+    s
+}
+
+// Faults shared by the one- and two-shard scenarios.
+
+fn with(mut s: Scenario, faults: impl FnOnce(&mut Scenario)) -> Scenario {
+    faults(&mut s);
+    s
+}
+
+fn drops_and_a_crash(s: &mut Scenario) {
+    s.drop_prob = 0.02;
+    s.crashes_per_shard = 1;
+    s.crash_at_us = 200_000;
+}
+
+fn byzantine_replica(fault: ReplicaFault) -> impl FnOnce(&mut Scenario) {
+    move |s| {
+        s.byz_replicas_per_shard = 1;
+        s.replica_fault = Some(fault);
+    }
+}
+
+fn fabricated_snapshots(s: &mut Scenario) {
+    s.byz_clients = 1;
+    s.client_fault = Some(ClientFault::FabricatedSnapshots);
+    s.byz_txns = 40;
+}
+
+/// The eager path forced to fail, and writebacks withheld from two replicas per shard.
+fn snapshots_and_lagging_replicas(s: &mut Scenario) {
+    s.force_snapshot_path = true;
+    s.omit_writebacks_per_shard = 2;
 }
 
 /// Runs the seeds; at least `min_committed_per_seed` transactions (beyond the two setup
@@ -41,18 +102,31 @@ fn run_all(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_committed_
     outcomes
 }
 
+/// Runs the seeds of a two-shard scenario as `run_all` does (the two-table workload has four
+/// setup transactions); besides, at least `min_cross` committed transactions in all wrote
+/// both shards, and committed audits checked the conserved total.
+fn run_two_shards(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_committed_per_seed: usize, min_cross: usize) -> Vec<Outcome> {
+    let started = Instant::now();
+    let outcomes = run_all(make, count, salt, 2 + min_committed_per_seed);
+    let runs = outcomes.len();
+    let sum = |f: fn(&Outcome) -> usize| outcomes.iter().map(f).sum::<usize>();
+    let (committed, multi, cross, audits) =
+        (sum(|o| o.committed), sum(|o| o.multi_shard_commits), sum(|o| o.cross_shard_write_commits), sum(|o| o.ledger_audits));
+    eprintln!(
+        "{runs} seeds in {:.1?}: {committed} committed, {multi} naming two shards, {cross} writing both, {audits} audits checked",
+        started.elapsed()
+    );
+    // A single re-run seed (SIM_SEED) need not reach the totals.
+    if runs > 1 {
+        assert!(cross >= min_cross, "only {cross} committed transactions wrote both shards in {runs} runs");
+        assert!(audits > 0, "no committed audit checked the conserved total");
+    }
+    outcomes
+}
+
 #[test]
 fn sql_with_the_eager_path_forced_to_fail() {
-    let outcomes = run_all(
-        |seed| {
-            let mut s = sql_scenario("sql-forced-snapshot", seed);
-            s.force_snapshot_path = true;
-            s
-        },
-        20,
-        506,
-        4,
-    );
+    let outcomes = run_all(|seed| with(sql_scenario("sql-forced-snapshot", seed), |s| s.force_snapshot_path = true), 20, 506, 4);
     let eager: u64 = outcomes.iter().map(|o| o.range.eager).sum();
     let snapshot: u64 = outcomes.iter().map(|o| o.range.snapshot).sum();
     assert_eq!(eager, 0, "no range read decided on the eager path");
@@ -63,35 +137,14 @@ fn sql_with_the_eager_path_forced_to_fail() {
 fn sql_forced_snapshots_with_a_third_of_replicas_missing_writes() {
     // Lagging replicas must fetch the proposed transactions with SYNC (writebacks never
     // reach them; SUPPLY from peers does).
-    let outcomes = run_all(
-        |seed| {
-            let mut s = sql_scenario("sql-snapshot-sync", seed);
-            s.force_snapshot_path = true;
-            s.omit_writebacks_per_shard = 2;
-            s
-        },
-        20,
-        507,
-        3,
-    );
+    let outcomes = run_all(|seed| with(sql_scenario("sql-snapshot-sync", seed), snapshots_and_lagging_replicas), 20, 507, 3);
     assert!(outcomes.iter().map(|o| o.range.snapshot).sum::<u64>() > 0);
     assert!(outcomes.iter().map(|o| o.supplied).sum::<u64>() > 0, "lagging replicas synced missing commits");
 }
 
 #[test]
 fn sql_with_a_client_proposing_fabricated_snapshots() {
-    run_all(
-        |seed| {
-            let mut s = sql_scenario("sql-fabricated-snapshots", seed);
-            s.byz_clients = 1;
-            s.client_fault = Some(ClientFault::FabricatedSnapshots);
-            s.byz_txns = 40;
-            s
-        },
-        15,
-        508,
-        4,
-    );
+    run_all(|seed| with(sql_scenario("sql-fabricated-snapshots", seed), fabricated_snapshots), 15, 508, 4);
 }
 
 #[test]
@@ -101,62 +154,96 @@ fn sql_base() {
 
 #[test]
 fn sql_with_drops_and_a_crash() {
-    run_all(
-        |seed| {
-            let mut s = sql_scenario("sql-drops-crash", seed);
-            s.drop_prob = 0.02;
-            s.crashes_per_shard = 1;
-            s.crash_at_us = 200_000;
-            s
-        },
-        25,
-        502,
-        3,
-    );
+    run_all(|seed| with(sql_scenario("sql-drops-crash", seed), drops_and_a_crash), 25, 502, 3);
 }
 
 #[test]
 fn sql_with_a_replica_lying_in_range_reads() {
-    run_all(
-        |seed| {
-            let mut s = sql_scenario("sql-lie-range", seed);
-            s.byz_replicas_per_shard = 1;
-            s.replica_fault = Some(ReplicaFault::LieRange);
-            s
-        },
-        30,
-        503,
-        3,
-    );
+    run_all(|seed| with(sql_scenario("sql-lie-range", seed), byzantine_replica(ReplicaFault::LieRange)), 30, 503, 3);
 }
 
 #[test]
 fn sql_with_a_third_of_replicas_missing_writes() {
-    run_all(
-        |seed| {
-            let mut s = sql_scenario("sql-inconsistent", seed);
-            s.omit_writebacks_per_shard = 2;
-            s
-        },
-        25,
-        504,
-        3,
-    );
+    run_all(|seed| with(sql_scenario("sql-inconsistent", seed), |s| s.omit_writebacks_per_shard = 2), 25, 504, 3);
 }
 
 #[test]
 fn sql_with_fabricated_reads_and_abort_votes() {
     for fault in [ReplicaFault::FabricateReads, ReplicaFault::AbortAll] {
-        run_all(
-            |seed| {
-                let mut s = sql_scenario("sql-byz-replica", seed);
-                s.byz_replicas_per_shard = 1;
-                s.replica_fault = Some(fault);
-                s
-            },
-            10,
-            505,
-            2,
-        );
+        run_all(|seed| with(sql_scenario("sql-byz-replica", seed), byzantine_replica(fault)), 10, 505, 2);
+    }
+}
+
+#[test]
+fn sql_two_shards_base() {
+    run_two_shards(|seed| two_shard_scenario("sql-2shards-base", seed), 80, 511, 12, 400);
+}
+
+#[test]
+fn sql_two_shards_with_drops_and_a_crash() {
+    run_two_shards(|seed| with(two_shard_scenario("sql-2shards-drops-crash", seed), drops_and_a_crash), 60, 512, 10, 250);
+}
+
+#[test]
+fn sql_two_shards_with_byzantine_replicas() {
+    let faults = [
+        ("sql-2shards-lie-range", ReplicaFault::LieRange),
+        ("sql-2shards-fabricate-reads", ReplicaFault::FabricateReads),
+        ("sql-2shards-abort-all", ReplicaFault::AbortAll),
+    ];
+    for (name, fault) in faults {
+        run_two_shards(|seed| with(two_shard_scenario(name, seed), byzantine_replica(fault)), 25, 513, 10, 100);
+    }
+}
+
+#[test]
+fn sql_two_shards_forced_snapshots_with_a_third_of_replicas_missing_writes() {
+    let make = |seed| with(two_shard_scenario("sql-2shards-snapshot-sync", seed), snapshots_and_lagging_replicas);
+    let outcomes = run_two_shards(make, 30, 514, 2, 10);
+    assert!(outcomes.iter().map(|o| o.range.snapshot).sum::<u64>() > 0, "range reads completed on the snapshot path");
+}
+
+#[test]
+fn sql_two_shards_with_a_client_proposing_fabricated_snapshots() {
+    run_two_shards(|seed| with(two_shard_scenario("sql-2shards-fabricated-snapshots", seed), fabricated_snapshots), 25, 515, 10, 100);
+}
+
+#[test]
+fn sql_two_shards_with_schema_changes() {
+    // Indexes created and dropped and a column added while transactions run: every shard's
+    // catalog changes, and statements on either shard must plan against the same version.
+    let ddl = |s: &mut Scenario| {
+        if let Some(spec) = &mut s.sql {
+            spec.schema_changes = true;
+        }
+    };
+    run_two_shards(|seed| with(two_shard_scenario("sql-2shards-ddl", seed), ddl), 40, 516, 10, 150);
+    let make = |seed| {
+        with(two_shard_scenario("sql-2shards-ddl-drops-crash", seed), |s| {
+            ddl(s);
+            drops_and_a_crash(s);
+        })
+    };
+    run_two_shards(make, 30, 517, 10, 100);
+}
+
+/// Known bug, seed 900000005 (two shards, clean network, sweeps that read before they
+/// delete; also seeds 900000006, 900000012 and 900000017 with drops and a crash): a
+/// transaction evaluates one predicate (`ledger.account = $1`) twice, a SELECT sum and then a
+/// DELETE with the same WHERE, with different active keys and table versions. The coordinator
+/// emits PredSet_T in (predicate, active) order (`sql_commit_parts`), but `TxnMeta::validate`
+/// wants it sorted by `PredicateRead`'s derived order (predicate, table_version, active):
+/// every replica refuses the ST1 as malformed, and the client retransmits it until the run's
+/// time limit (liveness failure).
+#[test]
+#[ignore = "known bug: non-canonical predicate set from the coordinator (seed 900000005); remove once fixed"]
+fn sql_two_shards_noncanonical_predicates_seed_900000005() {
+    let s = with(two_shard_scenario("sql-2shards-noncanonical-predicates", 900_000_005), |s| {
+        if let Some(spec) = &mut s.sql {
+            spec.sweep_reads_first = true;
+        }
+    });
+    if let Err(e) = run(&s) {
+        panic!("{e}");
     }
 }
