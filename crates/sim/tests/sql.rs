@@ -18,8 +18,8 @@
 //! column added) while transactions run, clean (40) and with drops and a crash (30). The
 //! oracle also checks that a schema change was a change (or an `IF [NOT] EXISTS` no-op) in
 //! the cluster exactly when it was one on the model. About 25 s in the debug profile.
-//! `sql_two_shards_noncanonical_predicates_seed_900000005` is an ignored reproduction of a
-//! known coordinator bug.
+//! `sql_two_shards_with_a_predicate_evaluated_twice` sweeps by reading before deleting (one
+//! predicate evaluated twice in a transaction; it found a coordinator bug, now fixed).
 
 use pistou_sim::{run, ClientFault, Outcome, ReplicaFault, Scenario, SqlSpec};
 use std::time::Instant;
@@ -227,23 +227,31 @@ fn sql_two_shards_with_schema_changes() {
     run_two_shards(make, 30, 517, 10, 100);
 }
 
-/// Known bug, seed 900000005 (two shards, clean network, sweeps that read before they
-/// delete; also seeds 900000006, 900000012 and 900000017 with drops and a crash): a
-/// transaction evaluates one predicate (`ledger.account = $1`) twice, a SELECT sum and then a
-/// DELETE with the same WHERE, with different active keys and table versions. The coordinator
-/// emits PredSet_T in (predicate, active) order (`sql_commit_parts`), but `TxnMeta::validate`
-/// wants it sorted by `PredicateRead`'s derived order (predicate, table_version, active):
-/// every replica refuses the ST1 as malformed, and the client retransmits it until the run's
-/// time limit (liveness failure).
+/// Sweeps that read an account's ledger entries (`SELECT … sum(amount) … WHERE account = $1`)
+/// before deleting them with the same WHERE: one predicate evaluated twice, with different
+/// active keys and table versions. The coordinator used to emit PredSet_T out of
+/// `PredicateRead`'s order; every replica refused the ST1 as malformed and the client
+/// retransmitted it forever (seed 900000005 clean; 900000006, 900000012 and 900000017 with
+/// drops and a crash). Those seeds, then 20 more of each.
 #[test]
-#[ignore = "known bug: non-canonical predicate set from the coordinator (seed 900000005); remove once fixed"]
-fn sql_two_shards_noncanonical_predicates_seed_900000005() {
-    let s = with(two_shard_scenario("sql-2shards-noncanonical-predicates", 900_000_005), |s| {
+fn sql_two_shards_with_a_predicate_evaluated_twice() {
+    let reads_first = |s: &mut Scenario| {
         if let Some(spec) = &mut s.sql {
             spec.sweep_reads_first = true;
         }
-    });
-    if let Err(e) = run(&s) {
-        panic!("{e}");
+    };
+    let clean = |seed| with(two_shard_scenario("sql-2shards-sweep-reads-first", seed), reads_first);
+    let lossy = |seed| {
+        with(two_shard_scenario("sql-2shards-sweep-reads-first-drops-crash", seed), |s| {
+            reads_first(s);
+            drops_and_a_crash(s);
+        })
+    };
+    for (seed, make) in [(900_000_005, &clean as &dyn Fn(u64) -> Scenario), (900_000_006, &lossy), (900_000_012, &lossy), (900_000_017, &lossy)] {
+        if let Err(e) = run(&make(seed)) {
+            panic!("{e}");
+        }
     }
+    run_two_shards(clean, 20, 518, 10, 80);
+    run_two_shards(lossy, 20, 519, 8, 60);
 }
