@@ -62,8 +62,8 @@ pub enum ReplicaFault {
     SilentLeader,
     /// As fallback leader, proposes the minority decision.
     LyingLeader,
-    /// Lies in range-read replies (Pesto §5.5): in Q-RES, Q-READ, Q-DEP, table versions or
-    /// SS-VOTE, one lie per reply.
+    /// Lies in range-read replies (Pesto §5.5): in Q-RES, Q-READ, Q-DEP, Q-PRED, table
+    /// versions or SS-VOTE, one lie per reply.
     LieRange,
 }
 
@@ -153,7 +153,7 @@ pub fn tamper(fault: ReplicaFault, key: &BatchSigner, me: ReplicaId, to_client: 
         (ReplicaFault::LieRange, Message::RangeReply(r)) => {
             let mut body = r.body;
             if let Ok(result) = &mut body.result {
-                match rng.gen_range(0..6) {
+                match rng.gen_range(0..7) {
                     // Q-RES: a row less (or a count changed).
                     0 => match &mut result.output {
                         QueryOutput::Rows(rows) => {
@@ -184,6 +184,8 @@ pub fn tamper(fault: ReplicaFault, key: &BatchSigner, me: ReplicaId, to_client: 
                             p.table_version = Timestamp { time: p.table_version.time.saturating_add(50_000), ..p.table_version };
                         }
                     }
+                    // Q-PRED: no predicate at all (nothing for the CC check to validate).
+                    5 => result.predicates.clear(),
                     // SS-VOTE: fabricated writers.
                     _ => body.ss_vote.push(TxnId(rng.gen())),
                 }
