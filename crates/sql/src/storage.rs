@@ -601,12 +601,9 @@ mod tests {
     #[test]
     fn point_lookups_and_out_of_order_versions_match_the_general_range_path() {
         let (catalog, mut store, schema) = setup();
-        write(&catalog, &mut store, 1, Some(10), 1);
-        write(&catalog, &mut store, 2, Some(20), 5);
-        write(&catalog, &mut store, 2, Some(21), 3);
-        write(&catalog, &mut store, 1, Some(30), 4);
-        write(&catalog, &mut store, 3, Some(30), 4);
-        write(&catalog, &mut store, 2, None, 6);
+        for (id, a, ts) in [(1, Some(10), 1), (2, Some(20), 5), (2, Some(21), 3), (1, Some(30), 4), (3, Some(30), 4), (2, None, 6)] {
+            write(&catalog, &mut store, id, a, ts);
+        }
         let index = &schema.indexes[0];
         for ts in 1..=7 {
             let at = ReadAt::latest_before(Timestamp::at(ts));
