@@ -255,6 +255,16 @@ impl Versions {
         }
     }
 
+    /// Adds `version`; a committed version newer than all others, all committed, replaces them.
+    fn supersede(&mut self, version: VersionedRow) {
+        let committed = |v: &Version| v.prepared_by.is_none();
+        if committed(&version.0) && self.as_slice().iter().all(|(v, _)| committed(v) && v.ts <= version.0.ts) {
+            *self = Versions::One(version);
+        } else {
+            self.insert(version);
+        }
+    }
+
     fn retain(&mut self, keep: impl Fn(&VersionedRow) -> bool) {
         match self {
             Versions::One(v) if !keep(v) => *self = Versions::default(),
@@ -298,11 +308,21 @@ impl MemTable {
 #[derive(Clone, Debug, Default)]
 pub struct MemStore {
     tables: BTreeMap<String, MemTable>,
+    /// See [`MemStore::newest_only`].
+    newest_only: bool,
 }
 
 impl MemStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store keeping only each key's newest committed version (and any prepared ones): a
+    /// committed write newer than all of a key's versions, all committed, replaces them. For an
+    /// owner that commits in timestamp order and only reads its newest state (as
+    /// [`Database`](crate::Database) does): the versions dropped are ones no such read selects.
+    pub fn newest_only() -> Self {
+        MemStore { newest_only: true, ..Self::default() }
     }
 
     /// Mirrors a catalog change (creates, drops, or backfills an index).
@@ -351,6 +371,7 @@ impl MemStore {
 
     /// Installs `writes` as versions with metadata `version`.
     pub fn apply_writes(&mut self, catalog: &Catalog, writes: &WriteSet, version: Version) -> Result<()> {
+        let newest_only = self.newest_only;
         for (table_name, table_writes) in &writes.tables {
             let (Some(schema), Some(mem)) = (catalog.table(table_name), self.tables.get_mut(table_name)) else {
                 return err(SqlState::UndefinedTable, format!("relation \"{table_name}\" does not exist"));
@@ -381,8 +402,10 @@ impl MemStore {
                     }
                     Write::Delete => None,
                 };
-                if let Some(versions) = mem.slots.get_mut(slot) {
-                    versions.insert((version, row));
+                match mem.slots.get_mut(slot) {
+                    Some(versions) if newest_only => versions.supersede((version, row)),
+                    Some(versions) => versions.insert((version, row)),
+                    None => {}
                 }
             }
         }
@@ -621,6 +644,45 @@ mod tests {
         }
         let value = |ts| ids(store.index_scan(&schema, index, &KeyRange::point(encode_key([&Value::Int(21)])), &ReadAt::latest_before(Timestamp::at(ts)), usize::MAX).expect("scan"));
         assert_eq!((value(4), value(5), value(6)), (vec![Value::Int(2)], vec![Value::Int(2)], vec![]), "ts 3 sorts before ts 5");
+    }
+
+    #[test]
+    fn a_newest_only_store_reads_at_the_newest_state_like_a_full_one() {
+        let (catalog, mut full, schema) = setup();
+        let mut newest = MemStore::newest_only();
+        newest.apply_catalog_change(&catalog, &CatalogChange::CreateTable(schema.clone()));
+        let index = &schema.indexes[0];
+        let latest = ReadAt::latest_before(Timestamp::at(100));
+        let txn = TxnId([2u8; 32]);
+        let prepared = |store: &mut MemStore, id: i64, ts: u64| {
+            let mut ws = WriteSet::default();
+            ws.put("t", encode_key([&Value::Int(id)]), Write::Upsert(vec![Value::Int(id), Value::Int(77)]));
+            store.apply_writes(&catalog, &ws, Version { ts: Timestamp::at(ts), prepared_by: Some(txn) }).expect("prepare");
+        };
+        prepared(&mut full, 3, 2);
+        prepared(&mut newest, 3, 2);
+        for (ts, (id, a)) in [(1, Some(10)), (2, Some(20)), (1, Some(30)), (3, Some(30)), (2, None), (1, Some(10)), (2, Some(40))].into_iter().enumerate() {
+            for store in [&mut full, &mut newest] {
+                write(&catalog, store, id, a, ts as u64 + 1);
+            }
+            for range in [KeyRange::all(), KeyRange::point(encode_key([&Value::Int(1)]))] {
+                assert_eq!(newest.scan(&schema, &range, &latest, usize::MAX).expect("scan"), full.scan(&schema, &range, &latest, usize::MAX).expect("scan"));
+            }
+            for range in [KeyRange::all(), KeyRange::point(encode_key([&Value::Int(30)]))] {
+                let ours = newest.index_scan(&schema, index, &range, &latest, usize::MAX).expect("scan");
+                assert_eq!(ours, full.index_scan(&schema, index, &range, &latest, usize::MAX).expect("scan"));
+            }
+            assert_eq!(newest.table_version(&schema, &latest), full.table_version(&schema, &latest));
+        }
+        let old = ReadAt::latest_before(Timestamp::at(2));
+        assert_eq!(ids(full.scan(&schema, &KeyRange::all(), &old, usize::MAX).expect("scan")), vec![Value::Int(1)]);
+        assert!(newest.scan(&schema, &KeyRange::all(), &old, usize::MAX).expect("scan").is_empty(), "older committed versions are gone");
+        for store in [&mut full, &mut newest] {
+            store.abort_prepared(&txn);
+        }
+        let key3 = KeyRange::point(encode_key([&Value::Int(3)]));
+        let at3 = ReadAt::latest_before(Timestamp::at(5));
+        assert_eq!(newest.scan(&schema, &key3, &at3, usize::MAX).expect("scan"), full.scan(&schema, &key3, &at3, usize::MAX).expect("scan"), "a key with a prepared version keeps its history");
     }
 
     #[test]
