@@ -10,7 +10,6 @@ use crate::storage::{KeyRange, MemStore, ReadAt, Storage, Version, WriteSet};
 use crate::types::Value;
 use std::collections::BTreeSet;
 
-#[derive(Default)]
 pub struct Database {
     engine: Engine,
     catalog: Catalog,
@@ -21,19 +20,27 @@ pub struct Database {
     transaction: Option<WriteSet>,
 }
 
+impl Default for Database {
+    fn default() -> Self {
+        Database::with_limits(Limits::default())
+    }
+}
+
 impl Database {
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Reads always see the newest state, so the store keeps only each key's newest version.
     pub fn with_limits(limits: Limits) -> Self {
-        Database { engine: Engine::new(limits), ..Self::default() }
+        Database { engine: Engine::new(limits), catalog: Catalog::default(), store: MemStore::newest_only(), clock: 0, transaction: None }
     }
 
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
     }
 
+    /// The store, which keeps only each key's newest committed version ([`MemStore::newest_only`]).
     pub fn store(&self) -> &MemStore {
         &self.store
     }

@@ -22,6 +22,7 @@ mod plan;
 pub mod predicate_wire;
 pub mod report;
 pub mod storage;
+mod short_key;
 pub mod temporal;
 pub mod types;
 

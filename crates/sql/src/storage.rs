@@ -3,9 +3,10 @@
 
 use crate::catalog::{Catalog, IndexSchema, TableSchema};
 use crate::error::{err, Result, SqlState};
+use crate::short_key::ShortKey;
 use crate::types::Row;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 
 pub use pistou_core::{Timestamp, TxnId};
@@ -239,7 +240,11 @@ impl Versions {
     }
 
     fn insert(&mut self, version: VersionedRow) {
-        let at = self.as_slice().partition_point(|(v, _)| v.ts <= version.0.ts);
+        let at = match self.as_slice().last() {
+            // The usual case, a version newer than all others: no search through older ones.
+            Some((last, _)) if last.ts <= version.0.ts => self.as_slice().len(),
+            _ => self.as_slice().partition_point(|(v, _)| v.ts <= version.0.ts),
+        };
         match std::mem::take(self) {
             Versions::Many(vs) if vs.is_empty() => *self = Versions::One(version),
             Versions::One(only) => *self = Versions::Many(if at == 0 { vec![version, only] } else { vec![only, version] }),
@@ -247,6 +252,16 @@ impl Versions {
                 vs.insert(at, version);
                 *self = Versions::Many(vs);
             }
+        }
+    }
+
+    /// Adds `version`; a committed version newer than all others, all committed, replaces them.
+    fn supersede(&mut self, version: VersionedRow) {
+        let committed = |v: &Version| v.prepared_by.is_none();
+        if committed(&version.0) && self.as_slice().iter().all(|(v, _)| committed(v) && v.ts <= version.0.ts) {
+            *self = Versions::One(version);
+        } else {
+            self.insert(version);
         }
     }
 
@@ -259,11 +274,16 @@ impl Versions {
     }
 }
 /// (index key, primary key) pairs of one index.
-type IndexEntries = BTreeSet<(Vec<u8>, Vec<u8>)>;
+/// (index key, primary key) pairs of one index, each with the primary key's slot.
+type IndexEntries = BTreeMap<(ShortKey, ShortKey), usize>;
 
 #[derive(Clone, Debug, Default)]
 struct MemTable {
-    rows: BTreeMap<Vec<u8>, Versions>,
+    /// Primary key → its slot in `slots`.
+    rows: BTreeMap<ShortKey, usize>,
+    /// Each key's versions, in the order keys were first written (a slot lives as long as its
+    /// table), so an index entry reaches the row without a primary-key search.
+    slots: Vec<Versions>,
     /// (index key, primary key) for every version ever written; stale entries are filtered
     /// on read by re-checking the visible version.
     indexes: BTreeMap<String, IndexEntries>,
@@ -271,16 +291,38 @@ struct MemTable {
     write_ts: BTreeMap<Timestamp, Option<TxnId>>,
 }
 
+impl MemTable {
+    /// The slot of `key`, allocated on the key's first write.
+    fn slot(&mut self, key: &[u8]) -> usize {
+        let next = self.slots.len();
+        let slot = *self.rows.entry(ShortKey::from(key)).or_insert(next);
+        if slot == next {
+            self.slots.push(Versions::default());
+        }
+        slot
+    }
+}
+
 /// An in-memory multi-version store: the test store, the benchmark store and the model
 /// database of the simulator's oracle.
 #[derive(Clone, Debug, Default)]
 pub struct MemStore {
     tables: BTreeMap<String, MemTable>,
+    /// See [`MemStore::newest_only`].
+    newest_only: bool,
 }
 
 impl MemStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store keeping only each key's newest committed version (and any prepared ones): a
+    /// committed write newer than all of a key's versions, all committed, replaces them. For an
+    /// owner that commits in timestamp order and only reads its newest state (as
+    /// [`Database`](crate::Database) does): the versions dropped are ones no such read selects.
+    pub fn newest_only() -> Self {
+        MemStore { newest_only: true, ..Self::default() }
     }
 
     /// Mirrors a catalog change (creates, drops, or backfills an index).
@@ -290,7 +332,7 @@ impl MemStore {
             CreateTable(schema) => {
                 let mut table = MemTable::default();
                 for index in &schema.indexes {
-                    table.indexes.insert(index.name.clone(), BTreeSet::new());
+                    table.indexes.insert(index.name.clone(), BTreeMap::new());
                 }
                 self.tables.insert(schema.name.clone(), table);
             }
@@ -301,10 +343,10 @@ impl MemStore {
                 let (Some(schema), Some(mem)) = (catalog_after.table(table), self.tables.get_mut(table)) else {
                     return;
                 };
-                let mut entries = BTreeSet::new();
-                for (key, versions) in &mem.rows {
-                    for row in versions.as_slice().iter().filter_map(|(_, r)| r.as_ref()) {
-                        entries.insert((schema.index_key(index, row), key.clone()));
+                let mut entries = BTreeMap::new();
+                for (key, &slot) in &mem.rows {
+                    for row in mem.slots.get(slot).into_iter().flat_map(Versions::as_slice).filter_map(|(_, r)| r.as_ref()) {
+                        entries.insert((ShortKey::from(schema.index_key(index, row).as_slice()), key.clone()), slot);
                     }
                 }
                 mem.indexes.insert(index.name.clone(), entries);
@@ -317,7 +359,7 @@ impl MemStore {
             AddColumn { table, column } => {
                 if let Some(mem) = self.tables.get_mut(table) {
                     let default = column.default.clone().unwrap_or(crate::types::Value::Null);
-                    for versions in mem.rows.values_mut() {
+                    for versions in &mut mem.slots {
                         for row in versions.as_mut_slice().iter_mut().filter_map(|(_, r)| r.as_mut()) {
                             row.push(default.clone());
                         }
@@ -329,6 +371,7 @@ impl MemStore {
 
     /// Installs `writes` as versions with metadata `version`.
     pub fn apply_writes(&mut self, catalog: &Catalog, writes: &WriteSet, version: Version) -> Result<()> {
+        let newest_only = self.newest_only;
         for (table_name, table_writes) in &writes.tables {
             let (Some(schema), Some(mem)) = (catalog.table(table_name), self.tables.get_mut(table_name)) else {
                 return err(SqlState::UndefinedTable, format!("relation \"{table_name}\" does not exist"));
@@ -336,10 +379,11 @@ impl MemStore {
             mem.write_ts.insert(version.ts, version.prepared_by);
             let (mut index_key, mut old_key) = (Vec::new(), Vec::new());
             for (key, write) in table_writes {
+                let slot = mem.slot(key);
                 let row = match write {
                     Write::Upsert(row) => {
                         // A version of the key with the same index key already has the entry.
-                        let newest = mem.rows.get(key).and_then(|vs| vs.as_slice().last()).and_then(|(_, r)| r.as_ref());
+                        let newest = mem.slots.get(slot).and_then(|vs| vs.as_slice().last()).and_then(|(_, r)| r.as_ref());
                         for index in &schema.indexes {
                             index_key.clear();
                             schema.write_index_key(index, row, &mut index_key);
@@ -351,18 +395,17 @@ impl MemStore {
                                 }
                             }
                             if let Some(entries) = mem.indexes.get_mut(&index.name) {
-                                entries.insert((index_key.clone(), key.clone()));
+                                entries.insert((ShortKey::from(index_key.as_slice()), ShortKey::from(key.as_slice())), slot);
                             }
                         }
                         Some(row.clone())
                     }
                     Write::Delete => None,
                 };
-                match mem.rows.get_mut(key) {
+                match mem.slots.get_mut(slot) {
+                    Some(versions) if newest_only => versions.supersede((version, row)),
                     Some(versions) => versions.insert((version, row)),
-                    None => {
-                        mem.rows.insert(key.clone(), Versions::One((version, row)));
-                    }
+                    None => {}
                 }
             }
         }
@@ -384,7 +427,7 @@ impl MemStore {
     /// Removes every version prepared by `txn` (the writer aborted).
     pub fn abort_prepared(&mut self, txn: &TxnId) {
         for mem in self.tables.values_mut() {
-            for versions in mem.rows.values_mut() {
+            for versions in &mut mem.slots {
                 versions.retain(|(v, _)| v.prepared_by.as_ref() != Some(txn));
             }
             mem.write_ts.retain(|_, w| w.as_ref() != Some(txn));
@@ -393,7 +436,7 @@ impl MemStore {
 
     fn for_each_version(&mut self, mut f: impl FnMut(&mut Version)) {
         for mem in self.tables.values_mut() {
-            for versions in mem.rows.values_mut() {
+            for versions in &mut mem.slots {
                 versions.as_mut_slice().iter_mut().for_each(|(v, _)| f(v));
             }
         }
@@ -430,14 +473,21 @@ impl Storage for MemStore {
             return Ok(());
         }
         let mem = self.table(&table.name)?;
+        let key = |k: &Vec<u8>| ShortKey::from(k.as_slice());
+        // A point range takes one search; a range search looks up both of its ends.
+        let (point, rows) = match (&range.start, &range.end) {
+            (Bound::Included(s), Bound::Included(e)) if s == e => (mem.rows.get_key_value(&key(s)), None),
+            (start, end) => (None, Some(mem.rows.range((start.as_ref().map(key), end.as_ref().map(key))))),
+        };
         let mut left = limit;
-        for (key, versions) in mem.rows.range::<Vec<u8>, _>((range.start.as_ref(), range.end.as_ref())) {
+        for (key, &slot) in point.into_iter().chain(rows.into_iter().flatten()) {
             if left == 0 {
                 break;
             }
+            let Some(versions) = mem.slots.get(slot) else { continue };
             if let Some((version, Some(row))) = at.select(versions.as_slice()) {
                 left -= 1;
-                if !visit(RowRef { key, version: *version, row })? {
+                if !visit(RowRef { key: key.as_slice(), version: *version, row })? {
                     break;
                 }
             }
@@ -451,17 +501,18 @@ impl Storage for MemStore {
             return err(SqlState::UndefinedObject, format!("index \"{}\" does not exist", index.name));
         };
         let start = match &range.start {
-            Bound::Included(s) | Bound::Excluded(s) => Bound::Included((s.clone(), Vec::new())),
+            Bound::Included(s) | Bound::Excluded(s) => Bound::Included((ShortKey::from(s.as_slice()), ShortKey::from(&[][..]))),
             Bound::Unbounded => Bound::Unbounded,
         };
         // Each key's visible version is reported at the one index entry matching it, so the
         // output is already in (index key, primary key) order.
         let mut left = limit;
         let mut visible_key = Vec::new();
-        for (index_key, pk) in entries.range((start, Bound::Unbounded)) {
+        for ((index_key, pk), &slot) in entries.range((start, Bound::Unbounded)) {
+            let index_key = index_key.as_slice();
             let past_end = match &range.end {
-                Bound::Included(e) => index_key > e,
-                Bound::Excluded(e) => index_key >= e,
+                Bound::Included(e) => index_key > e.as_slice(),
+                Bound::Excluded(e) => index_key >= e.as_slice(),
                 Bound::Unbounded => false,
             };
             if past_end || left == 0 {
@@ -470,13 +521,13 @@ impl Storage for MemStore {
             if !range.contains(index_key) {
                 continue;
             }
-            let Some(versions) = mem.rows.get(pk) else { continue };
+            let Some(versions) = mem.slots.get(slot) else { continue };
             if let Some((version, Some(row))) = at.select(versions.as_slice()) {
                 visible_key.clear();
                 table.write_index_key(index, row, &mut visible_key);
-                if visible_key == *index_key {
+                if visible_key == index_key {
                     left -= 1;
-                    if !visit(RowRef { key: pk, version: *version, row })? {
+                    if !visit(RowRef { key: pk.as_slice(), version: *version, row })? {
                         break;
                     }
                 }
@@ -568,6 +619,70 @@ mod tests {
         assert_eq!(value(&aborted, &ReadAt::latest_before(Timestamp::at(9))), Value::Int(10));
         store.commit_prepared(&txn);
         assert_eq!(value(&store, &at), Value::Int(11));
+    }
+
+    #[test]
+    fn point_lookups_and_out_of_order_versions_match_the_general_range_path() {
+        let (catalog, mut store, schema) = setup();
+        for (id, a, ts) in [(1, Some(10), 1), (2, Some(20), 5), (2, Some(21), 3), (1, Some(30), 4), (3, Some(30), 4), (2, None, 6)] {
+            write(&catalog, &mut store, id, a, ts);
+        }
+        let index = &schema.indexes[0];
+        for ts in 1..=7 {
+            let at = ReadAt::latest_before(Timestamp::at(ts));
+            for id in 0..=4 {
+                let key = encode_key([&Value::Int(id)]);
+                let end = crate::keycode::prefix_successor(&key).map_or(Bound::Unbounded, Bound::Excluded);
+                let general = KeyRange { start: Bound::Included(key.clone()), end };
+                let point = store.scan(&schema, &KeyRange::point(key), &at, usize::MAX).expect("scan");
+                assert_eq!(point, store.scan(&schema, &general, &at, usize::MAX).expect("scan"), "id {id} at {ts}");
+            }
+            let by_index = store.index_scan(&schema, index, &KeyRange::all(), &at, usize::MAX).expect("scan");
+            let mut by_key = store.scan(&schema, &KeyRange::all(), &at, usize::MAX).expect("scan");
+            by_key.sort_by_key(|r| (encode_key([&r.row[1]]), r.key.clone()));
+            assert_eq!(by_index, by_key, "at {ts}");
+        }
+        let value = |ts| ids(store.index_scan(&schema, index, &KeyRange::point(encode_key([&Value::Int(21)])), &ReadAt::latest_before(Timestamp::at(ts)), usize::MAX).expect("scan"));
+        assert_eq!((value(4), value(5), value(6)), (vec![Value::Int(2)], vec![Value::Int(2)], vec![]), "ts 3 sorts before ts 5");
+    }
+
+    #[test]
+    fn a_newest_only_store_reads_at_the_newest_state_like_a_full_one() {
+        let (catalog, mut full, schema) = setup();
+        let mut newest = MemStore::newest_only();
+        newest.apply_catalog_change(&catalog, &CatalogChange::CreateTable(schema.clone()));
+        let index = &schema.indexes[0];
+        let latest = ReadAt::latest_before(Timestamp::at(100));
+        let txn = TxnId([2u8; 32]);
+        let prepared = |store: &mut MemStore, id: i64, ts: u64| {
+            let mut ws = WriteSet::default();
+            ws.put("t", encode_key([&Value::Int(id)]), Write::Upsert(vec![Value::Int(id), Value::Int(77)]));
+            store.apply_writes(&catalog, &ws, Version { ts: Timestamp::at(ts), prepared_by: Some(txn) }).expect("prepare");
+        };
+        prepared(&mut full, 3, 2);
+        prepared(&mut newest, 3, 2);
+        for (ts, (id, a)) in [(1, Some(10)), (2, Some(20)), (1, Some(30)), (3, Some(30)), (2, None), (1, Some(10)), (2, Some(40))].into_iter().enumerate() {
+            for store in [&mut full, &mut newest] {
+                write(&catalog, store, id, a, ts as u64 + 1);
+            }
+            for range in [KeyRange::all(), KeyRange::point(encode_key([&Value::Int(1)]))] {
+                assert_eq!(newest.scan(&schema, &range, &latest, usize::MAX).expect("scan"), full.scan(&schema, &range, &latest, usize::MAX).expect("scan"));
+            }
+            for range in [KeyRange::all(), KeyRange::point(encode_key([&Value::Int(30)]))] {
+                let ours = newest.index_scan(&schema, index, &range, &latest, usize::MAX).expect("scan");
+                assert_eq!(ours, full.index_scan(&schema, index, &range, &latest, usize::MAX).expect("scan"));
+            }
+            assert_eq!(newest.table_version(&schema, &latest), full.table_version(&schema, &latest));
+        }
+        let old = ReadAt::latest_before(Timestamp::at(2));
+        assert_eq!(ids(full.scan(&schema, &KeyRange::all(), &old, usize::MAX).expect("scan")), vec![Value::Int(1)]);
+        assert!(newest.scan(&schema, &KeyRange::all(), &old, usize::MAX).expect("scan").is_empty(), "older committed versions are gone");
+        for store in [&mut full, &mut newest] {
+            store.abort_prepared(&txn);
+        }
+        let key3 = KeyRange::point(encode_key([&Value::Int(3)]));
+        let at3 = ReadAt::latest_before(Timestamp::at(5));
+        assert_eq!(newest.scan(&schema, &key3, &at3, usize::MAX).expect("scan"), full.scan(&schema, &key3, &at3, usize::MAX).expect("scan"), "a key with a prepared version keeps its history");
     }
 
     #[test]

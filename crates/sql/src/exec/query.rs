@@ -58,6 +58,9 @@ impl<'a> Exec<'a> {
 
     /// True if evaluating `e` runs correlated subqueries.
     pub(super) fn per_row(&self, e: &Expr) -> bool {
+        if !self.plans.iter().any(|s| s.correlated) {
+            return false;
+        }
         let mut ids = Vec::new();
         subquery_ids(e, &mut ids);
         ids.iter().any(|i| self.plans.get(*i).is_some_and(|s| s.correlated))
@@ -66,12 +69,12 @@ impl<'a> Exec<'a> {
     /// Evaluates `e` on `row`, first running the correlated subqueries it uses with `row` as
     /// their enclosing row (each run reports its own, instantiated scans).
     pub(super) fn eval_row(&mut self, e: &Expr, row: &[Value]) -> Result<Value> {
+        if !self.per_row(e) {
+            return e.eval(row, &self.env());
+        }
         let mut ids = Vec::new();
         subquery_ids(e, &mut ids);
         ids.retain(|i| self.plans.get(*i).is_some_and(|s| s.correlated));
-        if ids.is_empty() {
-            return e.eval(row, &self.env());
-        }
         ids.sort_unstable();
         ids.dedup();
         self.enclosing.push(row.to_vec());
@@ -198,7 +201,11 @@ impl<'a> Exec<'a> {
                         return Ok(());
                     }
                 }
-                out.push(core.output.iter().map(|e| e.eval(row, &env)).collect::<Result<Row>>()?);
+                let mut projected = Vec::with_capacity(core.output.len());
+                for e in &core.output {
+                    projected.push(e.eval(row, &env)?);
+                }
+                out.push(projected);
                 Ok(())
             })?;
             return Ok(out);
