@@ -24,10 +24,17 @@ pub fn encode_message(msg: &Message) -> Vec<u8> {
 
 /// Decodes one message from a whole frame. Hostile input is fine: postcard is bounded
 /// by the frame length and our message types are not recursive, so nesting depth is fixed.
+/// Only the canonical encoding is accepted: postcard also decodes overlong varints
+/// (`0x80 0x00` for 0), and every other encoding of a value is longer than the canonical
+/// one, so a frame longer than its message's canonical size is refused.
 pub fn decode_message(frame: &[u8]) -> Result<Message, WireError> {
     let (msg, rest) = postcard::take_from_bytes::<Message>(frame).map_err(|e| WireError::Malformed(e.to_string()))?;
     if !rest.is_empty() {
         return Err(WireError::TrailingBytes(rest.len()));
+    }
+    let canonical = postcard::serialize_with_flavor::<Message, postcard::ser_flavors::Size, usize>(&msg, Default::default());
+    if canonical.ok() != Some(frame.len()) {
+        return Err(WireError::Malformed("not the canonical encoding (overlong integer)".into()));
     }
     Ok(msg)
 }

@@ -90,6 +90,18 @@ fn oversized_frame_is_a_framing_error() {
     assert_eq!(codec.decode(&mut buf).unwrap().unwrap().as_ref(), b"abc");
 }
 
+#[test]
+fn an_overlong_integer_is_not_a_second_encoding() {
+    // HelloClient { client: 3 } with the client id as 0x83 0x00 instead of 0x03.
+    let canonical = encode_message(&Message::HelloClient { client: ClientId(3) });
+    let (last, head) = canonical.split_last().unwrap();
+    assert_eq!(*last, 3);
+    let mut overlong = head.to_vec();
+    overlong.extend_from_slice(&[0x83, 0x00]);
+    assert_eq!(decode_message(&canonical).unwrap(), Message::HelloClient { client: ClientId(3) });
+    assert!(matches!(decode_message(&overlong), Err(WireError::Malformed(_))));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
