@@ -99,8 +99,8 @@ fn audit_table(name: &str, t: &Table, watermark: Timestamp, cap: usize, prepared
         }
         for (key, w) in entry {
             writes += 1;
-            if w.state == VersionState::Committed && *ts < watermark {
-                return Err(format!("committed write at {ts} below the watermark still logged"));
+            if w.state == VersionState::Committed && *ts < t.log.trimmed_to() {
+                return Err(format!("committed write at {ts} below the log's trim point still logged"));
             }
             if w.row.as_ref().is_some_and(|r| r.len() != width) {
                 return Err(format!("logged row at {ts} not padded to the schema"));
@@ -116,6 +116,9 @@ fn audit_table(name: &str, t: &Table, watermark: Timestamp, cap: usize, prepared
     }
     if t.log.trimmed_through().is_some_and(|ts| ts >= watermark) {
         return Err("trimmed a write at or above the watermark".into());
+    }
+    if t.log.trimmed_to() > watermark {
+        return Err("the log's trim point passed the watermark".into());
     }
     Ok(())
 }

@@ -252,3 +252,26 @@ fn add_column_pads_capped_writes_in_the_log() {
     assert_eq!(rows, vec![4, 4], "the capped write at 10 is padded too");
     store.verify_invariants().expect("invariants");
 }
+
+#[test]
+fn the_log_keeps_a_quiet_tables_last_writes_within_log_keep() {
+    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 64, log_keep_us: 10 });
+    for (writer, time) in [(1, 10), (2, 20), (3, 95), (4, 100)] {
+        commit_at(&mut store, &catalog, writer, time, &upsert(writer as i64, time as i64));
+    }
+    // The watermark passes every write; those within 10 of the newest (100) stay logged, so
+    // a reader told table version 100 finds every write in a window reaching 10 below it.
+    let stats = store.gc(ts(150));
+    assert_eq!(stats.log_writes_trimmed, 2);
+    let logged: Vec<u64> = store.writes_between("t", ts(0), ts(200)).map(|w| w.ts.time).collect();
+    assert_eq!(logged, vec![95, 100]);
+    assert_eq!(store.trimmed_through("t"), Some(ts(20)));
+    assert_eq!(store.table_version(table(&catalog, "t"), &latest(150)), Some(ts(100)));
+    store.verify_invariants().expect("invariants");
+    // A newer write moves the kept range up with it.
+    commit_at(&mut store, &catalog, 5, 160, &upsert(5, 160));
+    store.gc(ts(170));
+    let logged: Vec<u64> = store.writes_between("t", ts(0), ts(200)).map(|w| w.ts.time).collect();
+    assert_eq!(logged, vec![160]);
+    store.verify_invariants().expect("invariants");
+}
