@@ -146,7 +146,8 @@ impl Table {
     }
 
     /// GC at `watermark`: examines exactly the queued keys whose threshold lies below it,
-    /// then trims committed log writes with `previous <= ts < watermark`.
+    /// then trims committed log writes below it (except the last `log_keep_us`, see
+    /// `WriteLog::trim`).
     pub fn collect(&mut self, watermark: Timestamp, log_keep_us: u64) -> GcStats {
         let mut stats = GcStats::default();
         let not_due = self.gc_queue.split_off(&(watermark, Key::from(&[][..])));
