@@ -612,6 +612,7 @@ impl Replica {
             let produced = dep.meta.ts == d.version && dep.meta.write_of(&d.key).is_some();
             let alive = matches!(dep.status, Status::Prepared | Status::Committed(_));
             if !produced || !alive {
+                tracing::debug!(txn = ?id, "abort vote: dependency not produced or not alive {produced} {alive}");
                 return Err(None);
             }
         }
@@ -627,9 +628,11 @@ impl Replica {
                 continue;
             }
             if let Some((_, t2)) = state.committed.range(lo..hi).next() {
+                tracing::debug!(txn = ?id, "abort vote: read missed a committed write");
                 return Err(self.conflict_proof(t2));
             }
             if state.prepared.range(lo..hi).next().is_some() {
+                tracing::debug!(txn = ?id, "abort vote: read missed a prepared write");
                 return Err(None);
             }
         }
@@ -644,10 +647,12 @@ impl Replica {
             for ((_, reader), version) in state.readers.range(after..) {
                 if *version < ts {
                     let committed = matches!(self.txns.get(reader).map(|r| &r.status), Some(Status::Committed(_)));
+                    tracing::debug!(txn = ?id, "abort vote: write invalidates a later reader");
                     return Err(if committed { self.conflict_proof(reader) } else { None });
                 }
             }
             if state.rts.range((std::ops::Bound::Excluded(ts), std::ops::Bound::Unbounded)).next().is_some() {
+                tracing::debug!(txn = ?id, "abort vote: write below an RTS");
                 return Err(None);
             }
         }

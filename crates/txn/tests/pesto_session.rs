@@ -347,3 +347,25 @@ fn a_transaction_on_one_shards_tables_touches_only_that_shard() {
     let e = cl.sql(0, h, "SELECT * FROM left_t JOIN right_t USING (id)", vec![]).expect_err("cross-shard");
     assert_eq!(e.state, SqlState::FeatureNotSupported);
 }
+
+/// Pesto §7.3's inconsistency: two replicas (f+1) never receive writebacks, so they read
+/// every row at its older committed version. Their stale results match each other, but the
+/// client must adopt the fresh group, or every update of a row written before aborts.
+#[test]
+fn replicas_that_miss_every_writeback_do_not_make_updates_abort() {
+    let mut cl = cluster(1);
+    cl.autocommit(0, "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)", vec![]);
+    cl.autocommit(0, "INSERT INTO t VALUES (1, 0), (2, 0), (3, 0)", vec![]);
+    cl.clients[0].set_writeback_omissions(2);
+    for i in 0..12 {
+        for _ in 0..5 {
+            cl.advance();
+        }
+        let h = cl.begin(0);
+        let key = (i % 3) as i64 + 1;
+        cl.sql(0, h, "UPDATE t SET v = v + 1 WHERE id >= $1 AND id <= $1", vec![int(key)]).expect("update");
+        assert_eq!(cl.commit(0, h), Decision::Commit, "update {i} of row {key}");
+    }
+    let h = cl.begin(0);
+    assert_eq!(cl.rows(0, h, "SELECT sum(v) FROM t", vec![]), vec![vec![int(12)]]);
+}

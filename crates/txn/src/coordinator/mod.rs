@@ -196,6 +196,9 @@ pub struct Coordinator {
     /// that leaves them inconsistent (Pesto Fig. 8 "inconsistency at 1/3 of replicas").
     writeback_omissions: usize,
     range_stats: RangeStats,
+    /// Replicas whose recent range-read replies were outliers, until when eager range reads
+    /// avoid asking them first.
+    range_outliers: HashMap<ReplicaId, u64>,
 }
 
 impl Coordinator {
@@ -233,6 +236,7 @@ impl Coordinator {
             eager_range_reads: true,
             writeback_omissions: 0,
             range_stats: RangeStats::default(),
+            range_outliers: HashMap::new(),
         })
     }
 

@@ -28,7 +28,11 @@ use std::sync::Arc;
 
 pub(crate) mod range;
 
-use range::{Choice, Chosen, Phase, RangeOp};
+use range::{range_targets, Choice, Chosen, Phase, RangeOp};
+
+/// A replica whose range-read reply was an outlier (B.8: its table version far behind, as a
+/// replica that misses commits reports) is asked first again only after this long (µs).
+const AVOID_OUTLIER_US: u64 = 1_000_000;
 
 /// How range reads completed at this client (Pesto Fig. 8 reports these rates).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -474,7 +478,8 @@ impl Coordinator {
         let request = sign_client(self.id, self.key.as_ref(), body);
         let q = self.config().quorums();
         let start = (self.id.0.wrapping_add(self.seq)) as usize % q.n();
-        let targets: Vec<u32> = (0..q.range_fanout()).map(|i| ((start + i) % q.n()) as u32).collect();
+        let avoid = |index: u32| self.range_outliers.get(&ReplicaId { shard, index }).is_some_and(|until| *until > now);
+        let targets = range_targets(start, q.n(), q.range_fanout(), avoid);
         for i in &targets {
             self.outputs.push((ReplicaId { shard, index: *i }, Message::RangeRead(request.clone())));
         }
@@ -512,6 +517,13 @@ impl Coordinator {
         let (id, key) = (self.id, self.key.clone());
         let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return };
         let phase = op.phase;
+        let (widened, skipped) = op.widen(f, outlier_us, n);
+        let shard = op.shard;
+        self.outputs.extend(widened);
+        for index in skipped {
+            self.range_outliers.insert(ReplicaId { shard, index }, now.saturating_add(AVOID_OUTLIER_US));
+        }
+        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return };
         match op.choose(now, f, outlier_us, patience, eager) {
             Choice::Wait => {}
             Choice::Failed(e) => {

@@ -180,6 +180,22 @@ impl RangeOp {
         (0..n).map(|index| (ReplicaId { shard: self.shard, index }, Message::RangeRead(self.request.clone()))).collect()
     }
 
+    /// Outliers among the replies (B.8) leave fewer than 3f+1 replicas asked that could
+    /// still be considered: ask that many more now, rather than waiting out the retransmission
+    /// interval and then falling back to a snapshot. Returns the messages and the outliers.
+    pub(crate) fn widen(&mut self, f: usize, outlier_us: u64, n: u32) -> (Vec<(ReplicaId, Message)>, BTreeSet<u32>) {
+        let skip = outliers(&self.replies, f, outlier_us);
+        if !self.accepting() || skip.is_empty() {
+            return (Vec::new(), skip);
+        }
+        let possible = self.sent.iter().filter(|i| !skip.contains(i)).count();
+        let need = (3 * f + 1).saturating_sub(possible);
+        let more: Vec<u32> = (0..n).filter(|i| !self.sent.contains(i)).take(need).collect();
+        self.sent.extend(more.iter().copied());
+        let msgs = more.into_iter().map(|index| (ReplicaId { shard: self.shard, index }, Message::RangeRead(self.request.clone()))).collect();
+        (msgs, skip)
+    }
+
     /// After `interval` without a decision, ask the replicas that have not answered.
     pub(crate) fn retransmit(&mut self, now: u64, interval: u64, n: u32) -> Vec<(ReplicaId, Message)> {
         if self.retry_at.is_some() || now < self.sent_at.saturating_add(interval) {
@@ -205,6 +221,15 @@ impl RangeOp {
             c => c,
         }
     }
+}
+
+/// The 3f+1 replicas (`fanout`) an eager range read asks first: in rotation from `start`,
+/// skipping those `avoid`ed (recent outliers, whose replies cannot be used) while enough
+/// others remain.
+pub(crate) fn range_targets(start: usize, n: usize, fanout: usize, avoid: impl Fn(u32) -> bool) -> Vec<u32> {
+    let rotation = (0..n).map(|i| ((start + i) % n) as u32);
+    let (fine, avoided): (Vec<u32>, Vec<u32>) = rotation.partition(|i| !avoid(*i));
+    fine.into_iter().chain(avoided).take(fanout).collect()
 }
 
 /// SS-PROP from the SS-VOTEs of `replies`: every transaction named by at least f+1 distinct
@@ -304,10 +329,14 @@ pub(crate) fn choose(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: 
     for (i, r) in &considered {
         groups.entry(matching_key(r)).or_default().push(*i);
     }
-    // Largest group first; ties in canonical order, so the choice is deterministic.
-    let mut ordered: Vec<(Vec<u8>, Vec<u32>)> = groups.into_iter().filter(|(_, m)| m.len() > f).collect();
-    ordered.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
-    for (_, members) in ordered {
+    // Freshest group first (a group's read of a row another group read at a newer version
+    // is stale), then the largest; ties in canonical order, so the choice is deterministic.
+    let supported: Vec<(Vec<u8>, Vec<u32>)> = groups.into_iter().filter(|(_, m)| m.len() > f).collect();
+    let reads: Vec<BTreeMap<&Key, Timestamp>> = supported.iter().map(|(_, m)| read_versions(considered[&m[0]])).collect();
+    let mut ordered: Vec<(usize, &Vec<u8>, &Vec<u32>)> =
+        supported.iter().enumerate().map(|(g, (content, members))| (stale_rows(&reads[g], &reads), content, members)).collect();
+    ordered.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| b.2.len().cmp(&a.2.len())).then_with(|| a.1.cmp(b.1)));
+    for (_, _, members) in ordered {
         let first = considered[&members[0]];
         let result = match &first.result {
             Err(e) => return Choice::Failed(e.clone()),
@@ -333,6 +362,23 @@ pub(crate) fn choose(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: 
         }));
     }
     Choice::Wait
+}
+
+/// Q-READ of a reply: row key → version read.
+fn read_versions(reply: &RangeReply) -> BTreeMap<&Key, Timestamp> {
+    match &reply.result {
+        Ok(r) => r.reads.iter().map(|a| (&a.key, a.version)).collect(),
+        Err(_) => BTreeMap::new(),
+    }
+}
+
+/// Rows `mine` read that some other supported group (f+1 matching replies, so at least one
+/// correct replica) read at a newer version. Every supported group is a safe choice (the
+/// table versions cover what it missed), but a stale one makes the transaction abort at
+/// prepare: a replica that has not learnt a commit yet (Pesto §7.3's inconsistency) reads
+/// the older committed version, and f+1 such replicas must not outvote the fresh ones.
+fn stale_rows(mine: &BTreeMap<&Key, Timestamp>, all: &[BTreeMap<&Key, Timestamp>]) -> usize {
+    mine.iter().filter(|(key, v)| all.iter().any(|other| other.get(*key).is_some_and(|o| o > *v))).count()
 }
 
 /// The dependencies of the group's Q-READ, if all are valid or unnecessary (B.4).
@@ -462,6 +508,51 @@ mod tests {
         let c = done(choose(&r2, F, OUTLIER));
         assert_eq!(c.reads, vec![(key(1), ts(10)), (key(2), ts(20))]);
         assert!(matches!(choose(&r, F, OUTLIER), Choice::Done(_)));
+    }
+
+    #[test]
+    fn range_targets_rotate_and_skip_avoided_replicas_while_others_remain() {
+        assert_eq!(range_targets(4, 6, 4, |_| false), vec![4, 5, 0, 1]);
+        assert_eq!(range_targets(4, 6, 4, |i| i >= 4), vec![0, 1, 2, 3]);
+        // Too many avoided: the fanout is still met, from the avoided ones in rotation.
+        assert_eq!(range_targets(1, 6, 4, |i| i != 0), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn outliers_widen_the_round_at_once() {
+        let good = reply(&[(1, 10, None)], 50_000_000);
+        let low = reply(&[(1, 10, None)], 1_000);
+        let request = ClientSigned { client: ClientId(1), body: RangeRead {
+            ts: ts(1), catalog_version: ts(0), sql: "SELECT 1".into(), params: vec![], pending: vec![], snapshot: None,
+        }, sig: None };
+        let prepared = pistou_sql::Engine::new(pistou_sql::Limits::default()).prepare(&pistou_sql::Catalog::default(), "SELECT 1").expect("plan");
+        let mut op = RangeOp::new(ShardId(0), prepared, request, [0, 1, 2, 3].into_iter().collect(), 0);
+        op.replies.insert(0, good.clone());
+        op.replies.insert(1, good.clone());
+        assert!(op.widen(F, OUTLIER, 6).0.is_empty(), "no outlier yet");
+        op.replies.insert(2, low);
+        let (msgs, skip) = op.widen(F, OUTLIER, 6);
+        assert_eq!(skip, [2].into_iter().collect());
+        assert_eq!(msgs.iter().map(|(r, _)| r.index).collect::<Vec<_>>(), vec![4], "one more replica for the one unusable");
+        assert!(op.widen(F, OUTLIER, 6).0.is_empty(), "asked already");
+    }
+
+    #[test]
+    fn the_freshest_supported_group_wins_over_a_stale_one() {
+        // Two replicas that have not learnt the commit of row 1's version 30 read version 10;
+        // two that have read 30. Both groups have f+1 members; the fresh one must win even
+        // though the stale one sorts first canonically and ties in size.
+        let stale = reply(&[(1, 10, None), (2, 20, None)], 10_000_000);
+        let fresh = reply(&[(1, 30, None), (2, 20, None)], 10_000_000);
+        assert!(matching_key(&stale) < matching_key(&fresh), "the test needs the stale group to sort first");
+        let chosen = done(choose(&replies(vec![stale.clone(), stale.clone(), fresh.clone(), fresh.clone()]), F, OUTLIER));
+        assert_eq!(chosen.reads, vec![(key(1), ts(30)), (key(2), ts(20))]);
+        // A larger stale group still loses to a supported fresh one...
+        let r = replies(vec![stale.clone(), stale.clone(), stale.clone(), fresh.clone(), fresh.clone()]);
+        assert_eq!(done(choose(&r, F, OUTLIER)).reads[0], (key(1), ts(30)));
+        // ...but a single reply claiming a newer version (maybe a Byzantine one) does not count.
+        let r = replies(vec![stale.clone(), stale.clone(), stale, fresh]);
+        assert_eq!(done(choose(&r, F, OUTLIER)).reads[0], (key(1), ts(10)));
     }
 
     #[test]
