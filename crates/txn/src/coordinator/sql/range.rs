@@ -342,7 +342,7 @@ pub(crate) fn choose(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: 
             Err(e) => return Choice::Failed(e.clone()),
             Ok(r) => r,
         };
-        let Some(deps) = valid_deps(&considered, &members, f) else { continue };
+        let Some(deps) = valid_deps(&considered, members, f) else { continue };
         let chosen_reads: BTreeSet<(&Key, Timestamp)> = result.reads.iter().map(|a| (&a.key, a.version)).collect();
         let versions = table_versions(&considered, &chosen_reads);
         let predicates = result
