@@ -90,6 +90,8 @@ pub struct Footprint {
     pub dependents: usize,
     /// Records waiting for the watermark to pass them.
     pub gc_queue: usize,
+    /// Transactions scheduled for a decision inquiry (`inquiry.rs`).
+    pub inquiries: usize,
     /// SQL row store: primary keys and row versions.
     pub row_keys: usize,
     pub row_versions: usize,
@@ -106,6 +108,7 @@ impl Replica {
             ts_owner: self.ts_owner.len(),
             dependents: self.dependents.len(),
             gc_queue: self.gc.queue.len(),
+            inquiries: self.inquiries.len(),
             ..Footprint::default()
         };
         for s in self.keys.values() {

@@ -16,6 +16,7 @@ mod cc;
 mod coordinator;
 mod fallback;
 mod gc;
+mod inquiry;
 mod log;
 mod pesto;
 mod rejects;

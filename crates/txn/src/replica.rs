@@ -126,6 +126,8 @@ pub struct ReplicaStats {
     pub fallback_adoptions: u64,
     /// Transactions this replica lacked and applied from a peer's SUPPLY (Pesto §5.5).
     pub supplied: u64,
+    /// SYNCs sent to learn a decision this replica missed (`inquiry.rs`).
+    pub inquiries: u64,
 }
 
 pub(crate) enum PendingReply {
@@ -164,6 +166,8 @@ pub struct Replica {
     pub(crate) sql: SqlReplica,
     /// Pesto's snapshot path: queries waiting for SYNCed transactions.
     pub(crate) snapshots: crate::pesto::snapshot::Snapshots,
+    /// Undecided transactions to ask peers about (see `inquiry.rs`).
+    pub(crate) inquiries: crate::inquiry::Inquiries,
     /// Garbage collection of the state above (see `gc.rs`).
     pub(crate) gc: crate::gc::Gc,
 }
@@ -205,6 +209,7 @@ impl Replica {
             log: Box::new(crate::log::DiscardLog),
             sql: SqlReplica::new(&config_for_sql, id.shard),
             snapshots: Default::default(),
+            inquiries: Default::default(),
             gc: Default::default(),
         })
     }
@@ -330,6 +335,7 @@ impl Replica {
         let max_age = self.config().max_txn_age_us;
         self.sql.gc(now, max_age);
         self.snapshot_tick(now);
+        self.inquiry_tick(now);
         self.collect_garbage(horizon);
     }
 
@@ -520,6 +526,7 @@ impl Replica {
         }
         self.txns.insert(id, rec);
         self.gc.track(meta.ts, id);
+        self.inquiries.track(now, id);
         let checked = match &sql {
             Err(e) => {
                 tracing::debug!(txn = ?id, "abort vote: {e}");

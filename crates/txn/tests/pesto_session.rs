@@ -99,7 +99,11 @@ impl Cluster {
     }
 
     fn advance(&mut self) {
-        self.now += 1_000;
+        self.advance_by(1_000);
+    }
+
+    fn advance_by(&mut self, us: u64) {
+        self.now += us;
         for c in &mut self.clients {
             c.tick(self.now);
         }
@@ -368,4 +372,51 @@ fn replicas_that_miss_every_writeback_do_not_make_updates_abort() {
     }
     let h = cl.begin(0);
     assert_eq!(cl.rows(0, h, "SELECT sum(v) FROM t", vec![]), vec![vec![int(12)]]);
+}
+
+/// A replica that missed a writeback asks its peers (SYNC) once the transaction has been
+/// undecided for a while, and applies the SUPPLY: it catches up without any client's help.
+#[test]
+fn a_replica_that_missed_a_writeback_learns_the_decision_from_its_peers() {
+    let mut cl = cluster(1);
+    cl.autocommit(0, "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)", vec![]);
+    cl.clients[0].set_writeback_omissions(2);
+    cl.autocommit(0, "INSERT INTO t VALUES (1, 0)", vec![]);
+    let committed = |cl: &Cluster, r: usize| cl.replicas[r].committed_txns().count();
+    assert_eq!((committed(&cl, 3), committed(&cl, 4), committed(&cl, 5)), (2, 1, 1), "r4 and r5 missed the writeback");
+    // Not yet: the first inquiry waits half a second.
+    cl.advance_by(400_000);
+    cl.settle();
+    assert_eq!(committed(&cl, 4), 1);
+    cl.advance_by(200_000);
+    cl.settle();
+    assert_eq!((committed(&cl, 4), committed(&cl, 5)), (2, 2));
+    assert_eq!(cl.replicas[4].stats().inquiries, 1, "one inquiry to f+1 peers sufficed");
+    assert_eq!(cl.replicas[4].stats().supplied, 1);
+    // Nothing more to ask about, however long we wait.
+    for _ in 0..40 {
+        cl.advance_by(1_000_000);
+        cl.settle();
+    }
+    assert_eq!(cl.replicas[4].stats().inquiries, 1);
+    assert_eq!(cl.replicas[0].stats().inquiries, 0, "r0 had every decision");
+}
+
+/// Nobody has the decision (no writeback at all): every replica asks a bounded number of
+/// times, then leaves the transaction to its clients.
+#[test]
+fn inquiries_about_a_transaction_nobody_decided_stop() {
+    let mut cl = cluster(1);
+    cl.autocommit(0, "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)", vec![]);
+    cl.clients[0].set_writeback_omissions(6);
+    cl.autocommit(0, "INSERT INTO t VALUES (1, 0)", vec![]);
+    for _ in 0..400 {
+        cl.advance_by(100_000);
+        cl.settle();
+    }
+    for r in &cl.replicas {
+        assert_eq!(r.stats().inquiries, 6, "MAX_INQUIRIES for the one undecided transaction");
+        assert_eq!(r.stats().supplied, 0);
+        assert_eq!(r.footprint().inquiries, 0, "nothing left scheduled");
+    }
 }
