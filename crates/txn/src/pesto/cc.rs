@@ -121,6 +121,10 @@ impl SqlReplica {
             if w.ts <= short_lo && txns.get(&w.writer).is_some_and(|r| !r.meta.late) {
                 continue;
             }
+            let matches = w.row.is_some_and(|row| predicate.may_match(row));
+            if !matches && w.state == VersionState::Committed {
+                continue; // cannot conflict and cannot vanish: skip the lookups below
+            }
             let seen_by_p = row_key(table, w.key).is_some_and(|k| p.active.contains(&k));
             if seen_by_p {
                 continue; // an active read of P: Basil's freshness check covers it
@@ -129,7 +133,7 @@ impl SqlReplica {
             if newest.is_some_and(|v| v.ts != w.ts || v.writer != w.writer) {
                 continue; // overwritten before ts_T: the newer write is checked itself
             }
-            if w.row.is_some_and(|row| predicate.may_match(row)) {
+            if matches {
                 let committed = w.state == VersionState::Committed;
                 return Err(CcAbort::Conflict(committed.then_some(w.writer)));
             }

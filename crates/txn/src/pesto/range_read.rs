@@ -111,7 +111,11 @@ impl SqlReplica {
             // A point access is fully covered by its read (or absence); other scans carry a
             // predicate (§6.1.1).
             if scan.access != Access::Point {
-                negative.extend(self.active_negative(table, &scan.predicate, &reads, req.ts));
+                // Active negatives feed the next snapshot proposal, which only an eager
+                // round's votes build: a snapshot round's replies need none.
+                if req.snapshot.is_none() {
+                    negative.extend(self.active_negative(table, &scan.predicate, &reads, req.ts));
+                }
                 // Lowered below the oldest prepared write this read skipped (§6.1.3,
                 // "Accounting for snapshots"): such a write may commit later, and the
                 // completeness window, which starts at the table version, must contain it.
@@ -158,16 +162,17 @@ impl SqlReplica {
             if w.row.is_some_and(|row| predicate.may_match(row)) {
                 continue; // satisfies P: if read, it is active and votes already
             }
+            // Cheapest test that usually fails first: did the version before satisfy P?
+            let before = self.store.version_below(table, w.key, w.ts, committed);
+            if !before.is_some_and(|v| v.row.is_some_and(|row| predicate.may_match(row))) {
+                continue;
+            }
             if row_key(table, w.key).is_some_and(|k| active.contains_key(&k)) {
                 continue;
             }
             let newest = self.store.version_below(table, w.key, ts, committed);
-            if newest.is_none_or(|v| v.ts != w.ts || v.writer != w.writer) {
-                continue; // overwritten since: the newer write decides
-            }
-            let before = self.store.version_below(table, w.key, w.ts, committed);
-            if before.is_some_and(|v| v.row.is_some_and(|row| predicate.may_match(row))) {
-                out.push(w.writer);
+            if newest.is_some_and(|v| v.ts == w.ts && v.writer == w.writer) {
+                out.push(w.writer); // not overwritten since (else the newer write decides)
             }
         }
         out
