@@ -19,6 +19,7 @@ mod gc;
 mod inquiry;
 mod log;
 mod pesto;
+mod quota;
 mod rejects;
 mod replica;
 mod tally;

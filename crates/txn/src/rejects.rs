@@ -26,6 +26,9 @@ pub enum RejectReason {
     /// A timestamp below the garbage-collection watermark (Pesto App. B.3): a read, a new
     /// transaction, or a transaction this replica may already have forgotten.
     BelowWatermark,
+    /// An ST1 whose client already owns `MAX_UNDECIDED_PER_CLIENT` undecided transactions
+    /// here (`quota.rs`).
+    TooManyUndecided,
 }
 
 impl RejectReason {
@@ -47,6 +50,7 @@ impl RejectReason {
             RejectReason::TooManyParked => "too-many-parked-queries",
             RejectReason::SnapshotExpired => "snapshot-sync-expired",
             RejectReason::BelowWatermark => "below-gc-watermark",
+            RejectReason::TooManyUndecided => "too-many-undecided-transactions",
         }
     }
 }

@@ -168,6 +168,8 @@ pub struct Replica {
     pub(crate) snapshots: crate::pesto::snapshot::Snapshots,
     /// Undecided transactions to ask peers about (see `inquiry.rs`).
     pub(crate) inquiries: crate::inquiry::Inquiries,
+    /// Each client's undecided transactions, bounded (see `quota.rs`).
+    pub(crate) undecided: crate::quota::Undecided,
     /// Garbage collection of the state above (see `gc.rs`).
     pub(crate) gc: crate::gc::Gc,
 }
@@ -210,6 +212,7 @@ impl Replica {
             sql: SqlReplica::new(&config_for_sql, id.shard),
             snapshots: Default::default(),
             inquiries: Default::default(),
+            undecided: Default::default(),
             gc: Default::default(),
         })
     }
@@ -517,6 +520,10 @@ impl Replica {
         if !meta.shards.contains(&self.id.shard) {
             return Err(RejectReason::WrongShard);
         }
+        if !self.room_for_undecided(meta.ts.client) {
+            return Err(RejectReason::TooManyUndecided);
+        }
+        self.note_undecided(meta.ts.client, id);
         let meta = Arc::new(meta);
         let mut rec = TxnRecord::new(meta.clone());
         rec.interested.insert(from);

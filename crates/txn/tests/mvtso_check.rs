@@ -376,3 +376,23 @@ fn batch_verified_requests_behave_like_single_ones() {
     let again = fx.send(Message::Read(good("a", &fx)));
     assert_eq!(again.len(), 1);
 }
+
+/// A client that prepares transactions and never decides them is bounded per replica: beyond
+/// the bound its ST1s are refused (and counted), until some of its transactions are decided.
+#[test]
+fn a_client_s_undecided_transactions_are_bounded() {
+    let mut fx = fixture(false);
+    fx.replica.set_max_undecided_per_client(3);
+    let txns: Vec<TxnMeta> = (1..=4).map(|t| meta(t, &[], &[&format!("k{t}")], vec![])).collect();
+    for t in &txns[..3] {
+        assert_eq!(fx.prepare(t), Some(Vote::Commit));
+    }
+    assert_eq!(fx.prepare(&txns[3]), None, "a fourth undecided transaction is refused");
+    assert_eq!(fx.replica.rejections().count(pistou_txn::RejectReason::TooManyUndecided), 1);
+    // A repeated ST1 of a known transaction is still answered from its record.
+    assert_eq!(fx.prepare(&txns[0]), Some(Vote::Commit));
+    // Once one is decided, the retransmitted ST1 is accepted.
+    fx.commit(&txns[0]);
+    assert_eq!(fx.prepare(&txns[3]), Some(Vote::Commit));
+    assert_eq!(fx.prepare(&meta(5, &[], &["k5"], vec![])), None, "at the bound again");
+}
