@@ -278,6 +278,22 @@ impl Engine {
         })
     }
 
+    /// The first stored table `sql` names (see `bind::first_named_table`), without a catalog:
+    /// lets a client that has no catalog yet route a statement to its table's shard. None if
+    /// the statement does not parse, is long (it is not worth a planner thread), or names no
+    /// table in a place this looks.
+    pub fn first_named_table(&self, sql: &str) -> Option<String> {
+        if sql.len() > INLINE_PLAN_MAX_LEN {
+            return None;
+        }
+        let dialect = PostgreSqlDialect {};
+        let statements = Parser::new(&dialect).with_recursion_limit(self.limits.max_depth).try_with_sql(sql).and_then(|mut p| p.parse_statements()).ok()?;
+        match statements.as_slice() {
+            [one] => crate::bind::first_named_table(one),
+            _ => None,
+        }
+    }
+
     fn parse_and_bind(&self, catalog: &Catalog, sql: &str) -> Result<Prepared> {
         let dialect = PostgreSqlDialect {};
         let statements = Parser::new(&dialect)

@@ -120,3 +120,19 @@ fn implied_key_equalities_turn_joined_lookups_into_points() {
     assert_eq!(rows(&mixed), vec![ints(&[1])]);
     assert_eq!(mixed.reads.scans[0].access, Access::Full);
 }
+
+/// The table a client routes a statement by before it has any catalog.
+#[test]
+fn first_named_table_reads_the_syntax_only() {
+    let engine = Engine::new(Limits::default());
+    let named = |sql: &str| engine.first_named_table(sql);
+    assert_eq!(named("SELECT a FROM Orders o JOIN lines l ON o.id = l.o WHERE o.id = $1").as_deref(), Some("orders"));
+    assert_eq!(named("INSERT INTO public.\"Big\" VALUES (1)").as_deref(), Some("Big"));
+    assert_eq!(named("UPDATE t SET a = 1 WHERE id = 2").as_deref(), Some("t"));
+    assert_eq!(named("DELETE FROM u WHERE id = 2").as_deref(), Some("u"));
+    for none in ["SELECT 1", "SELECT * FROM (SELECT 1) x", "CREATE TABLE t (id INT PRIMARY KEY)", "SELECT 1; SELECT 2", "SELEC", "SELECT * FROM a.b.c"] {
+        assert_eq!(named(none), None, "{none}");
+    }
+    let long = format!("SELECT * FROM t WHERE {}a = 1", "a = 1 AND ".repeat(200));
+    assert_eq!(named(&long), None, "long statements are not parsed twice");
+}

@@ -326,7 +326,7 @@ fn one_lying_replica_cannot_change_a_range_result() {
 
 #[test]
 fn a_transaction_on_one_shards_tables_touches_only_that_shard() {
-    let mut cl = cluster_with(1, 2, &[("left_t", 0), ("right_t", 1)]);
+    let mut cl = cluster_with(2, 2, &[("left_t", 0), ("right_t", 1)]);
     cl.autocommit(0, "CREATE TABLE left_t (id INT PRIMARY KEY, v INT NOT NULL)", vec![]);
     cl.autocommit(0, "CREATE TABLE right_t (id INT PRIMARY KEY, v INT NOT NULL)", vec![]);
     cl.autocommit(0, "INSERT INTO left_t VALUES (1, 10), (2, 20)", vec![]);
@@ -340,6 +340,13 @@ fn a_transaction_on_one_shards_tables_touches_only_that_shard() {
     assert_eq!(cl.commit(0, h), Decision::Commit);
     assert_eq!(cl.sent_to_shard[0], before[0], "shard 0 took no part");
     assert!(cl.sent_to_shard[1] > before[1]);
+    // The same from a client that has never read a catalog: the statement's syntax names
+    // the table, and the configuration places it.
+    let before = cl.sent_to_shard.clone();
+    let h = cl.begin(1);
+    assert_eq!(cl.rows(1, h, "SELECT v FROM right_t WHERE id = 1", vec![]), vec![vec![int(100)]]);
+    assert_eq!(cl.commit(1, h), Decision::Commit);
+    assert_eq!(cl.sent_to_shard[0], before[0], "a first transaction does not touch shard 0 either");
     // A transaction over both shards: a read on shard 0, a write on shard 1 (2PC).
     let h = cl.begin(0);
     assert_eq!(cl.rows(0, h, "SELECT sum(v) FROM left_t WHERE v > 0", vec![]), vec![vec![int(30)]]);

@@ -32,6 +32,31 @@ fn object_name(n: &sql::ObjectName) -> Result<String> {
     }
 }
 
+/// The first stored table a statement names, read from its syntax alone (no catalog): the
+/// target of INSERT / UPDATE / DELETE, or the first FROM relation of a SELECT. None for
+/// anything else, or a name the binder would refuse.
+pub(crate) fn first_named_table(statement: &sql::Statement) -> Option<String> {
+    let relation = |twj: &sql::TableWithJoins| match &twj.relation {
+        sql::TableFactor::Table { name, .. } => object_name(name).ok(),
+        _ => None,
+    };
+    match statement {
+        sql::Statement::Insert(i) => match &i.table {
+            sql::TableObject::TableName(name) => object_name(name).ok(),
+            _ => None,
+        },
+        sql::Statement::Update(u) => relation(&u.table),
+        sql::Statement::Delete(d) => match &d.from {
+            sql::FromTable::WithFromKeyword(v) | sql::FromTable::WithoutKeyword(v) => v.first().and_then(relation),
+        },
+        sql::Statement::Query(q) => match q.body.as_ref() {
+            sql::SetExpr::Select(select) => select.from.first().and_then(relation),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn unsupported<T>(what: impl std::fmt::Display) -> Result<T> {
     Err(SqlError::unsupported(what))
 }

@@ -215,14 +215,17 @@ impl Coordinator {
 
     /// The shard whose catalog a transaction's first statement reads: the shard of the tables
     /// it names according to the newest catalog this client knows, so that a transaction on
-    /// shard 1's tables does not also touch shard 0. Shard 0 if there is no such catalog yet,
-    /// or it cannot plan the statement (an unknown table, or none) — the statement is then
-    /// planned against shard 0's catalog and reads its own shard's as well.
+    /// shard 1's tables does not also touch shard 0. Without such a catalog (a client's first
+    /// transaction), the shard of the first table the statement's syntax names. Shard 0 if
+    /// neither tells (no table, or an unknown one): the statement is then planned against
+    /// shard 0's catalog and reads its own shard's as well.
     fn first_catalog_shard(&self, sql: &str) -> ShardId {
-        let Some((_, catalog)) = &self.catalog_hint else { return ShardId(0) };
-        let Ok(prepared) = self.sql_engine.prepare(catalog, sql) else { return ShardId(0) };
-        let first_table = prepared.tables().first().map(|t| self.config().table_shard(t));
-        first_table.unwrap_or(ShardId(0))
+        let planned = self.catalog_hint.as_ref().and_then(|(_, catalog)| self.sql_engine.prepare(catalog, sql).ok());
+        let table = match planned {
+            Some(prepared) => prepared.tables().first().cloned(),
+            None => self.sql_engine.first_named_table(sql),
+        };
+        table.map_or(ShardId(0), |t| self.config().table_shard(&t))
     }
 
     /// Reads the catalog key of `shard` (if not yet read). Returns false while it is in flight.
