@@ -381,14 +381,21 @@ fn replicas_that_miss_every_writeback_do_not_make_updates_abort() {
     assert_eq!(cl.rows(0, h, "SELECT sum(v) FROM t", vec![]), vec![vec![int(12)]]);
 }
 
+/// Table `t` created, then one row inserted by a transaction whose writeback skipped the
+/// `omitted` highest-indexed replicas.
+fn one_insert_missing_writebacks(omitted: usize) -> Cluster {
+    let mut cl = cluster(1);
+    cl.autocommit(0, "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)", vec![]);
+    cl.clients[0].set_writeback_omissions(omitted);
+    cl.autocommit(0, "INSERT INTO t VALUES (1, 0)", vec![]);
+    cl
+}
+
 /// A replica that missed a writeback asks its peers (SYNC) once the transaction has been
 /// undecided for a while, and applies the SUPPLY: it catches up without any client's help.
 #[test]
 fn a_replica_that_missed_a_writeback_learns_the_decision_from_its_peers() {
-    let mut cl = cluster(1);
-    cl.autocommit(0, "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)", vec![]);
-    cl.clients[0].set_writeback_omissions(2);
-    cl.autocommit(0, "INSERT INTO t VALUES (1, 0)", vec![]);
+    let mut cl = one_insert_missing_writebacks(2);
     let committed = |cl: &Cluster, r: usize| cl.replicas[r].committed_txns().count();
     assert_eq!((committed(&cl, 3), committed(&cl, 4), committed(&cl, 5)), (2, 1, 1), "r4 and r5 missed the writeback");
     // Not yet: the first inquiry waits half a second.
@@ -413,10 +420,7 @@ fn a_replica_that_missed_a_writeback_learns_the_decision_from_its_peers() {
 /// times, then leaves the transaction to its clients.
 #[test]
 fn inquiries_about_a_transaction_nobody_decided_stop() {
-    let mut cl = cluster(1);
-    cl.autocommit(0, "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)", vec![]);
-    cl.clients[0].set_writeback_omissions(6);
-    cl.autocommit(0, "INSERT INTO t VALUES (1, 0)", vec![]);
+    let mut cl = one_insert_missing_writebacks(6);
     for _ in 0..400 {
         cl.advance_by(100_000);
         cl.settle();
