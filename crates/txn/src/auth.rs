@@ -259,6 +259,11 @@ impl Authenticator {
     }
 
     /// Is `id` a replica of a configured shard?
+    /// Whether `id` is a configured client.
+    pub fn is_client(&self, id: ClientId) -> bool {
+        self.client_keys.contains_key(&id)
+    }
+
     pub fn is_member(&self, id: ReplicaId) -> bool {
         self.config.replica(id).is_some()
     }

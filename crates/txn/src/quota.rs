@@ -8,7 +8,8 @@
 //! has fewer than `MAX_UNDECIDED_PER_CLIENT` undecided records here; beyond that the ST1 is
 //! refused, not voted on, and a correct client's retransmission succeeds once its earlier
 //! transactions are decided. The bound is generous because a gateway runs every session of a
-//! database user under one client id.
+//! database user under one client id. An ST1 whose timestamp names a client that is not in
+//! the configuration is refused before this count (no id can be invented to dodge it).
 
 use crate::replica::{Replica, Status};
 use pistou_core::{ClientId, TxnId};

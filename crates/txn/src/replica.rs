@@ -520,6 +520,10 @@ impl Replica {
         if !meta.shards.contains(&self.id.shard) {
             return Err(RejectReason::WrongShard);
         }
+        // The timestamp's client owns T (quota.rs counts by it); a correct client's is its own.
+        if !self.auth.is_client(meta.ts.client) {
+            return Err(RejectReason::UnknownClient);
+        }
         if !self.room_for_undecided(meta.ts.client) {
             return Err(RejectReason::TooManyUndecided);
         }

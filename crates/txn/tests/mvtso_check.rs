@@ -395,4 +395,9 @@ fn a_client_s_undecided_transactions_are_bounded() {
     fx.commit(&txns[0]);
     assert_eq!(fx.prepare(&txns[3]), Some(Vote::Commit));
     assert_eq!(fx.prepare(&meta(5, &[], &["k5"], vec![])), None, "at the bound again");
+    // Nor can a client dodge the bound by naming another, unconfigured owner in ts.
+    let mut stranger = meta(6, &[], &["k6"], vec![]);
+    stranger.ts.client = ClientId(77);
+    assert_eq!(fx.prepare(&stranger), None);
+    assert_eq!(fx.replica.rejections().count(pistou_txn::RejectReason::UnknownClient), 1);
 }
