@@ -332,9 +332,12 @@ pub(crate) fn choose(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: 
     // Freshest group first (a group's read of a row another group read at a newer version
     // is stale), then the largest; ties in canonical order, so the choice is deterministic.
     let supported: Vec<(Vec<u8>, Vec<u32>)> = groups.into_iter().filter(|(_, m)| m.len() > f).collect();
-    let reads: Vec<BTreeMap<&Key, Timestamp>> = supported.iter().map(|(_, m)| read_versions(considered[&m[0]])).collect();
+    // (Only when groups compete: a large scan's Q-READ is not worth indexing otherwise.)
+    let reads: Vec<BTreeMap<&Key, Timestamp>> =
+        if supported.len() > 1 { supported.iter().map(|(_, m)| read_versions(considered[&m[0]])).collect() } else { Vec::new() };
+    let staleness = |g: usize| reads.get(g).map_or(0, |mine| stale_rows(mine, &reads));
     let mut ordered: Vec<(usize, &Vec<u8>, &Vec<u32>)> =
-        supported.iter().enumerate().map(|(g, (content, members))| (stale_rows(&reads[g], &reads), content, members)).collect();
+        supported.iter().enumerate().map(|(g, (content, members))| (staleness(g), content, members)).collect();
     ordered.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| b.2.len().cmp(&a.2.len())).then_with(|| a.1.cmp(b.1)));
     for (_, _, members) in ordered {
         let first = considered[&members[0]];
