@@ -6,8 +6,9 @@
 //! - `normal`;
 //! - `fail-eager`: clients ignore the eager decision, every range read proposes a snapshot
 //!   and re-executes (Pesto: "requiring a snapshot proposal, but no synchronization");
-//! - `incon`: clients' writebacks skip 1/3 of the replicas, which then lack every commit
-//!   and must fetch them with SYNC when a snapshot names them.
+//! - `incon`: clients' writebacks skip 1/3 of the replicas, which then hold those writes
+//!   prepared until they ask a peer for the decision (decision inquiry, after 0.5 s) or a
+//!   snapshot names the transaction (SYNC): Pesto's "omitting/delaying writes".
 
 use crate::cluster::Cluster;
 use crate::ycsb::{Dist, KeyGen, Tally, Workload};
