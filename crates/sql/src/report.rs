@@ -3,7 +3,7 @@
 //! rows — the (key, version) pairs that satisfied it.
 
 use crate::expr::Predicate;
-use crate::storage::Version;
+use crate::storage::{KeyRange, Version};
 use serde::{Deserialize, Serialize};
 
 /// How a scan reached its rows.
@@ -45,6 +45,11 @@ pub struct ScanRead {
     /// Timestamp of the newest write to the table below the read timestamp (Pesto's table
     /// version, §6.1.3).
     pub table_version: Option<pistou_core::Timestamp>,
+    /// On a primary-key path: the key ranges the scan visited. Every row that satisfies
+    /// `predicate` has its key in one of them (the ranges come from the predicate's own
+    /// conjuncts, and a row's key never changes), so a write outside them cannot matter.
+    /// None on an index path.
+    pub pk_ranges: Option<Vec<KeyRange>>,
 }
 
 impl ScanRead {

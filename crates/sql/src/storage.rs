@@ -39,7 +39,7 @@ pub struct RowRef<'a> {
 pub type Visitor<'v> = dyn FnMut(RowRef<'_>) -> Result<bool> + 'v;
 
 /// A range of encoded keys.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyRange {
     pub start: Bound<Vec<u8>>,
     pub end: Bound<Vec<u8>>,

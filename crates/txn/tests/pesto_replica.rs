@@ -686,6 +686,27 @@ fn ss_vote_names_the_writer_of_an_active_negative_version() {
 }
 
 #[test]
+fn active_negatives_of_a_key_range_scan_come_from_inside_its_range() {
+    let mut fx = fixture();
+    fx.load(10, &[(1, 50), (7, 50)]);
+    // U (ts 20) makes row 1 stop satisfying `a > 10`; D (ts 25) deletes row 7.
+    let u = fx.meta(Txn { t: 20, reads: vec![(key(1), ts(10))], writes: vec![(1, Some(5))], predicate: None });
+    let d = fx.meta(Txn { t: 25, reads: vec![(key(7), ts(10))], writes: vec![(7, None)], predicate: None });
+    for txn in [&u, &d] {
+        assert_eq!(fx.prepare(txn), Some(Vote::Commit));
+        fx.commit(txn);
+    }
+    let votes = |fx: &mut Fixture, sql: &str| fx.range_read(30, sql, vec![]).ss_vote;
+    assert_eq!(votes(&mut fx, "SELECT id FROM t WHERE id >= 1 AND id <= 3 AND a > 10"), vec![u.id()]);
+    assert_eq!(votes(&mut fx, "SELECT id FROM t WHERE id >= 5 AND id <= 9 AND a > 10"), vec![d.id()]);
+    assert!(votes(&mut fx, "SELECT id FROM t WHERE id >= 2 AND id <= 6 AND a > 10").is_empty());
+    let mut both = vec![u.id(), d.id()];
+    both.sort();
+    assert_eq!(votes(&mut fx, "SELECT id FROM t WHERE id IN (1, 7) AND a > 10"), both);
+    assert_eq!(votes(&mut fx, "SELECT id FROM t WHERE a > 10"), both);
+}
+
+#[test]
 fn a_skipped_prepared_write_lowers_the_table_version_so_the_reader_checks_it() {
     let mut fx = fixture();
     // W (ts 20) inserts a = 50 and stays prepared; C (ts 40) writes another row and commits.

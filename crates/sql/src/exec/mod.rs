@@ -243,6 +243,7 @@ impl Reader<'_> {
             rows: active,
             absent_key,
             table_version: self.storage.table_version(table, &self.at),
+            pk_ranges: (access.path == Path::PrimaryKey).then_some(ranges),
         });
         Ok(())
     }

@@ -5,7 +5,7 @@
 use super::SqlReplica;
 use pistou_core::sql_keys::{key_kind, row_key, row_table, KeyKind};
 use pistou_core::{ClusterConfig, Timestamp, TxnId};
-use pistou_sql::{Access, ExecContext, Output, Predicate, ReadAt, SqlError, SqlState, Write, WirePredicate, WriteSet};
+use pistou_sql::{Access, ExecContext, Output, ReadAt, ScanRead, SqlError, SqlState, Write, WirePredicate, WriteSet};
 use pistou_rowstore::VersionState;
 use pistou_wire::{ActiveRead, PredicateRead, QueryOutput, RangeRead, RangeResult, WriteEntry};
 use std::collections::{BTreeMap, BTreeSet};
@@ -114,7 +114,7 @@ impl SqlReplica {
                 // Active negatives feed the next snapshot proposal, which only an eager
                 // round's votes build: a snapshot round's replies need none.
                 if req.snapshot.is_none() {
-                    negative.extend(self.active_negative(table, &scan.predicate, &reads, req.ts));
+                    negative.extend(self.active_negative(scan, &reads, req.ts));
                 }
                 // Lowered below the oldest prepared write this read skipped (§6.1.3,
                 // "Accounting for snapshots"): such a write may commit later, and the
@@ -152,11 +152,16 @@ impl SqlReplica {
     /// it reports the older, active version; voting for the writer lets the snapshot include
     /// it, so the lagging replica fetches it instead of the proposal freezing the stale state.
     /// Examines the newest `MAX_ACTIVE_NEGATIVE_SCAN` writes within the table-version outlier
-    /// bound below `ts` (older writes have had time to reach every correct replica).
-    fn active_negative(&self, table: &str, predicate: &Predicate, active: &BTreeMap<Vec<u8>, ActiveRead>, ts: Timestamp) -> Vec<TxnId> {
+    /// bound below `ts` (older writes have had time to reach every correct replica) whose
+    /// key lies in the scan's primary-key ranges: no version of a key outside them satisfies
+    /// the predicate, so those writes are skipped before any evaluation or lookup.
+    fn active_negative(&self, scan: &ScanRead, active: &BTreeMap<Vec<u8>, ActiveRead>, ts: Timestamp) -> Vec<TxnId> {
+        let (table, predicate) = (scan.table(), &scan.predicate);
+        let in_scope = |key: &[u8]| scan.pk_ranges.as_ref().is_none_or(|ranges| ranges.iter().any(|r| r.contains(key)));
         let lo = Timestamp::at(ts.time.saturating_sub(self.params.table_version_outlier_us)).max(self.store.watermark());
         let committed = |v: &pistou_rowstore::VersionRef| v.state == VersionState::Committed;
-        let recent: Vec<_> = self.store.writes_between(table, lo, ts).filter(|w| w.state == VersionState::Committed).collect();
+        let recent: Vec<_> =
+            self.store.writes_between(table, lo, ts).filter(|w| w.state == VersionState::Committed && in_scope(w.key)).collect();
         let mut out = Vec::new();
         for w in recent.iter().rev().take(MAX_ACTIVE_NEGATIVE_SCAN) {
             if w.row.is_some_and(|row| predicate.may_match(row)) {
