@@ -139,7 +139,8 @@ pub fn tamper(fault: ReplicaFault, key: &BatchSigner, me: ReplicaId, to_client: 
         }
         (ReplicaFault::AbortAll, Message::PrepareReply { vote, .. }) => {
             let body = St1Vote { txn: vote.body.txn, vote: Vote::Abort };
-            Some(Message::PrepareReply { vote: signed_by(key, me, body), conflict: None })
+            // Names a made-up blocker too: clients must not chase what one replica says.
+            Some(Message::PrepareReply { vote: signed_by(key, me, body), conflict: None, blocker: Some(TxnId(rng.gen())) })
         }
         (ReplicaFault::RefuseVote, Message::PrepareReply { .. }) => None,
         (ReplicaFault::EquivocateSt2r, Message::DecideReply(r)) if to_client % 2 == 1 => {

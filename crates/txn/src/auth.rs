@@ -110,18 +110,27 @@ impl Authenticator {
     /// Like [`Self::check_replicas`] but with one result per reply, so that callers can
     /// verify lazily in one batch and drop only the bad ones.
     pub fn check_replicas_each<T: Signable>(&mut self, replies: &[ReplicaSigned<T>]) -> Vec<Result<(), AuthError>> {
+        let crypto = self.crypto();
+        let items: Vec<(ReplicaId, Hash, Option<&BatchSignature>)> =
+            replies.iter().map(|r| (r.signer, if crypto { r.body.signing_hash() } else { Hash::default() }, r.sig.as_ref())).collect();
+        self.check_replica_hashes(&items)
+    }
+
+    /// Like [`Self::check_replicas_each`], for replies whose signing hash the caller kept
+    /// (signer, signing hash, signature) instead of the replies themselves.
+    pub fn check_replica_hashes(&mut self, replies: &[(ReplicaId, Hash, Option<&BatchSignature>)]) -> Vec<Result<(), AuthError>> {
         let mut results: Vec<Result<(), AuthError>> = vec![Ok(()); replies.len()];
         let mut items: Vec<(PublicKey, Hash, &BatchSignature, usize)> = Vec::with_capacity(replies.len());
-        for (i, r) in replies.iter().enumerate() {
-            let Some(pk) = self.config.replica_key(r.signer) else {
+        for (i, (signer, hash, sig)) in replies.iter().enumerate() {
+            let Some(pk) = self.config.replica_key(*signer) else {
                 results[i] = fail(RejectReason::NotMember);
                 continue;
             };
             if !self.crypto() {
                 continue;
             }
-            match &r.sig {
-                Some(sig) => items.push((*pk, r.body.signing_hash(), sig, i)),
+            match sig {
+                Some(sig) => items.push((*pk, *hash, *sig, i)),
                 None => results[i] = fail(RejectReason::MissingSignature),
             }
         }

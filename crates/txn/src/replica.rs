@@ -63,7 +63,30 @@ pub(crate) enum Status {
 
 pub(crate) struct VoteRecord {
     pub(crate) vote: Vote,
-    pub(crate) conflict: Option<ConflictProof>,
+    pub(crate) cause: AbortCause,
+}
+
+/// What an abort vote tells the client beyond "abort" (`Plain` for commit votes).
+#[derive(Clone, Debug, Default)]
+pub(crate) enum AbortCause {
+    #[default]
+    Plain,
+    /// A committed conflicting transaction, with the proof (Basil's fast abort).
+    Committed(Box<ConflictProof>),
+    /// An undecided transaction prepared here that the vote is due to: the client may finish
+    /// it (Basil §5), or a crashed client's commit would block its rows for good.
+    Prepared(TxnId),
+}
+
+impl AbortCause {
+    /// The PrepareReply fields `conflict` and `blocker`.
+    fn into_parts(self) -> (Option<ConflictProof>, Option<TxnId>) {
+        match self {
+            AbortCause::Plain => (None, None),
+            AbortCause::Committed(proof) => (Some(*proof), None),
+            AbortCause::Prepared(txn) => (None, Some(txn)),
+        }
+    }
 }
 
 pub(crate) struct TxnRecord {
@@ -133,7 +156,7 @@ pub struct ReplicaStats {
 pub(crate) enum PendingReply {
     Read { reply: ReadReply, committed: Option<CommittedRead> },
     Range(RangeReply),
-    Vote { vote: St1Vote, conflict: Option<ConflictProof> },
+    Vote { vote: St1Vote, cause: AbortCause },
     St2(St2Reply),
     ElectFb(ElectFb),
 }
@@ -385,8 +408,9 @@ impl Replica {
                 PendingReply::Read { reply, committed } => {
                     Message::ReadReply { reply: ReplicaSigned { signer, body: reply, sig }, committed }
                 }
-                PendingReply::Vote { vote, conflict } => {
-                    Message::PrepareReply { vote: ReplicaSigned { signer, body: vote, sig }, conflict }
+                PendingReply::Vote { vote, cause } => {
+                    let (conflict, blocker) = cause.into_parts();
+                    Message::PrepareReply { vote: ReplicaSigned { signer, body: vote, sig }, conflict, blocker }
                 }
                 PendingReply::St2(r) => Message::DecideReply(ReplicaSigned { signer, body: r, sig }),
                 PendingReply::Range(r) => Message::RangeReply(ReplicaSigned { signer, body: r, sig }),
@@ -541,12 +565,12 @@ impl Replica {
         let checked = match &sql {
             Err(e) => {
                 tracing::debug!(txn = ?id, "abort vote: {e}");
-                Err(None)
+                Err(AbortCause::Plain)
             }
             Ok(_) => self.mvtso_check(now, &id, &meta).and_then(|()| self.pesto_check(&id, &meta)),
         };
         match checked {
-            Err(conflict) => self.cast_vote(id, Vote::Abort, conflict.map(|c| *c)),
+            Err(cause) => self.cast_vote(id, Vote::Abort, cause),
             Ok(dynamic_deps) => {
                 self.add_prepared(&id, &meta);
                 let mut pending: Vec<TxnId> = meta
@@ -560,7 +584,7 @@ impl Replica {
                 pending.sort();
                 pending.dedup();
                 if pending.is_empty() {
-                    self.cast_vote(id, Vote::Commit, None);
+                    self.cast_vote(id, Vote::Commit, AbortCause::Plain);
                 } else {
                     // Alg. 1 line 15: wait for all pending dependencies.
                     if let Some(rec) = self.txns.get_mut(&id) {
@@ -588,7 +612,7 @@ impl Replica {
             self.pending.push((Dest::Client(from), PendingReply::St2(reply)));
         }
         if let Some(v) = &rec.vote {
-            let reply = PendingReply::Vote { vote: St1Vote { txn: *id, vote: v.vote }, conflict: v.conflict.clone() };
+            let reply = PendingReply::Vote { vote: St1Vote { txn: *id, vote: v.vote }, cause: v.cause.clone() };
             self.pending.push((Dest::Client(from), reply));
         }
     }
@@ -611,27 +635,27 @@ impl Replica {
         }
     }
 
-    /// Lines 1–13 of Alg. 1. `Err(conflict)` means Vote-Abort, with the committed
-    /// conflicting transaction's proof when there is one.
-    fn mvtso_check(&self, now: u64, id: &TxnId, meta: &TxnMeta) -> Result<(), Option<Box<ConflictProof>>> {
+    /// Lines 1–13 of Alg. 1. `Err(cause)` means Vote-Abort, naming the conflicting
+    /// transaction when there is one.
+    fn mvtso_check(&self, now: u64, id: &TxnId, meta: &TxnMeta) -> Result<(), AbortCause> {
         let ts = meta.ts;
         // Line 1: ts within the replica's time bound; and not below the GC watermark.
         if ts.time > now.saturating_add(self.config().delta_us) || ts.time < self.watermark(now) {
-            return Err(None);
+            return Err(AbortCause::Plain);
         }
         // A second transaction claiming an already used timestamp.
         if self.ts_owner.get(&ts).is_some_and(|owner| owner != id) {
-            return Err(None);
+            return Err(AbortCause::Plain);
         }
         // Line 3: dependencies valid: prepared or committed here, and really the writer of
         // the version read; any aborted dependency means abort.
         for d in meta.deps.iter().filter(|d| self.config().shard_of(&d.key) == self.id.shard) {
-            let Some(dep) = self.txns.get(&d.txn) else { return Err(None) };
+            let Some(dep) = self.txns.get(&d.txn) else { return Err(AbortCause::Plain) };
             let produced = dep.meta.ts == d.version && dep.meta.write_of(&d.key).is_some();
             let alive = matches!(dep.status, Status::Prepared | Status::Committed(_));
             if !produced || !alive {
                 tracing::debug!(txn = ?id, "abort vote: dependency not produced or not alive {produced} {alive}");
-                return Err(None);
+                return Err(AbortCause::Plain);
             }
         }
         // Line 5–7: reads did not miss a committed or prepared write in (version, ts).
@@ -647,11 +671,11 @@ impl Replica {
             }
             if let Some((_, t2)) = state.committed.range(lo..hi).next() {
                 tracing::debug!(txn = ?id, "abort vote: read missed a committed write");
-                return Err(self.conflict_proof(t2));
+                return Err(self.conflict_with(t2));
             }
-            if state.prepared.range(lo..hi).next().is_some() {
+            if let Some((_, t2)) = state.prepared.range(lo..hi).next() {
                 tracing::debug!(txn = ?id, "abort vote: read missed a prepared write");
-                return Err(None);
+                return Err(self.conflict_with(t2));
             }
         }
         // Lines 8–13: writes do not invalidate reads of prepared/committed transactions
@@ -664,14 +688,13 @@ impl Replica {
             let after = (ts, TxnId([0xff; 32]));
             for ((_, reader), version) in state.readers.range(after..) {
                 if *version < ts {
-                    let committed = matches!(self.txns.get(reader).map(|r| &r.status), Some(Status::Committed(_)));
                     tracing::debug!(txn = ?id, "abort vote: write invalidates a later reader");
-                    return Err(if committed { self.conflict_proof(reader) } else { None });
+                    return Err(self.conflict_with(reader));
                 }
             }
             if state.rts.range((std::ops::Bound::Excluded(ts), std::ops::Bound::Unbounded)).next().is_some() {
                 tracing::debug!(txn = ?id, "abort vote: write below an RTS");
-                return Err(None);
+                return Err(AbortCause::Plain);
             }
         }
         Ok(())
@@ -680,29 +703,35 @@ impl Replica {
     /// Pesto's additions to Alg. 1 (monotonicity, predicate completeness, later readers'
     /// predicates); on success T's rows are installed as prepared versions and the
     /// prepared writers T must now wait for are returned (line 15).
-    fn pesto_check(&mut self, id: &TxnId, meta: &TxnMeta) -> Result<Vec<TxnId>, Option<Box<ConflictProof>>> {
+    fn pesto_check(&mut self, id: &TxnId, meta: &TxnMeta) -> Result<Vec<TxnId>, AbortCause> {
         let Some(txn) = self.txns.get(id).and_then(|r| r.sql.clone()) else { return Ok(Vec::new()) };
         match self.sql.semantic_check(id, meta, &txn, &self.txns) {
             Ok(pass) => match self.sql.prepare(*id, meta.ts, &txn) {
                 Ok(()) => Ok(pass.dynamic_deps),
                 Err(e) => {
                     tracing::debug!(txn = ?id, "abort vote: rows rejected: {e}");
-                    Err(None)
+                    Err(AbortCause::Plain)
                 }
             },
-            Err(CcAbort::Conflict(Some(t))) => Err(self.conflict_proof(&t)),
+            Err(CcAbort::Conflict(t)) => {
+                tracing::debug!(txn = ?id, "abort vote: predicate conflict");
+                Err(self.conflict_with(&t))
+            }
             Err(reason) => {
                 tracing::debug!(txn = ?id, "abort vote: {reason:?}");
-                Err(None)
+                Err(AbortCause::Plain)
             }
         }
     }
 
-    fn conflict_proof(&self, txn: &TxnId) -> Option<Box<ConflictProof>> {
-        let rec = self.txns.get(txn)?;
+    /// The cause to report for an abort vote due to `txn`: its proof if it committed, its
+    /// name if it is prepared here and undecided.
+    fn conflict_with(&self, txn: &TxnId) -> AbortCause {
+        let Some(rec) = self.txns.get(txn) else { return AbortCause::Plain };
         match &rec.status {
-            Status::Committed(cert) => Some(Box::new(ConflictProof { meta: (*rec.meta).clone(), cert: (**cert).clone() })),
-            _ => None,
+            Status::Committed(cert) => AbortCause::Committed(Box::new(ConflictProof { meta: (*rec.meta).clone(), cert: (**cert).clone() })),
+            Status::Prepared => AbortCause::Prepared(*txn),
+            Status::Unprepared | Status::Aborted(_) => AbortCause::Plain,
         }
     }
 
@@ -748,7 +777,7 @@ impl Replica {
         }
     }
 
-    fn cast_vote(&mut self, id: TxnId, vote: Vote, conflict: Option<ConflictProof>) {
+    fn cast_vote(&mut self, id: TxnId, vote: Vote, cause: AbortCause) {
         let Some(rec) = self.txns.get_mut(&id) else { return };
         if rec.vote.is_some() {
             return;
@@ -757,10 +786,10 @@ impl Replica {
             Vote::Commit => self.stats.votes_commit += 1,
             Vote::Abort => self.stats.votes_abort += 1,
         }
-        rec.vote = Some(VoteRecord { vote, conflict: conflict.clone() });
+        rec.vote = Some(VoteRecord { vote, cause: cause.clone() });
         self.log.append(LogEntry::Voted { meta: rec.meta.clone(), vote });
         for peer in rec.interested.iter().copied().collect::<Vec<_>>() {
-            let reply = PendingReply::Vote { vote: St1Vote { txn: id, vote }, conflict: conflict.clone() };
+            let reply = PendingReply::Vote { vote: St1Vote { txn: id, vote }, cause: cause.clone() };
             self.pending.push((Dest::Client(peer), reply));
         }
     }
@@ -778,12 +807,12 @@ impl Replica {
                     let meta = rec.meta.clone();
                     rec.status = Status::Unprepared;
                     self.remove_prepared(&w, &meta);
-                    self.cast_vote(w, Vote::Abort, None);
+                    self.cast_vote(w, Vote::Abort, AbortCause::Plain);
                 }
                 Decision::Commit => {
                     rec.pending_deps = rec.pending_deps.saturating_sub(1);
                     if rec.pending_deps == 0 {
-                        self.cast_vote(w, Vote::Commit, None);
+                        self.cast_vote(w, Vote::Commit, AbortCause::Plain);
                     }
                 }
             }
@@ -948,7 +977,8 @@ impl Replica {
     }
 }
 
-/// The (client, signed hash, signature) of a client request, for batch verification.
+/// The (client, signed hash, signature) of a client request, for batch verification. The
+/// match lists every message so that a new client-signed one cannot be missed.
 fn client_signature(m: &Message) -> Option<(pistou_core::ClientId, Hash, pistou_crypto::Signature)> {
     fn of<T: Signable>(r: &ClientSigned<T>) -> Option<(pistou_core::ClientId, Hash, pistou_crypto::Signature)> {
         r.sig.map(|s| (r.client, r.body.signing_hash(), s))
@@ -959,6 +989,21 @@ fn client_signature(m: &Message) -> Option<(pistou_core::ClientId, Hash, pistou_
         Message::Decide(r) => of(r),
         Message::AbortReads(r) => of(r),
         Message::InvokeFb(r) => of(r),
-        _ => None,
+        Message::RangeRead(r) => of(r),
+        Message::ReadReply { .. }
+        | Message::PrepareReply { .. }
+        | Message::DecideReply(_)
+        | Message::Writeback(_)
+        | Message::WritebackAck { .. }
+        | Message::HelloClient { .. }
+        | Message::FetchTxn { .. }
+        | Message::TxnInfo { .. }
+        | Message::Decided(_)
+        | Message::ElectFb(_)
+        | Message::DecFb(_)
+        | Message::HelloReplica { .. }
+        | Message::RangeReply(_)
+        | Message::Sync { .. }
+        | Message::Supply(_) => None,
     }
 }

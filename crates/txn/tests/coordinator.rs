@@ -183,7 +183,7 @@ fn a_transaction_committing_past_half_the_short_grace_declares_itself_late() {
 
 fn vote(fx: &mut Fx, meta: &TxnMeta, i: u32, v: Vote) {
     let vote = signed(&fx.keys[i as usize], i, St1Vote { txn: meta.id(), vote: v });
-    fx.coord.handle(NOW, rid(i), Message::PrepareReply { vote, conflict: None });
+    fx.coord.handle(NOW, rid(i), Message::PrepareReply { vote, conflict: None, blocker: None });
 }
 
 #[test]
@@ -243,6 +243,47 @@ fn abort_fast_path_with_3f_plus_1_aborts() {
     assert!(matches!(fx.coord.poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Abort, fast: true, .. })));
 }
 
+/// Our transaction (begun at `now`) aborted by four abort votes; replicas in `named` name
+/// `blocker`, each delivered on the connection of replica `via(i)`. Returns the transactions
+/// the client then asks replicas for (FetchTxn).
+fn aborted_blaming(fx: &mut Fx, now: u64, blocker: TxnId, named: &[u32], via: impl Fn(u32) -> u32) -> Vec<TxnId> {
+    let h = fx.coord.begin(now);
+    fx.coord.put(h, b"x", Some(b"1".to_vec())).unwrap();
+    fx.coord.commit(now, h).unwrap();
+    let out = fx.coord.take_outputs();
+    let Some((_, Message::Prepare(p))) = out.first() else { panic!("no ST1") };
+    let id = p.body.meta.id();
+    for i in 0..4 {
+        let vote = signed(&fx.keys[i as usize], i, St1Vote { txn: id, vote: Vote::Abort });
+        let blocker = named.contains(&i).then_some(blocker);
+        fx.coord.handle(now, rid(via(i)), Message::PrepareReply { vote, conflict: None, blocker });
+    }
+    assert!(matches!(fx.coord.poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Abort, .. })));
+    let mut asked: Vec<TxnId> =
+        fx.coord.take_outputs().into_iter().filter_map(|(_, m)| if let Message::FetchTxn { txn } = m { Some(txn) } else { None }).collect();
+    asked.dedup();
+    asked
+}
+
+#[test]
+fn a_blocker_named_by_f_plus_1_replicas_in_two_aborts_is_finished() {
+    let mut fx = fx();
+    let x = TxnId([42; 32]);
+    let after = pistou_txn::CoordinatorTimeouts::default().recovery_after_us;
+    let direct = |i: u32| i;
+    // One replica's word is not enough, however often it is repeated.
+    assert!(aborted_blaming(&mut fx, NOW, x, &[0], direct).is_empty());
+    assert!(aborted_blaming(&mut fx, NOW + 10 * after, x, &[0], direct).is_empty());
+    // Nor is a second name that came over another replica's connection.
+    assert!(aborted_blaming(&mut fx, NOW + 20 * after, x, &[0, 1], |i| if i == 1 { 2 } else { i }).is_empty());
+    assert!(aborted_blaming(&mut fx, NOW + 30 * after, x, &[0, 1], |i| if i == 1 { 2 } else { i }).is_empty());
+    // f+1 = 2 replicas: noted the first time; named again too soon, still nothing (a healthy
+    // transaction is decided by then); named again later, the client fetches it to finish it.
+    assert!(aborted_blaming(&mut fx, NOW + 40 * after, x, &[0, 1], direct).is_empty());
+    assert!(aborted_blaming(&mut fx, NOW + 40 * after + after / 2, x, &[0, 1], direct).is_empty());
+    assert_eq!(aborted_blaming(&mut fx, NOW + 41 * after, x, &[0, 1], direct), vec![x]);
+}
+
 #[test]
 fn bogus_conflict_proof_counts_as_a_plain_abort_vote() {
     let mut fx = fx();
@@ -251,7 +292,7 @@ fn bogus_conflict_proof_counts_as_a_plain_abort_vote() {
     let other = writer(1, "unrelated", b"z");
     let proof = pistou_wire::ConflictProof { meta: other.clone(), cert: fx.cert(&other) };
     let v = signed(&fx.keys[0], 0, St1Vote { txn: meta.id(), vote: Vote::Abort });
-    fx.coord.handle(NOW, rid(0), Message::PrepareReply { vote: v, conflict: Some(proof) });
+    fx.coord.handle(NOW, rid(0), Message::PrepareReply { vote: v, conflict: Some(proof), blocker: None });
     assert!(fx.coord.poll_event().is_none(), "one Byzantine replica cannot abort a transaction");
     assert_eq!(fx.coord.rejections().count(RejectReason::BadCertificate), 1);
 }
@@ -267,7 +308,7 @@ fn votes_are_verified_before_any_decision_and_bad_ones_dropped() {
     // so the fast path (6 votes) is not reached.
     let mut forged = signed(&fx.keys[4], 4, St1Vote { txn: meta.id(), vote: Vote::Commit });
     forged.signer = rid(5);
-    fx.coord.handle(NOW, rid(5), Message::PrepareReply { vote: forged, conflict: None });
+    fx.coord.handle(NOW, rid(5), Message::PrepareReply { vote: forged, conflict: None, blocker: None });
     assert!(fx.coord.poll_event().is_none(), "no fast commit on a forged vote");
     assert_eq!(fx.coord.rejections().count(RejectReason::BadSignature), 1);
     // Replica 5's real vote then completes the fast path.

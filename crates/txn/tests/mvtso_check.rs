@@ -74,6 +74,15 @@ impl Fixture {
         self.replica.take_outputs().into_iter().map(|(_, m)| m).collect()
     }
 
+    /// The vote on `m` and the blocker it names.
+    fn prepare_blamed(&mut self, m: &TxnMeta) -> Option<(Vote, Option<TxnId>)> {
+        let req = sign_client(ClientId(1), Some(&self.client_key), Prepare { meta: m.clone() });
+        self.send(Message::Prepare(req)).into_iter().find_map(|out| match out {
+            Message::PrepareReply { vote, blocker, .. } => Some((vote.body.vote, blocker)),
+            _ => None,
+        })
+    }
+
     fn prepare(&mut self, m: &TxnMeta) -> Option<Vote> {
         let req = sign_client(ClientId(1), Some(&self.client_key), Prepare { meta: m.clone() });
         self.send(Message::Prepare(req)).into_iter().find_map(|out| match out {
@@ -152,7 +161,7 @@ fn line7_read_missed_a_committed_write_votes_abort_with_proof() {
     let req = sign_client(ClientId(1), Some(&fx.client_key), Prepare { meta: t });
     let out = fx.send(Message::Prepare(req));
     match out.as_slice() {
-        [Message::PrepareReply { vote, conflict: Some(proof) }] => {
+        [Message::PrepareReply { vote, conflict: Some(proof), blocker: None }] => {
             assert_eq!(vote.body.vote, Vote::Abort);
             assert_eq!(proof.meta, w, "the proof names the committed conflicting writer");
         }
@@ -161,14 +170,21 @@ fn line7_read_missed_a_committed_write_votes_abort_with_proof() {
 }
 
 #[test]
-fn line7_read_missed_a_prepared_write_votes_abort() {
+fn line7_read_missed_a_prepared_write_votes_abort_naming_it() {
     let mut fx = fixture(false);
-    assert_eq!(fx.prepare(&meta(3, &[], &["x"], vec![])), Some(Vote::Commit));
-    assert_eq!(fx.prepare(&meta(5, &[("x", 0)], &[], vec![])), Some(Vote::Abort));
-    // A read of exactly the prepared version, declared as a dependency, is fine.
     let w = meta(3, &[], &["x"], vec![]);
-    let dep = Dep { txn: w.id(), key: b"x".to_vec(), version: ts(3) };
-    assert_eq!(fx.prepare(&meta(6, &[("x", 3)], &[], vec![dep])), None, "waits for its dependency");
+    assert_eq!(fx.prepare(&w), Some(Vote::Commit));
+    // The abort names the undecided writer, so that the client can finish it (Basil §5).
+    assert_eq!(fx.prepare_blamed(&meta(5, &[("x", 0)], &[], vec![])), Some((Vote::Abort, Some(w.id()))));
+    // Once the writer is decided there is nothing to finish: a committed one comes with
+    // its proof instead.
+    fx.commit(&w);
+    assert_eq!(fx.prepare_blamed(&meta(6, &[("x", 0)], &["q"], vec![])), Some((Vote::Abort, None)));
+    // A read of exactly a prepared version, declared as a dependency, is fine.
+    let y = meta(7, &[], &["y"], vec![]);
+    assert_eq!(fx.prepare(&y), Some(Vote::Commit));
+    let dep = Dep { txn: y.id(), key: b"y".to_vec(), version: ts(7) };
+    assert_eq!(fx.prepare(&meta(8, &[("y", 7)], &[], vec![dep])), None, "waits for its dependency");
 }
 
 #[test]

@@ -5,18 +5,22 @@
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, SqlConfig};
 use pistou_crypto::{BatchSigner, SecretKey};
 use pistou_sql::{SqlState, Value};
-use pistou_txn::{Coordinator, CoordinatorEvent, Replica, SqlOutput, TxnHandle};
-use pistou_wire::{Decision, Message, QueryOutput, Signable};
+use pistou_txn::{Coordinator, CoordinatorEvent, RejectReason, Replica, SqlOutput, TxnHandle};
+use pistou_wire::{Decision, Message, QueryOutput, RangeReply, RangeResult, Signable};
 use std::sync::Arc;
 
 const START: u64 = 1_000_000_000;
 
 /// What a test replica does to range-read replies.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Lie {
     Honest,
     /// Replaces Q-RES by an empty result.
     EmptyResult,
+    /// Replaces Q-RES by an empty result without signing again (a reply altered in transit).
+    EmptyUnsigned,
+    /// Signs an empty Q-RES with its own key in the name of the next replica.
+    EmptyAsNext,
 }
 
 struct Cluster {
@@ -147,6 +151,16 @@ impl Cluster {
                     result.output = QueryOutput::Rows(Vec::new());
                     result.reads.clear();
                 }
+                reply.sig = Some(BatchSigner::new(clone_key(&self.keys[r]), 1).sign_one(&reply.body.signing_hash()));
+                Message::RangeReply(reply)
+            }
+            (Lie::EmptyUnsigned, Message::RangeReply(mut reply)) => {
+                reply.body.result = Ok(empty(&reply.body));
+                Message::RangeReply(reply)
+            }
+            (Lie::EmptyAsNext, Message::RangeReply(mut reply)) => {
+                reply.body.result = Ok(empty(&reply.body));
+                reply.signer.index = (reply.signer.index + 1) % self.replicas.len() as u32;
                 reply.sig = Some(BatchSigner::new(clone_key(&self.keys[r]), 1).sign_one(&reply.body.signing_hash()));
                 Message::RangeReply(reply)
             }
@@ -324,6 +338,35 @@ fn one_lying_replica_cannot_change_a_range_result() {
     assert_eq!(cl.commit(0, h), Decision::Commit);
 }
 
+/// `reply`'s result with no rows and no reads.
+fn empty(reply: &RangeReply) -> RangeResult {
+    let mut result = reply.result.clone().expect("the statement succeeds");
+    result.output = QueryOutput::Rows(Vec::new());
+    result.reads.clear();
+    result
+}
+
+#[test]
+fn range_replies_altered_in_transit_or_in_another_replicas_name_are_dropped() {
+    for lie in [Lie::EmptyUnsigned, Lie::EmptyAsNext] {
+        let mut cl = cluster(1);
+        accounts(&mut cl);
+        // f+1 = 2 forged replies would form a supported group if they were believed.
+        cl.lies[0] = lie;
+        cl.lies[1] = lie;
+        let h = cl.begin(0);
+        let rows = cl.rows(0, h, "SELECT id FROM accounts WHERE balance < 200 ORDER BY id", vec![]);
+        assert_eq!(rows, vec![vec![int(1)], vec![int(2)], vec![int(3)]], "{lie:?}");
+        assert_eq!(cl.commit(0, h), Decision::Commit);
+        let rejects = cl.clients[0].rejections();
+        let dropped = match lie {
+            Lie::EmptyUnsigned => rejects.count(RejectReason::BadSignature),
+            _ => rejects.count(RejectReason::NotMember),
+        };
+        assert!(dropped >= 2, "{lie:?}: {dropped} replies dropped");
+    }
+}
+
 #[test]
 fn a_transaction_on_one_shards_tables_touches_only_that_shard() {
     let mut cl = cluster_with(2, 2, &[("left_t", 0), ("right_t", 1)]);
@@ -430,4 +473,34 @@ fn inquiries_about_a_transaction_nobody_decided_stop() {
         assert_eq!(r.stats().supplied, 0);
         assert_eq!(r.footprint().inquiries, 0, "nothing left scheduled");
     }
+}
+
+
+/// A client that stops after collecting its votes leaves its transaction prepared at every
+/// replica, and nobody has a decision to supply. Every transaction on its rows then aborts
+/// because of it. Replicas name it in their abort votes, and a client aborted by it twice,
+/// `recovery_after_us` apart, finishes it (Basil §5); then the rows are usable again.
+#[test]
+fn a_transaction_abandoned_after_prepare_is_finished_by_the_clients_it_aborts() {
+    let mut cl = cluster(2);
+    cl.autocommit(0, "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)", vec![]);
+    cl.clients[0].set_writeback_omissions(6); // client 0 decides, then is never heard of again
+    cl.autocommit(0, "INSERT INTO t VALUES (1, 0)", vec![]);
+    cl.advance_by(1_000_000);
+    cl.settle();
+    let attempt = |cl: &mut Cluster| {
+        let h = cl.begin(1);
+        cl.sql(1, h, "INSERT INTO t VALUES (2, 0)", vec![]).expect("insert");
+        cl.rows(1, h, "SELECT id FROM t WHERE v >= 0 ORDER BY id", vec![]);
+        cl.commit(1, h)
+    };
+    assert_eq!(attempt(&mut cl), Decision::Abort, "the prepared insert of row 1 conflicts");
+    assert_eq!(cl.clients[1].recoveries(), 0, "blamed once: maybe just a concurrent transaction");
+    cl.advance_by(100_000);
+    assert_eq!(attempt(&mut cl), Decision::Abort, "still prepared");
+    cl.settle();
+    assert_eq!(cl.clients[1].recoveries(), 1, "blamed again: client 1 finishes it");
+    assert_eq!(attempt(&mut cl), Decision::Commit);
+    let h = cl.begin(1);
+    assert_eq!(cl.rows(1, h, "SELECT id FROM t ORDER BY id", vec![]), vec![vec![int(1)], vec![int(2)]], "client 0's insert committed");
 }

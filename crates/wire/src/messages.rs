@@ -485,7 +485,12 @@ pub enum Message {
     Read(ClientSigned<ReadRequest>),
     ReadReply { reply: ReplicaSigned<ReadReply>, committed: Option<CommittedRead> },
     Prepare(ClientSigned<Prepare>),
-    PrepareReply { vote: ReplicaSigned<St1Vote>, conflict: Option<ConflictProof> },
+    /// ST1R. An abort vote may carry the committed conflicting transaction's proof, or name
+    /// the undecided transaction prepared at the replica that caused it (`blocker`), which
+    /// the client may finish (Basil §5: clients aborted by a stalled transaction finish it).
+    /// The name is a hint: the client acts on it only when f+1 replicas give it, and the
+    /// transaction it fetches proves itself by its id.
+    PrepareReply { vote: ReplicaSigned<St1Vote>, conflict: Option<ConflictProof>, blocker: Option<TxnId> },
     Decide(ClientSigned<St2>),
     DecideReply(ReplicaSigned<St2Reply>),
     Writeback(Writeback),

@@ -36,7 +36,8 @@ fn sample_messages() -> Vec<Message> {
             committed: Some(CommittedRead { writer: meta.clone(), cert: cert.clone() }),
         },
         Message::Prepare(ClientSigned { client: ClientId(3), body: Prepare { meta: meta.clone() }, sig: None }),
-        Message::PrepareReply { vote: vote.clone(), conflict: Some(ConflictProof { meta: meta.clone(), cert: cert.clone() }) },
+        Message::PrepareReply { vote: vote.clone(), conflict: Some(ConflictProof { meta: meta.clone(), cert: cert.clone() }), blocker: None },
+        Message::PrepareReply { vote: vote.clone(), conflict: None, blocker: Some(TxnId([4; 32])) },
         Message::Decide(ClientSigned {
             client: ClientId(3),
             body: St2 { meta: meta.clone(), decision: Decision::Abort, tallies: vec![ShardVotes { shard: ShardId(0), votes: vec![vote.clone()] }], view: 0 },

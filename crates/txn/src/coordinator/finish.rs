@@ -19,6 +19,8 @@ use std::sync::Arc;
 const FETCH_ATTEMPTS: u32 = 5;
 /// Dependencies one client recovers at once; more wait for the next stall check.
 const MAX_CONCURRENT_RECOVERIES: usize = 64;
+/// Blockers (see `Coordinator::blockers`) one client remembers; the oldest is forgotten first.
+const MAX_BLOCKERS: usize = 256;
 
 pub(super) struct Finishing {
     pub(super) meta: Arc<TxnMeta>,
@@ -29,6 +31,8 @@ pub(super) struct Finishing {
     tallies: BTreeMap<ShardId, ShardTally>,
     /// Votes counted but not verified yet: verified in one batch before anything is decided.
     unverified: BTreeSet<ReplicaId>,
+    /// Abort votes' blockers (undecided transactions they were due to), with who named them.
+    blockers: BTreeMap<TxnId, BTreeSet<ReplicaId>>,
     started: u64,
     last_send: u64,
     log_shard: ShardId,
@@ -65,6 +69,7 @@ impl Coordinator {
             prepare,
             tallies,
             unverified: BTreeSet::new(),
+            blockers: BTreeMap::new(),
             started: now,
             last_send: now,
             log_shard,
@@ -80,7 +85,16 @@ impl Coordinator {
 
     // ---- Prepare, stage 1 (Basil §4.2) ----
 
-    pub(super) fn on_vote(&mut self, now: u64, vote: ReplicaSigned<St1Vote>, conflict: Option<ConflictProof>) -> Result<(), RejectReason> {
+    /// ST1R from replica `from`. Its `blocker` counts only from the named replica's own
+    /// connection, so that no replica can vouch for a blocker in another's name.
+    pub(super) fn on_vote(
+        &mut self,
+        now: u64,
+        from: ReplicaId,
+        vote: ReplicaSigned<St1Vote>,
+        conflict: Option<ConflictProof>,
+        blocker: Option<TxnId>,
+    ) -> Result<(), RejectReason> {
         let Some(fin) = self.finishing.get(&vote.body.txn) else { return Ok(()) };
         if !fin.tallies.contains_key(&vote.signer.shard) || !self.auth.is_member(vote.signer) {
             return Err(RejectReason::NotMember);
@@ -103,9 +117,15 @@ impl Coordinator {
         if let Some(fin) = self.finishing.get_mut(&id) {
             let signer = vote.signer;
             let verified = conflict_cert.is_some();
+            let abort = vote.body.vote == Vote::Abort;
             if let Some(tally) = fin.tallies.get_mut(&signer.shard) {
-                if tally.add(vote, conflict_cert) && !verified {
-                    fin.unverified.insert(signer);
+                if tally.add(vote, conflict_cert) {
+                    if !verified {
+                        fin.unverified.insert(signer);
+                    }
+                    if let Some(b) = blocker.filter(|b| abort && signer == from && *b != id) {
+                        fin.blockers.entry(b).or_default().insert(signer);
+                    }
                 }
             }
         }
@@ -290,14 +310,53 @@ impl Coordinator {
     fn recover(&mut self, now: u64, meta: &TxnMeta) {
         let deps: Vec<(TxnId, ShardId)> = meta.deps.iter().map(|d| (d.txn, self.auth.config().shard_of(&d.key))).collect();
         for (dep, shard) in deps {
-            let busy = self.finishing.contains_key(&dep) || self.fetching.contains_key(&dep);
-            if busy || self.known_decision(&dep).is_some() || self.fetching.len() >= MAX_CONCURRENT_RECOVERIES {
-                continue;
+            self.fetch_to_finish(now, dep, shard);
+        }
+    }
+
+    /// Fetches the ST1 of `txn` from `shard` (then finishes it), unless it is known decided,
+    /// already in hand, or too many recoveries are running.
+    fn fetch_to_finish(&mut self, now: u64, txn: TxnId, shard: ShardId) {
+        let busy = self.finishing.contains_key(&txn) || self.fetching.contains_key(&txn);
+        if busy || self.known_decision(&txn).is_some() || self.fetching.len() >= MAX_CONCURRENT_RECOVERIES {
+            return;
+        }
+        self.fetching.insert(txn, Fetching { shard, retry: Retry::sent_at(now) });
+        let targets: Vec<ReplicaId> = self.config().replicas_of(shard).collect();
+        for r in targets {
+            self.outputs.push((r, Message::FetchTxn { txn }));
+        }
+    }
+
+    /// Our transaction aborted: the undecided transactions f+1 replicas of one shard blamed
+    /// (so at least one correct replica has them prepared) are finished if they were blamed
+    /// for an earlier abort too, at least `recovery_after_us` before. A healthy transaction
+    /// is decided by then; one whose client crashed after ST1 would otherwise stay prepared
+    /// and abort every later transaction that touches its rows (Basil §5).
+    fn note_blockers(&mut self, now: u64, named: &BTreeMap<TxnId, BTreeSet<ReplicaId>>) {
+        let f = self.config().f;
+        let stall = self.timeouts.recovery_after_us;
+        for (txn, by) in named {
+            let mut per_shard: BTreeMap<ShardId, usize> = BTreeMap::new();
+            for r in by {
+                *per_shard.entry(r.shard).or_default() += 1;
             }
-            self.fetching.insert(dep, Fetching { shard, retry: Retry::sent_at(now) });
-            let targets: Vec<ReplicaId> = self.config().replicas_of(shard).collect();
-            for r in targets {
-                self.outputs.push((r, Message::FetchTxn { txn: dep }));
+            let Some(shard) = per_shard.into_iter().find(|(_, n)| *n > f).map(|(s, _)| s) else { continue };
+            match self.blockers.get(txn) {
+                Some((_, first)) if now >= first.saturating_add(stall) => {
+                    self.blockers.remove(txn);
+                    self.fetch_to_finish(now, *txn, shard);
+                }
+                Some(_) => {}
+                None => {
+                    if self.blockers.len() >= MAX_BLOCKERS {
+                        let oldest = self.blockers.iter().min_by_key(|(_, (_, first))| *first).map(|(t, _)| *t);
+                        if let Some(t) = oldest {
+                            self.blockers.remove(&t);
+                        }
+                    }
+                    self.blockers.insert(*txn, (shard, now));
+                }
             }
         }
     }
@@ -381,6 +440,9 @@ impl Coordinator {
             // the same stalled versions again (Basil §5: clients blocked *or aborted* by a
             // stalled transaction finish it).
             self.recover(now, &fin.meta);
+            if fin.owner.is_some() {
+                self.note_blockers(now, &fin.blockers);
+            }
         }
         let wb = Writeback { meta: (*fin.meta).clone(), cert };
         let reached = (self.config().quorums().n() as u32).saturating_sub(self.writeback_omissions as u32);

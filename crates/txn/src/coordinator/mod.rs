@@ -177,6 +177,10 @@ pub struct Coordinator {
     finishing: BTreeMap<TxnId, Finishing>,
     /// Stalled dependencies whose ST1 we are fetching before finishing them.
     fetching: BTreeMap<TxnId, Fetching>,
+    /// Undecided transactions that f+1 replicas named as the cause of one of our aborts, by
+    /// id: their shard and when we first heard. Named again `recovery_after_us` later, they
+    /// are finished (`finish.rs`).
+    blockers: BTreeMap<TxnId, (ShardId, u64)>,
     writebacks: BTreeMap<TxnId, WritebackState>,
     known_decided: HashMap<TxnId, Decision>,
     known_order: VecDeque<TxnId>,
@@ -224,6 +228,7 @@ impl Coordinator {
             by_ts: HashMap::new(),
             finishing: BTreeMap::new(),
             fetching: BTreeMap::new(),
+            blockers: BTreeMap::new(),
             writebacks: BTreeMap::new(),
             known_decided: HashMap::new(),
             known_order: VecDeque::new(),
@@ -508,12 +513,13 @@ impl Coordinator {
     }
 
     /// A message from replica `from` (the driver knows which connection delivered it;
-    /// signed content is attributed by its signature, not by `from`).
+    /// signed content is attributed by its signature, and a range reply must also come
+    /// from its signer's own connection).
     pub fn handle(&mut self, now: u64, from: ReplicaId, msg: Message) {
         let result = match msg {
             Message::ReadReply { reply, committed } => self.on_read_reply(now, reply, committed),
-            Message::RangeReply(reply) => self.on_range_reply(now, reply),
-            Message::PrepareReply { vote, conflict } => self.on_vote(now, vote, conflict),
+            Message::RangeReply(reply) => self.on_range_reply(now, from, reply),
+            Message::PrepareReply { vote, conflict, blocker } => self.on_vote(now, from, vote, conflict, blocker),
             Message::DecideReply(reply) => self.on_st2_reply(now, reply),
             Message::Decided(wb) => self.on_decided(wb),
             Message::TxnInfo { meta } => self.on_txn_info(now, meta),

@@ -18,11 +18,12 @@ use crate::pesto::CatalogWrite;
 use crate::rejects::RejectReason;
 use pistou_core::sql_keys::{catalog_key, key_kind, row_key, KeyKind};
 use pistou_core::{Key, ReplicaId, ShardId, Timestamp};
+use pistou_crypto::{BatchSignature, Hash};
 use pistou_sql::{
     Catalog, ExecContext, IndexSchema, KeyRange, Output, Prepared, ReadAt, Row, SqlError, SqlState, SqlType,
     StatementKind, Storage, StoredRow, TableSchema, Version, Write, WriteSet,
 };
-use pistou_wire::{Message, PredicateRead, QueryOutput, RangeRead, RangeReply, ReplicaSigned, WirePredicate};
+use pistou_wire::{Message, PredicateRead, QueryOutput, RangeRead, RangeReply, ReplicaSigned, Signable, WirePredicate};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -491,28 +492,56 @@ impl Coordinator {
         Ok(None)
     }
 
-    pub(super) fn on_range_reply(&mut self, now: u64, reply: ReplicaSigned<RangeReply>) -> Result<(), RejectReason> {
+    /// A range reply arriving from replica `from`. Its signature is checked later, in one
+    /// batch with the round's other replies, before anything is decided over it; until then
+    /// only its SS-VOTE may be used, and only a reply that the named replica's own connection
+    /// delivered, so that no replica can vote in another's name.
+    pub(super) fn on_range_reply(&mut self, now: u64, from: ReplicaId, reply: ReplicaSigned<RangeReply>) -> Result<(), RejectReason> {
         let request = reply.body.request;
         let found = self.txns.iter().find_map(|(h, t)| match t.sql.as_ref().and_then(|s| s.statement.as_ref()) {
             Some(Statement { step: Step::Range(op), .. }) if op.hash == request => Some((*h, op.shard)),
             _ => None,
         });
         let Some((h, shard)) = found else { return Ok(()) }; // late or unknown
-        if reply.signer.shard != shard || !self.auth.is_member(reply.signer) {
+        if reply.signer.shard != shard || !self.auth.is_member(reply.signer) || reply.signer != from {
             return Err(RejectReason::NotMember);
         }
-        self.auth.check_replica(&reply).map_err(|e| e.0)?;
+        let signature = self.auth.crypto().then(|| (reply.body.signing_hash(), reply.sig.clone()));
         let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return Ok(()) };
         if !op.accepting() {
             return Ok(()); // a late reply of the previous round
         }
-        op.replies.insert(reply.signer.index, reply.body);
+        op.add_reply(reply, signature);
         self.sql_range_decide(now, h);
         Ok(())
     }
 
+    /// Checks the signatures `take_unverified` hands out, dropping the replies that fail.
+    fn sql_range_verify(&mut self, h: TxnHandle) {
+        let eager = self.eager_range_reads;
+        let f = self.config().f;
+        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return };
+        let (shard, pending) = (op.shard, op.take_unverified(f, eager));
+        if pending.is_empty() {
+            return;
+        }
+        let items: Vec<(ReplicaId, Hash, Option<&BatchSignature>)> =
+            pending.iter().map(|(index, hash, sig)| (ReplicaId { shard, index: *index }, *hash, sig.as_ref())).collect();
+        let results = self.auth.check_replica_hashes(&items);
+        let bad: Vec<(u32, RejectReason)> =
+            pending.iter().zip(results).filter_map(|((index, _, _), r)| r.err().map(|e| (*index, e.0))).collect();
+        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return };
+        for (index, _) in &bad {
+            op.drop_reply(*index);
+        }
+        for (_, reason) in bad {
+            self.rejects.record(reason);
+        }
+    }
+
     /// Applies the decision rule to the range read of `h` and acts on it.
     fn sql_range_decide(&mut self, now: u64, h: TxnHandle) {
+        self.sql_range_verify(h);
         let f = self.config().f;
         let outlier_us = self.config().sql.table_version_outlier_us;
         let n = self.config().quorums().n() as u32;

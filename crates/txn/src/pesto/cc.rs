@@ -20,7 +20,7 @@
 //! late writes refused.
 
 use super::{ReadPredicate, SqlReplica, SqlTxn};
-use crate::replica::{Status, TxnRecord};
+use crate::replica::TxnRecord;
 use std::collections::HashMap;
 use pistou_core::sql_keys::row_key;
 use pistou_core::{Timestamp, TxnId};
@@ -39,13 +39,13 @@ pub(crate) struct CcPass {
     pub(crate) dynamic_deps: Vec<TxnId>,
 }
 
-/// Why the semantic check votes abort; `Some(T')` names a committed conflicting
-/// transaction whose certificate proves the conflict.
+/// Why the semantic check votes abort; `Conflict(T')` names the prepared or committed
+/// transaction whose write or read conflicts.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum CcAbort {
     NonMonotonic,
     BelowWatermark,
-    Conflict(Option<TxnId>),
+    Conflict(TxnId),
 }
 
 fn lower_bound(version: Timestamp, grace_us: u64) -> Timestamp {
@@ -60,7 +60,7 @@ impl SqlReplica {
         for p in &txn.predicates {
             self.check_complete(id, meta, p, txns, &mut pass)?;
         }
-        self.check_later_readers(meta, txn, txns)?;
+        self.check_later_readers(meta, txn)?;
         pass.dynamic_deps.sort();
         pass.dynamic_deps.dedup();
         Ok(pass)
@@ -134,8 +134,7 @@ impl SqlReplica {
                 continue; // overwritten before ts_T: the newer write is checked itself
             }
             if matches {
-                let committed = w.state == VersionState::Committed;
-                return Err(CcAbort::Conflict(committed.then_some(w.writer)));
+                return Err(CcAbort::Conflict(w.writer));
             }
             if w.state == VersionState::Prepared && self.exposes_match(table, w.key, w.ts, predicate) {
                 pass.dynamic_deps.push(w.writer);
@@ -163,22 +162,20 @@ impl SqlReplica {
     /// Lines 17–19 (predicate part): T's writes must not change what a prepared or committed
     /// reader ordered after T read through a predicate, for keys it did not read (keys it
     /// read are covered by Basil's reader-version check).
-    fn check_later_readers(&self, meta: &TxnMeta, txn: &SqlTxn, txns: &Txns) -> Result<(), CcAbort> {
+    fn check_later_readers(&self, meta: &TxnMeta, txn: &SqlTxn) -> Result<(), CcAbort> {
         let after = (meta.ts, TxnId([0xff; 32]));
         for (table, writes) in &txn.writes.tables {
             let Some(readers) = self.readers.get(table) else { continue };
             for ((_, reader), predicates) in readers.range(after..) {
                 for (pk, write) in writes {
                     let pistou_sql::Write::Upsert(row) = write else { continue };
-                    let record = txns.get(reader);
                     let key = row_key(table, pk);
                     // A predicate whose evaluation read the key is covered by Basil's reader check.
                     let affected = predicates
                         .iter()
                         .any(|p| !key.as_ref().is_some_and(|k| p.active.contains(k)) && p.predicate.may_match(row));
                     if affected {
-                        let committed = record.is_some_and(|r| matches!(r.status, Status::Committed(_)));
-                        return Err(CcAbort::Conflict(committed.then_some(*reader)));
+                        return Err(CcAbort::Conflict(*reader));
                     }
                 }
             }

@@ -1,7 +1,8 @@
 //! A range read in flight at the client (Pesto §5.5) and its eager-path decision (§5.5.1,
 //! App. B.4, B.8).
 //!
-//! The decision is a pure function of the verified replies, so it is unit-tested directly.
+//! The decision is a pure function of the replies (verified before it is taken), so it is
+//! unit-tested directly.
 //! Rules:
 //! - Replies whose table versions are far below the (f+1)-st smallest reported for a table
 //!   are outliers and ignored (B.8: a Byzantine replica may report a tiny table version to
@@ -28,9 +29,10 @@
 use pistou_core::sql_keys::{key_kind, KeyKind};
 use pistou_core::{Key, ReplicaId, ShardId, Timestamp, TxnId};
 use pistou_sql::{Prepared, SqlError, SqlState};
+use pistou_crypto::{BatchSignature, Hash};
 use pistou_wire::{
-    ClientSigned, Dep, Message, PredicateRead, QueryOutput, RangeRead, RangeReply, Signable, SsEntry, SsProp, WirePredicate, WriteEntry,
-    MAX_SS_PROP_TXNS,
+    ClientSigned, Dep, Message, PredicateRead, QueryOutput, RangeRead, RangeReply, ReplicaSigned, Signable, SsEntry, SsProp, WirePredicate,
+    WriteEntry, MAX_SS_PROP_TXNS,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -56,14 +58,18 @@ pub(crate) struct RangeOp {
     eager: ClientSigned<RangeRead>,
     /// The request of the current round and its signing hash (replies name it).
     pub(crate) request: ClientSigned<RangeRead>,
-    pub(crate) hash: pistou_crypto::Hash,
+    pub(crate) hash: Hash,
     pub(crate) phase: Phase,
     /// Replicas asked this round.
     sent: BTreeSet<u32>,
     sent_at: u64,
     round_started: u64,
-    /// Verified replies of this round, by replica index.
+    /// Replies of this round, by replica index. Those also in `unverified` have not had
+    /// their signature checked: nothing is adopted from a reply before it is (see
+    /// `Coordinator::sql_range_decide`).
     pub(crate) replies: BTreeMap<u32, RangeReply>,
+    /// Signing hash and signature of the replies not verified yet.
+    unverified: BTreeMap<u32, (Hash, Option<BatchSignature>)>,
     snapshot_attempts: u32,
     /// Set while pausing between rounds; replies are ignored meanwhile.
     retry_at: Option<u64>,
@@ -105,6 +111,7 @@ impl RangeOp {
             sent_at: now,
             round_started: now,
             replies: BTreeMap::new(),
+            unverified: BTreeMap::new(),
             snapshot_attempts: 0,
             retry_at: None,
         }
@@ -112,6 +119,34 @@ impl RangeOp {
 
     pub(crate) fn accepting(&self) -> bool {
         self.retry_at.is_none()
+    }
+
+    /// Records a reply whose signature is still to be checked (`None` when the cluster runs
+    /// without signatures). A later reply from the same replica replaces the earlier one.
+    pub(crate) fn add_reply(&mut self, reply: ReplicaSigned<RangeReply>, signature: Option<(Hash, Option<BatchSignature>)>) {
+        let index = reply.signer.index;
+        match signature {
+            Some(sig) => self.unverified.insert(index, sig),
+            None => self.unverified.remove(&index),
+        };
+        self.replies.insert(index, reply.body);
+    }
+
+    /// The signatures to check before the replies are decided over: none while fewer than
+    /// 3f+1 replies are in (no decision is possible yet), or while the round only collects
+    /// SS-VOTEs for a forced snapshot (`eager` off), whose worst case is a proposal that
+    /// stalls this query alone. Checking them all at once lets them share one batch.
+    pub(crate) fn take_unverified(&mut self, f: usize, eager: bool) -> Vec<(u32, Hash, Option<BatchSignature>)> {
+        if self.replies.len() < 3 * f + 1 || (!eager && self.phase == Phase::Eager) {
+            return Vec::new();
+        }
+        std::mem::take(&mut self.unverified).into_iter().map(|(i, (hash, sig))| (i, hash, sig)).collect()
+    }
+
+    /// Drops a reply whose signature failed.
+    pub(crate) fn drop_reply(&mut self, index: u32) {
+        self.replies.remove(&index);
+        self.unverified.remove(&index);
     }
 
     /// The eager round failed: propose a snapshot built from its votes (§5.5 step 4) to the
@@ -133,6 +168,7 @@ impl RangeOp {
         self.phase = Phase::Snapshot;
         self.snapshot_attempts += 1;
         let usable = self.replies.len() - outliers(&self.replies, f, outlier_us).len();
+        self.unverified.clear();
         let voters = std::mem::take(&mut self.replies).into_keys();
         self.sent = if usable >= 3 * f + 1 { voters.collect() } else { (0..n).collect() };
         self.sent_at = now;
@@ -154,6 +190,7 @@ impl RangeOp {
         self.hash = self.request.body.signing_hash();
         self.phase = Phase::Eager;
         self.replies.clear();
+        self.unverified.clear();
         self.sent.clear();
         self.retry_at = Some(now.saturating_add(ROUND_DELAY_US));
         Ok(())
@@ -215,6 +252,9 @@ impl RangeOp {
         }
         if !eager && self.phase == Phase::Eager {
             return if self.replies.len() >= 3 * f + 1 { Choice::Disagree } else { Choice::Wait };
+        }
+        if !self.unverified.is_empty() {
+            return Choice::Wait; // nothing is decided over a reply whose signature is unchecked
         }
         match choose(&self.replies, f, outlier_us) {
             Choice::Wait if self.stuck(now, f, patience) => Choice::Disagree,
@@ -666,6 +706,48 @@ mod tests {
         let mut op = RangeOp::new(ShardId(0), prepared, request, (0..4).collect(), 0);
         op.replies = replies(replies_in);
         op
+    }
+
+    fn signed(index: u32, body: RangeReply) -> ReplicaSigned<RangeReply> {
+        ReplicaSigned { signer: ReplicaId { shard: ShardId(0), index }, body, sig: None }
+    }
+
+    #[test]
+    fn nothing_is_decided_over_replies_whose_signatures_are_unchecked() {
+        let same = reply(&[(1, 10, None)], 10_000_000);
+        let mut op = op_with(vec![]);
+        for i in 0..3 {
+            op.add_reply(signed(i, same.clone()), Some(([i as u8; 32], None)));
+            assert!(op.take_unverified(F, true).is_empty(), "no decision is possible below 3f+1 replies: nothing to check yet");
+        }
+        op.add_reply(signed(3, same.clone()), Some(([3; 32], None)));
+        assert!(matches!(op.choose(0, F, OUTLIER, 1_000, true), Choice::Wait), "four matching but unchecked replies decide nothing");
+        let pending = op.take_unverified(F, true);
+        assert_eq!(pending.iter().map(|(i, _, _)| *i).collect::<Vec<_>>(), vec![0, 1, 2, 3], "all four are checked in one batch");
+        op.drop_reply(2); // say its signature failed
+        assert!(matches!(op.choose(0, F, OUTLIER, 1_000, true), Choice::Wait), "three checked replies are not 3f+1");
+        op.add_reply(signed(4, same.clone()), Some(([4; 32], None)));
+        assert_eq!(op.take_unverified(F, true).len(), 1, "a later reply is checked on its own");
+        assert_eq!(done(op.choose(0, F, OUTLIER, 1_000, true)).reads, vec![(key(1), ts(10))]);
+    }
+
+    #[test]
+    fn a_forced_snapshot_proposes_from_unchecked_votes_and_checks_the_snapshot_round() {
+        let mut op = op_with(vec![]);
+        for i in 0..4 {
+            op.add_reply(signed(i, reply(&[(1, 10, None)], 10_000_000)), Some(([i as u8; 32], None)));
+        }
+        // Eager execution forced to fail: the round only supplies SS-VOTEs.
+        assert!(op.take_unverified(F, false).is_empty());
+        assert!(matches!(op.choose(0, F, OUTLIER, 1_000, false), Choice::Disagree));
+        op.start_snapshot(0, F, OUTLIER, 6, |body| ClientSigned { client: ClientId(1), body, sig: None });
+        assert!(op.take_unverified(F, false).is_empty(), "the eager round's unchecked replies are gone with it");
+        for i in 0..4 {
+            op.add_reply(signed(i, reply(&[(1, 10, None)], 10_000_000)), Some(([i as u8; 32], None)));
+        }
+        assert!(matches!(op.choose(0, F, OUTLIER, 1_000, false), Choice::Wait));
+        assert_eq!(op.take_unverified(F, false).len(), 4, "the snapshot round's replies are checked before its decision");
+        assert!(matches!(op.choose(0, F, OUTLIER, 1_000, false), Choice::Done(_)));
     }
 
     #[test]
