@@ -7,7 +7,7 @@
 //! - `fail-eager`: clients ignore the eager decision, every range read proposes a snapshot
 //!   and re-executes (Pesto: "requiring a snapshot proposal, but no synchronization");
 //! - `incon`: clients' writebacks skip 1/3 of the replicas, which then hold those writes
-//!   prepared until they ask a peer for the decision (decision inquiry, after 0.5 s) or a
+//!   prepared until they ask a peer for the decision (decision inquiry, after 100 ms) or a
 //!   snapshot names the transaction (SYNC): Pesto's "omitting/delaying writes".
 
 use crate::cluster::Cluster;
@@ -52,6 +52,10 @@ pub struct StressArgs {
     /// Rows per loading transaction.
     #[arg(long, default_value_t = 1_000)]
     pub batch: u64,
+    /// Runs of each mode, interleaved (normal, fail-eager, incon, normal, ...) so that a slow
+    /// spell of the machine hits every mode alike; a summary of medians follows.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
 }
 
 fn options(mode: Mode, n: usize) -> ClientOptions {
@@ -90,13 +94,14 @@ async fn load(client: &Client, a: &StressArgs) -> Result<()> {
 }
 
 pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
-    if a.rows == 0 || a.clients == 0 {
-        bail!("--rows and --clients must be positive");
+    if a.rows == 0 || a.clients == 0 || a.repeat == 0 {
+        bail!("--rows, --clients and --repeat must be positive");
     }
     println!("| workload | mode | committed tx/s | p50 ms | p99 ms | commit rate | fast path | eager reads | snapshot reads | proposals | failed reads | errors |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut runs: Vec<(Dist, Mode, f64)> = Vec::new();
     for &dist in &a.dists {
-        for &mode in &a.modes {
+        for &mode in std::iter::repeat_n(&a.modes, a.repeat).flatten() {
             let cluster = Cluster::start(&cluster_args.spec(a.clients + 1), "stress")?;
             let loader = a.clients as u64 + 1;
             let n = cluster.config.quorums().n();
@@ -109,6 +114,7 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
             let w = Workload { keys: a.rows, dist, theta: a.theta, clients: a.clients, duration: a.duration, warmup: a.warmup, preload_batch: 0 };
             let (t, stats) = clients(&cluster, &w, mode).await?;
             let total = t.committed + t.aborted;
+            runs.push((dist, mode, t.committed as f64 / a.duration as f64));
             println!(
                 "| {} | {:?} | {:.0} | {:.1} | {:.1} | {:.1}% | {:.1}% | {} | {} | {} | {} | {} |",
                 w.describe(),
@@ -126,7 +132,33 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
             );
         }
     }
+    if a.repeat > 1 {
+        summary(&runs, a);
+    }
     Ok(())
+}
+
+/// Median throughput of each mode over the repeated runs, and its drop from normal's.
+fn summary(runs: &[(Dist, Mode, f64)], a: &StressArgs) {
+    let median = |dist: Dist, mode: Mode| {
+        let mut v: Vec<f64> = runs.iter().filter(|r| r.0 == dist && r.1 == mode).map(|r| r.2).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    println!();
+    println!("| workload | mode | median committed tx/s ({} runs) | drop from normal |", a.repeat);
+    println!("|---|---|---|---|");
+    for &dist in &a.dists {
+        let normal = median(dist, Mode::Normal);
+        for &mode in &a.modes {
+            let Some(m) = median(dist, mode) else { continue };
+            let drop = match normal {
+                Some(n) if mode != Mode::Normal && n > 0.0 => format!("{:.0}%", 100.0 * (n - m) / n),
+                _ => "—".to_string(),
+            };
+            println!("| {dist:?} | {mode:?} | {m:.0} | {drop} |");
+        }
+    }
 }
 
 async fn clients(cluster: &Cluster, w: &Workload, mode: Mode) -> Result<(Tally, pistou_client::RangeStats)> {

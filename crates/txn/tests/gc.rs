@@ -413,8 +413,8 @@ fn a_long_run_keeps_the_footprint_flat() {
     }
     assert_eq!((peak.prepared_versions, peak.undecided_below_watermark, peak.dependents), (0, 0, 0), "{peak:?}");
     // Decided transactions leave the inquiry schedule when their (first) time comes: at
-    // most the last 0.5 s of transactions, one per ms.
-    assert!(peak.inquiries <= 520, "{peak:?}");
+    // most the last 0.1 s of transactions, one per ms.
+    assert!(peak.inquiries <= 120, "{peak:?}");
     // Every key still reads its latest value.
     for r in &c.replicas {
         assert!(r.committed_value(&[b'k', 1]).is_some());

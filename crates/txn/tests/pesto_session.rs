@@ -441,11 +441,11 @@ fn a_replica_that_missed_a_writeback_learns_the_decision_from_its_peers() {
     let mut cl = one_insert_missing_writebacks(2);
     let committed = |cl: &Cluster, r: usize| cl.replicas[r].committed_txns().count();
     assert_eq!((committed(&cl, 3), committed(&cl, 4), committed(&cl, 5)), (2, 1, 1), "r4 and r5 missed the writeback");
-    // Not yet: the first inquiry waits half a second.
-    cl.advance_by(400_000);
+    // Not yet: the first inquiry waits 100 ms.
+    cl.advance_by(80_000);
     cl.settle();
     assert_eq!(committed(&cl, 4), 1);
-    cl.advance_by(200_000);
+    cl.advance_by(40_000);
     cl.settle();
     assert_eq!((committed(&cl, 4), committed(&cl, 5)), (2, 2));
     assert_eq!(cl.replicas[4].stats().inquiries, 1, "one inquiry to f+1 peers sufficed");
