@@ -61,6 +61,12 @@ pub struct Scenario {
     /// Table placement (`ClusterConfig.tables`): table name → shard. Unlisted tables go by
     /// hash of their name.
     pub tables: BTreeMap<String, u32>,
+    /// SQL scenarios: this many correct clients (the highest-numbered; never client 0, which
+    /// creates the tables) stop for good right after sending the ST1 of their first writing
+    /// transaction, as a client that crashes mid-commit. Its rows block other transactions
+    /// until one of them finishes it (Basil §5); the oracle counts it if a correct replica
+    /// committed it.
+    pub sql_stalls: usize,
 }
 
 impl Scenario {
@@ -90,6 +96,7 @@ impl Scenario {
             omit_writebacks_per_shard: 0,
             force_snapshot_path: false,
             tables: BTreeMap::new(),
+            sql_stalls: 0,
         }
     }
 }
@@ -120,6 +127,10 @@ pub struct Outcome {
     pub cross_shard_write_commits: usize,
     /// Committed audits of the two-table SQL workload whose conserved total was checked.
     pub ledger_audits: usize,
+    /// Clients that stopped after an ST1 (`Scenario::sql_stalls`), and how many of those
+    /// transactions correct replicas had decided by the end (finished by other clients).
+    pub stalled: usize,
+    pub stalled_decided: usize,
 }
 
 #[derive(Debug)]
@@ -173,6 +184,8 @@ struct World {
     lagging: BTreeSet<ReplicaId>,
     messages: u64,
     config: Arc<ClusterConfig>,
+    /// Correct SQL clients that stopped after an ST1 (`Scenario::sql_stalls`), with it.
+    stalled: BTreeMap<usize, TxnId>,
 }
 
 impl World {
@@ -237,8 +250,25 @@ impl World {
 
     fn flush_client(&mut self, now: u64, c: usize) {
         let out = self.clients[c].coord.take_outputs();
+        if self.stalled.contains_key(&c) {
+            return;
+        }
+        let staller = self.s.sql_stalls > 0 && c > 0 && c + self.s.sql_stalls >= self.clients.len();
+        let setup_done = self.clients[c].sql.as_ref().is_some_and(|s| s.setup_finished());
+        let me = ClientId(c as u64 + 1);
+        let stop_after = (staller && setup_done)
+            .then(|| {
+                out.iter().find_map(|(_, m)| match m {
+                    Message::Prepare(p) if p.body.meta.ts.client == me && !p.body.meta.write_set.is_empty() => Some(p.body.meta.id()),
+                    _ => None,
+                })
+            })
+            .flatten();
         for (to, msg) in out {
             self.send(now, Node::Client(c), Node::Replica(to), &msg);
+        }
+        if let Some(id) = stop_after {
+            self.stalled.insert(c, id);
         }
     }
 
@@ -265,6 +295,9 @@ impl World {
                                 b.handle(msg, &mut out);
                             }
                             self.flush_byz_client(now, out, c);
+                            return Ok(());
+                        }
+                        if self.stalled.contains_key(&c) {
                             return Ok(());
                         }
                         let client = &mut self.clients[c];
@@ -308,6 +341,7 @@ impl World {
                         }
                         self.flush_byz_client(now, out, c);
                     }
+                    Node::Client(c) if self.stalled.contains_key(&c) => {}
                     Node::Client(c) => {
                         let client = &mut self.clients[c];
                         client.coord.tick(local);
@@ -333,7 +367,7 @@ impl World {
     }
 
     fn finished(&self) -> bool {
-        self.clients.iter().all(|c| c.done() && !c.coord.busy())
+        self.clients.iter().all(|c| self.stalled.contains_key(&c.index) || (c.done() && !c.coord.busy()))
     }
 }
 
@@ -477,6 +511,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         lagging,
         messages: 0,
         config,
+        stalled: BTreeMap::new(),
     })
 }
 
@@ -522,7 +557,16 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
     }
     let logs: Vec<_> = w.clients.iter().flat_map(|c| c.finished.iter().cloned()).collect();
     let correct: Vec<&Replica> = w.replicas.iter().filter(|(id, _)| !w.crashed.contains(id) && !w.byz_replicas.contains_key(id)).map(|(_, r)| r).collect();
-    let sql_logs: Vec<_> = w.clients.iter().filter_map(|c| c.sql.as_ref()).flat_map(|s| s.finished.iter().cloned()).collect();
+    let mut sql_logs: Vec<_> = w.clients.iter().filter_map(|c| c.sql.as_ref()).flat_map(|s| s.finished.iter().cloned()).collect();
+    // A stalled client's last transaction counts as the correct replicas decided it, if any did.
+    let mut stalled_decided = 0;
+    for (c, id) in &w.stalled {
+        let Some(mut log) = w.clients[*c].sql.as_ref().and_then(|s| s.committing()).cloned() else { continue };
+        log.id = Some(*id);
+        log.decision = correct.iter().find_map(|r| r.decision_of(id));
+        stalled_decided += log.decision.is_some() as usize;
+        sql_logs.push(log);
+    }
     // Correct clients and correct replicas agree on every decision.
     let decided = logs.iter().map(|l| (l.client, l.id, l.decision)).chain(sql_logs.iter().map(|l| (l.client, l.id, l.decision)));
     for (client, id, decision) in decided {
@@ -597,5 +641,7 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         multi_shard_commits: spans.values().filter(|(shards, _)| *shards >= 2).count(),
         cross_shard_write_commits: spans.values().filter(|(_, written)| *written >= 2).count(),
         ledger_audits,
+        stalled: w.stalled.len(),
+        stalled_decided,
     })
 }

@@ -161,6 +161,14 @@ impl SqlScript {
         matches!(self.state, State::Done)
     }
 
+    /// The transaction this client asked to commit and has no decision for yet.
+    pub fn committing(&self) -> Option<&SqlTxnLog> {
+        match &self.state {
+            State::Committing { log, .. } => Some(log),
+            _ => None,
+        }
+    }
+
     /// This client has committed the setup (client 0), or never had to.
     pub fn setup_finished(&self) -> bool {
         self.setup_done >= self.spec.setup().len()

@@ -20,6 +20,11 @@
 //! the cluster exactly when it was one on the model. About 25 s in the debug profile.
 //! `sql_two_shards_with_a_predicate_evaluated_twice` sweeps by reading before deleting (one
 //! predicate evaluated twice in a transaction; it found a coordinator bug, now fixed).
+//!
+//! `*_with_a_client_that_stops_after_st1` (30 seeds each, one and two shards): Basil's
+//! stall-late client as a correct SQL client that crashes right after the ST1 of its first
+//! writing transaction. Other clients finish it (as a dependency, or as the blocker their
+//! abort votes name); the oracle replays it when a correct replica committed it.
 
 use pistou_sim::{run, ClientFault, Outcome, ReplicaFault, Scenario, SqlSpec};
 use std::time::Instant;
@@ -79,6 +84,16 @@ fn fabricated_snapshots(s: &mut Scenario) {
 fn snapshots_and_lagging_replicas(s: &mut Scenario) {
     s.force_snapshot_path = true;
     s.omit_writebacks_per_shard = 2;
+}
+
+/// The last client stops for good right after the ST1 of its first writing transaction;
+/// four others keep going long enough to run into its rows repeatedly.
+fn a_client_stops_after_st1(s: &mut Scenario) {
+    s.sql_stalls = 1;
+    s.clients = 5;
+    if let Some(spec) = s.sql.as_mut() {
+        spec.txns_per_client = 16;
+    }
 }
 
 /// Runs the seeds; at least `min_committed_per_seed` transactions (beyond the two setup
@@ -147,6 +162,21 @@ fn sql_with_a_client_proposing_fabricated_snapshots() {
     run_all(|seed| with(sql_scenario("sql-fabricated-snapshots", seed), fabricated_snapshots), 15, 508, 4);
 }
 
+/// Basil's stall-late client, as a SQL client that crashes mid-commit: its transaction stays
+/// prepared at every replica, and nobody has a decision to supply. The others' transactions
+/// on its rows abort because of it until one of them finishes it (blocker names in abort
+/// votes); the oracle replays it if a correct replica committed it.
+#[test]
+fn sql_with_a_client_that_stops_after_st1() {
+    let outcomes = run_all(|seed| with(sql_scenario("sql-stall-after-st1", seed), a_client_stops_after_st1), 30, 515, 3);
+    let stalled: usize = outcomes.iter().map(|o| o.stalled).sum();
+    let decided: usize = outcomes.iter().map(|o| o.stalled_decided).sum();
+    let recoveries: u64 = outcomes.iter().map(|o| o.recoveries).sum();
+    eprintln!("{} seeds: {stalled} clients stopped after ST1, {decided} of those transactions decided by others, {recoveries} recoveries", outcomes.len());
+    assert!(stalled * 2 >= outcomes.len(), "the stall happened in too few seeds: {stalled}");
+    assert!(decided > 0, "no stalled transaction was ever finished by another client");
+}
+
 #[test]
 fn sql_base() {
     run_all(|seed| sql_scenario("sql-base", seed), 40, 501, 5);
@@ -172,6 +202,15 @@ fn sql_with_fabricated_reads_and_abort_votes() {
     for fault in [ReplicaFault::FabricateReads, ReplicaFault::AbortAll] {
         run_all(|seed| with(sql_scenario("sql-byz-replica", seed), byzantine_replica(fault)), 10, 505, 2);
     }
+}
+
+#[test]
+fn sql_two_shards_with_a_client_that_stops_after_st1() {
+    let outcomes = run_two_shards(|seed| with(two_shard_scenario("sql-2shards-stall-after-st1", seed), |s| s.sql_stalls = 1), 30, 516, 6, 100);
+    let stalled: usize = outcomes.iter().map(|o| o.stalled).sum();
+    let decided: usize = outcomes.iter().map(|o| o.stalled_decided).sum();
+    eprintln!("{stalled} clients stopped after ST1, {decided} of those transactions decided by others");
+    assert!(stalled * 2 >= outcomes.len(), "the stall happened in too few seeds: {stalled}");
 }
 
 #[test]
