@@ -228,6 +228,11 @@ struct ByzTxn {
 /// Chooses the key a Byzantine transaction writes (the workload's key distribution).
 pub type KeyPicker = Box<dyn FnMut(&mut dyn rand::RngCore) -> Vec<u8> + Send>;
 
+/// Builds the reads and writes of a Byzantine transaction instead of one balance write to a
+/// picked key (SQL scenarios: a catalog read and a well-formed row, so that replicas prepare
+/// it). `None`: not possible yet (no table yet); the transaction waits.
+pub type TxnShaper = Box<dyn FnMut(&mut dyn rand::RngCore) -> Option<(Vec<ReadEntry>, Vec<WriteEntry>)> + Send>;
+
 /// A Byzantine client running `txns` transactions, one every `gap_us`.
 pub struct ByzClient {
     pub index: usize,
@@ -242,12 +247,19 @@ pub struct ByzClient {
     gap_us: u64,
     seq: u64,
     current: Option<ByzTxn>,
+    shape: Option<TxnShaper>,
 }
 
 impl ByzClient {
     #[allow(clippy::too_many_arguments)]
     pub fn new(index: usize, id: ClientId, key: SecretKey, fault: ClientFault, config: Arc<ClusterConfig>, pick: KeyPicker, txns: usize, gap_us: u64) -> Self {
-        ByzClient { index, id, key, fault, config, pick, txns, started: 0, next_start: 0, gap_us, seq: 0, current: None }
+        ByzClient { index, id, key, fault, config, pick, txns, started: 0, next_start: 0, gap_us, seq: 0, current: None, shape: None }
+    }
+
+    /// Transactions shaped by `shape` rather than one write to a picked key.
+    pub fn with_shape(mut self, shape: TxnShaper) -> Self {
+        self.shape = Some(shape);
+        self
     }
 
     /// Faulty transactions started so far.
@@ -281,15 +293,23 @@ impl ByzClient {
         if self.started >= self.txns || now < self.next_start {
             return;
         }
+        let (reads, writes) = match self.shape.as_mut() {
+            Some(shape) => match shape(rng) {
+                Some(rw) => rw,
+                None => return,
+            },
+            None => {
+                let key = (self.pick)(rng);
+                (Vec::new(), vec![WriteEntry { key, value: Some(encode_balance(rng.gen_range(1000..2000))) }])
+            }
+        };
+        let Some(key) = writes.first().map(|w| w.key.clone()) else { return };
         self.started += 1;
         self.seq += 1;
         self.next_start = now + self.gap_us;
         let n = self.config.quorums().n();
         let f = self.config.f;
-        let key = (self.pick)(rng);
-        let value = Some(encode_balance(rng.gen_range(1000..2000)));
         let mut ts = Timestamp { time: now, client: self.id, seq: self.seq };
-        let writes = vec![WriteEntry { key: key.clone(), value }];
         match self.fault {
             ClientFault::StallEarly => {
                 let req = self.sign(ReadRequest { key: key.clone(), ts });
@@ -299,12 +319,12 @@ impl ByzClient {
                 }
             }
             ClientFault::StallLate | ClientFault::Equivocate => {
-                let meta = self.meta(ts, vec![], writes, vec![]);
+                let meta = self.meta(ts, reads, writes, vec![]);
                 self.send_st1(&meta, n, out);
                 self.current = Some(ByzTxn { id: meta.id(), meta, votes: BTreeMap::new(), sent_at: now, settled: false });
             }
             ClientFault::PartialSt1 => {
-                let meta = self.meta(ts, vec![], writes, vec![]);
+                let meta = self.meta(ts, reads, writes, vec![]);
                 self.send_st1(&meta, 2 * f + 1, out);
             }
             ClientFault::ForcedEquivocate => {
@@ -319,13 +339,13 @@ impl ByzClient {
                 let mut writes = writes;
                 writes.push(WriteEntry { key: fresh, value: Some(vec![1]) });
                 writes.sort_by(|a, b| a.key.cmp(&b.key));
-                let meta = self.meta(ts, vec![], writes, vec![]);
+                let meta = self.meta(ts, reads, writes, vec![]);
                 self.current = Some(ByzTxn { id: meta.id(), meta, votes: BTreeMap::new(), sent_at: now, settled: false });
                 // The real ST1 follows on the next tick, after the decoy is prepared.
             }
             ClientFault::FutureTimestamps => {
                 ts.time = now + 10_000_000;
-                let meta = self.meta(ts, vec![], writes, vec![]);
+                let meta = self.meta(ts, reads, writes, vec![]);
                 self.send_st1(&meta, n, out);
             }
             ClientFault::FabricatedDeps => {

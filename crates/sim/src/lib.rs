@@ -11,6 +11,7 @@
 pub mod network;
 pub mod oracle;
 pub mod scenario;
+pub mod sql_byz;
 pub mod sql_oracle;
 pub mod sql_workload;
 pub mod workload;

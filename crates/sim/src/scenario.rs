@@ -131,6 +131,9 @@ pub struct Outcome {
     /// transactions correct replicas had decided by the end (finished by other clients).
     pub stalled: usize,
     pub stalled_decided: usize,
+    /// SQL transactions of Byzantine clients that correct replicas committed (replayed by
+    /// the SQL oracle).
+    pub byzantine_sql_commits: usize,
 }
 
 #[derive(Debug)]
@@ -186,6 +189,9 @@ struct World {
     config: Arc<ClusterConfig>,
     /// Correct SQL clients that stopped after an ST1 (`Scenario::sql_stalls`), with it.
     stalled: BTreeMap<usize, TxnId>,
+    /// SQL scenarios with Byzantine clients that write rows: the catalog version they read,
+    /// set once the setup is committed.
+    byz_catalog: Option<crate::sql_byz::CatalogCell>,
 }
 
 impl World {
@@ -364,6 +370,16 @@ impl World {
         for script in self.clients.iter_mut().filter_map(|c| c.sql.as_mut()) {
             script.held = false;
         }
+        if let Some(cell) = &self.byz_catalog {
+            let Ok(mut slot) = cell.lock() else { return };
+            if slot.is_none() {
+                let shard = self.config.table_shard("accounts");
+                let replica = self.replicas.iter().find(|(id, _)| id.shard == shard && !self.byz_replicas.contains_key(id) && !self.crashed.contains(id));
+                if let Some(version) = replica.and_then(|(_, r)| crate::sql_byz::catalog_version(r.committed_txns(), shard)) {
+                    *slot = Some((shard, version));
+                }
+            }
+        }
     }
 
     fn finished(&self) -> bool {
@@ -483,6 +499,13 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         }
     }
     let mut byz_clients = Vec::new();
+    // In the `accounts` SQL workload, transactions that reach the prepare phase write rows.
+    let rows = matches!(
+        s.client_fault,
+        Some(ClientFault::StallLate | ClientFault::PartialSt1 | ClientFault::Equivocate | ClientFault::ForcedEquivocate | ClientFault::FutureTimestamps | ClientFault::StallEarly)
+    );
+    let byz_catalog: Option<crate::sql_byz::CatalogCell> =
+        (rows && s.sql.as_ref().is_some_and(|spec| !spec.ledger)).then(|| Arc::new(std::sync::Mutex::new(None)));
     if let Some(fault) = s.client_fault {
         for b in 0..s.byz_clients {
             let c = s.clients + b;
@@ -490,7 +513,11 @@ fn build(s: &Scenario) -> Result<World, SimError> {
             let gap = 40 * round_trip;
             let hot = s.workload.hot_keys.max(1);
             let pick: pistou_adversary::KeyPicker = Box::new(move |rng| pistou_adversary::account_key(rng.gen_range(0..hot)));
-            byz_clients.push(ByzClient::new(c, ClientId(c as u64 + 1), key, fault, config.clone(), pick, s.byz_txns, gap));
+            let byz = ByzClient::new(c, ClientId(c as u64 + 1), key, fault, config.clone(), pick, s.byz_txns, gap);
+            byz_clients.push(match &byz_catalog {
+                Some(cell) => byz.with_shape(crate::sql_byz::shaper(cell.clone())),
+                None => byz,
+            });
         }
     }
     Ok(World {
@@ -512,6 +539,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         messages: 0,
         config,
         stalled: BTreeMap::new(),
+        byz_catalog,
     })
 }
 
@@ -595,8 +623,20 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
     let mut report = oracle::check(&logs, &others).map_err(unsafe_err)?;
     let mut sql_committed = 0;
     let mut ledger_audits = 0;
+    let mut byzantine_sql_commits = 0;
     if let Some(spec) = &s.sql {
-        sql_committed = sql_oracle::check(&sql_logs).map_err(unsafe_err)?;
+        // Byzantine clients' committed row writes take their place in the replay.
+        let mut replay = sql_logs.clone();
+        let mut byz_seen = BTreeSet::new();
+        for r in &correct {
+            for m in r.committed_txns().filter(|m| !correct_ids.contains(&m.ts.client.0)) {
+                if byz_seen.insert(m.id()) {
+                    replay.extend(crate::sql_byz::replay_log(m).map_err(unsafe_err)?);
+                }
+            }
+        }
+        byzantine_sql_commits = replay.len() - sql_logs.len();
+        sql_committed = sql_oracle::check(&replay).map_err(unsafe_err)? - byzantine_sql_commits;
         report.committed += sql_committed;
         if spec.ledger {
             ledger_audits = crate::sql_workload::check_ledger_audits(&sql_logs).map_err(unsafe_err)?;
@@ -643,5 +683,6 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         ledger_audits,
         stalled: w.stalled.len(),
         stalled_decided,
+        byzantine_sql_commits,
     })
 }

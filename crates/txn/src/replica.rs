@@ -96,6 +96,9 @@ pub(crate) struct TxnRecord {
     pub(crate) vote: Option<VoteRecord>,
     /// Dependencies not yet decided (Alg. 1 line 15).
     pub(crate) pending_deps: usize,
+    /// The dependencies the vote was deferred on, for `Message::Waiting` (not pruned as they
+    /// are decided: a hint about a decided one costs the client a fetch that ends at once).
+    pub(crate) waiting_on: Vec<TxnId>,
     /// Peers waiting for the vote or the decision.
     pub(crate) interested: BTreeSet<Peer>,
     /// The logged ST2 decision and the view it was adopted in (view_decision).
@@ -116,6 +119,7 @@ impl TxnRecord {
             status: Status::Unprepared,
             vote: None,
             pending_deps: 0,
+            waiting_on: Vec::new(),
             interested: BTreeSet::new(),
             st2: None,
             view_current: 0,
@@ -308,6 +312,7 @@ impl Replica {
             | Message::Decided(_)
             | Message::ElectFb(_)
             | Message::DecFb(_)
+            | Message::Waiting { .. }
             | Message::HelloReplica { .. } => Err(RejectReason::Unexpected),
         };
         if let Err(reason) = result {
@@ -586,9 +591,16 @@ impl Replica {
                 if pending.is_empty() {
                     self.cast_vote(id, Vote::Commit, AbortCause::Plain);
                 } else {
-                    // Alg. 1 line 15: wait for all pending dependencies.
+                    // Alg. 1 line 15: wait for all pending dependencies, and say so: the
+                    // client did not declare the dynamic ones, and if their writer stalled,
+                    // it must finish them (Basil §5) or wait for this vote forever.
+                    let on: Vec<TxnId> = pending.iter().take(pistou_wire::MAX_WAITING_HINT).copied().collect();
                     if let Some(rec) = self.txns.get_mut(&id) {
                         rec.pending_deps = pending.len();
+                        rec.waiting_on = on.clone();
+                        for peer in &rec.interested {
+                            self.outputs.push((*peer, Message::Waiting { txn: id, on: on.clone() }));
+                        }
                     }
                     for d in pending {
                         self.dependents.entry(d).or_default().push(id);
@@ -614,6 +626,8 @@ impl Replica {
         if let Some(v) = &rec.vote {
             let reply = PendingReply::Vote { vote: St1Vote { txn: *id, vote: v.vote }, cause: v.cause.clone() };
             self.pending.push((Dest::Client(from), reply));
+        } else if !rec.waiting_on.is_empty() {
+            self.outputs.push((from, Message::Waiting { txn: *id, on: rec.waiting_on.clone() }));
         }
     }
 
@@ -787,6 +801,7 @@ impl Replica {
             Vote::Abort => self.stats.votes_abort += 1,
         }
         rec.vote = Some(VoteRecord { vote, cause: cause.clone() });
+        rec.waiting_on = Vec::new();
         self.log.append(LogEntry::Voted { meta: rec.meta.clone(), vote });
         for peer in rec.interested.iter().copied().collect::<Vec<_>>() {
             let reply = PendingReply::Vote { vote: St1Vote { txn: id, vote }, cause: cause.clone() };
@@ -1004,6 +1019,7 @@ fn client_signature(m: &Message) -> Option<(pistou_core::ClientId, Hash, pistou_
         | Message::HelloReplica { .. }
         | Message::RangeReply(_)
         | Message::Sync { .. }
+        | Message::Waiting { .. }
         | Message::Supply(_) => None,
     }
 }

@@ -285,6 +285,31 @@ fn a_blocker_named_by_f_plus_1_replicas_in_two_aborts_is_finished() {
 }
 
 #[test]
+fn a_transaction_f_plus_1_replicas_wait_for_is_finished_once_ours_stalls() {
+    let mut fx = fx();
+    let after = pistou_txn::CoordinatorTimeouts::default().recovery_after_us;
+    let meta = start_commit(&mut fx);
+    let (w, v) = (TxnId([7; 32]), TxnId([8; 32]));
+    // Two replicas say their vote waits for W; only one says it of V.
+    for i in 0..2 {
+        fx.coord.handle(NOW, rid(i), Message::Waiting { txn: meta.id(), on: vec![w] });
+    }
+    fx.coord.handle(NOW, rid(2), Message::Waiting { txn: meta.id(), on: vec![v] });
+    let fetched = |fx: &mut Fx| -> Vec<TxnId> {
+        let mut t: Vec<TxnId> =
+            fx.coord.take_outputs().into_iter().filter_map(|(_, m)| if let Message::FetchTxn { txn } = m { Some(txn) } else { None }).collect();
+        t.dedup();
+        t
+    };
+    fx.coord.tick(NOW + after / 2);
+    assert!(fetched(&mut fx).is_empty(), "not stalled yet");
+    fx.coord.tick(NOW + after);
+    assert_eq!(fetched(&mut fx), vec![w], "W, which f+1 replicas wait for; not V");
+    fx.coord.tick(NOW + 2 * after);
+    assert!(fetched(&mut fx).is_empty(), "fetched once (the fetch retries on its own)");
+}
+
+#[test]
 fn bogus_conflict_proof_counts_as_a_plain_abort_vote() {
     let mut fx = fx();
     let meta = start_commit(&mut fx);

@@ -233,7 +233,12 @@ fn line15_a_risky_prepared_writer_becomes_a_dependency() {
     let w = fx.meta(Txn { t: 20, reads: vec![(key(1), ts(5))], writes: vec![(1, Some(1))], predicate: None });
     assert_eq!(fx.prepare(&w), Some(Vote::Commit));
     let t = fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) });
-    assert_eq!(fx.prepare(&t), None, "T must wait for W");
+    let req = sign_client(ClientId(1), Some(&fx.client), Prepare { meta: t.clone() });
+    let out = fx.send(Message::Prepare(req.clone()));
+    // No vote yet, but T's client learns what it waits for: it did not declare W, and must
+    // finish W itself if W's client has stalled (Basil §5).
+    assert_eq!(out, vec![Message::Waiting { txn: t.id(), on: vec![w.id()] }], "T must wait for W, and say so");
+    assert_eq!(fx.send(Message::Prepare(req)), vec![Message::Waiting { txn: t.id(), on: vec![w.id()] }], "a repeated ST1 (RP) learns it too");
     // W aborts: a = 50 reappears and T's read was incomplete.
     assert_eq!(vote_in(&fx.abort(&w)), Some(Vote::Abort));
 

@@ -391,6 +391,9 @@ pub struct RangeRead {
 /// Most transactions one SS-PROP may name.
 pub const MAX_SS_PROP_TXNS: usize = 4_096;
 
+/// Most transactions one `Message::Waiting` names.
+pub const MAX_WAITING_HINT: usize = 64;
+
 /// SS-PROP: the transactions at least f+1 SS-VOTEs named, each with the replicas that named
 /// it (where a replica lacking it sends SYNC).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -514,6 +517,11 @@ pub enum Message {
     HelloReplica { replica: pistou_core::ReplicaId },
     RangeRead(ClientSigned<RangeRead>),
     RangeReply(ReplicaSigned<RangeReply>),
+    /// A replica's vote on `txn` waits for these undecided transactions (Alg. 1 line 15; for
+    /// SQL they include prepared writers the check found risky, which the client did not
+    /// declare). An unsigned hint, like a blocker: the client finishes those that f+1
+    /// replicas name once its own transaction has stalled. At most `MAX_WAITING_HINT` ids.
+    Waiting { txn: TxnId, on: Vec<TxnId> },
     /// SYNC (§5.5 step 5): a replica asks a peer whose SS-VOTE named `txn` for it.
     Sync { txn: TxnId },
     /// SUPPLY (§5.5 step 5.A): the transaction and its decision certificate. Unsigned: the
@@ -541,6 +549,7 @@ impl Message {
             Message::InvokeFb(_) => "invoke-fb",
             Message::ElectFb(_) => "elect-fb",
             Message::DecFb(_) => "dec-fb",
+            Message::Waiting { .. } => "waiting",
             Message::HelloReplica { .. } => "hello-replica",
             Message::RangeRead(_) => "range-read",
             Message::RangeReply(_) => "range-reply",

@@ -33,6 +33,10 @@ pub(super) struct Finishing {
     unverified: BTreeSet<ReplicaId>,
     /// Abort votes' blockers (undecided transactions they were due to), with who named them.
     blockers: BTreeMap<TxnId, BTreeSet<ReplicaId>>,
+    /// What replicas said their vote waits for (`Message::Waiting`), with who said it, and
+    /// the ones already being finished because of it.
+    waiting_on: BTreeMap<TxnId, BTreeSet<ReplicaId>>,
+    chased: BTreeSet<TxnId>,
     started: u64,
     last_send: u64,
     log_shard: ShardId,
@@ -70,6 +74,8 @@ impl Coordinator {
             tallies,
             unverified: BTreeSet::new(),
             blockers: BTreeMap::new(),
+            waiting_on: BTreeMap::new(),
+            chased: BTreeSet::new(),
             started: now,
             last_send: now,
             log_shard,
@@ -131,6 +137,18 @@ impl Coordinator {
         }
         self.progress(now, id);
         Ok(())
+    }
+
+    /// Replica `from` defers its vote on `txn` until `on` are decided. Counted per replica,
+    /// from that replica's own connection; acted on in `tick_finishing`.
+    pub(super) fn on_waiting(&mut self, from: ReplicaId, txn: TxnId, on: Vec<TxnId>) {
+        let Some(fin) = self.finishing.get_mut(&txn) else { return };
+        if !fin.tallies.contains_key(&from.shard) {
+            return;
+        }
+        for dep in on.into_iter().take(pistou_wire::MAX_WAITING_HINT).filter(|d| *d != txn) {
+            fin.waiting_on.entry(dep).or_default().insert(from);
+        }
     }
 
     /// Verifies every not-yet-verified vote in one batch and drops the bad ones. Returns
@@ -315,17 +333,21 @@ impl Coordinator {
     }
 
     /// Fetches the ST1 of `txn` from `shard` (then finishes it), unless it is known decided,
-    /// already in hand, or too many recoveries are running.
-    fn fetch_to_finish(&mut self, now: u64, txn: TxnId, shard: ShardId) {
+    /// already in hand, or too many recoveries are running. False only in the last case.
+    fn fetch_to_finish(&mut self, now: u64, txn: TxnId, shard: ShardId) -> bool {
         let busy = self.finishing.contains_key(&txn) || self.fetching.contains_key(&txn);
-        if busy || self.known_decision(&txn).is_some() || self.fetching.len() >= MAX_CONCURRENT_RECOVERIES {
-            return;
+        if busy || self.known_decision(&txn).is_some() {
+            return true;
+        }
+        if self.fetching.len() >= MAX_CONCURRENT_RECOVERIES {
+            return false;
         }
         self.fetching.insert(txn, Fetching { shard, retry: Retry::sent_at(now) });
         let targets: Vec<ReplicaId> = self.config().replicas_of(shard).collect();
         for r in targets {
             self.outputs.push((r, Message::FetchTxn { txn }));
         }
+        true
     }
 
     /// Our transaction aborted: the undecided transactions f+1 replicas of one shard blamed
@@ -393,10 +415,35 @@ impl Coordinator {
             }
             self.outputs.extend(out);
         }
-        let stalled = now >= fin.started.saturating_add(stall) && !fin.deps_recovered && !fin.meta.deps.is_empty();
+        let late = now >= fin.started.saturating_add(stall);
+        let stalled = late && !fin.deps_recovered && !fin.meta.deps.is_empty();
+        // Transactions f+1 replicas of one shard wait for (so a correct replica has them).
+        let f = self.auth.config().f;
+        let waited: Vec<(TxnId, ShardId)> = if late {
+            fin.waiting_on
+                .iter()
+                .filter(|(dep, _)| !fin.chased.contains(dep))
+                .filter_map(|(dep, by)| {
+                    let mut per_shard: BTreeMap<ShardId, usize> = BTreeMap::new();
+                    for r in by {
+                        *per_shard.entry(r.shard).or_default() += 1;
+                    }
+                    per_shard.into_iter().find(|(_, n)| *n > f).map(|(s, _)| (*dep, s))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.progress(now, id);
         if stalled {
             self.recover_dependencies(now, id);
+        }
+        for (dep, shard) in waited {
+            if self.fetch_to_finish(now, dep, shard) {
+                if let Some(fin) = self.finishing.get_mut(&id) {
+                    fin.chased.insert(dep);
+                }
+            }
         }
         self.maybe_invoke_fallback(now, id);
     }

@@ -523,6 +523,10 @@ impl Coordinator {
             Message::DecideReply(reply) => self.on_st2_reply(now, reply),
             Message::Decided(wb) => self.on_decided(wb),
             Message::TxnInfo { meta } => self.on_txn_info(now, meta),
+            Message::Waiting { txn, on } => {
+                self.on_waiting(from, txn, on);
+                Ok(())
+            }
             Message::WritebackAck { txn } => {
                 // Unsigned by design: a lie merely stops our retransmissions to the liar.
                 self.on_writeback_ack(from, txn);
