@@ -25,6 +25,11 @@
 //! stall-late client as a correct SQL client that crashes right after the ST1 of its first
 //! writing transaction. Other clients finish it (as a dependency, or as the blocker their
 //! abort votes name); the oracle replays it when a correct replica committed it.
+//! `sql_with_the_key_value_cores_byzantine_clients` (10 seeds per fault): a Byzantine client
+//! writing `accounts` rows stalls, sends partial ST1, equivocates (plainly and engineered),
+//! uses future timestamps or fabricated dependencies; committed ones are replayed as upserts.
+//! It found that a vote deferred on an undeclared dependency left the client waiting forever
+//! (now `Message::Waiting`).
 
 use pistou_sim::{run, ClientFault, Outcome, ReplicaFault, Scenario, SqlSpec};
 use std::time::Instant;
