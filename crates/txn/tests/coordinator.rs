@@ -307,6 +307,15 @@ fn a_transaction_f_plus_1_replicas_wait_for_is_finished_once_ours_stalls() {
     assert_eq!(fetched(&mut fx), vec![w], "W, which f+1 replicas wait for; not V");
     fx.coord.tick(NOW + 2 * after);
     assert!(fetched(&mut fx).is_empty(), "fetched once (the fetch retries on its own)");
+    // A replica that keeps naming new transactions is heard for its first 64 only: of two
+    // that a second replica also names, the one past those 64 has a single voucher.
+    let flood: Vec<TxnId> = (0..200u32).map(|i| { let mut b = [9u8; 32]; b[..4].copy_from_slice(&i.to_be_bytes()); TxnId(b) }).collect();
+    for chunk in flood.chunks(50) {
+        fx.coord.handle(NOW, rid(3), Message::Waiting { txn: meta.id(), on: chunk.to_vec() });
+    }
+    fx.coord.handle(NOW, rid(4), Message::Waiting { txn: meta.id(), on: vec![flood[10], flood[150]] });
+    fx.coord.tick(NOW + 3 * after);
+    assert_eq!(fetched(&mut fx), vec![flood[10]]);
 }
 
 #[test]

@@ -140,13 +140,24 @@ impl Coordinator {
     }
 
     /// Replica `from` defers its vote on `txn` until `on` are decided. Counted per replica,
-    /// from that replica's own connection; acted on in `tick_finishing`.
+    /// from that replica's own connection; acted on in `tick_finishing`. At most
+    /// `MAX_WAITING_HINT` names are kept per replica, so that one that keeps sending new ones
+    /// can neither grow the state nor crowd out the others'.
     pub(super) fn on_waiting(&mut self, from: ReplicaId, txn: TxnId, on: Vec<TxnId>) {
         let Some(fin) = self.finishing.get_mut(&txn) else { return };
         if !fin.tallies.contains_key(&from.shard) {
             return;
         }
+        let held = fin.waiting_on.values().filter(|by| by.contains(&from)).count();
+        let mut room = pistou_wire::MAX_WAITING_HINT.saturating_sub(held);
         for dep in on.into_iter().take(pistou_wire::MAX_WAITING_HINT).filter(|d| *d != txn) {
+            if fin.waiting_on.get(&dep).is_some_and(|by| by.contains(&from)) {
+                continue;
+            }
+            if room == 0 {
+                break;
+            }
+            room -= 1;
             fin.waiting_on.entry(dep).or_default().insert(from);
         }
     }
