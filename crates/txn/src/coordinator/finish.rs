@@ -370,11 +370,7 @@ impl Coordinator {
         let f = self.config().f;
         let stall = self.timeouts.recovery_after_us;
         for (txn, by) in named {
-            let mut per_shard: BTreeMap<ShardId, usize> = BTreeMap::new();
-            for r in by {
-                *per_shard.entry(r.shard).or_default() += 1;
-            }
-            let Some(shard) = per_shard.into_iter().find(|(_, n)| *n > f).map(|(s, _)| s) else { continue };
+            let Some(shard) = vouched_shard(by, f) else { continue };
             match self.blockers.get(txn) {
                 Some((_, first)) if now >= first.saturating_add(stall) => {
                     self.blockers.remove(txn);
@@ -434,13 +430,7 @@ impl Coordinator {
             fin.waiting_on
                 .iter()
                 .filter(|(dep, _)| !fin.chased.contains(dep))
-                .filter_map(|(dep, by)| {
-                    let mut per_shard: BTreeMap<ShardId, usize> = BTreeMap::new();
-                    for r in by {
-                        *per_shard.entry(r.shard).or_default() += 1;
-                    }
-                    per_shard.into_iter().find(|(_, n)| *n > f).map(|(s, _)| (*dep, s))
-                })
+                .filter_map(|(dep, by)| vouched_shard(by, f).map(|s| (*dep, s)))
                 .collect()
         } else {
             Vec::new()
@@ -511,6 +501,15 @@ impl Coordinator {
         }
         self.writebacks.insert(id, WritebackState { msg: wb, unacked: targets, retry: Retry::sent_at(now) });
     }
+}
+
+/// The shard of which at least f+1 replicas are in `by` (so a correct one among them), if any.
+fn vouched_shard(by: &BTreeSet<ReplicaId>, f: usize) -> Option<ShardId> {
+    let mut per_shard: BTreeMap<ShardId, usize> = BTreeMap::new();
+    for r in by {
+        *per_shard.entry(r.shard).or_default() += 1;
+    }
+    per_shard.into_iter().find(|(_, n)| *n > f).map(|(s, _)| s)
 }
 
 /// ST1 (or RP) to every replica of T's shards that has not voted yet.
