@@ -23,7 +23,7 @@ use pistou_sql::{
     Catalog, ExecContext, IndexSchema, KeyRange, Output, Prepared, ReadAt, Row, SqlError, SqlState, SqlType,
     StatementKind, Storage, StoredRow, TableSchema, Version, Write, WriteSet,
 };
-use pistou_wire::{Message, PredicateRead, QueryOutput, RangeRead, RangeReply, ReplicaSigned, Signable, WirePredicate};
+use pistou_wire::{Message, PredicateRead, QueryOutput, RangeRead, RangeReply, ReplicaSigned, WirePredicate};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -506,12 +506,12 @@ impl Coordinator {
         if reply.signer.shard != shard || !self.auth.is_member(reply.signer) || reply.signer != from {
             return Err(RejectReason::NotMember);
         }
-        let signature = self.auth.crypto().then(|| (reply.body.signing_hash(), reply.sig.clone()));
+        let checked = self.auth.crypto();
         let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return Ok(()) };
         if !op.accepting() {
             return Ok(()); // a late reply of the previous round
         }
-        op.add_reply(reply, signature);
+        op.add_reply(reply, checked);
         self.sql_range_decide(now, h);
         Ok(())
     }

@@ -68,8 +68,9 @@ pub(crate) struct RangeOp {
     /// their signature checked: nothing is adopted from a reply before it is (see
     /// `Coordinator::sql_range_decide`).
     pub(crate) replies: BTreeMap<u32, RangeReply>,
-    /// Signing hash and signature of the replies not verified yet.
-    unverified: BTreeMap<u32, (Hash, Option<BatchSignature>)>,
+    /// Signatures of the replies not verified yet (their signing hash is computed only when
+    /// they are checked: a forced snapshot's eager round never is).
+    unverified: BTreeMap<u32, Option<BatchSignature>>,
     snapshot_attempts: u32,
     /// Set while pausing between rounds; replies are ignored meanwhile.
     retry_at: Option<u64>,
@@ -121,14 +122,16 @@ impl RangeOp {
         self.retry_at.is_none()
     }
 
-    /// Records a reply whose signature is still to be checked (`None` when the cluster runs
-    /// without signatures). A later reply from the same replica replaces the earlier one.
-    pub(crate) fn add_reply(&mut self, reply: ReplicaSigned<RangeReply>, signature: Option<(Hash, Option<BatchSignature>)>) {
+    /// Records a reply whose signature is still to be checked (`checked` false when the
+    /// cluster runs without signatures). A later reply from the same replica replaces the
+    /// earlier one.
+    pub(crate) fn add_reply(&mut self, reply: ReplicaSigned<RangeReply>, checked: bool) {
         let index = reply.signer.index;
-        match signature {
-            Some(sig) => self.unverified.insert(index, sig),
-            None => self.unverified.remove(&index),
-        };
+        if checked {
+            self.unverified.insert(index, reply.sig);
+        } else {
+            self.unverified.remove(&index);
+        }
         self.replies.insert(index, reply.body);
     }
 
@@ -140,7 +143,11 @@ impl RangeOp {
         if self.replies.len() < 3 * f + 1 || (!eager && self.phase == Phase::Eager) {
             return Vec::new();
         }
-        std::mem::take(&mut self.unverified).into_iter().map(|(i, (hash, sig))| (i, hash, sig)).collect()
+        let replies = &self.replies;
+        std::mem::take(&mut self.unverified)
+            .into_iter()
+            .filter_map(|(i, sig)| replies.get(&i).map(|r| (i, r.signing_hash(), sig)))
+            .collect()
     }
 
     /// Drops a reply whose signature failed.
@@ -717,16 +724,16 @@ mod tests {
         let same = reply(&[(1, 10, None)], 10_000_000);
         let mut op = op_with(vec![]);
         for i in 0..3 {
-            op.add_reply(signed(i, same.clone()), Some(([i as u8; 32], None)));
+            op.add_reply(signed(i, same.clone()), true);
             assert!(op.take_unverified(F, true).is_empty(), "no decision is possible below 3f+1 replies: nothing to check yet");
         }
-        op.add_reply(signed(3, same.clone()), Some(([3; 32], None)));
+        op.add_reply(signed(3, same.clone()), true);
         assert!(matches!(op.choose(0, F, OUTLIER, 1_000, true), Choice::Wait), "four matching but unchecked replies decide nothing");
         let pending = op.take_unverified(F, true);
         assert_eq!(pending.iter().map(|(i, _, _)| *i).collect::<Vec<_>>(), vec![0, 1, 2, 3], "all four are checked in one batch");
         op.drop_reply(2); // say its signature failed
         assert!(matches!(op.choose(0, F, OUTLIER, 1_000, true), Choice::Wait), "three checked replies are not 3f+1");
-        op.add_reply(signed(4, same.clone()), Some(([4; 32], None)));
+        op.add_reply(signed(4, same.clone()), true);
         assert_eq!(op.take_unverified(F, true).len(), 1, "a later reply is checked on its own");
         assert_eq!(done(op.choose(0, F, OUTLIER, 1_000, true)).reads, vec![(key(1), ts(10))]);
     }
@@ -735,7 +742,7 @@ mod tests {
     fn a_forced_snapshot_proposes_from_unchecked_votes_and_checks_the_snapshot_round() {
         let mut op = op_with(vec![]);
         for i in 0..4 {
-            op.add_reply(signed(i, reply(&[(1, 10, None)], 10_000_000)), Some(([i as u8; 32], None)));
+            op.add_reply(signed(i, reply(&[(1, 10, None)], 10_000_000)), true);
         }
         // Eager execution forced to fail: the round only supplies SS-VOTEs.
         assert!(op.take_unverified(F, false).is_empty());
@@ -743,7 +750,7 @@ mod tests {
         op.start_snapshot(0, F, OUTLIER, 6, |body| ClientSigned { client: ClientId(1), body, sig: None });
         assert!(op.take_unverified(F, false).is_empty(), "the eager round's unchecked replies are gone with it");
         for i in 0..4 {
-            op.add_reply(signed(i, reply(&[(1, 10, None)], 10_000_000)), Some(([i as u8; 32], None)));
+            op.add_reply(signed(i, reply(&[(1, 10, None)], 10_000_000)), true);
         }
         assert!(matches!(op.choose(0, F, OUTLIER, 1_000, false), Choice::Wait));
         assert_eq!(op.take_unverified(F, false).len(), 4, "the snapshot round's replies are checked before its decision");
