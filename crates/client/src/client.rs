@@ -50,12 +50,16 @@ impl Client {
         options: ClientOptions,
     ) -> Result<Client, ClientError> {
         config.validate().map_err(|e| ClientError::Config(e.to_string()))?;
+        // Every link is an authenticated session when the cluster uses cryptography, so
+        // reads go unsigned (Pesto §3: clients are authenticated; replicas sign).
+        let session_key = if config.crypto { key.clone() } else { None };
         let mut coord = Coordinator::new(config.clone(), id, key).map_err(ClientError::Config)?;
+        coord.set_session_reads(session_key.is_some());
         coord.set_timeouts(options.timeouts);
         coord.set_eager_range_reads(options.eager_range_reads);
         coord.set_writeback_omissions(options.writeback_omissions);
         let counters = Arc::new(LinkCounters::default());
-        let commands = Engine::spawn(coord, config, options.clone(), counters.clone());
+        let commands = Engine::spawn(coord, config, session_key, options.clone(), counters.clone());
         Ok(Client { inner: Arc::new(Inner { id, commands, options, counters }) })
     }
 

@@ -6,6 +6,7 @@ use crate::error::{ClientError, Outcome};
 use crate::link::{run_link, LinkCounters, LinkParams};
 use crate::options::ClientOptions;
 use pistou_core::{ClusterConfig, Key, ReplicaId, Value};
+use pistou_crypto::SecretKey;
 use pistou_txn::{Coordinator, CoordinatorEvent, GetStart, SqlOutput, TxnHandle};
 use pistou_wire::{Decision, Message};
 use std::collections::{HashMap, HashSet};
@@ -46,6 +47,9 @@ pub(crate) struct Engine {
     options: ClientOptions,
     counters: Arc<LinkCounters>,
     links: HashMap<ReplicaId, mpsc::Sender<Message>>,
+    /// The client's key, with which every link opens an authenticated session (`None`
+    /// when the cluster runs without cryptography).
+    session_key: Option<SecretKey>,
     replies_tx: mpsc::Sender<(ReplicaId, Message)>,
     /// Callers waiting for a read, by transaction and key.
     reads: HashMap<TxnHandle, ReadWaiters>,
@@ -64,6 +68,7 @@ impl Engine {
     pub(crate) fn spawn(
         coord: Coordinator,
         config: Arc<ClusterConfig>,
+        session_key: Option<SecretKey>,
         options: ClientOptions,
         counters: Arc<LinkCounters>,
     ) -> mpsc::UnboundedSender<Command> {
@@ -78,6 +83,7 @@ impl Engine {
             options,
             counters,
             links: HashMap::new(),
+            session_key,
             replies_tx,
             reads: HashMap::new(),
             deferred: HashMap::new(),
@@ -295,6 +301,7 @@ impl Engine {
             replica: to,
             addr,
             client: self.coord.client_id(),
+            session_key: self.session_key.clone(),
             connect_timeout: self.options.connect_timeout,
             max_backoff: self.options.max_backoff,
             max_frame_bytes: self.options.max_frame_bytes,

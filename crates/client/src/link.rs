@@ -1,14 +1,17 @@
-//! One long-lived task per replica: connect, say hello, pump messages both ways, and
-//! reconnect with back-off when the connection fails. Messages that cannot be delivered
-//! are dropped; the coordinator's retransmissions make that safe.
+//! One long-lived task per replica: connect, say hello, open an authenticated session,
+//! pump messages both ways, and reconnect with back-off when the connection fails.
+//! Messages that cannot be delivered are dropped; the coordinator's retransmissions make
+//! that safe.
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use pistou_core::{ClientId, ReplicaId};
-use pistou_wire::{decode_message, encode_message, frame_codec, Message};
+use pistou_crypto::{Ephemeral, SecretKey, SessionKey};
+use pistou_wire::{decode_message, encode_message, frame_codec, ClientSigned, FrameCodec, Message, SessionOpen, Signable};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TryRecvError;
@@ -51,6 +54,8 @@ pub(crate) struct LinkParams {
     pub replica: ReplicaId,
     pub addr: String,
     pub client: ClientId,
+    /// Opens an authenticated session with this key (see `pistou_crypto::SessionKey`).
+    pub session_key: Option<SecretKey>,
     pub connect_timeout: Duration,
     pub max_backoff: Duration,
     pub max_frame_bytes: usize,
@@ -124,6 +129,23 @@ async fn session(
     if writer.send(Bytes::from(hello)).await.is_err() {
         return SessionEnd::Broken;
     }
+    let mut sealer = None;
+    if let Some(key) = &p.session_key {
+        match tokio::time::timeout(p.connect_timeout, open_session(p, key, &mut reader, &mut writer)).await {
+            Ok(Some(k)) => sealer = Some(k),
+            Ok(None) | Err(_) => {
+                LinkCounters::bump(&counters.bad_frames);
+                return SessionEnd::Broken;
+            }
+        }
+    }
+    let mut seal = move |msg: &Message| {
+        let bytes = encode_message(msg);
+        Bytes::from(match &mut sealer {
+            Some(k) => k.seal(bytes),
+            None => bytes,
+        })
+    };
     let read = async {
         while let Some(frame) = reader.next().await {
             let msg = match frame.map(|f| decode_message(&f)) {
@@ -142,13 +164,13 @@ async fn session(
     };
     let write = async {
         while let Some(msg) = outgoing.recv().await {
-            if writer.feed(Bytes::from(encode_message(&msg))).await.is_err() {
+            if writer.feed(seal(&msg)).await.is_err() {
                 return SessionEnd::Broken;
             }
             // Batch what is already queued into one flush, boundedly.
             for _ in 0..256 {
                 let Ok(msg) = outgoing.try_recv() else { break };
-                if writer.feed(Bytes::from(encode_message(&msg))).await.is_err() {
+                if writer.feed(seal(&msg)).await.is_err() {
                     return SessionEnd::Broken;
                 }
             }
@@ -162,4 +184,23 @@ async fn session(
         end = read => end,
         end = write => end,
     }
+}
+
+/// The client's half of the session handshake: a signed ephemeral value for this replica,
+/// then the replica's value, which must be the first frame back. `None` if the replica
+/// refuses (it closes the connection) or answers anything else.
+async fn open_session(
+    p: &LinkParams,
+    key: &SecretKey,
+    reader: &mut FramedRead<OwnedReadHalf, FrameCodec>,
+    writer: &mut FramedWrite<OwnedWriteHalf, FrameCodec>,
+) -> Option<SessionKey> {
+    let mine = Ephemeral::generate().ok()?;
+    let body = SessionOpen { replica: p.replica, eph: mine.public() };
+    let sig = key.sign(&body.signing_hash());
+    let open = ClientSigned { client: p.client, body, sig: Some(sig) };
+    writer.send(Bytes::from(encode_message(&Message::SessionOpen(open.clone())))).await.ok()?;
+    let frame = reader.next().await?.ok()?;
+    let Ok(Message::SessionAccept { eph }) = decode_message(&frame) else { return None };
+    mine.agree(&eph, &open.body.transcript(p.client, &eph)).ok()
 }

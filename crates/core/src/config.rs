@@ -258,6 +258,11 @@ impl ClusterConfig {
         (shard.0 as usize) < self.shards.len()
     }
 
+    /// The public key of one client.
+    pub fn client_key(&self, id: ClientId) -> Option<&PublicKey> {
+        self.clients.iter().find(|c| ClientId(c.id) == id).map(|c| &c.public_key)
+    }
+
     /// Public keys of clients, by id, for authenticating requests.
     pub fn client_keys(&self) -> BTreeMap<ClientId, PublicKey> {
         self.clients.iter().map(|c| (ClientId(c.id), c.public_key)).collect()

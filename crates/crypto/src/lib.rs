@@ -6,6 +6,8 @@
 //!   `["ab", "c"]` and `["a", "bc"]` never collide.
 //! * [`SecretKey`], [`PublicKey`], [`Signature`], [`verify`], [`verify_batch`]: ed25519.
 //! * [`merkle_root_and_proofs`] / [`merkle_root_from_proof`]: binary Merkle trees.
+//! * [`Ephemeral`], [`SessionKey`]: X25519 session keys and BLAKE3 frame tags for
+//!   authenticated client connections (`session.rs`).
 //! * [`BatchSigner`], [`BatchSignature`], [`VerifyCache`], [`verify_batched`],
 //!   [`verify_batched_many`]: Basil's reply batching (SOSP'21 §4.4).
 //!
@@ -71,6 +73,7 @@
 
 mod batch;
 mod merkle;
+mod session;
 mod sig;
 
 pub use batch::{
@@ -78,6 +81,7 @@ pub use batch::{
     BATCH_DOMAIN,
 };
 pub use merkle::{merkle_root_and_proofs, merkle_root_from_proof, MerkleProof, MAX_PROOF_DEPTH};
+pub use session::{Ephemeral, SessionKey, TAG_LEN};
 pub use sig::{verify, verify_batch, PublicKey, SecretKey, Signature};
 
 /// A 32-byte BLAKE3 digest.
@@ -113,6 +117,10 @@ pub enum CryptoError {
     BadProof,
     #[error("Merkle proof deeper than {MAX_PROOF_DEPTH}")]
     ProofTooDeep,
+    #[error("bad session tag")]
+    BadTag,
+    #[error("the operating system has no randomness source")]
+    NoRandomness,
 }
 
 #[cfg(test)]

@@ -1,12 +1,18 @@
 //! One task per accepted connection: a reader that turns frames into messages for the
 //! driver, and a writer that sends the driver's replies. Both halves run in the same task
 //! so that whichever ends first (peer hung up, bad frame, driver dropped us) ends both.
+//!
+//! A client may open an authenticated session right after its hello (`SessionOpen`, see
+//! `pistou_crypto::SessionKey`): the reader checks its signature, answers with this side's
+//! key exchange value, tells the driver which client the connection is, and from then on
+//! accepts only frames with a valid tag.
 
 use crate::counters::{NetCounters, NetReason};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use pistou_core::{ClusterConfig, ReplicaId};
-use pistou_wire::{decode_message, encode_message, frame_codec, FrameCodec, Message, WireError};
+use pistou_core::{ClientId, ClusterConfig, ReplicaId};
+use pistou_crypto::{Ephemeral, SessionKey};
+use pistou_wire::{decode_message, encode_message, frame_codec, ClientSigned, FrameCodec, Message, SessionOpen, Signable, WireError};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -31,6 +37,9 @@ pub(crate) enum Inbound {
     /// Sent by the accept loop before the connection's first message can arrive.
     Opened { token: Token, tx: mpsc::Sender<Message> },
     Message { from: Origin, msg: Message },
+    /// The connection is an authenticated session of `client`; sent before its first
+    /// authenticated message.
+    Session { token: Token, client: ClientId },
     Closed { token: Token },
 }
 
@@ -50,17 +59,18 @@ pub(crate) async fn serve_connection(
     stream: TcpStream,
     token: Token,
     inbound: mpsc::Sender<Inbound>,
-    replies: mpsc::Receiver<Message>,
+    replies: (mpsc::Sender<Message>, mpsc::Receiver<Message>),
     counters: Arc<NetCounters>,
     params: ConnParams,
 ) {
+    let (to_peer, replies) = replies;
     // Replies are small and latency-bound; Nagle would add tens of milliseconds.
     let _ = stream.set_nodelay(true);
     let (r, w) = stream.into_split();
     let reader = FramedRead::new(r, frame_codec(params.max_frame_bytes));
     let writer = FramedWrite::new(w, frame_codec(params.max_frame_bytes));
     tokio::select! {
-        _ = read_loop(reader, token, &inbound, &counters, &params) => {}
+        _ = read_loop(reader, token, &inbound, to_peer, &counters, &params) => {}
         _ = write_loop(writer, replies, &counters) => {}
     }
     let _ = inbound.send(Inbound::Closed { token }).await;
@@ -70,11 +80,14 @@ async fn read_loop(
     mut reader: FramedRead<OwnedReadHalf, FrameCodec>,
     token: Token,
     inbound: &mpsc::Sender<Inbound>,
+    // For the session handshake only: dropped right after it, so that the connection still
+    // ends when the driver drops its own sender (a slow peer).
+    to_peer: mpsc::Sender<Message>,
     counters: &NetCounters,
     params: &ConnParams,
 ) {
     // The first frame must say who is speaking (a client or a replica). Signatures on
-    // requests do the real authentication; this keeps port scanners and stray protocols
+    // requests, or the session a client opens next, do the real authentication; this keeps port scanners and stray protocols
     // out early. The hello itself goes to the replica, which may use the claim.
     let first = match tokio::time::timeout(params.hello_timeout, next_message(&mut reader, counters)).await {
         Ok(Some(m)) => m,
@@ -97,6 +110,34 @@ async fn read_loop(
     if inbound.send(Inbound::Message { from, msg: first }).await.is_err() {
         return;
     }
+    if let Origin::Client(_) = from {
+        let Some(msg) = next_message(&mut reader, counters).await else { return };
+        let Message::SessionOpen(open) = msg else {
+            drop(to_peer);
+            // No session: every request of this connection must carry its signature.
+            if inbound.send(Inbound::Message { from, msg }).await.is_err() {
+                return;
+            }
+            return forward_plain(reader, from, inbound, counters).await;
+        };
+        let Some((key, eph)) = accept_session(&open, params) else {
+            counters.record(NetReason::BadSession);
+            return;
+        };
+        if to_peer.send(Message::SessionAccept { eph }).await.is_err() {
+            return;
+        }
+        drop(to_peer);
+        if inbound.send(Inbound::Session { token, client: open.client }).await.is_err() {
+            return;
+        }
+        return forward_sealed(reader, from, key, inbound, counters).await;
+    }
+    drop(to_peer);
+    forward_plain(reader, from, inbound, counters).await
+}
+
+async fn forward_plain(mut reader: FramedRead<OwnedReadHalf, FrameCodec>, from: Origin, inbound: &mpsc::Sender<Inbound>, counters: &NetCounters) {
     while let Some(msg) = next_message(&mut reader, counters).await {
         // Awaiting here is the back-pressure: a busy replica stops reading sockets.
         if inbound.send(Inbound::Message { from, msg }).await.is_err() {
@@ -105,16 +146,61 @@ async fn read_loop(
     }
 }
 
-/// The next decoded message; `None` at end of stream or after a counted error.
-async fn next_message(reader: &mut FramedRead<OwnedReadHalf, FrameCodec>, counters: &NetCounters) -> Option<Message> {
-    let frame = match reader.next().await? {
-        Ok(frame) => frame,
+/// Every frame of a session must carry the right tag; the first one that does not ends
+/// the connection.
+async fn forward_sealed(
+    mut reader: FramedRead<OwnedReadHalf, FrameCodec>,
+    from: Origin,
+    mut key: SessionKey,
+    inbound: &mpsc::Sender<Inbound>,
+    counters: &NetCounters,
+) {
+    while let Some(frame) = next_frame(&mut reader, counters).await {
+        let Ok(body) = key.open(&frame) else {
+            counters.record(NetReason::BadTag);
+            return;
+        };
+        let Some(msg) = decode(body, counters) else { return };
+        if inbound.send(Inbound::Message { from, msg }).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The replica's half of a session handshake: `None` unless the client is known, the
+/// signature is its own over a request naming this replica, and the key exchange works.
+fn accept_session(open: &ClientSigned<SessionOpen>, params: &ConnParams) -> Option<(SessionKey, [u8; 32])> {
+    let pk = params.config.client_key(open.client)?;
+    let sig = open.sig.as_ref()?;
+    if !params.config.crypto || open.body.replica != params.me {
+        return None;
+    }
+    pistou_crypto::verify(pk, &open.body.signing_hash(), sig).ok()?;
+    let mine = Ephemeral::generate().ok()?;
+    let eph = mine.public();
+    let key = mine.agree(&open.body.eph, &open.body.transcript(open.client, &eph)).ok()?;
+    Some((key, eph))
+}
+
+/// The next frame; `None` at end of stream or after a counted error.
+async fn next_frame(reader: &mut FramedRead<OwnedReadHalf, FrameCodec>, counters: &NetCounters) -> Option<bytes::BytesMut> {
+    match reader.next().await? {
+        Ok(frame) => Some(frame),
         Err(e) => {
             counters.record(classify_io(&e));
-            return None;
+            None
         }
-    };
-    match decode_message(&frame) {
+    }
+}
+
+/// The next decoded message; `None` at end of stream or after a counted error.
+async fn next_message(reader: &mut FramedRead<OwnedReadHalf, FrameCodec>, counters: &NetCounters) -> Option<Message> {
+    let frame = next_frame(reader, counters).await?;
+    decode(&frame, counters)
+}
+
+fn decode(frame: &[u8], counters: &NetCounters) -> Option<Message> {
+    match decode_message(frame) {
         Ok(msg) => Some(msg),
         Err(WireError::TrailingBytes(_)) => {
             counters.record(NetReason::TrailingBytes);

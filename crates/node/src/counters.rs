@@ -23,10 +23,15 @@ pub enum NetReason {
     UnknownReplica,
     /// A message for another replica dropped because its link's queue was full.
     PeerQueueFull,
+    /// A session handshake refused: unknown client, bad signature, another replica's name,
+    /// or an unusable key exchange value.
+    BadSession,
+    /// A frame of an authenticated session whose tag is wrong (forged, altered, replayed).
+    BadTag,
 }
 
 impl NetReason {
-    pub const ALL: [NetReason; 9] = [
+    pub const ALL: [NetReason; 11] = [
         NetReason::FrameTooLarge,
         NetReason::Io,
         NetReason::Malformed,
@@ -36,6 +41,8 @@ impl NetReason {
         NetReason::SlowPeer,
         NetReason::UnknownReplica,
         NetReason::PeerQueueFull,
+        NetReason::BadSession,
+        NetReason::BadTag,
     ];
 
     pub fn as_str(&self) -> &'static str {
@@ -49,6 +56,8 @@ impl NetReason {
             NetReason::SlowPeer => "slow-peer",
             NetReason::UnknownReplica => "unknown-replica",
             NetReason::PeerQueueFull => "peer-queue-full",
+            NetReason::BadSession => "bad-session",
+            NetReason::BadTag => "bad-session-tag",
         }
     }
 }

@@ -125,8 +125,10 @@ impl Driver {
             Inbound::Opened { token, tx } => {
                 self.conns.insert(token, tx);
             }
+            Inbound::Session { token, client } => self.replica.open_session(token, client),
             Inbound::Closed { token } => {
                 self.conns.remove(&token);
+                self.replica.close_session(token);
             }
             Inbound::Message { from: Origin::Client(token), msg } => batch.push((token, msg)),
             Inbound::Message { from: Origin::Replica(r), msg } => self.replica.handle_replica(now_us(), r, msg),

@@ -184,7 +184,7 @@ async fn accept_loop(
         let token = next;
         let (tx, rx) = mpsc::channel(options.outbound_queue);
         // Registered before the connection task exists, so before its first message.
-        if inbound.send(Inbound::Opened { token, tx }).await.is_err() {
+        if inbound.send(Inbound::Opened { token, tx: tx.clone() }).await.is_err() {
             return;
         }
         let params = ConnParams {
@@ -195,7 +195,7 @@ async fn accept_loop(
         };
         let (inbound, counters) = (inbound.clone(), counters.clone());
         tokio::spawn(async move {
-            serve_connection(stream, token, inbound, rx, counters, params).await;
+            serve_connection(stream, token, inbound, (tx, rx), counters, params).await;
             drop(permit);
         });
     }

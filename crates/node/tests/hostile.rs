@@ -2,12 +2,12 @@
 //! error is counted and closes only the offending connection; honest clients are served.
 
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp};
-use pistou_crypto::SecretKey;
+use pistou_crypto::{Ephemeral, SecretKey, SessionKey};
 use pistou_node::{now_us, NetCounters, NetReason, NodeOptions, ReplicaServer};
 use pistou_txn::sign_client;
 use pistou_core::TxnId;
 use pistou_txn::RejectReason;
-use pistou_wire::{decode_message, encode_message, DecFb, Decision, Message, ReadRequest};
+use pistou_wire::{decode_message, encode_message, DecFb, Decision, Message, ReadRequest, SessionOpen};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -234,6 +234,68 @@ async fn replica_connections_are_routed_to_handle_replica() {
         let report = t.task.await.unwrap();
         assert_eq!(report.rejections.count(RejectReason::BadCertificate), 1, "{:?}", report.rejections);
         assert_eq!(report.rejections.count(RejectReason::Unexpected), 1, "{:?}", report.rejections);
+    };
+    tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
+}
+
+/// Opens a session as client 1 for replica `index` (signed with `key`); returns the
+/// connection and the session key, or `None` if the replica closed the connection.
+async fn open_session(addr: SocketAddr, key: &SecretKey, index: u32) -> Option<(TcpStream, SessionKey)> {
+    let mine = Ephemeral::from_seed([5; 32]);
+    let body = SessionOpen { replica: ReplicaId { shard: ShardId(0), index }, eph: mine.public() };
+    let open = sign_client(ClientId(1), Some(key), body);
+    let mut bytes = hello();
+    bytes.extend(frame(&encode_message(&Message::SessionOpen(open.clone()))));
+    let mut s = send(addr, &bytes).await;
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).await.ok()?;
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).await.ok()?;
+    let Ok(Message::SessionAccept { eph }) = decode_message(&body) else { panic!("expected the replica's session value") };
+    Some((s, mine.agree(&eph, &open.body.transcript(ClientId(1), &eph)).unwrap()))
+}
+
+fn unsigned_read() -> Message {
+    let ts = Timestamp { time: now_us(), client: ClientId(1), seq: 2 };
+    Message::Read(sign_client(ClientId(1), None, ReadRequest { key: b"k".to_vec(), ts }))
+}
+
+/// Pesto §3: clients are authenticated, requests need not be signed. Over a session opened
+/// with the client's key, an unsigned read is served; without one it is refused; a frame
+/// whose tag is wrong (here: altered) ends the session; sessions signed by another key or
+/// for another replica are refused.
+#[tokio::test]
+async fn a_session_authenticates_unsigned_reads_and_nothing_else_does() {
+    let run = async {
+        let t = start(NodeOptions::default()).await;
+        let (mut s, mut key) = open_session(t.addr, &t.client_key, 0).await.expect("session refused");
+        s.write_all(&frame(&key.seal(encode_message(&unsigned_read())))).await.unwrap();
+        let mut len = [0u8; 4];
+        tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut len)).await.unwrap().unwrap();
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        s.read_exact(&mut body).await.unwrap();
+        assert!(matches!(decode_message(&body), Ok(Message::ReadReply { .. })), "the unsigned read over the session is served");
+
+        let mut altered = key.seal(encode_message(&unsigned_read()));
+        altered[0] ^= 1;
+        s.write_all(&frame(&altered)).await.unwrap();
+        expect_closed(s).await;
+        wait_count(&t.counters, NetReason::BadTag, 1).await;
+
+        // No session: the same unsigned read is refused (and the connection stays up).
+        let mut bytes = hello();
+        bytes.extend(frame(&encode_message(&unsigned_read())));
+        let _plain = send(t.addr, &bytes).await;
+
+        assert!(open_session(t.addr, &SecretKey::from_seed([42; 32]), 0).await.is_none(), "another key");
+        assert!(open_session(t.addr, &t.client_key, 1).await.is_none(), "another replica's session");
+        wait_count(&t.counters, NetReason::BadSession, 2).await;
+
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = t.stop.send(());
+        let report = t.task.await.unwrap();
+        assert_eq!(report.stats.reads, 1, "only the read over the session was served");
+        assert_eq!(report.rejections.count(RejectReason::MissingSignature), 1, "{:?}", report.rejections);
     };
     tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
 }

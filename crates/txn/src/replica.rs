@@ -8,8 +8,9 @@
 use crate::auth::Authenticator;
 use crate::log::LogEntry;
 use crate::pesto::cc::CcAbort;
-use crate::pesto::{SqlReplica, SqlTxn};
+use crate::pesto::{SqlReplica, SqlTxn, SqlTxnError};
 use crate::rejects::{RejectReason, Rejections};
+use pistou_core::sql_keys::catalog_key;
 use pistou_core::{ClusterConfig, Key, ReplicaId, Timestamp, TxnId};
 use pistou_crypto::{BatchSigner, Hash, SecretKey};
 use pistou_wire::{
@@ -199,6 +200,12 @@ pub struct Replica {
     pub(crate) undecided: crate::quota::Undecided,
     /// Garbage collection of the state above (see `gc.rs`).
     pub(crate) gc: crate::gc::Gc,
+    /// Client connections the connection layer authenticated (see `open_session`).
+    sessions: HashMap<Peer, pistou_core::ClientId>,
+    /// Committed SQL transactions planned against a catalog version whose schema change
+    /// has not reached this replica yet (its writeback was delayed or lost), by that
+    /// version. They are applied as soon as it commits here (`apply_sql_commit`).
+    pub(crate) awaiting_catalog: BTreeMap<Timestamp, Vec<(TxnId, Arc<TxnMeta>)>>,
 }
 
 impl Replica {
@@ -241,6 +248,8 @@ impl Replica {
             inquiries: Default::default(),
             undecided: Default::default(),
             gc: Default::default(),
+            sessions: HashMap::new(),
+            awaiting_catalog: BTreeMap::new(),
         })
     }
 
@@ -255,6 +264,18 @@ impl Replica {
     }
     fn config(&self) -> &ClusterConfig {
         self.auth.config()
+    }
+
+    /// The connection layer authenticated `peer` as `client` (a session handshake, see
+    /// `pistou_crypto::SessionKey`; the simulator's channels are authenticated by
+    /// construction). Its reads then need no signature of their own.
+    pub fn open_session(&mut self, peer: Peer, client: pistou_core::ClientId) {
+        self.sessions.insert(peer, client);
+    }
+
+    /// `peer`'s connection closed.
+    pub fn close_session(&mut self, peer: Peer) {
+        self.sessions.remove(&peer);
     }
 
     /// The stored ST1 vote for a transaction, if this replica cast one.
@@ -292,8 +313,8 @@ impl Replica {
             Message::Read(req) => self.on_read(now, from, req),
             Message::Prepare(req) => self.on_prepare(now, from, req),
             Message::Decide(req) => self.on_st2(from, req),
-            Message::Writeback(wb) => self.on_writeback(now, from, wb),
-            Message::AbortReads(req) => self.on_abort_reads(req),
+            Message::Writeback(wb) => self.on_writeback(from, wb),
+            Message::AbortReads(req) => self.on_abort_reads(from, req),
             Message::FetchTxn { txn } => {
                 self.on_fetch(from, txn);
                 Ok(())
@@ -313,7 +334,9 @@ impl Replica {
             | Message::ElectFb(_)
             | Message::DecFb(_)
             | Message::Waiting { .. }
-            | Message::HelloReplica { .. } => Err(RejectReason::Unexpected),
+            | Message::HelloReplica { .. }
+            | Message::SessionOpen(_)
+            | Message::SessionAccept { .. } => Err(RejectReason::Unexpected),
         };
         if let Err(reason) = result {
             self.rejects.record(reason);
@@ -341,7 +364,7 @@ impl Replica {
             Message::ElectFb(e) => self.on_elect_fb(from, e),
             Message::DecFb(d) => self.on_dec_fb(now, d),
             Message::Sync { txn } => self.on_sync(from, txn),
-            Message::Supply(wb) => self.on_supply(now, wb),
+            Message::Supply(wb) => self.on_supply(wb),
             Message::HelloReplica { .. } => Ok(()),
             _ => Err(RejectReason::Unexpected),
         };
@@ -451,7 +474,7 @@ impl Replica {
     // ---- READ (Basil §3, step 2) ----
 
     fn on_read(&mut self, now: u64, from: Peer, req: ClientSigned<ReadRequest>) -> Result<(), RejectReason> {
-        self.auth.check_client(&req).map_err(|e| e.0)?;
+        self.auth.check_client_read(&req, self.sessions.get(&from).copied()).map_err(|e| e.0)?;
         let ReadRequest { key, ts } = req.body;
         if ts.client != req.client {
             return Err(RejectReason::ClientMismatch);
@@ -492,7 +515,7 @@ impl Replica {
 
     /// RANGE-READ (Pesto §5.5 step 2): execute at ts on the local state and reply.
     fn on_range_read(&mut self, now: u64, from: Peer, req: ClientSigned<RangeRead>) -> Result<(), RejectReason> {
-        self.auth.check_client(&req).map_err(|e| e.0)?;
+        self.auth.check_client_read(&req, self.sessions.get(&from).copied()).map_err(|e| e.0)?;
         if req.body.ts.client != req.client {
             return Err(RejectReason::ClientMismatch);
         }
@@ -506,8 +529,8 @@ impl Replica {
         Ok(())
     }
 
-    fn on_abort_reads(&mut self, req: ClientSigned<AbortReads>) -> Result<(), RejectReason> {
-        self.auth.check_client(&req).map_err(|e| e.0)?;
+    fn on_abort_reads(&mut self, from: Peer, req: ClientSigned<AbortReads>) -> Result<(), RejectReason> {
+        self.auth.check_client_read(&req, self.sessions.get(&from).copied()).map_err(|e| e.0)?;
         if req.body.ts.client != req.client {
             return Err(RejectReason::ClientMismatch);
         }
@@ -884,10 +907,10 @@ impl Replica {
 
     // ---- Writeback (Basil §4.3) ----
 
-    fn on_writeback(&mut self, now: u64, from: Peer, wb: Writeback) -> Result<(), RejectReason> {
+    fn on_writeback(&mut self, from: Peer, wb: Writeback) -> Result<(), RejectReason> {
         let id = wb.meta.id();
         self.apply_decision(wb)?;
-        self.snapshot_progress(now, &id);
+        self.snapshot_progress(&id);
         self.outputs.push((from, Message::WritebackAck { txn: id }));
         Ok(())
     }
@@ -948,29 +971,54 @@ impl Replica {
     }
 
     /// Pesto: T's rows become committed versions (installed now if T never prepared here)
-    /// and a schema change takes effect.
-    fn apply_sql_commit(&mut self, id: TxnId, meta: &TxnMeta) {
-        let txn = match self.txns.get(&id).and_then(|r| r.sql.clone()) {
-            Some(t) => t,
-            None => match self.sql.decode(self.auth.config(), meta) {
-                Ok(Some(t)) => {
-                    let t = Arc::new(t);
-                    if let Some(rec) = self.txns.get_mut(&id) {
-                        rec.sql = Some(t.clone());
+    /// and a schema change takes effect. T may have been planned against a catalog version
+    /// whose schema change this replica has not applied yet (writebacks arrive in any
+    /// order): T then waits for it, and so on down the chain of schema changes.
+    fn apply_sql_commit(&mut self, first: TxnId, meta: &Arc<TxnMeta>) {
+        let mut ready = vec![(first, meta.clone())];
+        while let Some((id, meta)) = ready.pop() {
+            let txn = match self.txns.get(&id).and_then(|r| r.sql.clone()) {
+                Some(t) => t,
+                None => match self.sql.decode(self.auth.config(), &meta) {
+                    Ok(Some(t)) => {
+                        let t = Arc::new(t);
+                        if let Some(rec) = self.txns.get_mut(&id) {
+                            rec.sql = Some(t.clone());
+                        }
+                        t
                     }
-                    t
-                }
-                Ok(None) => return,
-                Err(e) => {
-                    // Only possible if this replica lacks the catalog T was planned against.
-                    tracing::error!(txn = ?id, "committed SQL transaction not applicable here: {e}");
-                    return;
-                }
-            },
-        };
-        if let Err(e) = self.sql.commit(id, meta.ts, &txn) {
-            tracing::error!(txn = ?id, "committed SQL transaction not applicable here: {e}");
+                    Ok(None) => continue,
+                    Err(SqlTxnError::UnknownCatalog) => {
+                        let version = meta.read_of(&catalog_key(self.id.shard)).map_or(Timestamp::GENESIS, |r| r.version);
+                        self.awaiting_catalog.entry(version).or_default().push((id, meta));
+                        continue;
+                    }
+                    Err(e) => {
+                        // A commit certificate over content no correct replica could decode:
+                        // nothing to apply, and nothing a retry would change.
+                        tracing::error!(txn = ?id, "committed SQL transaction not applicable here: {e}");
+                        continue;
+                    }
+                },
+            };
+            if let Err(e) = self.sql.commit(id, meta.ts, &txn) {
+                tracing::error!(txn = ?id, "committed SQL transaction not applicable here: {e}");
+                continue;
+            }
+            if txn.catalog_change.is_some() {
+                ready.extend(self.awaiting_catalog.remove(&meta.ts).unwrap_or_default());
+            }
+            if id != first {
+                // Applied late: snapshot queries parked for it may run now (the caller
+                // does this for `first`).
+                self.snapshot_progress(&id);
+            }
         }
+    }
+
+    /// Whether T's SQL content still waits for its catalog here (not applied yet).
+    pub(crate) fn awaits_catalog(&self, id: &TxnId) -> bool {
+        self.awaiting_catalog.values().any(|v| v.iter().any(|(t, _)| t == id))
     }
 
     fn apply_abort(&mut self, id: TxnId, meta: TxnMeta, cert: AbortCert) {
@@ -1020,6 +1068,9 @@ fn client_signature(m: &Message) -> Option<(pistou_core::ClientId, Hash, pistou_
         | Message::RangeReply(_)
         | Message::Sync { .. }
         | Message::Waiting { .. }
-        | Message::Supply(_) => None,
+        | Message::Supply(_)
+        // Verified by the connection layer, which handles the session handshake.
+        | Message::SessionOpen(_)
+        | Message::SessionAccept { .. } => None,
     }
 }

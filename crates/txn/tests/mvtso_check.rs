@@ -417,3 +417,31 @@ fn a_client_s_undecided_transactions_are_bounded() {
     assert_eq!(fx.prepare(&stranger), None);
     assert_eq!(fx.replica.rejections().count(pistou_txn::RejectReason::UnknownClient), 1);
 }
+
+/// Pesto §3 (authenticated clients): over a connection the runtime authenticated as the
+/// client (`open_session`), reads need no signature; signed ST1s are still required there,
+/// and an unsigned read is refused from any other connection, or when it names another
+/// client than the session's.
+#[test]
+fn unsigned_reads_are_accepted_only_over_their_clients_session() {
+    let mut fx = fixture(true);
+    let unsigned = |client: u64| {
+        let at = Timestamp { time: NOW - 10, client: ClientId(client), seq: 1 };
+        Message::Read(sign_client(ClientId(client), None, ReadRequest { key: b"x".to_vec(), ts: at }))
+    };
+    let replies = |out: Vec<Message>| out.iter().filter(|m| matches!(m, Message::ReadReply { .. })).count();
+    // Peer 7 (the fixture's) has no session.
+    assert_eq!(replies(fx.send(unsigned(1))), 0);
+    assert_eq!(fx.replica.rejections().count(RejectReason::MissingSignature), 1);
+    fx.replica.open_session(7, ClientId(1));
+    assert_eq!(replies(fx.send(unsigned(1))), 1, "an unsigned read over the client's session is served");
+    let stranger = Message::Prepare(sign_client(ClientId(1), None, Prepare { meta: meta(5, &[], &["x"], vec![]) }));
+    assert!(fx.send(stranger).is_empty(), "an ST1 must be signed even over a session");
+    assert_eq!(fx.replica.rejections().count(RejectReason::MissingSignature), 2);
+    // A read naming client 2 over client 1's session: client 2 is unknown here, and even a
+    // known one would need its own signature.
+    assert_eq!(replies(fx.send(unsigned(2))), 0);
+    fx.replica.close_session(7);
+    assert_eq!(replies(fx.send(unsigned(1))), 0, "the session ended with its connection");
+    assert_eq!(fx.replica.rejections().count(RejectReason::MissingSignature), 3);
+}

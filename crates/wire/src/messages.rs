@@ -527,6 +527,29 @@ pub enum Message {
     /// SUPPLY (§5.5 step 5.A): the transaction and its decision certificate. Unsigned: the
     /// certificate proves the decision, whoever forwards it.
     Supply(Writeback),
+    /// Right after `HelloClient`: the client asks for an authenticated connection. The
+    /// connection layer answers and handles it; the protocol never sees it.
+    SessionOpen(ClientSigned<SessionOpen>),
+    /// The replica's half of the handshake.
+    SessionAccept { eph: [u8; 32] },
+}
+
+/// A client's half of the session handshake (see `pistou_crypto::SessionKey`): its
+/// ephemeral X25519 value, for one replica, signed with the client's key. Over the session
+/// that follows, requests that replica never shows to others (point and range reads and
+/// their release) need no signature of their own: Pesto §3 assumes authenticated clients
+/// and signs only replica messages.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionOpen {
+    pub replica: pistou_core::ReplicaId,
+    pub eph: [u8; 32],
+}
+
+impl SessionOpen {
+    /// The handshake transcript both sides bind the session key to.
+    pub fn transcript(&self, client: pistou_core::ClientId, replica_eph: &[u8; 32]) -> pistou_crypto::Hash {
+        pistou_crypto::hash_parts(&[b"pistou-session-v1", &client.0.to_le_bytes(), &self.signing_hash(), replica_eph])
+    }
 }
 
 impl Message {
@@ -555,6 +578,8 @@ impl Message {
             Message::RangeReply(_) => "range-reply",
             Message::Sync { .. } => "sync",
             Message::Supply(_) => "supply",
+            Message::SessionOpen(_) => "session-open",
+            Message::SessionAccept { .. } => "session-accept",
         }
     }
 }
@@ -582,6 +607,9 @@ impl Signable for AbortReads {
 }
 impl Signable for InvokeFb {
     const DOMAIN: &'static [u8] = b"pistou-invokefb-v1";
+}
+impl Signable for SessionOpen {
+    const DOMAIN: &'static [u8] = b"pistou-session-open-v1";
 }
 impl Signable for RangeRead {
     const DOMAIN: &'static [u8] = b"pistou-range-read-v1";

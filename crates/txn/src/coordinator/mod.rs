@@ -203,6 +203,9 @@ pub struct Coordinator {
     /// Replicas whose recent range-read replies were outliers, until when eager range reads
     /// avoid asking them first.
     range_outliers: HashMap<ReplicaId, u64>,
+    /// Every link to a replica is an authenticated session (`Replica::open_session`): reads
+    /// go unsigned.
+    session_reads: bool,
 }
 
 impl Coordinator {
@@ -242,6 +245,7 @@ impl Coordinator {
             writeback_omissions: 0,
             range_stats: RangeStats::default(),
             range_outliers: HashMap::new(),
+            session_reads: false,
         })
     }
 
@@ -258,6 +262,25 @@ impl Coordinator {
     /// benchmarks of the snapshot path; never for production.
     pub fn set_writeback_omissions(&mut self, k: usize) {
         self.writeback_omissions = k;
+    }
+    /// `true` when every connection to a replica is an authenticated session (the client
+    /// library's links, the simulator's channels): point and range reads and their release
+    /// then go unsigned, which saves a signature per request here and a verification at
+    /// each replica asked. Other requests stay signed: replicas show them to others.
+    pub fn set_session_reads(&mut self, on: bool) {
+        self.session_reads = on;
+    }
+    /// The key read-side requests are signed with: none over authenticated sessions.
+    pub(crate) fn read_key(&self) -> Option<&SecretKey> {
+        if self.session_reads {
+            None
+        } else {
+            self.key.as_ref()
+        }
+    }
+    /// Signs a read-side request unless links are authenticated sessions.
+    pub(crate) fn sign_read<T: pistou_wire::Signable>(&self, body: T) -> pistou_wire::ClientSigned<T> {
+        sign_client(self.id, self.read_key(), body)
     }
     /// How this client's range reads completed so far.
     pub fn range_stats(&self) -> RangeStats {
@@ -383,7 +406,7 @@ impl Coordinator {
         let q = self.config().quorums();
         // Spread load: start at a replica chosen from the client id and sequence number.
         let start = (self.id.0.wrapping_add(self.seq)) as usize % q.n();
-        let req = sign_client(self.id, self.key.as_ref(), ReadRequest { key: key.to_vec(), ts });
+        let req = self.sign_read(ReadRequest { key: key.to_vec(), ts });
         for i in 0..q.read_fanout() {
             let index = ((start + i) % q.n()) as u32;
             self.outputs.push((ReplicaId { shard, index }, Message::Read(req.clone())));
@@ -432,7 +455,7 @@ impl Coordinator {
             by_shard.entry(self.config().shard_of(k)).or_default().push(k.clone());
         }
         for (shard, keys) in by_shard {
-            let req = sign_client(self.id, self.key.as_ref(), AbortReads { ts: t.ts, keys });
+            let req = self.sign_read(AbortReads { ts: t.ts, keys });
             let replicas: Vec<ReplicaId> = self.config().replicas_of(shard).collect();
             for r in replicas {
                 self.outputs.push((r, Message::AbortReads(req.clone())));
@@ -568,6 +591,7 @@ impl Coordinator {
     fn retransmit_reads(&mut self, now: u64, h: TxnHandle) {
         let rt = self.timeouts.retransmit_us;
         let n = self.config().quorums().n() as u32;
+        let (id, signer) = (self.id, self.read_key().cloned());
         let Some(t) = self.txns.get_mut(&h) else { return };
         let ts = t.ts;
         let mut out = Vec::new();
@@ -576,7 +600,7 @@ impl Coordinator {
                 continue;
             }
             op.sent_at = now;
-            let req = sign_client(self.id, self.key.as_ref(), ReadRequest { key: key.clone(), ts });
+            let req = sign_client(id, signer.as_ref(), ReadRequest { key: key.clone(), ts });
             for i in (0..n).filter(|i| !op.replies.contains_key(i)) {
                 out.push((ReplicaId { shard: op.shard, index: i }, Message::Read(req.clone())));
             }

@@ -479,7 +479,7 @@ impl Coordinator {
             .map(|(k, v)| pistou_wire::WriteEntry { key: k.clone(), value: v.clone() })
             .collect();
         let body = RangeRead { ts: t.ts, catalog_version, sql: stmt.sql.clone(), params: stmt.params.clone(), pending, snapshot: None };
-        let request = sign_client(self.id, self.key.as_ref(), body);
+        let request = self.sign_read(body);
         let q = self.config().quorums();
         let start = (self.id.0.wrapping_add(self.seq)) as usize % q.n();
         let avoid = |index: u32| self.range_outliers.get(&ReplicaId { shard, index }).is_some_and(|until| *until > now);
@@ -546,7 +546,7 @@ impl Coordinator {
         let outlier_us = self.config().sql.table_version_outlier_us;
         let n = self.config().quorums().n() as u32;
         let (patience, eager) = (self.timeouts.retransmit_us, self.eager_range_reads);
-        let (id, key) = (self.id, self.key.clone());
+        let (id, key) = (self.id, self.read_key().cloned());
         let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return };
         let phase = op.phase;
         let (widened, skipped) = op.widen(f, outlier_us, n);

@@ -69,7 +69,7 @@ impl Replica {
     }
 
     fn applied(&self, txn: &TxnId) -> bool {
-        self.txns.get(txn).is_some_and(|r| matches!(r.status, Status::Committed(_) | Status::Aborted(_)))
+        self.txns.get(txn).is_some_and(|r| matches!(r.status, Status::Committed(_) | Status::Aborted(_))) && !self.awaits_catalog(txn)
     }
 
     /// §5.5 step 5 for a verified RANGE-READ with an SS-PROP: run it if every proposed
@@ -133,19 +133,19 @@ impl Replica {
 
     /// SUPPLY from a peer (§5.5 step 5.B): verified and applied as a writeback, then parked
     /// queries that were waiting for it may run.
-    pub(crate) fn on_supply(&mut self, now: u64, wb: Writeback) -> Result<(), RejectReason> {
+    pub(crate) fn on_supply(&mut self, wb: Writeback) -> Result<(), RejectReason> {
         let id = wb.meta.id();
         let new = !self.applied(&id);
         self.apply_decision(wb)?;
         if new {
             self.stats.supplied += 1;
         }
-        self.snapshot_progress(now, &id);
+        self.snapshot_progress(&id);
         Ok(())
     }
 
     /// `txn` is now applied here: run the parked queries it completes.
-    pub(crate) fn snapshot_progress(&mut self, _now: u64, txn: &TxnId) {
+    pub(crate) fn snapshot_progress(&mut self, txn: &TxnId) {
         if self.snapshots.fetching.remove(txn).is_none() && self.snapshots.parked.is_empty() {
             return;
         }
