@@ -8,6 +8,7 @@
 //! committed SQL transactions on a model database and checks every statement's result. The
 //! same seed always produces the same run.
 
+pub mod ledger_audit;
 pub mod network;
 pub mod oracle;
 pub mod scenario;

@@ -9,7 +9,7 @@ use crate::sql_workload::SqlSpec;
 use crate::workload::{SimClient, WorkloadSpec};
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
 use pistou_crypto::{BatchSigner, SecretKey};
-use pistou_txn::{Coordinator, CoordinatorTimeouts, Replica};
+use pistou_txn::{Coordinator, CoordinatorTimeouts, Replica, SqlOutput};
 use pistou_core::TxnId;
 use pistou_wire::{decode_message, Decision, Message, Vote};
 use rand::{Rng, SeedableRng};
@@ -127,6 +127,8 @@ pub struct Outcome {
     pub cross_shard_write_commits: usize,
     /// Committed audits of the two-table SQL workload whose conserved total was checked.
     pub ledger_audits: usize,
+    /// Of those, the ones whose total committed Byzantine writes had changed.
+    pub ledger_audits_shifted: usize,
     /// Clients that stopped after an ST1 (`Scenario::sql_stalls`), and how many of those
     /// transactions correct replicas had decided by the end (finished by other clients).
     pub stalled: usize,
@@ -134,6 +136,8 @@ pub struct Outcome {
     /// SQL transactions of Byzantine clients that correct replicas committed (replayed by
     /// the SQL oracle).
     pub byzantine_sql_commits: usize,
+    /// Of those, the ones that wrote rows on two or more shards (Basil 2PC).
+    pub byzantine_cross_shard_commits: usize,
 }
 
 #[derive(Debug)]
@@ -189,8 +193,8 @@ struct World {
     config: Arc<ClusterConfig>,
     /// Correct SQL clients that stopped after an ST1 (`Scenario::sql_stalls`), with it.
     stalled: BTreeMap<usize, TxnId>,
-    /// SQL scenarios with Byzantine clients that write rows: the catalog version they read,
-    /// set once the setup is committed.
+    /// SQL scenarios with Byzantine clients that write rows: the tables they write and the
+    /// catalog version of each one's shard, set once the setup is committed.
     byz_catalog: Option<crate::sql_byz::CatalogCell>,
 }
 
@@ -370,16 +374,27 @@ impl World {
         for script in self.clients.iter_mut().filter_map(|c| c.sql.as_mut()) {
             script.held = false;
         }
-        if let Some(cell) = &self.byz_catalog {
-            let Ok(mut slot) = cell.lock() else { return };
-            if slot.is_none() {
-                let shard = self.config.table_shard("accounts");
-                let replica = self.replicas.iter().find(|(id, _)| id.shard == shard && !self.byz_replicas.contains_key(id) && !self.crashed.contains(id));
-                if let Some(version) = replica.and_then(|(_, r)| crate::sql_byz::catalog_version(r.committed_txns(), shard)) {
-                    *slot = Some((shard, version));
-                }
-            }
+        self.learn_byz_catalogs();
+    }
+
+    /// Fills `byz_catalog` once every written table's shard has a correct replica that
+    /// committed the setup's last schema change.
+    fn learn_byz_catalogs(&self) {
+        let (Some(cell), Some(spec)) = (&self.byz_catalog, &self.s.sql) else { return };
+        let Ok(mut slot) = cell.lock() else { return };
+        if slot.is_some() {
+            return;
         }
+        let setup = self.clients.first().and_then(|c| c.sql.as_ref()).map_or(&[][..], |s| &s.finished[..]);
+        let is_ddl = |l: &&crate::sql_workload::SqlTxnLog| l.statements.iter().any(|st| matches!(st.output, SqlOutput::Ddl { .. }));
+        let ddl = setup.iter().filter(|l| l.decision == Some(Decision::Commit)).filter(is_ddl);
+        let Some(setup_ddl) = ddl.map(|l| l.ts).max() else { return };
+        let correct = |id: &ReplicaId| !self.byz_replicas.contains_key(id) && !self.crashed.contains(id);
+        let committed = |shard: ShardId| {
+            let replicas = self.replicas.iter().filter(|(id, _)| id.shard == shard && correct(id));
+            replicas.map(|(_, r)| crate::sql_byz::catalog_version(r.committed_txns(), shard)).collect()
+        };
+        *slot = crate::sql_byz::targets(&crate::sql_byz::tables(spec), &self.config, setup_ddl, committed);
     }
 
     fn finished(&self) -> bool {
@@ -424,6 +439,11 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         let key = SecretKey::from_seed(seed_bytes(s.seed, 1, id.shard.0 as u64, id.index as u64));
         let mut replica = Replica::new(config.clone(), id, Some(key)).map_err(SimError::Setup)?;
         replica.set_view_timeout_base(5 * (2 * s.max_delay_us + 2 * TICK_US));
+        // The simulated network is an authenticated channel: a message from client node c
+        // is client c's (Byzantine clients included, under their own ids).
+        for c in 0..s.clients + s.byz_clients {
+            replica.open_session(c as u64, ClientId(c as u64 + 1));
+        }
         replicas.insert(id, replica);
     }
     let round_trip = 2 * s.max_delay_us + 2 * TICK_US;
@@ -440,6 +460,9 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         let mut coord = Coordinator::new(config.clone(), ClientId(c as u64 + 1), Some(key)).map_err(SimError::Setup)?;
         coord.set_timeouts(timeouts);
         coord.set_eager_range_reads(!s.force_snapshot_path);
+        // Even clients rely on the session for their reads, as the client library does; odd
+        // ones sign them, as over a connection without a session. Both paths run everywhere.
+        coord.set_session_reads(c % 2 == 0);
         sim_clients.push(match &s.sql {
             Some(spec) => SimClient::new_sql(c, coord, spec.clone()),
             None => SimClient::new(c, coord, s.workload.clone()),
@@ -499,13 +522,17 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         }
     }
     let mut byz_clients = Vec::new();
-    // In the `accounts` SQL workload, transactions that reach the prepare phase write rows.
+    // In SQL workloads, transactions that reach the prepare phase write rows (`sql_byz`).
     let rows = matches!(
         s.client_fault,
         Some(ClientFault::StallLate | ClientFault::PartialSt1 | ClientFault::Equivocate | ClientFault::ForcedEquivocate | ClientFault::FutureTimestamps | ClientFault::StallEarly)
     );
-    let byz_catalog: Option<crate::sql_byz::CatalogCell> =
-        (rows && s.sql.as_ref().is_some_and(|spec| !spec.ledger)).then(|| Arc::new(std::sync::Mutex::new(None)));
+    if rows && s.sql.as_ref().is_some_and(|spec| spec.ledger && spec.schema_changes) && s.byz_clients > 0 {
+        // Their rows follow the setup's schema; a column added by a schema change would
+        // make them malformed.
+        return Err(SimError::Setup("Byzantine clients writing rows do not run with schema changes".into()));
+    }
+    let byz_catalog: Option<crate::sql_byz::CatalogCell> = (rows && s.sql.is_some()).then(|| Arc::new(std::sync::Mutex::new(None)));
     if let Some(fault) = s.client_fault {
         for b in 0..s.byz_clients {
             let c = s.clients + b;
@@ -622,8 +649,9 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
     let others: Vec<TxnLog> = others.into_values().collect();
     let mut report = oracle::check(&logs, &others).map_err(unsafe_err)?;
     let mut sql_committed = 0;
-    let mut ledger_audits = 0;
+    let mut audits = crate::ledger_audit::AuditReport::default();
     let mut byzantine_sql_commits = 0;
+    let mut byzantine_cross_shard_commits = 0;
     if let Some(spec) = &s.sql {
         // Byzantine clients' committed row writes take their place in the replay.
         let mut replay = sql_logs.clone();
@@ -631,15 +659,23 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         for r in &correct {
             for m in r.committed_txns().filter(|m| !correct_ids.contains(&m.ts.client.0)) {
                 if byz_seen.insert(m.id()) {
-                    replay.extend(crate::sql_byz::replay_log(m).map_err(unsafe_err)?);
+                    let log = crate::sql_byz::replay_log(m).map_err(unsafe_err)?;
+                    byzantine_cross_shard_commits += (log.is_some() && crate::sql_byz::writes_rows_on_two_shards(m, &w.config)) as usize;
+                    replay.extend(log);
                 }
             }
         }
         byzantine_sql_commits = replay.len() - sql_logs.len();
-        sql_committed = sql_oracle::check(&replay).map_err(unsafe_err)? - byzantine_sql_commits;
+        let mut deltas = crate::ledger_audit::ByzantineDeltas::default();
+        let replayed = if spec.ledger {
+            sql_oracle::check_observed(&replay, |txn, model| deltas.observe(txn, model))
+        } else {
+            sql_oracle::check(&replay)
+        };
+        sql_committed = replayed.map_err(unsafe_err)? - byzantine_sql_commits;
         report.committed += sql_committed;
         if spec.ledger {
-            ledger_audits = crate::sql_workload::check_ledger_audits(&sql_logs).map_err(unsafe_err)?;
+            audits = crate::ledger_audit::check_ledger_audits(&sql_logs, &deltas).map_err(unsafe_err)?;
         }
     }
     // Shards of the correct clients' committed transactions, as correct replicas applied them.
@@ -680,9 +716,11 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         }),
         multi_shard_commits: spans.values().filter(|(shards, _)| *shards >= 2).count(),
         cross_shard_write_commits: spans.values().filter(|(_, written)| *written >= 2).count(),
-        ledger_audits,
+        ledger_audits: audits.checked,
+        ledger_audits_shifted: audits.shifted,
         stalled: w.stalled.len(),
         stalled_decided,
         byzantine_sql_commits,
+        byzantine_cross_shard_commits,
     })
 }

@@ -9,6 +9,14 @@ use pistou_wire::Decision;
 
 /// Checks the history; returns the number of transactions replayed.
 pub fn check(logs: &[SqlTxnLog]) -> Result<usize, String> {
+    check_observed(logs, |_, _| Ok(()))
+}
+
+/// [`check`], showing `observe` the model after each committed transaction is applied.
+pub fn check_observed(
+    logs: &[SqlTxnLog],
+    mut observe: impl FnMut(&SqlTxnLog, &mut Database) -> Result<(), String>,
+) -> Result<usize, String> {
     let mut committed: Vec<&SqlTxnLog> = logs.iter().filter(|l| l.decision == Some(Decision::Commit)).collect();
     committed.sort_by_key(|l| l.ts);
     let mut model = Database::new();
@@ -47,6 +55,7 @@ pub fn check(logs: &[SqlTxnLog]) -> Result<usize, String> {
         if !ddl {
             model.execute("COMMIT").map_err(|e| where_(&format!("model COMMIT: {e}")))?;
         }
+        observe(txn, &mut model).map_err(|e| where_(&e))?;
     }
     Ok(committed.len())
 }
