@@ -630,6 +630,11 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
             return Err(unsafe_err(format!("client {client} saw {d:?} for {id} but replica {} applied the opposite", r.id())));
         }
     }
+    // A correct replica applies every commit it accepts; one it could not apply would leave
+    // it without committed rows.
+    if let Some(r) = correct.iter().find(|r| r.stats().unapplied_sql_commits > 0) {
+        return Err(unsafe_err(format!("replica {} could not apply {} committed SQL transactions", r.id(), r.stats().unapplied_sql_commits)));
+    }
     // Committed transactions of Byzantine clients, as correct replicas applied them.
     let correct_ids: BTreeSet<u64> = (1..=s.clients as u64).collect();
     let mut others: BTreeMap<pistou_core::Timestamp, TxnLog> = BTreeMap::new();

@@ -156,6 +156,9 @@ pub struct ReplicaStats {
     pub supplied: u64,
     /// SYNCs sent to learn a decision this replica missed (`inquiry.rs`).
     pub inquiries: u64,
+    /// Committed SQL transactions this replica could not apply (logged as errors). A correct
+    /// replica should never have one: every commit had correct replicas decode it.
+    pub unapplied_sql_commits: u64,
 }
 
 pub(crate) enum PendingReply {
@@ -997,12 +1000,14 @@ impl Replica {
                         // A commit certificate over content no correct replica could decode:
                         // nothing to apply, and nothing a retry would change.
                         tracing::error!(txn = ?id, "committed SQL transaction not applicable here: {e}");
+                        self.stats.unapplied_sql_commits += 1;
                         continue;
                     }
                 },
             };
             if let Err(e) = self.sql.commit(id, meta.ts, &txn) {
                 tracing::error!(txn = ?id, "committed SQL transaction not applicable here: {e}");
+                self.stats.unapplied_sql_commits += 1;
                 continue;
             }
             if txn.catalog_change.is_some() {
