@@ -87,8 +87,9 @@ async fn read_loop(
     params: &ConnParams,
 ) {
     // The first frame must say who is speaking (a client or a replica). Signatures on
-    // requests, or the session a client opens next, do the real authentication; this keeps port scanners and stray protocols
-    // out early. The hello itself goes to the replica, which may use the claim.
+    // requests, or the session a client opens next, do the real authentication; this keeps
+    // port scanners and stray protocols out early. The hello itself goes to the replica,
+    // which may use the claim.
     let first = match tokio::time::timeout(params.hello_timeout, next_message(&mut reader, counters)).await {
         Ok(Some(m)) => m,
         Ok(None) | Err(_) => return,
