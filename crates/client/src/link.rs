@@ -23,6 +23,7 @@ pub struct LinkCounters {
     connects: AtomicU64,
     connect_failures: AtomicU64,
     bad_frames: AtomicU64,
+    session_failures: AtomicU64,
     dropped_sends: AtomicU64,
 }
 
@@ -37,6 +38,11 @@ impl LinkCounters {
     /// Frames from a replica that failed framing or decoding (the link is then reset).
     pub fn bad_frames(&self) -> u64 {
         self.bad_frames.load(Ordering::Relaxed)
+    }
+    /// Session handshakes that failed: the replica refused the client's signed value,
+    /// answered something else or did not answer in time (the link then reconnects).
+    pub fn session_failures(&self) -> u64 {
+        self.session_failures.load(Ordering::Relaxed)
     }
     /// Outgoing messages dropped because a link's queue was full.
     pub fn dropped_sends(&self) -> u64 {
@@ -134,7 +140,7 @@ async fn session(
         match tokio::time::timeout(p.connect_timeout, open_session(p, key, &mut reader, &mut writer)).await {
             Ok(Some(k)) => sealer = Some(k),
             Ok(None) | Err(_) => {
-                LinkCounters::bump(&counters.bad_frames);
+                LinkCounters::bump(&counters.session_failures);
                 return SessionEnd::Broken;
             }
         }

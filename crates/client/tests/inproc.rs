@@ -233,6 +233,28 @@ async fn wrong_key_or_unknown_client_is_a_config_error() {
     let _ = cluster.stop.send(true);
 }
 
+/// The replicas know client 1 by another key than the one it holds: every session
+/// handshake is refused, which the client counts as a session failure, not a bad frame.
+#[tokio::test]
+async fn a_session_the_replicas_refuse_counts_as_a_session_failure() {
+    let run = async {
+        let cluster = start(1, 1, true).await;
+        let impostor = SecretKey::generate();
+        let mut config = (*cluster.config).clone();
+        for c in config.clients.iter_mut().filter(|c| c.id == 1) {
+            c.public_key = impostor.public();
+        }
+        let options = ClientOptions { op_timeout: Duration::from_millis(500), ..ClientOptions::default() };
+        let client = Client::connect_with(config.into(), ClientId(1), Some(impostor), options).await.unwrap();
+        let mut t = client.begin().await.unwrap();
+        assert!(matches!(t.get("k").await, Err(ClientError::Timeout { op: "get", .. })));
+        assert!(client.counters().session_failures() > 0);
+        assert_eq!(client.counters().bad_frames(), 0);
+        let _ = cluster.stop.send(true);
+    };
+    tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
+}
+
 /// A replica goes away and comes back on the same address (with empty state, which
 /// f = 1 tolerates): the client keeps committing throughout and reconnects.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
