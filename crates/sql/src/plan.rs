@@ -545,6 +545,11 @@ pub(crate) fn choose_access(table: &TableSchema, conjuncts: &[Expr]) -> KeyAcces
     best
 }
 
+/// The primary-key access of conjuncts, whatever path a scan would choose.
+pub(crate) fn primary_key_access(table: &TableSchema, conjuncts: &[Expr]) -> KeyAccess {
+    access_on(Path::PrimaryKey, &table.primary_key, &column_conditions(table, conjuncts))
+}
+
 /// True if the access depends on the outer row (so the scan must run per outer row).
 pub(crate) fn access_uses_outer(access: &KeyAccess) -> bool {
     access.uses_outer()

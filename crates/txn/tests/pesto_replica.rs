@@ -262,6 +262,64 @@ fn line18_a_write_into_a_later_readers_predicate_aborts_the_writer() {
     assert_eq!(fx.prepare(&later), Some(Vote::Commit), "ordered after the reader");
 }
 
+/// `id >= 3 AND id <= 5 AND a > 10` over table t: a predicate with a primary-key range.
+fn ids_3_to_5_with_a_above_10() -> WirePredicate {
+    use pistou_sql::expr::CmpOp;
+    let cmp = |op, col, v| Expr::Cmp(op, Box::new(Expr::Column(col)), Box::new(Expr::Const(Value::Int(v))));
+    let and = |a, b| Expr::And(Box::new(a), Box::new(b));
+    let expr = and(and(cmp(CmpOp::GtEq, 0, 3), cmp(CmpOp::LtEq, 0, 5)), cmp(CmpOp::Gt, 1, 10));
+    WirePredicate::encode(&Predicate { table: "t".into(), expr }).expect("encode")
+}
+
+fn with_key_range(mut m: TxnMeta) -> TxnMeta {
+    for p in &mut m.predicates {
+        p.predicate = ids_3_to_5_with_a_above_10();
+    }
+    m
+}
+
+/// The semantic check skips writes outside a predicate's primary-key ranges before
+/// evaluating it (no version of such a key can satisfy it; `primary_key_ranges`' property
+/// test in pistou-sql checks that). Skipping changes no verdict, so this checks the other
+/// half: writes inside the range still conflict or become dependencies, and writes outside
+/// it do neither, for lines 12, 15 and 18.
+#[test]
+fn a_predicates_key_range_hides_no_conflict_inside_it() {
+    // Line 12: a = 50 at id 1 satisfies `a > 10` but lies outside ids 3..5.
+    let mut fx = fixture();
+    let outside = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&outside), Some(Vote::Commit));
+    let reader = with_key_range(fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) }));
+    assert_eq!(fx.prepare(&reader), Some(Vote::Commit), "a write outside the key range cannot be missed");
+    // Line 18 against that prepared reader: outside its range no conflict, inside one.
+    let outside_later = fx.meta(Txn { t: 21, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(70))], predicate: None });
+    assert_eq!(fx.prepare(&outside_later), Some(Vote::Commit));
+    let inside = fx.meta(Txn { t: 22, reads: vec![(key(4), Timestamp::GENESIS)], writes: vec![(4, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&inside), Some(Vote::Abort), "id 4 enters the prepared reader's predicate");
+
+    // Line 12 inside the range: a missed a = 60 at id 5 aborts the reader.
+    let mut fx = fixture();
+    let w = fx.meta(Txn { t: 20, reads: vec![(key(5), Timestamp::GENESIS)], writes: vec![(5, Some(60))], predicate: None });
+    assert_eq!(fx.prepare(&w), Some(Vote::Commit));
+    let t = with_key_range(fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) }));
+    assert_eq!(fx.prepare(&t), Some(Vote::Abort));
+
+    // Line 15: prepared writers move ids 1 and 4 out of `a > 10`; only id 4's could expose a
+    // matching version inside the reader's range, so the reader depends on that one alone.
+    let mut fx = fixture();
+    let genesis = Timestamp::GENESIS;
+    let base = fx.meta(Txn { t: 5, reads: vec![(key(1), genesis), (key(4), genesis)], writes: vec![(1, Some(50)), (4, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&base), Some(Vote::Commit));
+    fx.commit(&base);
+    let w1 = fx.meta(Txn { t: 20, reads: vec![(key(1), ts(5))], writes: vec![(1, Some(1))], predicate: None });
+    assert_eq!(fx.prepare(&w1), Some(Vote::Commit));
+    let w4 = fx.meta(Txn { t: 21, reads: vec![(key(4), ts(5))], writes: vec![(4, Some(1))], predicate: None });
+    assert_eq!(fx.prepare(&w4), Some(Vote::Commit));
+    let t = with_key_range(fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) }));
+    let req = sign_client(ClientId(1), Some(&fx.client), Prepare { meta: t.clone() });
+    assert_eq!(fx.send(Message::Prepare(req)), vec![Message::Waiting { txn: t.id(), on: vec![w4.id()] }]);
+}
+
 #[test]
 fn hostile_sql_content_gets_an_abort_vote() {
     let mut fx = fixture();

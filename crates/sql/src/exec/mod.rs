@@ -286,6 +286,24 @@ fn eq_prefix(table: &TableSchema, access: &KeyAccess, key_cols: &[usize], env: &
     Ok(Some(prefix))
 }
 
+impl Predicate {
+    /// The primary-key ranges outside which no row satisfies this closed predicate: the
+    /// ranges a primary-key scan filtered by it would visit, derived from its conjuncts on the
+    /// key columns. A row's key never changes, so a write to a key outside them can neither
+    /// satisfy the predicate nor expose an older version that does. `None` when the conjuncts
+    /// do not restrict the key (or the ranges cannot be computed); empty when no row can
+    /// satisfy it.
+    pub fn primary_key_ranges(&self, table: &TableSchema) -> Option<Vec<KeyRange>> {
+        let mut parts = Vec::new();
+        conjuncts(self.expr.clone(), &mut parts);
+        let access = primary_key_access(table, &parts);
+        if access.eq.is_empty() && access.any_of.is_empty() && access.lower.is_none() && access.upper.is_none() {
+            return None;
+        }
+        key_ranges(table, &access, &table.primary_key, &Env::default()).ok()
+    }
+}
+
 /// Key ranges of an access, sorted and disjoint: one per distinct IN value, else at most one.
 fn key_ranges(table: &TableSchema, access: &KeyAccess, key_cols: &[usize], env: &Env) -> Result<Vec<KeyRange>> {
     if access.any_of.is_empty() {
@@ -384,3 +402,94 @@ fn hash_rows(rows: &[Row], keys: &[(Expr, Expr)], env: &Env) -> Result<BTreeMap<
     Ok(table)
 }
 
+#[cfg(test)]
+mod primary_key_range_tests {
+    use crate::catalog::{Column, TableSchema};
+    use crate::expr::{CmpOp, Expr, Predicate};
+    use crate::types::{SqlType, Value};
+    use proptest::prelude::*;
+
+    /// t(a INT, b INT, c TEXT) with PRIMARY KEY (a, b); the cases below also use a
+    /// single-column key.
+    fn table(primary_key: Vec<usize>) -> TableSchema {
+        let col = |name: &str, ty| Column { name: name.into(), ty, limits: Default::default(), nullable: true, default: None };
+        TableSchema { name: "t".into(), columns: vec![col("a", SqlType::Int), col("b", SqlType::Int), col("c", SqlType::Text)], primary_key, indexes: vec![] }
+    }
+
+    fn cmp(op: CmpOp, col: usize, v: Value) -> Expr {
+        Expr::Cmp(op, Box::new(Expr::Column(col)), Box::new(Expr::Const(v)))
+    }
+
+    fn and(a: Expr, b: Expr) -> Expr {
+        Expr::And(Box::new(a), Box::new(b))
+    }
+
+    fn covered(t: &TableSchema, p: &Predicate, row: &[Value]) -> bool {
+        let key = t.row_key(row);
+        p.primary_key_ranges(t).is_none_or(|ranges| ranges.iter().any(|r| r.contains(&key)))
+    }
+
+    #[test]
+    fn key_conjuncts_give_ranges_and_others_none() {
+        let t = table(vec![0]);
+        let p = |expr| Predicate { table: "t".into(), expr };
+        let row = |a: i64| vec![Value::Int(a), Value::Int(0), Value::Text("x".into())];
+        let between = p(and(cmp(CmpOp::GtEq, 0, Value::Int(5)), cmp(CmpOp::LtEq, 0, Value::Int(5))));
+        let ranges = between.primary_key_ranges(&t).expect("restricted");
+        assert_eq!(ranges.len(), 1);
+        assert!(ranges[0].contains(&t.row_key(&row(5))));
+        assert!(!ranges[0].contains(&t.row_key(&row(4))) && !ranges[0].contains(&t.row_key(&row(6))));
+        let point = p(and(cmp(CmpOp::Eq, 0, Value::Int(3)), cmp(CmpOp::Gt, 1, Value::Int(7))));
+        assert_eq!(point.primary_key_ranges(&t).map(|r| r.len()), Some(1));
+        let in_list = p(Expr::InList { expr: Box::new(Expr::Column(0)), list: vec![Expr::Const(Value::Int(9)), Expr::Const(Value::Int(1))], negated: false });
+        assert_eq!(in_list.primary_key_ranges(&t).map(|r| r.len()), Some(2));
+        assert_eq!(p(cmp(CmpOp::Gt, 1, Value::Int(7))).primary_key_ranges(&t), None, "no key conjunct");
+        let or = Expr::Or(Box::new(cmp(CmpOp::Eq, 0, Value::Int(1))), Box::new(cmp(CmpOp::Eq, 0, Value::Int(2))));
+        assert_eq!(p(or).primary_key_ranges(&t), None, "a disjunction is not a conjunct");
+        assert_eq!(p(cmp(CmpOp::Eq, 0, Value::Null)).primary_key_ranges(&t), Some(vec![]), "a = NULL holds for no row");
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            (-3i64..4).prop_map(Value::Int),
+            Just(Value::Null),
+            (-30i64..40).prop_map(|v| Value::Float(v as f64 / 10.0)),
+            (-30i64..40).prop_map(|v| Value::Numeric(rust_decimal::Decimal::new(v, 1))),
+            "[a-c]{0,2}".prop_map(Value::Text),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = CmpOp> {
+        prop_oneof![Just(CmpOp::Eq), Just(CmpOp::NotEq), Just(CmpOp::Lt), Just(CmpOp::LtEq), Just(CmpOp::Gt), Just(CmpOp::GtEq)]
+    }
+
+    fn conjunct() -> impl Strategy<Value = Expr> {
+        prop_oneof![
+            (op(), 0usize..3, value(), any::<bool>()).prop_map(|(op, col, v, flip)| if flip {
+                Expr::Cmp(op, Box::new(Expr::Const(v)), Box::new(Expr::Column(col)))
+            } else {
+                cmp(op, col, v)
+            }),
+            (0usize..2, proptest::collection::vec(value(), 1..4))
+                .prop_map(|(col, list)| Expr::InList { expr: Box::new(Expr::Column(col)), list: list.into_iter().map(Expr::Const).collect(), negated: false }),
+        ]
+    }
+
+    proptest! {
+        /// Soundness: every row the predicate holds for has its key in the ranges.
+        #[test]
+        fn a_row_that_satisfies_the_predicate_is_inside_its_ranges(
+            parts in proptest::collection::vec(conjunct(), 1..5),
+            a in -4i64..5, b in -4i64..5, c in "[a-c]{0,2}",
+            compound in any::<bool>(),
+        ) {
+            let t = table(if compound { vec![0, 1] } else { vec![0] });
+            let expr = parts.into_iter().reduce(and).expect("non-empty");
+            let p = Predicate { table: "t".into(), expr };
+            let row = vec![Value::Int(a), Value::Int(b), Value::Text(c)];
+            if p.eval(&row).ok().flatten() == Some(true) {
+                prop_assert!(covered(&t, &p, &row), "row {:?} satisfies {:?} outside {:?}", row, p.expr, p.primary_key_ranges(&t));
+            }
+        }
+    }
+}

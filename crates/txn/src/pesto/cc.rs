@@ -113,7 +113,9 @@ impl SqlReplica {
         }
         let table = predicate.table.as_str();
         for w in self.store.writes_between(table, lo, meta.ts) {
-            if w.writer == *id {
+            // Outside P's key ranges no version of the key satisfies P: the write can neither
+            // conflict nor expose a match. The cheapest test, so it comes first.
+            if w.writer == *id || !p.may_cover(w.key) {
                 continue;
             }
             // Below the short window only late writers are checked; a writer whose record
@@ -173,7 +175,7 @@ impl SqlReplica {
                     // A predicate whose evaluation read the key is covered by Basil's reader check.
                     let affected = predicates
                         .iter()
-                        .any(|p| !key.as_ref().is_some_and(|k| p.active.contains(k)) && p.predicate.may_match(row));
+                        .any(|p| p.may_cover(pk) && !key.as_ref().is_some_and(|k| p.active.contains(k)) && p.predicate.may_match(row));
                     if affected {
                         return Err(CcAbort::Conflict(*reader));
                     }

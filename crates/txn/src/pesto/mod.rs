@@ -16,7 +16,7 @@ pub(crate) mod snapshot;
 use pistou_core::sql_keys::{catalog_key, key_kind, KeyKind};
 use pistou_core::{ClusterConfig, ShardId, SqlConfig, Timestamp, TxnId};
 use pistou_rowstore::{RowStore, StoreLimits, VersionState};
-use pistou_sql::{Catalog, CatalogChange, Engine, Limits, Predicate, Row, Write, WriteSet};
+use pistou_sql::{Catalog, CatalogChange, Engine, KeyRange, Limits, Predicate, Row, Write, WriteSet};
 use pistou_wire::TxnMeta;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -69,6 +69,17 @@ pub(crate) struct ReadPredicate {
     pub(crate) predicate: Predicate,
     pub(crate) table_version: Timestamp,
     pub(crate) active: Arc<BTreeSet<Vec<u8>>>,
+    /// Primary-key ranges outside which no row satisfies P (None: P does not restrict the
+    /// key): the semantic check skips writes to other keys before evaluating P.
+    pub(crate) key_ranges: Option<Vec<KeyRange>>,
+}
+
+impl ReadPredicate {
+    /// False only for a key (a primary key, as the store holds it) no version of which can
+    /// satisfy P.
+    pub(crate) fn may_cover(&self, key: &[u8]) -> bool {
+        self.key_ranges.as_ref().is_none_or(|ranges| ranges.iter().any(|r| r.contains(key)))
+    }
 }
 
 /// Registered readers of one table: (ts, id) → their predicates on it.
@@ -216,7 +227,8 @@ impl SqlReplica {
             let schema = catalog.table(&p.predicate.table).ok_or(SqlTxnError::UnknownTable)?;
             let predicate = p.predicate.decode(schema.columns.len()).map_err(|e| SqlTxnError::BadPredicate(e.message))?;
             let active = Arc::new(p.active.iter().cloned().collect());
-            txn.predicates.push(ReadPredicate { predicate, table_version: p.table_version, active });
+            let key_ranges = predicate.primary_key_ranges(schema);
+            txn.predicates.push(ReadPredicate { predicate, table_version: p.table_version, active, key_ranges });
         }
         Ok(Some(txn))
     }

@@ -112,9 +112,8 @@ impl Replica {
     pub(crate) fn execute_range(&mut self, from: Peer, req: &ClientSigned<RangeRead>) {
         self.stats.reads += 1;
         let request = req.body.signing_hash();
-        let config = self.auth.config().clone();
         let owners = &self.ts_owner;
-        let (result, ss_vote) = self.sql.range_read(&config, &req.body, |ts| owners.get(&ts).copied());
+        let (result, ss_vote) = self.sql.range_read(self.auth.config(), &req.body, |ts| owners.get(&ts).copied());
         self.pending.push((Dest::Client(from), PendingReply::Range(RangeReply { request, result, ss_vote })));
     }
 
