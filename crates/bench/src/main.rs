@@ -11,6 +11,7 @@
 //!   thread through the simulator, no sockets: what the runtime adds comes on top.
 
 mod cluster;
+mod cpu;
 mod faulty;
 mod scan;
 mod stress;

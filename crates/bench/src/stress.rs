@@ -11,6 +11,7 @@
 //!   snapshot names the transaction (SYNC): Pesto's "omitting/delaying writes".
 
 use crate::cluster::Cluster;
+use crate::cpu::{percent, CpuTimes};
 use crate::ycsb::{Dist, KeyGen, Tally, Workload};
 use crate::ClusterArgs;
 use anyhow::{bail, Result};
@@ -97,8 +98,8 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
     if a.rows == 0 || a.clients == 0 || a.repeat == 0 {
         bail!("--rows, --clients and --repeat must be positive");
     }
-    println!("| workload | mode | committed tx/s | p50 ms | p99 ms | commit rate | fast path | eager reads | snapshot reads | proposals | failed reads | errors |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| workload | mode | committed tx/s | p50 ms | p99 ms | commit rate | fast path | eager reads | snapshot reads | proposals | failed reads | errors | CPU idle |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut runs: Vec<(Dist, Mode, f64)> = Vec::new();
     for &dist in &a.dists {
         for &mode in std::iter::repeat_n(&a.modes, a.repeat).flatten() {
@@ -112,11 +113,11 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
             // Every replica applies the load before measuring.
             tokio::time::sleep(Duration::from_millis(500)).await;
             let w = Workload { keys: a.rows, dist, theta: a.theta, clients: a.clients, duration: a.duration, warmup: a.warmup, preload_batch: 0 };
-            let (t, stats) = clients(&cluster, &w, mode).await?;
+            let (t, stats, idle) = clients(&cluster, &w, mode).await?;
             let total = t.committed + t.aborted;
             runs.push((dist, mode, t.committed as f64 / a.duration as f64));
             println!(
-                "| {} | {:?} | {:.0} | {:.1} | {:.1} | {:.1}% | {:.1}% | {} | {} | {} | {} | {} |",
+                "| {} | {:?} | {:.0} | {:.1} | {:.1} | {:.1}% | {:.1}% | {} | {} | {} | {} | {} | {} |",
                 w.describe(),
                 mode,
                 t.committed as f64 / a.duration as f64,
@@ -129,6 +130,7 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
                 stats.snapshot_proposals,
                 stats.failed,
                 t.errors,
+                percent(idle),
             );
         }
     }
@@ -161,10 +163,20 @@ fn summary(runs: &[(Dist, Mode, f64)], a: &StressArgs) {
     }
 }
 
-async fn clients(cluster: &Cluster, w: &Workload, mode: Mode) -> Result<(Tally, pistou_client::RangeStats)> {
+/// Runs the clients; returns their tally, their range-read counts and the machine's idle
+/// CPU share over the measured window.
+async fn clients(cluster: &Cluster, w: &Workload, mode: Mode) -> Result<(Tally, pistou_client::RangeStats, Option<f64>)> {
     let keys = KeyGen::new(w)?;
     let n = cluster.config.quorums().n();
     let start = Instant::now() + Duration::from_millis(200);
+    let measure_from = start + Duration::from_secs(w.warmup);
+    let measured = Duration::from_secs(w.duration);
+    let meter = tokio::spawn(async move {
+        tokio::time::sleep_until(measure_from.into()).await;
+        let before = CpuTimes::now();
+        tokio::time::sleep(measured).await;
+        before.zip(CpuTimes::now()).and_then(|(b, a)| b.idle_share_until(&a))
+    });
     let mut tasks = Vec::new();
     for id in 1..=w.clients as u64 {
         let client = Client::connect_with(cluster.config.clone(), ClientId(id), cluster.client_key(id)?, options(mode, n)).await?;
@@ -181,7 +193,7 @@ async fn clients(cluster: &Cluster, w: &Workload, mode: Mode) -> Result<(Tally, 
         stats.snapshot_proposals += s.snapshot_proposals;
         stats.failed += s.failed;
     }
-    Ok((total, stats))
+    Ok((total, stats, meter.await?))
 }
 
 /// One transaction: ten read-and-update range statements on random tables and keys.
