@@ -18,7 +18,7 @@ use pistou_wire::{
     Prepare, PreparedRead, RangeRead, RangeReply, ReadReply, ReadRequest, ReplicaSigned, Signable, St1Vote, St2, St2Reply, TxnMeta, Vote,
     Writeback,
 };
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 /// Default base of the exponential fallback view timeout.
@@ -208,7 +208,37 @@ pub struct Replica {
     /// Committed SQL transactions planned against a catalog version whose schema change
     /// has not reached this replica yet (its writeback was delayed or lost), by that
     /// version. They are applied as soon as it commits here (`apply_sql_commit`).
-    pub(crate) awaiting_catalog: BTreeMap<Timestamp, Vec<(TxnId, Arc<TxnMeta>)>>,
+    pub(crate) awaiting_catalog: AwaitingCatalog,
+}
+
+/// Committed SQL transactions waiting for the schema change they were planned against, by
+/// its catalog version, with an index of their ids: `applied` asks about one id for every
+/// entry of every snapshot proposal, so that must not scan the waiting list.
+#[derive(Default)]
+pub(crate) struct AwaitingCatalog {
+    by_version: BTreeMap<Timestamp, Vec<(TxnId, Arc<TxnMeta>)>>,
+    ids: HashSet<TxnId>,
+}
+
+impl AwaitingCatalog {
+    fn push(&mut self, version: Timestamp, id: TxnId, meta: Arc<TxnMeta>) {
+        if self.ids.insert(id) {
+            self.by_version.entry(version).or_default().push((id, meta));
+        }
+    }
+
+    /// The transactions waiting for catalog `version`, which has just committed here.
+    fn take(&mut self, version: Timestamp) -> Vec<(TxnId, Arc<TxnMeta>)> {
+        let ready = self.by_version.remove(&version).unwrap_or_default();
+        for (id, _) in &ready {
+            self.ids.remove(id);
+        }
+        ready
+    }
+
+    pub(crate) fn contains(&self, id: &TxnId) -> bool {
+        self.ids.contains(id)
+    }
 }
 
 impl Replica {
@@ -252,7 +282,7 @@ impl Replica {
             undecided: Default::default(),
             gc: Default::default(),
             sessions: HashMap::new(),
-            awaiting_catalog: BTreeMap::new(),
+            awaiting_catalog: AwaitingCatalog::default(),
         })
     }
 
@@ -993,7 +1023,7 @@ impl Replica {
                     Ok(None) => continue,
                     Err(SqlTxnError::UnknownCatalog) => {
                         let version = meta.read_of(&catalog_key(self.id.shard)).map_or(Timestamp::GENESIS, |r| r.version);
-                        self.awaiting_catalog.entry(version).or_default().push((id, meta));
+                        self.awaiting_catalog.push(version, id, meta);
                         continue;
                     }
                     Err(e) => {
@@ -1011,7 +1041,7 @@ impl Replica {
                 continue;
             }
             if txn.catalog_change.is_some() {
-                ready.extend(self.awaiting_catalog.remove(&meta.ts).unwrap_or_default());
+                ready.extend(self.awaiting_catalog.take(meta.ts));
             }
             if id != first {
                 // Applied late: snapshot queries parked for it may run now (the caller
@@ -1023,7 +1053,7 @@ impl Replica {
 
     /// Whether T's SQL content still waits for its catalog here (not applied yet).
     pub(crate) fn awaits_catalog(&self, id: &TxnId) -> bool {
-        self.awaiting_catalog.values().any(|v| v.iter().any(|(t, _)| t == id))
+        self.awaiting_catalog.contains(id)
     }
 
     fn apply_abort(&mut self, id: TxnId, meta: TxnMeta, cert: AbortCert) {
