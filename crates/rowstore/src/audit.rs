@@ -114,6 +114,9 @@ fn audit_table(name: &str, t: &Table, watermark: Timestamp, cap: usize, prepared
     if writes != t.log.writes() {
         return Err("log write counter is off".into());
     }
+    if !t.log.key_index_agrees() {
+        return Err("the log's by-key index differs from its entries".into());
+    }
     if t.log.trimmed_through().is_some_and(|ts| ts >= watermark) {
         return Err("trimmed a write at or above the watermark".into());
     }

@@ -5,7 +5,8 @@ use crate::chain::Key;
 use crate::refs::VersionState;
 use pistou_core::{Timestamp, TxnId};
 use pistou_sql::Row;
-use std::collections::BTreeMap;
+use pistou_sql::KeyRange;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -29,6 +30,9 @@ pub(crate) type LogEntry = BTreeMap<Key, LoggedWrite>;
 #[derive(Clone, Debug)]
 pub(crate) struct WriteLog {
     entries: BTreeMap<(Timestamp, TxnId), LogEntry>,
+    /// The same writes by key: a predicate's key ranges are looked up without walking the
+    /// whole window (`between_in`).
+    by_key: BTreeMap<Key, BTreeSet<(Timestamp, TxnId)>>,
     writes: usize,
     trimmed_through: Option<Timestamp>,
     /// Committed writes below this have been trimmed (it only moves up).
@@ -37,7 +41,7 @@ pub(crate) struct WriteLog {
 
 impl Default for WriteLog {
     fn default() -> Self {
-        WriteLog { entries: BTreeMap::new(), writes: 0, trimmed_through: None, trimmed_to: Timestamp::GENESIS }
+        WriteLog { entries: BTreeMap::new(), by_key: BTreeMap::new(), writes: 0, trimmed_through: None, trimmed_to: Timestamp::GENESIS }
     }
 }
 
@@ -63,7 +67,17 @@ impl WriteLog {
         let entry = self.entries.entry((ts, writer)).or_default();
         if !entry.contains_key(key) {
             entry.insert(key.clone(), write);
+            self.by_key.entry(key.clone()).or_default().insert((ts, writer));
             self.writes += 1;
+        }
+    }
+
+    fn unindex(&mut self, ts: Timestamp, writer: TxnId, key: &[u8]) {
+        if let Some(set) = self.by_key.get_mut(key) {
+            set.remove(&(ts, writer));
+            if set.is_empty() {
+                self.by_key.remove(key);
+            }
         }
     }
 
@@ -82,6 +96,7 @@ impl WriteLog {
         if entry.is_empty() {
             self.entries.remove(&(ts, writer));
         }
+        self.unindex(ts, writer, key);
         self.writes -= 1;
         Some(removed)
     }
@@ -119,9 +134,16 @@ impl WriteLog {
         self.trimmed_to = to;
         let mut trimmed = 0;
         let mut emptied = Vec::new();
+        let mut gone = Vec::new();
         for (&(ts, writer), entry) in self.entries.range_mut((from, LOWEST_TXN)..(to, LOWEST_TXN)) {
             let before = entry.len();
-            entry.retain(|_, w| w.state != VersionState::Committed);
+            entry.retain(|key, w| {
+                let keep = w.state != VersionState::Committed;
+                if !keep {
+                    gone.push((ts, writer, key.clone()));
+                }
+                keep
+            });
             if entry.len() < before {
                 trimmed += before - entry.len();
                 self.trimmed_through = self.trimmed_through.max(Some(ts));
@@ -133,6 +155,9 @@ impl WriteLog {
         for id in emptied {
             self.entries.remove(&id);
         }
+        for (ts, writer, key) in gone {
+            self.unindex(ts, writer, &key);
+        }
         self.writes -= trimmed;
         trimmed
     }
@@ -142,6 +167,48 @@ impl WriteLog {
         // `range` panics on an empty range with two excluded bounds; lo < hi rules that out.
         let bounds = (Bound::Excluded((lo, HIGHEST_TXN)), Bound::Excluded((hi, LOWEST_TXN)));
         (lo < hi).then(|| self.entries.range(bounds)).into_iter().flatten()
+    }
+
+    /// The writes with `lo < ts < hi` to keys in `ranges`, in no particular order, if the
+    /// ranges hold at most `max_keys` logged keys; `None` (look at the window instead) if
+    /// they hold more. Overlapping ranges may yield a write twice.
+    #[allow(clippy::type_complexity)]
+    pub fn between_in(&self, lo: Timestamp, hi: Timestamp, ranges: &[KeyRange], max_keys: usize) -> Option<Vec<(Timestamp, TxnId, &Key, &LoggedWrite)>> {
+        let mut keys = Vec::new();
+        for r in ranges.iter().filter(|r| !r.is_empty()) {
+            // Not empty, so `range` cannot panic (start ≤ end, and not both excluded if equal).
+            let bounds = (r.start.as_ref().map(Vec::as_slice), r.end.as_ref().map(Vec::as_slice));
+            for entry in self.by_key.range::<[u8], _>(bounds) {
+                if keys.len() == max_keys {
+                    return None;
+                }
+                keys.push(entry);
+            }
+        }
+        let mut out = Vec::new();
+        if lo >= hi {
+            return Some(out);
+        }
+        let window = (Bound::Excluded((lo, HIGHEST_TXN)), Bound::Excluded((hi, LOWEST_TXN)));
+        for (key, stamps) in keys {
+            for &(ts, writer) in stamps.range(window) {
+                if let Some(w) = self.get(ts, writer, key) {
+                    out.push((ts, writer, key, w));
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// True if `by_key` indexes exactly the logged writes (for `verify_invariants`).
+    pub fn key_index_agrees(&self) -> bool {
+        let mut expected: BTreeMap<&Key, BTreeSet<(Timestamp, TxnId)>> = BTreeMap::new();
+        for (&stamp, entry) in &self.entries {
+            for key in entry.keys() {
+                expected.entry(key).or_default().insert(stamp);
+            }
+        }
+        expected.len() == self.by_key.len() && self.by_key.iter().all(|(k, set)| expected.get(k) == Some(set))
     }
 
     /// Timestamp of the newest write below `below` that `accept` admits (exact when `below` is
@@ -179,6 +246,32 @@ mod tests {
 
     fn write(state: VersionState) -> LoggedWrite {
         LoggedWrite { state, row: None }
+    }
+
+    #[test]
+    fn between_in_looks_keys_up_and_gives_up_past_max_keys() {
+        let mut log = WriteLog::default();
+        for t in 1..=6u64 {
+            log.record(Timestamp::at(t), TxnId([t as u8; 32]), &key(t as u8), write(VersionState::Committed));
+        }
+        log.record(Timestamp::at(7), TxnId([7; 32]), &key(2), write(VersionState::Prepared));
+        let span = |a: u8, b: u8| KeyRange { start: Bound::Included(vec![a]), end: Bound::Included(vec![b]) };
+        let times = |found: Option<Vec<(Timestamp, TxnId, &Key, &LoggedWrite)>>| {
+            found.map(|f| {
+                let mut t: Vec<u64> = f.iter().map(|(ts, ..)| ts.time).collect();
+                t.sort();
+                t
+            })
+        };
+        let (lo, hi) = (Timestamp::at(1), Timestamp::at(8));
+        assert_eq!(times(log.between_in(lo, hi, &[span(2, 3)], 2)), Some(vec![2, 3, 7]), "key 2 twice, key 3 once; ts 1 excluded");
+        assert_eq!(times(log.between_in(lo, hi, &[span(2, 4)], 2)), None, "three keys in range, two allowed");
+        assert_eq!(times(log.between_in(lo, hi, &[span(4, 2)], 0)), Some(vec![]), "an empty range holds no key");
+        assert_eq!(times(log.between_in(hi, lo, &[span(2, 3)], 9)), Some(vec![]), "inverted window");
+        log.remove(Timestamp::at(7), TxnId([7; 32]), &[2]);
+        log.trim(Timestamp::at(3), 0);
+        assert_eq!(times(log.between_in(Timestamp::GENESIS, hi, &[span(1, 6)], 9)), Some(vec![3, 4, 5, 6]), "removed and trimmed writes leave the index");
+        assert_eq!(log.by_key.len(), 4);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::replica::TxnRecord;
 use std::collections::HashMap;
 use pistou_core::sql_keys::row_key;
 use pistou_core::{Timestamp, TxnId};
-use pistou_rowstore::VersionState;
+use pistou_rowstore::{VersionState, WriteRef};
 use pistou_sql::Predicate;
 use pistou_wire::TxnMeta;
 
@@ -112,10 +112,14 @@ impl SqlReplica {
             return Err(CcAbort::BelowWatermark);
         }
         let table = predicate.table.as_str();
-        for w in self.store.writes_between(table, lo, meta.ts) {
-            // Outside P's key ranges no version of the key satisfies P: the write can neither
-            // conflict nor expose a match. The cheapest test, so it comes first.
-            if w.writer == *id || !p.may_cover(w.key) {
+        // Outside P's key ranges no version of the key satisfies P: a write there can neither
+        // conflict nor expose a match, so only writes inside them are examined.
+        let writes: Box<dyn Iterator<Item = WriteRef<'_>> + '_> = match &p.key_ranges {
+            Some(ranges) => Box::new(self.store.writes_between_in(table, lo, meta.ts, ranges).into_iter()),
+            None => Box::new(self.store.writes_between(table, lo, meta.ts)),
+        };
+        for w in writes {
+            if w.writer == *id {
                 continue;
             }
             // Below the short window only late writers are checked; a writer whose record

@@ -154,14 +154,17 @@ impl SqlReplica {
     /// Examines the newest `MAX_ACTIVE_NEGATIVE_SCAN` writes within the table-version outlier
     /// bound below `ts` (older writes have had time to reach every correct replica) whose
     /// key lies in the scan's primary-key ranges: no version of a key outside them satisfies
-    /// the predicate, so those writes are skipped before any evaluation or lookup.
+    /// the predicate, and the write log finds the writes to a narrow range by key
+    /// (`RowStore::writes_between_in`) without walking the window.
     fn active_negative(&self, scan: &ScanRead, active: &BTreeMap<Vec<u8>, ActiveRead>, ts: Timestamp) -> Vec<TxnId> {
         let (table, predicate) = (scan.table(), &scan.predicate);
-        let in_scope = |key: &[u8]| scan.pk_ranges.as_ref().is_none_or(|ranges| ranges.iter().any(|r| r.contains(key)));
         let lo = Timestamp::at(ts.time.saturating_sub(self.params.table_version_outlier_us)).max(self.store.watermark());
         let committed = |v: &pistou_rowstore::VersionRef| v.state == VersionState::Committed;
-        let recent: Vec<_> =
-            self.store.writes_between(table, lo, ts).filter(|w| w.state == VersionState::Committed && in_scope(w.key)).collect();
+        let in_window = match &scan.pk_ranges {
+            Some(ranges) => self.store.writes_between_in(table, lo, ts, ranges),
+            None => self.store.writes_between(table, lo, ts).collect(),
+        };
+        let recent: Vec<_> = in_window.into_iter().filter(|w| w.state == VersionState::Committed).collect();
         let mut out = Vec::new();
         for w in recent.iter().rev().take(MAX_ACTIVE_NEGATIVE_SCAN) {
             if w.row.is_some_and(|row| predicate.may_match(row)) {
