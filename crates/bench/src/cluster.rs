@@ -17,6 +17,8 @@ pub struct ClusterSpec {
     pub crypto: bool,
     pub base_port: u16,
     pub pistou: Option<PathBuf>,
+    /// `PISTOU_REPLICA_THREADS` for the replicas (None: their default).
+    pub replica_threads: Option<u16>,
 }
 
 /// The running cluster; dropping it stops every replica.
@@ -70,11 +72,13 @@ impl Cluster {
             bail!("pistou init failed");
         }
         let config = Arc::new(ClusterConfig::from_toml(&std::fs::read_to_string(dir.join("cluster.toml"))?)?);
-        let child = Command::new(&bin)
-            .arg("cluster")
-            .arg("up")
-            .arg("--dir")
-            .arg(&dir)
+        let mut up = Command::new(&bin);
+        up.arg("cluster").arg("up").arg("--dir").arg(&dir);
+        match spec.replica_threads {
+            Some(n) => up.env("PISTOU_REPLICA_THREADS", n.to_string()),
+            None => up.env_remove("PISTOU_REPLICA_THREADS"),
+        };
+        let child = up
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

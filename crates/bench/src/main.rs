@@ -88,6 +88,11 @@ pub struct ClusterArgs {
     /// The `pistou` binary (default: next to this one).
     #[arg(long)]
     pistou: Option<PathBuf>,
+    /// Worker threads of each replica (`PISTOU_REPLICA_THREADS`; default: every core). 1
+    /// puts a replica's driver and connections on one thread, which suits 6 replicas on 2
+    /// cores.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    replica_threads: Option<u16>,
 }
 
 impl ClusterArgs {
@@ -99,6 +104,7 @@ impl ClusterArgs {
             crypto: !self.no_crypto,
             base_port: self.base_port,
             pistou: self.pistou.clone(),
+            replica_threads: self.replica_threads,
         }
     }
 }

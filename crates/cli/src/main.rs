@@ -277,7 +277,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
         }
         Cmd::Replica(a) => {
             let spec = replica::ReplicaSpec { config: a.config, id: a.id, shard: a.shard, index: a.index, key: a.key, fault: a.fault };
-            multi_thread()?.block_on(replica::run(spec))?;
+            replica_runtime()?.block_on(replica::run(spec))?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Kv(a) => current_thread()?.block_on(run_kv(a)),
@@ -376,6 +376,19 @@ async fn cluster_up(dir: PathBuf, tolerate: bool, byzantine: std::collections::B
 /// Replicas are CPU-bound (signatures): use every core.
 fn multi_thread() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+/// A replica's runtime: every core by default. `PISTOU_REPLICA_THREADS=N` (inherited by the
+/// replicas of `cluster up`) sets the worker threads; 1 runs the protocol driver and every
+/// connection on one thread, without a hand-off between threads per message, which suits
+/// many replicas sharing few cores (the benchmarks run 6 on 2).
+fn replica_runtime() -> Result<tokio::runtime::Runtime> {
+    let Ok(v) = std::env::var("PISTOU_REPLICA_THREADS") else { return multi_thread() };
+    match v.trim().parse::<usize>() {
+        Ok(1) => current_thread(),
+        Ok(n @ 2..=1024) => Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build()?),
+        _ => Err(Usage(format!("PISTOU_REPLICA_THREADS must be a number of threads from 1 to 1024, got {v:?}")).into()),
+    }
 }
 
 /// Supervisors and short-lived clients need one thread; `cluster up` and `demo` need

@@ -24,6 +24,15 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
+fn a_bad_replica_thread_count_is_a_usage_error() {
+    for bad in ["abc", "0", "1025", ""] {
+        let run = pistou_with(&["replica", "--config", "/nonexistent/cluster.toml", "--id", "s0r0"], "", &[("PISTOU_REPLICA_THREADS", bad)], LIMIT);
+        assert_eq!(run.code, Some(2), "PISTOU_REPLICA_THREADS={bad:?}: {}", run.stderr);
+        assert!(run.stderr.contains("PISTOU_REPLICA_THREADS must be"), "{}", run.stderr);
+    }
+}
+
+#[test]
 fn init_checks_arguments_and_refuses_to_overwrite() {
     let dir = temp_dir();
     let d = path_str(dir.path());

@@ -10,11 +10,11 @@ use std::time::Duration;
 const ACCOUNTS: usize = 10;
 
 /// init → cluster up → 4 clients × 25 concurrent transfers → total conserved → stop,
-/// no replica left.
-async fn transfers_conserve_total(shards: usize) {
+/// no replica left. `env` goes to `cluster up` and its replicas.
+async fn transfers_conserve_total(shards: usize, env: &[(&str, &str)]) {
     let dir = temp_dir();
     let config = init_cluster(dir.path(), shards, 5);
-    let cluster = ClusterProc::up(dir.path(), false);
+    let cluster = ClusterProc::up_with_env(dir.path(), false, &[], env);
     assert_eq!(cluster.pids.len(), 6 * shards);
     let tally = Arc::new(Tally::default());
     run_transfers(&config, dir.path(), 4, 25, ACCOUNTS, &tally).await;
@@ -33,12 +33,19 @@ async fn transfers_conserve_total(shards: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_shard_transfers_conserve_total() {
-    tokio::time::timeout(Duration::from_secs(240), transfers_conserve_total(1)).await.expect("test timed out");
+    tokio::time::timeout(Duration::from_secs(240), transfers_conserve_total(1, &[])).await.expect("test timed out");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_shard_transfers_conserve_total() {
-    tokio::time::timeout(Duration::from_secs(240), transfers_conserve_total(2)).await.expect("test timed out");
+    tokio::time::timeout(Duration::from_secs(240), transfers_conserve_total(2, &[])).await.expect("test timed out");
+}
+
+/// `PISTOU_REPLICA_THREADS=1`: each replica runs its driver and connections on one thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_threaded_replicas_conserve_total() {
+    let run = transfers_conserve_total(1, &[("PISTOU_REPLICA_THREADS", "1")]);
+    tokio::time::timeout(Duration::from_secs(240), run).await.expect("test timed out");
 }
 
 /// f = 1: with one replica killed, unanimity is impossible, so every commit afterwards

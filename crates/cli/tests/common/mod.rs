@@ -30,8 +30,14 @@ pub fn pistou(args: &[&str], limit: Duration) -> Run {
 
 /// Like [`pistou`], with `input` on its stdin (then closed).
 pub fn pistou_with_input(args: &[&str], input: &str, limit: Duration) -> Run {
+    pistou_with(args, input, &[], limit)
+}
+
+/// Like [`pistou_with_input`], with extra environment variables.
+pub fn pistou_with(args: &[&str], input: &str, env: &[(&str, &str)], limit: Duration) -> Run {
     let mut child = Command::new(PISTOU)
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -103,8 +109,13 @@ impl ClusterProc {
 
     /// `cluster up` with extra arguments (e.g. `--byzantine s0r2=abort-all`).
     pub fn up_with(dir: &Path, tolerate: bool, extra: &[&str]) -> ClusterProc {
+        Self::up_with_env(dir, tolerate, extra, &[])
+    }
+
+    /// `cluster up` with extra arguments and environment variables (its replicas inherit them).
+    pub fn up_with_env(dir: &Path, tolerate: bool, extra: &[&str], env: &[(&str, &str)]) -> ClusterProc {
         let mut cmd = Command::new(PISTOU);
-        cmd.args(["cluster", "up", "--dir"]).arg(dir);
+        cmd.args(["cluster", "up", "--dir"]).arg(dir).envs(env.iter().copied());
         if tolerate {
             cmd.arg("--tolerate-failures");
         }
