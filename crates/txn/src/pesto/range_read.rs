@@ -160,11 +160,11 @@ impl SqlReplica {
         let (table, predicate) = (scan.table(), &scan.predicate);
         let lo = Timestamp::at(ts.time.saturating_sub(self.params.table_version_outlier_us)).max(self.store.watermark());
         let committed = |v: &pistou_rowstore::VersionRef| v.state == VersionState::Committed;
-        let in_window = match &scan.pk_ranges {
-            Some(ranges) => self.store.writes_between_in(table, lo, ts, ranges),
-            None => self.store.writes_between(table, lo, ts).collect(),
+        let is_committed = |w: &pistou_rowstore::WriteRef| w.state == VersionState::Committed;
+        let recent: Vec<_> = match &scan.pk_ranges {
+            Some(ranges) => self.store.writes_between_in(table, lo, ts, ranges).into_iter().filter(is_committed).collect(),
+            None => self.store.writes_between(table, lo, ts).filter(is_committed).collect(),
         };
-        let recent: Vec<_> = in_window.into_iter().filter(|w| w.state == VersionState::Committed).collect();
         let mut out = Vec::new();
         for w in recent.iter().rev().take(MAX_ACTIVE_NEGATIVE_SCAN) {
             if w.row.is_some_and(|row| predicate.may_match(row)) {
