@@ -57,7 +57,9 @@ pub(crate) struct SqlTxn {
     pub(crate) catalog_version: Option<Timestamp>,
     pub(crate) writes: WriteSet,
     /// Predicates decoded against the catalog read.
-    pub(crate) predicates: Vec<ReadPredicate>,
+    /// Shared with the table's reader index once T is registered there (the decoded
+    /// expression is the bulk of a predicate's memory).
+    pub(crate) predicates: Vec<Arc<ReadPredicate>>,
     /// A schema change this transaction writes to our catalog key.
     pub(crate) catalog_change: Option<CatalogWrite>,
 }
@@ -83,7 +85,7 @@ impl ReadPredicate {
 }
 
 /// Registered readers of one table: (ts, id) → their predicates on it.
-type TableReaders = BTreeMap<(Timestamp, TxnId), Arc<[ReadPredicate]>>;
+type TableReaders = BTreeMap<(Timestamp, TxnId), Arc<[Arc<ReadPredicate>]>>;
 
 /// A replica's SQL state.
 pub(crate) struct SqlReplica {
@@ -228,7 +230,7 @@ impl SqlReplica {
             let predicate = p.predicate.decode(schema.columns.len()).map_err(|e| SqlTxnError::BadPredicate(e.message))?;
             let active = Arc::new(p.active.iter().cloned().collect());
             let key_ranges = predicate.primary_key_ranges(schema);
-            txn.predicates.push(ReadPredicate { predicate, table_version: p.table_version, active, key_ranges });
+            txn.predicates.push(Arc::new(ReadPredicate { predicate, table_version: p.table_version, active, key_ranges }));
         }
         Ok(Some(txn))
     }
@@ -277,7 +279,7 @@ impl SqlReplica {
     }
 
     fn register_readers(&mut self, id: TxnId, ts: Timestamp, txn: &SqlTxn) {
-        let mut by_table: BTreeMap<&str, Vec<ReadPredicate>> = BTreeMap::new();
+        let mut by_table: BTreeMap<&str, Vec<Arc<ReadPredicate>>> = BTreeMap::new();
         for p in &txn.predicates {
             by_table.entry(p.predicate.table.as_str()).or_default().push(p.clone());
         }
