@@ -83,6 +83,9 @@ pub struct Footprint {
     /// Read timestamps of ongoing transactions.
     pub rts: usize,
     pub txn_records: usize,
+    /// Records holding their decoded SQL content: undecided transactions (a decision, once
+    /// applied, drops it).
+    pub sql_records: usize,
     /// Prepared or Unprepared records kept below the watermark (see the module doc).
     pub undecided_below_watermark: usize,
     pub ts_owner: usize,
@@ -104,6 +107,7 @@ impl Replica {
             keys: self.keys.len(),
             rts: self.rts_index.len(),
             txn_records: self.txns.len(),
+            sql_records: self.txns.values().filter(|r| r.sql.is_some()).count(),
             undecided_below_watermark: self.gc.stalled.len(),
             ts_owner: self.ts_owner.len(),
             dependents: self.dependents.len(),

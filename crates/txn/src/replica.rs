@@ -109,7 +109,8 @@ pub(crate) struct TxnRecord {
     pub(crate) view_since: u64,
     /// The last view for which this replica sent ELECTFB.
     pub(crate) elected_in: Option<u64>,
-    /// T's SQL content at this shard (Pesto), decoded once; `None` for key-value transactions.
+    /// T's SQL content at this shard (Pesto), decoded once and dropped when T's decision is
+    /// applied; `None` for key-value transactions.
     pub(crate) sql: Option<Arc<SqlTxn>>,
 }
 
@@ -1040,6 +1041,12 @@ impl Replica {
                 self.stats.unapplied_sql_commits += 1;
                 continue;
             }
+            // Applied: the row store holds the rows and the reader index shares the
+            // predicates, so the record drops its decoded copy (most of what a committed
+            // transaction kept in memory, docs/benchmarks.md).
+            if let Some(rec) = self.txns.get_mut(&id) {
+                rec.sql = None;
+            }
             if txn.catalog_change.is_some() {
                 ready.extend(self.awaiting_catalog.take(meta.ts));
             }
@@ -1065,6 +1072,10 @@ impl Replica {
         self.log.append(LogEntry::Aborted { txn: id, cert });
         if was_prepared {
             self.remove_prepared(&id, &meta);
+        }
+        // Its rows and predicates are withdrawn: the decoded copy has no further use.
+        if let Some(rec) = self.txns.get_mut(&id) {
+            rec.sql = None;
         }
         for r in &meta.read_set {
             self.remove_rts(&r.key, meta.ts);

@@ -380,6 +380,7 @@ fn max_footprint(a: Footprint, b: Footprint) -> Footprint {
         readers: a.readers.max(b.readers),
         rts: a.rts.max(b.rts),
         txn_records: a.txn_records.max(b.txn_records),
+        sql_records: a.sql_records.max(b.sql_records),
         undecided_below_watermark: a.undecided_below_watermark.max(b.undecided_below_watermark),
         ts_owner: a.ts_owner.max(b.ts_owner),
         dependents: a.dependents.max(b.dependents),

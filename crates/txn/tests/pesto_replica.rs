@@ -262,6 +262,34 @@ fn line18_a_write_into_a_later_readers_predicate_aborts_the_writer() {
     assert_eq!(fx.prepare(&later), Some(Vote::Commit), "ordered after the reader");
 }
 
+/// A transaction's record drops its decoded SQL once its decision is applied (memory); what
+/// the semantic check still needs of a committed one lives elsewhere: its predicate in the
+/// reader index (line 18), its rows in the store (line 12).
+#[test]
+fn an_applied_decision_drops_the_decoded_sql_and_a_commit_still_guards_its_predicate_and_rows() {
+    let mut fx = fixture();
+    assert_eq!(fx.replica.footprint().sql_records, 0, "the schema change was applied");
+    let reader = fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) });
+    assert_eq!(fx.prepare(&reader), Some(Vote::Commit));
+    assert_eq!(fx.replica.footprint().sql_records, 1, "a prepared transaction keeps its decoded content");
+    fx.commit(&reader);
+    assert_eq!(fx.replica.footprint().sql_records, 0);
+    // Line 18: a write below the committed reader into its predicate still aborts.
+    let bad = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&bad), Some(Vote::Abort));
+    assert_eq!(fx.replica.footprint().sql_records, 1, "undecided: kept");
+    fx.abort(&bad);
+    assert_eq!(fx.replica.footprint().sql_records, 0);
+    // Line 12: a committed writer's row, applied and dropped from its record, is still in
+    // the window of a later reader that missed it.
+    let writer = fx.meta(Txn { t: 40, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(60))], predicate: None });
+    assert_eq!(fx.prepare(&writer), Some(Vote::Commit));
+    fx.commit(&writer);
+    assert_eq!(fx.replica.footprint().sql_records, 0);
+    let missed = fx.meta(Txn { t: 50, reads: vec![], writes: vec![], predicate: Some(ts(35)) });
+    assert_eq!(fx.prepare(&missed), Some(Vote::Abort));
+}
+
 /// `id >= 3 AND id <= 5 AND a > 10` over table t: a predicate with a primary-key range.
 fn ids_3_to_5_with_a_above_10() -> WirePredicate {
     use pistou_sql::expr::CmpOp;
