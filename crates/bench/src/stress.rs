@@ -45,6 +45,11 @@ pub struct StressArgs {
     /// Concurrent closed-loop clients.
     #[arg(long, default_value_t = 8)]
     pub clients: usize,
+    /// Client identities the closed-loop clients share, spread round-robin: one `Client`
+    /// (one engine, one connection per replica) each, as a gateway runs many sessions under
+    /// one identity. Default: one per closed-loop client.
+    #[arg(long)]
+    pub client_ids: Option<usize>,
     /// Measured seconds per run (after warm-up).
     #[arg(long, default_value_t = 15)]
     pub duration: u64,
@@ -98,6 +103,10 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
     if a.rows == 0 || a.clients == 0 || a.repeat == 0 {
         bail!("--rows, --clients and --repeat must be positive");
     }
+    let ids = a.client_ids.unwrap_or(a.clients);
+    if ids == 0 || ids > a.clients {
+        bail!("--client-ids must be between 1 and --clients ({})", a.clients);
+    }
     println!("| workload | mode | committed tx/s | p50 ms | p99 ms | commit rate | fast path | eager reads | snapshot reads | proposals | failed reads | errors | CPU idle |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut runs: Vec<(Dist, Mode, f64)> = Vec::new();
@@ -113,7 +122,7 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
             // Every replica applies the load before measuring.
             tokio::time::sleep(Duration::from_millis(500)).await;
             let w = Workload { keys: a.rows, dist, theta: a.theta, clients: a.clients, duration: a.duration, warmup: a.warmup, preload_batch: 0 };
-            let (t, stats, idle) = clients(&cluster, &w, mode).await?;
+            let (t, stats, idle) = clients(&cluster, &w, ids, mode).await?;
             let total = t.committed + t.aborted;
             runs.push((dist, mode, t.committed as f64 / a.duration as f64));
             println!(
@@ -163,9 +172,9 @@ fn summary(runs: &[(Dist, Mode, f64)], a: &StressArgs) {
     }
 }
 
-/// Runs the clients; returns their tally, their range-read counts and the machine's idle
-/// CPU share over the measured window.
-async fn clients(cluster: &Cluster, w: &Workload, mode: Mode) -> Result<(Tally, pistou_client::RangeStats, Option<f64>)> {
+/// Runs `w.clients` closed-loop clients over `ids` client identities; returns their tally,
+/// their range-read counts over the measured window and the machine's idle CPU share.
+async fn clients(cluster: &Cluster, w: &Workload, ids: usize, mode: Mode) -> Result<(Tally, pistou_client::RangeStats, Option<f64>)> {
     let keys = KeyGen::new(w)?;
     let n = cluster.config.quorums().n();
     let start = Instant::now() + Duration::from_millis(200);
@@ -177,21 +186,35 @@ async fn clients(cluster: &Cluster, w: &Workload, mode: Mode) -> Result<(Tally, 
         tokio::time::sleep(measured).await;
         before.zip(CpuTimes::now()).and_then(|(b, a)| b.idle_share_until(&a))
     });
-    let mut tasks = Vec::new();
-    for id in 1..=w.clients as u64 {
+    let mut handles = Vec::new();
+    for id in 1..=ids as u64 {
         let client = Client::connect_with(cluster.config.clone(), ClientId(id), cluster.client_key(id)?, options(mode, n)).await?;
+        // Range-read counts when measuring starts; the difference at the end is the window's.
+        let at_start = client.clone();
+        let before = tokio::spawn(async move {
+            tokio::time::sleep_until(measure_from.into()).await;
+            at_start.range_stats().await
+        });
+        handles.push((client, before));
+    }
+    let mut tasks = Vec::new();
+    for worker in 0..w.clients {
+        let client = handles[worker % ids].0.clone();
         let (keys, w) = (keys.clone(), w.clone());
-        tasks.push(tokio::spawn(async move { client_loop(client, w, keys, id, start).await }));
+        tasks.push(tokio::spawn(async move { client_loop(&client, w, keys, worker as u64 + 1, start).await }));
     }
     let mut total = Tally::new()?;
-    let mut stats = pistou_client::RangeStats::default();
     for t in tasks {
-        let (tally, s) = t.await??;
-        total.merge(&tally)?;
-        stats.eager += s.eager;
-        stats.snapshot += s.snapshot;
-        stats.snapshot_proposals += s.snapshot_proposals;
-        stats.failed += s.failed;
+        total.merge(&t.await??)?;
+    }
+    let mut stats = pistou_client::RangeStats::default();
+    for (client, before) in handles {
+        let (before, after) = (before.await??, client.range_stats().await?);
+        client.shutdown().await;
+        stats.eager += after.eager - before.eager;
+        stats.snapshot += after.snapshot - before.snapshot;
+        stats.snapshot_proposals += after.snapshot_proposals - before.snapshot_proposals;
+        stats.failed += after.failed - before.failed;
     }
     Ok((total, stats, meter.await?))
 }
@@ -212,25 +235,21 @@ async fn transaction(client: &Client, rows: &[(u64, u64)]) -> Result<Outcome, Cl
     txn.commit().await
 }
 
-async fn client_loop(client: Client, w: Workload, keys: KeyGen, seed: u64, start: Instant) -> Result<(Tally, pistou_client::RangeStats)> {
+async fn client_loop(client: &Client, w: Workload, keys: KeyGen, seed: u64, start: Instant) -> Result<Tally> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut t = Tally::new()?;
     tokio::time::sleep_until(start.into()).await;
     let measure_from = start + Duration::from_secs(w.warmup);
     let end = measure_from + Duration::from_secs(w.duration);
-    let mut before: Option<pistou_client::RangeStats> = None;
     loop {
         let began = Instant::now();
         if began >= end {
             break;
         }
-        if began >= measure_from && before.is_none() {
-            before = Some(client.range_stats().await?);
-        }
         let mut rows: Vec<(u64, u64)> = (0..ROWS_PER_TXN).map(|_| (rng.gen_range(0..TABLES), keys.pick(&mut rng))).collect();
         rows.sort();
         rows.dedup();
-        let outcome = transaction(&client, &rows).await;
+        let outcome = transaction(client, &rows).await;
         if began < measure_from || Instant::now() > end {
             continue;
         }
@@ -244,14 +263,5 @@ async fn client_loop(client: Client, w: Workload, keys: KeyGen, seed: u64, start
             Err(_) => t.errors += 1,
         }
     }
-    let after = client.range_stats().await?;
-    let before = before.unwrap_or(after);
-    client.shutdown().await;
-    let stats = pistou_client::RangeStats {
-        eager: after.eager - before.eager,
-        snapshot: after.snapshot - before.snapshot,
-        snapshot_proposals: after.snapshot_proposals - before.snapshot_proposals,
-        failed: after.failed - before.failed,
-    };
-    Ok((t, stats))
+    Ok(t)
 }

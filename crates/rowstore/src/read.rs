@@ -89,6 +89,16 @@ impl Storage for RowStore {
         if range.is_empty() {
             return Ok(());
         }
+        // A primary-key equality (`id = $1`, or `id >= $1 AND id <= $1`) is one lookup:
+        // a bounded `range` descends the tree comparing against both bounds.
+        if let Some(key) = range.single_key() {
+            let Some((key, chain)) = t.rows.get_key_value(key).filter(|_| limit > 0) else { return Ok(()) };
+            readable(chain, at)?;
+            if let Some((v, row)) = visible(chain, at) {
+                lend(table, key, v, row, visit)?;
+            }
+            return Ok(());
+        }
         let bounds = (as_slice(&range.start), as_slice(&range.end));
         let mut left = limit;
         for (key, chain) in t.rows.range::<[u8], _>(bounds) {

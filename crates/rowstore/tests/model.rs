@@ -227,6 +227,13 @@ fn check(store: &RowStore, model: &Model, catalog: &Catalog, capped: bool) -> Re
             let t = table(catalog, "t");
             let got = store.scan(t, &range(1, 4, key), &at, usize::MAX).map_err(|e| TestCaseError::fail(e.to_string()))?;
             prop_assert_eq!(got, model.scan(t, &range(1, 4, key), &at, usize::MAX));
+            // Single-key ranges take the store's point lookup; key 6 never has a row.
+            for id in 0..7 {
+                for limit in [0, 1] {
+                    let got = store.scan(t, &KeyRange::point(key(id)), &at, limit).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    prop_assert_eq!(got, model.scan(t, &KeyRange::point(key(id)), &at, limit), "point scan of {} at {}", id, read);
+                }
+            }
             let index = &t.indexes[0];
             let null = KeyRange::point(encode_key([&Value::Null]));
             for (r, limit) in [

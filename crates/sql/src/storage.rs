@@ -54,6 +54,14 @@ impl KeyRange {
         KeyRange { start: Bound::Included(key.clone()), end: Bound::Included(key) }
     }
 
+    /// The one key this range holds, if both bounds include the same key.
+    pub fn single_key(&self) -> Option<&[u8]> {
+        match (&self.start, &self.end) {
+            (Bound::Included(s), Bound::Included(e)) if s == e => Some(s),
+            _ => None,
+        }
+    }
+
     pub fn contains(&self, key: &[u8]) -> bool {
         let after_start = match &self.start {
             Bound::Included(s) => key >= s.as_slice(),
