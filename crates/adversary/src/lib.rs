@@ -369,7 +369,7 @@ impl ByzClient {
                     pending: vec![],
                     snapshot: Some(SsProp { txns }),
                 };
-                let req = self.sign(body);
+                let req = std::sync::Arc::new(self.sign(body));
                 for r in self.config.replicas_of(ShardId(0)) {
                     out.push((r, Message::RangeRead(req.clone())));
                 }

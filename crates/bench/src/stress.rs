@@ -107,9 +107,9 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
     if ids == 0 || ids > a.clients {
         bail!("--client-ids must be between 1 and --clients ({})", a.clients);
     }
-    println!("| workload | mode | committed tx/s | p50 ms | p99 ms | commit rate | fast path | eager reads | snapshot reads | proposals | failed reads | errors | CPU idle |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    let mut runs: Vec<(Dist, Mode, f64)> = Vec::new();
+    println!("| workload | mode | committed tx/s | p50 ms | p99 ms | commit rate | fast path | eager reads | snapshot reads | proposals | failed reads | errors | CPU idle | CPU ms/committed |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut runs: Vec<Run> = Vec::new();
     for &dist in &a.dists {
         for &mode in std::iter::repeat_n(&a.modes, a.repeat).flatten() {
             let cluster = Cluster::start(&cluster_args.spec(a.clients + 1), "stress")?;
@@ -122,11 +122,15 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
             // Every replica applies the load before measuring.
             tokio::time::sleep(Duration::from_millis(500)).await;
             let w = Workload { keys: a.rows, dist, theta: a.theta, clients: a.clients, duration: a.duration, warmup: a.warmup, preload_batch: 0 };
-            let (t, stats, idle) = clients(&cluster, &w, ids, mode).await?;
+            let (t, stats, cpu) = clients(&cluster, &w, ids, mode).await?;
+            // Machine-wide busy CPU per committed transaction: what a mode costs, steadier
+            // than throughput on a shared machine (it includes the clients' own CPU).
+            let cpu_ms = cpu.busy.filter(|_| t.committed > 0).map(|busy| 1e3 * busy / t.committed as f64);
+            let per_txn = cpu_ms.map_or_else(|| "n/a".to_string(), |ms| format!("{ms:.2}"));
             let total = t.committed + t.aborted;
-            runs.push((dist, mode, t.committed as f64 / a.duration as f64));
+            runs.push(Run { dist, mode, tps: t.committed as f64 / a.duration as f64, cpu_ms });
             println!(
-                "| {} | {:?} | {:.0} | {:.1} | {:.1} | {:.1}% | {:.1}% | {} | {} | {} | {} | {} | {} |",
+                "| {} | {:?} | {:.0} | {:.1} | {:.1} | {:.1}% | {:.1}% | {} | {} | {} | {} | {} | {} | {} |",
                 w.describe(),
                 mode,
                 t.committed as f64 / a.duration as f64,
@@ -139,7 +143,8 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
                 stats.snapshot_proposals,
                 stats.failed,
                 t.errors,
-                percent(idle),
+                percent(cpu.idle),
+                per_txn,
             );
         }
     }
@@ -149,32 +154,52 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
     Ok(())
 }
 
-/// Median throughput of each mode over the repeated runs, and its drop from normal's.
-fn summary(runs: &[(Dist, Mode, f64)], a: &StressArgs) {
-    let median = |dist: Dist, mode: Mode| {
-        let mut v: Vec<f64> = runs.iter().filter(|r| r.0 == dist && r.1 == mode).map(|r| r.2).collect();
+/// One measured run.
+struct Run {
+    dist: Dist,
+    mode: Mode,
+    tps: f64,
+    /// Machine-wide busy CPU per committed transaction (ms).
+    cpu_ms: Option<f64>,
+}
+
+/// Median throughput and CPU per transaction of each mode over the repeated runs, with the
+/// throughput drop and CPU increase from normal's.
+fn summary(runs: &[Run], a: &StressArgs) {
+    let median = |dist: Dist, mode: Mode, value: &dyn Fn(&Run) -> Option<f64>| {
+        let mut v: Vec<f64> = runs.iter().filter(|r| r.dist == dist && r.mode == mode).filter_map(value).collect();
         v.sort_by(f64::total_cmp);
         v.get(v.len() / 2).copied()
     };
+    let change = |mode: Mode, normal: Option<f64>, m: Option<f64>, sign: f64| match (normal, m) {
+        (Some(n), Some(m)) if mode != Mode::Normal && n > 0.0 => format!("{:.0}%", sign * 100.0 * (n - m) / n),
+        (_, Some(_)) => "—".to_string(),
+        _ => "n/a".to_string(),
+    };
+    let show = |v: Option<f64>, digits: usize| v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.digits$}"));
     println!();
-    println!("| workload | mode | median committed tx/s ({} runs) | drop from normal |", a.repeat);
-    println!("|---|---|---|---|");
+    println!("| workload | mode | median committed tx/s ({} runs) | drop from normal | median CPU ms/committed | increase from normal |", a.repeat);
+    println!("|---|---|---|---|---|---|");
     for &dist in &a.dists {
-        let normal = median(dist, Mode::Normal);
+        let (normal_tps, normal_cpu) = (median(dist, Mode::Normal, &|r| Some(r.tps)), median(dist, Mode::Normal, &|r| r.cpu_ms));
         for &mode in &a.modes {
-            let Some(m) = median(dist, mode) else { continue };
-            let drop = match normal {
-                Some(n) if mode != Mode::Normal && n > 0.0 => format!("{:.0}%", 100.0 * (n - m) / n),
-                _ => "—".to_string(),
-            };
-            println!("| {dist:?} | {mode:?} | {m:.0} | {drop} |");
+            let Some(tps) = median(dist, mode, &|r| Some(r.tps)) else { continue };
+            let cpu = median(dist, mode, &|r| r.cpu_ms);
+            let (drop, increase) = (change(mode, normal_tps, Some(tps), 1.0), change(mode, normal_cpu, cpu, -1.0));
+            println!("| {dist:?} | {mode:?} | {tps:.0} | {drop} | {} | {increase} |", show(cpu, 2));
         }
     }
 }
 
+/// The machine's CPU over the measured window: idle share and busy CPU-seconds.
+struct CpuUse {
+    idle: Option<f64>,
+    busy: Option<f64>,
+}
+
 /// Runs `w.clients` closed-loop clients over `ids` client identities; returns their tally,
-/// their range-read counts over the measured window and the machine's idle CPU share.
-async fn clients(cluster: &Cluster, w: &Workload, ids: usize, mode: Mode) -> Result<(Tally, pistou_client::RangeStats, Option<f64>)> {
+/// their range-read counts over the measured window and the machine's CPU use meanwhile.
+async fn clients(cluster: &Cluster, w: &Workload, ids: usize, mode: Mode) -> Result<(Tally, pistou_client::RangeStats, CpuUse)> {
     let keys = KeyGen::new(w)?;
     let n = cluster.config.quorums().n();
     let start = Instant::now() + Duration::from_millis(200);
@@ -184,7 +209,10 @@ async fn clients(cluster: &Cluster, w: &Workload, ids: usize, mode: Mode) -> Res
         tokio::time::sleep_until(measure_from.into()).await;
         let before = CpuTimes::now();
         tokio::time::sleep(measured).await;
-        before.zip(CpuTimes::now()).and_then(|(b, a)| b.idle_share_until(&a))
+        let window = before.zip(CpuTimes::now());
+        let idle = window.and_then(|(b, a)| b.idle_share_until(&a));
+        let busy = window.and_then(|(b, a)| b.busy_seconds_until(&a, measured.as_secs_f64()));
+        CpuUse { idle, busy }
     });
     let mut handles = Vec::new();
     for id in 1..=ids as u64 {

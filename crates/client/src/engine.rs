@@ -8,7 +8,8 @@ use crate::options::ClientOptions;
 use pistou_core::{ClusterConfig, Key, ReplicaId, Value};
 use pistou_crypto::SecretKey;
 use pistou_txn::{Coordinator, CoordinatorEvent, GetStart, SqlOutput, TxnHandle};
-use pistou_wire::{Decision, Message};
+use bytes::Bytes;
+use pistou_wire::{encode_message, ClientSigned, Decision, Message, RangeRead};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -46,7 +47,8 @@ pub(crate) struct Engine {
     config: Arc<ClusterConfig>,
     options: ClientOptions,
     counters: Arc<LinkCounters>,
-    links: HashMap<ReplicaId, mpsc::Sender<Message>>,
+    /// Each link takes encoded messages (see `route`).
+    links: HashMap<ReplicaId, mpsc::Sender<Bytes>>,
     /// The client's key, with which every link opens an authenticated session (`None`
     /// when the cluster runs without cryptography).
     session_key: Option<SecretKey>,
@@ -272,10 +274,22 @@ impl Engine {
         }
     }
 
+    /// Encodes the coordinator's messages and hands them to the links. A range read goes
+    /// to several replicas as one shared request, one after the other: it is encoded once.
     fn route(&mut self) {
+        let mut last_range: Option<(Arc<ClientSigned<RangeRead>>, Bytes)> = None;
         for (to, msg) in self.coord.take_outputs() {
+            let bytes = match (&msg, &last_range) {
+                (Message::RangeRead(req), Some((prev, bytes))) if Arc::ptr_eq(req, prev) => bytes.clone(),
+                (Message::RangeRead(req), _) => {
+                    let bytes = Bytes::from(encode_message(&msg));
+                    last_range = Some((req.clone(), bytes.clone()));
+                    bytes
+                }
+                _ => Bytes::from(encode_message(&msg)),
+            };
             let link = self.link(to);
-            match link.try_send(msg) {
+            match link.try_send(bytes) {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) => {
                     self.counters.dropped_send();
@@ -289,7 +303,7 @@ impl Engine {
         }
     }
 
-    fn link(&mut self, to: ReplicaId) -> mpsc::Sender<Message> {
+    fn link(&mut self, to: ReplicaId) -> mpsc::Sender<Bytes> {
         if let Some(tx) = self.links.get(&to) {
             return tx.clone();
         }

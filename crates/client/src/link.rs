@@ -79,7 +79,7 @@ const MIN_BACKOFF: Duration = Duration::from_millis(50);
 
 pub(crate) async fn run_link(
     p: LinkParams,
-    mut outgoing: mpsc::Receiver<Message>,
+    mut outgoing: mpsc::Receiver<Bytes>,
     replies: mpsc::Sender<(ReplicaId, Message)>,
     counters: Arc<LinkCounters>,
 ) {
@@ -123,7 +123,7 @@ pub(crate) async fn run_link(
 async fn session(
     p: &LinkParams,
     stream: TcpStream,
-    outgoing: &mut mpsc::Receiver<Message>,
+    outgoing: &mut mpsc::Receiver<Bytes>,
     replies: &mpsc::Sender<(ReplicaId, Message)>,
     counters: &LinkCounters,
 ) -> SessionEnd {
@@ -145,12 +145,11 @@ async fn session(
             }
         }
     }
-    let mut seal = move |msg: &Message| {
-        let bytes = encode_message(msg);
-        Bytes::from(match &mut sealer {
-            Some(k) => k.seal(bytes),
-            None => bytes,
-        })
+    // Messages arrive encoded (one encoding may go to several replicas); the session tag
+    // is this connection's own.
+    let mut seal = move |body: Bytes| match &mut sealer {
+        Some(k) => Bytes::from(k.seal(&body)),
+        None => body,
     };
     let read = async {
         while let Some(frame) = reader.next().await {
@@ -170,13 +169,13 @@ async fn session(
     };
     let write = async {
         while let Some(msg) = outgoing.recv().await {
-            if writer.feed(seal(&msg)).await.is_err() {
+            if writer.feed(seal(msg)).await.is_err() {
                 return SessionEnd::Broken;
             }
             // Batch what is already queued into one flush, boundedly.
             for _ in 0..256 {
                 let Ok(msg) = outgoing.try_recv() else { break };
-                if writer.feed(seal(&msg)).await.is_err() {
+                if writer.feed(seal(msg)).await.is_err() {
                     return SessionEnd::Broken;
                 }
             }

@@ -269,14 +269,14 @@ async fn a_session_authenticates_unsigned_reads_and_nothing_else_does() {
     let run = async {
         let t = start(NodeOptions::default()).await;
         let (mut s, mut key) = open_session(t.addr, &t.client_key, 0).await.expect("session refused");
-        s.write_all(&frame(&key.seal(encode_message(&unsigned_read())))).await.unwrap();
+        s.write_all(&frame(&key.seal(&encode_message(&unsigned_read())))).await.unwrap();
         let mut len = [0u8; 4];
         tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut len)).await.unwrap().unwrap();
         let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
         s.read_exact(&mut body).await.unwrap();
         assert!(matches!(decode_message(&body), Ok(Message::ReadReply { .. })), "the unsigned read over the session is served");
 
-        let mut altered = key.seal(encode_message(&unsigned_read()));
+        let mut altered = key.seal(&encode_message(&unsigned_read()));
         altered[0] ^= 1;
         s.write_all(&frame(&altered)).await.unwrap();
         expect_closed(s).await;

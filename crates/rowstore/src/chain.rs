@@ -6,9 +6,10 @@ use pistou_core::{Timestamp, TxnId};
 use pistou_sql::{Row, Version};
 use std::sync::Arc;
 
-/// Primary keys and other byte keys, shared between the row map, the write log, the
-/// per-writer index and the garbage-collection queue.
-pub(crate) type Key = Arc<[u8]>;
+/// Primary keys, shared between the row map, the write log, the per-writer index and the
+/// garbage-collection queue: inline when short (every B-tree search over them then stays
+/// inside the tree's nodes), else one shared allocation.
+pub(crate) type Key = pistou_sql::ShortKey;
 
 /// One stored version of a row.
 #[derive(Clone, Debug, PartialEq)]

@@ -24,7 +24,8 @@
 //! Per store: the **per-writer index** `BTreeMap<TxnId, (ts, table → {pk})>` listing exactly
 //! the prepared versions, so [`RowStore::commit`]/[`RowStore::abort`] cost is proportional to
 //! the writer's writes; and the **watermark** of the last [`RowStore::gc`]. Primary keys are
-//! `Arc<[u8]>`, shared by all of these; rows are stored once and shared by version and log.
+//! `ShortKey`s (inline up to 22 bytes, else a shared `Arc<[u8]>`), copied or shared by all of
+//! these; rows are stored once and shared by version and log.
 //! [`RowStore::verify_invariants`] audits that all of these agree.
 //!
 //! ## Reads

@@ -241,7 +241,7 @@ mod tests {
     use super::*;
 
     fn key(b: u8) -> Key {
-        Arc::from([b].as_slice())
+        Key::from([b].as_slice())
     }
 
     fn write(state: VersionState) -> LoggedWrite {

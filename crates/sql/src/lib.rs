@@ -35,5 +35,6 @@ pub use expr::{Expr, Predicate};
 pub use plan::TxnControl;
 pub use predicate_wire::WirePredicate;
 pub use report::{Access, ReadReport, ReadRow, ScanRead};
+pub use short_key::ShortKey;
 pub use storage::{KeyRange, MemStore, ReadAt, RowRef, Storage, StoredRow, Timestamp, TxnId, Version, Visitor, Write, WriteSet};
 pub use types::{Row, SqlType, Value};

@@ -1,19 +1,25 @@
-//! Encoded keys as the in-memory store keeps them: short ones inline, so a B-tree search
-//! compares bytes held in the node, a few machine words at a time, instead of following a
-//! pointer and calling `memcmp` per comparison (an integer primary key encodes to 9 bytes).
+//! Encoded keys as the stores keep them (this crate's in-memory store and a replica's row
+//! store): short ones inline, so a B-tree search compares bytes held in the node, a few
+//! machine words at a time, instead of following a pointer per comparison (an integer
+//! primary key encodes to 9 bytes). Long ones are shared, so a clone never copies bytes.
 
+use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::Deref;
+use std::sync::Arc;
 
 /// Longest key kept inline (the whole value then takes 24 bytes, like a `Vec<u8>`).
 const INLINE: usize = 22;
 
-/// An encoded key, ordered bytewise (as its `as_slice`).
+/// An encoded key, ordered, compared and hashed bytewise (as its `as_slice`), so a map
+/// keyed by it can be searched with a `&[u8]`.
 #[derive(Clone)]
-pub(crate) enum ShortKey {
+pub enum ShortKey {
     /// `bytes` past `len` are zero.
     Inline { len: u8, bytes: [u8; INLINE] },
-    Heap(Box<[u8]>),
+    Heap(Arc<[u8]>),
 }
 
 impl ShortKey {
@@ -50,6 +56,31 @@ impl From<&[u8]> for ShortKey {
             }
             _ => ShortKey::Heap(key.into()),
         }
+    }
+}
+
+impl Deref for ShortKey {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl AsRef<[u8]> for ShortKey {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl Borrow<[u8]> for ShortKey {
+    fn borrow(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl Hash for ShortKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_slice().hash(state);
     }
 }
 
@@ -120,5 +151,26 @@ mod tests {
                 assert_eq!(ka == kb, a == b);
             }
         }
+    }
+
+    #[test]
+    fn a_map_of_short_keys_is_searched_by_byte_slices() {
+        use std::collections::hash_map::DefaultHasher;
+        let keys: Vec<Vec<u8>> = vec![vec![3], vec![1, 2], vec![9; 40], vec![1; 22], vec![]];
+        let map: std::collections::BTreeMap<ShortKey, usize> = keys.iter().enumerate().map(|(i, k)| (ShortKey::from(k.as_slice()), i)).collect();
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(map.get(k.as_slice()), Some(&i));
+            let hash = |h: &dyn Fn(&mut DefaultHasher)| {
+                let mut s = DefaultHasher::new();
+                h(&mut s);
+                s.finish()
+            };
+            // `Borrow<[u8]>` requires the key to hash like its bytes.
+            assert_eq!(hash(&|s| ShortKey::from(k.as_slice()).hash(s)), hash(&|s| k.as_slice().hash(s)));
+        }
+        assert_eq!(map.get(&[7u8][..]), None);
+        let long = ShortKey::from(&[5u8; 30][..]);
+        let copy = long.clone();
+        assert!(matches!((&long, &copy), (ShortKey::Heap(a), ShortKey::Heap(b)) if Arc::ptr_eq(a, b)), "a clone shares long bytes");
     }
 }

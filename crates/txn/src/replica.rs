@@ -355,7 +355,7 @@ impl Replica {
             }
             Message::InvokeFb(req) => self.on_invoke_fb(now, from, req),
             Message::HelloClient { .. } => Ok(()),
-            Message::RangeRead(req) => self.on_range_read(now, from, req),
+            Message::RangeRead(req) => self.on_range_read(now, from, std::sync::Arc::unwrap_or_clone(req)),
             Message::RangeReply(_)
             | Message::Sync { .. }
             | Message::Supply(_)
@@ -1098,7 +1098,7 @@ fn client_signature(m: &Message) -> Option<(pistou_core::ClientId, Hash, pistou_
         Message::Decide(r) => of(r),
         Message::AbortReads(r) => of(r),
         Message::InvokeFb(r) => of(r),
-        Message::RangeRead(r) => of(r),
+        Message::RangeRead(r) => of(&**r),
         Message::ReadReply { .. }
         | Message::PrepareReply { .. }
         | Message::DecideReply(_)

@@ -375,7 +375,7 @@ fn hostile_sql_content_gets_an_abort_vote() {
 impl Fixture {
     fn range_read(&mut self, t: u64, sql: &str, pending: Vec<WriteEntry>) -> RangeReply {
         let req = RangeRead { ts: ts(t), catalog_version: self.catalog, sql: sql.into(), params: vec![], pending, snapshot: None };
-        let out = self.send(Message::RangeRead(sign_client(ClientId(1), Some(&self.client), req)));
+        let out = self.send(Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&self.client), req))));
         match out.as_slice() {
             [Message::RangeReply(r)] => r.body.clone(),
             other => panic!("expected one range reply, got {other:?}"),
@@ -524,7 +524,7 @@ fn gc_refuses_reads_below_the_watermark_and_keeps_the_latest_version() {
     fx.replica.tick(later);
     let read_at = |fx: &mut Fixture, now: u64, at: Timestamp| {
         let req = RangeRead { ts: at, catalog_version: fx.catalog, sql: "SELECT a FROM t WHERE a > 0".into(), params: vec![], pending: vec![], snapshot: None };
-        fx.replica.handle(now, 7, Message::RangeRead(sign_client(ClientId(1), Some(&fx.client), req)));
+        fx.replica.handle(now, 7, Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&fx.client), req))));
         fx.replica.flush();
         match fx.replica.take_outputs().pop() {
             Some((_, Message::RangeReply(r))) => r.body.result,
@@ -667,7 +667,7 @@ impl Fixture {
             pending: vec![],
             snapshot: Some(SsProp { txns }),
         };
-        self.send(Message::RangeRead(sign_client(ClientId(1), Some(&self.client), req)))
+        self.send(Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&self.client), req))))
     }
 }
 

@@ -515,7 +515,8 @@ pub enum Message {
     DecFb(DecFb),
     /// First frame on a replica-to-replica connection.
     HelloReplica { replica: pistou_core::ReplicaId },
-    RangeRead(ClientSigned<RangeRead>),
+    /// Shared: a client sends the same request to several replicas (encoded once).
+    RangeRead(std::sync::Arc<ClientSigned<RangeRead>>),
     RangeReply(ReplicaSigned<RangeReply>),
     /// A replica's vote on `txn` waits for these undecided transactions (Alg. 1 line 15; for
     /// SQL they include prepared writers the check found risky, which the client did not

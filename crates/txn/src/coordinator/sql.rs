@@ -479,7 +479,7 @@ impl Coordinator {
             .map(|(k, v)| pistou_wire::WriteEntry { key: k.clone(), value: v.clone() })
             .collect();
         let body = RangeRead { ts: t.ts, catalog_version, sql: stmt.sql.clone(), params: stmt.params.clone(), pending, snapshot: None };
-        let request = self.sign_read(body);
+        let request = Arc::new(self.sign_read(body));
         let q = self.config().quorums();
         let start = (self.id.0.wrapping_add(self.seq)) as usize % q.n();
         let avoid = |index: u32| self.range_outliers.get(&ReplicaId { shard, index }).is_some_and(|until| *until > now);

@@ -55,9 +55,10 @@ pub(crate) struct RangeOp {
     pub(crate) shard: ShardId,
     pub(crate) prepared: Arc<Prepared>,
     /// The eager request (no SS-PROP).
-    eager: ClientSigned<RangeRead>,
-    /// The request of the current round and its signing hash (replies name it).
-    pub(crate) request: ClientSigned<RangeRead>,
+    eager: Arc<ClientSigned<RangeRead>>,
+    /// The request of the current round and its signing hash (replies name it). Shared by
+    /// the messages to every replica asked.
+    pub(crate) request: Arc<ClientSigned<RangeRead>>,
     pub(crate) hash: Hash,
     pub(crate) phase: Phase,
     /// Replicas asked this round.
@@ -99,7 +100,7 @@ pub(crate) enum Choice {
 }
 
 impl RangeOp {
-    pub(crate) fn new(shard: ShardId, prepared: Arc<Prepared>, request: ClientSigned<RangeRead>, sent: BTreeSet<u32>, now: u64) -> Self {
+    pub(crate) fn new(shard: ShardId, prepared: Arc<Prepared>, request: Arc<ClientSigned<RangeRead>>, sent: BTreeSet<u32>, now: u64) -> Self {
         let hash = request.body.signing_hash();
         RangeOp {
             shard,
@@ -170,7 +171,7 @@ impl RangeOp {
     ) -> Vec<(ReplicaId, Message)> {
         let mut body = self.eager.body.clone();
         body.snapshot = Some(ss_prop(&self.replies, f));
-        self.request = sign(body);
+        self.request = Arc::new(sign(body));
         self.hash = self.request.body.signing_hash();
         self.phase = Phase::Snapshot;
         self.snapshot_attempts += 1;
@@ -307,38 +308,28 @@ fn table_of(key: &[u8]) -> Option<&str> {
     }
 }
 
-/// Lowest table version a reply reports for each table.
-fn reported_versions(reply: &RangeReply) -> BTreeMap<String, Timestamp> {
-    let mut out: BTreeMap<String, Timestamp> = BTreeMap::new();
-    if let Ok(result) = &reply.result {
-        for p in &result.predicates {
-            let e = out.entry(p.predicate.table.clone()).or_insert(p.table_version);
-            *e = (*e).min(p.table_version);
-        }
-    }
-    out
-}
-
 /// Replies whose table version for some table is more than `outlier_us` below the (f+1)-st
-/// smallest reported for it (B.8).
+/// smallest reported for it (B.8). A reply counts with the lowest version it reports for a
+/// table. (Runs on every reply, so it works over one flat, borrowed list.)
 fn outliers(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: u64) -> BTreeSet<u32> {
-    let per_reply: BTreeMap<u32, BTreeMap<String, Timestamp>> = replies.iter().map(|(i, r)| (*i, reported_versions(r))).collect();
-    let mut by_table: BTreeMap<&str, Vec<Timestamp>> = BTreeMap::new();
-    for versions in per_reply.values() {
-        for (table, v) in versions {
-            by_table.entry(table).or_default().push(*v);
+    // (table, reply, version reported), one entry per predicate.
+    let mut reported: Vec<(&str, u32, Timestamp)> = Vec::new();
+    for (i, r) in replies {
+        if let Ok(result) = &r.result {
+            reported.extend(result.predicates.iter().map(|p| (p.predicate.table.as_str(), *i, p.table_version)));
         }
     }
+    // Sorted by table, then reply, then version: keeping the first of each (table, reply)
+    // keeps the lowest version that reply reports for that table.
+    reported.sort_unstable();
+    reported.dedup_by(|later, kept| later.0 == kept.0 && later.1 == kept.1);
     let mut out = BTreeSet::new();
-    for (table, mut versions) in by_table {
-        versions.sort();
+    for table in reported.chunk_by(|a, b| a.0 == b.0) {
+        let mut versions: Vec<Timestamp> = table.iter().map(|e| e.2).collect();
+        versions.sort_unstable();
         let Some(reference) = versions.get(f) else { continue };
         let floor = reference.time.saturating_sub(outlier_us);
-        for (i, v) in &per_reply {
-            if v.get(table).is_some_and(|tv| tv.time < floor) {
-                out.insert(*i);
-            }
-        }
+        out.extend(table.iter().filter(|e| e.2.time < floor).map(|e| e.1));
     }
     out
 }
@@ -576,7 +567,7 @@ mod tests {
             ts: ts(1), catalog_version: ts(0), sql: "SELECT 1".into(), params: vec![], pending: vec![], snapshot: None,
         }, sig: None };
         let prepared = pistou_sql::Engine::new(pistou_sql::Limits::default()).prepare(&pistou_sql::Catalog::default(), "SELECT 1").expect("plan");
-        let mut op = RangeOp::new(ShardId(0), prepared, request, [0, 1, 2, 3].into_iter().collect(), 0);
+        let mut op = RangeOp::new(ShardId(0), prepared, Arc::new(request), [0, 1, 2, 3].into_iter().collect(), 0);
         op.replies.insert(0, good.clone());
         op.replies.insert(1, good.clone());
         assert!(op.widen(F, OUTLIER, 6).0.is_empty(), "no outlier yet");
@@ -630,6 +621,32 @@ mod tests {
         let r = replies(vec![low, good.clone(), good.clone(), good.clone(), good]);
         let chosen = done(choose(&r, F, OUTLIER));
         assert_eq!(chosen.predicates[0].table_version, ts(50_000_000));
+    }
+
+    #[test]
+    fn a_reply_is_an_outlier_by_the_lowest_version_it_reports_for_any_table() {
+        let with_tables = |versions: &[(&str, u64)]| {
+            let mut r = reply(&[(1, 10, None)], 50_000_000);
+            if let Ok(result) = &mut r.result {
+                result.predicates = versions
+                    .iter()
+                    .map(|(table, tv)| PredicateRead { predicate: WirePredicate { table: (*table).into(), nodes: vec![1] }, table_version: ts(*tv), active: vec![] })
+                    .collect();
+            }
+            r
+        };
+        let good = with_tables(&[("t", 50_000_000), ("u", 40_000_000)]);
+        // Fresh on "t" but, in its second predicate on "u", far below the others: an outlier.
+        let low_second = with_tables(&[("t", 50_000_000), ("u", 40_000_000), ("u", 1_000)]);
+        // Low on "u" only within the bound: not an outlier.
+        let near = with_tables(&[("t", 50_000_000), ("u", 39_500_000)]);
+        // Reports no "u" at all: judged on "t" alone.
+        let only_t = with_tables(&[("t", 50_000_000)]);
+        let r = replies(vec![good.clone(), low_second, near, only_t, good]);
+        assert_eq!(outliers(&r, F, OUTLIER), BTreeSet::from([1]));
+        // Fewer than f+1 replies report a table: no reference, so no outlier by it.
+        let r = replies(vec![with_tables(&[("t", 1_000)])]);
+        assert!(outliers(&r, F, OUTLIER).is_empty());
     }
 
     #[test]
@@ -710,7 +727,7 @@ mod tests {
         let body = RangeRead { ts: ts(100), catalog_version: Timestamp::GENESIS, sql: "SELECT 1".into(), params: vec![], pending: vec![], snapshot: None };
         let request = ClientSigned { client: ClientId(1), body, sig: None };
         let prepared = pistou_sql::Engine::new(pistou_sql::Limits::default()).prepare(&pistou_sql::Catalog::new(), "SELECT 1").expect("plan");
-        let mut op = RangeOp::new(ShardId(0), prepared, request, (0..4).collect(), 0);
+        let mut op = RangeOp::new(ShardId(0), prepared, Arc::new(request), (0..4).collect(), 0);
         op.replies = replies(replies_in);
         op
     }
