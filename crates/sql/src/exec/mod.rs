@@ -365,8 +365,13 @@ pub(crate) fn key_range(table: &TableSchema, access: &KeyAccess, key_cols: &[usi
             None => return Ok(None),
         },
     };
+    // An inclusive bound on a key prefix must take in every key extending it; a bound that
+    // completes the primary key is exact, since no stored key extends another (the encoding
+    // is self-delimiting). So `id >= $1 AND id <= $1` is one key, which storage looks up.
+    let completes_key = access.path == Path::PrimaryKey && access.eq.len() + 1 == key_cols.len();
     let end = match upper {
         None => prefix_end(),
+        Some((key, true)) if completes_key => Bound::Included(key),
         Some((key, true)) => prefix_successor(&key).map_or(Bound::Unbounded, Bound::Excluded),
         Some((key, false)) => Bound::Excluded(key),
     };
@@ -437,6 +442,7 @@ mod primary_key_range_tests {
         let between = p(and(cmp(CmpOp::GtEq, 0, Value::Int(5)), cmp(CmpOp::LtEq, 0, Value::Int(5))));
         let ranges = between.primary_key_ranges(&t).expect("restricted");
         assert_eq!(ranges.len(), 1);
+        assert_eq!(ranges[0].single_key(), Some(t.row_key(&row(5)).as_slice()), "a closed range on the whole key is one key");
         assert!(ranges[0].contains(&t.row_key(&row(5))));
         assert!(!ranges[0].contains(&t.row_key(&row(4))) && !ranges[0].contains(&t.row_key(&row(6))));
         let point = p(and(cmp(CmpOp::Eq, 0, Value::Int(3)), cmp(CmpOp::Gt, 1, Value::Int(7))));
