@@ -304,6 +304,12 @@ impl Predicate {
     }
 }
 
+/// Whether the column after the access's equality prefix is the primary key's last: a value
+/// for it then makes a whole key, which no other stored key extends (self-delimiting encoding).
+fn completes_primary_key(access: &KeyAccess, key_cols: &[usize]) -> bool {
+    access.path == Path::PrimaryKey && access.eq.len() + 1 == key_cols.len()
+}
+
 /// Key ranges of an access, sorted and disjoint: one per distinct IN value, else at most one.
 fn key_ranges(table: &TableSchema, access: &KeyAccess, key_cols: &[usize], env: &Env) -> Result<Vec<KeyRange>> {
     if access.any_of.is_empty() {
@@ -311,7 +317,7 @@ fn key_ranges(table: &TableSchema, access: &KeyAccess, key_cols: &[usize], env: 
     }
     let Some(prefix) = eq_prefix(table, access, key_cols, env)? else { return Ok(Vec::new()) };
     let ty = key_cols.get(access.eq.len()).and_then(|c| table.columns.get(*c)).map(|c| c.ty);
-    let completes_key = access.path == Path::PrimaryKey && access.eq.len() + 1 == key_cols.len();
+    let completes_key = completes_primary_key(access, key_cols);
     let mut keys = BTreeSet::new();
     for e in &access.any_of {
         let mut key = prefix.clone();
@@ -366,9 +372,9 @@ pub(crate) fn key_range(table: &TableSchema, access: &KeyAccess, key_cols: &[usi
         },
     };
     // An inclusive bound on a key prefix must take in every key extending it; a bound that
-    // completes the primary key is exact, since no stored key extends another (the encoding
-    // is self-delimiting). So `id >= $1 AND id <= $1` is one key, which storage looks up.
-    let completes_key = access.path == Path::PrimaryKey && access.eq.len() + 1 == key_cols.len();
+    // completes the primary key is exact. So `id >= $1 AND id <= $1` is one key, which
+    // storage looks up.
+    let completes_key = completes_primary_key(access, key_cols);
     let end = match upper {
         None => prefix_end(),
         Some((key, true)) if completes_key => Bound::Included(key),
