@@ -467,6 +467,23 @@ fn range_read_errors_carry_sqlstates() {
     assert_eq!(state(fx.range_read(30, "SELECT * FROM t", garbage)), "08P01");
 }
 
+/// A statement decodes only the buffered writes of the tables it reads or writes: the engine
+/// looks at no others, and a transaction's buffer spans every table it wrote.
+#[test]
+fn range_read_decodes_only_the_buffered_writes_of_its_tables() {
+    let mut fx = fixture();
+    fx.load(10, &[(1, 5)]);
+    let elsewhere = row_key("u", &encode_key([&Value::Int(1)])).expect("key");
+    let row = |id: i64| Some(postcard::to_allocvec(&vec![Value::Int(id), Value::Int(99)]).expect("row"));
+    let pending = vec![WriteEntry { key: elsewhere, value: Some(vec![0xff; 4]) }, WriteEntry { key: key(9), value: row(9) }];
+    let reply = fx.range_read(30, "SELECT id FROM t WHERE a > 10", pending.clone());
+    assert_eq!(rows_of(&reply), vec![vec![Value::Int(9)]], "t's buffered row is seen; u's is never decoded");
+    let mut bad = pending;
+    bad[1].value = Some(vec![0xff; 4]);
+    let state = fx.range_read(31, "SELECT id FROM t WHERE a > 10", bad).result.expect_err("error").sqlstate().to_string();
+    assert_eq!(state, "08P01", "an undecodable buffered row of the statement's own table is still refused");
+}
+
 #[test]
 fn line3_a_write_below_a_reported_table_version_is_not_monotonic() {
     let mut fx = fixture();

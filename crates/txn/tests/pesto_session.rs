@@ -31,6 +31,8 @@ struct Cluster {
     now: u64,
     /// Client messages delivered to each shard's replicas.
     sent_to_shard: Vec<usize>,
+    /// The buffered-write keys of every RANGE-READ delivered, in order.
+    range_pending: Vec<Vec<Vec<u8>>>,
 }
 
 fn cluster(clients: u64) -> Cluster {
@@ -75,7 +77,7 @@ fn cluster_with(clients: u64, shards: usize, tables: &[(&str, u32)]) -> Cluster 
         .enumerate()
         .map(|(i, k)| Coordinator::new(config.clone(), ClientId(i as u64 + 1), Some(k)).expect("coordinator"))
         .collect();
-    Cluster { keys, replicas, lies: vec![Lie::Honest; 6 * shards], clients, now: START, sent_to_shard: vec![0; shards] }
+    Cluster { keys, replicas, lies: vec![Lie::Honest; 6 * shards], clients, now: START, sent_to_shard: vec![0; shards], range_pending: Vec::new() }
 }
 
 /// Position of a replica in `Cluster::replicas`.
@@ -123,6 +125,9 @@ impl Cluster {
             for (to, msg) in self.clients[c].take_outputs() {
                 moved = true;
                 self.sent_to_shard[to.shard.0 as usize] += 1;
+                if let Message::RangeRead(r) = &msg {
+                    self.range_pending.push(r.body.pending.iter().map(|w| w.key.clone()).collect());
+                }
                 self.replicas[slot(to)].handle(self.now, c as u64, msg);
             }
         }
@@ -400,6 +405,30 @@ fn a_transaction_on_one_shards_tables_touches_only_that_shard() {
     // One statement over both shards is refused clearly.
     let e = cl.sql(0, h, "SELECT * FROM left_t JOIN right_t USING (id)", vec![]).expect_err("cross-shard");
     assert_eq!(e.state, SqlState::FeatureNotSupported);
+}
+
+/// A RANGE-READ carries the transaction's buffered writes to the tables its statement reads
+/// or writes, and no others: the replicas' engine would not look at them.
+#[test]
+fn a_range_read_carries_only_its_tables_buffered_writes() {
+    let mut cl = cluster(1);
+    accounts(&mut cl);
+    cl.autocommit(0, "CREATE TABLE notes (id INT PRIMARY KEY, body TEXT NOT NULL)", vec![]);
+    let h = cl.begin(0);
+    cl.sql(0, h, "INSERT INTO notes VALUES (1, 'hello')", vec![]).expect("insert");
+    cl.sql(0, h, "UPDATE accounts SET balance = balance + 1 WHERE id >= 2", vec![]).expect("update");
+    cl.range_pending.clear();
+    let rows = cl.rows(0, h, "SELECT id, balance FROM accounts WHERE balance < 200 ORDER BY id", vec![]);
+    assert_eq!(rows, vec![vec![int(1), int(100)], vec![int(2), int(51)], vec![int(3), int(11)]], "its own updates are seen");
+    assert!(!cl.range_pending.is_empty());
+    for pending in &cl.range_pending {
+        assert_eq!(pending.len(), 2, "the two accounts rows it updated, not the note");
+        assert!(pending.iter().all(|k| pistou_core::sql_keys::row_table(k) == Some("accounts")));
+    }
+    cl.range_pending.clear();
+    assert_eq!(cl.rows(0, h, "SELECT body FROM notes WHERE id >= 1", vec![]), vec![vec![Value::Text("hello".into())]]);
+    assert!(cl.range_pending.iter().all(|p| p.len() == 1 && pistou_core::sql_keys::row_table(&p[0]) == Some("notes")));
+    assert_eq!(cl.commit(0, h), Decision::Commit);
 }
 
 /// Pesto §7.3's inconsistency: two replicas (f+1) never receive writebacks, so they read

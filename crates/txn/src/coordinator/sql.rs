@@ -472,10 +472,14 @@ impl Coordinator {
     ) -> Result<Option<SqlOutput>, SqlError> {
         let Some(t) = self.txns.get(&h) else { return Ok(None) };
         let Some(stmt) = t.sql.as_ref().and_then(|s| s.statement.as_ref()) else { return Ok(None) };
+        // Only the buffered writes of the tables the statement reads or writes (all on
+        // `shard`): the replicas' engine looks at no others, and the transaction's buffer
+        // spans every table it wrote, which every replica asked would decode and hash.
+        let tables = prepared.tables();
         let pending = t
             .writes
             .iter()
-            .filter(|(k, _)| matches!(key_kind(k), KeyKind::Row { table, .. } if self.config().table_shard(table) == shard))
+            .filter(|(k, _)| matches!(key_kind(k), KeyKind::Row { table, .. } if tables.iter().any(|t| t == table)))
             .map(|(k, v)| pistou_wire::WriteEntry { key: k.clone(), value: v.clone() })
             .collect();
         let body = RangeRead { ts: t.ts, catalog_version, sql: stmt.sql.clone(), params: stmt.params.clone(), pending, snapshot: None };

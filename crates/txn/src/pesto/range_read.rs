@@ -60,8 +60,8 @@ impl SqlReplica {
         if self.catalog_below(req.ts).0 != req.catalog_version {
             return Err(sql_err(SqlState::SerializationFailure, "the schema changed since this statement was planned"));
         }
-        let pending = self.pending_writes(config, req)?;
         let prepared = self.engine.prepare(&catalog, &req.sql)?;
+        let pending = self.pending_writes(config, req, &prepared.tables())?;
         let committed = |v: &pistou_sql::Version| v.prepared_by.is_none();
         let ctx = ExecContext { storage: &self.store, at: ReadAt { ts: req.ts, visible: &committed }, pending: &pending };
         let exec = self.engine.execute(&catalog, &prepared, &req.params, &ctx)?;
@@ -186,8 +186,11 @@ impl SqlReplica {
         out
     }
 
-    /// The transaction's buffered writes, as the engine's write set (rows decoded).
-    fn pending_writes(&self, config: &ClusterConfig, req: &RangeRead) -> Result<WriteSet, SqlError> {
+    /// The transaction's buffered writes to `tables` (those the statement reads or writes;
+    /// the engine looks at no other), as the engine's write set (rows decoded). A
+    /// transaction's buffered writes span every table it wrote, so decoding only these
+    /// saves most of the work on a statement late in a transaction.
+    fn pending_writes(&self, config: &ClusterConfig, req: &RangeRead, tables: &[String]) -> Result<WriteSet, SqlError> {
         if req.pending.len() > MAX_PENDING_WRITES {
             return Err(sql_err(SqlState::ProgramLimitExceeded, "too many buffered writes"));
         }
@@ -196,7 +199,7 @@ impl SqlReplica {
             let KeyKind::Row { table, pk } = key_kind(&w.key) else {
                 return Err(sql_err(SqlState::ProtocolViolation, "buffered write to a non-row key"));
             };
-            if config.table_shard(table) != self.shard {
+            if config.table_shard(table) != self.shard || !tables.iter().any(|t| t == table) {
                 continue;
             }
             let write = match &w.value {
