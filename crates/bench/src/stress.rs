@@ -62,6 +62,13 @@ pub struct StressArgs {
     /// spell of the machine hits every mode alike; a summary of medians follows.
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
+    /// One cluster per workload, loaded once, on which the modes' runs alternate, instead
+    /// of a fresh cluster per run. Without the ~10 s of starting and loading between runs,
+    /// short runs can alternate often, so that a slow spell of a shared machine hits both
+    /// modes of a pair alike. A run starts on the state the previous ones left (more
+    /// versions, and after `incon` some writes still prepared at 1/3 of the replicas).
+    #[arg(long)]
+    pub same_cluster: bool,
 }
 
 fn options(mode: Mode, n: usize) -> ClientOptions {
@@ -111,16 +118,12 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut runs: Vec<Run> = Vec::new();
     for &dist in &a.dists {
+        let mut kept: Option<Cluster> = None;
         for &mode in std::iter::repeat_n(&a.modes, a.repeat).flatten() {
-            let cluster = Cluster::start(&cluster_args.spec(a.clients + 1), "stress")?;
-            let loader = a.clients as u64 + 1;
-            let n = cluster.config.quorums().n();
-            let client = Client::connect_with(cluster.config.clone(), ClientId(loader), cluster.client_key(loader)?, options(Mode::Normal, n)).await?;
-            let started = Instant::now();
-            load(&client, a).await?;
-            eprintln!("loaded {} rows in {:.1}s", TABLES * a.rows, started.elapsed().as_secs_f64());
-            // Every replica applies the load before measuring.
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            let cluster = match kept.take() {
+                Some(cluster) => cluster,
+                None => loaded_cluster(cluster_args, a).await?,
+            };
             let w = Workload { keys: a.rows, dist, theta: a.theta, clients: a.clients, duration: a.duration, warmup: a.warmup, preload_batch: 0 };
             let (t, stats, cpu) = clients(&cluster, &w, ids, mode).await?;
             // Machine-wide busy CPU per committed transaction: what a mode costs, steadier
@@ -146,12 +149,30 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
                 percent(cpu.idle),
                 per_txn,
             );
+            if a.same_cluster {
+                kept = Some(cluster);
+            }
         }
     }
     if a.repeat > 1 {
         summary(&runs, a);
     }
     Ok(())
+}
+
+/// A fresh cluster with every table loaded (by one more client identity than the runs use).
+async fn loaded_cluster(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<Cluster> {
+    let cluster = Cluster::start(&cluster_args.spec(a.clients + 1), "stress")?;
+    let loader = a.clients as u64 + 1;
+    let n = cluster.config.quorums().n();
+    let client = Client::connect_with(cluster.config.clone(), ClientId(loader), cluster.client_key(loader)?, options(Mode::Normal, n)).await?;
+    let started = Instant::now();
+    load(&client, a).await?;
+    client.shutdown().await;
+    eprintln!("loaded {} rows in {:.1}s", TABLES * a.rows, started.elapsed().as_secs_f64());
+    // Every replica applies the load before measuring.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    Ok(cluster)
 }
 
 /// One measured run.
@@ -164,12 +185,11 @@ struct Run {
 }
 
 /// Median throughput and CPU per transaction of each mode over the repeated runs, with the
-/// throughput drop and CPU increase from normal's.
+/// throughput drop and CPU increase from normal's, and the drop of each round (a mode's
+/// i-th run against normal's i-th, which ran next to it): its median and range.
 fn summary(runs: &[Run], a: &StressArgs) {
-    let median = |dist: Dist, mode: Mode, value: &dyn Fn(&Run) -> Option<f64>| {
-        let mut v: Vec<f64> = runs.iter().filter(|r| r.dist == dist && r.mode == mode).filter_map(value).collect();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
+    let values = |dist: Dist, mode: Mode, value: &dyn Fn(&Run) -> Option<f64>| -> Vec<f64> {
+        runs.iter().filter(|r| r.dist == dist && r.mode == mode).filter_map(value).collect()
     };
     let change = |mode: Mode, normal: Option<f64>, m: Option<f64>, sign: f64| match (normal, m) {
         (Some(n), Some(m)) if mode != Mode::Normal && n > 0.0 => format!("{:.0}%", sign * 100.0 * (n - m) / n),
@@ -178,16 +198,66 @@ fn summary(runs: &[Run], a: &StressArgs) {
     };
     let show = |v: Option<f64>, digits: usize| v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.digits$}"));
     println!();
-    println!("| workload | mode | median committed tx/s ({} runs) | drop from normal | median CPU ms/committed | increase from normal |", a.repeat);
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| workload | mode | median committed tx/s ({} runs) | drop from normal | drop per round: median (min to max) | median CPU ms/committed | increase from normal |",
+        a.repeat
+    );
+    println!("|---|---|---|---|---|---|---|");
     for &dist in &a.dists {
-        let (normal_tps, normal_cpu) = (median(dist, Mode::Normal, &|r| Some(r.tps)), median(dist, Mode::Normal, &|r| r.cpu_ms));
+        let normal_tps = values(dist, Mode::Normal, &|r| Some(r.tps));
+        let normal_cpu = median(values(dist, Mode::Normal, &|r| r.cpu_ms));
         for &mode in &a.modes {
-            let Some(tps) = median(dist, mode, &|r| Some(r.tps)) else { continue };
-            let cpu = median(dist, mode, &|r| r.cpu_ms);
-            let (drop, increase) = (change(mode, normal_tps, Some(tps), 1.0), change(mode, normal_cpu, cpu, -1.0));
-            println!("| {dist:?} | {mode:?} | {tps:.0} | {drop} | {} | {increase} |", show(cpu, 2));
+            let tps = values(dist, mode, &|r| Some(r.tps));
+            let Some(tps_median) = median(tps.clone()) else { continue };
+            let cpu = median(values(dist, mode, &|r| r.cpu_ms));
+            let drop = change(mode, median(normal_tps.clone()), Some(tps_median), 1.0);
+            let increase = change(mode, normal_cpu, cpu, -1.0);
+            let rounds = round_drops(&normal_tps, &tps);
+            let per_round = match (mode, median(rounds.clone())) {
+                (Mode::Normal, _) => "—".to_string(),
+                (_, None) => "n/a".to_string(),
+                (_, Some(m)) => {
+                    let (lo, hi) = rounds.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), d| (lo.min(*d), hi.max(*d)));
+                    format!("{m:.1}% ({lo:.1}% to {hi:.1}%)")
+                }
+            };
+            println!("| {dist:?} | {mode:?} | {tps_median:.0} | {drop} | {per_round} | {} | {increase} |", show(cpu, 2));
         }
+    }
+}
+
+/// The median (the mean of the middle two for an even count), `None` for no values.
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    match v.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(v[mid]),
+        _ => Some((v[mid - 1] + v[mid]) / 2.0),
+    }
+}
+
+/// Throughput drop (%) of each round: `other[i]` against `normal[i]`, which ran next to it.
+/// Rounds where normal committed nothing have no drop.
+fn round_drops(normal: &[f64], other: &[f64]) -> Vec<f64> {
+    normal.iter().zip(other).filter(|(n, _)| **n > 0.0).map(|(n, o)| 100.0 * (n - o) / n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_takes_the_middle_or_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+
+    #[test]
+    fn round_drops_pair_runs_by_position() {
+        assert_eq!(round_drops(&[200.0, 100.0, 0.0], &[150.0, 110.0, 5.0]), vec![25.0, -10.0]);
+        assert_eq!(round_drops(&[200.0, 100.0], &[150.0]), vec![25.0], "an unfinished round is left out");
     }
 }
 
