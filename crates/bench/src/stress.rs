@@ -243,24 +243,6 @@ fn round_drops(normal: &[f64], other: &[f64]) -> Vec<f64> {
     normal.iter().zip(other).filter(|(n, _)| **n > 0.0).map(|(n, o)| 100.0 * (n - o) / n).collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn median_takes_the_middle_or_the_mean_of_the_middle_two() {
-        assert_eq!(median(vec![]), None);
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
-    }
-
-    #[test]
-    fn round_drops_pair_runs_by_position() {
-        assert_eq!(round_drops(&[200.0, 100.0, 0.0], &[150.0, 110.0, 5.0]), vec![25.0, -10.0]);
-        assert_eq!(round_drops(&[200.0, 100.0], &[150.0]), vec![25.0], "an unfinished round is left out");
-    }
-}
-
 /// The machine's CPU over the measured window: idle share and busy CPU-seconds.
 struct CpuUse {
     idle: Option<f64>,
@@ -362,4 +344,22 @@ async fn client_loop(client: &Client, w: Workload, keys: KeyGen, seed: u64, star
         }
     }
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_takes_the_middle_or_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+
+    #[test]
+    fn round_drops_pair_runs_by_position() {
+        assert_eq!(round_drops(&[200.0, 100.0, 0.0], &[150.0, 110.0, 5.0]), vec![25.0, -10.0]);
+        assert_eq!(round_drops(&[200.0, 100.0], &[150.0]), vec![25.0], "an unfinished round is left out");
+    }
 }
