@@ -4,7 +4,7 @@
 
 use crate::catalog::CatalogChange;
 use crate::engine::Prepared;
-use crate::plan::{FromPlan, QueryBody, QueryPlan, ScanPlan, Statement, TxnControl};
+use crate::plan::{FromPlan, Plan, QueryBody, QueryPlan, ScanPlan, Statement, TxnControl};
 use std::collections::BTreeSet;
 
 /// The kind of a prepared statement.
@@ -73,28 +73,28 @@ impl Prepared {
         returning.map(|r| r.names.clone())
     }
 
-    /// Names of the stored tables the statement reads or writes (subqueries and derived
-    /// tables included), sorted. EXPLAIN touches none: it reads nothing.
-    pub fn tables(&self) -> Vec<String> {
-        let plan = self.plan();
-        let mut out = BTreeSet::new();
-        match &plan.statement {
-            Statement::Query(q) => query_tables(q, &mut out),
-            Statement::Insert(i) => {
-                out.insert(i.table.name.clone());
-                if let crate::plan::InsertSource::Query(q) = &i.source {
-                    query_tables(q, &mut out);
-                }
+}
+
+/// Names of the stored tables `plan` reads or writes (subqueries and derived tables
+/// included), sorted; [`Prepared::tables`] keeps them. EXPLAIN touches none: it reads nothing.
+pub(crate) fn plan_tables(plan: &Plan) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    match &plan.statement {
+        Statement::Query(q) => query_tables(q, &mut out),
+        Statement::Insert(i) => {
+            out.insert(i.table.name.clone());
+            if let crate::plan::InsertSource::Query(q) = &i.source {
+                query_tables(q, &mut out);
             }
-            Statement::Update(u) => scan_tables(&u.scan, &mut out),
-            Statement::Delete(d) => scan_tables(&d.scan, &mut out),
-            Statement::Ddl(_) | Statement::Explain(_) | Statement::Txn(_) => return Vec::new(),
         }
-        for sub in &plan.subqueries {
-            query_tables(&sub.plan, &mut out);
-        }
-        out.into_iter().collect()
+        Statement::Update(u) => scan_tables(&u.scan, &mut out),
+        Statement::Delete(d) => scan_tables(&d.scan, &mut out),
+        Statement::Ddl(_) | Statement::Explain(_) | Statement::Txn(_) => return Vec::new(),
     }
+    for sub in &plan.subqueries {
+        query_tables(&sub.plan, &mut out);
+    }
+    out.into_iter().collect()
 }
 
 fn query_tables(q: &QueryPlan, out: &mut BTreeSet<String>) {

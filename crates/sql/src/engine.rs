@@ -40,6 +40,9 @@ pub struct Prepared {
     sql: String,
     catalog_version: u64,
     plan: Arc<Plan>,
+    /// The stored tables the statement reads or writes, found once at planning (every
+    /// statement a replica executes asks for them).
+    tables: Vec<String>,
 }
 
 impl Prepared {
@@ -49,6 +52,12 @@ impl Prepared {
 
     pub fn catalog_version(&self) -> u64 {
         self.catalog_version
+    }
+
+    /// Names of the stored tables the statement reads or writes, sorted (see
+    /// `describe::plan_tables`).
+    pub fn tables(&self) -> &[String] {
+        &self.tables
     }
 
     /// Number of `$n` parameters the statement expects.
@@ -198,10 +207,39 @@ pub struct Execution {
     pub writes: WriteSet,
 }
 
+/// Plans by catalog version, then by statement text (nested so that a lookup borrows the
+/// text instead of copying it), and their insertion order for eviction.
 #[derive(Default)]
 struct PlanCache {
-    plans: HashMap<(String, u64), Arc<Prepared>>,
-    order: VecDeque<(String, u64)>,
+    plans: HashMap<u64, HashMap<String, Arc<Prepared>>>,
+    entries: usize,
+    order: VecDeque<(u64, String)>,
+}
+
+impl PlanCache {
+    fn get(&self, version: u64, sql: &str) -> Option<Arc<Prepared>> {
+        self.plans.get(&version)?.get(sql).cloned()
+    }
+
+    fn insert(&mut self, version: u64, prepared: Arc<Prepared>, capacity: usize) {
+        if self.entries >= capacity {
+            if let Some((old_version, old_sql)) = self.order.pop_front() {
+                if let Some(by_text) = self.plans.get_mut(&old_version) {
+                    if by_text.remove(&old_sql).is_some() {
+                        self.entries -= 1;
+                    }
+                    if by_text.is_empty() {
+                        self.plans.remove(&old_version);
+                    }
+                }
+            }
+        }
+        let sql = prepared.sql.clone();
+        if self.plans.entry(version).or_default().insert(sql.clone(), prepared).is_none() {
+            self.entries += 1;
+            self.order.push_back((version, sql));
+        }
+    }
 }
 
 /// The SQL engine: stateless apart from its plan cache; share one per process.
@@ -240,22 +278,12 @@ impl Engine {
 
     /// Parses and plans one statement against `catalog` (cached by text and catalog version).
     pub fn prepare(&self, catalog: &Catalog, sql: &str) -> Result<Arc<Prepared>> {
-        let cache_key = (sql.to_string(), catalog.version());
-        if let Ok(cache) = self.cache.lock() {
-            if let Some(p) = cache.plans.get(&cache_key) {
-                return Ok(p.clone());
-            }
+        if let Some(p) = self.cache.lock().ok().and_then(|cache| cache.get(catalog.version(), sql)) {
+            return Ok(p);
         }
         let prepared = Arc::new(self.plan(catalog, sql)?);
         if let Ok(mut cache) = self.cache.lock() {
-            if cache.plans.len() >= self.limits.plan_cache_entries {
-                if let Some(old) = cache.order.pop_front() {
-                    cache.plans.remove(&old);
-                }
-            }
-            if cache.plans.insert(cache_key.clone(), prepared.clone()).is_none() {
-                cache.order.push_back(cache_key);
-            }
+            cache.insert(catalog.version(), prepared.clone(), self.limits.plan_cache_entries);
         }
         Ok(prepared)
     }
@@ -307,7 +335,8 @@ impl Engine {
             _ => return err(SqlState::FeatureNotSupported, "several statements in one call are not supported"),
         };
         let plan = Binder::new(catalog, self.limits.max_depth * 4, sql).plan(statement)?;
-        Ok(Prepared { sql: sql.to_string(), catalog_version: catalog.version(), plan: Arc::new(plan) })
+        let tables = crate::describe::plan_tables(&plan);
+        Ok(Prepared { sql: sql.to_string(), catalog_version: catalog.version(), plan: Arc::new(plan), tables })
     }
 
     /// Parses, plans and executes `sql`.
@@ -374,5 +403,49 @@ impl Engine {
             Statement::Txn(t) => Output::Transaction(*t),
         };
         Ok(Execution { output, reads: exec.reads, writes })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> Catalog {
+        let engine = Engine::default();
+        let mut catalog = Catalog::new();
+        for ddl in ["CREATE TABLE a (id BIGINT PRIMARY KEY, v BIGINT)", "CREATE TABLE b (id BIGINT PRIMARY KEY, w BIGINT)"] {
+            let p = engine.prepare(&catalog, ddl).expect("plan");
+            let Statement::Ddl(Some(change)) = &p.plan().statement else { panic!("not DDL") };
+            catalog.apply(change).expect("apply");
+        }
+        catalog
+    }
+
+    #[test]
+    fn the_plan_cache_is_bounded_and_evicts_the_oldest_plan() {
+        let engine = Engine::new(Limits { plan_cache_entries: 2, ..Limits::default() });
+        let catalog = catalog();
+        let plan = |sql: &str| engine.prepare(&catalog, sql).expect("plan");
+        let (one, two) = (plan("SELECT 1"), plan("SELECT 2"));
+        assert!(Arc::ptr_eq(&one, &plan("SELECT 1")), "a repeated statement is served from the cache");
+        let three = plan("SELECT 3");
+        let cache = engine.cache.lock().expect("lock");
+        assert_eq!(cache.entries, 2);
+        assert!(cache.get(catalog.version(), "SELECT 1").is_none(), "the oldest plan went first");
+        assert!(cache.get(catalog.version(), "SELECT 2").is_some_and(|p| Arc::ptr_eq(&p, &two)));
+        assert!(cache.get(catalog.version(), "SELECT 3").is_some_and(|p| Arc::ptr_eq(&p, &three)));
+        assert!(cache.get(catalog.version() + 1, "SELECT 3").is_none(), "plans are per catalog version");
+    }
+
+    #[test]
+    fn a_prepared_statement_knows_its_tables() {
+        let engine = Engine::default();
+        let catalog = catalog();
+        let tables = |sql: &str| engine.prepare(&catalog, sql).expect("plan").tables().to_vec();
+        assert_eq!(tables("UPDATE b SET w = w + 1 WHERE id >= $1 AND id <= $1"), ["b"]);
+        assert_eq!(tables("SELECT * FROM b JOIN a ON a.id = b.id WHERE a.v IN (SELECT w FROM b)"), ["a", "b"]);
+        assert_eq!(tables("INSERT INTO a SELECT id, w FROM b"), ["a", "b"]);
+        assert!(tables("SELECT 1").is_empty());
+        assert!(tables("EXPLAIN SELECT * FROM a").is_empty());
     }
 }
