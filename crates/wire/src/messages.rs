@@ -478,7 +478,8 @@ pub struct RangeReply {
     pub request: pistou_crypto::Hash,
     pub result: Result<RangeResult, pistou_sql::SqlError>,
     /// SS-VOTE: ids of the writers of the active versions and of active-negative versions
-    /// (App. B.5.1), sorted and unique (snapshot path, §5.5 step 4).
+    /// (App. B.5.1), sorted and unique (snapshot path, §5.5 step 4). Empty in reply to a
+    /// RANGE-READ that carries an SS-PROP: proposals are built from eager votes only.
     pub ss_vote: Vec<TxnId>,
 }
 

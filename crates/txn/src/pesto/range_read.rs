@@ -40,6 +40,10 @@ impl SqlReplica {
         owner: impl Fn(Timestamp) -> Option<TxnId>,
     ) -> (Result<RangeResult, SqlError>, Vec<TxnId>) {
         match self.execute(config, req) {
+            // SS-VOTEs feed the next snapshot proposal, which only an eager round's votes
+            // build (a failed snapshot round starts over with an eager one); and a snapshot
+            // round reads committed versions, so there is no dependency for a vote to vouch for.
+            Ok((result, _, _)) if req.snapshot.is_some() => (Ok(result), Vec::new()),
             Ok((result, votes, negative)) => {
                 let ss_vote = votes.into_iter().filter_map(owner).chain(negative).collect::<BTreeSet<_>>().into_iter().collect();
                 (Ok(result), ss_vote)
@@ -61,7 +65,7 @@ impl SqlReplica {
             return Err(sql_err(SqlState::SerializationFailure, "the schema changed since this statement was planned"));
         }
         let prepared = self.engine.prepare(&catalog, &req.sql)?;
-        let pending = self.pending_writes(config, req, &prepared.tables())?;
+        let pending = self.pending_writes(config, req, prepared.tables())?;
         let committed = |v: &pistou_sql::Version| v.prepared_by.is_none();
         let ctx = ExecContext { storage: &self.store, at: ReadAt { ts: req.ts, visible: &committed }, pending: &pending };
         let exec = self.engine.execute(&catalog, &prepared, &req.params, &ctx)?;
@@ -111,8 +115,7 @@ impl SqlReplica {
             // A point access is fully covered by its read (or absence); other scans carry a
             // predicate (§6.1.1).
             if scan.access != Access::Point {
-                // Active negatives feed the next snapshot proposal, which only an eager
-                // round's votes build: a snapshot round's replies need none.
+                // Votes only: a snapshot round's replies carry none (see `range_read`).
                 if req.snapshot.is_none() {
                     negative.extend(self.active_negative(scan, &reads, req.ts));
                 }
