@@ -72,7 +72,6 @@ impl Prepared {
         };
         returning.map(|r| r.names.clone())
     }
-
 }
 
 /// Names of the stored tables `plan` reads or writes (subqueries and derived tables
