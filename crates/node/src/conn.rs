@@ -8,11 +8,10 @@
 //! accepts only frames with a valid tag.
 
 use crate::counters::{NetCounters, NetReason};
-use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use pistou_core::{ClientId, ClusterConfig, ReplicaId};
 use pistou_crypto::{Ephemeral, SessionKey};
-use pistou_wire::{decode_message, encode_message, frame_codec, ClientSigned, FrameCodec, Message, SessionOpen, Signable, WireError};
+use pistou_wire::{decode_message, frame_codec, ClientSigned, FrameCodec, Message, MessageWriter, SessionOpen, Signable, WireError};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -68,7 +67,7 @@ pub(crate) async fn serve_connection(
     let _ = stream.set_nodelay(true);
     let (r, w) = stream.into_split();
     let reader = FramedRead::new(r, frame_codec(params.max_frame_bytes));
-    let writer = FramedWrite::new(w, frame_codec(params.max_frame_bytes));
+    let writer = FramedWrite::new(w, MessageWriter::new(params.max_frame_bytes));
     tokio::select! {
         _ = read_loop(reader, token, &inbound, to_peer, &counters, &params) => {}
         _ = write_loop(writer, replies, &counters) => {}
@@ -223,21 +222,21 @@ pub(crate) fn classify_io(e: &std::io::Error) -> NetReason {
     }
 }
 
-async fn write_loop(mut writer: FramedWrite<OwnedWriteHalf, FrameCodec>, mut replies: mpsc::Receiver<Message>, counters: &NetCounters) {
+async fn write_loop(mut writer: FramedWrite<OwnedWriteHalf, MessageWriter>, mut replies: mpsc::Receiver<Message>, counters: &NetCounters) {
     while let Some(msg) = replies.recv().await {
-        if writer.feed(Bytes::from(encode_message(&msg))).await.is_err() {
+        if writer.feed(&msg).await.is_err() {
             counters.record(NetReason::Io);
             return;
         }
         // Everything already queued goes out with one flush (one syscall in the best case).
         for _ in 0..WRITE_BATCH {
             let Ok(msg) = replies.try_recv() else { break };
-            if writer.feed(Bytes::from(encode_message(&msg))).await.is_err() {
+            if writer.feed(&msg).await.is_err() {
                 counters.record(NetReason::Io);
                 return;
             }
         }
-        if SinkExt::<Bytes>::flush(&mut writer).await.is_err() {
+        if SinkExt::<&Message>::flush(&mut writer).await.is_err() {
             counters.record(NetReason::Io);
             return;
         }

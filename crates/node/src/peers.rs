@@ -5,10 +5,9 @@
 //! (what arrives on them is drained and ignored). Undeliverable messages are dropped:
 //! the fallback protocol retries on its own timers.
 
-use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use pistou_core::ReplicaId;
-use pistou_wire::{encode_message, frame_codec, Message};
+use pistou_wire::{frame_codec, Message, MessageWriter};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -54,15 +53,14 @@ async fn session(link: &PeerLink, stream: TcpStream, outgoing: &mut mpsc::Receiv
     let _ = stream.set_nodelay(true);
     let (r, w) = stream.into_split();
     let mut reader = FramedRead::new(r, frame_codec(link.max_frame_bytes));
-    let mut writer = FramedWrite::new(w, frame_codec(link.max_frame_bytes));
-    let hello = encode_message(&Message::HelloReplica { replica: link.me });
-    if writer.send(Bytes::from(hello)).await.is_err() {
+    let mut writer = FramedWrite::new(w, MessageWriter::new(link.max_frame_bytes));
+    if writer.send(&Message::HelloReplica { replica: link.me }).await.is_err() {
         return true;
     }
     let drain = async { while let Some(Ok(_)) = reader.next().await {} };
     let write = async {
         while let Some(msg) = outgoing.recv().await {
-            if writer.send(Bytes::from(encode_message(&msg))).await.is_err() {
+            if writer.send(&msg).await.is_err() {
                 return true;
             }
         }

@@ -1,5 +1,7 @@
 use crate::messages::Message;
+use bytes::BufMut;
 use serde::Serialize;
+use std::cell::RefCell;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum WireError {
@@ -13,9 +15,61 @@ pub enum WireError {
 /// sign has one encoding per value (no maps with unspecified order: sets and maps travel
 /// as sorted vectors, checked on receipt).
 pub fn canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    with_canonical_bytes(value, <[u8]>::to_vec)
+}
+
+/// Calls `f` with the canonical encoding of `value`, written into a per-thread buffer
+/// that keeps its capacity: signing hashes and ids are computed for every message sent and
+/// received, and encoding each into a fresh vector grown by doubling was a measurable
+/// share of a replica's allocations (docs/benchmarks.md, Fig. 8).
+pub fn with_canonical_bytes<T: Serialize + ?Sized, R>(value: &T, f: impl FnOnce(&[u8]) -> R) -> R {
+    // Taken out of the cell for the call, so that a nested use would get a buffer of its
+    // own instead of a borrow error.
+    let mut buf = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    buf.clear();
     // postcard cannot fail on our types (no maps with non-string keys issues, no
-    // unsized sequences); an empty vector would only make a signature check fail.
-    postcard::to_allocvec(value).unwrap_or_default()
+    // unsized sequences); an empty encoding would only make a signature check fail.
+    if append_canonical(value, &mut buf).is_err() {
+        buf.clear();
+    }
+    let out = f(&buf);
+    if buf.capacity() <= SCRATCH_KEEP_BYTES {
+        SCRATCH.with(|s| *s.borrow_mut() = buf);
+    }
+    out
+}
+
+/// Appends the canonical encoding of `value` to `out`.
+pub(crate) fn append_canonical<T: Serialize + ?Sized, B: BufMut>(value: &T, out: &mut B) -> postcard::Result<()> {
+    postcard::serialize_with_flavor(value, Append(out))
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Larger scratch buffers (a huge message) are dropped after use rather than kept.
+const SCRATCH_KEEP_BYTES: usize = 1 << 20;
+
+/// The postcard flavor that appends to a borrowed buffer.
+struct Append<'a, B: BufMut>(&'a mut B);
+
+impl<B: BufMut> postcard::ser_flavors::Flavor for Append<'_, B> {
+    type Output = ();
+
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        self.0.put_slice(data);
+        Ok(())
+    }
+
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.put_u8(data);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<()> {
+        Ok(())
+    }
 }
 
 pub fn encode_message(msg: &Message) -> Vec<u8> {

@@ -7,7 +7,7 @@ mod framing;
 mod messages;
 mod signed;
 
-pub use codec::{canonical_bytes, decode_message, encode_message, WireError};
-pub use framing::{frame_codec, FrameCodec, DEFAULT_MAX_FRAME_BYTES};
+pub use codec::{canonical_bytes, decode_message, encode_message, with_canonical_bytes, WireError};
+pub use framing::{frame_codec, FrameCodec, MessageWriter, DEFAULT_MAX_FRAME_BYTES};
 pub use messages::*;
 pub use signed::{ClientSigned, ReplicaSigned, Signable};

@@ -2,7 +2,7 @@
 //! READ, ST1 (prepare), ST1R (vote), ST2 (log the decision on S_log), ST2R, writeback with
 //! C-CERT / A-CERT.
 
-use crate::codec::canonical_bytes;
+use crate::codec::with_canonical_bytes;
 use crate::signed::{ClientSigned, ReplicaSigned, Signable};
 use pistou_core::{ClusterConfig, Key, ShardId, Timestamp, TxnId, Value};
 use pistou_crypto::hash_parts;
@@ -106,7 +106,7 @@ pub enum MetaError {
 
 impl TxnMeta {
     pub fn id(&self) -> TxnId {
-        TxnId(hash_parts(&[b"pistou-txn-v1", &canonical_bytes(self)]))
+        TxnId(with_canonical_bytes(self, |bytes| hash_parts(&[b"pistou-txn-v1", bytes])))
     }
 
     /// S_log: the shard that logs a slow-path decision, chosen deterministically from id_T.

@@ -1,4 +1,4 @@
-use crate::codec::canonical_bytes;
+use crate::codec::with_canonical_bytes;
 use pistou_core::{ClientId, ReplicaId};
 use pistou_crypto::{hash_parts, BatchSignature, Hash, Signature};
 use serde::{Deserialize, Serialize};
@@ -9,7 +9,7 @@ pub trait Signable: Serialize {
     const DOMAIN: &'static [u8];
 
     fn signing_hash(&self) -> Hash {
-        hash_parts(&[Self::DOMAIN, &canonical_bytes(self)])
+        with_canonical_bytes(self, |bytes| hash_parts(&[Self::DOMAIN, bytes]))
     }
 }
 

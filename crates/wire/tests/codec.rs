@@ -6,7 +6,7 @@ use bytes::BytesMut;
 use pistou_core::{ClientId, ReplicaId, ShardId, Timestamp, TxnId};
 use pistou_wire::*;
 use proptest::prelude::*;
-use tokio_util::codec::Decoder;
+use tokio_util::codec::{Decoder, Encoder};
 
 fn ts(t: u64) -> Timestamp {
     Timestamp { time: t, client: ClientId(3), seq: 1 }
@@ -89,6 +89,44 @@ fn oversized_frame_is_a_framing_error() {
     buf.extend_from_slice(&3u32.to_be_bytes());
     buf.extend_from_slice(b"abc");
     assert_eq!(codec.decode(&mut buf).unwrap().unwrap().as_ref(), b"abc");
+}
+
+#[test]
+fn message_writer_frames_like_the_frame_codec() {
+    let mut writer = MessageWriter::new(1024);
+    let mut frames = BytesMut::new();
+    for m in sample_messages() {
+        writer.encode(&m, &mut frames).expect("within the limit");
+    }
+    // The reading side (the length-delimited codec) gets back every message, in order.
+    let mut reader = frame_codec(1024);
+    for m in sample_messages() {
+        let frame = reader.decode(&mut frames).expect("a frame").expect("complete");
+        assert_eq!(frame.as_ref(), encode_message(&m).as_slice(), "{}", m.kind());
+    }
+    assert!(frames.is_empty());
+}
+
+#[test]
+fn message_writer_refuses_an_oversized_message_and_writes_nothing() {
+    let big = Message::AbortReads(ClientSigned { client: ClientId(3), body: AbortReads { ts: ts(10), keys: vec![vec![7; 600]; 2] }, sig: None });
+    let mut frames = BytesMut::new();
+    MessageWriter::new(1024).encode(&Message::HelloClient { client: ClientId(3) }, &mut frames).expect("small");
+    let before = frames.clone();
+    assert!(MessageWriter::new(1024).encode(&big, &mut frames).is_err());
+    assert_eq!(frames, before, "no partial frame left in the buffer");
+    MessageWriter::new(4096).encode(&big, &mut frames).expect("within a larger limit");
+}
+
+#[test]
+fn hashing_in_the_scratch_buffer_matches_a_fresh_encoding() {
+    for m in sample_messages() {
+        let fresh = postcard::to_allocvec(&m).expect("encode");
+        assert_eq!(canonical_bytes(&m), fresh);
+        // Nested use (an encoding inside another's callback) gets its own buffer.
+        let nested = with_canonical_bytes(&m, |outer| (outer.to_vec(), with_canonical_bytes(&ClientId(9), <[u8]>::to_vec)));
+        assert_eq!(nested, (fresh, postcard::to_allocvec(&ClientId(9)).expect("encode")));
+    }
 }
 
 #[test]

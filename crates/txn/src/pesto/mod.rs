@@ -176,9 +176,13 @@ impl SqlReplica {
 
     /// Records that a range read was told `version` for `table` (monotonicity bound).
     pub(crate) fn note_reported(&mut self, table: &str, version: Timestamp) {
-        let high = self.reported.entry(table.to_string()).or_insert(Timestamp::GENESIS);
-        if version > *high {
-            *high = version;
+        // Looked up before inserting: every range read reports, and the table is nearly
+        // always known already (no key to allocate).
+        match self.reported.get_mut(table) {
+            Some(high) => *high = (*high).max(version),
+            None => {
+                self.reported.insert(table.to_string(), version);
+            }
         }
     }
 

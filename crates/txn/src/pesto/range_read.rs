@@ -87,7 +87,8 @@ impl SqlReplica {
                 return Err(sql_err(SqlState::FeatureNotSupported, "schema and transaction statements are not range reads"));
             }
         };
-        let mut reads: BTreeMap<Vec<u8>, ActiveRead> = BTreeMap::new();
+        // Q-READ by key: (version, its writer if only prepared).
+        let mut reads: BTreeMap<Vec<u8>, (Timestamp, Option<TxnId>)> = BTreeMap::new();
         let mut predicates = BTreeSet::new();
         let mut versions = Vec::new();
         let mut negative = Vec::new();
@@ -96,7 +97,7 @@ impl SqlReplica {
             for row in &scan.rows {
                 let key = row_key(table, &row.key).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
                 versions.push(row.version.ts);
-                reads.insert(key.clone(), ActiveRead { key, version: row.version.ts, prepared_by: row.version.prepared_by });
+                reads.insert(key, (row.version.ts, row.version.prepared_by));
             }
             if let Some(pk) = &scan.absent_key {
                 // The statement relied on the key having no row: it read the newest version
@@ -110,7 +111,7 @@ impl SqlReplica {
                 if version != Timestamp::GENESIS {
                     versions.push(version);
                 }
-                reads.entry(key.clone()).or_insert(ActiveRead { key, version, prepared_by });
+                reads.entry(key).or_insert((version, prepared_by));
             }
             // A point access is fully covered by its read (or absence); other scans carry a
             // predicate (§6.1.1).
@@ -145,7 +146,8 @@ impl SqlReplica {
                 PredicateRead { predicate, table_version, active }
             })
             .collect();
-        let result = RangeResult { output, writes, reads: reads.into_values().collect(), predicates };
+        let reads = reads.into_iter().map(|(key, (version, prepared_by))| ActiveRead { key, version, prepared_by }).collect();
+        let result = RangeResult { output, writes, reads, predicates };
         Ok((result, versions, negative))
     }
 
@@ -159,7 +161,7 @@ impl SqlReplica {
     /// key lies in the scan's primary-key ranges: no version of a key outside them satisfies
     /// the predicate, and the write log finds the writes to a narrow range by key
     /// (`RowStore::writes_between_in`) without walking the window.
-    fn active_negative(&self, scan: &ScanRead, active: &BTreeMap<Vec<u8>, ActiveRead>, ts: Timestamp) -> Vec<TxnId> {
+    fn active_negative<V>(&self, scan: &ScanRead, active: &BTreeMap<Vec<u8>, V>, ts: Timestamp) -> Vec<TxnId> {
         let (table, predicate) = (scan.table(), &scan.predicate);
         let lo = Timestamp::at(ts.time.saturating_sub(self.params.table_version_outlier_us)).max(self.store.watermark());
         let committed = |v: &pistou_rowstore::VersionRef| v.state == VersionState::Committed;
