@@ -1,8 +1,9 @@
 //! Pesto Fig. 8: stress testing range reads with a YCSB-style SQL microbenchmark. Ten tables
 //! `usertable0..9 (id BIGINT PRIMARY KEY, v BIGINT)`; every transaction reads and updates ten
-//! rows, each with one range statement (`UPDATE … WHERE id >= $1 AND id <= $1`, a RANGE-READ
-//! whose reconnaissance returns the row's new version), keys uniform or Zipfian. Three modes,
-//! each on a fresh cluster:
+//! rows with `UPDATE … SET v = v + 1 WHERE id >= $1 AND id <= $2` (a RANGE-READ whose
+//! reconnaissance returns the rows' new versions), keys uniform or Zipfian, in one of two
+//! shapes (`Shape`): one statement over ten consecutive rows, as the paper's artifact runs
+//! Fig. 8, or ten single-row statements. Three modes, each on a fresh cluster:
 //! - `normal`;
 //! - `fail-eager`: clients ignore the eager decision, every range read proposes a snapshot
 //!   and re-executes (Pesto: "requiring a snapshot proposal, but no synchronization");
@@ -21,7 +22,50 @@ use rand::{Rng, SeedableRng};
 use std::time::{Duration, Instant};
 
 const TABLES: u64 = 10;
-const ROWS_PER_TXN: usize = 10;
+const ROWS_PER_TXN: u64 = 10;
+
+/// What one transaction does.
+#[derive(Clone, Copy, Debug, clap::ValueEnum, PartialEq, Eq)]
+pub enum Shape {
+    /// One statement updating ten consecutive rows of a random table, from a key the
+    /// distribution picks: one range read per transaction. This is the Pesto artifact's
+    /// Fig. 8 configuration (`rw_num_ops_txn = 1`, `fixed_range`, `max_range = 10`, no
+    /// wrap-around).
+    Range,
+    /// Ten statements, each updating one row of a random table: ten range reads per
+    /// transaction, so ten snapshot rounds under fail-eager.
+    Rows,
+}
+
+/// The statements of one transaction: (table, first id, last id).
+fn statements<R: Rng>(shape: Shape, keys: &KeyGen, rng: &mut R) -> Vec<(u64, u64, u64)> {
+    match shape {
+        Shape::Range => {
+            let first = keys.pick(rng);
+            vec![(rng.gen_range(0..TABLES), first, first + ROWS_PER_TXN - 1)]
+        }
+        Shape::Rows => {
+            let mut rows: Vec<(u64, u64, u64)> = (0..ROWS_PER_TXN)
+                .map(|_| {
+                    let key = keys.pick(rng);
+                    (rng.gen_range(0..TABLES), key, key)
+                })
+                .collect();
+            rows.sort();
+            rows.dedup();
+            rows
+        }
+    }
+}
+
+/// The keys the distribution picks from: every row, or for `Shape::Range` every first row
+/// of a full range.
+fn key_space(a: &StressArgs) -> u64 {
+    match a.shape {
+        Shape::Range => a.rows - (ROWS_PER_TXN - 1),
+        Shape::Rows => a.rows,
+    }
+}
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum, PartialEq, Eq)]
 pub enum Mode {
@@ -42,6 +86,10 @@ pub struct StressArgs {
     pub theta: f64,
     #[arg(long, value_enum, value_delimiter = ',', default_value = "normal,fail-eager,incon")]
     pub modes: Vec<Mode>,
+    /// What a transaction does: one ten-row range statement (the paper's Fig. 8) or ten
+    /// single-row statements.
+    #[arg(long, value_enum, default_value_t = Shape::Range)]
+    pub shape: Shape,
     /// Concurrent closed-loop clients.
     #[arg(long, default_value_t = 8)]
     pub clients: usize,
@@ -114,13 +162,18 @@ async fn load(client: &Client, a: &StressArgs) -> Result<()> {
 }
 
 pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
-    if a.rows == 0 || a.clients == 0 || a.repeat == 0 {
-        bail!("--rows, --clients and --repeat must be positive");
+    if a.clients == 0 || a.repeat == 0 {
+        bail!("--clients and --repeat must be positive");
+    }
+    if a.rows < ROWS_PER_TXN {
+        bail!("--rows must be at least {ROWS_PER_TXN}: a transaction updates that many rows");
     }
     let ids = a.client_ids.unwrap_or(a.clients);
     if ids == 0 || ids > a.clients {
         bail!("--client-ids must be between 1 and --clients ({})", a.clients);
     }
+    println!("Transactions of shape {:?}.", a.shape);
+    println!();
     println!("| workload | mode | committed tx/s | p50 ms | p99 ms | commit rate | fast path | eager reads | snapshot reads | proposals | failed reads | errors | CPU idle | CPU ms/committed |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut runs: Vec<Run> = Vec::new();
@@ -135,8 +188,8 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
                     cluster
                 }
             };
-            let w = Workload { keys: a.rows, dist, theta: a.theta, clients: a.clients, duration: a.duration, warmup: a.warmup, preload_batch: 0 };
-            let (t, stats, cpu) = clients(&cluster, &w, ids, mode).await?;
+            let w = Workload { keys: key_space(a), dist, theta: a.theta, clients: a.clients, duration: a.duration, warmup: a.warmup, preload_batch: 0 };
+            let (t, stats, cpu) = clients(&cluster, &w, a.shape, ids, mode).await?;
             // Machine-wide busy CPU per committed transaction: what a mode costs, steadier
             // than throughput on a shared machine (it includes the clients' own CPU).
             let cpu_ms = cpu.busy.filter(|_| t.committed > 0).map(|busy| 1e3 * busy / t.committed as f64);
@@ -191,8 +244,8 @@ async fn settle(cluster: &Cluster, a: &StressArgs, dist: Dist, ids: usize) -> Re
     if a.settle == 0 {
         return Ok(());
     }
-    let w = Workload { keys: a.rows, dist, theta: a.theta, clients: a.clients, duration: a.settle, warmup: 0, preload_batch: 0 };
-    let (t, _, _) = clients(cluster, &w, ids, Mode::Normal).await?;
+    let w = Workload { keys: key_space(a), dist, theta: a.theta, clients: a.clients, duration: a.settle, warmup: 0, preload_batch: 0 };
+    let (t, _, _) = clients(cluster, &w, a.shape, ids, Mode::Normal).await?;
     eprintln!("settled for {} s ({:.0} tx/s, not measured)", a.settle, t.committed as f64 / a.settle as f64);
     Ok(())
 }
@@ -273,7 +326,7 @@ struct CpuUse {
 
 /// Runs `w.clients` closed-loop clients over `ids` client identities; returns their tally,
 /// their range-read counts over the measured window and the machine's CPU use meanwhile.
-async fn clients(cluster: &Cluster, w: &Workload, ids: usize, mode: Mode) -> Result<(Tally, pistou_client::RangeStats, CpuUse)> {
+async fn clients(cluster: &Cluster, w: &Workload, shape: Shape, ids: usize, mode: Mode) -> Result<(Tally, pistou_client::RangeStats, CpuUse)> {
     let keys = KeyGen::new(w)?;
     let n = cluster.config.quorums().n();
     let start = Instant::now() + Duration::from_millis(200);
@@ -303,7 +356,7 @@ async fn clients(cluster: &Cluster, w: &Workload, ids: usize, mode: Mode) -> Res
     for worker in 0..w.clients {
         let client = handles[worker % ids].0.clone();
         let (keys, w) = (keys.clone(), w.clone());
-        tasks.push(tokio::spawn(async move { client_loop(&client, w, keys, worker as u64 + 1, start).await }));
+        tasks.push(tokio::spawn(async move { client_loop(&client, w, shape, keys, worker as u64 + 1, start).await }));
     }
     let mut total = Tally::new()?;
     for t in tasks {
@@ -321,12 +374,12 @@ async fn clients(cluster: &Cluster, w: &Workload, ids: usize, mode: Mode) -> Res
     Ok((total, stats, meter.await?))
 }
 
-/// One transaction: ten read-and-update range statements on random tables and keys.
-async fn transaction(client: &Client, rows: &[(u64, u64)]) -> Result<Outcome, ClientError> {
+/// One transaction: its read-and-update range statements, then commit.
+async fn transaction(client: &Client, statements: &[(u64, u64, u64)]) -> Result<Outcome, ClientError> {
     let mut txn = client.begin().await?;
-    for (table, key) in rows {
-        let sql = format!("UPDATE usertable{table} SET v = v + 1 WHERE id >= $1 AND id <= $1");
-        if let Err(e) = txn.query(&sql, &[SqlValue::Int(*key as i64)]).await {
+    for (table, first, last) in statements {
+        let sql = format!("UPDATE usertable{table} SET v = v + 1 WHERE id >= $1 AND id <= $2");
+        if let Err(e) = txn.query(&sql, &[SqlValue::Int(*first as i64), SqlValue::Int(*last as i64)]).await {
             txn.rollback();
             return match e {
                 ClientError::Sql(s) if s.state == pistou_client::SqlState::SerializationFailure => Ok(Outcome::Aborted),
@@ -337,7 +390,7 @@ async fn transaction(client: &Client, rows: &[(u64, u64)]) -> Result<Outcome, Cl
     txn.commit().await
 }
 
-async fn client_loop(client: &Client, w: Workload, keys: KeyGen, seed: u64, start: Instant) -> Result<Tally> {
+async fn client_loop(client: &Client, w: Workload, shape: Shape, keys: KeyGen, seed: u64, start: Instant) -> Result<Tally> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut t = Tally::new()?;
     tokio::time::sleep_until(start.into()).await;
@@ -348,10 +401,7 @@ async fn client_loop(client: &Client, w: Workload, keys: KeyGen, seed: u64, star
         if began >= end {
             break;
         }
-        let mut rows: Vec<(u64, u64)> = (0..ROWS_PER_TXN).map(|_| (rng.gen_range(0..TABLES), keys.pick(&mut rng))).collect();
-        rows.sort();
-        rows.dedup();
-        let outcome = transaction(client, &rows).await;
+        let outcome = transaction(client, &statements(shape, &keys, &mut rng)).await;
         if began < measure_from || Instant::now() > end {
             continue;
         }
@@ -377,6 +427,34 @@ mod tests {
         assert_eq!(median(vec![]), None);
         assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+
+    #[test]
+    fn range_transactions_update_ten_consecutive_rows_inside_the_table() {
+        let w = Workload { keys: 100 - (ROWS_PER_TXN - 1), dist: Dist::Uniform, theta: 1.1, clients: 1, duration: 1, warmup: 0, preload_batch: 0 };
+        let keys = KeyGen::new(&w).expect("uniform keys");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for _ in 0..1_000 {
+            let s = statements(Shape::Range, &keys, &mut rng);
+            assert_eq!(s.len(), 1);
+            let (table, first, last) = s[0];
+            assert!(table < TABLES);
+            assert_eq!(last - first + 1, ROWS_PER_TXN);
+            assert!(last < 100, "the range {first}..={last} runs past the last row");
+        }
+    }
+
+    #[test]
+    fn rows_transactions_are_distinct_single_row_statements() {
+        let w = Workload { keys: 3, dist: Dist::Uniform, theta: 1.1, clients: 1, duration: 1, warmup: 0, preload_batch: 0 };
+        let keys = KeyGen::new(&w).expect("uniform keys");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for _ in 0..100 {
+            let s = statements(Shape::Rows, &keys, &mut rng);
+            assert!(!s.is_empty() && s.len() <= ROWS_PER_TXN as usize);
+            assert!(s.iter().all(|(t, first, last)| *t < TABLES && first == last && *last < 3));
+            assert!(s.windows(2).all(|p| p[0] < p[1]), "sorted without repeats: {s:?}");
+        }
     }
 
     #[test]
