@@ -509,7 +509,7 @@ mod tests {
         assert_eq!(r.rows, vec![vec![text("t"), text("pg_catalog"), text("int4")]]);
         let mut catalog = Catalog::new();
         let column = pistou_sql::Column { name: "a".into(), ty: SqlType::Int, limits: Default::default(), nullable: false, default: None };
-        let table = TableSchema { name: "accounts".into(), columns: vec![column], primary_key: vec![0], indexes: vec![] };
+        let table = TableSchema { name: "accounts".into(), id: 0, columns: vec![column], primary_key: vec![0], indexes: vec![] };
         catalog.apply(&pistou_sql::CatalogChange::CreateTable(table)).unwrap();
         let q = "SELECT NULL AS TABLE_CAT, n.nspname AS TABLE_SCHEM, c.relname AS TABLE_NAME, 'x' AS TABLE_TYPE, \
                  d.description AS REMARKS FROM pg_catalog.pg_namespace n, pg_catalog.pg_class c WHERE c.relnamespace = n.oid \

@@ -156,7 +156,7 @@ mod tests {
             .enumerate()
             .map(|(i, &ty)| Column { name: format!("c{i}"), ty, limits: Default::default(), nullable: false, default: None })
             .collect();
-        TableSchema { name: "t".into(), columns, primary_key: (0..types.len()).collect(), indexes: vec![] }
+        TableSchema { name: "t".into(), id: 0, columns, primary_key: (0..types.len()).collect(), indexes: vec![] }
     }
 
     fn numeric(s: &str) -> Value {

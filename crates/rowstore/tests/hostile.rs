@@ -15,7 +15,7 @@ fn hostile_setup() -> (Catalog, RowStore) {
     let (mut catalog, mut store) = setup();
     let col = |name: &str, ty, limits| Column { name: name.into(), ty, limits, nullable: true, default: None };
     let lim = TableSchema {
-        name: "lim".into(),
+        name: "lim".into(), id: 0,
         columns: vec![
             Column { nullable: false, ..col("k", SqlType::Int, TypeLimits::default()) },
             col("s", SqlType::Text, TypeLimits { max_len: Some(3), numeric: None }),

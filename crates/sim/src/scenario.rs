@@ -392,7 +392,7 @@ impl World {
         let correct = |id: &ReplicaId| !self.byz_replicas.contains_key(id) && !self.crashed.contains(id);
         let committed = |shard: ShardId| {
             let replicas = self.replicas.iter().filter(|(id, _)| id.shard == shard && correct(id));
-            replicas.map(|(_, r)| crate::sql_byz::catalog_version(r.committed_txns(), shard)).collect()
+            replicas.map(|(_, r)| crate::sql_byz::newest_catalog(r.committed_txns(), shard)).collect()
         };
         *slot = crate::sql_byz::targets(&crate::sql_byz::tables(spec), &self.config, setup_ddl, committed);
     }

@@ -15,8 +15,8 @@
 use crate::sql_workload::{SqlSpec, SqlTxnLog, StatementLog};
 use pistou_core::sql_keys::{catalog_key, key_kind, row_key, KeyKind};
 use pistou_core::{ClusterConfig, ShardId, Timestamp};
-use pistou_sql::{Row, Value};
-use pistou_txn::SqlOutput;
+use pistou_sql::{Catalog, Row, Value};
+use pistou_txn::{CatalogWrite, SqlOutput};
 use pistou_wire::{Decision, ReadEntry, TxnMeta, WriteEntry};
 use rand::{Rng, RngCore};
 use std::collections::BTreeMap;
@@ -62,9 +62,10 @@ impl Table {
         }
     }
 
-    /// The write of `row` (its first column is the primary key).
-    fn write(self, row: &Row) -> Option<WriteEntry> {
-        let key = row_key(self.name(), &pistou_sql::keycode::encode_key([row.first()?]))?;
+    /// The write of `row` (its first column is the primary key) to the table with identity
+    /// `table_id`.
+    fn write(self, table_id: u64, row: &Row) -> Option<WriteEntry> {
+        let key = row_key(self.name(), table_id, &pistou_sql::keycode::encode_key([row.first()?]))?;
         Some(WriteEntry { key, value: Some(postcard::to_allocvec(row).ok()?) })
     }
 }
@@ -78,10 +79,11 @@ pub fn tables(spec: &SqlSpec) -> Vec<Table> {
     }
 }
 
-/// A table with its shard and that shard's current catalog version.
+/// A table with its identity, its shard and that shard's current catalog version.
 #[derive(Clone, Copy, Debug)]
 pub struct Target {
     pub table: Table,
+    pub table_id: u64,
     pub shard: ShardId,
     pub catalog: Timestamp,
 }
@@ -106,35 +108,38 @@ pub fn shaper(cell: CatalogCell) -> pistou_adversary::TxnShaper {
         };
         let catalogs: BTreeMap<Vec<u8>, Timestamp> = chosen.iter().map(|t| (catalog_key(t.shard), t.catalog)).collect();
         let reads = catalogs.into_iter().map(|(key, version)| ReadEntry { key, version }).collect();
-        let mut writes = chosen.iter().map(|t| t.table.write(&t.table.random_row(rng))).collect::<Option<Vec<_>>>()?;
+        let mut writes = chosen.iter().map(|t| t.table.write(t.table_id, &t.table.random_row(rng))).collect::<Option<Vec<_>>>()?;
         writes.sort_by(|a, b| a.key.cmp(&b.key));
         Some((reads, writes))
     })
 }
 
-/// The newest committed catalog version of `shard` among `committed`.
-pub fn catalog_version<'m>(committed: impl Iterator<Item = &'m TxnMeta>, shard: ShardId) -> Option<Timestamp> {
+/// The newest committed catalog of `shard` among `committed`: its version and the catalog.
+pub fn newest_catalog<'m>(committed: impl Iterator<Item = &'m TxnMeta>, shard: ShardId) -> Option<(Timestamp, Catalog)> {
     let key = catalog_key(shard);
-    committed.filter(|m| m.write_of(&key).is_some()).map(|m| m.ts).max()
+    let (ts, value) = committed.filter_map(|m| Some((m.ts, m.write_of(&key)?.value.as_ref()?))).max_by_key(|(ts, _)| *ts)?;
+    let write: CatalogWrite = postcard::from_bytes(value).ok()?;
+    Some((ts, write.catalog))
 }
 
 /// The targets of `tables` once they are current: every schema change writes every shard's
 /// catalog, so after the setup a shard's current version is that of the setup's last schema
 /// change (`setup_ddl`, the scenario runs no other); it is learned once a correct replica of
 /// the shard has committed it. `committed(shard)`: the newest catalog version committed at
-/// each correct replica of `shard`.
+/// each correct replica of `shard`, with the catalog it wrote.
 pub fn targets(
     tables: &[Table],
     config: &ClusterConfig,
     setup_ddl: Timestamp,
-    mut committed: impl FnMut(ShardId) -> Vec<Option<Timestamp>>,
+    mut committed: impl FnMut(ShardId) -> Vec<Option<(Timestamp, Catalog)>>,
 ) -> Option<Vec<Target>> {
     tables
         .iter()
         .map(|&table| {
             let shard = config.table_shard(table.name());
-            let catalog = committed(shard).into_iter().flatten().max().filter(|v| *v >= setup_ddl)?;
-            Some(Target { table, shard, catalog })
+            let (catalog, schema) = committed(shard).into_iter().flatten().max_by_key(|(v, _)| *v).filter(|(v, _)| *v >= setup_ddl)?;
+            let table_id = schema.table(table.name())?.id;
+            Some(Target { table, table_id, shard, catalog })
         })
         .collect()
 }

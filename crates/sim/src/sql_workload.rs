@@ -29,6 +29,16 @@ pub const LEDGER_SETUP: [&str; 4] = [
     "INSERT INTO ledger VALUES (0, 0, 10), (1, 1, 10), (2, 2, 10), (3, 3, 10)",
 ];
 
+/// Setup with [`SqlSpec::recreate_tables`]: `accounts` as in [`SETUP`], then `scratch`.
+pub const RECREATE_SETUP: [&str; 4] = [
+    SETUP[0],
+    SETUP[1],
+    SCRATCH_CREATE,
+    "INSERT INTO scratch VALUES (0, 1), (1, 1), (2, 1), (3, 1)",
+];
+
+const SCRATCH_CREATE: &str = "CREATE TABLE IF NOT EXISTS scratch (id INT PRIMARY KEY, v INT NOT NULL)";
+
 /// Accounts 0..LEDGER_ACCOUNTS exist in the two-table workload (never inserted or deleted).
 const LEDGER_ACCOUNTS: i64 = 8;
 
@@ -61,11 +71,23 @@ pub struct SqlSpec {
     /// (an index on `ledger.account` created or dropped, a column added to `ledger`): every
     /// shard's catalog changes.
     pub schema_changes: bool,
+    /// In the `accounts` workload, a second table `scratch` is dropped and created again
+    /// while other transactions insert into it and read it by key and by scan: a table
+    /// created again must start empty, whatever the old one held.
+    pub recreate_tables: bool,
 }
 
 impl Default for SqlSpec {
     fn default() -> Self {
-        SqlSpec { txns_per_client: 6, id_space: 14, start_after_us: 300_000, ledger: false, sweep_reads_first: false, schema_changes: false }
+        SqlSpec {
+            txns_per_client: 6,
+            id_space: 14,
+            start_after_us: 300_000,
+            ledger: false,
+            sweep_reads_first: false,
+            schema_changes: false,
+            recreate_tables: false,
+        }
     }
 }
 
@@ -74,6 +96,8 @@ impl SqlSpec {
     pub fn setup(&self) -> &'static [&'static str] {
         if self.ledger {
             &LEDGER_SETUP
+        } else if self.recreate_tables {
+            &RECREATE_SETUP
         } else {
             &SETUP
         }
@@ -182,7 +206,21 @@ impl SqlScript {
             return self.ledger_plan(rng);
         }
         let id = |rng: &mut ChaCha8Rng| rng.gen_range(0..self.spec.id_space);
-        match rng.gen_range(0..6) {
+        match rng.gen_range(0..if self.spec.recreate_tables { 10 } else { 6 }) {
+            6 => vec![stmt(if rng.gen_bool(0.5) { "DROP TABLE IF EXISTS scratch" } else { SCRATCH_CREATE }, vec![])],
+            7 => {
+                let key = int(rng.gen_range(0..8));
+                vec![
+                    stmt("SELECT v FROM scratch WHERE id = $1", vec![key.clone()]),
+                    stmt("INSERT INTO scratch VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v = scratch.v + 1", vec![key, int(1)]),
+                ]
+            }
+            // Read-only: a stale row read here commits, and the oracle sees it.
+            8 => vec![stmt("SELECT id, v FROM scratch WHERE id = $1", vec![int(rng.gen_range(0..8))])],
+            9 => vec![
+                stmt("SELECT count(*), CAST(coalesce(sum(v), 0) AS INT) FROM scratch", vec![]),
+                stmt("INSERT INTO scratch VALUES ($1, 1)", vec![int(rng.gen_range(0..8))]),
+            ],
             0 | 1 => {
                 let (a, b, amount) = (id(rng), id(rng), rng.gen_range(1..10));
                 vec![

@@ -29,6 +29,11 @@ pub struct IndexSchema {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TableSchema {
     pub name: String,
+    /// The table's identity: the catalog version its CREATE TABLE produced (set by
+    /// [`Catalog::apply`]; whatever a `CreateTable` change carries is ignored). Catalog
+    /// versions only grow, so a table dropped and created again under the same name gets a
+    /// new id, and its rows (keyed by name and id) are not the old table's.
+    pub id: u64,
     pub columns: Vec<Column>,
     /// Positions of the primary-key columns in the table row (never empty).
     pub primary_key: Vec<usize>,
@@ -117,7 +122,9 @@ impl Catalog {
                 for index in &schema.indexes {
                     self.check_new_index_name(&index.name)?;
                 }
-                self.tables.insert(schema.name.clone(), Arc::new(schema.clone()));
+                let mut schema = schema.clone();
+                schema.id = self.version + 1;
+                self.tables.insert(schema.name.clone(), Arc::new(schema));
             }
             CatalogChange::DropTable { table } => {
                 if self.tables.remove(table).is_none() {
@@ -160,5 +167,37 @@ impl Catalog {
             return err(SqlState::DuplicateTable, format!("relation \"{name}\" already exists"));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(name: &str) -> TableSchema {
+        let id = Column { name: "id".into(), ty: SqlType::Int, limits: TypeLimits::default(), nullable: false, default: None };
+        TableSchema { name: name.into(), id: 0, columns: vec![id], primary_key: vec![0], indexes: vec![] }
+    }
+
+    #[test]
+    fn a_table_created_again_gets_a_new_identity() {
+        let mut catalog = Catalog::new();
+        catalog.apply(&CatalogChange::CreateTable(table("r"))).expect("create");
+        let first = catalog.table("r").expect("r").id;
+        catalog.apply(&CatalogChange::DropTable { table: "r".into() }).expect("drop");
+        catalog.apply(&CatalogChange::CreateTable(TableSchema { id: first, ..table("r") })).expect("create again");
+        let second = catalog.table("r").expect("r").id;
+        assert!(second > first, "the id a change carries is ignored; ids are never reused");
+    }
+
+    #[test]
+    fn identities_are_the_same_wherever_the_change_is_applied() {
+        let (mut a, mut b) = (Catalog::new(), Catalog::new());
+        for c in [&mut a, &mut b] {
+            c.apply(&CatalogChange::CreateTable(table("x"))).expect("create");
+            c.apply(&CatalogChange::CreateTable(table("y"))).expect("create");
+        }
+        assert_eq!(a, b);
+        assert_ne!(a.table("x").map(|t| t.id), a.table("y").map(|t| t.id));
     }
 }

@@ -125,7 +125,7 @@ impl Prepared {
             std::ops::Bound::Included(k) => Some(k),
             _ => None,
         });
-        Ok(Some(PointKey { table: scan.table.name.clone(), key }))
+        Ok(Some(PointKey { table: scan.table.name.clone(), table_id: scan.table.id, key }))
     }
 
     pub(crate) fn plan(&self) -> &Plan {
@@ -170,6 +170,8 @@ fn pad_chars(mut rows: Vec<Row>, types: &[Option<SqlType>], limits: &[TypeLimits
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PointKey {
     pub table: String,
+    /// The table's identity ([`crate::TableSchema::id`]).
+    pub table_id: u64,
     /// Encoded primary key (None: a key value is NULL or cannot match the column type, so the
     /// statement reads no row at all).
     pub key: Option<Vec<u8>>,

@@ -729,7 +729,7 @@ mod tests {
     fn table() -> TableSchema {
         let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
         TableSchema {
-            name: "t".into(),
+            name: "t".into(), id: 0,
             columns: vec![col("a"), col("b"), col("c"), col("d")],
             primary_key: vec![0, 1],
             indexes: vec![

@@ -561,7 +561,7 @@ mod tests {
     fn setup() -> (Catalog, MemStore, TableSchema) {
         let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
         let schema = TableSchema {
-            name: "t".into(),
+            name: "t".into(), id: 0,
             columns: vec![col("id"), col("a")],
             primary_key: vec![0],
             indexes: vec![IndexSchema { name: "t_a".into(), columns: vec![1], unique: false }],

@@ -45,6 +45,7 @@
 
 use crate::rejects::RejectReason;
 use crate::replica::{Replica, Status};
+use pistou_core::sql_keys::{key_kind, KeyKind};
 use pistou_core::{Timestamp, TxnId};
 use std::collections::BTreeSet;
 
@@ -161,6 +162,7 @@ impl Replica {
             self.gc.queue.pop_first();
             self.collect_txn(id, ts, horizon);
         }
+        self.collect_dropped_tables(horizon);
         let period = self.auth.config().max_txn_age_us.max(1);
         if horizon >= self.gc.stalled_checked_at.saturating_add(period) {
             self.gc.stalled_checked_at = horizon;
@@ -197,6 +199,37 @@ impl Replica {
                         self.drop_record(&writer);
                     }
                 }
+            }
+        }
+    }
+
+    /// Forgets the rows of tables dropped below the watermark. No transaction that may still
+    /// prepare touches them: one planned against a catalog that has the table read the
+    /// catalog key below the DROP, so MVTSO orders it before the DROP, below the watermark.
+    /// A key with a prepared version is kept, with its undecided writer (as any prepared
+    /// version is, see the module doc). Cost: one pass over the keys per batch of DROPs.
+    fn collect_dropped_tables(&mut self, horizon: u64) {
+        let dropped = self.sql.take_dropped_below(Timestamp::at(horizon));
+        if dropped.is_empty() {
+            return;
+        }
+        let is_dropped = |key: &[u8]| match key_kind(key) {
+            KeyKind::Row { table, table_id, .. } => dropped.iter().any(|(t, id)| t == table && *id == table_id),
+            _ => false,
+        };
+        let mut writers = Vec::new();
+        self.keys.retain(|key, state| {
+            if !state.prepared.is_empty() || !is_dropped(key) {
+                return true;
+            }
+            writers.extend(state.committed.iter().map(|(_, w)| *w));
+            false
+        });
+        writers.sort();
+        writers.dedup();
+        for writer in writers {
+            if !self.keeps_a_version(&writer) {
+                self.drop_record(&writer);
             }
         }
     }

@@ -67,7 +67,7 @@ fn fixture_with(sql: SqlConfig) -> Fixture {
     let placeholder = TxnMeta { ts: ts(1), read_set: vec![], write_set: vec![], deps: vec![], predicates: vec![], late: false, shards: vec![] };
     let mut fx = Fixture { keys, client, replica, catalog: ts(1), config, ddl: placeholder, now: NOW };
     let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
-    let schema = TableSchema { name: "t".into(), columns: vec![col("id"), col("a")], primary_key: vec![0], indexes: vec![] };
+    let schema = TableSchema { name: "t".into(), id: 0, columns: vec![col("id"), col("a")], primary_key: vec![0], indexes: vec![] };
     let change = CatalogChange::CreateTable(schema);
     let mut catalog = Catalog::new();
     catalog.apply(&change).expect("create table");
@@ -87,8 +87,11 @@ fn fixture_with(sql: SqlConfig) -> Fixture {
     fx
 }
 
+/// Table t's identity: the fixture's CREATE TABLE is the catalog's first change.
+const T_ID: u64 = 1;
+
 fn key(id: i64) -> Vec<u8> {
-    row_key("t", &encode_key([&Value::Int(id)])).expect("key")
+    row_key("t", T_ID, &encode_key([&Value::Int(id)])).expect("key")
 }
 
 /// `a > 10` over table t.
@@ -473,7 +476,7 @@ fn range_read_errors_carry_sqlstates() {
 fn range_read_decodes_only_the_buffered_writes_of_its_tables() {
     let mut fx = fixture();
     fx.load(10, &[(1, 5)]);
-    let elsewhere = row_key("u", &encode_key([&Value::Int(1)])).expect("key");
+    let elsewhere = row_key("u", 1, &encode_key([&Value::Int(1)])).expect("key");
     let row = |id: i64| Some(postcard::to_allocvec(&vec![Value::Int(id), Value::Int(99)]).expect("row"));
     let pending = vec![WriteEntry { key: elsewhere, value: Some(vec![0xff; 4]) }, WriteEntry { key: key(9), value: row(9) }];
     let reply = fx.range_read(30, "SELECT id FROM t WHERE a > 10", pending.clone());
@@ -506,7 +509,7 @@ fn a_writeback_arriving_after_a_later_schema_change_still_lands() {
     let mut before = Catalog::new();
     let col = |name: &str, default: Option<Value>| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default };
     before
-        .apply(&CatalogChange::CreateTable(TableSchema { name: "t".into(), columns: vec![col("id", None), col("a", None)], primary_key: vec![0], indexes: vec![] }))
+        .apply(&CatalogChange::CreateTable(TableSchema { name: "t".into(), id: 0, columns: vec![col("id", None), col("a", None)], primary_key: vec![0], indexes: vec![] }))
         .expect("create");
     let change = CatalogChange::AddColumn { table: "t".into(), column: col("b", Some(Value::Int(7))) };
     let mut after = before.clone();
@@ -845,11 +848,12 @@ fn a_skipped_prepared_write_lowers_the_table_version_so_the_reader_checks_it() {
 fn a_commit_planned_against_a_schema_change_not_yet_here_waits_for_it() {
     let mut fx = fixture();
     let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
-    let change = CatalogChange::CreateTable(TableSchema { name: "u".into(), columns: vec![col("id"), col("a")], primary_key: vec![0], indexes: vec![] });
+    let change = CatalogChange::CreateTable(TableSchema { name: "u".into(), id: 0, columns: vec![col("id"), col("a")], primary_key: vec![0], indexes: vec![] });
     let mut catalog = Catalog::new();
     for c in [&fx_create_t(), &change] {
         catalog.apply(c).expect("schema");
     }
+    let u_id = catalog.table("u").expect("u").id;
     let d = TxnMeta {
         ts: ts(30),
         read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: fx.catalog }],
@@ -859,7 +863,7 @@ fn a_commit_planned_against_a_schema_change_not_yet_here_waits_for_it() {
         late: false,
         shards: vec![ShardId(0)],
     };
-    let u_key = row_key("u", &encode_key([&Value::Int(1)])).expect("key");
+    let u_key = row_key("u", u_id, &encode_key([&Value::Int(1)])).expect("key");
     let mut read_set = vec![ReadEntry { key: catalog_key(ShardId(0)), version: ts(30) }, ReadEntry { key: u_key.clone(), version: Timestamp::GENESIS }];
     read_set.sort_by(|a, b| a.key.cmp(&b.key));
     let row = postcard::to_allocvec(&vec![Value::Int(1), Value::Int(9)]).expect("row");
@@ -882,5 +886,5 @@ fn a_commit_planned_against_a_schema_change_not_yet_here_waits_for_it() {
 /// The fixture's `CREATE TABLE t (id INT, a INT)`.
 fn fx_create_t() -> CatalogChange {
     let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
-    CatalogChange::CreateTable(TableSchema { name: "t".into(), columns: vec![col("id"), col("a")], primary_key: vec![0], indexes: vec![] })
+    CatalogChange::CreateTable(TableSchema { name: "t".into(), id: 0, columns: vec![col("id"), col("a")], primary_key: vec![0], indexes: vec![] })
 }

@@ -15,13 +15,13 @@ pub fn schemas() -> Vec<TableSchema> {
     let col = |name: &str, ty, nullable| Column { name: name.into(), ty, limits: Default::default(), nullable, default: None };
     vec![
         TableSchema {
-            name: "t".into(),
+            name: "t".into(), id: 0,
             columns: vec![col("id", SqlType::Int, false), col("a", SqlType::Int, true), col("b", SqlType::Text, false)],
             primary_key: vec![0],
             indexes: vec![IndexSchema { name: "t_a".into(), columns: vec![1], unique: false }],
         },
         TableSchema {
-            name: "u".into(),
+            name: "u".into(), id: 0,
             columns: vec![col("k", SqlType::Text, false), col("v", SqlType::Int, true)],
             primary_key: vec![0],
             indexes: vec![],

@@ -37,7 +37,7 @@ impl Binder<'_> {
                 err(SqlState::DuplicateTable, format!("relation \"{name}\" already exists"))
             };
         }
-        let mut table = TableSchema { name: name.clone(), columns: Vec::new(), primary_key: Vec::new(), indexes: Vec::new() };
+        let mut table = TableSchema { name: name.clone(), id: 0, columns: Vec::new(), primary_key: Vec::new(), indexes: Vec::new() };
         let mut unique_sets: Vec<Vec<usize>> = Vec::new();
         let mut pk: Option<Vec<usize>> = None;
         let set_pk = |pk: &mut Option<Vec<usize>>, cols: Vec<usize>| {

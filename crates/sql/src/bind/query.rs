@@ -441,7 +441,7 @@ impl Binder<'_> {
             .zip(&plan.limits)
             .map(|((n, t), l)| Column { name: n.clone(), ty: t.unwrap_or(SqlType::Text), limits: l.clone(), nullable: true, default: None })
             .collect();
-        let table = Arc::new(TableSchema { name: alias.clone(), columns, primary_key: Vec::new(), indexes: Vec::new() });
+        let table = Arc::new(TableSchema { name: alias.clone(), id: 0, columns, primary_key: Vec::new(), indexes: Vec::new() });
         let offset = scope.cols.len();
         scope.add_derived(&alias, &plan);
         items.push(FromItem { offset, table, alias, kind, on: Vec::new(), derived: Some(Box::new(plan)) });

@@ -424,7 +424,7 @@ mod primary_key_range_tests {
     /// single-column key.
     fn table(primary_key: Vec<usize>) -> TableSchema {
         let col = |name: &str, ty| Column { name: name.into(), ty, limits: Default::default(), nullable: true, default: None };
-        TableSchema { name: "t".into(), columns: vec![col("a", SqlType::Int), col("b", SqlType::Int), col("c", SqlType::Text)], primary_key, indexes: vec![] }
+        TableSchema { name: "t".into(), id: 0, columns: vec![col("a", SqlType::Int), col("b", SqlType::Int), col("c", SqlType::Text)], primary_key, indexes: vec![] }
     }
 
     fn cmp(op: CmpOp, col: usize, v: Value) -> Expr {

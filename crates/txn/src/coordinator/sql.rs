@@ -314,7 +314,7 @@ impl Coordinator {
                 // A NULL or mistyped key value: the statement reads no row.
                 return self.sql_local(h, &planning.1, &prepared, &params, &NoRows).map(|(out, _)| out);
             };
-            let key = row_key(&point.table, &pk).ok_or_else(|| sql_err(SqlState::ProgramLimitExceeded, "table name too long"))?;
+            let key = row_key(&point.table, point.table_id, &pk).ok_or_else(|| sql_err(SqlState::ProgramLimitExceeded, "table name too long"))?;
             self.set_step(h, Step::Point { prepared: prepared.clone(), key: key.clone() });
             return match self.get(now, h, &key).map_err(|e| read_err(e, SqlState::ProgramLimitExceeded))? {
                 GetStart::Pending => Ok(None),
@@ -366,12 +366,16 @@ impl Coordinator {
         let Some(state) = t.sql.as_deref() else { return Ok(None) };
         let Some(stmt) = state.statement.as_ref() else { return Ok(None) };
         let params = stmt.params.clone();
-        let KeyKind::Row { table, pk } = key_kind(&key) else { return Err(sql_err(SqlState::InternalError, "not a row key")) };
+        let KeyKind::Row { table, table_id, pk } = key_kind(&key) else { return Err(sql_err(SqlState::InternalError, "not a row key")) };
         let shard = self.config().table_shard(table);
         let Some((catalog_version, catalog)) = state.catalogs.get(&shard).cloned() else {
             return Err(sql_err(SqlState::InternalError, "catalog not read"));
         };
-        let schema = catalog.table(table).cloned().ok_or_else(|| sql_err(SqlState::UndefinedTable, format!("table \"{table}\" does not exist")))?;
+        let schema = catalog
+            .table(table)
+            .filter(|s| s.id == table_id)
+            .cloned()
+            .ok_or_else(|| sql_err(SqlState::UndefinedTable, format!("table \"{table}\" does not exist")))?;
         let row = match (t.writes.contains_key(&key), t.reads.get(&key)) {
             // Our own buffered write: the overlay supplies it.
             (true, _) => None,
@@ -399,13 +403,13 @@ impl Coordinator {
         if !only_key {
             return self.sql_range_start(now, h, shard, catalog_version, prepared);
         }
-        self.sql_buffer_writes(h, &exec.writes)?;
+        self.sql_buffer_writes(h, &exec.writes, &catalog)?;
         Ok(output)
     }
 
     /// Buffers a statement's writes (read-your-writes for later statements).
-    fn sql_buffer_writes(&mut self, h: TxnHandle, writes: &WriteSet) -> Result<(), SqlError> {
-        let entries = crate::pesto::range_read::write_entries(writes)?;
+    fn sql_buffer_writes(&mut self, h: TxnHandle, writes: &WriteSet, catalog: &Catalog) -> Result<(), SqlError> {
+        let entries = crate::pesto::range_read::write_entries(writes, catalog)?;
         let Some(t) = self.txns.get_mut(&h) else { return Ok(()) };
         if t.reads.len() + t.writes.len() + entries.len() > pistou_wire::MAX_TXN_OPS {
             return Err(sql_err(SqlState::ProgramLimitExceeded, format!("a transaction reads and writes at most {} rows", pistou_wire::MAX_TXN_OPS)));
@@ -594,12 +598,18 @@ impl Coordinator {
         let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_ref()) else {
             return Err(sql_err(SqlState::InternalError, "no range read in flight"));
         };
-        let prepared = op.prepared.clone();
+        let (prepared, shard) = (op.prepared.clone(), op.shard);
+        let Some((_, catalog)) = self.sql_state(h).and_then(|s| s.catalogs.get(&shard)).cloned() else {
+            return Err(sql_err(SqlState::InternalError, "catalog not read"));
+        };
         let mut writes = WriteSet::default();
         for w in &chosen.writes {
-            let KeyKind::Row { table, pk } = key_kind(&w.key) else {
+            let KeyKind::Row { table, table_id, pk } = key_kind(&w.key) else {
                 return Err(sql_err(SqlState::ProtocolViolation, "reconnaissance wrote a non-row key"));
             };
+            if catalog.table(table).map(|s| s.id) != Some(table_id) {
+                return Err(sql_err(SqlState::ProtocolViolation, "reconnaissance wrote a table this schema does not have"));
+            }
             let write = match &w.value {
                 Some(bytes) => Write::Upsert(postcard::from_bytes(bytes).map_err(|_| sql_err(SqlState::ProtocolViolation, "undecodable row in a write set"))?),
                 None => Write::Delete,
@@ -625,7 +635,7 @@ impl Coordinator {
             *tv = (*tv).min(p.table_version);
         }
         t.deps.extend(chosen.deps);
-        self.sql_buffer_writes(h, &writes)?;
+        self.sql_buffer_writes(h, &writes, &catalog)?;
         Ok(match chosen.output {
             QueryOutput::Rows(rows) => SqlOutput::Rows {
                 columns: prepared.columns().map(<[_]>::to_vec).unwrap_or_default(),

@@ -22,7 +22,6 @@
 use super::{ReadPredicate, SqlReplica, SqlTxn};
 use crate::replica::TxnRecord;
 use std::collections::HashMap;
-use pistou_core::sql_keys::row_key;
 use pistou_core::{Timestamp, TxnId};
 use pistou_rowstore::{VersionState, WriteRef};
 use pistou_sql::Predicate;
@@ -131,7 +130,7 @@ impl SqlReplica {
             if !matches && w.state == VersionState::Committed {
                 continue; // cannot conflict and cannot vanish: skip the lookups below
             }
-            let seen_by_p = row_key(table, w.key).is_some_and(|k| p.active.contains(&k));
+            let seen_by_p = p.active.contains(w.key);
             if seen_by_p {
                 continue; // an active read of P: Basil's freshness check covers it
             }
@@ -175,11 +174,9 @@ impl SqlReplica {
             for ((_, reader), predicates) in readers.range(after..) {
                 for (pk, write) in writes {
                     let pistou_sql::Write::Upsert(row) = write else { continue };
-                    let key = row_key(table, pk);
                     // A predicate whose evaluation read the key is covered by Basil's reader check.
-                    let affected = predicates
-                        .iter()
-                        .any(|p| p.may_cover(pk) && !key.as_ref().is_some_and(|k| p.active.contains(k)) && p.predicate.may_match(row));
+                    let affected =
+                        predicates.iter().any(|p| p.may_cover(pk) && !p.active.contains(pk) && p.predicate.may_match(row));
                     if affected {
                         return Err(CcAbort::Conflict(*reader));
                     }

@@ -2,7 +2,7 @@
 //! committed catalogs, and the state the semantic concurrency check needs.
 //!
 //! SQL data lives in Basil's key space (`pistou_core::sql_keys`): a row write is a write of
-//! key `row_key(table, pk)` whose value is the postcard encoding of the row (`None` deletes
+//! key `row_key(table, table_id, pk)` whose value is the postcard encoding of the row (`None` deletes
 //! it), and a schema change is a write of every shard's catalog key whose value is the
 //! postcard encoding of a [`CatalogWrite`] (the change and the whole catalog after it, so
 //! that a client learns the schema with one Basil read of the catalog key). So the Basil checks (freshness of every read,
@@ -70,6 +70,8 @@ pub(crate) struct SqlTxn {
 pub(crate) struct ReadPredicate {
     pub(crate) predicate: Predicate,
     pub(crate) table_version: Timestamp,
+    /// Primary keys (as the store holds them) of the rows of P's table that P's statement
+    /// read or the transaction had written before it.
     pub(crate) active: Arc<BTreeSet<Vec<u8>>>,
     /// Primary-key ranges outside which no row satisfies P (None: P does not restrict the
     /// key): the semantic check skips writes to other keys before evaluating P.
@@ -103,6 +105,13 @@ pub(crate) struct SqlReplica {
     /// reported table version must not pass the oldest of them (§6.1.3, "Accounting for
     /// snapshots").
     prepared_writes: HashMap<String, BTreeSet<(Timestamp, TxnId)>>,
+    /// Tables dropped here: (timestamp of the DROP, name, identity). Their Basil key states
+    /// are collected once the watermark passes the DROP (`Replica::collect_dropped_tables`).
+    /// `readers`, `reported` and `prepared_writes` are keyed by name and outlive a DROP:
+    /// entries about the dropped table all lie below the DROP's timestamp and entries about
+    /// a table created later above it, and a late writer of the dropped table (ordered before
+    /// the DROP) must still meet that table's readers.
+    dropped: BTreeSet<(Timestamp, String, u64)>,
     pub(crate) params: SqlConfig,
     shard: ShardId,
     /// The SQL engine with its plan cache (pure computation: no I/O, no clock).
@@ -121,6 +130,7 @@ impl SqlReplica {
             readers: HashMap::new(),
             reported: HashMap::new(),
             prepared_writes: HashMap::new(),
+            dropped: BTreeSet::new(),
             params: config.sql.clone(),
             shard,
             engine: Engine::new(Limits::default()),
@@ -155,6 +165,12 @@ impl SqlReplica {
             *readers = readers.split_off(&(watermark, TxnId([0; 32])));
         }
         self.readers.retain(|_, r| !r.is_empty());
+    }
+
+    /// Takes the tables dropped below `watermark`: (name, identity).
+    pub(crate) fn take_dropped_below(&mut self, watermark: Timestamp) -> Vec<(String, u64)> {
+        let above = self.dropped.split_off(&(watermark, String::new(), 0));
+        std::mem::replace(&mut self.dropped, above).into_iter().map(|(_, table, id)| (table, id)).collect()
     }
 
     /// The oldest prepared write to `table` below `ts`, if any: a version every range read
@@ -194,13 +210,18 @@ impl SqlReplica {
             ..SqlTxn::default()
         };
         let mut other_writes = false;
+        // Row keys name their table's identity, checked against the catalog read below.
+        let mut row_tables: BTreeMap<&str, u64> = BTreeMap::new();
         for w in meta.write_set.iter().filter(|w| config.shard_of(&w.key) == self.shard) {
             match key_kind(&w.key) {
-                KeyKind::Row { table, pk } => {
+                KeyKind::Row { table, table_id, pk } => {
                     let write = match &w.value {
                         Some(bytes) => Write::Upsert(postcard::from_bytes::<Row>(bytes).map_err(|_| SqlTxnError::Undecodable)?),
                         None => Write::Delete,
                     };
+                    if *row_tables.entry(table).or_insert(table_id) != table_id {
+                        return Err(SqlTxnError::UnknownTable);
+                    }
                     txn.writes.put(table, pk.to_vec(), write);
                     other_writes = true;
                 }
@@ -229,10 +250,23 @@ impl SqlReplica {
                 return Err(SqlTxnError::BadCatalogChange("the catalog written is not the result of the change".into()));
             }
         }
+        for (table, id) in row_tables {
+            if catalog.table(table).map(|t| t.id) != Some(id) {
+                return Err(SqlTxnError::UnknownTable);
+            }
+        }
         for p in mine {
             let schema = catalog.table(&p.predicate.table).ok_or(SqlTxnError::UnknownTable)?;
             let predicate = p.predicate.decode(schema.columns.len()).map_err(|e| SqlTxnError::BadPredicate(e.message))?;
-            let active = Arc::new(p.active.iter().cloned().collect());
+            // Active keys are rows of P's table (`TxnMeta::validate`); kept as primary keys.
+            let mut active = BTreeSet::new();
+            for key in &p.active {
+                match key_kind(key) {
+                    KeyKind::Row { table_id, pk, .. } if table_id == schema.id => active.insert(pk.to_vec()),
+                    _ => return Err(SqlTxnError::UnknownTable),
+                };
+            }
+            let active = Arc::new(active);
             let key_ranges = predicate.primary_key_ranges(schema);
             txn.predicates.push(Arc::new(ReadPredicate { predicate, table_version: p.table_version, active, key_ranges }));
         }
@@ -243,17 +277,21 @@ impl SqlReplica {
     /// committed here before T's writes arrive (T commits, D = ALTER commits, T's writeback
     /// reaches this replica last): T's rows are then older versions under the new schema —
     /// padded with the defaults of columns added since, or dropped with their table if it
-    /// was dropped since (a dropped table's history goes with it).
+    /// was dropped since, even if a table of the same name was created after it (a dropped
+    /// table's history goes with it).
     fn writes_for_store<'t>(&self, txn: &'t SqlTxn) -> (Cow<'t, WriteSet>, Arc<Catalog>) {
         let (current_version, current) = self.catalog_below(Timestamp::MAX);
         let read = txn.catalog_version.unwrap_or(Timestamp::GENESIS);
         if read == current_version {
             return (Cow::Borrowed(&txn.writes), current);
         }
+        let read_catalog = self.catalog_at(read);
         let mut out = WriteSet::default();
         for (table, rows) in &txn.writes.tables {
-            let survived = self.catalogs.range(read..).all(|(_, c)| c.table(table).is_some());
-            let Some(schema) = current.table(table).filter(|_| survived) else { continue };
+            // The table T wrote is still there if its identity is (`decode` checked T's
+            // row keys against the catalog T read).
+            let written = read_catalog.and_then(|c| c.table(table)).map(|t| t.id);
+            let Some(schema) = current.table(table).filter(|s| Some(s.id) == written) else { continue };
             for (pk, write) in rows {
                 let write = match write {
                     Write::Upsert(row) if row.len() < schema.columns.len() => {
@@ -312,6 +350,11 @@ impl SqlReplica {
             let (_, base) = self.catalog_below(ts);
             let mut next = (*base).clone();
             next.apply(&write.change).map_err(|e| e.message)?;
+            if let CatalogChange::DropTable { table } = &write.change {
+                if let Some(schema) = base.table(table) {
+                    self.dropped.insert((ts, table.clone(), schema.id));
+                }
+            }
             self.store.apply_catalog_change(&next, &write.change);
             self.catalogs.insert(ts, Arc::new(next));
             return Ok(());

@@ -4,6 +4,7 @@
 
 use super::SqlReplica;
 use pistou_core::sql_keys::{key_kind, row_key, row_table, KeyKind};
+use pistou_sql::Catalog;
 use pistou_core::{ClusterConfig, Timestamp, TxnId};
 use pistou_sql::{Access, ExecContext, Output, ReadAt, ScanRead, SqlError, SqlState, Write, WirePredicate, WriteSet};
 use pistou_rowstore::VersionState;
@@ -65,7 +66,7 @@ impl SqlReplica {
             return Err(sql_err(SqlState::SerializationFailure, "the schema changed since this statement was planned"));
         }
         let prepared = self.engine.prepare(&catalog, &req.sql)?;
-        let pending = self.pending_writes(config, req, prepared.tables())?;
+        let pending = self.pending_writes(config, req, &catalog, prepared.tables())?;
         let committed = |v: &pistou_sql::Version| v.prepared_by.is_none();
         let ctx = ExecContext { storage: &self.store, at: ReadAt { ts: req.ts, visible: &committed }, pending: &pending };
         let exec = self.engine.execute(&catalog, &prepared, &req.params, &ctx)?;
@@ -94,15 +95,16 @@ impl SqlReplica {
         let mut negative = Vec::new();
         for scan in &exec.reads.scans {
             let table = scan.table();
+            let table_id = table_id(&catalog, table)?;
             for row in &scan.rows {
-                let key = row_key(table, &row.key).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
+                let key = row_key(table, table_id, &row.key).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
                 versions.push(row.version.ts);
                 reads.insert(key, (row.version.ts, row.version.prepared_by));
             }
             if let Some(pk) = &scan.absent_key {
                 // The statement relied on the key having no row: it read the newest version
                 // (a deletion) or, if there is none, the key's genesis.
-                let key = row_key(table, pk).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
+                let key = row_key(table, table_id, pk).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
                 let seen = self.store.version_below(table, pk, req.ts, |v| v.state == VersionState::Committed);
                 let (version, prepared_by) = match seen {
                     Some(v) => (v.ts, (v.state == VersionState::Prepared).then_some(v.writer)),
@@ -118,7 +120,7 @@ impl SqlReplica {
             if scan.access != Access::Point {
                 // Votes only: a snapshot round's replies carry none (see `range_read`).
                 if req.snapshot.is_none() {
-                    negative.extend(self.active_negative(scan, &reads, req.ts));
+                    negative.extend(self.active_negative(scan, table_id, &reads, req.ts));
                 }
                 // Lowered below the oldest prepared write this read skipped (§6.1.3,
                 // "Accounting for snapshots"): such a write may commit later, and the
@@ -132,7 +134,7 @@ impl SqlReplica {
                 predicates.insert((WirePredicate::encode(&scan.predicate)?, table_version));
             }
         }
-        let writes = write_entries(&exec.writes)?;
+        let writes = write_entries(&exec.writes, &catalog)?;
         // Each predicate carries the keys of its table this statement accounted for: its
         // active rows and the transaction's own earlier writes, which shadow any other
         // version of their key (and which the transaction's own reads already justify).
@@ -161,7 +163,7 @@ impl SqlReplica {
     /// key lies in the scan's primary-key ranges: no version of a key outside them satisfies
     /// the predicate, and the write log finds the writes to a narrow range by key
     /// (`RowStore::writes_between_in`) without walking the window.
-    fn active_negative<V>(&self, scan: &ScanRead, active: &BTreeMap<Vec<u8>, V>, ts: Timestamp) -> Vec<TxnId> {
+    fn active_negative<V>(&self, scan: &ScanRead, table_id: u64, active: &BTreeMap<Vec<u8>, V>, ts: Timestamp) -> Vec<TxnId> {
         let (table, predicate) = (scan.table(), &scan.predicate);
         let lo = Timestamp::at(ts.time.saturating_sub(self.params.table_version_outlier_us)).max(self.store.watermark());
         let committed = |v: &pistou_rowstore::VersionRef| v.state == VersionState::Committed;
@@ -180,7 +182,7 @@ impl SqlReplica {
             if !before.is_some_and(|v| v.row.is_some_and(|row| predicate.may_match(row))) {
                 continue;
             }
-            if row_key(table, w.key).is_some_and(|k| active.contains_key(&k)) {
+            if row_key(table, table_id, w.key).is_some_and(|k| active.contains_key(&k)) {
                 continue;
             }
             let newest = self.store.version_below(table, w.key, ts, committed);
@@ -195,17 +197,20 @@ impl SqlReplica {
     /// the engine looks at no other), as the engine's write set (rows decoded). A
     /// transaction's buffered writes span every table it wrote, so decoding only these
     /// saves most of the work on a statement late in a transaction.
-    fn pending_writes(&self, config: &ClusterConfig, req: &RangeRead, tables: &[String]) -> Result<WriteSet, SqlError> {
+    fn pending_writes(&self, config: &ClusterConfig, req: &RangeRead, catalog: &Catalog, tables: &[String]) -> Result<WriteSet, SqlError> {
         if req.pending.len() > MAX_PENDING_WRITES {
             return Err(sql_err(SqlState::ProgramLimitExceeded, "too many buffered writes"));
         }
         let mut pending = WriteSet::default();
         for w in &req.pending {
-            let KeyKind::Row { table, pk } = key_kind(&w.key) else {
+            let KeyKind::Row { table, table_id, pk } = key_kind(&w.key) else {
                 return Err(sql_err(SqlState::ProtocolViolation, "buffered write to a non-row key"));
             };
             if config.table_shard(table) != self.shard || !tables.iter().any(|t| t == table) {
                 continue;
+            }
+            if catalog.table(table).map(|t| t.id) != Some(table_id) {
+                return Err(sql_err(SqlState::ProtocolViolation, "buffered write to a table this schema does not have"));
             }
             let write = match &w.value {
                 Some(bytes) => Write::Upsert(
@@ -219,12 +224,18 @@ impl SqlReplica {
     }
 }
 
-/// A write set as row-key writes, sorted by key.
-pub fn write_entries(writes: &WriteSet) -> Result<Vec<WriteEntry>, SqlError> {
+/// The identity of `table` in `catalog`.
+fn table_id(catalog: &Catalog, table: &str) -> Result<u64, SqlError> {
+    catalog.table(table).map(|t| t.id).ok_or_else(|| sql_err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist")))
+}
+
+/// A write set as row-key writes (tables named as in `catalog`), sorted by key.
+pub fn write_entries(writes: &WriteSet, catalog: &Catalog) -> Result<Vec<WriteEntry>, SqlError> {
     let mut out = Vec::with_capacity(writes.len());
     for (table, rows) in &writes.tables {
+        let table_id = table_id(catalog, table)?;
         for (pk, write) in rows {
-            let key = row_key(table, pk).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
+            let key = row_key(table, table_id, pk).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
             let value = match write {
                 Write::Upsert(row) => Some(
                     postcard::to_allocvec(row).map_err(|e| sql_err(SqlState::InternalError, format!("row encoding: {e}")))?,

@@ -500,7 +500,7 @@ mod tests {
     }
 
     fn key(i: u8) -> Key {
-        row_key("t", &[i]).expect("key")
+        row_key("t", 1, &[i]).expect("key")
     }
 
     fn pred(tag: u8) -> WirePredicate {
