@@ -9,7 +9,7 @@ use crate::sql_workload::SqlSpec;
 use crate::workload::{SimClient, WorkloadSpec};
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
 use pistou_crypto::{BatchSigner, SecretKey};
-use pistou_txn::{Coordinator, CoordinatorTimeouts, Replica, SqlOutput};
+use pistou_txn::{Coordinator, CoordinatorTimeouts, MemoryLog, Replica, ReplicaLog, SqlOutput};
 use pistou_core::TxnId;
 use pistou_wire::{decode_message, Decision, Message, Vote};
 use rand::{Rng, SeedableRng};
@@ -37,6 +37,14 @@ pub struct Scenario {
     /// Replicas per shard that crash (at most f), at `crash_at_us` after start.
     pub crashes_per_shard: usize,
     pub crash_at_us: u64,
+    /// Crashed replicas restart this long after crashing, replaying their log
+    /// (`Replica::recover`) from a simulated disk that holds every entry appended before
+    /// the crash: the runtime syncs the log before it sends the replies that depend on it,
+    /// and a simulated replica's handling and sending are one step.
+    pub restart_after_us: Option<u64>,
+    /// Test of the tests: the restarted replica's disk lost its last this-many entries, as if
+    /// the runtime had sent replies before syncing (the vote-stability monitor must notice).
+    pub lost_unsynced_entries: usize,
     /// One replica per shard is cut off from everyone during this window (µs after start).
     pub partition: Option<(u64, u64)>,
     /// Each node's clock is off by up to this much.
@@ -84,6 +92,8 @@ impl Scenario {
             drop_prob: 0.0,
             crashes_per_shard: 0,
             crash_at_us: 0,
+            restart_after_us: None,
+            lost_unsynced_entries: 0,
             partition: None,
             clock_skew_us: 500,
             time_limit_us: 120_000_000,
@@ -103,6 +113,8 @@ impl Scenario {
 
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
+    /// Replicas that crashed and restarted from their logs.
+    pub restarts: usize,
     pub committed: usize,
     pub aborted: usize,
     pub fast_commits: usize,
@@ -186,6 +198,12 @@ struct World {
     crashed: BTreeSet<ReplicaId>,
     /// Replicas that crash once `crash_at_us` has passed.
     to_crash: BTreeSet<ReplicaId>,
+    /// Crashed replicas that restart, and when.
+    to_restart: BTreeMap<ReplicaId, u64>,
+    /// Each correct replica's log, as its disk holds it.
+    disks: BTreeMap<ReplicaId, MemoryLog>,
+    /// Replicas restarted from their disks so far.
+    restarts: usize,
     isolated: BTreeSet<ReplicaId>,
     /// Replicas that never get writebacks (inconsistent, not Byzantine).
     lagging: BTreeSet<ReplicaId>,
@@ -435,16 +453,11 @@ fn build(s: &Scenario) -> Result<World, SimError> {
     let config = Arc::new(config);
     let mut rng = ChaCha8Rng::seed_from_u64(s.seed);
     let mut replicas = BTreeMap::new();
+    let mut disks = BTreeMap::new();
     for id in config.all_replicas() {
-        let key = SecretKey::from_seed(seed_bytes(s.seed, 1, id.shard.0 as u64, id.index as u64));
-        let mut replica = Replica::new(config.clone(), id, Some(key)).map_err(SimError::Setup)?;
-        replica.set_view_timeout_base(5 * (2 * s.max_delay_us + 2 * TICK_US));
-        // The simulated network is an authenticated channel: a message from client node c
-        // is client c's (Byzantine clients included, under their own ids).
-        for c in 0..s.clients + s.byz_clients {
-            replica.open_session(c as u64, ClientId(c as u64 + 1));
-        }
-        replicas.insert(id, replica);
+        let disk = MemoryLog::default();
+        replicas.insert(id, new_replica(s, &config, id, disk.clone())?);
+        disks.insert(id, disk);
     }
     let round_trip = 2 * s.max_delay_us + 2 * TICK_US;
     let timeouts = CoordinatorTimeouts {
@@ -561,6 +574,9 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         round_trip,
         crashed: BTreeSet::new(),
         to_crash: crashed,
+        to_restart: BTreeMap::new(),
+        disks,
+        restarts: 0,
         isolated,
         lagging,
         messages: 0,
@@ -568,6 +584,47 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         stalled: BTreeMap::new(),
         byz_catalog,
     })
+}
+
+/// A replica with its signing key (derived from the seed), sessions for every client and
+/// `disk` as its log.
+fn new_replica(s: &Scenario, config: &Arc<ClusterConfig>, id: ReplicaId, disk: MemoryLog) -> Result<Replica, SimError> {
+    let key = SecretKey::from_seed(seed_bytes(s.seed, 1, id.shard.0 as u64, id.index as u64));
+    let mut replica = Replica::new(config.clone(), id, Some(key)).map_err(SimError::Setup)?;
+    replica.set_view_timeout_base(5 * (2 * s.max_delay_us + 2 * TICK_US));
+    // The simulated network is an authenticated channel: a message from client node c is
+    // client c's (Byzantine clients included, under their own ids).
+    for c in 0..s.clients + s.byz_clients {
+        replica.open_session(c as u64, ClientId(c as u64 + 1));
+    }
+    replica.set_log(Box::new(disk));
+    Ok(replica)
+}
+
+impl World {
+    /// Restarts the crashed replicas whose time has come: a new replica replays what its
+    /// disk holds (less `lost_unsynced_entries`) and rejoins.
+    fn restart_due(&mut self, now: u64) -> Result<(), String> {
+        let due: Vec<ReplicaId> = self.to_restart.iter().filter(|(_, at)| **at <= now).map(|(id, _)| *id).collect();
+        for id in due {
+            self.to_restart.remove(&id);
+            let Some(old) = self.disks.get(&id) else { continue };
+            let mut entries = old.entries();
+            entries.truncate(entries.len().saturating_sub(self.s.lost_unsynced_entries));
+            let disk = MemoryLog::default();
+            let mut replica = new_replica(&self.s, &self.config, id, disk.clone()).map_err(|e| e.to_string())?;
+            let mut writer = disk.clone();
+            for e in &entries {
+                writer.append(e.clone());
+            }
+            replica.recover(self.local_now(Node::Replica(id), now), entries);
+            self.replicas.insert(id, replica);
+            self.disks.insert(id, disk);
+            self.crashed.remove(&id);
+            self.restarts += 1;
+        }
+        Ok(())
+    }
 }
 
 /// Runs a scenario to completion and checks it: every correct client finishes its
@@ -579,8 +636,12 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
     while let Some((at, ev)) = w.queue.pop() {
         now = at;
         if now - EPOCH_US >= s.crash_at_us && !w.to_crash.is_empty() {
+            if let Some(after) = s.restart_after_us {
+                w.to_restart.extend(w.to_crash.iter().map(|id| (*id, now + after)));
+            }
             w.crashed.append(&mut w.to_crash);
         }
+        w.restart_due(now).map_err(unsafe_err)?;
         w.on_event(now, ev).map_err(unsafe_err)?;
         if let Some(v) = w.violation.take() {
             return Err(unsafe_err(v));
@@ -727,5 +788,6 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         stalled_decided,
         byzantine_sql_commits,
         byzantine_cross_shard_commits,
+        restarts: w.restarts,
     })
 }

@@ -257,6 +257,23 @@ fn sql_recreated_tables_start_empty_under_every_fault() {
     }
 }
 
+/// A replica per shard crashes under load and restarts from its log: SQL rows, catalogs,
+/// prepared transactions and votes come back (`Replica::recover`); the oracle, the vote
+/// monitor and the restarted replica's later replies check it. One and two shards.
+#[test]
+fn sql_with_replicas_restarting_from_their_logs() {
+    let restart = |s: &mut Scenario| {
+        s.crashes_per_shard = 1;
+        s.crash_at_us = 150_000 + (s.seed % 5) * 50_000;
+        s.restart_after_us = Some(10_000 + (s.seed % 4) * 100_000);
+        s.drop_prob = 0.01;
+    };
+    let one = run_all(|seed| with(sql_scenario("sql-crash-restart", seed), restart), 30, 540, 3);
+    let two = run_two_shards(|seed| with(two_shard_scenario("sql-2shards-crash-restart", seed), restart), 20, 541, 6, 50);
+    let restarts: usize = one.iter().chain(&two).map(|o| o.restarts).sum();
+    assert!(restarts >= 30 + 2 * 20, "only {restarts} replicas restarted");
+}
+
 #[test]
 fn sql_base() {
     run_all(|seed| sql_scenario("sql-base", seed), 40, 501, 5);

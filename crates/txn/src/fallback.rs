@@ -244,7 +244,7 @@ impl Replica {
         }
         rec.view_current = d.view;
         rec.st2 = Some((d.decision, d.view));
-        self.log.append(LogEntry::Decision { txn: d.txn, decision: d.decision, view: d.view });
+        self.log.append(LogEntry::Decision { txn: d.txn, meta: rec.meta.clone(), decision: d.decision, view: d.view });
         self.stats.fallback_adoptions += 1;
         let reply = St2Reply { txn: d.txn, decision: d.decision, view_decision: d.view, view_current: d.view };
         let peers: Vec<Peer> = rec.interested.iter().copied().collect();

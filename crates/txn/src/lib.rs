@@ -20,6 +20,7 @@ mod inquiry;
 mod log;
 mod pesto;
 mod quota;
+mod recovery;
 mod rejects;
 mod replica;
 mod tally;

@@ -1,22 +1,34 @@
 //! What a replica must never forget (SYSTEM.md principle 5: amnesia is a Byzantine fault).
 //! Every state change that a restart must restore goes through [`ReplicaLog::append`] before
-//! the replica acts on it. Today the log lives in memory ([`MemoryLog`]); the durability work
-//! implements the same trait with a write-ahead log and replays it on start.
+//! the replica acts on it, and the runtime makes the entries durable before it sends the
+//! replies that depend on them. A restarted replica replays its entries in append order
+//! (`Replica::recover`, `recovery.rs`). Each entry names the transaction it belongs to and
+//! carries its metadata where replay may have to create the transaction's record.
 
 use pistou_core::TxnId;
 use pistou_wire::{AbortCert, CommitCert, Decision, TxnMeta, Vote};
 use std::sync::Arc;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum LogEntry {
     /// The ST1 vote, cast once (with the metadata it was cast on).
     Voted { meta: Arc<TxnMeta>, vote: Vote },
     /// A decision logged from ST2 (view 0) or adopted from a fallback leader (view > 0).
-    Decision { txn: TxnId, decision: Decision, view: u64 },
-    /// A new current view in the fallback.
+    Decision { txn: TxnId, meta: Arc<TxnMeta>, decision: Decision, view: u64 },
+    /// A new current view in the fallback (of a transaction an earlier entry made known).
     View { txn: TxnId, view: u64 },
     Committed { meta: Arc<TxnMeta>, cert: Arc<CommitCert> },
-    Aborted { txn: TxnId, cert: Arc<AbortCert> },
+    Aborted { txn: TxnId, meta: Arc<TxnMeta>, cert: Arc<AbortCert> },
+}
+
+impl LogEntry {
+    /// The transaction the entry belongs to (hashes the metadata for `Voted` and `Committed`).
+    pub fn txn(&self) -> TxnId {
+        match self {
+            LogEntry::Voted { meta, .. } | LogEntry::Committed { meta, .. } => meta.id(),
+            LogEntry::Decision { txn, .. } | LogEntry::View { txn, .. } | LogEntry::Aborted { txn, .. } => *txn,
+        }
+    }
 }
 
 pub trait ReplicaLog: Send {

@@ -115,7 +115,7 @@ pub(crate) struct TxnRecord {
 }
 
 impl TxnRecord {
-    fn new(meta: Arc<TxnMeta>) -> TxnRecord {
+    pub(crate) fn new(meta: Arc<TxnMeta>) -> TxnRecord {
         TxnRecord {
             meta,
             status: Status::Unprepared,
@@ -807,7 +807,7 @@ impl Replica {
     }
 
     /// Line 14: T joins the Prepared set; its writes become visible to readers.
-    fn add_prepared(&mut self, id: &TxnId, meta: &TxnMeta) {
+    pub(crate) fn add_prepared(&mut self, id: &TxnId, meta: &TxnMeta) {
         let shard = self.id.shard;
         let cfg = self.auth.config();
         let mine = |k: &[u8]| cfg.shard_of(k) == shard;
@@ -930,7 +930,7 @@ impl Replica {
         rec.interested.insert(from);
         if rec.st2.is_none() {
             rec.st2 = Some((st2.decision, 0));
-            self.log.append(LogEntry::Decision { txn: *id, decision: st2.decision, view: 0 });
+            self.log.append(LogEntry::Decision { txn: *id, meta: rec.meta.clone(), decision: st2.decision, view: 0 });
         }
         if let Some((decision, view_decision)) = rec.st2 {
             let reply = St2Reply { txn: *id, decision, view_decision, view_current: rec.view_current };
@@ -972,7 +972,7 @@ impl Replica {
         Ok(())
     }
 
-    fn apply_commit(&mut self, id: TxnId, meta: TxnMeta, cert: CommitCert) {
+    pub(crate) fn apply_commit(&mut self, id: TxnId, meta: TxnMeta, cert: CommitCert) {
         let rec = self.txns.entry(id).or_insert_with(|| TxnRecord::new(Arc::new(meta)));
         let meta = rec.meta.clone();
         let was_prepared = rec.status == Status::Prepared;
@@ -1063,13 +1063,13 @@ impl Replica {
         self.awaiting_catalog.contains(id)
     }
 
-    fn apply_abort(&mut self, id: TxnId, meta: TxnMeta, cert: AbortCert) {
+    pub(crate) fn apply_abort(&mut self, id: TxnId, meta: TxnMeta, cert: AbortCert) {
         let rec = self.txns.entry(id).or_insert_with(|| TxnRecord::new(Arc::new(meta)));
         let meta = rec.meta.clone();
         let was_prepared = rec.status == Status::Prepared;
         let cert = Arc::new(cert);
         rec.status = Status::Aborted(cert.clone());
-        self.log.append(LogEntry::Aborted { txn: id, cert });
+        self.log.append(LogEntry::Aborted { txn: id, meta: meta.clone(), cert });
         if was_prepared {
             self.remove_prepared(&id, &meta);
         }
