@@ -2,8 +2,9 @@
 //! plan for the same statement and catalog.
 
 use crate::catalog::{CatalogChange, TableSchema};
+use crate::error::{err, Result, SqlState};
 use crate::expr::{CmpOp, Expr, Func, Shown};
-use crate::types::{SqlType, TypeLimits, Value};
+use crate::types::{SqlType, TypeCategory, TypeLimits, Value};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -165,6 +166,9 @@ pub(crate) struct QueryPlan {
     pub types: Vec<Option<SqlType>>,
     /// Declared limits of each output column where known (`CHAR(n)` output is padded to n).
     pub limits: Vec<TypeLimits>,
+    /// Output columns that are a bare quoted or NULL literal of a SELECT (PostgreSQL's type
+    /// unknown): INSERT ... SELECT reads them as the target columns' types.
+    pub untyped: Vec<bool>,
     /// Number of enclosing queries (correlated subqueries) around this one: the length of
     /// the enclosing-row stack while it runs.
     pub depth: usize,
@@ -308,9 +312,12 @@ pub(crate) fn arith_type(op: crate::types::ArithOp, a: SqlType, b: SqlType) -> O
     use SqlType::*;
     Some(match (a, b) {
         (Date, Date) if op == ArithOp::Sub => Int4,
-        (Date, i) if i.is_integer() && matches!(op, ArithOp::Add | ArithOp::Sub) => Date,
-        (i, Date) if i.is_integer() && op == ArithOp::Add => Date,
+        // date ± integer: there is no operator for bigint.
+        (Date, Int2 | Int4) if matches!(op, ArithOp::Add | ArithOp::Sub) => Date,
+        (Int2 | Int4, Date) if op == ArithOp::Add => Date,
         _ if a.is_integer() && b.is_integer() => if int_width(a) >= int_width(b) { a } else { b },
+        // There is no % for floating-point types.
+        (Float | Float4, _) | (_, Float | Float4) if op == ArithOp::Mod => return None,
         (Float4, Float4) => Float4,
         _ if a.is_number() && b.is_number() && matches!((a, b), (Float | Float4, _) | (_, Float | Float4)) => Float,
         _ if a.is_number() && b.is_number() => Numeric,
@@ -318,17 +325,77 @@ pub(crate) fn arith_type(op: crate::types::ArithOp, a: SqlType, b: SqlType) -> O
     })
 }
 
-/// Common type of CASE branches, COALESCE arguments and set operation columns.
+/// Candidate step of PostgreSQL's common-type resolution (`select_common_type`): `b`
+/// displaces the candidate `a` only if `a` converts to it implicitly but not the other way
+/// round, and never a preferred type (so numbers rise along smallint < integer < bigint <
+/// numeric < real < double precision, date gives way to timestamp, and of the string types
+/// the first one stays). Types of different categories keep `a`; `common_type` reports them.
 pub(crate) fn unify_types(a: SqlType, b: SqlType) -> SqlType {
-    use SqlType::*;
-    match (a, b) {
-        _ if a == b => a,
-        _ if a.is_integer() && b.is_integer() => if int_width(a) >= int_width(b) { a } else { b },
-        _ if a.is_number() && b.is_number() && matches!((a, b), (Float | Float4, _) | (_, Float | Float4)) => Float,
-        _ if a.is_number() && b.is_number() => Numeric,
-        _ if a.is_text() && b.is_text() => Text,
-        _ => a,
+    if a != b && a.category() == b.category() && !a.is_preferred() && a.implicitly_casts_to(b) && !b.implicitly_casts_to(a) {
+        b
+    } else {
+        a
     }
+}
+
+/// What type resolution knows of one input before run time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum InputType {
+    Known(SqlType),
+    /// A quoted string or NULL literal: PostgreSQL's type `unknown`, which takes the type
+    /// its context resolves to.
+    Literal,
+    /// Known only at run time (a parameter, or an expression over one): left out.
+    Opaque,
+}
+
+/// PostgreSQL's common type of CASE results (ELSE first), COALESCE / GREATEST / LEAST
+/// arguments, and VALUES and set-operation columns: the candidate of `unify_types` over the
+/// known inputs, in order; text if all are literals; None if nothing is known before run
+/// time. Known types of different categories fail with 42804, as in PostgreSQL ("CASE types
+/// integer and text cannot be matched").
+pub(crate) fn common_type(context: &str, inputs: &[InputType]) -> Result<Option<SqlType>> {
+    let mut candidate: Option<SqlType> = None;
+    for input in inputs {
+        let InputType::Known(t) = *input else { continue };
+        candidate = Some(match candidate {
+            None => t,
+            Some(c) if c.category() != t.category() => {
+                return err(SqlState::DatatypeMismatch, format!("{context} types {c} and {t} cannot be matched"))
+            }
+            Some(c) => unify_types(c, t),
+        });
+    }
+    Ok(candidate.or_else(|| (!inputs.contains(&InputType::Opaque)).then_some(SqlType::Text)))
+}
+
+/// Result type of `NULLIF(a, b)`: the left input type of the `=` operator PostgreSQL picks
+/// for `a = b` (a literal takes the other side's type; integers and dates compare across
+/// their widths, integers with numeric as numeric, with floats as double precision; CHAR
+/// with CHAR or VARCHAR as CHAR, other strings as text). None if a side is known only at
+/// run time. Different categories fail with 42883, as the operator does not exist.
+pub(crate) fn nullif_type(a: InputType, b: InputType) -> Result<Option<SqlType>> {
+    use InputType::*;
+    let (a, b) = match (a, b) {
+        (Literal, Literal) => return Ok(Some(SqlType::Text)),
+        (Known(a), Known(b)) => (a, b),
+        (Known(t), Literal) | (Literal, Known(t)) => (t, t),
+        _ => return Ok(None),
+    };
+    if a.category() != b.category() {
+        return err(SqlState::UndefinedFunction, format!("operator does not exist: {a} = {b}"));
+    }
+    let float = |t: SqlType| matches!(t, SqlType::Float4 | SqlType::Float);
+    let char_or_varchar = |t: SqlType| matches!(t, SqlType::Char | SqlType::Varchar);
+    Ok(Some(match a.category() {
+        TypeCategory::Numeric if (a.is_integer() && b.is_integer()) || float(a) => a,
+        TypeCategory::Numeric if float(b) => SqlType::Float,
+        TypeCategory::Numeric => SqlType::Numeric,
+        // bpchar's own operator takes CHAR with CHAR or VARCHAR; text's takes the rest.
+        TypeCategory::String if (a == SqlType::Char || b == SqlType::Char) && char_or_varchar(a) && char_or_varchar(b) => SqlType::Char,
+        TypeCategory::String => SqlType::Text,
+        _ => a,
+    }))
 }
 
 fn unify_all<'e>(items: impl Iterator<Item = &'e Expr>, ty: &dyn Fn(&Expr) -> Option<SqlType>) -> Option<SqlType> {

@@ -85,6 +85,36 @@ impl SqlType {
         matches!(self, SqlType::Text | SqlType::Varchar | SqlType::Char)
     }
 
+    /// PostgreSQL's type category (`pg_type.typcategory`): common-type resolution never
+    /// crosses categories.
+    pub(crate) fn category(self) -> TypeCategory {
+        match self {
+            SqlType::Bool => TypeCategory::Boolean,
+            SqlType::Int2 | SqlType::Int4 | SqlType::Int | SqlType::Numeric | SqlType::Float4 | SqlType::Float => TypeCategory::Numeric,
+            SqlType::Text | SqlType::Varchar | SqlType::Char => TypeCategory::String,
+            SqlType::Date | SqlType::Timestamp => TypeCategory::DateTime,
+            SqlType::Bytes => TypeCategory::UserDefined,
+        }
+    }
+
+    /// The preferred type of its category (`pg_type.typispreferred`): once chosen as a
+    /// common type it is never displaced.
+    pub(crate) fn is_preferred(self) -> bool {
+        matches!(self, SqlType::Bool | SqlType::Float | SqlType::Text)
+    }
+
+    /// True if PostgreSQL converts `self` to `to` implicitly (`pg_cast` context `i`): numbers
+    /// up the chain smallint < integer < bigint < numeric < real < double precision, the
+    /// string types into one another, date to timestamp.
+    pub(crate) fn implicitly_casts_to(self, to: SqlType) -> bool {
+        const NUMBERS: [SqlType; 6] = [SqlType::Int2, SqlType::Int4, SqlType::Int, SqlType::Numeric, SqlType::Float4, SqlType::Float];
+        let rank = |t: SqlType| NUMBERS.iter().position(|x| *x == t);
+        match (rank(self), rank(to)) {
+            (Some(a), Some(b)) => a <= b,
+            _ => self == to || (self.is_text() && to.is_text()) || (self == SqlType::Date && to == SqlType::Timestamp),
+        }
+    }
+
     /// Range of an integer type, and its out-of-range message.
     pub(crate) fn int_range(self) -> Option<(i64, i64, &'static str)> {
         match self {
@@ -94,6 +124,17 @@ impl SqlType {
             _ => None,
         }
     }
+}
+
+/// PostgreSQL's type categories of the supported types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TypeCategory {
+    Boolean,
+    Numeric,
+    String,
+    DateTime,
+    /// bytea.
+    UserDefined,
 }
 
 impl fmt::Display for SqlType {
@@ -284,15 +325,11 @@ pub fn sql_cmp(a: &Value, b: &Value) -> Result<Option<Ordering>> {
     if a.is_null() || b.is_null() {
         return Ok(None);
     }
-    // A string compared with a date or timestamp is read as one (PostgreSQL's unknown-type
-    // literal rule).
+    // A date compares with a timestamp as its midnight (PostgreSQL's cross-type operators).
+    // (Quoted literals compared with dates are read as dates while binding.)
     match (a, b) {
-        (Value::Text(_), Value::Date(_) | Value::Timestamp(_)) => {
-            return Ok(Some(total_cmp(&cast(a, b.sql_type().unwrap_or(SqlType::Text))?, b)))
-        }
-        (Value::Date(_) | Value::Timestamp(_), Value::Text(_)) => {
-            return Ok(Some(total_cmp(a, &cast(b, a.sql_type().unwrap_or(SqlType::Text))?)))
-        }
+        (Value::Date(d), Value::Timestamp(_)) => return Ok(Some(total_cmp(&Value::Timestamp(temporal::date_timestamp(*d)), b))),
+        (Value::Timestamp(_), Value::Date(d)) => return Ok(Some(total_cmp(a, &Value::Timestamp(temporal::date_timestamp(*d))))),
         _ => {}
     }
     if type_rank(a) != type_rank(b) {
