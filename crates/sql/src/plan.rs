@@ -372,14 +372,15 @@ pub(crate) fn common_type(context: &str, inputs: &[InputType]) -> Result<Option<
 /// Result type of `NULLIF(a, b)`: the left input type of the `=` operator PostgreSQL picks
 /// for `a = b` (a literal takes the other side's type; integers and dates compare across
 /// their widths, integers with numeric as numeric, with floats as double precision; CHAR
-/// with CHAR or VARCHAR as CHAR, other strings as text). None if a side is known only at
-/// run time. Different categories fail with 42883, as the operator does not exist.
+/// with CHAR or VARCHAR as CHAR, other strings as text). None if neither side's type is
+/// known before run time. Different categories fail with 42883: there is no such operator.
 pub(crate) fn nullif_type(a: InputType, b: InputType) -> Result<Option<SqlType>> {
     use InputType::*;
     let (a, b) = match (a, b) {
         (Literal, Literal) => return Ok(Some(SqlType::Text)),
         (Known(a), Known(b)) => (a, b),
-        (Known(t), Literal) | (Literal, Known(t)) => (t, t),
+        // A literal or parameter takes the other side's type.
+        (Known(t), Literal | Opaque) | (Literal | Opaque, Known(t)) => (t, t),
         _ => return Ok(None),
     };
     if a.category() != b.category() {
@@ -847,5 +848,81 @@ mod tests {
         assert_eq!(expr_type(&add(0, 1), &input), Some(SqlType::Numeric));
         assert_eq!(expr_type(&eq(2, 1), &input), Some(SqlType::Bool));
         assert_eq!(expr_type(&Expr::Param(0), &input), None);
+    }
+
+    use InputType::{Known, Literal, Opaque};
+
+    fn common(inputs: &[InputType]) -> Result<Option<SqlType>> {
+        common_type("CASE", inputs)
+    }
+
+    #[test]
+    fn common_type_climbs_the_numeric_chain() {
+        use SqlType::*;
+        assert_eq!(common(&[Known(Int4), Known(Numeric)]).ok(), Some(Some(Numeric)));
+        assert_eq!(common(&[Known(Int2), Known(Int)]).ok(), Some(Some(Int)));
+        // numeric converts to real implicitly, not the other way round: real, not double.
+        assert_eq!(common(&[Known(Numeric), Known(Float4)]).ok(), Some(Some(Float4)));
+        assert_eq!(common(&[Known(Float4), Known(Float), Known(Int4)]).ok(), Some(Some(Float)), "double precision is preferred");
+        assert_eq!(common(&[Known(Date), Known(Timestamp)]).ok(), Some(Some(Timestamp)));
+    }
+
+    #[test]
+    fn common_type_of_strings_keeps_the_first_unless_text() {
+        use SqlType::*;
+        assert_eq!(common(&[Known(Varchar), Known(Char)]).ok(), Some(Some(Varchar)));
+        assert_eq!(common(&[Known(Char), Known(Varchar)]).ok(), Some(Some(Char)));
+        assert_eq!(common(&[Known(Char), Known(Text)]).ok(), Some(Some(Char)), "text converts back implicitly");
+        assert_eq!(common(&[Known(Text), Known(Char)]).ok(), Some(Some(Text)));
+    }
+
+    #[test]
+    fn literals_take_the_type_of_the_others() {
+        use SqlType::*;
+        assert_eq!(common(&[Literal, Known(Int4), Literal]).ok(), Some(Some(Int4)));
+        assert_eq!(common(&[Literal, Literal]).ok(), Some(Some(Text)), "all unknown: text");
+        assert_eq!(common(&[Literal, Opaque]).ok(), Some(None), "a parameter may still decide");
+        assert_eq!(common(&[Opaque, Known(Numeric)]).ok(), Some(Some(Numeric)));
+    }
+
+    #[test]
+    fn categories_do_not_mix() {
+        use SqlType::*;
+        let e = common(&[Known(Text), Known(Int4)]).err();
+        assert_eq!(e.as_ref().map(|e| e.state), Some(SqlState::DatatypeMismatch));
+        assert_eq!(e.map(|e| e.message).as_deref(), Some("CASE types text and integer cannot be matched"));
+        assert!(common(&[Known(Bool), Known(Int4)]).is_err());
+        assert!(common(&[Known(Date), Known(Text)]).is_err());
+    }
+
+    #[test]
+    fn nullif_takes_the_left_operand_type_of_equality() {
+        use SqlType::*;
+        let n = |a, b| nullif_type(a, b).ok().flatten();
+        assert_eq!(n(Known(Int4), Known(Numeric)), Some(Numeric));
+        assert_eq!(n(Known(Int2), Known(Int)), Some(Int2));
+        assert_eq!(n(Known(Int4), Known(Float4)), Some(Float));
+        assert_eq!(n(Known(Float4), Known(Numeric)), Some(Float4));
+        assert_eq!(n(Known(Numeric), Known(Int4)), Some(Numeric));
+        assert_eq!(n(Known(Varchar), Known(Varchar)), Some(Text));
+        assert_eq!(n(Known(Varchar), Known(Char)), Some(Char));
+        assert_eq!(n(Known(Char), Known(Text)), Some(Text));
+        assert_eq!(n(Known(Date), Known(Timestamp)), Some(Date));
+        assert_eq!(n(Literal, Known(Int4)), Some(Int4));
+        assert_eq!(n(Known(Varchar), Literal), Some(Text));
+        assert_eq!(n(Literal, Literal), Some(Text));
+        assert_eq!(n(Opaque, Known(Int4)), Some(Int4));
+        assert_eq!(n(Opaque, Literal), None);
+        assert_eq!(nullif_type(Known(Int4), Known(Text)).err().map(|e| e.state), Some(SqlState::UndefinedFunction));
+    }
+
+    #[test]
+    fn operators_postgresql_does_not_have() {
+        use crate::types::ArithOp;
+        use SqlType::*;
+        assert_eq!(arith_type(ArithOp::Add, Date, Int4), Some(Date));
+        assert_eq!(arith_type(ArithOp::Add, Date, Int), None, "no date + bigint");
+        assert_eq!(arith_type(ArithOp::Mod, Float, Int4), None, "no % for floats");
+        assert_eq!(arith_type(ArithOp::Mod, Numeric, Int4), Some(Numeric));
     }
 }

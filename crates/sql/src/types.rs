@@ -510,4 +510,22 @@ mod tests {
         assert_eq!(arith(ArithOp::Mul, &Value::Float(1e300), &Value::Float(1e300)).map_err(|e| e.state), Err(SqlState::NumericValueOutOfRange));
         assert_eq!(arith(ArithOp::Add, &Value::Int(1), &Value::Numeric(Decimal::new(15, 1))).ok(), Some(Value::Numeric(Decimal::new(25, 1))));
     }
+
+    #[test]
+    fn implicit_casts_follow_pg_cast() {
+        use SqlType::*;
+        assert!(Int2.implicitly_casts_to(Float) && Numeric.implicitly_casts_to(Float4) && !Float4.implicitly_casts_to(Numeric));
+        assert!(!Int.implicitly_casts_to(Int4), "narrowing is an assignment cast");
+        assert!(Char.implicitly_casts_to(Varchar) && Varchar.implicitly_casts_to(Char) && Text.implicitly_casts_to(Char));
+        assert!(Date.implicitly_casts_to(Timestamp) && !Timestamp.implicitly_casts_to(Date));
+        assert!(!Bool.implicitly_casts_to(Int4) && !Int4.implicitly_casts_to(Text));
+    }
+
+    #[test]
+    fn dates_compare_with_timestamps_and_not_with_text() {
+        let midnight = Value::Timestamp(temporal::date_timestamp(10));
+        assert_eq!(sql_cmp(&Value::Date(10), &midnight).ok(), Some(Some(Ordering::Equal)));
+        assert_eq!(sql_cmp(&Value::Timestamp(1), &Value::Date(0)).ok(), Some(Some(Ordering::Greater)));
+        assert_eq!(sql_cmp(&Value::Text("1970-01-01".into()), &Value::Date(0)).err().map(|e| e.state), Some(SqlState::UndefinedFunction));
+    }
 }

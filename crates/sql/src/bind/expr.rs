@@ -202,7 +202,10 @@ impl Binder<'_> {
             (InputType::Literal, InputType::Known(t)) => Ok((literal_as(l, t, true)?, r)),
             (InputType::Known(t), InputType::Literal) => Ok((l, literal_as(r, t, false)?)),
             (InputType::Known(a), InputType::Known(b)) if arith_type(op, a, b).is_none() => match (a, b) {
-                (SqlType::Timestamp, SqlType::Timestamp) if op == ArithOp::Sub => unsupported("timestamp - timestamp (intervals)"),
+                // PostgreSQL gives an interval.
+                (SqlType::Timestamp, SqlType::Date | SqlType::Timestamp) | (SqlType::Date, SqlType::Timestamp) if op == ArithOp::Sub => {
+                    unsupported("timestamp subtraction (intervals)")
+                }
                 _ => Err(missing(a.pg_name(), b.pg_name())),
             },
             _ => Ok((l, r)),

@@ -182,13 +182,14 @@ fn typed_null(ty: SqlType) -> Expr {
 
 /// Converts an operand to the type `to` its context resolved: a literal is read as a value of
 /// that type now (bad input fails with 22P02 while binding, as in PostgreSQL), an operand of
-/// another type is cast at run time, and so is a parameter (which gives it its type).
+/// another type is cast at run time, and so is one whose type is known only at run time (a
+/// parameter: the cast gives it its type), so that values always have the static type.
 fn coerce(e: Expr, from: InputType, to: SqlType) -> Result<Expr> {
     Ok(match (from, e) {
         (_, e @ Expr::Const(Value::Null)) => e,
         (InputType::Literal, Expr::Const(v)) => typed_const(crate::types::cast(&v, to)?, to),
         (InputType::Known(t), e) if t != to => cast_to(e, to),
-        (InputType::Opaque, e @ Expr::Param(_)) => cast_to(e, to),
+        (InputType::Opaque, e) => cast_to(e, to),
         (_, e) => e,
     })
 }
