@@ -45,10 +45,15 @@ pub(crate) fn strip_blanks(s: &str) -> &str {
 pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
     use Value::*;
     let invalid = |s: &str| {
-        SqlError::new(
-            SqlState::InvalidTextRepresentation,
-            format!("invalid input syntax for type {ty}: \"{s}\""),
-        )
+        let syntax = |state| SqlError::new(state, format!("invalid input syntax for type {ty}: \"{s}\""));
+        // PostgreSQL reports bad date and time input with SQLSTATEs of their own.
+        match ty {
+            SqlType::Date | SqlType::Timestamp if temporal::is_out_of_range_datetime(s) => {
+                SqlError::new(SqlState::DatetimeFieldOverflow, format!("date/time field value out of range: \"{s}\""))
+            }
+            SqlType::Date | SqlType::Timestamp => syntax(SqlState::InvalidDatetimeFormat),
+            _ => syntax(SqlState::InvalidTextRepresentation),
+        }
     };
     let base = ty.storage();
     let converted = match (v, base) {

@@ -41,6 +41,12 @@ pub enum SqlState {
     InternalError,
     // Appended (the serialized index of each variant is part of the wire format).
     InvalidEscapeSequence,
+    /// Bad input for a date or timestamp (22007).
+    InvalidDatetimeFormat,
+    /// Several operators fit equally well (42725).
+    AmbiguousFunction,
+    /// A date or time field out of range (22008).
+    DatetimeFieldOverflow,
 }
 
 impl SqlState {
@@ -69,6 +75,9 @@ impl SqlState {
             StringDataRightTruncation => "22001",
             InvalidTextRepresentation => "22P02",
             InvalidEscapeSequence => "22025",
+            InvalidDatetimeFormat => "22007",
+            AmbiguousFunction => "42725",
+            DatetimeFieldOverflow => "22008",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
             FeatureNotSupported => "0A000",

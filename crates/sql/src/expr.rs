@@ -555,6 +555,16 @@ impl Expr {
                 }
             }
             Cast { expr, ty, limits } => cast_with(&expr.eval(row, env)?, *ty, limits)?,
+            // COALESCE evaluates no argument after the first non-null one (COALESCE(1, 1/0) is 1).
+            Call { func: Func::Coalesce, args } => {
+                for arg in args {
+                    let v = arg.eval(row, env)?;
+                    if !v.is_null() {
+                        return Ok(v);
+                    }
+                }
+                Value::Null
+            }
             Call { func, args } => {
                 let values = args.iter().map(|a| a.eval(row, env)).collect::<Result<Vec<_>>>()?;
                 call(*func, &values)?

@@ -2,8 +2,9 @@
 //! plan for the same statement and catalog.
 
 use crate::catalog::{CatalogChange, TableSchema};
+use crate::error::{err, Result, SqlState};
 use crate::expr::{CmpOp, Expr, Func, Shown};
-use crate::types::{SqlType, TypeLimits, Value};
+use crate::types::{SqlType, TypeCategory, TypeLimits, Value};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -165,6 +166,9 @@ pub(crate) struct QueryPlan {
     pub types: Vec<Option<SqlType>>,
     /// Declared limits of each output column where known (`CHAR(n)` output is padded to n).
     pub limits: Vec<TypeLimits>,
+    /// Output columns that are a bare quoted or NULL literal of a SELECT (PostgreSQL's type
+    /// unknown): INSERT ... SELECT reads them as the target columns' types.
+    pub untyped: Vec<bool>,
     /// Number of enclosing queries (correlated subqueries) around this one: the length of
     /// the enclosing-row stack while it runs.
     pub depth: usize,
@@ -308,9 +312,12 @@ pub(crate) fn arith_type(op: crate::types::ArithOp, a: SqlType, b: SqlType) -> O
     use SqlType::*;
     Some(match (a, b) {
         (Date, Date) if op == ArithOp::Sub => Int4,
-        (Date, i) if i.is_integer() && matches!(op, ArithOp::Add | ArithOp::Sub) => Date,
-        (i, Date) if i.is_integer() && op == ArithOp::Add => Date,
+        // date ± integer: there is no operator for bigint.
+        (Date, Int2 | Int4) if matches!(op, ArithOp::Add | ArithOp::Sub) => Date,
+        (Int2 | Int4, Date) if op == ArithOp::Add => Date,
         _ if a.is_integer() && b.is_integer() => if int_width(a) >= int_width(b) { a } else { b },
+        // There is no % for floating-point types.
+        (Float | Float4, _) | (_, Float | Float4) if op == ArithOp::Mod => return None,
         (Float4, Float4) => Float4,
         _ if a.is_number() && b.is_number() && matches!((a, b), (Float | Float4, _) | (_, Float | Float4)) => Float,
         _ if a.is_number() && b.is_number() => Numeric,
@@ -318,17 +325,78 @@ pub(crate) fn arith_type(op: crate::types::ArithOp, a: SqlType, b: SqlType) -> O
     })
 }
 
-/// Common type of CASE branches, COALESCE arguments and set operation columns.
+/// Candidate step of PostgreSQL's common-type resolution (`select_common_type`): `b`
+/// displaces the candidate `a` only if `a` converts to it implicitly but not the other way
+/// round, and never a preferred type (so numbers rise along smallint < integer < bigint <
+/// numeric < real < double precision, date gives way to timestamp, and of the string types
+/// the first one stays). Types of different categories keep `a`; `common_type` reports them.
 pub(crate) fn unify_types(a: SqlType, b: SqlType) -> SqlType {
-    use SqlType::*;
-    match (a, b) {
-        _ if a == b => a,
-        _ if a.is_integer() && b.is_integer() => if int_width(a) >= int_width(b) { a } else { b },
-        _ if a.is_number() && b.is_number() && matches!((a, b), (Float | Float4, _) | (_, Float | Float4)) => Float,
-        _ if a.is_number() && b.is_number() => Numeric,
-        _ if a.is_text() && b.is_text() => Text,
-        _ => a,
+    if a != b && a.category() == b.category() && !a.is_preferred() && a.implicitly_casts_to(b) && !b.implicitly_casts_to(a) {
+        b
+    } else {
+        a
     }
+}
+
+/// What type resolution knows of one input before run time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum InputType {
+    Known(SqlType),
+    /// A quoted string or NULL literal: PostgreSQL's type `unknown`, which takes the type
+    /// its context resolves to.
+    Literal,
+    /// Known only at run time (a parameter, or an expression over one): left out.
+    Opaque,
+}
+
+/// PostgreSQL's common type of CASE results (ELSE first), COALESCE / GREATEST / LEAST
+/// arguments, and VALUES and set-operation columns: the candidate of `unify_types` over the
+/// known inputs, in order; text if all are literals; None if nothing is known before run
+/// time. Known types of different categories fail with 42804, as in PostgreSQL ("CASE types
+/// integer and text cannot be matched").
+pub(crate) fn common_type(context: &str, inputs: &[InputType]) -> Result<Option<SqlType>> {
+    let mut candidate: Option<SqlType> = None;
+    for input in inputs {
+        let InputType::Known(t) = *input else { continue };
+        candidate = Some(match candidate {
+            None => t,
+            Some(c) if c.category() != t.category() => {
+                return err(SqlState::DatatypeMismatch, format!("{context} types {c} and {t} cannot be matched"))
+            }
+            Some(c) => unify_types(c, t),
+        });
+    }
+    Ok(candidate.or_else(|| (!inputs.contains(&InputType::Opaque)).then_some(SqlType::Text)))
+}
+
+/// Result type of `NULLIF(a, b)`: the left input type of the `=` operator PostgreSQL picks
+/// for `a = b` (a literal takes the other side's type; integers and dates compare across
+/// their widths, integers with numeric as numeric, with floats as double precision; CHAR
+/// with CHAR or VARCHAR as CHAR, other strings as text). None if neither side's type is
+/// known before run time. Different categories fail with 42883: there is no such operator.
+pub(crate) fn nullif_type(a: InputType, b: InputType) -> Result<Option<SqlType>> {
+    use InputType::*;
+    let (a, b) = match (a, b) {
+        (Literal, Literal) => return Ok(Some(SqlType::Text)),
+        (Known(a), Known(b)) => (a, b),
+        // A literal or parameter takes the other side's type.
+        (Known(t), Literal | Opaque) | (Literal | Opaque, Known(t)) => (t, t),
+        _ => return Ok(None),
+    };
+    if a.category() != b.category() {
+        return err(SqlState::UndefinedFunction, format!("operator does not exist: {a} = {b}"));
+    }
+    let float = |t: SqlType| matches!(t, SqlType::Float4 | SqlType::Float);
+    let char_or_varchar = |t: SqlType| matches!(t, SqlType::Char | SqlType::Varchar);
+    Ok(Some(match a.category() {
+        TypeCategory::Numeric if (a.is_integer() && b.is_integer()) || float(a) => a,
+        TypeCategory::Numeric if float(b) => SqlType::Float,
+        TypeCategory::Numeric => SqlType::Numeric,
+        // bpchar's own operator takes CHAR with CHAR or VARCHAR; text's takes the rest.
+        TypeCategory::String if (a == SqlType::Char || b == SqlType::Char) && char_or_varchar(a) && char_or_varchar(b) => SqlType::Char,
+        TypeCategory::String => SqlType::Text,
+        _ => a,
+    }))
 }
 
 fn unify_all<'e>(items: impl Iterator<Item = &'e Expr>, ty: &dyn Fn(&Expr) -> Option<SqlType>) -> Option<SqlType> {
@@ -780,5 +848,81 @@ mod tests {
         assert_eq!(expr_type(&add(0, 1), &input), Some(SqlType::Numeric));
         assert_eq!(expr_type(&eq(2, 1), &input), Some(SqlType::Bool));
         assert_eq!(expr_type(&Expr::Param(0), &input), None);
+    }
+
+    use InputType::{Known, Literal, Opaque};
+
+    fn common(inputs: &[InputType]) -> Result<Option<SqlType>> {
+        common_type("CASE", inputs)
+    }
+
+    #[test]
+    fn common_type_climbs_the_numeric_chain() {
+        use SqlType::*;
+        assert_eq!(common(&[Known(Int4), Known(Numeric)]).ok(), Some(Some(Numeric)));
+        assert_eq!(common(&[Known(Int2), Known(Int)]).ok(), Some(Some(Int)));
+        // numeric converts to real implicitly, not the other way round: real, not double.
+        assert_eq!(common(&[Known(Numeric), Known(Float4)]).ok(), Some(Some(Float4)));
+        assert_eq!(common(&[Known(Float4), Known(Float), Known(Int4)]).ok(), Some(Some(Float)), "double precision is preferred");
+        assert_eq!(common(&[Known(Date), Known(Timestamp)]).ok(), Some(Some(Timestamp)));
+    }
+
+    #[test]
+    fn common_type_of_strings_keeps_the_first_unless_text() {
+        use SqlType::*;
+        assert_eq!(common(&[Known(Varchar), Known(Char)]).ok(), Some(Some(Varchar)));
+        assert_eq!(common(&[Known(Char), Known(Varchar)]).ok(), Some(Some(Char)));
+        assert_eq!(common(&[Known(Char), Known(Text)]).ok(), Some(Some(Char)), "text converts back implicitly");
+        assert_eq!(common(&[Known(Text), Known(Char)]).ok(), Some(Some(Text)));
+    }
+
+    #[test]
+    fn literals_take_the_type_of_the_others() {
+        use SqlType::*;
+        assert_eq!(common(&[Literal, Known(Int4), Literal]).ok(), Some(Some(Int4)));
+        assert_eq!(common(&[Literal, Literal]).ok(), Some(Some(Text)), "all unknown: text");
+        assert_eq!(common(&[Literal, Opaque]).ok(), Some(None), "a parameter may still decide");
+        assert_eq!(common(&[Opaque, Known(Numeric)]).ok(), Some(Some(Numeric)));
+    }
+
+    #[test]
+    fn categories_do_not_mix() {
+        use SqlType::*;
+        let e = common(&[Known(Text), Known(Int4)]).err();
+        assert_eq!(e.as_ref().map(|e| e.state), Some(SqlState::DatatypeMismatch));
+        assert_eq!(e.map(|e| e.message).as_deref(), Some("CASE types text and integer cannot be matched"));
+        assert!(common(&[Known(Bool), Known(Int4)]).is_err());
+        assert!(common(&[Known(Date), Known(Text)]).is_err());
+    }
+
+    #[test]
+    fn nullif_takes_the_left_operand_type_of_equality() {
+        use SqlType::*;
+        let n = |a, b| nullif_type(a, b).ok().flatten();
+        assert_eq!(n(Known(Int4), Known(Numeric)), Some(Numeric));
+        assert_eq!(n(Known(Int2), Known(Int)), Some(Int2));
+        assert_eq!(n(Known(Int4), Known(Float4)), Some(Float));
+        assert_eq!(n(Known(Float4), Known(Numeric)), Some(Float4));
+        assert_eq!(n(Known(Numeric), Known(Int4)), Some(Numeric));
+        assert_eq!(n(Known(Varchar), Known(Varchar)), Some(Text));
+        assert_eq!(n(Known(Varchar), Known(Char)), Some(Char));
+        assert_eq!(n(Known(Char), Known(Text)), Some(Text));
+        assert_eq!(n(Known(Date), Known(Timestamp)), Some(Date));
+        assert_eq!(n(Literal, Known(Int4)), Some(Int4));
+        assert_eq!(n(Known(Varchar), Literal), Some(Text));
+        assert_eq!(n(Literal, Literal), Some(Text));
+        assert_eq!(n(Opaque, Known(Int4)), Some(Int4));
+        assert_eq!(n(Opaque, Literal), None);
+        assert_eq!(nullif_type(Known(Int4), Known(Text)).err().map(|e| e.state), Some(SqlState::UndefinedFunction));
+    }
+
+    #[test]
+    fn operators_postgresql_does_not_have() {
+        use crate::types::ArithOp;
+        use SqlType::*;
+        assert_eq!(arith_type(ArithOp::Add, Date, Int4), Some(Date));
+        assert_eq!(arith_type(ArithOp::Add, Date, Int), None, "no date + bigint");
+        assert_eq!(arith_type(ArithOp::Mod, Float, Int4), None, "no % for floats");
+        assert_eq!(arith_type(ArithOp::Mod, Numeric, Int4), Some(Numeric));
     }
 }

@@ -81,6 +81,21 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
     days.checked_mul(MICROS_PER_DAY)?.checked_add(micros)
 }
 
+/// True if `s` has the shape of a date or timestamp (numeric fields with their separators)
+/// that `parse_timestamp` still refuses: a field is out of range (`2023-02-29`, `25:00`),
+/// which PostgreSQL reports apart from bad syntax.
+pub fn is_out_of_range_datetime(s: &str) -> bool {
+    let digits = |f: &str| !f.is_empty() && f.len() <= 4 && f.bytes().all(|b| b.is_ascii_digit());
+    let s = s.trim();
+    let (date, time) = s.split_once([' ', 'T']).map_or((s, None), |(d, t)| (d, Some(t.trim())));
+    let date_ok = date.split('-').count() == 3 && date.split('-').all(digits);
+    let time_ok = time.is_none_or(|t| {
+        let (hms, fraction) = t.split_once('.').unwrap_or((t, "0"));
+        (2..=3).contains(&hms.split(':').count()) && hms.split(':').all(digits) && fraction.bytes().all(|b| b.is_ascii_digit())
+    });
+    date_ok && time_ok && parse_timestamp(s).is_none()
+}
+
 pub fn format_date(days: i32) -> String {
     let (y, m, d) = civil_from_days(i64::from(days));
     format!("{y:04}-{m:02}-{d:02}")
@@ -128,5 +143,7 @@ mod tests {
         assert_eq!(parse_timestamp("1970-01-01T00:00:01"), Some(1_000_000));
         assert_eq!(parse_timestamp("2024-05-06 24:00:00"), None);
         assert_eq!(parse_timestamp("x"), None);
+        assert!(is_out_of_range_datetime("2023-02-29") && is_out_of_range_datetime("2024-05-06 24:00:00"));
+        assert!(!is_out_of_range_datetime("x") && !is_out_of_range_datetime("2024-05-06") && !is_out_of_range_datetime("2024-05-06 1:2:x"));
     }
 }

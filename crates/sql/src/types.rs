@@ -85,6 +85,36 @@ impl SqlType {
         matches!(self, SqlType::Text | SqlType::Varchar | SqlType::Char)
     }
 
+    /// PostgreSQL's type category (`pg_type.typcategory`): common-type resolution never
+    /// crosses categories.
+    pub(crate) fn category(self) -> TypeCategory {
+        match self {
+            SqlType::Bool => TypeCategory::Boolean,
+            SqlType::Int2 | SqlType::Int4 | SqlType::Int | SqlType::Numeric | SqlType::Float4 | SqlType::Float => TypeCategory::Numeric,
+            SqlType::Text | SqlType::Varchar | SqlType::Char => TypeCategory::String,
+            SqlType::Date | SqlType::Timestamp => TypeCategory::DateTime,
+            SqlType::Bytes => TypeCategory::UserDefined,
+        }
+    }
+
+    /// The preferred type of its category (`pg_type.typispreferred`): once chosen as a
+    /// common type it is never displaced.
+    pub(crate) fn is_preferred(self) -> bool {
+        matches!(self, SqlType::Bool | SqlType::Float | SqlType::Text)
+    }
+
+    /// True if PostgreSQL converts `self` to `to` implicitly (`pg_cast` context `i`): numbers
+    /// up the chain smallint < integer < bigint < numeric < real < double precision, the
+    /// string types into one another, date to timestamp.
+    pub(crate) fn implicitly_casts_to(self, to: SqlType) -> bool {
+        const NUMBERS: [SqlType; 6] = [SqlType::Int2, SqlType::Int4, SqlType::Int, SqlType::Numeric, SqlType::Float4, SqlType::Float];
+        let rank = |t: SqlType| NUMBERS.iter().position(|x| *x == t);
+        match (rank(self), rank(to)) {
+            (Some(a), Some(b)) => a <= b,
+            _ => self == to || (self.is_text() && to.is_text()) || (self == SqlType::Date && to == SqlType::Timestamp),
+        }
+    }
+
     /// Range of an integer type, and its out-of-range message.
     pub(crate) fn int_range(self) -> Option<(i64, i64, &'static str)> {
         match self {
@@ -94,6 +124,17 @@ impl SqlType {
             _ => None,
         }
     }
+}
+
+/// PostgreSQL's type categories of the supported types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TypeCategory {
+    Boolean,
+    Numeric,
+    String,
+    DateTime,
+    /// bytea.
+    UserDefined,
 }
 
 impl fmt::Display for SqlType {
@@ -284,15 +325,11 @@ pub fn sql_cmp(a: &Value, b: &Value) -> Result<Option<Ordering>> {
     if a.is_null() || b.is_null() {
         return Ok(None);
     }
-    // A string compared with a date or timestamp is read as one (PostgreSQL's unknown-type
-    // literal rule).
+    // A date compares with a timestamp as its midnight (PostgreSQL's cross-type operators).
+    // (Quoted literals compared with dates are read as dates while binding.)
     match (a, b) {
-        (Value::Text(_), Value::Date(_) | Value::Timestamp(_)) => {
-            return Ok(Some(total_cmp(&cast(a, b.sql_type().unwrap_or(SqlType::Text))?, b)))
-        }
-        (Value::Date(_) | Value::Timestamp(_), Value::Text(_)) => {
-            return Ok(Some(total_cmp(a, &cast(b, a.sql_type().unwrap_or(SqlType::Text))?)))
-        }
+        (Value::Date(d), Value::Timestamp(_)) => return Ok(Some(total_cmp(&Value::Timestamp(temporal::date_timestamp(*d)), b))),
+        (Value::Timestamp(_), Value::Date(d)) => return Ok(Some(total_cmp(a, &Value::Timestamp(temporal::date_timestamp(*d))))),
         _ => {}
     }
     if type_rank(a) != type_rank(b) {
@@ -472,5 +509,23 @@ mod tests {
         assert_eq!(arith(ArithOp::Mod, &Value::Int(1), &Value::Int(0)).map_err(|e| e.state), Err(SqlState::DivisionByZero));
         assert_eq!(arith(ArithOp::Mul, &Value::Float(1e300), &Value::Float(1e300)).map_err(|e| e.state), Err(SqlState::NumericValueOutOfRange));
         assert_eq!(arith(ArithOp::Add, &Value::Int(1), &Value::Numeric(Decimal::new(15, 1))).ok(), Some(Value::Numeric(Decimal::new(25, 1))));
+    }
+
+    #[test]
+    fn implicit_casts_follow_pg_cast() {
+        use SqlType::*;
+        assert!(Int2.implicitly_casts_to(Float) && Numeric.implicitly_casts_to(Float4) && !Float4.implicitly_casts_to(Numeric));
+        assert!(!Int.implicitly_casts_to(Int4), "narrowing is an assignment cast");
+        assert!(Char.implicitly_casts_to(Varchar) && Varchar.implicitly_casts_to(Char) && Text.implicitly_casts_to(Char));
+        assert!(Date.implicitly_casts_to(Timestamp) && !Timestamp.implicitly_casts_to(Date));
+        assert!(!Bool.implicitly_casts_to(Int4) && !Int4.implicitly_casts_to(Text));
+    }
+
+    #[test]
+    fn dates_compare_with_timestamps_and_not_with_text() {
+        let midnight = Value::Timestamp(temporal::date_timestamp(10));
+        assert_eq!(sql_cmp(&Value::Date(10), &midnight).ok(), Some(Some(Ordering::Equal)));
+        assert_eq!(sql_cmp(&Value::Timestamp(1), &Value::Date(0)).ok(), Some(Some(Ordering::Greater)));
+        assert_eq!(sql_cmp(&Value::Text("1970-01-01".into()), &Value::Date(0)).err().map(|e| e.state), Some(SqlState::UndefinedFunction));
     }
 }

@@ -105,7 +105,7 @@ impl Binder<'_> {
                     if bound.any(&|n| matches!(n, Expr::Param(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. })) {
                         return unsupported("non-constant DEFAULT");
                     }
-                    let v = bound.eval(&[], &Env::default())?;
+                    let v = super::dml::assigned(e, bound, Some(&column))?.eval(&[], &Env::default())?;
                     column.default = Some(crate::types::to_column(&v, &column)?);
                 }
                 sql::ColumnOption::PrimaryKey(_) => key = ColumnKey::Primary,

@@ -64,11 +64,11 @@ impl Binder<'_> {
                     let mut row = Vec::with_capacity(r.content.len());
                     for (i, x) in r.content.iter().enumerate() {
                         let default_keyword = matches!(x, sql::Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"));
+                        let column = targets.get(i).and_then(|t| table.columns.get(*t));
                         row.push(if default_keyword {
-                            let column = targets.get(i).and_then(|t| table.columns.get(*t));
                             Expr::Const(column.and_then(|c| c.default.clone()).unwrap_or(Value::Null))
                         } else {
-                            self.constant_expr(x, "VALUES")?
+                            assigned(x, self.constant_expr(x, "VALUES")?, column)?
                         });
                     }
                     rows.push(row);
@@ -87,9 +87,17 @@ impl Binder<'_> {
                 InsertSource::Values(rows)
             }
             _ => {
-                let q = self.query(source)?;
+                let mut q = self.query(source)?;
                 if q.names.len() != targets.len() {
                     return err(SqlState::SyntaxError, "INSERT source has a different number of columns than the target list");
+                }
+                // A SELECT's bare literals are read as the target columns' types, as in PostgreSQL.
+                if let QueryBody::Select(core) = &mut q.body {
+                    for ((untyped, target), e) in q.untyped.iter().zip(&targets).zip(core.output.iter_mut()) {
+                        if let (true, Some(column)) = (*untyped, table.columns.get(*target)) {
+                            coerce_in_place(e, InputType::Literal, column.ty)?;
+                        }
+                    }
                 }
                 InsertSource::Query(Box::new(q))
             }
@@ -133,6 +141,7 @@ impl Binder<'_> {
                 return unsupported("ON CONFLICT DO UPDATE changing the primary key");
             }
             let value = self.expr(&a.value, &scope, &mut Mode::Plain("ON CONFLICT DO UPDATE"))?;
+            let value = assigned(&a.value, value, table.columns.get(col))?;
             if let Some(column) = table.columns.get(col) {
                 hint_param_type(&value, column.ty, &mut self.param_types);
             }
@@ -185,6 +194,7 @@ impl Binder<'_> {
                 return err(SqlState::SyntaxError, format!("multiple assignments to same column \"{name}\""));
             }
             let value = self.expr(&a.value, &scope, &mut Mode::Plain("UPDATE"))?;
+            let value = assigned(&a.value, value, table.columns.get(col))?;
             if let Some(column) = table.columns.get(col) {
                 hint_param_type(&value, column.ty, &mut self.param_types);
             }
@@ -207,5 +217,15 @@ impl Binder<'_> {
         let (scan, residual) = self.where_scan(table.clone(), &d.selection)?;
         let returning = self.returning(&d.returning, &table)?;
         Ok(DeletePlan { scan, residual, returning })
+    }
+}
+
+/// A value assigned to `column` (INSERT VALUES, UPDATE SET): a quoted literal is read as a
+/// value of the column's type, as in PostgreSQL (`'3'` for an integer column is 3, `'abc'`
+/// fails with 22P02); the column's limits are applied when the row is written.
+pub(super) fn assigned(ast: &sql::Expr, bound: Expr, column: Option<&Column>) -> Result<Expr> {
+    match (column, bound) {
+        (Some(c), Expr::Const(v @ Value::Text(_))) if is_untyped_literal(ast) => Ok(Expr::Const(crate::types::cast(&v, c.ty)?)),
+        (_, bound) => Ok(bound),
     }
 }

@@ -131,24 +131,85 @@ impl Binder<'_> {
         }
     }
 
-    /// PostgreSQL compares CHAR with an untyped literal or parameter as CHAR, ignoring
-    /// trailing blanks: such an operand is cast to CHAR (blanks stripped, as stored).
-    fn char_operand(&self, other_side: &Expr, e: Expr, scope: &Scope, mode: &Mode) -> Result<Expr> {
-        if self.type_of(other_side, scope, mode) != Some(SqlType::Char) {
-            return Ok(e);
+    /// What type resolution knows of operand `e`, bound from `ast`.
+    pub(super) fn input_type(&self, ast: &sql::Expr, e: &Expr, scope: &Scope, mode: &Mode) -> InputType {
+        if matches!(e, Expr::Const(Value::Null)) || (is_untyped_literal(ast) && matches!(e, Expr::Const(Value::Text(_)))) {
+            return InputType::Literal;
         }
-        Ok(match e {
-            Expr::Const(v @ Value::Text(_)) => Expr::Const(crate::types::cast(&v, SqlType::Char)?),
-            p @ Expr::Param(_) => Expr::Cast { expr: Box::new(p), ty: SqlType::Char, limits: TypeLimits::default() },
-            other => other,
+        self.type_of(e, scope, mode).map_or(InputType::Opaque, InputType::Known)
+    }
+
+    /// Static type of a comparison operand, None for a literal (which takes the other side's).
+    fn operand_type(&self, ast: &sql::Expr, e: &Expr, scope: &Scope, mode: &Mode) -> Option<SqlType> {
+        match self.input_type(ast, e, scope, mode) {
+            InputType::Known(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// An operand compared with a value of type `other`. A quoted literal takes that type, as
+    /// in PostgreSQL ('3' = 3; 'abc' fails with 22P02 while binding; a literal compared with
+    /// CHAR loses its trailing blanks); a parameter compared with CHAR is cast to CHAR.
+    fn compared_operand(&self, other: Option<SqlType>, ast: &sql::Expr, e: Expr) -> Result<Expr> {
+        Ok(match (other, e) {
+            (Some(t), Expr::Const(v @ Value::Text(_))) if is_untyped_literal(ast) => Expr::Const(crate::types::cast(&v, t)?),
+            (Some(SqlType::Char), p @ Expr::Param(_)) => cast_to(p, SqlType::Char),
+            (_, e) => e,
         })
     }
 
-    /// A comparison with CHAR operands coerced.
-    fn compare(&self, op: CmpOp, l: Expr, r: Expr, scope: &Scope, mode: &Mode) -> Result<Expr> {
-        let r2 = self.char_operand(&l, r, scope, mode)?;
-        let l2 = self.char_operand(&r2, l, scope, mode)?;
-        Ok(Expr::Cmp(op, Box::new(l2), Box::new(r2)))
+    /// Both operands of a comparison, each coerced to the other's type where it is a literal.
+    /// Known types of different categories have no comparison operator: 42883 now, as in
+    /// PostgreSQL, not only when a row reaches them.
+    fn comparison(&self, (la, l): (&sql::Expr, Expr), (ra, r): (&sql::Expr, Expr), scope: &Scope, mode: &Mode) -> Result<(Expr, Expr)> {
+        let (lt, rt) = (self.operand_type(la, &l, scope, mode), self.operand_type(ra, &r, scope, mode));
+        if let (Some(a), Some(b)) = (lt, rt) {
+            if a.category() != b.category() {
+                return err(SqlState::UndefinedFunction, format!("operator does not exist: {a} = {b}"));
+            }
+        }
+        Ok((self.compared_operand(rt, la, l)?, self.compared_operand(lt, ra, r)?))
+    }
+
+    /// A comparison with literal and CHAR operands coerced.
+    fn compare(&self, op: CmpOp, l: (&sql::Expr, Expr), r: (&sql::Expr, Expr), scope: &Scope, mode: &Mode) -> Result<Expr> {
+        let (l, r) = self.comparison(l, r, scope, mode)?;
+        Ok(Expr::Cmp(op, Box::new(l), Box::new(r)))
+    }
+
+    /// Arithmetic operands, typed as PostgreSQL's operator resolution does: a literal (quoted
+    /// or NULL) takes the other operand's type where that type has the operator (`int4col +
+    /// '2'` is int4 + int4, `d - '2020-01-01'` is date - date). Known types without the
+    /// operator fail now (42883), as in PostgreSQL, not only when a row reaches them.
+    fn arith_operands(&self, op: ArithOp, (la, l): (&sql::Expr, Expr), (ra, r): (&sql::Expr, Expr), scope: &Scope, mode: &Mode) -> Result<(Expr, Expr)> {
+        let symbol = op.symbol();
+        let missing = |a: &str, b: &str| SqlError::new(SqlState::UndefinedFunction, format!("operator does not exist: {a} {symbol} {b}"));
+        let literal_as = |e: Expr, t: SqlType, literal_first: bool| -> Result<Expr> {
+            if arith_type(op, t, t).is_some() {
+                return if matches!(e, Expr::Const(Value::Null)) { Ok(typed_null(t)) } else { coerce(e, InputType::Literal, t) };
+            }
+            match (t, op) {
+                // timestamp ± unknown reads the literal as an interval.
+                (SqlType::Timestamp, ArithOp::Add | ArithOp::Sub) => unsupported("interval arithmetic"),
+                // date + unknown: integer, interval and time all fit.
+                (SqlType::Date, ArithOp::Add) => err(SqlState::AmbiguousFunction, format!("operator is not unique: date {symbol} unknown")),
+                _ if literal_first => Err(missing("unknown", t.pg_name())),
+                _ => Err(missing(t.pg_name(), "unknown")),
+            }
+        };
+        match (self.input_type(la, &l, scope, mode), self.input_type(ra, &r, scope, mode)) {
+            (InputType::Literal, InputType::Literal) => err(SqlState::AmbiguousFunction, format!("operator is not unique: unknown {symbol} unknown")),
+            (InputType::Literal, InputType::Known(t)) => Ok((literal_as(l, t, true)?, r)),
+            (InputType::Known(t), InputType::Literal) => Ok((l, literal_as(r, t, false)?)),
+            (InputType::Known(a), InputType::Known(b)) if arith_type(op, a, b).is_none() => match (a, b) {
+                // PostgreSQL gives an interval.
+                (SqlType::Timestamp, SqlType::Date | SqlType::Timestamp) | (SqlType::Date, SqlType::Timestamp) if op == ArithOp::Sub => {
+                    unsupported("timestamp subtraction (intervals)")
+                }
+                _ => Err(missing(a.pg_name(), b.pg_name())),
+            },
+            _ => Ok((l, r)),
+        }
     }
 
     /// A REAL operand becoming text is printed as a float4 (`0.1`, not its double image).
@@ -222,22 +283,33 @@ impl Binder<'_> {
                 use sql::BinaryOperator as B;
                 let l = self.expr(left, scope, mode)?;
                 let r = self.expr(right, scope, mode)?;
-                match op {
-                    B::Plus => self.arith(ArithOp::Add, l, r, scope, mode),
-                    B::Minus => self.arith(ArithOp::Sub, l, r, scope, mode),
-                    B::Multiply => self.arith(ArithOp::Mul, l, r, scope, mode),
-                    B::Divide => self.arith(ArithOp::Div, l, r, scope, mode),
-                    B::Modulo => self.arith(ArithOp::Mod, l, r, scope, mode),
-                    B::StringConcat => Expr::Concat(Box::new(self.as_text(l, scope, mode)), Box::new(self.as_text(r, scope, mode))),
-                    B::Eq => self.compare(CmpOp::Eq, l, r, scope, mode)?,
-                    B::NotEq => self.compare(CmpOp::NotEq, l, r, scope, mode)?,
-                    B::Lt => self.compare(CmpOp::Lt, l, r, scope, mode)?,
-                    B::LtEq => self.compare(CmpOp::LtEq, l, r, scope, mode)?,
-                    B::Gt => self.compare(CmpOp::Gt, l, r, scope, mode)?,
-                    B::GtEq => self.compare(CmpOp::GtEq, l, r, scope, mode)?,
-                    B::And => Expr::And(Box::new(l), Box::new(r)),
-                    B::Or => Expr::Or(Box::new(l), Box::new(r)),
-                    other => return unsupported(format!("operator {other}")),
+                let arith_op = match op {
+                    B::Plus => Some(ArithOp::Add),
+                    B::Minus => Some(ArithOp::Sub),
+                    B::Multiply => Some(ArithOp::Mul),
+                    B::Divide => Some(ArithOp::Div),
+                    B::Modulo => Some(ArithOp::Mod),
+                    _ => None,
+                };
+                let cmp_op = match op {
+                    B::Eq => Some(CmpOp::Eq),
+                    B::NotEq => Some(CmpOp::NotEq),
+                    B::Lt => Some(CmpOp::Lt),
+                    B::LtEq => Some(CmpOp::LtEq),
+                    B::Gt => Some(CmpOp::Gt),
+                    B::GtEq => Some(CmpOp::GtEq),
+                    _ => None,
+                };
+                match (arith_op, cmp_op, op) {
+                    (Some(a), _, _) => {
+                        let (l, r) = self.arith_operands(a, (left, l), (right, r), scope, mode)?;
+                        self.arith(a, l, r, scope, mode)
+                    }
+                    (_, Some(c), _) => self.compare(c, (left, l), (right, r), scope, mode)?,
+                    (_, _, B::StringConcat) => Expr::Concat(Box::new(self.as_text(l, scope, mode)), Box::new(self.as_text(r, scope, mode))),
+                    (_, _, B::And) => Expr::And(Box::new(l), Box::new(r)),
+                    (_, _, B::Or) => Expr::Or(Box::new(l), Box::new(r)),
+                    (_, _, other) => return unsupported(format!("operator {other}")),
                 }
             }
             E::IsNull(x) => Expr::IsNull { expr: bx(self, x, mode)?, negated: false },
@@ -248,23 +320,33 @@ impl Binder<'_> {
             E::IsNotFalse(x) => Expr::IsBool { expr: bx(self, x, mode)?, value: false, negated: true },
             E::IsUnknown(x) => Expr::IsNull { expr: bx(self, x, mode)?, negated: false },
             E::IsNotUnknown(x) => Expr::IsNull { expr: bx(self, x, mode)?, negated: true },
-            E::IsDistinctFrom(a, b) => Expr::IsDistinct { left: bx(self, a, mode)?, right: bx(self, b, mode)?, negated: false },
-            E::IsNotDistinctFrom(a, b) => Expr::IsDistinct { left: bx(self, a, mode)?, right: bx(self, b, mode)?, negated: true },
+            E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
+                let (l, r) = (self.expr(a, scope, mode)?, self.expr(b, scope, mode)?);
+                let (l, r) = self.comparison((a, l), (b, r), scope, mode)?;
+                Expr::IsDistinct { left: Box::new(l), right: Box::new(r), negated: matches!(e, E::IsNotDistinctFrom(..)) }
+            }
             E::InList { expr, list, negated } => {
                 let x = self.expr(expr, scope, mode)?;
-                let mut items = Vec::with_capacity(list.len());
+                let mut bound = Vec::with_capacity(list.len());
                 for item in list {
-                    let bound = self.expr(item, scope, mode)?;
-                    items.push(self.char_operand(&x, bound, scope, mode)?);
+                    bound.push(self.expr(item, scope, mode)?);
                 }
+                // Literals take the type of the other side: the tested value's, or for a
+                // literal tested value, the common type of the list.
+                let x_type = self.operand_type(expr, &x, scope, mode);
+                let items = list.iter().zip(bound).map(|(ast, b)| self.compared_operand(x_type, ast, b)).collect::<Result<Vec<_>>>()?;
+                let item_types: Vec<InputType> = list.iter().zip(&items).map(|(ast, b)| self.input_type(ast, b, scope, mode)).collect();
+                let known = item_types.iter().any(|t| matches!(t, InputType::Known(_)));
+                let list_type = common_type("IN", &item_types).ok().flatten().filter(|_| known);
+                let x = self.compared_operand(list_type, expr, x)?;
                 Expr::InList { expr: Box::new(x), list: items, negated: *negated }
             }
             E::Between { expr, negated, low, high } => {
                 let x = self.expr(expr, scope, mode)?;
-                let (low, high) = (self.expr(low, scope, mode)?, self.expr(high, scope, mode)?);
+                let (lo, hi) = (self.expr(low, scope, mode)?, self.expr(high, scope, mode)?);
                 let range = Expr::and(
-                    self.compare(CmpOp::GtEq, x.clone(), low, scope, mode)?,
-                    self.compare(CmpOp::LtEq, x, high, scope, mode)?,
+                    self.compare(CmpOp::GtEq, (expr, x.clone()), (low, lo), scope, mode)?,
+                    self.compare(CmpOp::LtEq, (expr, x), (high, hi), scope, mode)?,
                 );
                 if *negated { Expr::Not(Box::new(range)) } else { range }
             }
@@ -275,14 +357,7 @@ impl Binder<'_> {
                 negated: *negated,
                 case_insensitive: matches!(e, E::ILike { .. }),
             },
-            E::Case { operand, conditions, else_result, .. } => Expr::Case {
-                operand: operand.as_deref().map(|o| bx(self, o, mode)).transpose()?,
-                whens: conditions
-                    .iter()
-                    .map(|w| Ok((self.expr(&w.condition, scope, mode)?, self.expr(&w.result, scope, mode)?)))
-                    .collect::<Result<_>>()?,
-                otherwise: else_result.as_deref().map(|o| bx(self, o, mode)).transpose()?,
-            },
+            E::Case { operand, conditions, else_result, .. } => self.case(operand.as_deref(), conditions, else_result.as_deref(), scope, mode)?,
             E::Cast { expr, data_type: t, format: None, .. } => {
                 let (ty, limits) = data_type(t)?;
                 let mut inner = self.expr(expr, scope, mode)?;
@@ -609,14 +684,66 @@ impl Binder<'_> {
         if args.len() < min || args.len() > max {
             return err(SqlState::UndefinedFunction, format!("function {name} does not take {} arguments", args.len()));
         }
-        let args = args
-            .into_iter()
-            .map(|a| match a {
-                Some(e) => self.expr(e, scope, mode),
-                None => unsupported(format!("* argument to {name}")),
-            })
-            .collect::<Result<_>>()?;
+        let asts = args.into_iter().map(|a| a.map_or_else(|| unsupported(format!("* argument to {name}")), Ok)).collect::<Result<Vec<_>>>()?;
+        let mut args = Vec::with_capacity(asts.len());
+        for a in &asts {
+            args.push(self.expr(a, scope, mode)?);
+        }
+        let inputs: Vec<InputType> = asts.iter().zip(&args).map(|(a, e)| self.input_type(a, e, scope, mode)).collect();
+        match (func, inputs.as_slice(), args.as_mut_slice()) {
+            (Func::Coalesce | Func::Greatest | Func::Least, _, _) => {
+                if let Some(ty) = common_type(&name.to_uppercase(), &inputs)? {
+                    for (arg, input) in args.iter_mut().zip(&inputs) {
+                        coerce_in_place(arg, *input, ty)?;
+                    }
+                }
+            }
+            // NULLIF(a, b) is a, typed as the left operand of `a = b`. A literal or parameter
+            // b takes that type too; a typed b is compared as it is (comparisons of numbers
+            // of different types are exact).
+            (Func::NullIf, [a_type, b_type], [a, b]) => {
+                if let Some(ty) = nullif_type(*a_type, *b_type)? {
+                    match a {
+                        Expr::Const(Value::Null) => *a = typed_null(ty),
+                        _ => coerce_in_place(a, *a_type, ty)?,
+                    }
+                    if matches!(b_type, InputType::Literal | InputType::Opaque) {
+                        coerce_in_place(b, *b_type, ty)?;
+                    }
+                }
+            }
+            _ => {}
+        }
         Ok(Expr::Call { func, args })
+    }
+
+    /// CASE: WHEN values compared with the operand take its type where they are literals; the
+    /// results are brought to their common type, resolved as PostgreSQL does (ELSE first).
+    fn case(&mut self, operand: Option<&sql::Expr>, conditions: &[sql::CaseWhen], otherwise: Option<&sql::Expr>, scope: &Scope, mode: &mut Mode) -> Result<Expr> {
+        let operand = operand.map(|o| self.expr(o, scope, mode).map(|b| (o, b))).transpose()?;
+        let operand_type = operand.as_ref().and_then(|(ast, b)| self.operand_type(ast, b, scope, mode));
+        let mut whens = Vec::with_capacity(conditions.len());
+        for w in conditions {
+            let mut condition = self.expr(&w.condition, scope, mode)?;
+            if operand.is_some() {
+                condition = self.compared_operand(operand_type, &w.condition, condition)?;
+            }
+            whens.push((condition, self.expr(&w.result, scope, mode)?));
+        }
+        let mut otherwise = otherwise.map(|o| self.expr(o, scope, mode).map(|b| (o, b))).transpose()?;
+        // A missing ELSE is a NULL literal.
+        let else_type = otherwise.as_ref().map_or(InputType::Literal, |(ast, b)| self.input_type(ast, b, scope, mode));
+        let mut inputs = vec![else_type];
+        inputs.extend(conditions.iter().zip(&whens).map(|(w, (_, then))| self.input_type(&w.result, then, scope, mode)));
+        if let Some(ty) = common_type("CASE", &inputs)? {
+            for ((_, then), input) in whens.iter_mut().zip(inputs.iter().skip(1)) {
+                coerce_in_place(then, *input, ty)?;
+            }
+            if let Some((_, e)) = &mut otherwise {
+                coerce_in_place(e, else_type, ty)?;
+            }
+        }
+        Ok(Expr::Case { operand: operand.map(|(_, b)| Box::new(b)), whens, otherwise: otherwise.map(|(_, b)| Box::new(b)) })
     }
 
     /// Binds an expression that may only use constants and parameters.

@@ -152,6 +152,66 @@ fn literal(v: &sql::Value) -> Result<Value> {
     })
 }
 
+/// True for a quoted string or NULL literal, possibly parenthesized: PostgreSQL types it
+/// `unknown` until its context gives it a type ('3' is an integer where an integer is
+/// expected).
+fn is_untyped_literal(e: &sql::Expr) -> bool {
+    use sql::Value as V;
+    match e {
+        sql::Expr::Nested(inner) => is_untyped_literal(inner),
+        sql::Expr::Value(v) => matches!(v.value, V::SingleQuotedString(_) | V::EscapedStringLiteral(_) | V::DollarQuotedString(_) | V::Null),
+        _ => false,
+    }
+}
+
+/// A cast to `ty` without modifiers.
+fn cast_to(e: Expr, ty: SqlType) -> Expr {
+    Expr::Cast { expr: Box::new(e), ty, limits: TypeLimits::default() }
+}
+
+/// A constant of static type `ty`: the value alone where its own type says so, otherwise
+/// wrapped in a cast that carries the type (a smallint 1, a CHAR 'a').
+fn typed_const(v: Value, ty: SqlType) -> Expr {
+    if v.is_null() || literal_type(&v) == Some(ty) { Expr::Const(v) } else { cast_to(Expr::Const(v), ty) }
+}
+
+/// A NULL of static type `ty`.
+fn typed_null(ty: SqlType) -> Expr {
+    cast_to(Expr::Const(Value::Null), ty)
+}
+
+/// Converts an operand to the type `to` its context resolved: a literal is read as a value of
+/// that type now (bad input fails with 22P02 while binding, as in PostgreSQL), an operand of
+/// another type is cast at run time, and so is one whose type is known only at run time (a
+/// parameter: the cast gives it its type), so that values always have the static type.
+fn coerce(e: Expr, from: InputType, to: SqlType) -> Result<Expr> {
+    Ok(match (from, e) {
+        (_, e @ Expr::Const(Value::Null)) => e,
+        (InputType::Literal, Expr::Const(v)) => typed_const(crate::types::cast(&v, to)?, to),
+        (InputType::Known(t), e) if t != to => cast_to(e, to),
+        (InputType::Opaque, e) => cast_to(e, to),
+        (_, e) => e,
+    })
+}
+
+/// `coerce` in place.
+fn coerce_in_place(e: &mut Expr, from: InputType, to: SqlType) -> Result<()> {
+    *e = coerce(std::mem::replace(e, Expr::Const(Value::Null)), from, to)?;
+    Ok(())
+}
+
+/// Brings output column `i` of a set-operation operand, of input type `from`, to type `to`.
+fn coerce_column(body: &mut QueryBody, i: usize, from: InputType, to: SqlType) -> Result<()> {
+    match body {
+        QueryBody::Select(core) => core.output.get_mut(i).map_or(Ok(()), |e| coerce_in_place(e, from, to)),
+        QueryBody::Values(rows) => rows.iter_mut().filter_map(|r| r.get_mut(i)).try_for_each(|e| coerce_in_place(e, from, to)),
+        QueryBody::SetOp { left, right, .. } => {
+            coerce_column(left, i, from, to)?;
+            coerce_column(right, i, from, to)
+        }
+    }
+}
+
 #[derive(Clone)]
 struct ScopeCol {
     table: String,
@@ -393,10 +453,11 @@ pub(crate) struct FromItem {
     derived: Option<Box<QueryPlan>>,
 }
 
-/// A planned query body with its output column names, static types and limits.
-type BodyWithColumns = (QueryBody, Vec<String>, Vec<Option<SqlType>>, Vec<TypeLimits>);
-/// Output column names, static types and limits.
-type OutputColumns = (Vec<String>, Vec<Option<SqlType>>, Vec<TypeLimits>);
+/// A planned query body with its output column names, static types, limits and untyped
+/// literal columns (see `QueryPlan::untyped`).
+type BodyWithColumns = (QueryBody, Vec<String>, Vec<Option<SqlType>>, Vec<TypeLimits>, Vec<bool>);
+/// Output column names, static types, limits and untyped literal columns.
+type OutputColumns = (Vec<String>, Vec<Option<SqlType>>, Vec<TypeLimits>, Vec<bool>);
 /// A planned SELECT with its output columns and ORDER BY keys.
 type SelectWithColumns = (SelectCore, OutputColumns, Vec<SortKey>);
 

@@ -56,10 +56,10 @@ impl Binder<'_> {
         for e in limit.iter().chain(&offset) {
             hint_param_type(e, SqlType::Int, &mut self.param_types);
         }
-        let ((body, names, types, limits), order_by) = match &*q.body {
+        let ((body, names, types, limits, untyped), order_by) = match &*q.body {
             sql::SetExpr::Select(select) => {
-                let (core, columns, keys) = self.select(select, order_by)?;
-                ((QueryBody::Select(Box::new(core)), columns.0, columns.1, columns.2), keys)
+                let (core, (names, types, limits, untyped), keys) = self.select(select, order_by)?;
+                ((QueryBody::Select(Box::new(core)), names, types, limits, untyped), keys)
             }
             other => {
                 let body = self.set_expr(other)?;
@@ -67,7 +67,7 @@ impl Binder<'_> {
                 (body, keys)
             }
         };
-        Ok(QueryPlan { body, order_by, limit, offset, names, types, limits, depth: self.outer_scopes.len() })
+        Ok(QueryPlan { body, order_by, limit, offset, names, types, limits, untyped, depth: self.outer_scopes.len() })
     }
 
     pub(super) fn set_expr(&mut self, e: &sql::SetExpr) -> Result<BodyWithColumns> {
@@ -80,8 +80,8 @@ impl Binder<'_> {
     pub(super) fn set_expr_inner(&mut self, e: &sql::SetExpr) -> Result<BodyWithColumns> {
         Ok(match e {
             sql::SetExpr::Select(s) => {
-                let (core, (names, types, limits), _) = self.select(s, &[])?;
-                (QueryBody::Select(Box::new(core)), names, types, limits)
+                let (core, (names, types, limits, untyped), _) = self.select(s, &[])?;
+                (QueryBody::Select(Box::new(core)), names, types, limits, untyped)
             }
             sql::SetExpr::Query(q) => {
                 if q.order_by.is_some() || q.limit_clause.is_some() {
@@ -90,7 +90,7 @@ impl Binder<'_> {
                 self.set_expr(&q.body)?
             }
             sql::SetExpr::Values(values) => {
-                let rows = values
+                let mut rows = values
                     .rows
                     .iter()
                     .map(|r| r.content.iter().map(|x| self.constant_expr(x, "VALUES")).collect::<Result<Vec<_>>>())
@@ -99,11 +99,28 @@ impl Binder<'_> {
                 if rows.iter().any(|r| r.len() != width) {
                     return err(SqlState::SyntaxError, "VALUES lists must all be the same length");
                 }
-                let types = (0..width)
-                    .map(|i| rows.iter().filter_map(|r| r.get(i).and_then(|e| expr_type(e, &[]))).reduce(unify_types))
-                    .collect();
+                // Each column gets the common type of its values, as in PostgreSQL.
+                let mut types = Vec::with_capacity(width);
+                for i in 0..width {
+                    let inputs: Vec<InputType> = values
+                        .rows
+                        .iter()
+                        .zip(&rows)
+                        .map(|(ast, row)| match (ast.content.get(i), row.get(i)) {
+                            (Some(a), Some(e)) => self.input_type(a, e, &Scope::default(), &Mode::Plain("VALUES")),
+                            _ => InputType::Opaque,
+                        })
+                        .collect();
+                    let ty = common_type("VALUES", &inputs)?;
+                    if let Some(t) = ty {
+                        for (row, input) in rows.iter_mut().zip(&inputs) {
+                            row.get_mut(i).map_or(Ok(()), |e| coerce_in_place(e, *input, t))?;
+                        }
+                    }
+                    types.push(ty);
+                }
                 let limits = vec![TypeLimits::default(); width];
-                (QueryBody::Values(rows), (1..=width).map(|i| format!("column{i}")).collect(), types, limits)
+                (QueryBody::Values(rows), (1..=width).map(|i| format!("column{i}")).collect(), types, limits, vec![false; width])
             }
             sql::SetExpr::SetOperation { left, op, set_quantifier, right } => {
                 let op = match op {
@@ -116,26 +133,41 @@ impl Binder<'_> {
                     sql::SetQuantifier::Distinct | sql::SetQuantifier::None => false,
                     other => return unsupported(format!("set quantifier {other}")),
                 };
-                let (l, names, left_types, left_limits) = self.set_expr(left)?;
-                let (r, right_names, right_types, right_limits) = self.set_expr(right)?;
+                let (mut l, names, left_types, left_limits, left_untyped) = self.set_expr(left)?;
+                let (mut r, right_names, right_types, right_limits, right_untyped) = self.set_expr(right)?;
                 if names.len() != right_names.len() {
                     return err(SqlState::SyntaxError, "each set operation query must have the same number of columns");
                 }
-                let types: Vec<Option<SqlType>> = left_types
-                    .iter()
-                    .zip(&right_types)
-                    .map(|(l, r)| match (l, r) {
-                        (Some(a), Some(b)) => Some(unify_types(*a, *b)),
-                        _ => l.or(*r),
-                    })
-                    .collect();
+                // Column by column, both operands are brought to their common type.
+                let context = match op {
+                    SetOp::Union => "UNION",
+                    SetOp::Except => "EXCEPT",
+                    SetOp::Intersect => "INTERSECT",
+                };
+                let input = |ty: &Option<SqlType>, untyped: &bool| match ty {
+                    _ if *untyped => InputType::Literal,
+                    Some(t) => InputType::Known(*t),
+                    None => InputType::Opaque,
+                };
+                let mut types = Vec::with_capacity(names.len());
+                let columns = left_types.iter().zip(&left_untyped).zip(right_types.iter().zip(&right_untyped));
+                for (i, ((lt, lu), (rt, ru))) in columns.enumerate() {
+                    let (li, ri) = (input(lt, lu), input(rt, ru));
+                    let ty = common_type(context, &[li, ri])?;
+                    if let Some(t) = ty {
+                        coerce_column(&mut l, i, li, t)?;
+                        coerce_column(&mut r, i, ri, t)?;
+                    }
+                    types.push(ty);
+                }
                 let limits = left_limits
                     .into_iter()
                     .zip(right_limits)
                     .zip(left_types.iter().zip(&right_types))
                     .map(|((a, b), (lt, rt))| if a == b && lt == rt { a } else { TypeLimits::default() })
                     .collect();
-                (QueryBody::SetOp { op, all, left: Box::new(l), right: Box::new(r) }, names, types, limits)
+                let untyped = vec![false; names.len()];
+                (QueryBody::SetOp { op, all, left: Box::new(l), right: Box::new(r) }, names, types, limits, untyped)
             }
             other => return unsupported(format!("query body {other}")),
         })
@@ -320,9 +352,15 @@ impl Binder<'_> {
         let output_scope = if aggregating { self.grouped(&scope, &ctx) } else { scope.clone() };
         let types = output.iter().take(names.len()).map(|e| self.type_of(e, &output_scope, &Mode::Plain(""))).collect();
         let limits = output.iter().take(names.len()).map(|e| self.char_limits(e, &output_scope)).collect();
+        // Bare quoted or NULL literals: a set operation or INSERT gives them their type.
+        let untyped = items
+            .iter()
+            .zip(&output)
+            .map(|((e, _, _), bound)| e.is_some_and(is_untyped_literal) && matches!(bound, Expr::Const(Value::Text(_) | Value::Null)))
+            .collect();
         let (from, filter) = self.plan_from(from_items, where_conjuncts)?;
         let aggregate = aggregating.then_some(AggPlan { group_by: ctx.group_bound, calls: ctx.calls });
-        Ok((SelectCore { from, filter, aggregate, having, output, distinct }, (names, types, limits), keys))
+        Ok((SelectCore { from, filter, aggregate, having, output, distinct }, (names, types, limits, untyped), keys))
     }
 
     /// GROUP BY item: a position or output alias refers to the select list.
