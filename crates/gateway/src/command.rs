@@ -94,7 +94,8 @@ pub fn classify(sql: &str) -> Command {
             (name, _) => Command::Show(canonical_name(name)),
         },
         "discard" if second == "all" => Command::Discard,
-        _ if crate::intercept::recognizes(sql) => Command::Intercepted,
+        // Only a query can be answered by the gateway: other statements are not parsed here.
+        "select" | "with" | "(" | "values" if crate::route::intercepts(sql) => Command::Intercepted,
         _ => Command::Sql,
     }
 }
@@ -169,5 +170,9 @@ mod tests {
         assert_eq!(classify("SELECT * FROM accounts"), Command::Sql);
         assert_eq!(classify("INSERT INTO t VALUES ('begin')"), Command::Sql);
         assert_eq!(classify("SELECT version()"), Command::Intercepted);
+        assert_eq!(classify("INSERT INTO notes VALUES (1, 'pg_type oid = 23')"), Command::Sql);
+        assert_eq!(classify("UPDATE notes SET body = 'select * from pg_catalog.pg_class'"), Command::Sql);
+        assert_eq!(classify("SELECT 'pg_type oid = 23'"), Command::Sql);
+        assert_eq!(classify("/* c */ (SELECT typname FROM pg_type WHERE oid = 23)"), Command::Intercepted);
     }
 }

@@ -25,6 +25,7 @@ mod errors;
 mod intercept;
 mod params;
 pub mod pgtypes;
+mod route;
 mod server;
 mod session;
 mod settings;

@@ -8,6 +8,7 @@ use crate::errors::{self, failed_transaction, from_client, serialization_failure
 use crate::intercept::{self, LocalRows, SessionInfo};
 use crate::params::RawParams;
 use crate::pgtypes::{pg_type, OID_TEXT};
+use crate::route::Route;
 use crate::settings::Settings;
 use pistou_client::{Client, Outcome, SqlOutput, Txn};
 use pistou_sql::{Catalog, Engine, Row, SqlType, StatementKind, Value};
@@ -218,8 +219,10 @@ impl Session {
     }
 
     async fn intercepted(&mut self, sql: &str) -> Result<LocalRows, PgError> {
-        let catalog = if intercept::needs_catalog(sql) { Some(self.catalog().await?) } else { None };
-        intercept::answer(sql, &self.info(), catalog.as_ref()).map_err(PgError::from)
+        // Routed again: parameters are bound by now.
+        let route = crate::route::route(sql);
+        let catalog = if matches!(route, Route::Catalog(_)) { Some(self.catalog().await?) } else { None };
+        intercept::answer(&route, sql, &self.info(), catalog.as_ref()).map_err(PgError::from)
     }
 
     fn show(&self, name: &str) -> Result<LocalRows, PgError> {

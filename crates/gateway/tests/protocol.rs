@@ -232,3 +232,75 @@ async fn session_commands_and_catalog_queries() {
     })
     .await;
 }
+
+/// Issue #33: statements were routed by substring, so a write whose literal mentioned
+/// `pg_type … oid = N` was answered as a catalog query and silently not written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_mentioning_the_catalog_never_diverts_a_statement() {
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let db = connect(h.addr).await;
+        db.batch_execute("CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT)").await.expect("create");
+        let body_of = |id: i64| {
+            let db = &db;
+            async move { db.query_one("SELECT body FROM notes WHERE id = $1", &[&id]).await.expect("read back").get::<_, String>(0) }
+        };
+
+        // Simple protocol: no result rows, one row written.
+        let out = db.simple_query("INSERT INTO notes VALUES (1, 'pg_type oid = 23')").await.expect("insert");
+        assert!(simple_rows(&out).is_empty(), "an INSERT returns no rows: {out:?}");
+        assert_eq!(completions(&out), vec![1]);
+        assert_eq!(body_of(1).await, "pg_type oid = 23");
+        // Extended protocol, same text.
+        let n = db.execute("INSERT INTO notes VALUES (2, 'SELECT typname FROM pg_catalog.pg_type WHERE oid = 23')", &[]).await.expect("insert");
+        assert_eq!(n, 1);
+        assert_eq!(body_of(2).await, "SELECT typname FROM pg_catalog.pg_type WHERE oid = 23");
+        // UPDATE, both protocols.
+        let out = db.simple_query("UPDATE notes SET body = 'pg_type oid = 23 (updated)' WHERE id = 2").await.expect("update");
+        assert!(simple_rows(&out).is_empty(), "an UPDATE returns no rows: {out:?}");
+        assert_eq!(completions(&out), vec![1]);
+        assert_eq!(body_of(2).await, "pg_type oid = 23 (updated)");
+        assert_eq!(db.execute("UPDATE notes SET body = 'from pg_catalog.pg_class' WHERE id = 1", &[]).await.expect("update"), 1);
+        assert_eq!(body_of(1).await, "from pg_catalog.pg_class");
+
+        // Client-side binding (psycopg's ClientCursor, psycopg2): user input inlined as a
+        // quoted literal and sent with the simple protocol.
+        let user_input = "x' FROM pg_catalog.pg_type WHERE oid = 23 --";
+        let sql = format!("INSERT INTO notes VALUES (3, '{}')", user_input.replace('\'', "''"));
+        let out = db.simple_query(&sql).await.expect("client-side bound insert");
+        assert!(simple_rows(&out).is_empty(), "{out:?}");
+        assert_eq!(body_of(3).await, user_input);
+        let sql = format!("UPDATE notes SET body = '{}' WHERE id = 3", "pg_type oid = 20".replace('\'', "''"));
+        assert_eq!(completions(&db.simple_query(&sql).await.expect("client-side bound update")), vec![1]);
+        assert_eq!(body_of(3).await, "pg_type oid = 20");
+
+        // Queries that only mention the catalog in literals, aliases or comments run as
+        // ordinary SQL.
+        let out = db.simple_query("SELECT 'pg_type oid = 23'").await.expect("select literal");
+        assert_eq!(simple_rows(&out), vec![vec![Some("pg_type oid = 23".to_string())]]);
+        let row = db.query_one("SELECT 'pg_catalog.pg_class' AS \"pg_catalog.x\"", &[]).await.expect("literal and alias");
+        assert_eq!(row.columns()[0].name(), "pg_catalog.x");
+        assert_eq!(row.get::<_, String>(0), "pg_catalog.pg_class");
+        let rows = db
+            .query("SELECT id AS \"pg_catalog.id\" FROM notes /* FROM pg_catalog.pg_type */ WHERE body LIKE '%pg_catalog.%' ORDER BY id", &[])
+            .await
+            .expect("alias, comment and literal on a user table");
+        assert_eq!(rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<_>>(), vec![1]);
+
+        // Text that does not parse goes to Pistou, which reports the syntax error.
+        let e = db.simple_query("SELEC typname FROM pg_catalog.pg_type WHERE oid = 23").await.expect_err("syntax error");
+        assert_eq!(sqlstate(&e), "42601");
+        // Catalog queries are still answered, from the parse tree.
+        let out = db.simple_query("SELECT t.typname FROM pg_catalog.pg_type t WHERE t.oid = 23").await.expect("type lookup");
+        assert_eq!(simple_rows(&out), vec![vec![Some("int4".to_string())]]);
+        let out = db.simple_query("SELECT typname FROM pg_catalog.pg_type WHERE typname = 'oid = 23'").await;
+        assert_eq!(sqlstate(&out.expect_err("not a lookup by oid")), "0A000");
+        // A catalog relation read together with a table is refused, not answered wrongly.
+        let e = db.simple_query("SELECT n.id FROM notes n JOIN pg_catalog.pg_class c ON c.relname = n.body").await.expect_err("mixed");
+        assert_eq!(sqlstate(&e), "0A000");
+        let rows = db.query("SELECT count(*) FROM notes", &[]).await.expect("count");
+        assert_eq!(rows[0].get::<_, i64>(0), 3, "every write reached the table");
+        h.stop().await;
+    })
+    .await;
+}
