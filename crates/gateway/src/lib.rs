@@ -25,6 +25,7 @@ mod errors;
 mod intercept;
 mod params;
 pub mod pgtypes;
+mod prepared;
 mod route;
 mod server;
 mod session;

@@ -12,7 +12,7 @@ use sqlparser::ast::{
     Statement, TableFactor, Value, Visit, Visitor,
 };
 use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
+use sqlparser::parser::{Parser, ParserError};
 use std::collections::{BTreeSet, HashSet};
 use std::ops::ControlFlow;
 
@@ -25,6 +25,9 @@ const MAX_DEPTH: usize = 64;
 /// recurses once per operator (the SQL engine does the same).
 const INLINE_MAX_LEN: usize = 1024;
 const CLASSIFIER_STACK: usize = 256 << 20;
+/// Longest statement parsed on that stack (a `1+1+…` chain of this length needs well under
+/// it).
+const MAX_PARSED_LEN: usize = 1 << 20;
 /// Longer statements go to Pistou unclassified: no catalog query is that long, and it
 /// bounds the stack the classifier needs (also when `max_statement_bytes` is raised).
 const MAX_CLASSIFIED_LEN: usize = 64 * 1024;
@@ -97,22 +100,35 @@ pub fn intercepts(sql: &str) -> bool {
 
 /// Where one statement goes.
 pub fn route(sql: &str) -> Route {
-    if sql.len() <= INLINE_MAX_LEN {
-        return route_parsed(sql);
-    }
     if sql.len() > MAX_CLASSIFIED_LEN {
         return Route::Engine;
     }
+    // No parse (the helper thread could not run): Pistou parses the statement and reports
+    // any error.
+    with_parsed(sql, route_parsed).unwrap_or(Route::Engine)
+}
+
+/// Parses `sql` (PostgreSQL dialect, the nesting limit) and hands the result to `f`, on a
+/// helper thread with a large stack when `sql` is long. None when `sql` is longer than
+/// the large stack is sized for, or the thread could not run.
+pub fn with_parsed<T: Send>(sql: &str, f: impl FnOnce(Result<Vec<Statement>, ParserError>) -> T + Send) -> Option<T> {
+    let parse = || {
+        let dialect = PostgreSqlDialect {};
+        f(Parser::new(&dialect).with_recursion_limit(MAX_DEPTH).try_with_sql(sql).and_then(|mut p| p.parse_statements()))
+    };
+    if sql.len() <= INLINE_MAX_LEN {
+        return Some(parse());
+    }
+    if sql.len() > MAX_PARSED_LEN {
+        return None;
+    }
     std::thread::scope(|scope| {
-        let thread = std::thread::Builder::new().stack_size(CLASSIFIER_STACK).spawn_scoped(scope, || route_parsed(sql));
-        // No thread or a failed one: Pistou parses the statement and reports any error.
-        thread.ok().and_then(|t| t.join().ok()).unwrap_or(Route::Engine)
+        let thread = std::thread::Builder::new().stack_size(CLASSIFIER_STACK).spawn_scoped(scope, parse);
+        thread.ok().and_then(|t| t.join().ok())
     })
 }
 
-fn route_parsed(sql: &str) -> Route {
-    let dialect = PostgreSqlDialect {};
-    let parsed = Parser::new(&dialect).with_recursion_limit(MAX_DEPTH).try_with_sql(sql).and_then(|mut p| p.parse_statements());
+fn route_parsed(parsed: Result<Vec<Statement>, ParserError>) -> Route {
     let Ok(statements) = parsed else { return Route::Engine };
     let [statement] = statements.as_slice() else { return Route::Engine };
     let Statement::Query(query) = statement else { return Route::Engine };
@@ -131,7 +147,7 @@ fn route_parsed(sql: &str) -> Route {
 }
 
 /// An identifier as PostgreSQL resolves it: unquoted ones are folded to lower case.
-fn ident_name(ident: &Ident) -> String {
+pub fn ident_name(ident: &Ident) -> String {
     match ident.quote_style {
         None => ident.value.to_ascii_lowercase(),
         Some(_) => ident.value.clone(),

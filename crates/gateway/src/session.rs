@@ -82,6 +82,14 @@ impl Session {
         }
     }
 
+    /// Refuses anything but COMMIT / ROLLBACK in a failed transaction block.
+    pub fn check_not_failed(&self, command: &Command) -> Result<(), PgError> {
+        match (&self.txn, command) {
+            (TxnState::Failed, c) if !matches!(c, Command::Commit | Command::Rollback) => Err(failed_transaction()),
+            _ => Ok(()),
+        }
+    }
+
     /// Records an error outside statement execution (e.g. a bad Bind): inside a block it
     /// aborts the transaction, as in PostgreSQL.
     pub fn fail(&mut self) {
@@ -92,9 +100,7 @@ impl Session {
 
     /// Runs one statement.
     pub async fn run(&mut self, sql: &str, command: &Command, params: &RawParams) -> Result<Reply, PgError> {
-        if matches!(self.txn, TxnState::Failed) && !matches!(command, Command::Commit | Command::Rollback) {
-            return Err(failed_transaction());
-        }
+        self.check_not_failed(command)?;
         let result = self.dispatch(sql, command, params).await;
         if result.is_err() {
             self.fail();
@@ -135,6 +141,11 @@ impl Session {
                 }
                 self.settings.reset_all();
                 Ok(command_reply("DISCARD ALL"))
+            }
+            Command::Refused(e) => Err(e.clone()),
+            // Run by the connection, which holds the prepared statements.
+            Command::Prepare { .. } | Command::Execute { .. } | Command::Deallocate(_) => {
+                Err(PgError::new(errors::INTERNAL, "prepared-statement command outside the connection"))
             }
             Command::Intercepted => {
                 let sql = params.substitute(sql)?;
@@ -237,9 +248,7 @@ impl Session {
 
     /// Parameter types and result columns of `sql`, without running it.
     pub async fn describe(&mut self, sql: &str, command: &Command, declared: &[u32]) -> Result<Description, PgError> {
-        if matches!(self.txn, TxnState::Failed) && !matches!(command, Command::Commit | Command::Rollback) {
-            return Err(failed_transaction());
-        }
+        self.check_not_failed(command)?;
         let result = self.describe_inner(sql, command, declared).await;
         if result.is_err() {
             self.fail();
