@@ -1,6 +1,7 @@
 //! What the gateway answers itself before a statement reaches Pistou: transaction
 //! control, SET / SHOW / RESET, and recognized session and catalog queries.
 
+use crate::errors::PgError;
 use crate::split::strip_comments;
 
 /// How a statement is handled.
@@ -20,6 +21,15 @@ pub enum Command {
     Discard,
     /// Answered by the gateway (session functions, pg_catalog / information_schema).
     Intercepted,
+    /// `PREPARE name [(types)] AS statement`: the statement as written, and the OIDs of
+    /// the declared parameter types (0: not declared or unknown to the gateway).
+    Prepare { name: String, statement: String, declared: Vec<u32> },
+    /// `EXECUTE name [(arguments)]`: constant arguments as text parameters (None: NULL).
+    Execute { name: String, args: Vec<Option<String>> },
+    /// `DEALLOCATE [PREPARE] name`, or `ALL` (None).
+    Deallocate(Option<String>),
+    /// Refused before running (e.g. a malformed PREPARE): this error is the answer.
+    Refused(PgError),
     /// Sent to Pistou as is.
     Sql,
 }
@@ -94,7 +104,10 @@ pub fn classify(sql: &str) -> Command {
             (name, _) => Command::Show(canonical_name(name)),
         },
         "discard" if second == "all" => Command::Discard,
-        _ if crate::intercept::recognizes(sql) => Command::Intercepted,
+        "prepare" if second != "transaction" => crate::prepared::classify(sql),
+        "execute" | "deallocate" => crate::prepared::classify(sql),
+        // Only a query can be answered by the gateway: other statements are not parsed here.
+        "select" | "with" | "(" | "values" if crate::route::intercepts(sql) => Command::Intercepted,
         _ => Command::Sql,
     }
 }
@@ -169,5 +182,9 @@ mod tests {
         assert_eq!(classify("SELECT * FROM accounts"), Command::Sql);
         assert_eq!(classify("INSERT INTO t VALUES ('begin')"), Command::Sql);
         assert_eq!(classify("SELECT version()"), Command::Intercepted);
+        assert_eq!(classify("INSERT INTO notes VALUES (1, 'pg_type oid = 23')"), Command::Sql);
+        assert_eq!(classify("UPDATE notes SET body = 'select * from pg_catalog.pg_class'"), Command::Sql);
+        assert_eq!(classify("SELECT 'pg_type oid = 23'"), Command::Sql);
+        assert_eq!(classify("/* c */ (SELECT typname FROM pg_type WHERE oid = 23)"), Command::Intercepted);
     }
 }

@@ -7,7 +7,7 @@ use crate::config::GatewayConfig;
 use crate::errors::{self, PgError};
 use crate::params::RawParams;
 use crate::pgtypes::{encode_value, pg_type};
-use crate::session::{Field, Reply, Session, Status};
+use crate::session::{Description, Field, Reply, Session, Status};
 use crate::settings::Settings;
 use crate::split::split_statements;
 use bytes::{BufMut, BytesMut};
@@ -221,11 +221,13 @@ pub async fn startup(conn: &mut Conn, auth: &Authenticator) -> bool {
     }
 }
 
-/// A statement kept by Parse.
+/// A statement kept by Parse or PREPARE (one namespace, as in PostgreSQL).
 struct Statement {
     sql: String,
     command: Command,
     declared: Vec<u32>,
+    /// Its number of parameters, when PREPARE found it (EXECUTE checks its arguments).
+    param_count: Option<usize>,
 }
 
 /// A statement bound to parameters by Bind.
@@ -387,7 +389,7 @@ impl Protocol {
         }
         for sql in statements {
             let command = classify(sql);
-            let result = match self.session.run(sql, &command, &RawParams::default()).await {
+            let result = match self.run_statement(sql, &command, &RawParams::default()).await {
                 Ok(reply) => self.write_reply(reply, None, &[], usize::MAX, true).await.map(|_| ()),
                 Err(e) => Err(e),
             };
@@ -407,28 +409,109 @@ impl Protocol {
             return Err(e);
         }
         let name = p.name.unwrap_or_default();
-        if !name.is_empty() && self.statements.contains_key(&name) {
-            return Err(PgError::new("42P05", format!("prepared statement \"{name}\" already exists")));
-        }
-        if !self.statements.contains_key(&name) && self.statements.len() >= self.config.max_prepared {
-            return Err(PgError::new(errors::PROGRAM_LIMIT, format!("too many prepared statements (at most {})", self.config.max_prepared)));
-        }
-        self.check_budget(p.query.len())?;
+        self.check_new_statement(&name, p.query.len())?;
         let parts = split_statements(&p.query);
         if parts.len() > 1 {
             return Err(PgError::new("42601", "cannot insert multiple commands into a prepared statement"));
         }
         let sql = parts.first().map(|s| s.to_string()).unwrap_or_default();
         let command = classify(&sql);
-        self.statements.insert(name, Arc::new(Statement { sql, command, declared: p.type_oids }));
+        self.statements.insert(name, Arc::new(Statement { sql, command, declared: p.type_oids, param_count: None }));
         self.conn.feed(PgWireBackendMessage::ParseComplete(ParseComplete::new())).await.map_err(io_error)
     }
 
+    /// May a statement named `name` (`""`: the unnamed one, replaced) with `len` bytes of
+    /// text be kept?
+    fn check_new_statement(&self, name: &str, len: usize) -> Result<(), PgError> {
+        if !name.is_empty() && self.statements.contains_key(name) {
+            return Err(PgError::new(errors::DUPLICATE_STATEMENT, format!("prepared statement \"{name}\" already exists")));
+        }
+        if !self.statements.contains_key(name) && self.statements.len() >= self.config.max_prepared {
+            return Err(PgError::new(errors::PROGRAM_LIMIT, format!("too many prepared statements (at most {})", self.config.max_prepared)));
+        }
+        self.check_budget(len)
+    }
+
+    fn statement(&self, name: &str) -> Result<Arc<Statement>, PgError> {
+        self.statements
+            .get(name)
+            .cloned()
+            .ok_or_else(|| PgError::new(errors::UNDEFINED_STATEMENT, format!("prepared statement \"{name}\" does not exist")))
+    }
+
+    /// Runs one statement. SQL-level PREPARE / EXECUTE / DEALLOCATE use the connection's
+    /// prepared statements, so they run here; the rest runs in the session.
+    async fn run_statement(&mut self, sql: &str, command: &Command, params: &RawParams) -> Result<Reply, PgError> {
+        let result = match command {
+            Command::Prepare { name, statement, declared } => self.prepare(name, statement, declared).await,
+            Command::Execute { name, args } => self.execute_prepared(name, args).await,
+            Command::Deallocate(name) => self.session.check_not_failed(command).and_then(|()| self.deallocate(name.as_deref())),
+            Command::Discard => {
+                let reply = self.session.run(sql, command, params).await?;
+                // DISCARD ALL includes DEALLOCATE ALL.
+                self.statements.retain(|name, _| name.is_empty());
+                return Ok(reply);
+            }
+            _ => return self.session.run(sql, command, params).await,
+        };
+        if result.is_err() {
+            self.session.fail();
+        }
+        result
+    }
+
+    async fn prepare(&mut self, name: &str, sql: &str, declared: &[u32]) -> Result<Reply, PgError> {
+        let command = classify(sql);
+        self.session.check_not_failed(&command)?;
+        self.check_new_statement(name, sql.len())?;
+        // Checked now against the schema, as PostgreSQL does (catalog queries are checked
+        // when executed: their answer needs the parameters).
+        let param_count = match command {
+            Command::Sql => Some(self.session.describe(sql, &command, declared).await?.params.len()),
+            _ => None,
+        };
+        let statement = Statement { sql: sql.to_string(), command, declared: declared.to_vec(), param_count };
+        self.statements.insert(name.to_string(), Arc::new(statement));
+        Ok(Reply::Command { tag: "PREPARE".into(), notice: None })
+    }
+
+    async fn execute_prepared(&mut self, name: &str, args: &[Option<String>]) -> Result<Reply, PgError> {
+        self.session.check_not_failed(&Command::Sql)?;
+        let statement = self.statement(name)?;
+        if !matches!(statement.command, Command::Sql | Command::Intercepted) {
+            return Err(PgError::new(errors::FEATURE_NOT_SUPPORTED, format!("prepared statement \"{name}\" cannot be run with EXECUTE")));
+        }
+        if let Some(expected) = statement.param_count.filter(|n| *n != args.len()) {
+            return Err(PgError::new(
+                "42601",
+                format!("wrong number of parameters for prepared statement \"{name}\": expected {expected} parameters but got {}", args.len()),
+            ));
+        }
+        let values = args.iter().map(|a| a.as_ref().map(|text| bytes::Bytes::from(text.clone()))).collect();
+        let params = RawParams { values, formats: vec![], declared: statement.declared.clone() };
+        self.session.run(&statement.sql, &statement.command, &params).await
+    }
+
+    /// DEALLOCATE drops named statements, whether PREPARE or Parse made them; the unnamed
+    /// statement stays (as in PostgreSQL). Portals keep their own statement.
+    fn deallocate(&mut self, name: Option<&str>) -> Result<Reply, PgError> {
+        let tag = match name {
+            None => {
+                self.statements.retain(|name, _| name.is_empty());
+                "DEALLOCATE ALL"
+            }
+            Some(name) => {
+                if name.is_empty() || self.statements.remove(name).is_none() {
+                    return Err(PgError::new(errors::UNDEFINED_STATEMENT, format!("prepared statement \"{name}\" does not exist")));
+                }
+                "DEALLOCATE"
+            }
+        };
+        Ok(Reply::Command { tag: tag.into(), notice: None })
+    }
+
     async fn bind(&mut self, b: Bind) -> Result<(), PgError> {
-        let statement_name = b.statement_name.unwrap_or_default();
-        let statement = self.statements.get(&statement_name).cloned().ok_or_else(|| {
-            PgError::new(errors::UNDEFINED_STATEMENT, format!("prepared statement \"{statement_name}\" does not exist"))
-        })?;
+        let statement = self.statement(&b.statement_name.unwrap_or_default())?;
         let portal_name = b.portal_name.unwrap_or_default();
         if !portal_name.is_empty() && self.portals.contains_key(&portal_name) {
             return Err(PgError::new("42P03", format!("portal \"{portal_name}\" already exists")));
@@ -462,14 +545,8 @@ impl Protocol {
         let name = d.name.unwrap_or_default();
         match d.target_type {
             TARGET_TYPE_BYTE_STATEMENT => {
-                let st = self.statements.get(&name).cloned().ok_or_else(|| {
-                    PgError::new(errors::UNDEFINED_STATEMENT, format!("prepared statement \"{name}\" does not exist"))
-                })?;
-                let description = if st.sql.is_empty() {
-                    crate::session::Description { params: vec![], fields: None }
-                } else {
-                    self.session.describe(&st.sql, &st.command, &st.declared).await?
-                };
+                let st = self.statement(&name)?;
+                let description = self.describe_statement(&st).await?;
                 let params = ParameterDescription::new(description.params);
                 self.conn.feed(PgWireBackendMessage::ParameterDescription(params)).await.map_err(io_error)?;
                 self.row_description(description.fields.as_deref(), &[]).await
@@ -477,7 +554,7 @@ impl Protocol {
             TARGET_TYPE_BYTE_PORTAL => {
                 let portal = self.portals.get(&name).ok_or_else(|| PgError::new(errors::UNDEFINED_CURSOR, format!("portal \"{name}\" does not exist")))?;
                 let (st, formats) = (portal.statement.clone(), portal.result_formats.clone());
-                let fields = if st.sql.is_empty() { None } else { self.session.describe(&st.sql, &st.command, &st.declared).await?.fields };
+                let fields = self.describe_statement(&st).await?.fields;
                 if let Some(portal) = self.portals.get_mut(&name) {
                     portal.announced = fields.clone();
                 }
@@ -485,6 +562,24 @@ impl Protocol {
             }
             other => Err(PgError::new(errors::PROTOCOL_VIOLATION, format!("invalid DESCRIBE message subtype {other}"))),
         }
+    }
+
+    async fn describe_statement(&mut self, st: &Statement) -> Result<Description, PgError> {
+        if st.sql.is_empty() {
+            return Ok(Description { params: vec![], fields: None });
+        }
+        if let Command::Execute { name, .. } = &st.command {
+            // EXECUTE has no parameters of its own; its result is the named statement's
+            // (an unknown name is EXECUTE's error to report).
+            let fields = match self.statements.get(name).cloned() {
+                Some(target) if matches!(target.command, Command::Sql | Command::Intercepted) => {
+                    self.session.describe(&target.sql, &target.command, &target.declared).await?.fields
+                }
+                _ => None,
+            };
+            return Ok(Description { params: vec![], fields });
+        }
+        self.session.describe(&st.sql, &st.command, &st.declared).await
     }
 
     async fn row_description(&mut self, fields: Option<&[Field]>, formats: &[i16]) -> Result<(), PgError> {
@@ -508,7 +603,7 @@ impl Protocol {
         if statement.sql.is_empty() {
             return self.conn.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await.map_err(io_error);
         }
-        let reply = self.session.run(&statement.sql, &statement.command, &params).await?;
+        let reply = self.run_statement(&statement.sql, &statement.command, &params).await?;
         self.write_portal_reply(&name, reply, announced, &formats, limit).await
     }
 

@@ -25,6 +25,8 @@ mod errors;
 mod intercept;
 mod params;
 pub mod pgtypes;
+mod prepared;
+mod route;
 mod server;
 mod session;
 mod settings;

@@ -29,7 +29,7 @@ impl RawParams {
     }
 
     /// `sql` with `$n` replaced by the parameters as SQL literals, for the statements the
-    /// gateway answers itself (it recognizes them by their text).
+    /// gateway answers itself (routed again and matched by shape once bound).
     pub fn substitute(&self, sql: &str) -> Result<String, PgError> {
         let mut literals = Vec::with_capacity(self.values.len());
         for (i, v) in self.values.iter().enumerate() {

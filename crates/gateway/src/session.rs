@@ -8,6 +8,7 @@ use crate::errors::{self, failed_transaction, from_client, serialization_failure
 use crate::intercept::{self, LocalRows, SessionInfo};
 use crate::params::RawParams;
 use crate::pgtypes::{pg_type, OID_TEXT};
+use crate::route::Route;
 use crate::settings::Settings;
 use pistou_client::{Client, Outcome, SqlOutput, Txn};
 use pistou_sql::{Catalog, Engine, Row, SqlType, StatementKind, Value};
@@ -81,6 +82,14 @@ impl Session {
         }
     }
 
+    /// Refuses anything but COMMIT / ROLLBACK in a failed transaction block.
+    pub fn check_not_failed(&self, command: &Command) -> Result<(), PgError> {
+        match (&self.txn, command) {
+            (TxnState::Failed, c) if !matches!(c, Command::Commit | Command::Rollback) => Err(failed_transaction()),
+            _ => Ok(()),
+        }
+    }
+
     /// Records an error outside statement execution (e.g. a bad Bind): inside a block it
     /// aborts the transaction, as in PostgreSQL.
     pub fn fail(&mut self) {
@@ -91,9 +100,7 @@ impl Session {
 
     /// Runs one statement.
     pub async fn run(&mut self, sql: &str, command: &Command, params: &RawParams) -> Result<Reply, PgError> {
-        if matches!(self.txn, TxnState::Failed) && !matches!(command, Command::Commit | Command::Rollback) {
-            return Err(failed_transaction());
-        }
+        self.check_not_failed(command)?;
         let result = self.dispatch(sql, command, params).await;
         if result.is_err() {
             self.fail();
@@ -134,6 +141,11 @@ impl Session {
                 }
                 self.settings.reset_all();
                 Ok(command_reply("DISCARD ALL"))
+            }
+            Command::Refused(e) => Err(e.clone()),
+            // Run by the connection, which holds the prepared statements.
+            Command::Prepare { .. } | Command::Execute { .. } | Command::Deallocate(_) => {
+                Err(PgError::new(errors::INTERNAL, "prepared-statement command outside the connection"))
             }
             Command::Intercepted => {
                 let sql = params.substitute(sql)?;
@@ -218,8 +230,10 @@ impl Session {
     }
 
     async fn intercepted(&mut self, sql: &str) -> Result<LocalRows, PgError> {
-        let catalog = if intercept::needs_catalog(sql) { Some(self.catalog().await?) } else { None };
-        intercept::answer(sql, &self.info(), catalog.as_ref()).map_err(PgError::from)
+        // Routed again: parameters are bound by now.
+        let route = crate::route::route(sql);
+        let catalog = if matches!(route, Route::Catalog(_)) { Some(self.catalog().await?) } else { None };
+        intercept::answer(&route, sql, &self.info(), catalog.as_ref()).map_err(PgError::from)
     }
 
     fn show(&self, name: &str) -> Result<LocalRows, PgError> {
@@ -234,9 +248,7 @@ impl Session {
 
     /// Parameter types and result columns of `sql`, without running it.
     pub async fn describe(&mut self, sql: &str, command: &Command, declared: &[u32]) -> Result<Description, PgError> {
-        if matches!(self.txn, TxnState::Failed) && !matches!(command, Command::Commit | Command::Rollback) {
-            return Err(failed_transaction());
-        }
+        self.check_not_failed(command)?;
         let result = self.describe_inner(sql, command, declared).await;
         if result.is_err() {
             self.fail();

@@ -5,68 +5,9 @@ mod support;
 
 use pistou_gateway::{Auth, GatewayConfig, PasswordMethod};
 use std::time::Duration;
-use support::{bounded, connect, connect_as, sqlstate, start};
+use support::{bounded, connect, connect_as, error_code, query, raw_session, sqlstate, start, startup, tag, until_ready};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// A startup packet (protocol 3.0) for `user`.
-fn startup(user: &str) -> Vec<u8> {
-    let mut body = 196_608i32.to_be_bytes().to_vec();
-    for (k, v) in [("user", user), ("database", "pistou")] {
-        body.extend_from_slice(k.as_bytes());
-        body.push(0);
-        body.extend_from_slice(v.as_bytes());
-        body.push(0);
-    }
-    body.push(0);
-    let mut out = ((body.len() + 4) as i32).to_be_bytes().to_vec();
-    out.extend(body);
-    out
-}
-
-fn query(sql: &str) -> Vec<u8> {
-    let mut out = vec![b'Q'];
-    out.extend_from_slice(&((sql.len() + 5) as i32).to_be_bytes());
-    out.extend_from_slice(sql.as_bytes());
-    out.push(0);
-    out
-}
-
-/// Reads backend messages until ReadyForQuery; returns (type, body) pairs.
-async fn until_ready(s: &mut TcpStream) -> Vec<(u8, Vec<u8>)> {
-    let mut out = Vec::new();
-    loop {
-        let kind = s.read_u8().await.expect("message type");
-        let len = s.read_i32().await.expect("message length");
-        let mut body = vec![0; (len - 4) as usize];
-        s.read_exact(&mut body).await.expect("message body");
-        let done = kind == b'Z';
-        out.push((kind, body));
-        if done {
-            return out;
-        }
-    }
-}
-
-/// The SQLSTATE field of an ErrorResponse body.
-fn error_code(body: &[u8]) -> String {
-    body.split(|b| *b == 0)
-        .find_map(|f| f.strip_prefix(b"C"))
-        .map(|c| String::from_utf8_lossy(c).to_string())
-        .unwrap_or_default()
-}
-
-fn tag(body: &[u8]) -> String {
-    String::from_utf8_lossy(body.strip_suffix(&[0]).unwrap_or(body)).to_string()
-}
-
-async fn raw_session(addr: std::net::SocketAddr) -> TcpStream {
-    let mut s = TcpStream::connect(addr).await.expect("connect");
-    s.write_all(&startup("raw")).await.expect("startup");
-    let messages = until_ready(&mut s).await;
-    assert_eq!(messages.last().map(|m| m.1.clone()), Some(b"I".to_vec()));
-    s
-}
 
 /// Like `raw_session`, but waits (bounded) for a free connection slot.
 async fn raw_session_when_free(addr: std::net::SocketAddr) -> TcpStream {

@@ -4,7 +4,8 @@
 mod support;
 
 use pistou_gateway::GatewayConfig;
-use support::{bounded, connect, sqlstate, start};
+use support::{bind, bounded, connect, error_code, execute_and_sync, parse, query, raw_session, sqlstate, start, sync, tag, until_ready};
+use tokio::io::AsyncWriteExt;
 use tokio_postgres::types::Type;
 use tokio_postgres::SimpleQueryMessage;
 
@@ -229,6 +230,168 @@ async fn session_commands_and_catalog_queries() {
         // Stopping the gateway closes its connections.
         h.stop().await;
         assert!(db.simple_query("SELECT 1").await.is_err(), "connection must be closed after shutdown");
+    })
+    .await;
+}
+
+/// Issue #33: statements were routed by substring, so a write whose literal mentioned
+/// `pg_type … oid = N` was answered as a catalog query and silently not written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_mentioning_the_catalog_never_diverts_a_statement() {
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let db = connect(h.addr).await;
+        db.batch_execute("CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT)").await.expect("create");
+        let body_of = |id: i64| {
+            let db = &db;
+            async move { db.query_one("SELECT body FROM notes WHERE id = $1", &[&id]).await.expect("read back").get::<_, String>(0) }
+        };
+
+        // Simple protocol: no result rows, one row written.
+        let out = db.simple_query("INSERT INTO notes VALUES (1, 'pg_type oid = 23')").await.expect("insert");
+        assert!(simple_rows(&out).is_empty(), "an INSERT returns no rows: {out:?}");
+        assert_eq!(completions(&out), vec![1]);
+        assert_eq!(body_of(1).await, "pg_type oid = 23");
+        // Extended protocol, same text.
+        let n = db.execute("INSERT INTO notes VALUES (2, 'SELECT typname FROM pg_catalog.pg_type WHERE oid = 23')", &[]).await.expect("insert");
+        assert_eq!(n, 1);
+        assert_eq!(body_of(2).await, "SELECT typname FROM pg_catalog.pg_type WHERE oid = 23");
+        // UPDATE, both protocols.
+        let out = db.simple_query("UPDATE notes SET body = 'pg_type oid = 23 (updated)' WHERE id = 2").await.expect("update");
+        assert!(simple_rows(&out).is_empty(), "an UPDATE returns no rows: {out:?}");
+        assert_eq!(completions(&out), vec![1]);
+        assert_eq!(body_of(2).await, "pg_type oid = 23 (updated)");
+        assert_eq!(db.execute("UPDATE notes SET body = 'from pg_catalog.pg_class' WHERE id = 1", &[]).await.expect("update"), 1);
+        assert_eq!(body_of(1).await, "from pg_catalog.pg_class");
+
+        // Client-side binding (psycopg's ClientCursor, psycopg2): user input inlined as a
+        // quoted literal and sent with the simple protocol.
+        let user_input = "x' FROM pg_catalog.pg_type WHERE oid = 23 --";
+        let sql = format!("INSERT INTO notes VALUES (3, '{}')", user_input.replace('\'', "''"));
+        let out = db.simple_query(&sql).await.expect("client-side bound insert");
+        assert!(simple_rows(&out).is_empty(), "{out:?}");
+        assert_eq!(body_of(3).await, user_input);
+        let sql = format!("UPDATE notes SET body = '{}' WHERE id = 3", "pg_type oid = 20".replace('\'', "''"));
+        assert_eq!(completions(&db.simple_query(&sql).await.expect("client-side bound update")), vec![1]);
+        assert_eq!(body_of(3).await, "pg_type oid = 20");
+
+        // Queries that only mention the catalog in literals, aliases or comments run as
+        // ordinary SQL.
+        let out = db.simple_query("SELECT 'pg_type oid = 23'").await.expect("select literal");
+        assert_eq!(simple_rows(&out), vec![vec![Some("pg_type oid = 23".to_string())]]);
+        let row = db.query_one("SELECT 'pg_catalog.pg_class' AS \"pg_catalog.x\"", &[]).await.expect("literal and alias");
+        assert_eq!(row.columns()[0].name(), "pg_catalog.x");
+        assert_eq!(row.get::<_, String>(0), "pg_catalog.pg_class");
+        let rows = db
+            .query("SELECT id AS \"pg_catalog.id\" FROM notes /* FROM pg_catalog.pg_type */ WHERE body LIKE '%pg_catalog.%' ORDER BY id", &[])
+            .await
+            .expect("alias, comment and literal on a user table");
+        assert_eq!(rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<_>>(), vec![1]);
+
+        // Text that does not parse goes to Pistou, which reports the syntax error.
+        let e = db.simple_query("SELEC typname FROM pg_catalog.pg_type WHERE oid = 23").await.expect_err("syntax error");
+        assert_eq!(sqlstate(&e), "42601");
+        // Catalog queries are still answered, from the parse tree.
+        let out = db.simple_query("SELECT t.typname FROM pg_catalog.pg_type t WHERE t.oid = 23").await.expect("type lookup");
+        assert_eq!(simple_rows(&out), vec![vec![Some("int4".to_string())]]);
+        let out = db.simple_query("SELECT typname FROM pg_catalog.pg_type WHERE typname = 'oid = 23'").await;
+        assert_eq!(sqlstate(&out.expect_err("not a lookup by oid")), "0A000");
+        // A catalog relation read together with a table is refused, not answered wrongly.
+        let e = db.simple_query("SELECT n.id FROM notes n JOIN pg_catalog.pg_class c ON c.relname = n.body").await.expect_err("mixed");
+        assert_eq!(sqlstate(&e), "0A000");
+        let rows = db.query("SELECT count(*) FROM notes", &[]).await.expect("count");
+        assert_eq!(rows[0].get::<_, i64>(0), 3, "every write reached the table");
+        h.stop().await;
+    })
+    .await;
+}
+
+/// Issue #26: SQL-level PREPARE / EXECUTE / DEALLOCATE, and DEALLOCATE ALL (which psycopg 3
+/// sends on rollback once it has prepared a statement).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_level_prepared_statements() {
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let db = connect(h.addr).await;
+        db.batch_execute("CREATE TABLE kv (k BIGINT PRIMARY KEY, v TEXT)").await.expect("create");
+        let out = db
+            .simple_query("PREPARE ins (bigint, text) AS INSERT INTO kv VALUES ($1, $2); EXECUTE ins(1, 'one'); execute INS (2, NULL)")
+            .await
+            .expect("prepare and execute");
+        assert_eq!(completions(&out), vec![0, 1, 1]);
+        db.batch_execute("PREPARE get AS SELECT k, v FROM kv WHERE k >= $1 ORDER BY k").await.expect("prepare a query");
+        let out = db.simple_query("EXECUTE get(1)").await.expect("execute a query");
+        assert_eq!(simple_rows(&out), vec![vec![Some("1".to_string()), Some("one".to_string())], vec![Some("2".to_string()), None]]);
+        // Through the extended protocol, EXECUTE is described as the named statement.
+        let rows = db.query("EXECUTE get('2')", &[]).await.expect("execute through the extended protocol");
+        assert_eq!(rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<_>>(), vec![2]);
+
+        // Errors as PostgreSQL's.
+        let code = |r: Result<(), tokio_postgres::Error>| sqlstate(&r.expect_err("must fail"));
+        assert_eq!(code(db.batch_execute("PREPARE get AS SELECT 1").await), "42P05");
+        assert_eq!(code(db.batch_execute("EXECUTE nope(1)").await), "26000");
+        assert_eq!(code(db.batch_execute("DEALLOCATE nope").await), "26000");
+        assert_eq!(code(db.batch_execute("EXECUTE get(1, 2)").await), "42601");
+        assert_eq!(code(db.batch_execute("EXECUTE get(1 + 1)").await), "0A000");
+        assert_eq!(code(db.batch_execute("PREPARE bad AS SELECT * FROM missing").await), "42P01");
+        assert_eq!(code(db.batch_execute("PREPARE bad AS CREATE TABLE t2 (a BIGINT PRIMARY KEY)").await), "42601");
+        db.batch_execute("DEALLOCATE PREPARE get").await.expect("deallocate");
+        assert_eq!(code(db.batch_execute("EXECUTE get(1)").await), "26000");
+
+        // DEALLOCATE ALL drops the protocol's named statements too, as in PostgreSQL.
+        let stmt = db.prepare("SELECT v FROM kv WHERE k = $1").await.expect("protocol-level prepare");
+        assert_eq!(db.query_one(&stmt, &[&1i64]).await.expect("bound").get::<_, String>(0), "one");
+        db.batch_execute("DEALLOCATE ALL").await.expect("deallocate all");
+        assert_eq!(sqlstate(&db.query_one(&stmt, &[&1i64]).await.expect_err("dropped by DEALLOCATE ALL")), "26000");
+        assert_eq!(code(db.batch_execute("EXECUTE ins(3, 'x')").await), "26000");
+
+        // In a block; refused in a failed block; DISCARD ALL deallocates.
+        db.batch_execute("PREPARE ins (bigint, text) AS INSERT INTO kv VALUES ($1, $2)").await.expect("prepare again");
+        db.batch_execute("BEGIN; EXECUTE ins(3, 'three')").await.expect("execute in a block");
+        assert_eq!(code(db.batch_execute("EXECUTE ins(3, 'again')").await), "23505");
+        assert_eq!(code(db.batch_execute("DEALLOCATE ins").await), "25P02");
+        db.batch_execute("ROLLBACK").await.expect("rollback");
+        assert!(db.query_opt("SELECT v FROM kv WHERE k = 3", &[]).await.expect("row 3").is_none());
+        db.batch_execute("DISCARD ALL").await.expect("discard all");
+        assert_eq!(code(db.batch_execute("EXECUTE ins(3, 'x')").await), "26000");
+        h.stop().await;
+    })
+    .await;
+}
+
+/// Sends protocol messages and reads the answers up to ReadyForQuery.
+async fn roundtrip(s: &mut tokio::net::TcpStream, bytes: Vec<u8>) -> Vec<(u8, Vec<u8>)> {
+    s.write_all(&bytes).await.expect("send");
+    until_ready(s).await
+}
+
+/// Statements named by Parse and by PREPARE share one namespace (raw protocol:
+/// tokio-postgres does not expose its statement names).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protocol_and_sql_prepared_statements_share_names() {
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let mut s = raw_session(h.addr).await;
+        let tags = |m: &[(u8, Vec<u8>)]| m.iter().filter(|(k, _)| *k == b'C').map(|(_, b)| tag(b)).collect::<Vec<_>>();
+        let errors = |m: &[(u8, Vec<u8>)]| m.iter().filter(|(k, _)| *k == b'E').map(|(_, b)| error_code(b)).collect::<Vec<_>>();
+        let m = roundtrip(&mut s, query("CREATE TABLE pn (k BIGINT PRIMARY KEY, v TEXT)")).await;
+        assert_eq!(tags(&m), ["CREATE TABLE"]);
+        // A statement made by Parse runs with EXECUTE, blocks PREPARE of its name, and is
+        // dropped by DEALLOCATE.
+        let m = roundtrip(&mut s, [parse("ins", "INSERT INTO pn VALUES ($1, $2)"), sync()].concat()).await;
+        assert!(errors(&m).is_empty(), "{m:?}");
+        assert_eq!(tags(&roundtrip(&mut s, query("EXECUTE ins(1, 'one')")).await), ["INSERT 0 1"]);
+        assert_eq!(errors(&roundtrip(&mut s, query("PREPARE ins AS SELECT 1")).await), ["42P05"]);
+        assert_eq!(tags(&roundtrip(&mut s, query("DEALLOCATE ins")).await), ["DEALLOCATE"]);
+        assert_eq!(errors(&roundtrip(&mut s, [bind("ins", &["2", "two"]), execute_and_sync()].concat()).await), ["26000"]);
+        // A statement made by PREPARE can be bound and executed by the protocol.
+        assert_eq!(tags(&roundtrip(&mut s, query("PREPARE get (bigint) AS SELECT v FROM pn WHERE k = $1")).await), ["PREPARE"]);
+        let m = roundtrip(&mut s, [bind("get", &["1"]), execute_and_sync()].concat()).await;
+        assert!(m.iter().any(|(k, b)| *k == b'D' && b.ends_with(b"one")), "{m:?}");
+        assert_eq!(tags(&m), ["SELECT 1"]);
+        assert_eq!(tags(&roundtrip(&mut s, query("DEALLOCATE ALL")).await), ["DEALLOCATE ALL"]);
+        assert_eq!(errors(&roundtrip(&mut s, [bind("get", &["1"]), execute_and_sync()].concat()).await), ["26000"]);
+        h.stop().await;
     })
     .await;
 }

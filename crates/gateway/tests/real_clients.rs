@@ -151,6 +151,39 @@ assert not pending, "increments never committed"
 final = c1.execute("SELECT n FROM counter WHERE id = 1").fetchone()[0]
 assert final == 2, final
 assert failures >= 1, "the interleaved transactions did not conflict"
+
+# Client-side binding (ClientCursor, psycopg2's only mode): values are inlined in the
+# statement text, so they must never decide how the gateway routes it (issue #33).
+with psycopg.connect(conninfo, autocommit=True) as c:
+    c.execute("CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT)")
+    cur = psycopg.ClientCursor(c)
+    cur.execute("INSERT INTO notes VALUES (%s, %s)", (1, "pg_type oid = 23"))
+    assert cur.statusmessage == "INSERT 0 1", cur.statusmessage
+    hostile = "x' FROM pg_catalog.pg_type WHERE oid = 23 --"
+    cur.execute("UPDATE notes SET body = %s WHERE id = %s", (hostile, 1))
+    assert cur.statusmessage == "UPDATE 1", cur.statusmessage
+    assert cur.execute("SELECT body FROM notes WHERE id = %s", (1,)).fetchone()[0] == hostile
+    assert cur.execute("SELECT %s", ("pg_type oid = 23",)).fetchone()[0] == "pg_type oid = 23"
+
+# psycopg prepares a statement after 5 executions (prepare_threshold) and sends DEALLOCATE
+# ALL on rollback (issue #26); it then prepares again under the same names.
+with psycopg.connect(conninfo) as c:
+    for _ in range(8):
+        assert c.execute("SELECT name FROM py WHERE id = %s", (1,)).fetchone()[0] == "ann"
+    c.rollback()
+    for _ in range(8):
+        assert c.execute("SELECT name FROM py WHERE id = %s", (1,)).fetchone()[0] == "ann"
+    c.execute("INSERT INTO py VALUES (%s, %s, %s, %s)", (9, "dee", None, None))
+    c.rollback()
+    for i in range(10, 17):
+        c.execute("INSERT INTO py VALUES (%s, %s, %s, %s)", (i, "eve", None, None))
+    c.commit()
+    assert c.execute("SELECT count(*) FROM py WHERE name = %s", ("eve",)).fetchone()[0] == 7
+    # SQL-level prepared statements.
+    c.execute("PREPARE byid (bigint) AS SELECT name FROM py WHERE id = $1")
+    assert c.execute("EXECUTE byid(10)").fetchone()[0] == "eve"
+    c.execute("DEALLOCATE byid")
+    c.commit()
 print(f"PSYCOPG OK failures={failures}")
 "#;
 

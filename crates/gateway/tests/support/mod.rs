@@ -10,7 +10,8 @@ use pistou_node::{NodeOptions, ReplicaServer};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 pub struct Harness {
@@ -115,4 +116,113 @@ pub fn sqlstate(e: &tokio_postgres::Error) -> String {
 /// Runs a test body with a time bound.
 pub async fn bounded<F: std::future::Future<Output = ()>>(secs: u64, body: F) {
     tokio::time::timeout(Duration::from_secs(secs), body).await.expect("test timed out");
+}
+
+/// A startup packet (protocol 3.0) for `user`.
+pub fn startup(user: &str) -> Vec<u8> {
+    let mut body = 196_608i32.to_be_bytes().to_vec();
+    for (k, v) in [("user", user), ("database", "pistou")] {
+        body.extend_from_slice(k.as_bytes());
+        body.push(0);
+        body.extend_from_slice(v.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut out = ((body.len() + 4) as i32).to_be_bytes().to_vec();
+    out.extend(body);
+    out
+}
+
+pub fn query(sql: &str) -> Vec<u8> {
+    let mut out = vec![b'Q'];
+    out.extend_from_slice(&((sql.len() + 5) as i32).to_be_bytes());
+    out.extend_from_slice(sql.as_bytes());
+    out.push(0);
+    out
+}
+
+/// Reads backend messages until ReadyForQuery; returns (type, body) pairs.
+pub async fn until_ready(s: &mut TcpStream) -> Vec<(u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    loop {
+        let kind = s.read_u8().await.expect("message type");
+        let len = s.read_i32().await.expect("message length");
+        let mut body = vec![0; (len - 4) as usize];
+        s.read_exact(&mut body).await.expect("message body");
+        let done = kind == b'Z';
+        out.push((kind, body));
+        if done {
+            return out;
+        }
+    }
+}
+
+/// The SQLSTATE field of an ErrorResponse body.
+pub fn error_code(body: &[u8]) -> String {
+    body.split(|b| *b == 0)
+        .find_map(|f| f.strip_prefix(b"C"))
+        .map(|c| String::from_utf8_lossy(c).to_string())
+        .unwrap_or_default()
+}
+
+pub fn tag(body: &[u8]) -> String {
+    String::from_utf8_lossy(body.strip_suffix(&[0]).unwrap_or(body)).to_string()
+}
+
+pub async fn raw_session(addr: std::net::SocketAddr) -> TcpStream {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(&startup("raw")).await.expect("startup");
+    let messages = until_ready(&mut s).await;
+    assert_eq!(messages.last().map(|m| m.1.clone()), Some(b"I".to_vec()));
+    s
+}
+
+fn message(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![kind];
+    out.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+fn cstr(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(s.as_bytes());
+    out.push(0);
+}
+
+/// Parse: a named statement, no declared parameter types.
+pub fn parse(name: &str, sql: &str) -> Vec<u8> {
+    let mut body = Vec::new();
+    cstr(&mut body, name);
+    cstr(&mut body, sql);
+    body.extend_from_slice(&0i16.to_be_bytes());
+    message(b'P', &body)
+}
+
+/// Bind of the unnamed portal to `statement`, text parameters, text results.
+pub fn bind(statement: &str, params: &[&str]) -> Vec<u8> {
+    let mut body = Vec::new();
+    cstr(&mut body, "");
+    cstr(&mut body, statement);
+    body.extend_from_slice(&0i16.to_be_bytes());
+    body.extend_from_slice(&(params.len() as i16).to_be_bytes());
+    for p in params {
+        body.extend_from_slice(&(p.len() as i32).to_be_bytes());
+        body.extend_from_slice(p.as_bytes());
+    }
+    body.extend_from_slice(&0i16.to_be_bytes());
+    message(b'B', &body)
+}
+
+/// Execute of the unnamed portal (all rows), then Sync.
+pub fn execute_and_sync() -> Vec<u8> {
+    let mut body = Vec::new();
+    cstr(&mut body, "");
+    body.extend_from_slice(&0i32.to_be_bytes());
+    let mut out = message(b'E', &body);
+    out.extend(message(b'S', &[]));
+    out
+}
+
+pub fn sync() -> Vec<u8> {
+    message(b'S', &[])
 }

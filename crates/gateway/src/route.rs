@@ -1,0 +1,458 @@
+//! Which statements the gateway answers itself, decided from the parse tree (sqlparser,
+//! PostgreSQL dialect) and never from the text: a string literal, comment, alias or column
+//! name that mentions `pg_type` or `pg_catalog.` cannot change where a statement goes.
+//!
+//! Only a read-only query whose relations (in FROM, joins, subqueries, CTEs, anywhere)
+//! include a catalog relation, or a FROM-less SELECT of session functions, is for the
+//! gateway. Writes, DDL, text that does not parse and queries that touch no catalog
+//! relation go to Pistou unchanged.
+
+use sqlparser::ast::{
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, ObjectName, Query, Select, SelectItem, SetExpr,
+    Statement, TableFactor, Value, Visit, Visitor,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::{Parser, ParserError};
+use std::collections::{BTreeSet, HashSet};
+use std::ops::ControlFlow;
+
+/// The parser's nesting limit (the SQL engine's default); a deeper statement goes to
+/// Pistou, which reports the error.
+const MAX_DEPTH: usize = 64;
+
+/// Statements longer than this are classified on a helper thread with a large stack: the
+/// parser builds chains like `1+1+…+1` without a depth limit, and dropping such a tree
+/// recurses once per operator (the SQL engine does the same).
+const INLINE_MAX_LEN: usize = 1024;
+const CLASSIFIER_STACK: usize = 256 << 20;
+/// Longest statement parsed on that stack (a `1+1+…` chain of this length needs well under
+/// it).
+const MAX_PARSED_LEN: usize = 1 << 20;
+/// Longer statements go to Pistou unclassified: no catalog query is that long, and it
+/// bounds the stack the classifier needs (also when `max_statement_bytes` is raised).
+const MAX_CLASSIFIED_LEN: usize = 64 * 1024;
+
+/// pg_catalog relations an unqualified name means (pg_catalog is searched before public).
+/// `pg_stat_*` and `pg_statio_*` views are recognized by prefix.
+const CATALOG_RELATIONS: &[&str] = &[
+    "pg_aggregate", "pg_am", "pg_amop", "pg_amproc", "pg_attrdef", "pg_attribute", "pg_auth_members", "pg_authid",
+    "pg_available_extension_versions", "pg_available_extensions", "pg_cast", "pg_class", "pg_collation", "pg_config",
+    "pg_constraint", "pg_conversion", "pg_cursors", "pg_database", "pg_db_role_setting", "pg_default_acl", "pg_depend",
+    "pg_description", "pg_enum", "pg_event_trigger", "pg_extension", "pg_file_settings", "pg_foreign_data_wrapper",
+    "pg_foreign_server", "pg_foreign_table", "pg_group", "pg_hba_file_rules", "pg_index", "pg_indexes", "pg_inherits",
+    "pg_init_privs", "pg_language", "pg_largeobject", "pg_largeobject_metadata", "pg_locks", "pg_matviews", "pg_namespace",
+    "pg_opclass", "pg_operator", "pg_opfamily", "pg_parameter_acl", "pg_partitioned_table", "pg_policies", "pg_policy",
+    "pg_prepared_statements", "pg_prepared_xacts", "pg_proc", "pg_publication", "pg_publication_namespace",
+    "pg_publication_rel", "pg_publication_tables", "pg_range", "pg_replication_origin", "pg_replication_slots", "pg_rewrite",
+    "pg_roles", "pg_rules", "pg_seclabel", "pg_seclabels", "pg_sequence", "pg_sequences", "pg_settings", "pg_shadow",
+    "pg_shdepend", "pg_shdescription", "pg_shseclabel", "pg_statistic", "pg_statistic_ext", "pg_statistic_ext_data",
+    "pg_stats", "pg_stats_ext", "pg_stats_ext_exprs", "pg_subscription", "pg_subscription_rel", "pg_tables", "pg_tablespace",
+    "pg_timezone_abbrevs", "pg_timezone_names", "pg_transform", "pg_trigger", "pg_ts_config", "pg_ts_config_map", "pg_ts_dict",
+    "pg_ts_parser", "pg_ts_template", "pg_type", "pg_user", "pg_user_mapping", "pg_user_mappings", "pg_views",
+];
+
+/// Where a statement goes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Route {
+    /// To Pistou, unchanged.
+    Engine,
+    /// A FROM-less SELECT made only of session functions.
+    Session(Vec<SessionItem>),
+    /// A read-only query of catalog relations only.
+    Catalog(CatalogRead),
+    /// A query of catalog relations and other tables together: refused (`0A000`).
+    Mixed,
+}
+
+/// What a catalog query reads, for the answerer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CatalogRead {
+    /// Qualified catalog relations: `pg_catalog.pg_type`, `information_schema.tables`.
+    pub relations: BTreeSet<String>,
+    /// N of the first `oid = N` / `x.oid = N` comparison with a constant.
+    pub oid: Option<i64>,
+}
+
+/// One item of a session-function SELECT.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionItem {
+    /// The output column name: the alias, else the function's name.
+    pub name: String,
+    pub function: SessionFunction,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SessionFunction {
+    Version,
+    CurrentSchema,
+    CurrentDatabase,
+    CurrentUser,
+    BackendPid,
+    CurrentSchemas(bool),
+    /// The parameter's name; None for a `$n` placeholder not bound yet.
+    CurrentSetting(Option<String>),
+}
+
+/// True when the gateway answers (or refuses) `sql` itself.
+pub fn intercepts(sql: &str) -> bool {
+    route(sql) != Route::Engine
+}
+
+/// Where one statement goes.
+pub fn route(sql: &str) -> Route {
+    if sql.len() > MAX_CLASSIFIED_LEN {
+        return Route::Engine;
+    }
+    // No parse (the helper thread could not run): Pistou parses the statement and reports
+    // any error.
+    with_parsed(sql, route_parsed).unwrap_or(Route::Engine)
+}
+
+/// Parses `sql` (PostgreSQL dialect, the nesting limit) and hands the result to `f`, on a
+/// helper thread with a large stack when `sql` is long. None when `sql` is longer than
+/// the large stack is sized for, or the thread could not run.
+pub fn with_parsed<T: Send>(sql: &str, f: impl FnOnce(Result<Vec<Statement>, ParserError>) -> T + Send) -> Option<T> {
+    let parse = || {
+        let dialect = PostgreSqlDialect {};
+        f(Parser::new(&dialect).with_recursion_limit(MAX_DEPTH).try_with_sql(sql).and_then(|mut p| p.parse_statements()))
+    };
+    if sql.len() <= INLINE_MAX_LEN {
+        return Some(parse());
+    }
+    if sql.len() > MAX_PARSED_LEN {
+        return None;
+    }
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new().stack_size(CLASSIFIER_STACK).spawn_scoped(scope, parse);
+        thread.ok().and_then(|t| t.join().ok())
+    })
+}
+
+fn route_parsed(parsed: Result<Vec<Statement>, ParserError>) -> Route {
+    let Ok(statements) = parsed else { return Route::Engine };
+    let [statement] = statements.as_slice() else { return Route::Engine };
+    let Statement::Query(query) = statement else { return Route::Engine };
+    if let Some(items) = session_items(query) {
+        return Route::Session(items);
+    }
+    let mut reads = Reads::default();
+    if statement.visit(&mut reads).is_break() {
+        return Route::Engine;
+    }
+    match (reads.catalog.is_empty(), reads.other) {
+        (true, _) => Route::Engine,
+        (false, true) => Route::Mixed,
+        (false, false) => Route::Catalog(CatalogRead { relations: reads.catalog, oid: reads.oid }),
+    }
+}
+
+/// An identifier as PostgreSQL resolves it: unquoted ones are folded to lower case.
+pub fn ident_name(ident: &Ident) -> String {
+    match ident.quote_style {
+        None => ident.value.to_ascii_lowercase(),
+        Some(_) => ident.value.clone(),
+    }
+}
+
+fn name_parts(name: &ObjectName) -> Option<Vec<String>> {
+    name.0.iter().map(|part| part.as_ident().map(ident_name)).collect()
+}
+
+/// The relations a query reads. Visiting stops (Break) at anything that writes: a
+/// data-modifying statement (also inside a CTE) or `SELECT … INTO`.
+#[derive(Default)]
+struct Reads {
+    catalog: BTreeSet<String>,
+    /// Reads a relation that is not a catalog relation (a user table, or unknown).
+    other: bool,
+    /// Names of WITH queries: a reference to one is not a table.
+    ctes: HashSet<String>,
+    oid: Option<i64>,
+}
+
+impl Reads {
+    fn relation(&mut self, parts: Option<Vec<String>>) {
+        match parts.as_deref() {
+            Some([.., schema, table]) if schema == "pg_catalog" || schema == "information_schema" => {
+                self.catalog.insert(format!("{schema}.{table}"));
+            }
+            Some([table]) if self.ctes.contains(table) => {}
+            Some([table]) if is_catalog_relation(table) => {
+                self.catalog.insert(format!("pg_catalog.{table}"));
+            }
+            _ => self.other = true,
+        }
+    }
+}
+
+fn is_catalog_relation(name: &str) -> bool {
+    CATALOG_RELATIONS.contains(&name) || name.starts_with("pg_stat_") || name.starts_with("pg_statio_")
+}
+
+impl Visitor for Reads {
+    type Break = ();
+
+    fn pre_visit_statement(&mut self, statement: &Statement) -> ControlFlow<()> {
+        match statement {
+            Statement::Query(_) => ControlFlow::Continue(()),
+            _ => ControlFlow::Break(()),
+        }
+    }
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+        if let Some(with) = &query.with {
+            self.ctes.extend(with.cte_tables.iter().map(|cte| ident_name(&cte.alias.name)));
+        }
+        // `TABLE name` keeps its name as text, outside the visited relations. Set
+        // operations nest arbitrarily deep: walked with an explicit stack.
+        let mut bodies = vec![query.body.as_ref()];
+        while let Some(body) = bodies.pop() {
+            match body {
+                SetExpr::Table(t) => {
+                    let parts = t.table_name.iter().chain(&t.schema_name).rev().map(|s| s.to_ascii_lowercase()).collect();
+                    self.relation(Some(parts));
+                }
+                SetExpr::SetOperation { left, right, .. } => bodies.extend([left.as_ref(), right.as_ref()]),
+                _ => {}
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_select(&mut self, select: &Select) -> ControlFlow<()> {
+        match select.into {
+            Some(_) => ControlFlow::Break(()),
+            None => ControlFlow::Continue(()),
+        }
+    }
+
+    fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+        // A table with arguments is a set-returning function (`generate_series(…)`), not
+        // a relation.
+        if let TableFactor::Table { name, args: None, .. } = factor {
+            self.relation(name_parts(name));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+        if self.oid.is_none() {
+            self.oid = oid_comparison(expr);
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// N in `oid = N`, `t.oid = 'N'`, `N = t.oid`, `t.oid = 'N'::oid`.
+fn oid_comparison(expr: &Expr) -> Option<i64> {
+    let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = expr else { return None };
+    let is_oid = |e: &Expr| match e {
+        Expr::Identifier(i) => ident_name(i) == "oid",
+        Expr::CompoundIdentifier(parts) => parts.last().is_some_and(|i| ident_name(i) == "oid"),
+        _ => false,
+    };
+    if is_oid(left) {
+        integer_constant(right)
+    } else if is_oid(right) {
+        integer_constant(left)
+    } else {
+        None
+    }
+}
+
+fn integer_constant(expr: &Expr) -> Option<i64> {
+    match expr {
+        Expr::Value(v) => match &v.value {
+            Value::Number(n, _) | Value::SingleQuotedString(n) => n.trim().parse().ok(),
+            _ => None,
+        },
+        Expr::Cast { expr, .. } | Expr::Nested(expr) => integer_constant(expr),
+        _ => None,
+    }
+}
+
+/// The items of `SELECT f(), g AS x, …` without FROM (or any other clause), when every
+/// item is a session function.
+fn session_items(query: &Query) -> Option<Vec<SessionItem>> {
+    let plain = query.with.is_none() && query.order_by.is_none() && query.limit_clause.is_none() && query.fetch.is_none() && query.locks.is_empty();
+    let SetExpr::Select(select) = query.body.as_ref() else { return None };
+    let no_grouping = matches!(&select.group_by, GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty());
+    let only_items = select.from.is_empty() && select.selection.is_none() && select.having.is_none() && select.distinct.is_none() && select.into.is_none();
+    if !plain || !no_grouping || !only_items || select.projection.is_empty() {
+        return None;
+    }
+    select.projection.iter().map(session_item).collect()
+}
+
+fn session_item(item: &SelectItem) -> Option<SessionItem> {
+    let (expr, alias) = match item {
+        SelectItem::UnnamedExpr(e) => (e, None),
+        SelectItem::ExprWithAlias { expr, alias } => (expr, Some(ident_name(alias))),
+        _ => return None,
+    };
+    let (name, function) = session_function(expr)?;
+    Some(SessionItem { name: alias.unwrap_or(name), function })
+}
+
+/// A session function call: its name and what it is. `args` is None without parentheses.
+fn session_function(expr: &Expr) -> Option<(String, SessionFunction)> {
+    let (name, args): (String, Option<Vec<&Expr>>) = match expr {
+        Expr::Identifier(i) => (ident_name(i), None),
+        Expr::Function(f) => {
+            let simple = f.filter.is_none() && f.over.is_none() && f.within_group.is_empty() && f.null_treatment.is_none();
+            let no_parameters = matches!(f.parameters, FunctionArguments::None);
+            if !simple || !no_parameters {
+                return None;
+            }
+            let name = match name_parts(&f.name)?.as_slice() {
+                [name] => name.clone(),
+                [schema, name] if schema == "pg_catalog" => name.clone(),
+                _ => return None,
+            };
+            let args = match &f.args {
+                FunctionArguments::None => None,
+                FunctionArguments::List(list) if list.duplicate_treatment.is_none() && list.clauses.is_empty() => Some(
+                    list.args
+                        .iter()
+                        .map(|a| match a {
+                            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+                            _ => None,
+                        })
+                        .collect::<Option<Vec<_>>>()?,
+                ),
+                _ => return None,
+            };
+            (name, args)
+        }
+        _ => return None,
+    };
+    let function = match (name.as_str(), args.as_deref()) {
+        ("version", Some([])) => SessionFunction::Version,
+        ("current_schema", None | Some([])) => SessionFunction::CurrentSchema,
+        ("current_database", Some([])) | ("current_catalog", None) => SessionFunction::CurrentDatabase,
+        ("current_user" | "session_user" | "user", None) => SessionFunction::CurrentUser,
+        ("pg_backend_pid", Some([])) => SessionFunction::BackendPid,
+        ("current_schemas", Some([Expr::Value(v)])) => match v.value {
+            Value::Boolean(b) => SessionFunction::CurrentSchemas(b),
+            _ => return None,
+        },
+        ("current_setting", Some([setting] | [setting, _])) => match setting {
+            Expr::Value(v) => match &v.value {
+                Value::SingleQuotedString(s) => SessionFunction::CurrentSetting(Some(s.clone())),
+                Value::Placeholder(_) => SessionFunction::CurrentSetting(None),
+                _ => return None,
+            },
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some((name, function))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog(relations: &[&str], oid: Option<i64>) -> Route {
+        Route::Catalog(CatalogRead { relations: relations.iter().map(|r| r.to_string()).collect(), oid })
+    }
+
+    #[test]
+    fn writes_are_never_intercepted_whatever_their_literals_say() {
+        for sql in [
+            "INSERT INTO notes VALUES (1, 'pg_type oid = 23')",
+            "UPDATE notes SET body = 'pg_type oid = 23' WHERE id = 1",
+            "DELETE FROM notes WHERE body = 'SELECT * FROM pg_catalog.pg_class'",
+            "INSERT INTO notes SELECT 1, typname FROM pg_catalog.pg_type",
+            "CREATE TABLE pg_type_notes (id BIGINT PRIMARY KEY, body TEXT DEFAULT 'pg_catalog.pg_type')",
+            "WITH w AS (INSERT INTO notes VALUES (1, 'x') RETURNING id) SELECT * FROM pg_catalog.pg_class",
+            "SELECT oid INTO copy_of_types FROM pg_catalog.pg_type",
+            "EXPLAIN SELECT * FROM pg_catalog.pg_class",
+        ] {
+            assert_eq!(route(sql), Route::Engine, "{sql}");
+        }
+    }
+
+    #[test]
+    fn text_outside_relations_never_routes() {
+        for sql in [
+            "SELECT 'pg_type oid = 23'",
+            "SELECT 1 AS \"pg_catalog.x\"",
+            "SELECT 'pg_catalog.pg_class' AS pg_class FROM notes",
+            "SELECT body FROM notes WHERE body = 'FROM pg_catalog.pg_type WHERE oid = 23'",
+            "SELECT pg_type FROM notes -- FROM pg_catalog.pg_type",
+            "SELECT /* pg_catalog.pg_class */ version FROM releases",
+            "SELECT * FROM public.pg_type",
+            "SELECT * FROM pg_notes",
+            "SELECT * FROM generate_series(1, 3)",
+            "WITH pg_class AS (SELECT 1 AS oid) SELECT oid FROM pg_class",
+            "SELEC 'pg_type oid = 23' FROM pg_catalog.pg_type",
+            "SELECT 1; SELECT * FROM pg_catalog.pg_class",
+        ] {
+            assert_eq!(route(sql), Route::Engine, "{sql}");
+        }
+    }
+
+    #[test]
+    fn catalog_relations_are_found_anywhere_in_the_query() {
+        assert_eq!(route("SELECT typname FROM pg_type WHERE oid = 23"), catalog(&["pg_catalog.pg_type"], Some(23)));
+        assert_eq!(
+            route("SELECT t.typname FROM PG_CATALOG.pg_type t JOIN pg_catalog.pg_namespace n ON t.typnamespace = n.oid WHERE t.oid = '23'::oid"),
+            catalog(&["pg_catalog.pg_namespace", "pg_catalog.pg_type"], Some(23))
+        );
+        assert_eq!(route("SELECT 1 WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_am)"), catalog(&["pg_catalog.pg_am"], None));
+        assert_eq!(route("WITH c AS (SELECT * FROM pg_class) SELECT * FROM c"), catalog(&["pg_catalog.pg_class"], None));
+        assert_eq!(route("SELECT 1 UNION SELECT 2 FROM (TABLE pg_catalog.pg_roles) r"), catalog(&["pg_catalog.pg_roles"], None));
+        assert_eq!(route("SELECT * FROM information_schema.tables"), catalog(&["information_schema.tables"], None));
+        assert_eq!(route("SELECT * FROM pg_stat_activity"), catalog(&["pg_catalog.pg_stat_activity"], None));
+        assert_eq!(route("SELECT typname FROM pg_type WHERE typname = 'oid = 23'"), catalog(&["pg_catalog.pg_type"], None));
+        // Parameters are placeholders when a statement is parsed, literals once bound.
+        assert_eq!(route("SELECT typname FROM pg_catalog.pg_type WHERE oid = $1"), catalog(&["pg_catalog.pg_type"], None));
+    }
+
+    #[test]
+    fn catalog_and_user_tables_together_are_refused() {
+        assert_eq!(route("SELECT * FROM notes JOIN pg_catalog.pg_class c ON c.relname = notes.body"), Route::Mixed);
+        assert_eq!(route("SELECT * FROM notes WHERE id IN (SELECT oid FROM pg_class)"), Route::Mixed);
+    }
+
+    #[test]
+    fn session_functions_come_from_the_parsed_projection() {
+        let items = |sql: &str| match route(sql) {
+            Route::Session(items) => items,
+            other => panic!("{sql}: {other:?}"),
+        };
+        let got = items(
+            "select version(), current_schema AS \"S\", current_database() Db, CURRENT_USER, pg_catalog.pg_backend_pid(), \
+             current_schemas(true), current_setting('DateStyle')",
+        );
+        let expected = [
+            ("version", SessionFunction::Version),
+            ("S", SessionFunction::CurrentSchema),
+            ("db", SessionFunction::CurrentDatabase),
+            ("current_user", SessionFunction::CurrentUser),
+            ("pg_backend_pid", SessionFunction::BackendPid),
+            ("current_schemas", SessionFunction::CurrentSchemas(true)),
+            ("current_setting", SessionFunction::CurrentSetting(Some("DateStyle".into()))),
+        ];
+        assert_eq!(got, expected.map(|(name, function)| SessionItem { name: name.into(), function }).to_vec());
+        assert_eq!(items("SELECT current_setting($1)")[0].function, SessionFunction::CurrentSetting(None));
+        for sql in ["SELECT version FROM releases", "SELECT version(), 1", "SELECT 'version()'", "SELECT version() FROM t", "SELECT now()"] {
+            assert_eq!(route(sql), Route::Engine, "{sql}");
+        }
+    }
+
+    #[test]
+    fn hostile_statements_do_not_crash_the_classifier() {
+        let deep = format!("SELECT * FROM pg_class WHERE oid = {}1{}", "(".repeat(5000), ")".repeat(5000));
+        assert_eq!(route(&deep), Route::Engine);
+        let chain = format!("SELECT 1{} FROM pg_catalog.pg_class", "+1".repeat(32_000));
+        assert_eq!(route(&chain), catalog(&["pg_catalog.pg_class"], None));
+        // Longer than any catalog query: not classified.
+        let chain = format!("SELECT 1{} FROM pg_catalog.pg_class", "+1".repeat(3_000_000));
+        assert_eq!(route(&chain), Route::Engine);
+        let unions = format!("SELECT 1{}", " UNION SELECT oid FROM pg_class".repeat(2_000));
+        assert_eq!(route(&unions), catalog(&["pg_catalog.pg_class"], None));
+        assert_eq!(route("SELECT 'unterminated FROM pg_catalog.pg_class"), Route::Engine);
+    }
+}
