@@ -11,8 +11,8 @@ use pistou_core::{ClientId, ClusterConfig, ReplicaId, ShardId, Timestamp, TxnId}
 use pistou_crypto::{BatchSigner, SecretKey};
 use pistou_txn::sign_client;
 use pistou_wire::{
-    Decision, Dep, Message, Prepare, PreparedRead, QueryOutput, RangeRead, ReadEntry, ReadRequest, ReplicaSigned, ShardVotes, Signable,
-    SsEntry, SsProp, St1Vote, St2, TxnMeta, Vote, WriteEntry,
+    Decision, Dep, Message, Prepare, PreparedRead, QueryOutput, RangeRead, ReadEntry, ReadRequest, ReplicaSigned,
+    ShardVotes, Signable, SsEntry, SsProp, St1Vote, St2, TxnMeta, Vote, WriteEntry,
 };
 use rand::Rng;
 use std::collections::BTreeMap;
@@ -119,7 +119,14 @@ pub fn signed_by<T: Signable>(key: &BatchSigner, signer: ReplicaId, body: T) -> 
 }
 
 /// Rewrites what a Byzantine replica sends. `None` drops the message.
-pub fn tamper(fault: ReplicaFault, key: &BatchSigner, me: ReplicaId, to_client: u64, msg: Message, rng: &mut impl Rng) -> Option<Message> {
+pub fn tamper(
+    fault: ReplicaFault,
+    key: &BatchSigner,
+    me: ReplicaId,
+    to_client: u64,
+    msg: Message,
+    rng: &mut impl Rng,
+) -> Option<Message> {
     match (fault, msg) {
         (ReplicaFault::StaleReads, Message::ReadReply { reply, .. }) => {
             let mut body = reply.body;
@@ -140,7 +147,11 @@ pub fn tamper(fault: ReplicaFault, key: &BatchSigner, me: ReplicaId, to_client: 
         (ReplicaFault::AbortAll, Message::PrepareReply { vote, .. }) => {
             let body = St1Vote { txn: vote.body.txn, vote: Vote::Abort };
             // Names a made-up blocker too: clients must not chase what one replica says.
-            Some(Message::PrepareReply { vote: signed_by(key, me, body), conflict: None, blocker: Some(TxnId(rng.gen())) })
+            Some(Message::PrepareReply {
+                vote: signed_by(key, me, body),
+                conflict: None,
+                blocker: Some(TxnId(rng.gen())),
+            })
         }
         (ReplicaFault::RefuseVote, Message::PrepareReply { .. }) => None,
         (ReplicaFault::EquivocateSt2r, Message::DecideReply(r)) if to_client % 2 == 1 => {
@@ -165,7 +176,11 @@ pub fn tamper(fault: ReplicaFault, key: &BatchSigner, me: ReplicaId, to_client: 
                     // Q-READ: a row version it never read.
                     1 => {
                         if let Some(read) = result.reads.first_mut() {
-                            read.version = Timestamp { time: read.version.time.saturating_add(1), client: ClientId(999), seq: rng.gen() };
+                            read.version = Timestamp {
+                                time: read.version.time.saturating_add(1),
+                                client: ClientId(999),
+                                seq: rng.gen(),
+                            };
                         }
                     }
                     // Q-DEP: a fabricated prepared writer.
@@ -182,7 +197,8 @@ pub fn tamper(fault: ReplicaFault, key: &BatchSigner, me: ReplicaId, to_client: 
                     }
                     4 => {
                         for p in &mut result.predicates {
-                            p.table_version = Timestamp { time: p.table_version.time.saturating_add(50_000), ..p.table_version };
+                            p.table_version =
+                                Timestamp { time: p.table_version.time.saturating_add(50_000), ..p.table_version };
                         }
                     }
                     // Q-PRED: no predicate at all (nothing for the CC check to validate).
@@ -252,8 +268,31 @@ pub struct ByzClient {
 
 impl ByzClient {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(index: usize, id: ClientId, key: SecretKey, fault: ClientFault, config: Arc<ClusterConfig>, pick: KeyPicker, txns: usize, gap_us: u64) -> Self {
-        ByzClient { index, id, key, fault, config, pick, txns, started: 0, next_start: 0, gap_us, seq: 0, current: None, shape: None }
+    pub fn new(
+        index: usize,
+        id: ClientId,
+        key: SecretKey,
+        fault: ClientFault,
+        config: Arc<ClusterConfig>,
+        pick: KeyPicker,
+        txns: usize,
+        gap_us: u64,
+    ) -> Self {
+        ByzClient {
+            index,
+            id,
+            key,
+            fault,
+            config,
+            pick,
+            txns,
+            started: 0,
+            next_start: 0,
+            gap_us,
+            seq: 0,
+            current: None,
+            shape: None,
+        }
     }
 
     /// Transactions shaped by `shape` rather than one write to a picked key.
@@ -272,8 +311,12 @@ impl ByzClient {
     }
 
     fn meta(&self, ts: Timestamp, reads: Vec<ReadEntry>, writes: Vec<WriteEntry>, deps: Vec<Dep>) -> TxnMeta {
-        let mut shards: Vec<ShardId> =
-            reads.iter().map(|r| &r.key).chain(writes.iter().map(|w| &w.key)).map(|k| self.config.shard_of(k)).collect();
+        let mut shards: Vec<ShardId> = reads
+            .iter()
+            .map(|r| &r.key)
+            .chain(writes.iter().map(|w| &w.key))
+            .map(|k| self.config.shard_of(k))
+            .collect();
         shards.sort();
         shards.dedup();
         TxnMeta { ts, read_set: reads, write_set: writes, deps, predicates: Vec::new(), late: false, shards }
@@ -321,7 +364,8 @@ impl ByzClient {
             ClientFault::StallLate | ClientFault::Equivocate => {
                 let meta = self.meta(ts, reads, writes, vec![]);
                 self.send_st1(&meta, n, out);
-                self.current = Some(ByzTxn { id: meta.id(), meta, votes: BTreeMap::new(), sent_at: now, settled: false });
+                self.current =
+                    Some(ByzTxn { id: meta.id(), meta, votes: BTreeMap::new(), sent_at: now, settled: false });
             }
             ClientFault::PartialSt1 => {
                 let meta = self.meta(ts, reads, writes, vec![]);
@@ -334,13 +378,19 @@ impl ByzClient {
                 // while the others vote commit: a CommitQuorum and an AbortQuorum at once.
                 let fresh = format!("decoy-{}-{}", self.id.0, self.seq).into_bytes();
                 let decoy_ts = Timestamp { time: now + 1, client: self.id, seq: self.seq + 1_000_000 };
-                let decoy = self.meta(decoy_ts, vec![ReadEntry { key: fresh.clone(), version: Timestamp::GENESIS }], vec![], vec![]);
+                let decoy = self.meta(
+                    decoy_ts,
+                    vec![ReadEntry { key: fresh.clone(), version: Timestamp::GENESIS }],
+                    vec![],
+                    vec![],
+                );
                 self.send_st1(&decoy, f + 1, out);
                 let mut writes = writes;
                 writes.push(WriteEntry { key: fresh, value: Some(vec![1]) });
                 writes.sort_by(|a, b| a.key.cmp(&b.key));
                 let meta = self.meta(ts, reads, writes, vec![]);
-                self.current = Some(ByzTxn { id: meta.id(), meta, votes: BTreeMap::new(), sent_at: now, settled: false });
+                self.current =
+                    Some(ByzTxn { id: meta.id(), meta, votes: BTreeMap::new(), sent_at: now, settled: false });
                 // The real ST1 follows on the next tick, after the decoy is prepared.
             }
             ClientFault::FutureTimestamps => {
@@ -359,7 +409,8 @@ impl ByzClient {
             ClientFault::FabricatedSnapshots => {
                 // Votes nobody cast: f+1 "voters" per invented transaction.
                 let voters: Vec<u32> = (0..=f as u32).collect();
-                let mut txns: Vec<SsEntry> = (0..4).map(|_| SsEntry { txn: TxnId(rng.gen()), voters: voters.clone() }).collect();
+                let mut txns: Vec<SsEntry> =
+                    (0..4).map(|_| SsEntry { txn: TxnId(rng.gen()), voters: voters.clone() }).collect();
                 txns.sort_by_key(|e| e.txn);
                 let body = RangeRead {
                     ts,
@@ -381,7 +432,11 @@ impl ByzClient {
     pub fn tick(&mut self, now: u64, round_trip: u64, out: &mut Vec<(ReplicaId, Message)>) {
         let n = self.config.quorums().n();
         let Some(t) = &self.current else { return };
-        if self.fault == ClientFault::ForcedEquivocate && t.votes.is_empty() && !t.settled && now >= t.sent_at + round_trip {
+        if self.fault == ClientFault::ForcedEquivocate
+            && t.votes.is_empty()
+            && !t.settled
+            && now >= t.sent_at + round_trip
+        {
             let meta = t.meta.clone();
             self.send_st1(&meta, n, out);
             if let Some(t) = self.current.as_mut() {
@@ -410,7 +465,9 @@ impl ByzClient {
         let split = |want: Vote| -> BTreeMap<ShardId, ShardVotes> {
             t.votes
                 .iter()
-                .map(|(s, v)| (*s, ShardVotes { shard: *s, votes: v.values().filter(|x| x.body.vote == want).cloned().collect() }))
+                .map(|(s, v)| {
+                    (*s, ShardVotes { shard: *s, votes: v.values().filter(|x| x.body.vote == want).cloned().collect() })
+                })
                 .collect()
         };
         let commits = split(Vote::Commit);
@@ -418,7 +475,8 @@ impl ByzClient {
         let cq = commits.values().all(|v| v.votes.len() >= q.commit_quorum());
         let aq = aborts.values().find(|v| v.votes.len() >= q.abort_quorum());
         let (Some(aq), true) = (aq, cq) else { return }; // cannot equivocate: stall
-        let commit = St2 { meta: t.meta.clone(), decision: Decision::Commit, tallies: commits.into_values().collect(), view: 0 };
+        let commit =
+            St2 { meta: t.meta.clone(), decision: Decision::Commit, tallies: commits.into_values().collect(), view: 0 };
         let abort = St2 { meta: t.meta.clone(), decision: Decision::Abort, tallies: vec![aq.clone()], view: 0 };
         let Some(log) = t.meta.log_shard(&t.id) else { return };
         for r in self.config.replicas_of(log) {

@@ -1,10 +1,10 @@
 //! Drives a Byzantine client actor (`pistou_adversary::ByzClient`) over real TCP connections
 //! to every replica: the benchmark's faulty transactions.
 
+use crate::ByzClient;
 use anyhow::{Context, Result};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use crate::ByzClient;
 use pistou_core::{ClientId, ClusterConfig, ReplicaId};
 use pistou_wire::{decode_message, encode_message, frame_codec, Message, DEFAULT_MAX_FRAME_BYTES};
 use rand::SeedableRng;
@@ -21,7 +21,13 @@ fn now_us() -> u64 {
 
 /// Runs `actor` as client `client` until `until`; returns how many faulty transactions it
 /// started.
-pub async fn drive(config: Arc<ClusterConfig>, client: ClientId, mut actor: ByzClient, until: Instant, seed: u64) -> Result<usize> {
+pub async fn drive(
+    config: Arc<ClusterConfig>,
+    client: ClientId,
+    mut actor: ByzClient,
+    until: Instant,
+    seed: u64,
+) -> Result<usize> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Message>();
     let mut sinks = BTreeMap::new();
     for r in config.all_replicas().collect::<Vec<ReplicaId>>() {

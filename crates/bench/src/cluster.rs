@@ -63,7 +63,13 @@ impl Cluster {
         let _ = std::fs::remove_dir_all(&dir);
         let bin = pistou_binary(spec)?;
         let mut init = Command::new(&bin);
-        init.arg("init").arg("--dir").arg(&dir).arg("--shards").arg(spec.shards.to_string()).arg("--f").arg(spec.f.to_string());
+        init.arg("init")
+            .arg("--dir")
+            .arg(&dir)
+            .arg("--shards")
+            .arg(spec.shards.to_string())
+            .arg("--f")
+            .arg(spec.f.to_string());
         init.arg("--clients").arg(spec.clients.to_string()).arg("--base-port").arg(spec.base_port.to_string());
         if !spec.crypto {
             init.arg("--no-crypto");
@@ -78,11 +84,7 @@ impl Cluster {
             Some(n) => up.env("PISTOU_REPLICA_THREADS", n.to_string()),
             None => up.env_remove("PISTOU_REPLICA_THREADS"),
         };
-        let child = up
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("starting pistou cluster up")?;
+        let child = up.stdout(Stdio::null()).stderr(Stdio::null()).spawn().context("starting pistou cluster up")?;
         let cluster = Cluster { child, dir, config };
         let deadline = Instant::now() + Duration::from_secs(30);
         for r in cluster.config.all_replicas() {

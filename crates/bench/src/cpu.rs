@@ -35,7 +35,9 @@ impl CpuTimes {
 /// already inside user and nice, so it is not added again); the `cpuN` lines count CPUs.
 fn parse(stat: &str) -> Option<CpuTimes> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let cpus = stat.lines().filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit)).count() as u64;
+    let cpus =
+        stat.lines().filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit)).count()
+            as u64;
     let fields: Vec<u64> = line.split_whitespace().skip(1).take(8).map(|f| f.parse().ok()).collect::<Option<_>>()?;
     if fields.len() < 5 {
         return None;

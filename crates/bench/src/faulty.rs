@@ -24,7 +24,8 @@ pub struct FaultArgs {
 }
 
 pub async fn run(w: Workload, c: ClusterArgs, a: FaultArgs) -> Result<()> {
-    let faults: Vec<ClientFault> = a.faults.iter().map(|f| f.parse().map_err(anyhow::Error::msg)).collect::<Result<_>>()?;
+    let faults: Vec<ClientFault> =
+        a.faults.iter().map(|f| f.parse().map_err(anyhow::Error::msg)).collect::<Result<_>>()?;
     let per_client = |tx: u64| tx as f64 / w.duration as f64 / w.clients as f64;
     println!("| workload | fault | faulty share (target) | faulty share (measured) | correct tx/s | per correct client | vs 0% |");
     println!("|---|---|---|---|---|---|---|");
@@ -52,7 +53,13 @@ pub async fn run(w: Workload, c: ClusterArgs, a: FaultArgs) -> Result<()> {
 
 /// One measurement on a fresh cluster: committed correct transactions in the window, and the
 /// measured share of faulty transactions among all transactions started.
-async fn point(w: &Workload, c: &ClusterArgs, a: &FaultArgs, fault: Option<(ClientFault, f64)>, share: f64) -> Result<(u64, f64)> {
+async fn point(
+    w: &Workload,
+    c: &ClusterArgs,
+    a: &FaultArgs,
+    fault: Option<(ClientFault, f64)>,
+    share: f64,
+) -> Result<(u64, f64)> {
     let loader = w.clients as u64 + 1;
     let cluster = Cluster::start(&c.spec(w.clients + 1 + a.byz_clients), "faulty")?;
     ycsb::preload(&cluster, w, loader).await?;
@@ -70,8 +77,15 @@ async fn point(w: &Workload, c: &ClusterArgs, a: &FaultArgs, fault: Option<(Clie
             let Some(key) = cluster.client_key(id)? else { anyhow::bail!("the faulty benchmark needs crypto on") };
             let keys = keys.clone();
             let pick: KeyPicker = Box::new(move |rng| key_name(keys.pick(rng)));
-            let actor = ByzClient::new(b as usize, ClientId(id), key, fault, cluster.config.clone(), pick, txns, gap_us);
-            byz_tasks.push(tokio::spawn(pistou_adversary::net::drive(cluster.config.clone(), ClientId(id), actor, until, id)));
+            let actor =
+                ByzClient::new(b as usize, ClientId(id), key, fault, cluster.config.clone(), pick, txns, gap_us);
+            byz_tasks.push(tokio::spawn(pistou_adversary::net::drive(
+                cluster.config.clone(),
+                ClientId(id),
+                actor,
+                until,
+                id,
+            )));
         }
     }
     let t = ycsb::run_correct_clients(&cluster, w, 1, start).await?;

@@ -136,7 +136,9 @@ async fn ycsb_t(w: Workload, c: ClusterArgs) -> Result<()> {
     let start = Instant::now() + Duration::from_millis(200);
     let t = ycsb::run_correct_clients(&cluster, &w, 1, start).await?;
     let total = t.committed + t.aborted;
-    println!("| workload | crypto | clients | keys | committed tx/s | p50 ms | p99 ms | commit rate | fast path | errors |");
+    println!(
+        "| workload | crypto | clients | keys | committed tx/s | p50 ms | p99 ms | commit rate | fast path | errors |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|---|");
     println!(
         "| {} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.1}% | {:.1}% | {} |",

@@ -58,7 +58,9 @@ pub async fn run(cluster: &Cluster, a: &ScanArgs) -> Result<()> {
     load(&client, a).await?;
     // Let the last writebacks reach every replica, so range reads agree on the first round.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    println!("| rows | range read ms | point reads ms | speed-up | selective range ms | selective point ms | speed-up |");
+    println!(
+        "| rows | range read ms | point reads ms | speed-up | selective range ms | selective point ms | speed-up |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for &n in &a.sizes {
         let start = (a.rows - n) / 2; // the middle of the table

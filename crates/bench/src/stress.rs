@@ -188,7 +188,15 @@ pub async fn run(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<()> {
                     cluster
                 }
             };
-            let w = Workload { keys: key_space(a), dist, theta: a.theta, clients: a.clients, duration: a.duration, warmup: a.warmup, preload_batch: 0 };
+            let w = Workload {
+                keys: key_space(a),
+                dist,
+                theta: a.theta,
+                clients: a.clients,
+                duration: a.duration,
+                warmup: a.warmup,
+                preload_batch: 0,
+            };
             let (t, stats, cpu) = clients(&cluster, &w, a.shape, ids, mode).await?;
             // Machine-wide busy CPU per committed transaction: what a mode costs, steadier
             // than throughput on a shared machine (it includes the clients' own CPU).
@@ -229,7 +237,13 @@ async fn loaded_cluster(cluster_args: &ClusterArgs, a: &StressArgs) -> Result<Cl
     let cluster = Cluster::start(&cluster_args.spec(a.clients + 1), "stress")?;
     let loader = a.clients as u64 + 1;
     let n = cluster.config.quorums().n();
-    let client = Client::connect_with(cluster.config.clone(), ClientId(loader), cluster.client_key(loader)?, options(Mode::Normal, n)).await?;
+    let client = Client::connect_with(
+        cluster.config.clone(),
+        ClientId(loader),
+        cluster.client_key(loader)?,
+        options(Mode::Normal, n),
+    )
+    .await?;
     let started = Instant::now();
     load(&client, a).await?;
     client.shutdown().await;
@@ -244,7 +258,15 @@ async fn settle(cluster: &Cluster, a: &StressArgs, dist: Dist, ids: usize) -> Re
     if a.settle == 0 {
         return Ok(());
     }
-    let w = Workload { keys: key_space(a), dist, theta: a.theta, clients: a.clients, duration: a.settle, warmup: 0, preload_batch: 0 };
+    let w = Workload {
+        keys: key_space(a),
+        dist,
+        theta: a.theta,
+        clients: a.clients,
+        duration: a.settle,
+        warmup: 0,
+        preload_batch: 0,
+    };
     let (t, _, _) = clients(cluster, &w, a.shape, ids, Mode::Normal).await?;
     eprintln!("settled for {} s ({:.0} tx/s, not measured)", a.settle, t.committed as f64 / a.settle as f64);
     Ok(())
@@ -292,11 +314,15 @@ fn summary(runs: &[Run], a: &StressArgs) {
                 (Mode::Normal, _) => "—".to_string(),
                 (_, None) => "n/a".to_string(),
                 (_, Some(m)) => {
-                    let (lo, hi) = rounds.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), d| (lo.min(*d), hi.max(*d)));
+                    let (lo, hi) =
+                        rounds.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), d| (lo.min(*d), hi.max(*d)));
                     format!("{m:.1}% ({lo:.1}% to {hi:.1}%)")
                 }
             };
-            println!("| {dist:?} | {mode:?} | {tps_median:.0} | {drop} | {per_round} | {} | {increase} |", show(cpu, 2));
+            println!(
+                "| {dist:?} | {mode:?} | {tps_median:.0} | {drop} | {per_round} | {} | {increase} |",
+                show(cpu, 2)
+            );
         }
     }
 }
@@ -326,7 +352,13 @@ struct CpuUse {
 
 /// Runs `w.clients` closed-loop clients over `ids` client identities; returns their tally,
 /// their range-read counts over the measured window and the machine's CPU use meanwhile.
-async fn clients(cluster: &Cluster, w: &Workload, shape: Shape, ids: usize, mode: Mode) -> Result<(Tally, pistou_client::RangeStats, CpuUse)> {
+async fn clients(
+    cluster: &Cluster,
+    w: &Workload,
+    shape: Shape,
+    ids: usize,
+    mode: Mode,
+) -> Result<(Tally, pistou_client::RangeStats, CpuUse)> {
     let keys = KeyGen::new(w)?;
     let n = cluster.config.quorums().n();
     let start = Instant::now() + Duration::from_millis(200);
@@ -343,7 +375,9 @@ async fn clients(cluster: &Cluster, w: &Workload, shape: Shape, ids: usize, mode
     });
     let mut handles = Vec::new();
     for id in 1..=ids as u64 {
-        let client = Client::connect_with(cluster.config.clone(), ClientId(id), cluster.client_key(id)?, options(mode, n)).await?;
+        let client =
+            Client::connect_with(cluster.config.clone(), ClientId(id), cluster.client_key(id)?, options(mode, n))
+                .await?;
         // Range-read counts when measuring starts; the difference at the end is the window's.
         let at_start = client.clone();
         let before = tokio::spawn(async move {
@@ -390,7 +424,14 @@ async fn transaction(client: &Client, statements: &[(u64, u64, u64)]) -> Result<
     txn.commit().await
 }
 
-async fn client_loop(client: &Client, w: Workload, shape: Shape, keys: KeyGen, seed: u64, start: Instant) -> Result<Tally> {
+async fn client_loop(
+    client: &Client,
+    w: Workload,
+    shape: Shape,
+    keys: KeyGen,
+    seed: u64,
+    start: Instant,
+) -> Result<Tally> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut t = Tally::new()?;
     tokio::time::sleep_until(start.into()).await;
@@ -431,7 +472,15 @@ mod tests {
 
     #[test]
     fn range_transactions_update_ten_consecutive_rows_inside_the_table() {
-        let w = Workload { keys: 100 - (ROWS_PER_TXN - 1), dist: Dist::Uniform, theta: 1.1, clients: 1, duration: 1, warmup: 0, preload_batch: 0 };
+        let w = Workload {
+            keys: 100 - (ROWS_PER_TXN - 1),
+            dist: Dist::Uniform,
+            theta: 1.1,
+            clients: 1,
+            duration: 1,
+            warmup: 0,
+            preload_batch: 0,
+        };
         let keys = KeyGen::new(&w).expect("uniform keys");
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         for _ in 0..1_000 {
@@ -446,7 +495,8 @@ mod tests {
 
     #[test]
     fn rows_transactions_are_distinct_single_row_statements() {
-        let w = Workload { keys: 3, dist: Dist::Uniform, theta: 1.1, clients: 1, duration: 1, warmup: 0, preload_batch: 0 };
+        let w =
+            Workload { keys: 3, dist: Dist::Uniform, theta: 1.1, clients: 1, duration: 1, warmup: 0, preload_batch: 0 };
         let keys = KeyGen::new(&w).expect("uniform keys");
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         for _ in 0..100 {

@@ -47,7 +47,8 @@ impl Cluster {
         fs::create_dir_all(&log_dir).with_context(|| format!("cannot create {}", log_dir.display()))?;
         check_ports_free(&config)?;
         let exe = std::env::current_exe().context("cannot find the pistou executable")?;
-        let mut cluster = Cluster { config: config.clone(), config_path: config_path.to_path_buf(), log_dir, members: Vec::new() };
+        let mut cluster =
+            Cluster { config: config.clone(), config_path: config_path.to_path_buf(), log_dir, members: Vec::new() };
         for id in config.all_replicas() {
             match spawn_replica(&exe, config_path, &dir, id, byzantine.get(&id)) {
                 Ok(m) => cluster.members.push(m),

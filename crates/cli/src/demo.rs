@@ -63,7 +63,11 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
         let base_port = free_port_range(6).context("no free range of 6 local ports found for the demo")?;
         let spec = InitSpec { shards: 1, f: 1, clients: 4, base_port, crypto: true, force: false };
         init(dir, &spec)?;
-        out!("created a 1-shard cluster (f = 1, 6 replicas, ports {base_port}..{}) in {}", base_port + 5, dir.display());
+        out!(
+            "created a 1-shard cluster (f = 1, 6 replicas, ports {base_port}..{}) in {}",
+            base_port + 5,
+            dir.display()
+        );
     }
     let mut cluster = Cluster::start(&config, &Default::default()).await?;
     let outcome = async {
@@ -73,16 +77,25 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
         load_sample(&client).await?;
         out!("sample data loaded: tables accounts and transfers");
         let (stop_gateway, gateway_stopped) = oneshot::channel::<()>();
-        let gateway = tokio::spawn(pistou_gateway::serve(listener, client.clone(), pistou_gateway::GatewayConfig::default(), async {
-            let _ = gateway_stopped.await;
-        }));
+        let gateway = tokio::spawn(pistou_gateway::serve(
+            listener,
+            client.clone(),
+            pistou_gateway::GatewayConfig::default(),
+            async {
+                let _ = gateway_stopped.await;
+            },
+        ));
         let url = format!("postgres://pistou@{gateway_addr}/pistou");
         out!("PostgreSQL gateway on {gateway_addr}; connect with:");
         out!("  psql -h 127.0.0.1 -p {} -U pistou pistou", spec.port);
         out!("  {} sql --url {url}", exe_name());
         let result = if spec.no_shell {
             out!("press Ctrl-C to stop");
-            cluster.supervise(true, async { stop_requested().await; }).await
+            cluster
+                .supervise(true, async {
+                    stop_requested().await;
+                })
+                .await
         } else {
             out!("{TRY_THIS}");
             out!("\\? for help; \\q, Ctrl-D or Ctrl-C to quit");
@@ -135,7 +148,7 @@ fn fresh_temp_dir() -> Result<PathBuf> {
 
 /// The first base port from 7100 up whose `count` ports can all be bound now.
 fn free_port_range(count: u16) -> Option<u16> {
-    (0..200u16).map(|i| FIRST_DEMO_PORT + i * 10).find(|&base| {
-        (base..base + count).all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
-    })
+    (0..200u16)
+        .map(|i| FIRST_DEMO_PORT + i * 10)
+        .find(|&base| (base..base + count).all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()))
 }

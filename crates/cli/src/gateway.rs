@@ -67,12 +67,18 @@ fn config_of(a: &GatewayArgs) -> Result<GatewayConfig, Usage> {
 pub async fn run(a: GatewayArgs) -> Result<()> {
     let config = config_of(&a)?;
     let client = crate::kv::connect(&a.config, a.client, a.key.clone(), Duration::from_secs(a.timeout)).await?;
-    let listener = tokio::net::TcpListener::bind(&a.listen).await.with_context(|| format!("cannot listen on {}", a.listen))?;
+    let listener =
+        tokio::net::TcpListener::bind(&a.listen).await.with_context(|| format!("cannot listen on {}", a.listen))?;
     let addr = listener.local_addr()?;
     let auth = if matches!(config.auth, Auth::Trust) { "trust (no password)" } else { "password" };
     // One machine-readable line (tests and scripts wait for it), then a human one.
     out!("pistou gateway listening on {addr}");
-    out!("connect with: psql -h {} -p {} -U {} (auth: {auth}); stop with Ctrl-C", addr.ip(), addr.port(), a.user.as_deref().unwrap_or("pistou"));
+    out!(
+        "connect with: psql -h {} -p {} -U {} (auth: {auth}); stop with Ctrl-C",
+        addr.ip(),
+        addr.port(),
+        a.user.as_deref().unwrap_or("pistou")
+    );
     let result = pistou_gateway::serve(listener, client.clone(), config, async {
         let sig = crate::signals::stop_requested().await;
         eout!("{sig} received, stopping the gateway");

@@ -11,7 +11,6 @@ use std::path::Path;
 /// Ports of well-known databases a cluster must never take (someone may run them here).
 const RESERVED_PORTS: [u16; 3] = [3306, 5432, 5433];
 
-
 pub struct InitSpec {
     pub shards: usize,
     pub f: usize,
@@ -39,7 +38,9 @@ pub fn check(spec: &InitSpec) -> Result<(), Usage> {
         return Err(Usage(format!("ports {first}..={last} are outside 1024..=65535; pick another --base-port")));
     }
     if let Some(p) = RESERVED_PORTS.iter().find(|p| (first..=last).contains(&u32::from(**p))) {
-        return Err(Usage(format!("ports {first}..={last} include {p}, kept free for other databases; pick another --base-port")));
+        return Err(Usage(format!(
+            "ports {first}..={last} include {p}, kept free for other databases; pick another --base-port"
+        )));
     }
     Ok(())
 }
@@ -49,7 +50,9 @@ pub fn init(dir: &Path, spec: &InitSpec) -> Result<ClusterConfig> {
     check(spec)?;
     let path = config_path(dir);
     if path.exists() && !spec.force {
-        return Err(Usage(format!("{} already exists; use --force to overwrite it (and its keys)", path.display())).into());
+        return Err(
+            Usage(format!("{} already exists; use --force to overwrite it (and its keys)", path.display())).into()
+        );
     }
     fs::create_dir_all(dir.join("keys")).with_context(|| format!("cannot create {}", dir.join("keys").display()))?;
     let n = 5 * spec.f + 1;

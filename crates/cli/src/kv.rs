@@ -32,7 +32,8 @@ pub fn parse_op(text: &str) -> Result<Op, Usage> {
         "get" => Ok(Op::Get(one_key("get")?)),
         "delete" | "del" => Ok(Op::Delete(one_key("delete")?)),
         "put" | "set" => {
-            let (k, v) = rest.split_once(char::is_whitespace).ok_or_else(|| Usage("usage: put <key> <value>".into()))?;
+            let (k, v) =
+                rest.split_once(char::is_whitespace).ok_or_else(|| Usage("usage: put <key> <value>".into()))?;
             Ok(Op::Put(k.to_string(), v.trim().to_string()))
         }
         other => Err(Usage(format!("unknown operation {other:?}; expected get, put or delete"))),
@@ -41,7 +42,8 @@ pub fn parse_op(text: &str) -> Result<Op, Usage> {
 
 /// Operations separated by `;` or newlines.
 pub fn parse_script(text: &str) -> Result<Vec<Op>, Usage> {
-    let ops: Vec<Op> = text.split([';', '\n']).filter(|s| !s.trim().is_empty()).map(parse_op).collect::<Result<_, _>>()?;
+    let ops: Vec<Op> =
+        text.split([';', '\n']).filter(|s| !s.trim().is_empty()).map(parse_op).collect::<Result<_, _>>()?;
     if ops.is_empty() {
         return Err(Usage("the transaction has no operations".into()));
     }
@@ -79,7 +81,12 @@ pub async fn connect(config_path: &Path, client: u64, key: Option<PathBuf>, time
     let config = load_config(config_path)?;
     if !config.clients.iter().any(|c| c.id == client) {
         let ids: Vec<String> = config.clients.iter().map(|c| c.id.to_string()).collect();
-        return Err(Usage(format!("client {client} is not in {} (clients: {})", config_path.display(), ids.join(", "))).into());
+        return Err(Usage(format!(
+            "client {client} is not in {} (clients: {})",
+            config_path.display(),
+            ids.join(", ")
+        ))
+        .into());
     }
     let key_path = key.unwrap_or_else(|| client_key_path(&config_dir(config_path), client));
     let key = match read_key(&key_path) {

@@ -251,7 +251,8 @@ fn init_logging(cmd: &Cmd) {
         Cmd::Replica(_) | Cmd::Cluster { .. } | Cmd::Gateway(_) => "info",
         _ => "warn",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Colours only on a terminal: `cluster up` sends replica logs to files.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).try_init();
@@ -282,7 +283,14 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Replica(a) => {
-            let spec = replica::ReplicaSpec { config: a.config, id: a.id, shard: a.shard, index: a.index, key: a.key, fault: a.fault };
+            let spec = replica::ReplicaSpec {
+                config: a.config,
+                id: a.id,
+                shard: a.shard,
+                index: a.index,
+                key: a.key,
+                fault: a.fault,
+            };
             replica_runtime()?.block_on(replica::run(spec))?;
             Ok(ExitCode::SUCCESS)
         }
@@ -339,7 +347,9 @@ async fn run_kv(a: KvArgs) -> Result<ExitCode> {
 }
 
 /// `s0r2=abort-all` pairs; the fault name is checked by the replica itself.
-fn parse_byzantine(specs: &[String]) -> Result<std::collections::BTreeMap<pistou_core::ReplicaId, String>, usage::Usage> {
+fn parse_byzantine(
+    specs: &[String],
+) -> Result<std::collections::BTreeMap<pistou_core::ReplicaId, String>, usage::Usage> {
     let mut out = std::collections::BTreeMap::new();
     for spec in specs {
         let Some((id, fault)) = spec.split_once('=') else {
@@ -351,7 +361,11 @@ fn parse_byzantine(specs: &[String]) -> Result<std::collections::BTreeMap<pistou
     Ok(out)
 }
 
-async fn cluster_up(dir: PathBuf, tolerate: bool, byzantine: std::collections::BTreeMap<pistou_core::ReplicaId, String>) -> Result<()> {
+async fn cluster_up(
+    dir: PathBuf,
+    tolerate: bool,
+    byzantine: std::collections::BTreeMap<pistou_core::ReplicaId, String>,
+) -> Result<()> {
     let config_path = files::config_path(&dir);
     let mut cluster = cluster::Cluster::start(&config_path, &byzantine).await?;
     let result = async {

@@ -4,8 +4,8 @@ use crate::files::{config_dir, load_config, parse_replica_id, read_key, replica_
 use crate::signals::stop_requested;
 use crate::usage::Usage;
 use anyhow::{bail, Result};
-use pistou_core::{ReplicaId, ShardId};
 use pistou_adversary::ReplicaFault;
+use pistou_core::{ReplicaId, ShardId};
 use pistou_crypto::BatchSigner;
 use pistou_node::{Fault, NodeOptions, ReplicaServer};
 use std::path::{Path, PathBuf};
@@ -33,7 +33,12 @@ pub async fn run(spec: ReplicaSpec) -> Result<()> {
     let config = load_config(&spec.config)?;
     if config.replica(id).is_none() {
         let n = config.quorums().n();
-        return Err(Usage(format!("replica {id} is not in {} ({} shard(s), indexes 0..{n})", spec.config.display(), config.num_shards())).into());
+        return Err(Usage(format!(
+            "replica {id} is not in {} ({} shard(s), indexes 0..{n})",
+            spec.config.display(),
+            config.num_shards()
+        ))
+        .into());
     }
     let key_path = spec.key.clone().unwrap_or_else(|| replica_key_path(&config_dir(&spec.config), id));
     let key = match read_key(&key_path) {

@@ -22,7 +22,8 @@ Statements end with ';' and may span several lines.
 
 /// Connects to `url` (a `postgres://` URL or a key=value connection string) and runs the shell.
 pub async fn run(url: &str) -> Result<()> {
-    let (client, connection) = tokio_postgres::connect(url, NoTls).await.with_context(|| format!("cannot connect to {url}"))?;
+    let (client, connection) =
+        tokio_postgres::connect(url, NoTls).await.with_context(|| format!("cannot connect to {url}"))?;
     let connection = tokio::spawn(connection);
     let result = shell(&client).await;
     drop(client);
@@ -145,7 +146,9 @@ fn render(sql: &str, messages: &[SimpleQueryMessage]) -> String {
     let mut out = Vec::new();
     for m in messages {
         match m {
-            SimpleQueryMessage::RowDescription(cols) => columns = Some(cols.iter().map(|c| c.name().to_string()).collect()),
+            SimpleQueryMessage::RowDescription(cols) => {
+                columns = Some(cols.iter().map(|c| c.name().to_string()).collect())
+            }
             SimpleQueryMessage::Row(row) => {
                 if columns.is_none() {
                     columns = Some(row.columns().iter().map(|c| c.name().to_string()).collect());

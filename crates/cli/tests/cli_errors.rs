@@ -26,7 +26,12 @@ fn usage_errors_exit_2() {
 #[test]
 fn a_bad_replica_thread_count_is_a_usage_error() {
     for bad in ["abc", "0", "1025", ""] {
-        let run = pistou_with(&["replica", "--config", "/nonexistent/cluster.toml", "--id", "s0r0"], "", &[("PISTOU_REPLICA_THREADS", bad)], LIMIT);
+        let run = pistou_with(
+            &["replica", "--config", "/nonexistent/cluster.toml", "--id", "s0r0"],
+            "",
+            &[("PISTOU_REPLICA_THREADS", bad)],
+            LIMIT,
+        );
         assert_eq!(run.code, Some(2), "PISTOU_REPLICA_THREADS={bad:?}: {}", run.stderr);
         assert!(run.stderr.contains("PISTOU_REPLICA_THREADS must be"), "{}", run.stderr);
     }
@@ -42,7 +47,9 @@ fn init_checks_arguments_and_refuses_to_overwrite() {
     assert_eq!(pistou(&["init", "--dir", d, "--base-port", "41000"], LIMIT).code, Some(0));
     assert_fails(&["init", "--dir", d, "--base-port", "41000"], 2, "already exists");
     assert_eq!(pistou(&["init", "--dir", d, "--base-port", "41000", "--force"], LIMIT).code, Some(0));
-    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(dir.path().join("keys/replica-s0-r0.key")).unwrap().permissions());
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(dir.path().join("keys/replica-s0-r0.key")).unwrap().permissions(),
+    );
     assert_eq!(mode & 0o777, 0o600, "key files must be private");
 }
 

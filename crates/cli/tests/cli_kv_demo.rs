@@ -27,7 +27,10 @@ async fn kv_commands_against_a_running_cluster() {
         let r = kv(&["txn", "get greeting; put n 1; get n; delete greeting; get greeting"]);
         assert_eq!(r.code, Some(0), "{}", r.stderr);
         let lines: Vec<&str> = r.stdout.lines().collect();
-        assert_eq!(&lines[..5], ["greeting = hello world", "n := 1", "n = 1", "greeting deleted", "greeting not found"]);
+        assert_eq!(
+            &lines[..5],
+            ["greeting = hello world", "n := 1", "n = 1", "greeting deleted", "greeting not found"]
+        );
         assert!(lines[5].starts_with("committed"), "{}", r.stdout);
         let r = kv(&["get", "greeting"]);
         assert_eq!((r.code, r.stdout.trim()), (Some(0), "greeting not found"));
@@ -90,7 +93,8 @@ ERROR:  column \"nope\" does not exist (SQLSTATE 42703)
 (2 rows)
 ";
         assert!(r.stdout.contains(expected), "unexpected demo session:\n{}\nstderr: {}", r.stdout, r.stderr);
-        for line in ["cluster ready", &format!("psql -h 127.0.0.1 -p {port} -U pistou pistou"), "stopping the cluster"] {
+        for line in ["cluster ready", &format!("psql -h 127.0.0.1 -p {port} -U pistou pistou"), "stopping the cluster"]
+        {
             assert!(r.stdout.contains(line), "missing {line:?} in demo output:\n{}", r.stdout);
         }
         // Every replica port and the gateway port are free again: nothing outlived the demo.
@@ -98,7 +102,10 @@ ERROR:  column \"nope\" does not exist (SQLSTATE 42703)
             let addr = &config.replica(id).expect("replica").addr;
             assert!(std::net::TcpListener::bind(addr).is_ok(), "{addr} still in use after the demo");
         }
-        assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(), "gateway port {port} still in use after the demo");
+        assert!(
+            std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(),
+            "gateway port {port} still in use after the demo"
+        );
     });
     tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out").expect("test panicked");
 }
@@ -115,7 +122,19 @@ async fn a_stalled_byzantine_write_does_not_block_readers() {
         let config = format!("{}/cluster.toml", path_str(dir.path()));
         let r = pistou(&["kv", "--config", &config, "put", "alice", "1"], LIMIT);
         assert_eq!(r.code, Some(0), "{}", r.stderr);
-        let byz = ["byzantine-client", "--config", &config, "--client", "3", "--fault", "stall-late", "--keys", "alice", "--txns", "1"];
+        let byz = [
+            "byzantine-client",
+            "--config",
+            &config,
+            "--client",
+            "3",
+            "--fault",
+            "stall-late",
+            "--keys",
+            "alice",
+            "--txns",
+            "1",
+        ];
         let r = pistou(&byz, LIMIT);
         assert_eq!((r.code, r.stdout.trim()), (Some(0), "started 1 faulty transactions"), "{}", r.stderr);
         let r = pistou(&["kv", "--config", &config, "txn", "get alice; put bob 2"], LIMIT);
@@ -125,7 +144,10 @@ async fn a_stalled_byzantine_write_does_not_block_readers() {
         let r = pistou(&["kv", "--config", &config, "get", "alice"], LIMIT);
         assert_eq!(r.code, Some(0), "{}", r.stderr);
         assert_ne!(r.stdout.trim(), "alice = 1", "the stalled write was neither finished nor visible");
-        let r = pistou(&["byzantine-client", "--config", &config, "--client", "3", "--fault", "nonsense", "--keys", "a"], LIMIT);
+        let r = pistou(
+            &["byzantine-client", "--config", &config, "--client", "3", "--fault", "nonsense", "--keys", "a"],
+            LIMIT,
+        );
         assert_eq!(r.code, Some(2), "an unknown fault is a usage error: {}", r.stderr);
         let status = cluster.stop();
         assert!(status.success());

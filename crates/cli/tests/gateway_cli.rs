@@ -15,7 +15,8 @@ fn gateway(config: &str, port: u16, extra: &[&str]) -> Child {
     let listen = format!("127.0.0.1:{port}");
     let mut args = vec!["gateway", "--config", config, "--listen", &listen];
     args.extend_from_slice(extra);
-    let mut child = Command::new(PISTOU).args(&args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn gateway");
+    let mut child =
+        Command::new(PISTOU).args(&args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn gateway");
     let stdout = child.stdout.take().expect("stdout");
     let mut first = String::new();
     BufReader::new(stdout).read_line(&mut first).expect("read the first line");
@@ -51,7 +52,11 @@ async fn gateway_subcommand_serves_sql_and_checks_passwords() {
                       SELECT k, v FROM kv ORDER BY k;\n";
         let r = pistou_with_input(&["sql", "--url", &url], script, LIMIT);
         assert_eq!(r.code, Some(0), "{}", r.stderr);
-        assert_eq!(r.stdout, "CREATE TABLE\nINSERT 0 2\n k | v\n---+---\n a | 1\n b | 2\n(2 rows)\n", "stderr: {}", r.stderr);
+        assert_eq!(
+            r.stdout, "CREATE TABLE\nINSERT 0 2\n k | v\n---+---\n a | 1\n b | 2\n(2 rows)\n",
+            "stderr: {}",
+            r.stderr
+        );
         let wrong = format!("postgres://app:nope@127.0.0.1:{port}/pistou");
         let r = pistou_with_input(&["sql", "--url", &wrong], "", LIMIT);
         assert_eq!(r.code, Some(1), "a wrong password must not connect: {}", r.stdout);
@@ -59,7 +64,10 @@ async fn gateway_subcommand_serves_sql_and_checks_passwords() {
         assert!(interrupt(gw).success(), "the gateway exits 0 on SIGINT");
         assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(), "the gateway port is free again");
         // Bad arguments are usage errors (exit 2) with a clear message.
-        let r = pistou(&["gateway", "--config", &config, "--password-method", "md5", "--user", "u", "--password", "p"], LIMIT);
+        let r = pistou(
+            &["gateway", "--config", &config, "--password-method", "md5", "--user", "u", "--password", "p"],
+            LIMIT,
+        );
         assert_eq!(r.code, Some(2), "{}", r.stderr);
         assert!(r.stderr.contains("--password-method must be scram or cleartext"), "{}", r.stderr);
         assert!(cluster.stop().success());

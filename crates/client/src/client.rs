@@ -39,7 +39,11 @@ struct Inner {
 impl Client {
     /// Starts the background task and the links to every replica (connected in the
     /// background, so this succeeds even if replicas are still starting).
-    pub async fn connect(config: Arc<ClusterConfig>, id: ClientId, key: Option<SecretKey>) -> Result<Client, ClientError> {
+    pub async fn connect(
+        config: Arc<ClusterConfig>,
+        id: ClientId,
+        key: Option<SecretKey>,
+    ) -> Result<Client, ClientError> {
         Self::connect_with(config, id, key, ClientOptions::default()).await
     }
 
@@ -127,7 +131,12 @@ impl Client {
     }
 
     /// Sends a command and waits for its answer, within the operation timeout.
-    async fn call<T>(&self, op: &'static str, cmd: Command, rx: oneshot::Receiver<Result<T, ClientError>>) -> Result<T, ClientError> {
+    async fn call<T>(
+        &self,
+        op: &'static str,
+        cmd: Command,
+        rx: oneshot::Receiver<Result<T, ClientError>>,
+    ) -> Result<T, ClientError> {
         self.inner.commands.send(cmd).map_err(|_| ClientError::Closed)?;
         let after = self.inner.options.op_timeout;
         match tokio::time::timeout(after, rx).await {

@@ -5,10 +5,10 @@
 use crate::error::{ClientError, Outcome};
 use crate::link::{run_link, LinkCounters, LinkParams};
 use crate::options::ClientOptions;
+use bytes::Bytes;
 use pistou_core::{ClusterConfig, Key, ReplicaId, Value};
 use pistou_crypto::SecretKey;
 use pistou_txn::{Coordinator, CoordinatorEvent, GetStart, SqlOutput, TxnHandle};
-use bytes::Bytes;
 use pistou_wire::{encode_message, ClientSigned, Decision, Message, RangeRead};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -22,16 +22,37 @@ type Writes = Vec<(Key, Option<Value>)>;
 type ReadWaiters = HashMap<Key, Vec<Reply<Option<Value>>>>;
 
 pub(crate) enum Command {
-    Begin { reply: Reply<TxnHandle> },
-    Get { txn: TxnHandle, key: Key, reply: Reply<Option<Value>> },
+    Begin {
+        reply: Reply<TxnHandle>,
+    },
+    Get {
+        txn: TxnHandle,
+        key: Key,
+        reply: Reply<Option<Value>>,
+    },
     /// Buffered writes travel with the commit, so `Txn::put` needs no round trip.
-    Commit { txn: TxnHandle, writes: Writes, reply: Reply<Outcome> },
-    Abort { txn: TxnHandle },
+    Commit {
+        txn: TxnHandle,
+        writes: Writes,
+        reply: Reply<Outcome>,
+    },
+    Abort {
+        txn: TxnHandle,
+    },
     /// One SQL statement (Pesto): answered when it completes.
-    Sql { txn: TxnHandle, sql: String, params: Vec<pistou_sql::Value>, reply: Reply<SqlOutput> },
-    RangeStats { reply: Reply<pistou_txn::RangeStats> },
+    Sql {
+        txn: TxnHandle,
+        sql: String,
+        params: Vec<pistou_sql::Value>,
+        reply: Reply<SqlOutput>,
+    },
+    RangeStats {
+        reply: Reply<pistou_txn::RangeStats>,
+    },
     /// Stop taking commands; finish writebacks (bounded by `linger`), then answer.
-    Shutdown { done: oneshot::Sender<()> },
+    Shutdown {
+        done: oneshot::Sender<()>,
+    },
 }
 
 /// Microseconds since the UNIX epoch: the only clock the coordinator sees.
@@ -102,7 +123,11 @@ impl Engine {
         cmd_tx
     }
 
-    async fn run(mut self, mut cmds: mpsc::UnboundedReceiver<Command>, mut replies: mpsc::Receiver<(ReplicaId, Message)>) {
+    async fn run(
+        mut self,
+        mut cmds: mpsc::UnboundedReceiver<Command>,
+        mut replies: mpsc::Receiver<(ReplicaId, Message)>,
+    ) {
         // `interval` panics on a zero period; a misconfigured option must not.
         let mut tick = tokio::time::interval(self.options.tick_interval.max(Duration::from_millis(1)));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

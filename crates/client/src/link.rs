@@ -7,7 +7,9 @@ use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use pistou_core::{ClientId, ReplicaId};
 use pistou_crypto::{Ephemeral, SecretKey, SessionKey};
-use pistou_wire::{decode_message, encode_message, frame_codec, ClientSigned, FrameCodec, Message, SessionOpen, Signable};
+use pistou_wire::{
+    decode_message, encode_message, frame_codec, ClientSigned, FrameCodec, Message, SessionOpen, Signable,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

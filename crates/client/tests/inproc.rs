@@ -57,7 +57,11 @@ async fn start(f: usize, shards: usize, crypto: bool) -> Cluster {
         shard_cfgs.push(ShardConfig { replicas });
     }
     let client_keys: Vec<SecretKey> = (0..4).map(|_| SecretKey::generate()).collect();
-    let clients = client_keys.iter().enumerate().map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() }).collect();
+    let clients = client_keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() })
+        .collect();
     let config = ClusterConfig {
         f,
         delta_us: 200_000,
@@ -87,13 +91,15 @@ async fn start(f: usize, shards: usize, crypto: bool) -> Cluster {
 async fn transfer(client: &Client, from: usize, to: usize) -> Result<(), ClientError> {
     assert_ne!(from, to, "a transfer needs two accounts");
     client
-        .run_txn(|t| Box::pin(async move {
-            let a = read_num(t, from).await?;
-            let b = read_num(t, to).await?;
-            t.put(format!("acct{from}"), (a - 1).to_string())?;
-            t.put(format!("acct{to}"), (b + 1).to_string())?;
-            Ok(())
-        }))
+        .run_txn(|t| {
+            Box::pin(async move {
+                let a = read_num(t, from).await?;
+                let b = read_num(t, to).await?;
+                t.put(format!("acct{from}"), (a - 1).to_string())?;
+                t.put(format!("acct{to}"), (b + 1).to_string())?;
+                Ok(())
+            })
+        })
         .await
 }
 
@@ -108,9 +114,10 @@ async fn concurrent_transfers_conserve_total() {
         let cluster = start(1, 2, true).await;
         let mut handles = Vec::new();
         for c in 0..3u64 {
-            let client = Client::connect(cluster.config.clone(), ClientId(c + 1), Some(cluster.client_keys[c as usize].clone()))
-                .await
-                .unwrap();
+            let client =
+                Client::connect(cluster.config.clone(), ClientId(c + 1), Some(cluster.client_keys[c as usize].clone()))
+                    .await
+                    .unwrap();
             handles.push(tokio::spawn(async move {
                 for k in 0..10usize {
                     let from = (k * 3 + c as usize) % 6;
@@ -122,15 +129,18 @@ async fn concurrent_transfers_conserve_total() {
         for h in handles {
             h.await.unwrap();
         }
-        let client = Client::connect(cluster.config.clone(), ClientId(4), Some(cluster.client_keys[3].clone())).await.unwrap();
+        let client =
+            Client::connect(cluster.config.clone(), ClientId(4), Some(cluster.client_keys[3].clone())).await.unwrap();
         let total = client
-            .run_txn(|t| Box::pin(async move {
-                let mut sum = 0;
-                for i in 0..6 {
-                    sum += read_num(t, i).await?;
-                }
-                Ok(sum)
-            }))
+            .run_txn(|t| {
+                Box::pin(async move {
+                    let mut sum = 0;
+                    for i in 0..6 {
+                        sum += read_num(t, i).await?;
+                    }
+                    Ok(sum)
+                })
+            })
             .await
             .unwrap();
         assert_eq!(total, 600);
@@ -152,7 +162,8 @@ async fn concurrent_transfers_conserve_total() {
 async fn one_client_runs_many_transactions_at_once() {
     let run = async {
         let cluster = start(1, 1, true).await;
-        let client = Client::connect(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone())).await.unwrap();
+        let client =
+            Client::connect(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone())).await.unwrap();
         let mut handles = Vec::new();
         for w in 0..6usize {
             let client = client.clone();
@@ -205,9 +216,10 @@ async fn unreachable_cluster_gives_a_timeout_error() {
             t.await.unwrap();
         }
         let options = ClientOptions { op_timeout: Duration::from_millis(300), ..ClientOptions::default() };
-        let client = Client::connect_with(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone()), options)
-            .await
-            .unwrap();
+        let client =
+            Client::connect_with(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone()), options)
+                .await
+                .unwrap();
         let mut t = client.begin().await.unwrap();
         match t.get("k").await {
             Err(ClientError::Timeout { op: "get", .. }) => {}
@@ -222,10 +234,14 @@ async fn unreachable_cluster_gives_a_timeout_error() {
 async fn wrong_key_or_unknown_client_is_a_config_error() {
     let cluster = start(1, 1, true).await;
     let wrong = SecretKey::generate();
-    assert!(matches!(Client::connect(cluster.config.clone(), ClientId(1), Some(wrong)).await, Err(ClientError::Config(_))));
+    assert!(matches!(
+        Client::connect(cluster.config.clone(), ClientId(1), Some(wrong)).await,
+        Err(ClientError::Config(_))
+    ));
     assert!(matches!(Client::connect(cluster.config.clone(), ClientId(77), None).await, Err(ClientError::Config(_))));
     assert!(matches!(Client::connect(cluster.config.clone(), ClientId(1), None).await, Err(ClientError::Config(_))));
-    let client = Client::connect(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone())).await.unwrap();
+    let client =
+        Client::connect(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone())).await.unwrap();
     let mut t = client.begin().await.unwrap();
     let big = vec![0u8; pistou_wire::MAX_KEY_BYTES + 1];
     assert!(matches!(t.put(&big, "v"), Err(ClientError::Txn(_))));
@@ -262,9 +278,10 @@ async fn client_reconnects_to_a_restarted_replica() {
     let run = async {
         let mut cluster = start(1, 1, true).await;
         let options = ClientOptions { max_backoff: Duration::from_millis(200), ..ClientOptions::default() };
-        let client = Client::connect_with(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone()), options)
-            .await
-            .unwrap();
+        let client =
+            Client::connect_with(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone()), options)
+                .await
+                .unwrap();
         for k in 0..5 {
             transfer(&client, k, k + 1).await.unwrap();
         }
@@ -299,7 +316,10 @@ async fn client_reconnects_to_a_restarted_replica() {
         transfer(&client, 0, 5).await.unwrap();
         let _ = cluster.stop.send(true);
         let report = task.await.unwrap();
-        assert!(report.stats.reads + report.stats.votes_commit + report.stats.votes_abort > 0, "the restarted replica was used");
+        assert!(
+            report.stats.reads + report.stats.votes_commit + report.stats.votes_abort > 0,
+            "the restarted replica was used"
+        );
     };
     tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out");
 }
@@ -310,7 +330,8 @@ async fn client_reconnects_to_a_restarted_replica() {
 async fn shutdown_waits_for_writebacks() {
     let run = async {
         let cluster = start(1, 1, true).await;
-        let client = Client::connect(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone())).await.unwrap();
+        let client =
+            Client::connect(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone())).await.unwrap();
         let mut t = client.begin().await.unwrap();
         t.put("k", "v").unwrap();
         assert!(t.commit().await.unwrap().is_committed());
@@ -332,29 +353,36 @@ async fn shutdown_waits_for_writebacks() {
 async fn sql_transfer(client: &Client, from: i64, to: i64) -> Result<(), ClientError> {
     use pistou_client::SqlValue;
     client
-        .run_txn(|t| Box::pin(async move {
-            t.execute("UPDATE accounts SET balance = balance - 1 WHERE id = $1", &[SqlValue::Int(from)]).await?;
-            t.execute("UPDATE accounts SET balance = balance + 1 WHERE id = $1", &[SqlValue::Int(to)]).await?;
-            Ok(())
-        }))
+        .run_txn(|t| {
+            Box::pin(async move {
+                t.execute("UPDATE accounts SET balance = balance - 1 WHERE id = $1", &[SqlValue::Int(from)]).await?;
+                t.execute("UPDATE accounts SET balance = balance + 1 WHERE id = $1", &[SqlValue::Int(to)]).await?;
+                Ok(())
+            })
+        })
         .await
 }
 
 async fn sql_total(client: &Client) -> i64 {
     use pistou_client::{SqlOutput, SqlValue};
     client
-        .run_txn(|t| Box::pin(async move {
-            match t.query("SELECT sum(balance), count(*) FROM accounts WHERE balance >= $1", &[SqlValue::Int(-1_000)]).await? {
-                SqlOutput::Rows { rows, .. } => match rows.as_slice() {
-                    [row] => match (&row[0], &row[1]) {
-                        (SqlValue::Int(sum), SqlValue::Int(6)) => Ok(*sum),
-                        other => panic!("unexpected aggregate {other:?}"),
+        .run_txn(|t| {
+            Box::pin(async move {
+                match t
+                    .query("SELECT sum(balance), count(*) FROM accounts WHERE balance >= $1", &[SqlValue::Int(-1_000)])
+                    .await?
+                {
+                    SqlOutput::Rows { rows, .. } => match rows.as_slice() {
+                        [row] => match (&row[0], &row[1]) {
+                            (SqlValue::Int(sum), SqlValue::Int(6)) => Ok(*sum),
+                            other => panic!("unexpected aggregate {other:?}"),
+                        },
+                        other => panic!("unexpected rows {other:?}"),
                     },
-                    other => panic!("unexpected rows {other:?}"),
-                },
-                other => panic!("unexpected output {other:?}"),
-            }
-        }))
+                    other => panic!("unexpected output {other:?}"),
+                }
+            })
+        })
         .await
         .unwrap()
 }
@@ -364,10 +392,14 @@ async fn sql_transactions_over_tcp_conserve_total() {
     use pistou_client::{SqlOutput, SqlState, SqlValue};
     let run = async {
         let cluster = start(1, 1, true).await;
-        let connect = |c: usize| Client::connect(cluster.config.clone(), ClientId(c as u64 + 1), Some(cluster.client_keys[c].clone()));
+        let connect = |c: usize| {
+            Client::connect(cluster.config.clone(), ClientId(c as u64 + 1), Some(cluster.client_keys[c].clone()))
+        };
         let admin = connect(3).await.unwrap();
         let mut t = admin.begin().await.unwrap();
-        t.execute("CREATE TABLE accounts (id INT PRIMARY KEY, owner TEXT NOT NULL, balance INT NOT NULL)", &[]).await.unwrap();
+        t.execute("CREATE TABLE accounts (id INT PRIMARY KEY, owner TEXT NOT NULL, balance INT NOT NULL)", &[])
+            .await
+            .unwrap();
         assert!(t.commit().await.unwrap().is_committed());
         let mut t = admin.begin().await.unwrap();
         let n = t

@@ -4,11 +4,11 @@
 //! node's replica-to-replica links.
 
 use futures::{SinkExt, StreamExt};
+use pistou_adversary::{ByzClient, ClientFault};
 use pistou_client::{Client, ClientOptions};
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
 use pistou_crypto::SecretKey;
 use pistou_node::{now_us, NodeOptions, ReplicaReport, ReplicaServer};
-use pistou_adversary::{ByzClient, ClientFault};
 use pistou_wire::{decode_message, encode_message, frame_codec, Message};
 use rand::SeedableRng;
 use std::collections::HashMap;
@@ -18,7 +18,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio_util::codec::Framed;
 
-async fn cluster() -> (Arc<ClusterConfig>, Vec<SecretKey>, watch::Sender<bool>, Vec<tokio::task::JoinHandle<ReplicaReport>>) {
+async fn cluster(
+) -> (Arc<ClusterConfig>, Vec<SecretKey>, watch::Sender<bool>, Vec<tokio::task::JoinHandle<ReplicaReport>>) {
     let mut listeners = Vec::new();
     let mut replicas = Vec::new();
     let mut keys = Vec::new();
@@ -30,7 +31,11 @@ async fn cluster() -> (Arc<ClusterConfig>, Vec<SecretKey>, watch::Sender<bool>, 
         keys.push(key);
     }
     let client_keys: Vec<SecretKey> = (0..2).map(|_| SecretKey::generate()).collect();
-    let clients = client_keys.iter().enumerate().map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() }).collect();
+    let clients = client_keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() })
+        .collect();
     let config = Arc::new(ClusterConfig {
         f: 1,
         delta_us: 200_000,

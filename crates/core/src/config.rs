@@ -303,7 +303,12 @@ mod tests {
                     .collect(),
             })
             .collect();
-        ClusterConfig::new(f, shards, vec![ClientConfig { id: 1, public_key: SecretKey::from_seed([200; 32]).public() }], true)
+        ClusterConfig::new(
+            f,
+            shards,
+            vec![ClientConfig { id: 1, public_key: SecretKey::from_seed([200; 32]).public() }],
+            true,
+        )
     }
 
     #[test]

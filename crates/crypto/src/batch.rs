@@ -41,11 +41,7 @@ impl BatchSigner {
     /// `max_batch` is clamped to at least 1.
     pub fn new(key: SecretKey, max_batch: usize) -> Self {
         let public = key.public();
-        BatchSigner {
-            key,
-            public,
-            max_batch: max_batch.max(1),
-        }
+        BatchSigner { key, public, max_batch: max_batch.max(1) }
     }
 
     pub fn public(&self) -> PublicKey {
@@ -64,11 +60,7 @@ impl BatchSigner {
         for chunk in payload_hashes.chunks(self.max_batch) {
             let (root, proofs) = merkle_root_and_proofs(chunk);
             let signature = self.key.sign(&batch_message(&root));
-            out.extend(proofs.into_iter().map(|proof| BatchSignature {
-                root,
-                signature,
-                proof,
-            }));
+            out.extend(proofs.into_iter().map(|proof| BatchSignature { root, signature, proof }));
         }
         out
     }
@@ -79,10 +71,7 @@ impl BatchSigner {
         BatchSignature {
             root,
             signature: self.key.sign(&batch_message(&root)),
-            proof: MerkleProof {
-                index: 0,
-                siblings: Vec::new(),
-            },
+            proof: MerkleProof { index: 0, siblings: Vec::new() },
         }
     }
 }
@@ -103,13 +92,7 @@ pub struct VerifyCache {
 impl VerifyCache {
     pub fn new(capacity: usize) -> Self {
         // Do not pre-allocate `capacity`: it may be large and mostly unused.
-        VerifyCache {
-            capacity,
-            set: HashSet::new(),
-            order: VecDeque::new(),
-            hits: 0,
-            misses: 0,
-        }
+        VerifyCache { capacity, set: HashSet::new(), order: VecDeque::new(), hits: 0, misses: 0 }
     }
 
     pub fn len(&self) -> usize {
@@ -244,22 +227,13 @@ pub fn verify_batched_many(
     if pending.is_empty() {
         return results;
     }
-    let msgs: Vec<[u8; 47]> = pending
-        .iter()
-        .map(|(_, root, _)| batch_message(root))
-        .collect();
-    let batch: Vec<(&PublicKey, &[u8], &Signature)> = pending
-        .iter()
-        .zip(&msgs)
-        .map(|((pk, _, sig), m)| (pk, m.as_slice(), sig))
-        .collect();
+    let msgs: Vec<[u8; 47]> = pending.iter().map(|(_, root, _)| batch_message(root)).collect();
+    let batch: Vec<(&PublicKey, &[u8], &Signature)> =
+        pending.iter().zip(&msgs).map(|((pk, _, sig), m)| (pk, m.as_slice(), sig)).collect();
     let verdicts: Vec<Result<(), CryptoError>> = match verify_batch(&batch) {
         Ok(()) => vec![Ok(()); pending.len()],
         // Someone in the batch is bad: find out who, one by one.
-        Err(_) => batch
-            .iter()
-            .map(|(pk, m, sig)| verify(pk, m, sig))
-            .collect(),
+        Err(_) => batch.iter().map(|(pk, m, sig)| verify(pk, m, sig)).collect(),
     };
     for (key, v) in pending.iter().zip(&verdicts) {
         if v.is_ok() {
@@ -283,9 +257,7 @@ mod tests {
     use std::time::Instant;
 
     fn payloads(n: usize, salt: u8) -> Vec<Hash> {
-        (0..n)
-            .map(|i| hash(&[salt, i as u8, (i >> 8) as u8]))
-            .collect()
+        (0..n).map(|i| hash(&[salt, i as u8, (i >> 8) as u8])).collect()
     }
 
     fn signer(i: u8, max: usize) -> BatchSigner {
@@ -309,18 +281,12 @@ mod tests {
         assert_eq!(cache.hits(), 18);
         assert_eq!(cache.len(), 3);
         // Payload swapped between items of the same batch: proof fails.
-        assert_eq!(
-            verify_batched(&s.public(), &ps[1], &bss[0], &mut cache),
-            Err(CryptoError::BadProof)
-        );
+        assert_eq!(verify_batched(&s.public(), &ps[1], &bss[0], &mut cache), Err(CryptoError::BadProof));
         // Wrong signer.
         let other = signer(2, 8);
         assert!(verify_batched(&other.public(), &ps[0], &bss[0], &mut cache).is_err());
         assert!(s.sign_batch(&[]).is_empty());
-        assert_eq!(
-            BatchSigner::new(SecretKey::from_seed([3; 32]), 0).max_batch(),
-            1
-        );
+        assert_eq!(BatchSigner::new(SecretKey::from_seed([3; 32]), 0).max_batch(), 1);
     }
 
     #[test]
@@ -340,58 +306,33 @@ mod tests {
         let ps = payloads(16, 1);
         let bss = s.sign_batch(&ps);
         let mut cache = VerifyCache::new(10);
-        assert_eq!(
-            verify_batched(&s.public(), &ps[3], &bss[3], &mut cache),
-            Ok(())
-        );
+        assert_eq!(verify_batched(&s.public(), &ps[3], &bss[3], &mut cache), Ok(()));
         assert_eq!((cache.hits(), cache.misses()), (0, 1));
         // Now cached. A forged payload with a valid-looking batch signature must fail.
         let forged = hash(b"forged");
-        assert_eq!(
-            verify_batched(&s.public(), &forged, &bss[3], &mut cache),
-            Err(CryptoError::BadProof)
-        );
+        assert_eq!(verify_batched(&s.public(), &forged, &bss[3], &mut cache), Err(CryptoError::BadProof));
         let mut bad = bss[3].clone();
         bad.proof.siblings[2][0] ^= 1;
-        assert_eq!(
-            verify_batched(&s.public(), &ps[3], &bad, &mut cache),
-            Err(CryptoError::BadProof)
-        );
+        assert_eq!(verify_batched(&s.public(), &ps[3], &bad, &mut cache), Err(CryptoError::BadProof));
         let mut bad = bss[3].clone();
         bad.proof.index ^= 1;
-        assert_eq!(
-            verify_batched(&s.public(), &ps[3], &bad, &mut cache),
-            Err(CryptoError::BadProof)
-        );
+        assert_eq!(verify_batched(&s.public(), &ps[3], &bad, &mut cache), Err(CryptoError::BadProof));
         // Proof rebuilt for a different root but the cached signature attached.
         let (other_root, other_proofs) = merkle_root_and_proofs(&[forged, ps[0]]);
-        let bad = BatchSignature {
-            root: other_root,
-            signature: bss[3].signature,
-            proof: other_proofs[0].clone(),
-        };
-        assert_eq!(
-            verify_batched(&s.public(), &forged, &bad, &mut cache),
-            Err(CryptoError::BadSignature)
-        );
+        let bad = BatchSignature { root: other_root, signature: bss[3].signature, proof: other_proofs[0].clone() };
+        assert_eq!(verify_batched(&s.public(), &forged, &bad, &mut cache), Err(CryptoError::BadSignature));
         // Same root, tampered signature: not a cache hit, fails verification.
         let mut bad = bss[3].clone();
         bad.signature.0[40] ^= 1;
         assert!(verify_batched(&s.public(), &ps[3], &bad, &mut cache).is_err());
         assert_eq!(cache.len(), 1, "failed verifications are never cached");
         // The good one still hits.
-        assert_eq!(
-            verify_batched(&s.public(), &ps[4], &bss[4], &mut cache),
-            Ok(())
-        );
+        assert_eq!(verify_batched(&s.public(), &ps[4], &bss[4], &mut cache), Ok(()));
         assert_eq!(cache.hits(), 1);
         // Hostile proof depth rejected even with a cached triple.
         let mut deep = bss[4].clone();
         deep.proof.siblings = vec![[0u8; 32]; 100];
-        assert_eq!(
-            verify_batched(&s.public(), &ps[4], &deep, &mut cache),
-            Err(CryptoError::ProofTooDeep)
-        );
+        assert_eq!(verify_batched(&s.public(), &ps[4], &deep, &mut cache), Err(CryptoError::ProofTooDeep));
     }
 
     #[test]
@@ -522,9 +463,8 @@ mod tests {
         let pks: Vec<PublicKey> = keys.iter().map(|k| k.public()).collect();
         let msgs: Vec<[u8; 47]> = (0..64u8).map(|i| [i; 47]).collect();
         let sigs: Vec<Signature> = keys.iter().zip(&msgs).map(|(k, m)| k.sign(m)).collect();
-        let items: Vec<(&PublicKey, &[u8], &Signature)> = (0..64)
-            .map(|i| (&pks[i], msgs[i].as_slice(), &sigs[i]))
-            .collect();
+        let items: Vec<(&PublicKey, &[u8], &Signature)> =
+            (0..64).map(|i| (&pks[i], msgs[i].as_slice(), &sigs[i])).collect();
         let reps = 60;
         let t = Instant::now();
         for _ in 0..reps {

@@ -77,8 +77,7 @@ mod session;
 mod sig;
 
 pub use batch::{
-    batch_message, verify_batched, verify_batched_many, BatchSignature, BatchSigner, VerifyCache,
-    BATCH_DOMAIN,
+    batch_message, verify_batched, verify_batched_many, BatchSignature, BatchSigner, VerifyCache, BATCH_DOMAIN,
 };
 pub use merkle::{merkle_root_and_proofs, merkle_root_from_proof, MerkleProof, MAX_PROOF_DEPTH};
 pub use session::{Ephemeral, SessionKey, TAG_LEN};

@@ -46,16 +46,9 @@ pub fn merkle_root_and_proofs(leaves: &[Hash]) -> (Hash, Vec<MerkleProof>) {
     if leaves.is_empty() {
         return ([0u8; 32], Vec::new());
     }
-    let n = leaves
-        .len()
-        .min(1usize << MAX_PROOF_DEPTH.min(usize::BITS as usize - 1));
+    let n = leaves.len().min(1usize << MAX_PROOF_DEPTH.min(usize::BITS as usize - 1));
     let leaves = &leaves[..n];
-    let mut proofs: Vec<MerkleProof> = (0..n)
-        .map(|i| MerkleProof {
-            index: i as u32,
-            siblings: Vec::new(),
-        })
-        .collect();
+    let mut proofs: Vec<MerkleProof> = (0..n).map(|i| MerkleProof { index: i as u32, siblings: Vec::new() }).collect();
     let mut level: Vec<Hash> = leaves.iter().map(leaf_node).collect();
     // Position of each leaf's ancestor in the current level is `leaf_index >> depth`.
     let mut depth = 0u32;
@@ -92,11 +85,7 @@ pub fn merkle_root_from_proof(leaf: &Hash, proof: &MerkleProof) -> Result<Hash, 
     }
     let mut node = leaf_node(leaf);
     for (level, sib) in proof.siblings.iter().enumerate() {
-        node = if (proof.index >> level) & 1 == 0 {
-            inner_node(&node, sib)
-        } else {
-            inner_node(sib, &node)
-        };
+        node = if (proof.index >> level) & 1 == 0 { inner_node(&node, sib) } else { inner_node(sib, &node) };
     }
     Ok(node)
 }
@@ -138,11 +127,7 @@ mod tests {
                 for s in 0..proof.siblings.len() {
                     let mut p = proof.clone();
                     p.siblings[s][31] ^= 0x80;
-                    assert_ne!(
-                        merkle_root_from_proof(leaf, &p),
-                        Ok(root),
-                        "n={n} i={i} s={s}"
-                    );
+                    assert_ne!(merkle_root_from_proof(leaf, &p), Ok(root), "n={n} i={i} s={s}");
                 }
                 // Modified index: flipping a bit swaps left/right at that level, which
                 // changes the root unless the sibling equals the node (duplicated last
@@ -178,13 +163,7 @@ mod tests {
     fn single_leaf_and_empty() {
         let l = hash(b"x");
         let (root, proofs) = merkle_root_and_proofs(&[l]);
-        assert_eq!(
-            proofs,
-            vec![MerkleProof {
-                index: 0,
-                siblings: vec![]
-            }]
-        );
+        assert_eq!(proofs, vec![MerkleProof { index: 0, siblings: vec![] }]);
         assert_eq!(root, leaf_node(&l));
         assert_ne!(root, l, "leaf is domain-separated from the payload hash");
         let (root, proofs) = merkle_root_and_proofs(&[]);
@@ -197,53 +176,23 @@ mod tests {
         let ls = leaves(2);
         let (root, _) = merkle_root_and_proofs(&ls);
         // Claim the concatenation-level: a proof of depth 0 for some "leaf" giving root.
-        let p = MerkleProof {
-            index: 0,
-            siblings: vec![],
-        };
+        let p = MerkleProof { index: 0, siblings: vec![] };
         assert_ne!(merkle_root_from_proof(&leaf_node(&ls[0]), &p), Ok(root));
     }
 
     #[test]
     fn hostile_depth_and_index() {
         let leaf = hash(b"x");
-        let deep = MerkleProof {
-            index: 0,
-            siblings: vec![[0u8; 32]; MAX_PROOF_DEPTH + 1],
-        };
-        assert_eq!(
-            merkle_root_from_proof(&leaf, &deep),
-            Err(CryptoError::ProofTooDeep)
-        );
-        let huge = MerkleProof {
-            index: 0,
-            siblings: vec![[0u8; 32]; 1_000_000],
-        };
-        assert_eq!(
-            merkle_root_from_proof(&leaf, &huge),
-            Err(CryptoError::ProofTooDeep)
-        );
-        let max = MerkleProof {
-            index: u32::MAX,
-            siblings: vec![[0u8; 32]; MAX_PROOF_DEPTH],
-        };
+        let deep = MerkleProof { index: 0, siblings: vec![[0u8; 32]; MAX_PROOF_DEPTH + 1] };
+        assert_eq!(merkle_root_from_proof(&leaf, &deep), Err(CryptoError::ProofTooDeep));
+        let huge = MerkleProof { index: 0, siblings: vec![[0u8; 32]; 1_000_000] };
+        assert_eq!(merkle_root_from_proof(&leaf, &huge), Err(CryptoError::ProofTooDeep));
+        let max = MerkleProof { index: u32::MAX, siblings: vec![[0u8; 32]; MAX_PROOF_DEPTH] };
         assert!(merkle_root_from_proof(&leaf, &max).is_ok());
-        let p = MerkleProof {
-            index: u32::MAX,
-            siblings: vec![[0u8; 32]; 31],
-        };
-        assert_eq!(
-            merkle_root_from_proof(&leaf, &p),
-            Err(CryptoError::BadProof)
-        );
-        let p = MerkleProof {
-            index: 1,
-            siblings: vec![],
-        };
-        assert_eq!(
-            merkle_root_from_proof(&leaf, &p),
-            Err(CryptoError::BadProof)
-        );
+        let p = MerkleProof { index: u32::MAX, siblings: vec![[0u8; 32]; 31] };
+        assert_eq!(merkle_root_from_proof(&leaf, &p), Err(CryptoError::BadProof));
+        let p = MerkleProof { index: 1, siblings: vec![] };
+        assert_eq!(merkle_root_from_proof(&leaf, &p), Err(CryptoError::BadProof));
     }
 
     proptest! {

@@ -94,15 +94,10 @@ impl<'de> Deserialize<'de> for Signature {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("64 bytes")
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Signature, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Signature, A::Error> {
                 let mut out = [0u8; 64];
                 for (i, b) in out.iter_mut().enumerate() {
-                    *b = seq
-                        .next_element()?
-                        .ok_or_else(|| serde::de::Error::invalid_length(i, &self))?;
+                    *b = seq.next_element()?.ok_or_else(|| serde::de::Error::invalid_length(i, &self))?;
                 }
                 Ok(Signature(out))
             }
@@ -264,10 +259,7 @@ pub fn verify_batch(items: &[(&PublicKey, &[u8], &Signature)]) -> Result<(), Cry
         [(pk, msg, sig)] => return verify(pk, msg, sig),
         _ => {}
     }
-    let prepared = items
-        .iter()
-        .map(|(pk, msg, sig)| prepare(pk, msg, sig))
-        .collect::<Result<Vec<_>, _>>()?;
+    let prepared = items.iter().map(|(pk, msg, sig)| prepare(pk, msg, sig)).collect::<Result<Vec<_>, _>>()?;
     let zs = batch_coefficients(items);
 
     // Σ z_i s_i on B, −z_i on R_i, −z_i k_i on A_i.
@@ -333,20 +325,14 @@ mod tests {
         assert_eq!(verify(&k.public(), b"hello", &sig), Ok(()));
         // Also accepted by dalek's own strict verifier (we are RFC 8032 compatible).
         let vk = ed25519_dalek::VerifyingKey::from_bytes(&k.public().0).unwrap();
-        vk.verify_strict(b"hello", &ed25519_dalek::Signature::from_bytes(&sig.0))
-            .unwrap();
+        vk.verify_strict(b"hello", &ed25519_dalek::Signature::from_bytes(&sig.0)).unwrap();
     }
 
     #[test]
     fn rfc8032_test_vector_1() {
         // RFC 8032 §7.1 TEST 1 (empty message).
-        let sk =
-            SecretKey::from_hex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
-                .unwrap();
-        assert_eq!(
-            sk.public().to_hex(),
-            "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
-        );
+        let sk = SecretKey::from_hex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60").unwrap();
+        assert_eq!(sk.public().to_hex(), "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a");
         let sig = sk.sign(b"");
         assert_eq!(
             sig.to_hex(),
@@ -387,11 +373,7 @@ mod tests {
         s.copy_from_slice(&sig.0[32..]);
         // ℓ = 2^252 + 27742317777372353535851937790883648493, little-endian.
         let mut l = [0u8; 32];
-        hex::decode_to_slice(
-            "edd3f55c1a631258d69cf7a2def9de1400000000000000000000000000000010",
-            &mut l,
-        )
-        .unwrap();
+        hex::decode_to_slice("edd3f55c1a631258d69cf7a2def9de1400000000000000000000000000000010", &mut l).unwrap();
         let mut carry = 0u16;
         let mut out = [0u8; 32];
         for i in 0..32 {
@@ -402,10 +384,7 @@ mod tests {
         assert_eq!(carry, 0);
         let mut bad = sig;
         bad.0[32..].copy_from_slice(&out);
-        assert_eq!(
-            verify(&k.public(), b"m", &bad),
-            Err(CryptoError::BadSignature)
-        );
+        assert_eq!(verify(&k.public(), b"m", &bad), Err(CryptoError::BadSignature));
         assert!(verify_batch(&[(&k.public(), b"m", &bad), (&k.public(), b"m", &sig)]).is_err());
     }
 
@@ -543,9 +522,8 @@ mod tests {
         let msgs: Vec<Vec<u8>> = (0..10u8).map(|i| vec![i; i as usize + 1]).collect();
         let sigs: Vec<Signature> = keys.iter().zip(&msgs).map(|(k, m)| k.sign(m)).collect();
         let pks: Vec<PublicKey> = keys.iter().map(|k| k.public()).collect();
-        let items: Vec<(&PublicKey, &[u8], &Signature)> = (0..10)
-            .map(|i| (&pks[i], msgs[i].as_slice(), &sigs[i]))
-            .collect();
+        let items: Vec<(&PublicKey, &[u8], &Signature)> =
+            (0..10).map(|i| (&pks[i], msgs[i].as_slice(), &sigs[i])).collect();
         assert_eq!(verify_batch(&items), Ok(()));
         assert_eq!(verify_batch(&[]), Ok(()));
         assert_eq!(verify_batch(&items[..1]), Ok(()));
@@ -573,20 +551,11 @@ mod tests {
         let sig = k.sign(b"x");
         assert_eq!(Signature::from_hex(&sig.to_hex()), Ok(sig));
         assert_eq!(PublicKey::from_hex("zz"), Err(CryptoError::BadHex));
-        assert_eq!(
-            PublicKey::from_hex(&"00".repeat(31)),
-            Err(CryptoError::BadHex)
-        );
-        assert_eq!(
-            PublicKey::from_hex(&"00".repeat(33)),
-            Err(CryptoError::BadHex)
-        );
+        assert_eq!(PublicKey::from_hex(&"00".repeat(31)), Err(CryptoError::BadHex));
+        assert_eq!(PublicKey::from_hex(&"00".repeat(33)), Err(CryptoError::BadHex));
         assert!(SecretKey::from_hex("").is_err());
         assert!(Signature::from_hex(&"0".repeat(127)).is_err());
-        assert_eq!(
-            format!("{:?}", k.public()).len(),
-            "PublicKey(".len() + 8 + 1
-        );
+        assert_eq!(format!("{:?}", k.public()).len(), "PublicKey(".len() + 8 + 1);
         assert_eq!(format!("{}", k.public()), &k.public().to_hex()[..8]);
     }
 

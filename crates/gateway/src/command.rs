@@ -11,7 +11,10 @@ pub enum Command {
     Commit,
     Rollback,
     /// `SET name = value` (None: DEFAULT). `SET LOCAL` is treated as SET.
-    Set { name: String, value: Option<String> },
+    Set {
+        name: String,
+        value: Option<String>,
+    },
     /// Accepted and ignored because Pistou already provides it: isolation level settings
     /// (every transaction is serializable), `SET SESSION CHARACTERISTICS …`.
     SetNoop(&'static str),
@@ -23,9 +26,16 @@ pub enum Command {
     Intercepted,
     /// `PREPARE name [(types)] AS statement`: the statement as written, and the OIDs of
     /// the declared parameter types (0: not declared or unknown to the gateway).
-    Prepare { name: String, statement: String, declared: Vec<u32> },
+    Prepare {
+        name: String,
+        statement: String,
+        declared: Vec<u32>,
+    },
     /// `EXECUTE name [(arguments)]`: constant arguments as text parameters (None: NULL).
-    Execute { name: String, args: Vec<Option<String>> },
+    Execute {
+        name: String,
+        args: Vec<Option<String>>,
+    },
     /// `DEALLOCATE [PREPARE] name`, or `ALL` (None).
     Deallocate(Option<String>),
     /// Refused before running (e.g. a malformed PREPARE): this error is the answer.
@@ -122,7 +132,10 @@ fn classify_set(w: &[String]) -> Command {
         "transaction" | "characteristics" => return Command::SetNoop("SET"),
         "time" if w.get(1).map(String::as_str) == Some("zone") => {
             let value = w.get(2).map(|v| unquote(v));
-            return Command::Set { name: "timezone".into(), value: value.filter(|v| !v.eq_ignore_ascii_case("default") && !v.eq_ignore_ascii_case("local")) };
+            return Command::Set {
+                name: "timezone".into(),
+                value: value.filter(|v| !v.eq_ignore_ascii_case("default") && !v.eq_ignore_ascii_case("local")),
+            };
         }
         "names" => return Command::Set { name: "client_encoding".into(), value: w.get(1).map(|v| unquote(v)) },
         _ => {}
@@ -167,11 +180,26 @@ mod tests {
 
     #[test]
     fn settings() {
-        assert_eq!(classify("SET extra_float_digits = 3"), Command::Set { name: "extra_float_digits".into(), value: Some("3".into()) });
-        assert_eq!(classify("set DateStyle to 'ISO', 'MDY'"), Command::Set { name: "datestyle".into(), value: Some("ISO, MDY".into()) });
-        assert_eq!(classify("SET TIME ZONE 'UTC'"), Command::Set { name: "timezone".into(), value: Some("UTC".into()) });
-        assert_eq!(classify("SET application_name TO DEFAULT"), Command::Set { name: "application_name".into(), value: None });
-        assert_eq!(classify("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE"), Command::SetNoop("SET"));
+        assert_eq!(
+            classify("SET extra_float_digits = 3"),
+            Command::Set { name: "extra_float_digits".into(), value: Some("3".into()) }
+        );
+        assert_eq!(
+            classify("set DateStyle to 'ISO', 'MDY'"),
+            Command::Set { name: "datestyle".into(), value: Some("ISO, MDY".into()) }
+        );
+        assert_eq!(
+            classify("SET TIME ZONE 'UTC'"),
+            Command::Set { name: "timezone".into(), value: Some("UTC".into()) }
+        );
+        assert_eq!(
+            classify("SET application_name TO DEFAULT"),
+            Command::Set { name: "application_name".into(), value: None }
+        );
+        assert_eq!(
+            classify("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
+            Command::SetNoop("SET")
+        );
         assert_eq!(classify("SHOW TRANSACTION ISOLATION LEVEL"), Command::Show("transaction_isolation".into()));
         assert_eq!(classify("show search_path"), Command::Show("search_path".into()));
         assert_eq!(classify("RESET ALL"), Command::Reset(None));

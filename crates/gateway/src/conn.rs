@@ -12,16 +12,22 @@ use crate::settings::Settings;
 use crate::split::split_statements;
 use bytes::{BufMut, BytesMut};
 use futures::{Sink, SinkExt, StreamExt};
-use pgwire::api::{ClientInfo, ClientPortalStore, DefaultClient, PgWireConnectionState, METADATA_DATABASE, METADATA_USER};
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, DefaultClient, PgWireConnectionState, METADATA_DATABASE, METADATA_USER,
+};
 use pgwire::error::{ErrorInfo, PgWireError};
 use pgwire::messages::data::{DataRow, FieldDescription, NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{
-    Bind, BindComplete, Close, CloseComplete, Describe, Execute, Parse, ParseComplete, PortalSuspended, TARGET_TYPE_BYTE_PORTAL,
-    TARGET_TYPE_BYTE_STATEMENT,
+    Bind, BindComplete, Close, CloseComplete, Describe, Execute, Parse, ParseComplete, PortalSuspended,
+    TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
 };
-use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, GssEncResponse, NoticeResponse, ReadyForQuery, SslResponse, TransactionStatus};
+use pgwire::messages::response::{
+    CommandComplete, EmptyQueryResponse, GssEncResponse, NoticeResponse, ReadyForQuery, SslResponse, TransactionStatus,
+};
 use pgwire::messages::startup::SecretKey;
-use pgwire::messages::{DecodeContext, PgWireBackendMessage, PgWireFrontendMessage, ProtocolVersion, SslNegotiationMetaMessage};
+use pgwire::messages::{
+    DecodeContext, PgWireBackendMessage, PgWireFrontendMessage, ProtocolVersion, SslNegotiationMetaMessage,
+};
 use pgwire::tokio::tokio_rustls::rustls::pki_types::CertificateDer;
 use std::collections::HashMap;
 use std::io;
@@ -274,7 +280,11 @@ fn format_of(formats: &[i16], i: usize) -> i16 {
 }
 
 impl Protocol {
-    pub fn new(conn: Conn, session_parts: (pistou_client::Client, Arc<pistou_sql::Engine>), config: Arc<GatewayConfig>) -> Protocol {
+    pub fn new(
+        conn: Conn,
+        session_parts: (pistou_client::Client, Arc<pistou_sql::Engine>),
+        config: Arc<GatewayConfig>,
+    ) -> Protocol {
         let meta = conn.metadata();
         let user = meta.get(METADATA_USER).cloned().unwrap_or_else(|| "pistou".into());
         let database = meta.get(METADATA_DATABASE).cloned().unwrap_or_else(|| user.clone());
@@ -341,7 +351,9 @@ impl Protocol {
             M::Describe(d) => self.describe(d).await,
             M::Execute(e) => self.execute(e).await,
             M::Close(c) => self.close(c).await,
-            M::CopyData(_) | M::CopyDone(_) | M::CopyFail(_) => Err(PgError::new("0A000", "COPY is not supported by the Pistou gateway")),
+            M::CopyData(_) | M::CopyDone(_) | M::CopyFail(_) => {
+                Err(PgError::new("0A000", "COPY is not supported by the Pistou gateway"))
+            }
             other => {
                 let text = format!("unexpected message in this state: {other:?}");
                 self.conn.fatal(errors::PROTOCOL_VIOLATION, &text.chars().take(200).collect::<String>()).await;
@@ -370,7 +382,11 @@ impl Protocol {
         (sql.len() > self.config.max_statement_bytes).then(|| {
             PgError::new(
                 errors::PROGRAM_LIMIT,
-                format!("statement is too long ({} bytes; the gateway accepts at most {})", sql.len(), self.config.max_statement_bytes),
+                format!(
+                    "statement is too long ({} bytes; the gateway accepts at most {})",
+                    sql.len(),
+                    self.config.max_statement_bytes
+                ),
             )
         })
     }
@@ -424,19 +440,24 @@ impl Protocol {
     /// text be kept?
     fn check_new_statement(&self, name: &str, len: usize) -> Result<(), PgError> {
         if !name.is_empty() && self.statements.contains_key(name) {
-            return Err(PgError::new(errors::DUPLICATE_STATEMENT, format!("prepared statement \"{name}\" already exists")));
+            return Err(PgError::new(
+                errors::DUPLICATE_STATEMENT,
+                format!("prepared statement \"{name}\" already exists"),
+            ));
         }
         if !self.statements.contains_key(name) && self.statements.len() >= self.config.max_prepared {
-            return Err(PgError::new(errors::PROGRAM_LIMIT, format!("too many prepared statements (at most {})", self.config.max_prepared)));
+            return Err(PgError::new(
+                errors::PROGRAM_LIMIT,
+                format!("too many prepared statements (at most {})", self.config.max_prepared),
+            ));
         }
         self.check_budget(len)
     }
 
     fn statement(&self, name: &str) -> Result<Arc<Statement>, PgError> {
-        self.statements
-            .get(name)
-            .cloned()
-            .ok_or_else(|| PgError::new(errors::UNDEFINED_STATEMENT, format!("prepared statement \"{name}\" does not exist")))
+        self.statements.get(name).cloned().ok_or_else(|| {
+            PgError::new(errors::UNDEFINED_STATEMENT, format!("prepared statement \"{name}\" does not exist"))
+        })
     }
 
     /// Runs one statement. SQL-level PREPARE / EXECUTE / DEALLOCATE use the connection's
@@ -445,7 +466,9 @@ impl Protocol {
         let result = match command {
             Command::Prepare { name, statement, declared } => self.prepare(name, statement, declared).await,
             Command::Execute { name, args } => self.execute_prepared(name, args).await,
-            Command::Deallocate(name) => self.session.check_not_failed(command).and_then(|()| self.deallocate(name.as_deref())),
+            Command::Deallocate(name) => {
+                self.session.check_not_failed(command).and_then(|()| self.deallocate(name.as_deref()))
+            }
             Command::Discard => {
                 let reply = self.session.run(sql, command, params).await?;
                 // DISCARD ALL includes DEALLOCATE ALL.
@@ -479,7 +502,10 @@ impl Protocol {
         self.session.check_not_failed(&Command::Sql)?;
         let statement = self.statement(name)?;
         if !matches!(statement.command, Command::Sql | Command::Intercepted) {
-            return Err(PgError::new(errors::FEATURE_NOT_SUPPORTED, format!("prepared statement \"{name}\" cannot be run with EXECUTE")));
+            return Err(PgError::new(
+                errors::FEATURE_NOT_SUPPORTED,
+                format!("prepared statement \"{name}\" cannot be run with EXECUTE"),
+            ));
         }
         if let Some(expected) = statement.param_count.filter(|n| *n != args.len()) {
             return Err(PgError::new(
@@ -502,7 +528,10 @@ impl Protocol {
             }
             Some(name) => {
                 if name.is_empty() || self.statements.remove(name).is_none() {
-                    return Err(PgError::new(errors::UNDEFINED_STATEMENT, format!("prepared statement \"{name}\" does not exist")));
+                    return Err(PgError::new(
+                        errors::UNDEFINED_STATEMENT,
+                        format!("prepared statement \"{name}\" does not exist"),
+                    ));
                 }
                 "DEALLOCATE"
             }
@@ -517,12 +546,17 @@ impl Protocol {
             return Err(PgError::new("42P03", format!("portal \"{portal_name}\" already exists")));
         }
         if !self.portals.contains_key(&portal_name) && self.portals.len() >= self.config.max_prepared {
-            return Err(PgError::new(errors::PROGRAM_LIMIT, format!("too many portals (at most {})", self.config.max_prepared)));
+            return Err(PgError::new(
+                errors::PROGRAM_LIMIT,
+                format!("too many portals (at most {})", self.config.max_prepared),
+            ));
         }
         let param_bytes: usize = b.parameters.iter().map(|v| v.as_ref().map_or(0, |b| b.len())).sum();
         self.check_budget(param_bytes)?;
-        let params = RawParams { values: b.parameters, formats: b.parameter_format_codes, declared: statement.declared.clone() };
-        let portal = Portal { statement, params, result_formats: b.result_column_format_codes, announced: None, pending: None };
+        let params =
+            RawParams { values: b.parameters, formats: b.parameter_format_codes, declared: statement.declared.clone() };
+        let portal =
+            Portal { statement, params, result_formats: b.result_column_format_codes, announced: None, pending: None };
         self.portals.insert(portal_name, portal);
         self.conn.feed(PgWireBackendMessage::BindComplete(BindComplete::new())).await.map_err(io_error)
     }
@@ -531,11 +565,18 @@ impl Protocol {
     /// hold more than `max_session_bytes`.
     fn check_budget(&self, more: usize) -> Result<(), PgError> {
         let statements: usize = self.statements.values().map(|s| s.sql.len()).sum();
-        let portals: usize = self.portals.values().map(|p| p.params.values.iter().map(|v| v.as_ref().map_or(0, |b| b.len())).sum::<usize>()).sum();
+        let portals: usize = self
+            .portals
+            .values()
+            .map(|p| p.params.values.iter().map(|v| v.as_ref().map_or(0, |b| b.len())).sum::<usize>())
+            .sum();
         if statements + portals + more > self.config.max_session_bytes {
             return Err(PgError::new(
                 errors::PROGRAM_LIMIT,
-                format!("this connection holds too much prepared data (limit {} bytes); close statements or portals", self.config.max_session_bytes),
+                format!(
+                    "this connection holds too much prepared data (limit {} bytes); close statements or portals",
+                    self.config.max_session_bytes
+                ),
             ));
         }
         Ok(())
@@ -552,7 +593,9 @@ impl Protocol {
                 self.row_description(description.fields.as_deref(), &[]).await
             }
             TARGET_TYPE_BYTE_PORTAL => {
-                let portal = self.portals.get(&name).ok_or_else(|| PgError::new(errors::UNDEFINED_CURSOR, format!("portal \"{name}\" does not exist")))?;
+                let portal = self.portals.get(&name).ok_or_else(|| {
+                    PgError::new(errors::UNDEFINED_CURSOR, format!("portal \"{name}\" does not exist"))
+                })?;
                 let (st, formats) = (portal.statement.clone(), portal.result_formats.clone());
                 let fields = self.describe_statement(&st).await?.fields;
                 if let Some(portal) = self.portals.get_mut(&name) {
@@ -593,21 +636,36 @@ impl Protocol {
     async fn execute(&mut self, e: Execute) -> Result<(), PgError> {
         let name = e.name.unwrap_or_default();
         let limit = if e.max_rows <= 0 { usize::MAX } else { e.max_rows as usize };
-        let portal = self.portals.get_mut(&name).ok_or_else(|| PgError::new(errors::UNDEFINED_CURSOR, format!("portal \"{name}\" does not exist")))?;
+        let portal = self
+            .portals
+            .get_mut(&name)
+            .ok_or_else(|| PgError::new(errors::UNDEFINED_CURSOR, format!("portal \"{name}\" does not exist")))?;
         let formats = portal.result_formats.clone();
         if let Some(pending) = portal.pending.take() {
             let reply = Reply::Rows { fields: pending.fields, rows: pending.rows.into(), tag: String::new() };
             return self.write_portal_reply(&name, reply, None, &formats, limit).await;
         }
-        let (statement, params, announced) = (portal.statement.clone(), portal.params.clone(), portal.announced.clone());
+        let (statement, params, announced) =
+            (portal.statement.clone(), portal.params.clone(), portal.announced.clone());
         if statement.sql.is_empty() {
-            return self.conn.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await.map_err(io_error);
+            return self
+                .conn
+                .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                .await
+                .map_err(io_error);
         }
         let reply = self.run_statement(&statement.sql, &statement.command, &params).await?;
         self.write_portal_reply(&name, reply, announced, &formats, limit).await
     }
 
-    async fn write_portal_reply(&mut self, name: &str, reply: Reply, announced: Option<Vec<Field>>, formats: &[i16], limit: usize) -> Result<(), PgError> {
+    async fn write_portal_reply(
+        &mut self,
+        name: &str,
+        reply: Reply,
+        announced: Option<Vec<Field>>,
+        formats: &[i16],
+        limit: usize,
+    ) -> Result<(), PgError> {
         let rest = self.write_reply(reply, announced, formats, limit, false).await?;
         if let (Some(pending), Some(portal)) = (rest, self.portals.get_mut(name)) {
             portal.pending = Some(pending);
@@ -617,14 +675,32 @@ impl Protocol {
 
     /// Writes a reply: optional RowDescription, DataRows (at most `limit`; the rest is
     /// returned and PortalSuspended sent), CommandComplete.
-    async fn write_reply(&mut self, reply: Reply, announced: Option<Vec<Field>>, formats: &[i16], limit: usize, describe: bool) -> Result<Option<Pending>, PgError> {
+    async fn write_reply(
+        &mut self,
+        reply: Reply,
+        announced: Option<Vec<Field>>,
+        formats: &[i16],
+        limit: usize,
+        describe: bool,
+    ) -> Result<Option<Pending>, PgError> {
         match reply {
             Reply::Command { tag, notice } => {
                 if let Some(text) = notice {
-                    let fields = vec![(b'S', "WARNING".to_string()), (b'V', "WARNING".to_string()), (b'C', "25001".to_string()), (b'M', text)];
-                    self.conn.feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::new(fields))).await.map_err(io_error)?;
+                    let fields = vec![
+                        (b'S', "WARNING".to_string()),
+                        (b'V', "WARNING".to_string()),
+                        (b'C', "25001".to_string()),
+                        (b'M', text),
+                    ];
+                    self.conn
+                        .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::new(fields)))
+                        .await
+                        .map_err(io_error)?;
                 }
-                self.conn.feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(tag))).await.map_err(io_error)?;
+                self.conn
+                    .feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(tag)))
+                    .await
+                    .map_err(io_error)?;
                 Ok(None)
             }
             Reply::Rows { fields, rows, tag } => {
@@ -647,11 +723,17 @@ impl Protocol {
                     self.conn.feed(PgWireBackendMessage::DataRow(row)).await.map_err(io_error)?;
                 }
                 if !rows.is_empty() {
-                    self.conn.feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new())).await.map_err(io_error)?;
+                    self.conn
+                        .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
+                        .await
+                        .map_err(io_error)?;
                     return Ok(Some(Pending { fields, rows }));
                 }
                 let tag = if tag.is_empty() || tag.starts_with("SELECT") { format!("SELECT {count}") } else { tag };
-                self.conn.feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(tag))).await.map_err(io_error)?;
+                self.conn
+                    .feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(tag)))
+                    .await
+                    .map_err(io_error)?;
                 Ok(None)
             }
         }
@@ -666,7 +748,9 @@ impl Protocol {
             TARGET_TYPE_BYTE_PORTAL => {
                 self.portals.remove(&name);
             }
-            other => return Err(PgError::new(errors::PROTOCOL_VIOLATION, format!("invalid CLOSE message subtype {other}"))),
+            other => {
+                return Err(PgError::new(errors::PROTOCOL_VIOLATION, format!("invalid CLOSE message subtype {other}")))
+            }
         }
         self.conn.feed(PgWireBackendMessage::CloseComplete(CloseComplete::new())).await.map_err(io_error)
     }
@@ -704,7 +788,8 @@ fn data_row(row: &pistou_sql::Row, fields: &[Field], formats: &[i16]) -> Result<
         match encode_value(value, ty, format_of(formats, i) == 1)? {
             None => data.put_i32(-1),
             Some(bytes) => {
-                let len = i32::try_from(bytes.len()).map_err(|_| PgError::new(errors::PROGRAM_LIMIT, "value too large to send"))?;
+                let len = i32::try_from(bytes.len())
+                    .map_err(|_| PgError::new(errors::PROGRAM_LIMIT, "value too large to send"))?;
                 data.put_i32(len);
                 data.put_slice(&bytes);
             }

@@ -56,11 +56,17 @@ impl From<SqlError> for PgError {
 }
 
 pub fn failed_transaction() -> PgError {
-    PgError::new(IN_FAILED_TRANSACTION, "current transaction is aborted, commands ignored until end of transaction block")
+    PgError::new(
+        IN_FAILED_TRANSACTION,
+        "current transaction is aborted, commands ignored until end of transaction block",
+    )
 }
 
 pub fn serialization_failure() -> PgError {
-    PgError::new(SERIALIZATION_FAILURE, "could not serialize access due to a concurrent transaction (the transaction was aborted; retry it)")
+    PgError::new(
+        SERIALIZATION_FAILURE,
+        "could not serialize access due to a concurrent transaction (the transaction was aborted; retry it)",
+    )
 }
 
 /// A client-library error as the user sees it.

@@ -105,7 +105,10 @@ impl Shape {
 
     /// The text after every unquoted occurrence of `marker`.
     fn all_after<'a>(&'a self, marker: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.text.match_indices(marker).filter(|(at, _)| self.quoted.get(*at) == Some(&false)).map(move |(at, _)| &self.text[at + marker.len()..])
+        self.text
+            .match_indices(marker)
+            .filter(|(at, _)| self.quoted.get(*at) == Some(&false))
+            .map(move |(at, _)| &self.text[at + marker.len()..])
     }
 
     fn after<'a>(&'a self, marker: &'a str) -> Option<&'a str> {
@@ -205,7 +208,8 @@ fn item_name(item: &str) -> (String, String) {
         Some((e, a)) if !a.contains(')') => (e.trim(), Some(a.trim().trim_matches('"').to_string())),
         _ => (item.trim(), None),
     };
-    let default = expr.split('(').next().unwrap_or(expr).rsplit('.').next().unwrap_or(expr).trim().trim_matches('"').to_string();
+    let default =
+        expr.split('(').next().unwrap_or(expr).rsplit('.').next().unwrap_or(expr).trim().trim_matches('"').to_string();
     (expr.to_string(), alias.unwrap_or(default))
 }
 
@@ -225,9 +229,14 @@ fn session_functions(items: &[SessionItem], info: &SessionInfo) -> Result<LocalR
             SessionFunction::BackendPid => (Value::Int(info.pid.into()), SqlType::Int),
             SessionFunction::CurrentSchemas(true) => (text("{pg_catalog,public}"), SqlType::Text),
             SessionFunction::CurrentSchemas(false) => (text("{public}"), SqlType::Text),
-            SessionFunction::CurrentSetting(Some(name)) => (text(info.settings.get(&crate::command::canonical_name(name))?), SqlType::Text),
+            SessionFunction::CurrentSetting(Some(name)) => {
+                (text(info.settings.get(&crate::command::canonical_name(name))?), SqlType::Text)
+            }
             SessionFunction::CurrentSetting(None) => {
-                return Err(SqlError::new(SqlState::FeatureNotSupported, "current_setting() needs a constant parameter name here"))
+                return Err(SqlError::new(
+                    SqlState::FeatureNotSupported,
+                    "current_setting() needs a constant parameter name here",
+                ))
             }
         };
         columns.push((item.name.clone(), Some(ty)));
@@ -384,7 +393,12 @@ fn text_rows(items: &[(String, String)], rows: Vec<Row>) -> LocalRows {
     LocalRows { columns: items.iter().map(|(_, name)| (name.clone(), Some(SqlType::Text))).collect(), rows }
 }
 
-fn catalog_query(n: &Shape, read: &CatalogRead, info: &SessionInfo, catalog: &Catalog) -> Option<Result<LocalRows, SqlError>> {
+fn catalog_query(
+    n: &Shape,
+    read: &CatalogRead,
+    info: &SessionInfo,
+    catalog: &Catalog,
+) -> Option<Result<LocalRows, SqlError>> {
     let items = select_list(&n.text);
     let reads = |relation: &str| read.relations.contains(relation);
     // psql \d NAME, step 1: find the relation by name pattern.
@@ -405,18 +419,14 @@ fn catalog_query(n: &Shape, read: &CatalogRead, info: &SessionInfo, catalog: &Ca
         return Some(Ok(text_rows(&items, if known { vec![row] } else { vec![] })));
     }
     // psql \d NAME, step 3: columns.
-    if n.starts_with("select a.attname") && n.contains("from pg_catalog.pg_attribute a") && n.contains("a.attrelid = '") {
+    if n.starts_with("select a.attname") && n.contains("from pg_catalog.pg_attribute a") && n.contains("a.attrelid = '")
+    {
         let oid = oid_after(n, "a.attrelid")?;
         let (_, table) = tables(catalog).into_iter().find(|(o, _)| *o == oid)?;
         let rows = table
             .columns
             .iter()
-            .map(|c| {
-                items
-                    .iter()
-                    .map(|(expr, name)| column_property(expr, name, c, table))
-                    .collect()
-            })
+            .map(|c| items.iter().map(|(expr, name)| column_property(expr, name, c, table)).collect())
             .collect();
         return Some(Ok(text_rows(&items, rows)));
     }
@@ -429,14 +439,22 @@ fn catalog_query(n: &Shape, read: &CatalogRead, info: &SessionInfo, catalog: &Ca
     // psql \d NAME, remaining footers: Pistou has no check or foreign-key constraints,
     // policies, extended statistics, publications, inheritance, rules or triggers.
     const EMPTY: &[&str] = &[
-        "from pg_catalog.pg_constraint r", "from pg_catalog.pg_policy", "from pg_catalog.pg_statistic_ext",
-        "from pg_catalog.pg_publication", "pg_catalog.pg_inherits", "from pg_catalog.pg_trigger", "from pg_catalog.pg_rewrite",
+        "from pg_catalog.pg_constraint r",
+        "from pg_catalog.pg_policy",
+        "from pg_catalog.pg_statistic_ext",
+        "from pg_catalog.pg_publication",
+        "pg_catalog.pg_inherits",
+        "from pg_catalog.pg_trigger",
+        "from pg_catalog.pg_rewrite",
     ];
     if EMPTY.iter().any(|m| n.contains(m)) && n.contains("= '") {
         return Some(Ok(text_rows(&items, vec![])));
     }
     // psql \dt, \d (and \dt PATTERN): the relation list.
-    if n.contains("from pg_catalog.pg_class c") && n.contains("c.relkind in") && n.contains("pg_catalog.pg_table_is_visible(c.oid)") {
+    if n.contains("from pg_catalog.pg_class c")
+        && n.contains("c.relkind in")
+        && n.contains("pg_catalog.pg_table_is_visible(c.oid)")
+    {
         let pattern = name_pattern(n)?;
         let rows = tables(catalog)
             .into_iter()
@@ -469,7 +487,9 @@ fn catalog_query(n: &Shape, read: &CatalogRead, info: &SessionInfo, catalog: &Ca
         return Some(Ok(text_rows(&items, rows)));
     }
     // pgjdbc DatabaseMetaData.getColumns: `SELECT * FROM (SELECT n.nspname, c.relname, a.attname, …) c`.
-    if n.starts_with("select * from ( select n.nspname,c.relname,a.attname,a.atttypid") || n.starts_with("select * from (select n.nspname,c.relname,a.attname,a.atttypid") {
+    if n.starts_with("select * from ( select n.nspname,c.relname,a.attname,a.atttypid")
+        || n.starts_with("select * from (select n.nspname,c.relname,a.attname,a.atttypid")
+    {
         return Some(Ok(jdbc_columns(n, catalog)));
     }
     // Drivers' type lookups by OID: `… FROM pg_catalog.pg_type … WHERE … oid = N` (N from
@@ -496,8 +516,21 @@ fn catalog_query(n: &Shape, read: &CatalogRead, info: &SessionInfo, catalog: &Ca
 
 fn jdbc_columns(n: &Shape, catalog: &Catalog) -> LocalRows {
     const COLUMNS: [&str; 15] = [
-        "nspname", "relname", "attname", "atttypid", "attnotnull", "atttypmod", "attlen", "typtypmod", "attnum",
-        "attidentity", "attgenerated", "adsrc", "description", "typbasetype", "typtype",
+        "nspname",
+        "relname",
+        "attname",
+        "atttypid",
+        "attnotnull",
+        "atttypmod",
+        "attlen",
+        "typtypmod",
+        "attnum",
+        "attidentity",
+        "attgenerated",
+        "adsrc",
+        "description",
+        "typbasetype",
+        "typtype",
     ];
     // The outer query's conditions.
     let outer = n.rfind(") c where").map_or_else(|| n.tail(n.text.len()), |at| n.tail(at));
@@ -551,7 +584,14 @@ fn relation_property(expr: &str, name: &str) -> &'static str {
         "relpersistence" => "p",
         "relreplident" => "d",
         "amname" => "heap",
-        _ if expr.starts_with("false") || name.starts_with("relhas") || name.starts_with("relrow") || name.starts_with("relforce") || name == "relispartition" => "f",
+        _ if expr.starts_with("false")
+            || name.starts_with("relhas")
+            || name.starts_with("relrow")
+            || name.starts_with("relforce")
+            || name == "relispartition" =>
+        {
+            "f"
+        }
         _ => "",
     }
 }
@@ -578,10 +618,17 @@ fn default_text(v: &Value) -> String {
 }
 
 fn index_rows(items: &[(String, String)], table: &TableSchema) -> Vec<Row> {
-    let names = |cols: &[usize]| cols.iter().filter_map(|&i| table.columns.get(i)).map(|c| c.name.clone()).collect::<Vec<_>>().join(", ");
+    let names = |cols: &[usize]| {
+        cols.iter().filter_map(|&i| table.columns.get(i)).map(|c| c.name.clone()).collect::<Vec<_>>().join(", ")
+    };
     let mut out = Vec::new();
     let mut add = |name: String, primary: bool, unique: bool, cols: &[usize]| {
-        let def = format!("CREATE {}INDEX {name} ON public.{} USING btree ({})", if unique { "UNIQUE " } else { "" }, table.name, names(cols));
+        let def = format!(
+            "CREATE {}INDEX {name} ON public.{} USING btree ({})",
+            if unique { "UNIQUE " } else { "" },
+            table.name,
+            names(cols)
+        );
         let row = items
             .iter()
             .map(|(expr, col)| match col.as_str() {
@@ -635,8 +682,20 @@ mod tests {
 
     fn accounts() -> Catalog {
         let mut catalog = Catalog::new();
-        let column = pistou_sql::Column { name: "a".into(), ty: SqlType::Int, limits: Default::default(), nullable: false, default: None };
-        let table = TableSchema { name: "accounts".into(), id: 0, columns: vec![column], primary_key: vec![0], indexes: vec![] };
+        let column = pistou_sql::Column {
+            name: "a".into(),
+            ty: SqlType::Int,
+            limits: Default::default(),
+            nullable: false,
+            default: None,
+        };
+        let table = TableSchema {
+            name: "accounts".into(),
+            id: 0,
+            columns: vec![column],
+            primary_key: vec![0],
+            indexes: vec![],
+        };
         catalog.apply(&pistou_sql::CatalogChange::CreateTable(table)).expect("create table");
         catalog
     }
@@ -650,15 +709,23 @@ mod tests {
         assert_eq!(r.rows[0][1], Value::Text("public".into()));
         assert_eq!(r.rows[0][2], Value::Text("pistou".into()));
         assert!(matches!(&r.rows[0][0], Value::Text(v) if v.starts_with("PostgreSQL 16.0")));
-        let r = ask("SELECT current_user, pg_backend_pid(), current_setting('TimeZone') AS tz", &s, None).expect("answer");
-        assert_eq!(r.columns.iter().map(|c| c.0.as_str()).collect::<Vec<_>>(), ["current_user", "pg_backend_pid", "tz"]);
+        let r =
+            ask("SELECT current_user, pg_backend_pid(), current_setting('TimeZone') AS tz", &s, None).expect("answer");
+        assert_eq!(
+            r.columns.iter().map(|c| c.0.as_str()).collect::<Vec<_>>(),
+            ["current_user", "pg_backend_pid", "tz"]
+        );
         assert_eq!(r.rows[0], vec![text("alice"), Value::Int(7), text("UTC")]);
     }
 
     #[test]
     fn unknown_and_mixed_catalog_queries_get_a_clear_error() {
         let s = Settings::default();
-        for sql in ["SELECT * FROM pg_catalog.pg_am", "SELECT * FROM accounts, pg_catalog.pg_class", "SELECT * FROM pg_type WHERE oid = 999999"] {
+        for sql in [
+            "SELECT * FROM pg_catalog.pg_am",
+            "SELECT * FROM accounts, pg_catalog.pg_class",
+            "SELECT * FROM pg_type WHERE oid = 999999",
+        ] {
             let e = ask(sql, &s, None).expect_err(sql);
             assert_eq!(e.sqlstate(), "0A000", "{sql}");
         }

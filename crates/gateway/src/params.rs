@@ -49,7 +49,11 @@ impl RawParams {
         while let Some(at) = rest.find('$') {
             out.push_str(&rest[..at]);
             let digits = rest[at + 1..].bytes().take_while(u8::is_ascii_digit).count();
-            let literal = rest[at + 1..at + 1 + digits].parse::<usize>().ok().and_then(|n| n.checked_sub(1)).and_then(|i| literals.get(i));
+            let literal = rest[at + 1..at + 1 + digits]
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| n.checked_sub(1))
+                .and_then(|i| literals.get(i));
             match literal {
                 Some(l) => out.push_str(l),
                 None => out.push_str(&rest[at..at + 1 + digits]),
@@ -65,11 +69,18 @@ impl RawParams {
         if self.values.len() != inferred.len() {
             return Err(PgError::new(
                 PROTOCOL_VIOLATION,
-                format!("bind message supplies {} parameters, but the statement requires {}", self.values.len(), inferred.len()),
+                format!(
+                    "bind message supplies {} parameters, but the statement requires {}",
+                    self.values.len(),
+                    inferred.len()
+                ),
             ));
         }
         if self.formats.len() > 1 && self.formats.len() != self.values.len() {
-            return Err(PgError::new(PROTOCOL_VIOLATION, "bind message has a parameter format count that does not match its parameters"));
+            return Err(PgError::new(
+                PROTOCOL_VIOLATION,
+                "bind message has a parameter format count that does not match its parameters",
+            ));
         }
         self.values
             .iter()
@@ -78,9 +89,8 @@ impl RawParams {
                 None => Ok(Value::Null),
                 Some(bytes) => {
                     let oid = self.declared.get(i).copied().unwrap_or(0);
-                    decode_param(bytes, oid, inferred[i], self.binary(i)).map_err(|e| {
-                        PgError::from(e).with_prefix(&format!("parameter ${}: ", i + 1))
-                    })
+                    decode_param(bytes, oid, inferred[i], self.binary(i))
+                        .map_err(|e| PgError::from(e).with_prefix(&format!("parameter ${}: ", i + 1)))
                 }
             })
             .collect()
@@ -93,7 +103,8 @@ mod tests {
 
     #[test]
     fn substitution_quotes_and_orders_parameters() {
-        let values = (1..=10).map(|i| Some(Bytes::from(i.to_string()))).chain([Some(Bytes::from_static(b"it's"))]).collect();
+        let values =
+            (1..=10).map(|i| Some(Bytes::from(i.to_string()))).chain([Some(Bytes::from_static(b"it's"))]).collect();
         let p = RawParams { values, formats: vec![], declared: vec![] };
         let sql = p.substitute("SELECT $1, $10, $11").unwrap();
         assert_eq!(sql, "SELECT '1', '10', 'it''s'");

@@ -139,8 +139,12 @@ pub fn encode_value(value: &Value, ty: Option<SqlType>, binary: bool) -> Result<
         Value::Null => return Ok(None),
         Value::Bool(b) => out.push(u8::from(*b)),
         Value::Int(i) => match ty {
-            Some(SqlType::Int2) => out.extend_from_slice(&i16::try_from(*i).map_err(|_| narrow("smallint"))?.to_be_bytes()),
-            Some(SqlType::Int4) => out.extend_from_slice(&i32::try_from(*i).map_err(|_| narrow("integer"))?.to_be_bytes()),
+            Some(SqlType::Int2) => {
+                out.extend_from_slice(&i16::try_from(*i).map_err(|_| narrow("smallint"))?.to_be_bytes())
+            }
+            Some(SqlType::Int4) => {
+                out.extend_from_slice(&i32::try_from(*i).map_err(|_| narrow("integer"))?.to_be_bytes())
+            }
             _ => out.extend_from_slice(&i.to_be_bytes()),
         },
         // REAL values are exactly representable as f32 (the engine rounds on assignment).
@@ -323,7 +327,11 @@ fn decode_numeric(bytes: &[u8]) -> Result<Decimal, SqlError> {
     if weight < -1 {
         frac_text.insert_str(0, &"0000".repeat((-1 - weight) as usize));
     }
-    let int_text = if int_text.trim_start_matches('0').is_empty() { "0".to_string() } else { int_text.trim_start_matches('0').to_string() };
+    let int_text = if int_text.trim_start_matches('0').is_empty() {
+        "0".to_string()
+    } else {
+        int_text.trim_start_matches('0').to_string()
+    };
     let text = if frac_text.is_empty() { int_text } else { format!("{int_text}.{frac_text}") };
     let mut d: Decimal = text.parse().map_err(|_| err())?;
     if sign == NUMERIC_NEG {
@@ -348,7 +356,19 @@ mod tests {
 
     #[test]
     fn numeric_binary_round_trips() {
-        for s in ["0", "1", "-1", "12345.678", "0.0001", "0.00001234", "100000000", "-98765432109876.5", "3.14159", "10000", "0.50"] {
+        for s in [
+            "0",
+            "1",
+            "-1",
+            "12345.678",
+            "0.0001",
+            "0.00001234",
+            "100000000",
+            "-98765432109876.5",
+            "3.14159",
+            "10000",
+            "0.50",
+        ] {
             numeric_round_trip(s);
         }
     }
@@ -367,7 +387,10 @@ mod tests {
         assert_eq!(decode_param(b"42", 0, Some(SqlType::Int), false).unwrap(), Value::Int(42));
         assert_eq!(decode_param(&7i32.to_be_bytes(), OID_INT4, Some(SqlType::Int), true).unwrap(), Value::Int(7));
         assert_eq!(decode_param(b"\\x0aff", OID_BYTEA, None, false).unwrap(), Value::Bytes(vec![10, 255]));
-        assert_eq!(decode_param(b"2024-02-03T04:05:06", OID_TIMESTAMP, None, false).unwrap(), Value::Timestamp(temporal::parse_timestamp("2024-02-03 04:05:06").unwrap()));
+        assert_eq!(
+            decode_param(b"2024-02-03T04:05:06", OID_TIMESTAMP, None, false).unwrap(),
+            Value::Timestamp(temporal::parse_timestamp("2024-02-03 04:05:06").unwrap())
+        );
         assert!(decode_param(b"abc", OID_INT8, None, false).is_err());
         assert!(decode_param(&[1, 2, 3], OID_INT8, None, true).is_err());
         assert!(decode_param(&[0xff, 0xfe], OID_TEXT, None, false).is_err());

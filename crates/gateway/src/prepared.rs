@@ -20,7 +20,9 @@ const STATEMENT_TOO_COMPLEX: &str = "54001";
 pub fn classify(sql: &str) -> Command {
     let parsed = with_parsed(sql, |parsed| {
         let statements = parsed.map_err(|e| match e {
-            ParserError::RecursionLimitExceeded => PgError::new(STATEMENT_TOO_COMPLEX, "statement is nested too deeply"),
+            ParserError::RecursionLimitExceeded => {
+                PgError::new(STATEMENT_TOO_COMPLEX, "statement is nested too deeply")
+            }
             e => PgError::new(SYNTAX_ERROR, format!("syntax error: {e}")),
         })?;
         match statements.as_slice() {
@@ -46,7 +48,9 @@ pub fn classify(sql: &str) -> Command {
     });
     match parsed {
         // PostgreSQL refuses `""` as a name (the empty name is the protocol's unnamed statement).
-        Some(Ok(Command::Prepare { name, .. } | Command::Execute { name, .. } | Command::Deallocate(Some(name)))) if name.is_empty() => {
+        Some(Ok(Command::Prepare { name, .. } | Command::Execute { name, .. } | Command::Deallocate(Some(name))))
+            if name.is_empty() =>
+        {
             Command::Refused(PgError::new(SYNTAX_ERROR, "zero-length delimited identifier"))
         }
         Some(Ok(command)) => command,
@@ -58,7 +62,10 @@ pub fn classify(sql: &str) -> Command {
 fn prepare(sql: &str, name: String, types: &[DataType], body: &Statement) -> Result<Command, PgError> {
     // PostgreSQL's PreparableStmt.
     if !matches!(body, Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) {
-        return Err(PgError::new(SYNTAX_ERROR, "syntax error: PREPARE takes a SELECT, VALUES, INSERT, UPDATE or DELETE statement"));
+        return Err(PgError::new(
+            SYNTAX_ERROR,
+            "syntax error: PREPARE takes a SELECT, VALUES, INSERT, UPDATE or DELETE statement",
+        ));
     }
     let statement = body_text(sql).ok_or_else(|| PgError::new(SYNTAX_ERROR, "syntax error: PREPARE without AS"))?;
     Ok(Command::Prepare { name, statement: statement.to_string(), declared: types.iter().map(type_oid).collect() })
@@ -127,7 +134,9 @@ fn argument(expr: &Expr) -> Option<Option<String>> {
     match expr {
         Expr::Value(v) => match &v.value {
             Value::Number(n, _) => Some(Some(n.clone())),
-            Value::SingleQuotedString(s) | Value::EscapedStringLiteral(s) | Value::NationalStringLiteral(s) => Some(Some(s.clone())),
+            Value::SingleQuotedString(s) | Value::EscapedStringLiteral(s) | Value::NationalStringLiteral(s) => {
+                Some(Some(s.clone()))
+            }
             Value::DollarQuotedString(d) => Some(Some(d.value.clone())),
             Value::Boolean(b) => Some(Some(b.to_string())),
             Value::Null => Some(None),
@@ -199,7 +208,17 @@ mod tests {
             args("EXECUTE Q(1, -2.5, 'it''s', NULL, true, '2024-01-02'::date, DATE '2024-01-03', (+7), E'a\\nb')"),
             (
                 "q".to_string(),
-                vec![text("1"), text("-2.5"), text("it's"), None, text("true"), text("2024-01-02"), text("2024-01-03"), text("7"), text("a\nb")]
+                vec![
+                    text("1"),
+                    text("-2.5"),
+                    text("it's"),
+                    None,
+                    text("true"),
+                    text("2024-01-02"),
+                    text("2024-01-03"),
+                    text("7"),
+                    text("a\nb")
+                ]
             )
         );
         assert_eq!(args("execute \"Q\""), ("Q".to_string(), vec![]));

@@ -8,8 +8,8 @@
 //! relation go to Pistou unchanged.
 
 use sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, ObjectName, Query, Select, SelectItem, SetExpr,
-    Statement, TableFactor, Value, Visit, Visitor,
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, ObjectName, Query,
+    Select, SelectItem, SetExpr, Statement, TableFactor, Value, Visit, Visitor,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::{Parser, ParserError};
@@ -35,20 +35,100 @@ const MAX_CLASSIFIED_LEN: usize = 64 * 1024;
 /// pg_catalog relations an unqualified name means (pg_catalog is searched before public).
 /// `pg_stat_*` and `pg_statio_*` views are recognized by prefix.
 const CATALOG_RELATIONS: &[&str] = &[
-    "pg_aggregate", "pg_am", "pg_amop", "pg_amproc", "pg_attrdef", "pg_attribute", "pg_auth_members", "pg_authid",
-    "pg_available_extension_versions", "pg_available_extensions", "pg_cast", "pg_class", "pg_collation", "pg_config",
-    "pg_constraint", "pg_conversion", "pg_cursors", "pg_database", "pg_db_role_setting", "pg_default_acl", "pg_depend",
-    "pg_description", "pg_enum", "pg_event_trigger", "pg_extension", "pg_file_settings", "pg_foreign_data_wrapper",
-    "pg_foreign_server", "pg_foreign_table", "pg_group", "pg_hba_file_rules", "pg_index", "pg_indexes", "pg_inherits",
-    "pg_init_privs", "pg_language", "pg_largeobject", "pg_largeobject_metadata", "pg_locks", "pg_matviews", "pg_namespace",
-    "pg_opclass", "pg_operator", "pg_opfamily", "pg_parameter_acl", "pg_partitioned_table", "pg_policies", "pg_policy",
-    "pg_prepared_statements", "pg_prepared_xacts", "pg_proc", "pg_publication", "pg_publication_namespace",
-    "pg_publication_rel", "pg_publication_tables", "pg_range", "pg_replication_origin", "pg_replication_slots", "pg_rewrite",
-    "pg_roles", "pg_rules", "pg_seclabel", "pg_seclabels", "pg_sequence", "pg_sequences", "pg_settings", "pg_shadow",
-    "pg_shdepend", "pg_shdescription", "pg_shseclabel", "pg_statistic", "pg_statistic_ext", "pg_statistic_ext_data",
-    "pg_stats", "pg_stats_ext", "pg_stats_ext_exprs", "pg_subscription", "pg_subscription_rel", "pg_tables", "pg_tablespace",
-    "pg_timezone_abbrevs", "pg_timezone_names", "pg_transform", "pg_trigger", "pg_ts_config", "pg_ts_config_map", "pg_ts_dict",
-    "pg_ts_parser", "pg_ts_template", "pg_type", "pg_user", "pg_user_mapping", "pg_user_mappings", "pg_views",
+    "pg_aggregate",
+    "pg_am",
+    "pg_amop",
+    "pg_amproc",
+    "pg_attrdef",
+    "pg_attribute",
+    "pg_auth_members",
+    "pg_authid",
+    "pg_available_extension_versions",
+    "pg_available_extensions",
+    "pg_cast",
+    "pg_class",
+    "pg_collation",
+    "pg_config",
+    "pg_constraint",
+    "pg_conversion",
+    "pg_cursors",
+    "pg_database",
+    "pg_db_role_setting",
+    "pg_default_acl",
+    "pg_depend",
+    "pg_description",
+    "pg_enum",
+    "pg_event_trigger",
+    "pg_extension",
+    "pg_file_settings",
+    "pg_foreign_data_wrapper",
+    "pg_foreign_server",
+    "pg_foreign_table",
+    "pg_group",
+    "pg_hba_file_rules",
+    "pg_index",
+    "pg_indexes",
+    "pg_inherits",
+    "pg_init_privs",
+    "pg_language",
+    "pg_largeobject",
+    "pg_largeobject_metadata",
+    "pg_locks",
+    "pg_matviews",
+    "pg_namespace",
+    "pg_opclass",
+    "pg_operator",
+    "pg_opfamily",
+    "pg_parameter_acl",
+    "pg_partitioned_table",
+    "pg_policies",
+    "pg_policy",
+    "pg_prepared_statements",
+    "pg_prepared_xacts",
+    "pg_proc",
+    "pg_publication",
+    "pg_publication_namespace",
+    "pg_publication_rel",
+    "pg_publication_tables",
+    "pg_range",
+    "pg_replication_origin",
+    "pg_replication_slots",
+    "pg_rewrite",
+    "pg_roles",
+    "pg_rules",
+    "pg_seclabel",
+    "pg_seclabels",
+    "pg_sequence",
+    "pg_sequences",
+    "pg_settings",
+    "pg_shadow",
+    "pg_shdepend",
+    "pg_shdescription",
+    "pg_shseclabel",
+    "pg_statistic",
+    "pg_statistic_ext",
+    "pg_statistic_ext_data",
+    "pg_stats",
+    "pg_stats_ext",
+    "pg_stats_ext_exprs",
+    "pg_subscription",
+    "pg_subscription_rel",
+    "pg_tables",
+    "pg_tablespace",
+    "pg_timezone_abbrevs",
+    "pg_timezone_names",
+    "pg_transform",
+    "pg_trigger",
+    "pg_ts_config",
+    "pg_ts_config_map",
+    "pg_ts_dict",
+    "pg_ts_parser",
+    "pg_ts_template",
+    "pg_type",
+    "pg_user",
+    "pg_user_mapping",
+    "pg_user_mappings",
+    "pg_views",
 ];
 
 /// Where a statement goes.
@@ -114,7 +194,10 @@ pub fn route(sql: &str) -> Route {
 pub fn with_parsed<T: Send>(sql: &str, f: impl FnOnce(Result<Vec<Statement>, ParserError>) -> T + Send) -> Option<T> {
     let parse = || {
         let dialect = PostgreSqlDialect {};
-        f(Parser::new(&dialect).with_recursion_limit(MAX_DEPTH).try_with_sql(sql).and_then(|mut p| p.parse_statements()))
+        f(Parser::new(&dialect)
+            .with_recursion_limit(MAX_DEPTH)
+            .try_with_sql(sql)
+            .and_then(|mut p| p.parse_statements()))
     };
     if sql.len() <= INLINE_MAX_LEN {
         return Some(parse());
@@ -209,7 +292,8 @@ impl Visitor for Reads {
         while let Some(body) = bodies.pop() {
             match body {
                 SetExpr::Table(t) => {
-                    let parts = t.table_name.iter().chain(&t.schema_name).rev().map(|s| s.to_ascii_lowercase()).collect();
+                    let parts =
+                        t.table_name.iter().chain(&t.schema_name).rev().map(|s| s.to_ascii_lowercase()).collect();
                     self.relation(Some(parts));
                 }
                 SetExpr::SetOperation { left, right, .. } => bodies.extend([left.as_ref(), right.as_ref()]),
@@ -274,10 +358,18 @@ fn integer_constant(expr: &Expr) -> Option<i64> {
 /// The items of `SELECT f(), g AS x, …` without FROM (or any other clause), when every
 /// item is a session function.
 fn session_items(query: &Query) -> Option<Vec<SessionItem>> {
-    let plain = query.with.is_none() && query.order_by.is_none() && query.limit_clause.is_none() && query.fetch.is_none() && query.locks.is_empty();
+    let plain = query.with.is_none()
+        && query.order_by.is_none()
+        && query.limit_clause.is_none()
+        && query.fetch.is_none()
+        && query.locks.is_empty();
     let SetExpr::Select(select) = query.body.as_ref() else { return None };
     let no_grouping = matches!(&select.group_by, GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty());
-    let only_items = select.from.is_empty() && select.selection.is_none() && select.having.is_none() && select.distinct.is_none() && select.into.is_none();
+    let only_items = select.from.is_empty()
+        && select.selection.is_none()
+        && select.having.is_none()
+        && select.distinct.is_none()
+        && select.into.is_none();
     if !plain || !no_grouping || !only_items || select.projection.is_empty() {
         return None;
     }
@@ -299,7 +391,8 @@ fn session_function(expr: &Expr) -> Option<(String, SessionFunction)> {
     let (name, args): (String, Option<Vec<&Expr>>) = match expr {
         Expr::Identifier(i) => (ident_name(i), None),
         Expr::Function(f) => {
-            let simple = f.filter.is_none() && f.over.is_none() && f.within_group.is_empty() && f.null_treatment.is_none();
+            let simple =
+                f.filter.is_none() && f.over.is_none() && f.within_group.is_empty() && f.null_treatment.is_none();
             let no_parameters = matches!(f.parameters, FunctionArguments::None);
             if !simple || !no_parameters {
                 return None;
@@ -400,14 +493,29 @@ mod tests {
             route("SELECT t.typname FROM PG_CATALOG.pg_type t JOIN pg_catalog.pg_namespace n ON t.typnamespace = n.oid WHERE t.oid = '23'::oid"),
             catalog(&["pg_catalog.pg_namespace", "pg_catalog.pg_type"], Some(23))
         );
-        assert_eq!(route("SELECT 1 WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_am)"), catalog(&["pg_catalog.pg_am"], None));
-        assert_eq!(route("WITH c AS (SELECT * FROM pg_class) SELECT * FROM c"), catalog(&["pg_catalog.pg_class"], None));
-        assert_eq!(route("SELECT 1 UNION SELECT 2 FROM (TABLE pg_catalog.pg_roles) r"), catalog(&["pg_catalog.pg_roles"], None));
+        assert_eq!(
+            route("SELECT 1 WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_am)"),
+            catalog(&["pg_catalog.pg_am"], None)
+        );
+        assert_eq!(
+            route("WITH c AS (SELECT * FROM pg_class) SELECT * FROM c"),
+            catalog(&["pg_catalog.pg_class"], None)
+        );
+        assert_eq!(
+            route("SELECT 1 UNION SELECT 2 FROM (TABLE pg_catalog.pg_roles) r"),
+            catalog(&["pg_catalog.pg_roles"], None)
+        );
         assert_eq!(route("SELECT * FROM information_schema.tables"), catalog(&["information_schema.tables"], None));
         assert_eq!(route("SELECT * FROM pg_stat_activity"), catalog(&["pg_catalog.pg_stat_activity"], None));
-        assert_eq!(route("SELECT typname FROM pg_type WHERE typname = 'oid = 23'"), catalog(&["pg_catalog.pg_type"], None));
+        assert_eq!(
+            route("SELECT typname FROM pg_type WHERE typname = 'oid = 23'"),
+            catalog(&["pg_catalog.pg_type"], None)
+        );
         // Parameters are placeholders when a statement is parsed, literals once bound.
-        assert_eq!(route("SELECT typname FROM pg_catalog.pg_type WHERE oid = $1"), catalog(&["pg_catalog.pg_type"], None));
+        assert_eq!(
+            route("SELECT typname FROM pg_catalog.pg_type WHERE oid = $1"),
+            catalog(&["pg_catalog.pg_type"], None)
+        );
     }
 
     #[test]
@@ -437,7 +545,13 @@ mod tests {
         ];
         assert_eq!(got, expected.map(|(name, function)| SessionItem { name: name.into(), function }).to_vec());
         assert_eq!(items("SELECT current_setting($1)")[0].function, SessionFunction::CurrentSetting(None));
-        for sql in ["SELECT version FROM releases", "SELECT version(), 1", "SELECT 'version()'", "SELECT version() FROM t", "SELECT now()"] {
+        for sql in [
+            "SELECT version FROM releases",
+            "SELECT version(), 1",
+            "SELECT 'version()'",
+            "SELECT version() FROM t",
+            "SELECT now()",
+        ] {
             assert_eq!(route(sql), Route::Engine, "{sql}");
         }
     }

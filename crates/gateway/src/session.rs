@@ -70,7 +70,15 @@ fn command_reply(tag: impl Into<String>) -> Reply {
 }
 
 impl Session {
-    pub fn new(client: Client, engine: Arc<Engine>, config: Arc<GatewayConfig>, settings: Settings, user: String, database: String, pid: i32) -> Session {
+    pub fn new(
+        client: Client,
+        engine: Arc<Engine>,
+        config: Arc<GatewayConfig>,
+        settings: Settings,
+        user: String,
+        database: String,
+        pid: i32,
+    ) -> Session {
         Session { client, engine, config, txn: TxnState::Idle, settings, user, database, pid }
     }
 
@@ -115,11 +123,17 @@ impl Session {
                     self.txn = TxnState::Open(None);
                     command_reply("BEGIN")
                 }
-                _ => Reply::Command { tag: "BEGIN".into(), notice: Some("there is already a transaction in progress".into()) },
+                _ => Reply::Command {
+                    tag: "BEGIN".into(),
+                    notice: Some("there is already a transaction in progress".into()),
+                },
             }),
             Command::Commit => self.commit().await,
             Command::Rollback => Ok(match std::mem::replace(&mut self.txn, TxnState::Idle) {
-                TxnState::Idle => Reply::Command { tag: "ROLLBACK".into(), notice: Some("there is no transaction in progress".into()) },
+                TxnState::Idle => Reply::Command {
+                    tag: "ROLLBACK".into(),
+                    notice: Some("there is no transaction in progress".into()),
+                },
                 _ => command_reply("ROLLBACK"),
             }),
             Command::Set { name, value } => {
@@ -137,7 +151,10 @@ impl Session {
             Command::Show(name) => Ok(rows_reply(self.show(name)?, "SHOW")),
             Command::Discard => {
                 if !matches!(self.txn, TxnState::Idle) {
-                    return Err(PgError::new(errors::ACTIVE_TRANSACTION, "DISCARD ALL cannot run inside a transaction block"));
+                    return Err(PgError::new(
+                        errors::ACTIVE_TRANSACTION,
+                        "DISCARD ALL cannot run inside a transaction block",
+                    ));
                 }
                 self.settings.reset_all();
                 Ok(command_reply("DISCARD ALL"))
@@ -165,7 +182,9 @@ impl Session {
 
     async fn commit(&mut self) -> Result<Reply, PgError> {
         match std::mem::replace(&mut self.txn, TxnState::Idle) {
-            TxnState::Idle => Ok(Reply::Command { tag: "COMMIT".into(), notice: Some("there is no transaction in progress".into()) }),
+            TxnState::Idle => {
+                Ok(Reply::Command { tag: "COMMIT".into(), notice: Some("there is no transaction in progress".into()) })
+            }
             // PostgreSQL answers COMMIT of a failed block with ROLLBACK.
             TxnState::Failed => Ok(command_reply("ROLLBACK")),
             TxnState::Open(None) => Ok(command_reply("COMMIT")),
@@ -238,8 +257,14 @@ impl Session {
 
     fn show(&self, name: &str) -> Result<LocalRows, PgError> {
         if name == "all" {
-            let rows = self.settings.all().into_iter().map(|(n, v, d)| vec![Value::Text(n), Value::Text(v), Value::Text(d)]).collect();
-            let columns = ["name", "setting", "description"].iter().map(|c| (c.to_string(), Some(SqlType::Text))).collect();
+            let rows = self
+                .settings
+                .all()
+                .into_iter()
+                .map(|(n, v, d)| vec![Value::Text(n), Value::Text(v), Value::Text(d)])
+                .collect();
+            let columns =
+                ["name", "setting", "description"].iter().map(|c| (c.to_string(), Some(SqlType::Text))).collect();
             return Ok(LocalRows { columns, rows });
         }
         let value = self.settings.get(name).map_err(PgError::from)?;
@@ -293,7 +318,8 @@ fn result_fields(catalog: &Catalog, prepared: &pistou_sql::Prepared) -> Option<V
         names
             .into_iter()
             .map(|name| {
-                let ty = table.as_ref().and_then(|t| t.column_index(&name).and_then(|i| t.columns.get(i)).map(|c| c.ty));
+                let ty =
+                    table.as_ref().and_then(|t| t.column_index(&name).and_then(|i| t.columns.get(i)).map(|c| c.ty));
                 Field { name, ty }
             })
             .collect(),
@@ -302,7 +328,11 @@ fn result_fields(catalog: &Catalog, prepared: &pistou_sql::Prepared) -> Option<V
 
 fn rows_reply(local: LocalRows, verb: &str) -> Reply {
     let tag = if verb == "SHOW" { "SHOW".to_string() } else { format!("{verb} {}", local.rows.len()) };
-    Reply::Rows { fields: local.columns.into_iter().map(|(name, ty)| Field { name, ty }).collect(), rows: local.rows, tag }
+    Reply::Rows {
+        fields: local.columns.into_iter().map(|(name, ty)| Field { name, ty }).collect(),
+        rows: local.rows,
+        tag,
+    }
 }
 
 /// Runs one statement in `txn`: parameters are decoded with the types the statement gives
@@ -337,7 +367,11 @@ fn reply_of(output: SqlOutput, sql: &str) -> Reply {
             let tag = if command == "INSERT" { format!("INSERT 0 {count}") } else { format!("{command} {count}") };
             match returning {
                 Some((names, rows)) => {
-                    let fields = names.into_iter().enumerate().map(|(i, name)| Field { name, ty: uniform_type(&rows, i) }).collect();
+                    let fields = names
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, name)| Field { name, ty: uniform_type(&rows, i) })
+                        .collect();
                     Reply::Rows { fields, rows, tag }
                 }
                 None => command_reply(tag),
@@ -367,10 +401,23 @@ mod tests {
 
     #[test]
     fn tags_follow_postgres() {
-        assert_eq!(reply_of(SqlOutput::Affected { command: "INSERT", count: 3, returning: None }, ""), command_reply("INSERT 0 3"));
-        assert_eq!(reply_of(SqlOutput::Affected { command: "UPDATE", count: 2, returning: None }, ""), command_reply("UPDATE 2"));
+        assert_eq!(
+            reply_of(SqlOutput::Affected { command: "INSERT", count: 3, returning: None }, ""),
+            command_reply("INSERT 0 3")
+        );
+        assert_eq!(
+            reply_of(SqlOutput::Affected { command: "UPDATE", count: 2, returning: None }, ""),
+            command_reply("UPDATE 2")
+        );
         assert_eq!(reply_of(SqlOutput::Ddl { command: "DDL" }, "drop table if exists t"), command_reply("DROP TABLE"));
-        match reply_of(SqlOutput::Rows { columns: vec!["a".into()], types: vec![None], rows: vec![vec![Value::Int(1)], vec![Value::Null]] }, "") {
+        match reply_of(
+            SqlOutput::Rows {
+                columns: vec!["a".into()],
+                types: vec![None],
+                rows: vec![vec![Value::Int(1)], vec![Value::Null]],
+            },
+            "",
+        ) {
             Reply::Rows { fields, tag, .. } => {
                 assert_eq!(tag, "SELECT 2");
                 assert_eq!(fields[0].ty, Some(SqlType::Int));
@@ -378,5 +425,4 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
-
 }

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 /// The version string of `SELECT version()` and `server_version`.
 pub const SERVER_VERSION: &str = "16.0";
-pub const VERSION_TEXT: &str = concat!("PostgreSQL 16.0 (Pistou gateway ", env!("CARGO_PKG_VERSION"), "; Pistou BFT database)");
+pub const VERSION_TEXT: &str =
+    concat!("PostgreSQL 16.0 (Pistou gateway ", env!("CARGO_PKG_VERSION"), "; Pistou BFT database)");
 /// Longest value a client may store in a parameter.
 const MAX_VALUE_LEN: usize = 1024;
 /// Most custom (`prefix.name`) parameters per session.
@@ -28,20 +29,50 @@ enum Rule {
 const KNOWN: &[(&str, &str, Rule, &str)] = &[
     ("application_name", "", Rule::Any, "Application name reported by the client"),
     ("client_encoding", "UTF8", Rule::OneOf(&["utf8", "utf-8", "unicode"]), "Client character set (UTF8 only)"),
-    ("datestyle", "ISO, MDY", Rule::OneOf(&["iso", "iso,mdy", "iso,ymd", "iso,dmy", "mdy,iso", "ymd,iso", "dmy,iso"]), "Date output style (ISO only)"),
+    (
+        "datestyle",
+        "ISO, MDY",
+        Rule::OneOf(&["iso", "iso,mdy", "iso,ymd", "iso,dmy", "mdy,iso", "ymd,iso", "dmy,iso"]),
+        "Date output style (ISO only)",
+    ),
     ("timezone", "UTC", Rule::Any, "Time zone (Pistou timestamps have no time zone)"),
     ("extra_float_digits", "1", Rule::Int(-15, 3), "Float output digits (shortest exact form is always used)"),
     ("search_path", "\"$user\", public", Rule::Any, "Schema search path (one schema: public)"),
-    ("standard_conforming_strings", "on", Rule::OneOf(&["on", "true", "1"]), "Backslashes are literal in '...' strings"),
-    ("transaction_isolation", "serializable", Rule::OneOf(&["serializable", "repeatableread", "readcommitted", "readuncommitted"]), "Every Pistou transaction is serializable"),
-    ("default_transaction_isolation", "serializable", Rule::OneOf(&["serializable", "repeatableread", "readcommitted", "readuncommitted"]), "Every Pistou transaction is serializable"),
+    (
+        "standard_conforming_strings",
+        "on",
+        Rule::OneOf(&["on", "true", "1"]),
+        "Backslashes are literal in '...' strings",
+    ),
+    (
+        "transaction_isolation",
+        "serializable",
+        Rule::OneOf(&["serializable", "repeatableread", "readcommitted", "readuncommitted"]),
+        "Every Pistou transaction is serializable",
+    ),
+    (
+        "default_transaction_isolation",
+        "serializable",
+        Rule::OneOf(&["serializable", "repeatableread", "readcommitted", "readuncommitted"]),
+        "Every Pistou transaction is serializable",
+    ),
     ("intervalstyle", "postgres", Rule::OneOf(&["postgres"]), "Interval output style"),
     ("bytea_output", "hex", Rule::OneOf(&["hex"]), "bytea output format (hex only)"),
     ("statement_timeout", "0", Rule::Int(0, 0), "Not enforced: only 0 is accepted"),
     ("lock_timeout", "0", Rule::Int(0, 0), "Not enforced: only 0 is accepted"),
     ("idle_in_transaction_session_timeout", "0", Rule::Int(0, 0), "Not enforced: only 0 is accepted"),
-    ("default_transaction_read_only", "off", Rule::OneOf(&["off", "false", "0"]), "Read-only transactions are not enforced"),
-    ("client_min_messages", "notice", Rule::OneOf(&["debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error"]), "Least severe notice sent to the client"),
+    (
+        "default_transaction_read_only",
+        "off",
+        Rule::OneOf(&["off", "false", "0"]),
+        "Read-only transactions are not enforced",
+    ),
+    (
+        "client_min_messages",
+        "notice",
+        Rule::OneOf(&["debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error"]),
+        "Least severe notice sent to the client",
+    ),
     ("server_version", SERVER_VERSION, Rule::ReadOnly, "Server version"),
     ("server_version_num", "160000", Rule::ReadOnly, "Server version as a number"),
     ("server_encoding", "UTF8", Rule::ReadOnly, "Server character set"),

@@ -5,7 +5,9 @@ mod support;
 
 use pistou_gateway::{Auth, GatewayConfig, PasswordMethod};
 use std::time::Duration;
-use support::{bounded, connect, connect_as, error_code, query, raw_session, sqlstate, start, startup, tag, until_ready};
+use support::{
+    bounded, connect, connect_as, error_code, query, raw_session, sqlstate, start, startup, tag, until_ready,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

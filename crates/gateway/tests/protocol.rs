@@ -4,7 +4,10 @@
 mod support;
 
 use pistou_gateway::GatewayConfig;
-use support::{bind, bounded, connect, error_code, execute_and_sync, parse, query, raw_session, sqlstate, start, sync, tag, until_ready};
+use support::{
+    bind, bounded, connect, error_code, execute_and_sync, parse, query, raw_session, sqlstate, start, sync, tag,
+    until_ready,
+};
 use tokio::io::AsyncWriteExt;
 use tokio_postgres::types::Type;
 use tokio_postgres::SimpleQueryMessage;
@@ -21,7 +24,10 @@ fn simple_rows(messages: &[SimpleQueryMessage]) -> Vec<Vec<Option<String>>> {
 }
 
 fn completions(messages: &[SimpleQueryMessage]) -> Vec<u64> {
-    messages.iter().filter_map(|m| if let SimpleQueryMessage::CommandComplete(n) = m { Some(*n) } else { None }).collect()
+    messages
+        .iter()
+        .filter_map(|m| if let SimpleQueryMessage::CommandComplete(n) = m { Some(*n) } else { None })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -42,13 +48,22 @@ async fn simple_and_extended_queries_with_types() {
         assert_eq!(completions(&out), vec![0, 2]);
 
         // Simple protocol: text format.
-        let out = db.simple_query("SELECT id, name, weight, ok, data, day, at FROM items ORDER BY id").await.expect("select");
+        let out =
+            db.simple_query("SELECT id, name, weight, ok, data, day, at FROM items ORDER BY id").await.expect("select");
         let rows = simple_rows(&out);
         assert_eq!(rows.len(), 2);
         let text = |s: &str| Some(s.to_string());
         assert_eq!(
             rows[0],
-            vec![text("1"), text("apple"), text("0.5"), text("t"), None, text("2024-02-29"), text("2024-02-29 12:34:56.5")]
+            vec![
+                text("1"),
+                text("apple"),
+                text("0.5"),
+                text("t"),
+                None,
+                text("2024-02-29"),
+                text("2024-02-29 12:34:56.5")
+            ]
         );
         assert_eq!(rows[1][2], text("1500"));
         assert_eq!(rows[1][4], None);
@@ -78,7 +93,10 @@ async fn simple_and_extended_queries_with_types() {
             .await
             .expect("insert with parameters");
         assert_eq!(n, 1);
-        let row = db.query_one("SELECT name, weight, ok, data, at FROM items WHERE id = $1", &[&3i64]).await.expect("read back");
+        let row = db
+            .query_one("SELECT name, weight, ok, data, at FROM items WHERE id = $1", &[&3i64])
+            .await
+            .expect("read back");
         assert_eq!(row.get::<_, String>(0), "plum 'quoted'");
         assert_eq!(row.get::<_, f64>(1), -2.25);
         assert!(!row.get::<_, bool>(2));
@@ -94,10 +112,16 @@ async fn simple_and_extended_queries_with_types() {
         assert_eq!(row.get::<_, String>(0), "2024-02-29");
 
         // UPDATE / DELETE counts, and a join.
-        assert_eq!(db.execute("UPDATE items SET weight = weight + 1 WHERE id >= $1", &[&2i64]).await.expect("update"), 2);
+        assert_eq!(
+            db.execute("UPDATE items SET weight = weight + 1 WHERE id >= $1", &[&2i64]).await.expect("update"),
+            2
+        );
         db.batch_execute("CREATE TABLE tags (item BIGINT PRIMARY KEY, tag TEXT)").await.expect("create tags");
         db.batch_execute("INSERT INTO tags VALUES (1, 'fruit'), (3, 'stone fruit')").await.expect("insert tags");
-        let rows = db.query("SELECT i.name, t.tag FROM items i JOIN tags t ON t.item = i.id ORDER BY i.id", &[]).await.expect("join");
+        let rows = db
+            .query("SELECT i.name, t.tag FROM items i JOIN tags t ON t.item = i.id ORDER BY i.id", &[])
+            .await
+            .expect("join");
         let pairs: Vec<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
         assert_eq!(pairs, vec![("apple".into(), "fruit".into()), ("plum 'quoted'".into(), "stone fruit".into())]);
         assert_eq!(db.execute("DELETE FROM tags WHERE item = $1", &[&3i64]).await.expect("delete"), 1);
@@ -127,7 +151,10 @@ async fn errors_carry_sqlstates_and_transactions_follow_postgres() {
         db.batch_execute("ROLLBACK").await.expect("rollback");
         assert!(db.query_opt("SELECT v FROM kv WHERE k = 2", &[]).await.expect("after rollback").is_none());
         db.batch_execute("START TRANSACTION; INSERT INTO kv VALUES (3, 'three'); COMMIT").await.expect("commit");
-        assert_eq!(db.query_one("SELECT v FROM kv WHERE k = 3", &[]).await.expect("after commit").get::<_, String>(0), "three");
+        assert_eq!(
+            db.query_one("SELECT v FROM kv WHERE k = 3", &[]).await.expect("after commit").get::<_, String>(0),
+            "three"
+        );
 
         // A failed statement poisons the block until ROLLBACK; COMMIT then rolls back.
         db.batch_execute("BEGIN; INSERT INTO kv VALUES (4, 'four')").await.expect("begin");
@@ -141,7 +168,10 @@ async fn errors_carry_sqlstates_and_transactions_follow_postgres() {
         assert!(db.query_opt("SELECT v FROM kv WHERE k = 4", &[]).await.expect("row 4").is_none());
 
         // DDL must be alone in its transaction.
-        let e = db.batch_execute("BEGIN; INSERT INTO kv VALUES (5, 'five'); CREATE TABLE other (a BIGINT PRIMARY KEY)").await.expect_err("ddl after dml");
+        let e = db
+            .batch_execute("BEGIN; INSERT INTO kv VALUES (5, 'five'); CREATE TABLE other (a BIGINT PRIMARY KEY)")
+            .await
+            .expect_err("ddl after dml");
         assert!(!sqlstate(&e).is_empty());
         db.batch_execute("ROLLBACK").await.expect("rollback");
         h.stop().await;
@@ -373,7 +403,8 @@ async fn protocol_and_sql_prepared_statements_share_names() {
         let h = start(GatewayConfig::default()).await;
         let mut s = raw_session(h.addr).await;
         let tags = |m: &[(u8, Vec<u8>)]| m.iter().filter(|(k, _)| *k == b'C').map(|(_, b)| tag(b)).collect::<Vec<_>>();
-        let errors = |m: &[(u8, Vec<u8>)]| m.iter().filter(|(k, _)| *k == b'E').map(|(_, b)| error_code(b)).collect::<Vec<_>>();
+        let errors =
+            |m: &[(u8, Vec<u8>)]| m.iter().filter(|(k, _)| *k == b'E').map(|(_, b)| error_code(b)).collect::<Vec<_>>();
         let m = roundtrip(&mut s, query("CREATE TABLE pn (k BIGINT PRIMARY KEY, v TEXT)")).await;
         assert_eq!(tags(&m), ["CREATE TABLE"]);
         // A statement made by Parse runs with EXECUTE, blocks PREPARE of its name, and is
@@ -383,9 +414,15 @@ async fn protocol_and_sql_prepared_statements_share_names() {
         assert_eq!(tags(&roundtrip(&mut s, query("EXECUTE ins(1, 'one')")).await), ["INSERT 0 1"]);
         assert_eq!(errors(&roundtrip(&mut s, query("PREPARE ins AS SELECT 1")).await), ["42P05"]);
         assert_eq!(tags(&roundtrip(&mut s, query("DEALLOCATE ins")).await), ["DEALLOCATE"]);
-        assert_eq!(errors(&roundtrip(&mut s, [bind("ins", &["2", "two"]), execute_and_sync()].concat()).await), ["26000"]);
+        assert_eq!(
+            errors(&roundtrip(&mut s, [bind("ins", &["2", "two"]), execute_and_sync()].concat()).await),
+            ["26000"]
+        );
         // A statement made by PREPARE can be bound and executed by the protocol.
-        assert_eq!(tags(&roundtrip(&mut s, query("PREPARE get (bigint) AS SELECT v FROM pn WHERE k = $1")).await), ["PREPARE"]);
+        assert_eq!(
+            tags(&roundtrip(&mut s, query("PREPARE get (bigint) AS SELECT v FROM pn WHERE k = $1")).await),
+            ["PREPARE"]
+        );
         let m = roundtrip(&mut s, [bind("get", &["1"]), execute_and_sync()].concat()).await;
         assert!(m.iter().any(|(k, b)| *k == b'D' && b.ends_with(b"one")), "{m:?}");
         assert_eq!(tags(&m), ["SELECT 1"]);

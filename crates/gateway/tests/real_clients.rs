@@ -200,7 +200,10 @@ async fn psycopg_parameters_transactions_and_retries() {
         };
         if !run(&mut importable(&deps), 30).await.0 {
             let (ok, out) = run(
-                Command::new("python3").args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target"]).arg(&deps).arg("psycopg[binary]"),
+                Command::new("python3")
+                    .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target"])
+                    .arg(&deps)
+                    .arg("psycopg[binary]"),
                 180,
             )
             .await;
@@ -337,7 +340,9 @@ async fn pgjdbc_prepared_statements_metadata_and_transactions() {
         let dir = work_dir("pgjdbc");
         let jar = pgjdbc_jar(&dir).await;
         std::fs::write(dir.join("JdbcCheck.java"), JDBC_SOURCE).expect("write source");
-        let (ok, out) = run(Command::new("javac").arg("-cp").arg(&jar).arg("-d").arg(&dir).arg(dir.join("JdbcCheck.java")), 120).await;
+        let (ok, out) =
+            run(Command::new("javac").arg("-cp").arg(&jar).arg("-d").arg(&dir).arg(dir.join("JdbcCheck.java")), 120)
+                .await;
         assert!(ok, "javac failed:\n{out}");
         let h = start(GatewayConfig::default()).await;
         let url = format!("jdbc:postgresql://127.0.0.1:{}/pistou?sslmode=disable&connectTimeout=10", h.addr.port());

@@ -11,7 +11,9 @@ use crate::counters::{NetCounters, NetReason};
 use futures::{SinkExt, StreamExt};
 use pistou_core::{ClientId, ClusterConfig, ReplicaId};
 use pistou_crypto::{Ephemeral, SessionKey};
-use pistou_wire::{decode_message, frame_codec, ClientSigned, FrameCodec, Message, MessageWriter, SessionOpen, Signable, WireError};
+use pistou_wire::{
+    decode_message, frame_codec, ClientSigned, FrameCodec, Message, MessageWriter, SessionOpen, Signable, WireError,
+};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -34,12 +36,23 @@ pub(crate) enum Origin {
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Inbound {
     /// Sent by the accept loop before the connection's first message can arrive.
-    Opened { token: Token, tx: mpsc::Sender<Message> },
-    Message { from: Origin, msg: Message },
+    Opened {
+        token: Token,
+        tx: mpsc::Sender<Message>,
+    },
+    Message {
+        from: Origin,
+        msg: Message,
+    },
     /// The connection is an authenticated session of `client`; sent before its first
     /// authenticated message.
-    Session { token: Token, client: ClientId },
-    Closed { token: Token },
+    Session {
+        token: Token,
+        client: ClientId,
+    },
+    Closed {
+        token: Token,
+    },
 }
 
 /// Replies written to the socket per flush; bounds the time one slow write holds replies.
@@ -137,7 +150,12 @@ async fn read_loop(
     forward_plain(reader, from, inbound, counters).await
 }
 
-async fn forward_plain(mut reader: FramedRead<OwnedReadHalf, FrameCodec>, from: Origin, inbound: &mpsc::Sender<Inbound>, counters: &NetCounters) {
+async fn forward_plain(
+    mut reader: FramedRead<OwnedReadHalf, FrameCodec>,
+    from: Origin,
+    inbound: &mpsc::Sender<Inbound>,
+    counters: &NetCounters,
+) {
     while let Some(msg) = next_message(&mut reader, counters).await {
         // Awaiting here is the back-pressure: a busy replica stops reading sockets.
         if inbound.send(Inbound::Message { from, msg }).await.is_err() {
@@ -183,7 +201,10 @@ fn accept_session(open: &ClientSigned<SessionOpen>, params: &ConnParams) -> Opti
 }
 
 /// The next frame; `None` at end of stream or after a counted error.
-async fn next_frame(reader: &mut FramedRead<OwnedReadHalf, FrameCodec>, counters: &NetCounters) -> Option<bytes::BytesMut> {
+async fn next_frame(
+    reader: &mut FramedRead<OwnedReadHalf, FrameCodec>,
+    counters: &NetCounters,
+) -> Option<bytes::BytesMut> {
     match reader.next().await? {
         Ok(frame) => Some(frame),
         Err(e) => {
@@ -222,7 +243,11 @@ pub(crate) fn classify_io(e: &std::io::Error) -> NetReason {
     }
 }
 
-async fn write_loop(mut writer: FramedWrite<OwnedWriteHalf, MessageWriter>, mut replies: mpsc::Receiver<Message>, counters: &NetCounters) {
+async fn write_loop(
+    mut writer: FramedWrite<OwnedWriteHalf, MessageWriter>,
+    mut replies: mpsc::Receiver<Message>,
+    counters: &NetCounters,
+) {
     while let Some(msg) = replies.recv().await {
         if writer.feed(&msg).await.is_err() {
             counters.record(NetReason::Io);

@@ -45,7 +45,12 @@ pub struct ReplicaReport {
 }
 
 impl Driver {
-    pub(crate) fn new(replica: Replica, config: Arc<ClusterConfig>, counters: Arc<NetCounters>, options: &NodeOptions) -> Driver {
+    pub(crate) fn new(
+        replica: Replica,
+        config: Arc<ClusterConfig>,
+        counters: Arc<NetCounters>,
+        options: &NodeOptions,
+    ) -> Driver {
         Driver {
             replica,
             config,

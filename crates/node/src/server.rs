@@ -94,7 +94,11 @@ impl ReplicaServer {
         key: Option<SecretKey>,
         options: NodeOptions,
     ) -> Result<ReplicaServer, NodeError> {
-        let addr = config.replica(id).ok_or_else(|| NodeError::Config(format!("replica {id} is not in the configuration")))?.addr.clone();
+        let addr = config
+            .replica(id)
+            .ok_or_else(|| NodeError::Config(format!("replica {id} is not in the configuration")))?
+            .addr
+            .clone();
         let listener = TcpListener::bind(&addr).await.map_err(|source| NodeError::Bind { addr, source })?;
         Self::with_listener(listener, config, id, key, options)
     }
@@ -108,7 +112,14 @@ impl ReplicaServer {
         options: NodeOptions,
     ) -> Result<ReplicaServer, NodeError> {
         let replica = Replica::new(config.clone(), id, key).map_err(NodeError::Config)?;
-        Ok(ReplicaServer { listener, config, replica, options, counters: Arc::new(NetCounters::default()), fault: None })
+        Ok(ReplicaServer {
+            listener,
+            config,
+            replica,
+            options,
+            counters: Arc::new(NetCounters::default()),
+            fault: None,
+        })
     }
 
     /// Makes this replica Byzantine (testing and benchmarks only).

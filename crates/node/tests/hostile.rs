@@ -1,11 +1,11 @@
 //! Hostile input against a real replica server on 127.0.0.1: every framing or decoding
 //! error is counted and closes only the offending connection; honest clients are served.
 
+use pistou_core::TxnId;
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp};
 use pistou_crypto::{Ephemeral, SecretKey, SessionKey};
 use pistou_node::{now_us, NetCounters, NetReason, NodeOptions, ReplicaServer};
 use pistou_txn::sign_client;
-use pistou_core::TxnId;
 use pistou_txn::RejectReason;
 use pistou_wire::{decode_message, encode_message, DecFb, Decision, Message, ReadRequest, SessionOpen};
 use std::net::SocketAddr;
@@ -166,7 +166,8 @@ async fn connections_beyond_the_cap_are_refused() {
 #[tokio::test]
 async fn silent_connections_lose_their_slot() {
     let run = async {
-        let options = NodeOptions { max_connections: 1, hello_timeout: Duration::from_millis(200), ..NodeOptions::default() };
+        let options =
+            NodeOptions { max_connections: 1, hello_timeout: Duration::from_millis(200), ..NodeOptions::default() };
         let t = start(options).await;
         let silent = TcpStream::connect(t.addr).await.unwrap();
         expect_closed(silent).await;
@@ -251,7 +252,9 @@ async fn open_session(addr: SocketAddr, key: &SecretKey, index: u32) -> Option<(
     s.read_exact(&mut len).await.ok()?;
     let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
     s.read_exact(&mut body).await.ok()?;
-    let Ok(Message::SessionAccept { eph }) = decode_message(&body) else { panic!("expected the replica's session value") };
+    let Ok(Message::SessionAccept { eph }) = decode_message(&body) else {
+        panic!("expected the replica's session value")
+    };
     Some((s, mine.agree(&eph, &open.body.transcript(ClientId(1), &eph)).unwrap()))
 }
 
@@ -274,7 +277,10 @@ async fn a_session_authenticates_unsigned_reads_and_nothing_else_does() {
         tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut len)).await.unwrap().unwrap();
         let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
         s.read_exact(&mut body).await.unwrap();
-        assert!(matches!(decode_message(&body), Ok(Message::ReadReply { .. })), "the unsigned read over the session is served");
+        assert!(
+            matches!(decode_message(&body), Ok(Message::ReadReply { .. })),
+            "the unsigned read over the session is served"
+        );
 
         let mut altered = key.seal(&encode_message(&unsigned_read()));
         altered[0] ^= 1;

@@ -15,7 +15,8 @@ impl RowStore {
     pub fn verify_invariants(&self) -> Result<(), String> {
         let mut prepared: BTreeMap<TxnId, (Timestamp, BTreeMap<String, BTreeSet<Key>>)> = BTreeMap::new();
         for (name, table) in &self.tables {
-            audit_table(name, table, self.watermark, self.limits.version_cap, &mut prepared).map_err(|e| format!("table {name}: {e}"))?;
+            audit_table(name, table, self.watermark, self.limits.version_cap, &mut prepared)
+                .map_err(|e| format!("table {name}: {e}"))?;
         }
         let recorded: BTreeMap<TxnId, (Timestamp, BTreeMap<String, BTreeSet<Key>>)> =
             self.writers.iter().map(|(w, p)| (*w, (p.ts, p.keys.clone()))).collect();
@@ -28,7 +29,13 @@ impl RowStore {
 
 type PreparedByWriter = BTreeMap<TxnId, (Timestamp, BTreeMap<String, BTreeSet<Key>>)>;
 
-fn audit_table(name: &str, t: &Table, watermark: Timestamp, cap: usize, prepared: &mut PreparedByWriter) -> Result<(), String> {
+fn audit_table(
+    name: &str,
+    t: &Table,
+    watermark: Timestamp,
+    cap: usize,
+    prepared: &mut PreparedByWriter,
+) -> Result<(), String> {
     let width = t.schema.columns.len();
     let mut versions = 0;
     let mut prepared_versions = 0;
@@ -50,7 +57,11 @@ fn audit_table(name: &str, t: &Table, watermark: Timestamp, cap: usize, prepared
         }
         let committed = chain.versions.iter().filter(|v| v.is_committed()).count();
         if chain.versions.len() > cap.max(1) && committed > 1 {
-            return Err(format!("{}: {} versions exceed the cap with {committed} committed", at(), chain.versions.len()));
+            return Err(format!(
+                "{}: {} versions exceed the cap with {committed} committed",
+                at(),
+                chain.versions.len()
+            ));
         }
         for v in &chain.versions {
             versions += 1;
@@ -66,7 +77,9 @@ fn audit_table(name: &str, t: &Table, watermark: Timestamp, cap: usize, prepared
             let must_be_logged = v.state == VersionState::Prepared || v.ts >= watermark;
             match logged {
                 Some(l) if l.state != v.state => return Err(format!("{}: log state differs from version state", at())),
-                Some(l) if !same_row(&l.row, &v.row) => return Err(format!("{}: log row is not the version's row", at())),
+                Some(l) if !same_row(&l.row, &v.row) => {
+                    return Err(format!("{}: log row is not the version's row", at()))
+                }
                 None if must_be_logged => return Err(format!("{}: version at {} missing from the log", at(), v.ts)),
                 _ => {}
             }

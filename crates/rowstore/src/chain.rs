@@ -76,7 +76,12 @@ impl Chain {
     }
 
     /// Removes the version of (ts, writer) if `pred` accepts it.
-    pub fn remove_if(&mut self, ts: Timestamp, writer: &TxnId, pred: impl Fn(&StoredVersion) -> bool) -> Option<StoredVersion> {
+    pub fn remove_if(
+        &mut self,
+        ts: Timestamp,
+        writer: &TxnId,
+        pred: impl Fn(&StoredVersion) -> bool,
+    ) -> Option<StoredVersion> {
         let i = self.position(ts, writer).ok()?;
         pred(self.versions.get(i)?).then(|| self.versions.remove(i))
     }
@@ -214,7 +219,8 @@ mod tests {
 
     #[test]
     fn cap_keeps_prepared_and_newest_committed() {
-        let mut c = chain(vec![v(1, true, true), v(2, false, true), v(3, true, true), v(4, true, true), v(5, false, true)]);
+        let mut c =
+            chain(vec![v(1, true, true), v(2, false, true), v(3, true, true), v(4, true, true), v(5, false, true)]);
         let removed = c.enforce_cap(3);
         assert_eq!(removed.iter().map(|v| v.ts.time).collect::<Vec<_>>(), vec![1, 3]);
         assert_eq!(times(&c), vec![2, 4, 5]);

@@ -154,7 +154,13 @@ mod tests {
         let columns = types
             .iter()
             .enumerate()
-            .map(|(i, &ty)| Column { name: format!("c{i}"), ty, limits: Default::default(), nullable: false, default: None })
+            .map(|(i, &ty)| Column {
+                name: format!("c{i}"),
+                ty,
+                limits: Default::default(),
+                nullable: false,
+                default: None,
+            })
             .collect();
         TableSchema { name: "t".into(), id: 0, columns, primary_key: (0..types.len()).collect(), indexes: vec![] }
     }
@@ -167,10 +173,19 @@ mod tests {
     fn every_encoded_value_is_accepted() {
         let samples: Vec<(SqlType, Vec<Value>)> = vec![
             (SqlType::Bool, vec![Value::Bool(false), Value::Bool(true)]),
-            (SqlType::Int, vec![Value::Int(i64::MIN), Value::Int(-1), Value::Int(0), Value::Int(42), Value::Int(i64::MAX)]),
+            (
+                SqlType::Int,
+                vec![Value::Int(i64::MIN), Value::Int(-1), Value::Int(0), Value::Int(42), Value::Int(i64::MAX)],
+            ),
             (
                 SqlType::Float,
-                vec![Value::Float(f64::NEG_INFINITY), Value::Float(-2.5), Value::Float(0.0), Value::Float(1e-300), Value::Float(f64::MAX)],
+                vec![
+                    Value::Float(f64::NEG_INFINITY),
+                    Value::Float(-2.5),
+                    Value::Float(0.0),
+                    Value::Float(1e-300),
+                    Value::Float(f64::MAX),
+                ],
             ),
             (
                 SqlType::Numeric,

@@ -4,8 +4,8 @@
 use crate::chain::Key;
 use crate::refs::VersionState;
 use pistou_core::{Timestamp, TxnId};
-use pistou_sql::Row;
 use pistou_sql::KeyRange;
+use pistou_sql::Row;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -41,7 +41,13 @@ pub(crate) struct WriteLog {
 
 impl Default for WriteLog {
     fn default() -> Self {
-        WriteLog { entries: BTreeMap::new(), by_key: BTreeMap::new(), writes: 0, trimmed_through: None, trimmed_to: Timestamp::GENESIS }
+        WriteLog {
+            entries: BTreeMap::new(),
+            by_key: BTreeMap::new(),
+            writes: 0,
+            trimmed_through: None,
+            trimmed_to: Timestamp::GENESIS,
+        }
     }
 }
 
@@ -173,7 +179,13 @@ impl WriteLog {
     /// ranges hold at most `max_keys` logged keys; `None` (look at the window instead) if
     /// they hold more. Overlapping ranges may yield a write twice.
     #[allow(clippy::type_complexity)]
-    pub fn between_in(&self, lo: Timestamp, hi: Timestamp, ranges: &[KeyRange], max_keys: usize) -> Option<Vec<(Timestamp, TxnId, &Key, &LoggedWrite)>> {
+    pub fn between_in(
+        &self,
+        lo: Timestamp,
+        hi: Timestamp,
+        ranges: &[KeyRange],
+        max_keys: usize,
+    ) -> Option<Vec<(Timestamp, TxnId, &Key, &LoggedWrite)>> {
         let mut keys = Vec::new();
         for r in ranges.iter().filter(|r| !r.is_empty()) {
             // Not empty, so `range` cannot panic (start ≤ end, and not both excluded if equal).
@@ -214,7 +226,11 @@ impl WriteLog {
     /// Timestamp of the newest write below `below` that `accept` admits (exact when `below` is
     /// at or above the watermark; possibly lower, never higher, below it). Trimmed writes are
     /// committed, so every reader admits them.
-    pub fn newest_below(&self, below: Timestamp, accept: impl Fn(Timestamp, TxnId, &LoggedWrite) -> bool) -> Option<Timestamp> {
+    pub fn newest_below(
+        &self,
+        below: Timestamp,
+        accept: impl Fn(Timestamp, TxnId, &LoggedWrite) -> bool,
+    ) -> Option<Timestamp> {
         let logged = self
             .entries
             .range(..(below, LOWEST_TXN))
@@ -232,7 +248,9 @@ impl WriteLog {
 
     /// Every logged write, for re-padding rows after ADD COLUMN.
     pub fn writes_mut(&mut self) -> impl Iterator<Item = (Timestamp, TxnId, &Key, &mut LoggedWrite)> {
-        self.entries.iter_mut().flat_map(|(&(ts, writer), entry)| entry.iter_mut().map(move |(key, w)| (ts, writer, key, w)))
+        self.entries
+            .iter_mut()
+            .flat_map(|(&(ts, writer), entry)| entry.iter_mut().map(move |(key, w)| (ts, writer, key, w)))
     }
 }
 
@@ -264,13 +282,21 @@ mod tests {
             })
         };
         let (lo, hi) = (Timestamp::at(1), Timestamp::at(8));
-        assert_eq!(times(log.between_in(lo, hi, &[span(2, 3)], 2)), Some(vec![2, 3, 7]), "key 2 twice, key 3 once; ts 1 excluded");
+        assert_eq!(
+            times(log.between_in(lo, hi, &[span(2, 3)], 2)),
+            Some(vec![2, 3, 7]),
+            "key 2 twice, key 3 once; ts 1 excluded"
+        );
         assert_eq!(times(log.between_in(lo, hi, &[span(2, 4)], 2)), None, "three keys in range, two allowed");
         assert_eq!(times(log.between_in(lo, hi, &[span(4, 2)], 0)), Some(vec![]), "an empty range holds no key");
         assert_eq!(times(log.between_in(hi, lo, &[span(2, 3)], 9)), Some(vec![]), "inverted window");
         log.remove(Timestamp::at(7), TxnId([7; 32]), &[2]);
         log.trim(Timestamp::at(3), 0);
-        assert_eq!(times(log.between_in(Timestamp::GENESIS, hi, &[span(1, 6)], 9)), Some(vec![3, 4, 5, 6]), "removed and trimmed writes leave the index");
+        assert_eq!(
+            times(log.between_in(Timestamp::GENESIS, hi, &[span(1, 6)], 9)),
+            Some(vec![3, 4, 5, 6]),
+            "removed and trimmed writes leave the index"
+        );
         assert_eq!(log.by_key.len(), 4);
     }
 
@@ -296,7 +322,11 @@ mod tests {
         log.record(Timestamp::at(5), TxnId([5; 32]), &key(5), write(VersionState::Committed));
         assert_eq!(log.trim(Timestamp::at(4), 0), 2);
         assert_eq!((log.entries(), log.writes()), (2, 2));
-        assert_eq!(log.newest_below(Timestamp::at(5), |_, _, _| true), Some(Timestamp::at(3)), "trimmed writes still count");
+        assert_eq!(
+            log.newest_below(Timestamp::at(5), |_, _, _| true),
+            Some(Timestamp::at(3)),
+            "trimmed writes still count"
+        );
         assert_eq!(log.newest_below(Timestamp::at(3), |_, _, _| true), Some(Timestamp::at(2)));
         assert_eq!(log.newest(), Some(Timestamp::at(5)));
         assert!(log.remove(Timestamp::at(2), TxnId([2; 32]), &[2]).is_some());

@@ -6,7 +6,9 @@ use crate::store::RowStore;
 use crate::table::Table;
 use pistou_core::Timestamp;
 use pistou_sql::error::Result;
-use pistou_sql::{IndexSchema, KeyRange, ReadAt, Row, RowRef, SqlError, SqlState, Storage, StoredRow, TableSchema, Value, Visitor};
+use pistou_sql::{
+    IndexSchema, KeyRange, ReadAt, Row, RowRef, SqlError, SqlState, Storage, StoredRow, TableSchema, Value, Visitor,
+};
 use std::ops::Bound;
 
 impl RowStore {
@@ -19,12 +21,17 @@ impl RowStore {
     }
 
     fn sql_table(&self, name: &str) -> Result<&Table> {
-        self.tables.get(name).ok_or_else(|| SqlError::new(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist")))
+        self.tables
+            .get(name)
+            .ok_or_else(|| SqlError::new(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist")))
     }
 }
 
 fn too_old() -> SqlError {
-    SqlError::new(SqlState::SnapshotTooOld, "snapshot too old: versions this read needs were garbage-collected; retry the transaction")
+    SqlError::new(
+        SqlState::SnapshotTooOld,
+        "snapshot too old: versions this read needs were garbage-collected; retry the transaction",
+    )
 }
 
 /// Refuses a read of `chain` that could need a version the per-key cap deleted (App. B.3).
@@ -78,11 +85,25 @@ impl Storage for RowStore {
         collect_rows(|visit| self.visit_scan(table, range, at, limit, visit))
     }
 
-    fn index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
+    fn index_scan(
+        &self,
+        table: &TableSchema,
+        index: &IndexSchema,
+        range: &KeyRange,
+        at: &ReadAt,
+        limit: usize,
+    ) -> Result<Vec<StoredRow>> {
         collect_rows(|visit| self.visit_index_scan(table, index, range, at, limit, visit))
     }
 
-    fn visit_scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize, visit: &mut Visitor<'_>) -> Result<()> {
+    fn visit_scan(
+        &self,
+        table: &TableSchema,
+        range: &KeyRange,
+        at: &ReadAt,
+        limit: usize,
+        visit: &mut Visitor<'_>,
+    ) -> Result<()> {
         self.check_watermark(at)?;
         let t = self.sql_table(&table.name)?;
         // `BTreeMap::range` panics on inverted ranges; `is_empty` covers every such case.
@@ -116,7 +137,15 @@ impl Storage for RowStore {
         Ok(())
     }
 
-    fn visit_index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize, visit: &mut Visitor<'_>) -> Result<()> {
+    fn visit_index_scan(
+        &self,
+        table: &TableSchema,
+        index: &IndexSchema,
+        range: &KeyRange,
+        at: &ReadAt,
+        limit: usize,
+        visit: &mut Visitor<'_>,
+    ) -> Result<()> {
         self.check_watermark(at)?;
         let t = self.sql_table(&table.name)?;
         let Some(entries) = t.index(&index.name) else {
@@ -152,6 +181,9 @@ impl Storage for RowStore {
 
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp> {
         // Only writes the reader may see: a version it cannot see is not one it has read past.
-        self.tables.get(&table.name)?.log.newest_below(at.ts, |ts, writer, w| (at.visible)(&version_of(ts, writer, w.state)))
+        self.tables
+            .get(&table.name)?
+            .log
+            .newest_below(at.ts, |ts, writer, w| (at.visible)(&version_of(ts, writer, w.state)))
     }
 }

@@ -140,7 +140,8 @@ impl RowStore {
                 };
                 let installed = table.install(key, StoredVersion { ts, writer, state, row }, cap);
                 if let (Some(key), VersionState::Prepared) = (installed, state) {
-                    let record = self.writers.entry(writer).or_insert_with(|| PreparedWrites { ts, keys: BTreeMap::new() });
+                    let record =
+                        self.writers.entry(writer).or_insert_with(|| PreparedWrites { ts, keys: BTreeMap::new() });
                     record.keys.entry(name.clone()).or_default().insert(key);
                 }
             }
@@ -203,7 +204,13 @@ impl RowStore {
     }
 
     /// The newest version of `key` with `ts < below` that `filter` accepts.
-    pub fn version_below(&self, table: &str, key: &[u8], below: Timestamp, filter: impl Fn(&VersionRef) -> bool) -> Option<VersionRef<'_>> {
+    pub fn version_below(
+        &self,
+        table: &str,
+        key: &[u8],
+        below: Timestamp,
+        filter: impl Fn(&VersionRef) -> bool,
+    ) -> Option<VersionRef<'_>> {
         let chain = self.tables.get(table)?.rows.get(key)?;
         chain.newest_below(below, |v| filter(&v.view())).map(StoredVersion::view)
     }
@@ -215,7 +222,14 @@ impl RowStore {
     pub fn writes_between(&self, table: &str, lo: Timestamp, hi: Timestamp) -> impl Iterator<Item = WriteRef<'_>> {
         self.tables.get_key_value(table).into_iter().flat_map(move |(name, t)| {
             t.log.between(lo, hi).flat_map(move |(&(ts, writer), entry)| {
-                entry.iter().map(move |(key, w)| WriteRef { table: name.as_str(), key, ts, writer, state: w.state, row: w.row.as_deref() })
+                entry.iter().map(move |(key, w)| WriteRef {
+                    table: name.as_str(),
+                    key,
+                    ts,
+                    writer,
+                    state: w.state,
+                    row: w.row.as_deref(),
+                })
             })
         })
     }
@@ -225,12 +239,25 @@ impl RowStore {
     /// up directly when the ranges hold at most `MAX_KEYS_LOOKED_UP` logged keys, else walks
     /// the window: either way the cost no longer grows with the table's write rate for a
     /// narrow range.
-    pub fn writes_between_in(&self, table: &str, lo: Timestamp, hi: Timestamp, ranges: &[KeyRange]) -> Vec<WriteRef<'_>> {
+    pub fn writes_between_in(
+        &self,
+        table: &str,
+        lo: Timestamp,
+        hi: Timestamp,
+        ranges: &[KeyRange],
+    ) -> Vec<WriteRef<'_>> {
         let Some((name, t)) = self.tables.get_key_value(table) else { return Vec::new() };
         let mut out: Vec<WriteRef<'_>> = match t.log.between_in(lo, hi, ranges, MAX_KEYS_LOOKED_UP) {
             Some(found) => found
                 .into_iter()
-                .map(|(ts, writer, key, w)| WriteRef { table: name.as_str(), key, ts, writer, state: w.state, row: w.row.as_deref() })
+                .map(|(ts, writer, key, w)| WriteRef {
+                    table: name.as_str(),
+                    key,
+                    ts,
+                    writer,
+                    state: w.state,
+                    row: w.row.as_deref(),
+                })
                 .collect(),
             None => self.writes_between(table, lo, hi).filter(|w| ranges.iter().any(|r| r.contains(w.key))).collect(),
         };
@@ -286,7 +313,8 @@ impl RowStore {
 
     /// Sizes of the store's structures: O(tables + indexes).
     pub fn stats(&self) -> StoreStats {
-        let mut s = StoreStats { tables: self.tables.len(), prepared_writers: self.writers.len(), ..StoreStats::default() };
+        let mut s =
+            StoreStats { tables: self.tables.len(), prepared_writers: self.writers.len(), ..StoreStats::default() };
         for t in self.tables.values() {
             s.keys += t.rows.len();
             s.versions += t.versions;

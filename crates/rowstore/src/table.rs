@@ -28,7 +28,15 @@ pub(crate) struct Table {
 impl Table {
     pub fn new(schema: Arc<TableSchema>) -> Self {
         let indexes = schema.indexes.iter().cloned().map(SecondaryIndex::new).collect();
-        Table { schema, rows: BTreeMap::new(), indexes, log: WriteLog::default(), gc_queue: BTreeSet::new(), versions: 0, prepared: 0 }
+        Table {
+            schema,
+            rows: BTreeMap::new(),
+            indexes,
+            log: WriteLog::default(),
+            gc_queue: BTreeSet::new(),
+            versions: 0,
+            prepared: 0,
+        }
     }
 
     pub fn index(&self, name: &str) -> Option<&SecondaryIndex> {

@@ -4,7 +4,9 @@ mod common;
 
 use common::*;
 use pistou_rowstore::{RowStore, StoreError, StoreLimits, VersionState};
-use pistou_sql::{CatalogChange, Column, IndexSchema, KeyRange, Output, ReadAt, SqlType, Storage, Value, Version, Write, WriteSet};
+use pistou_sql::{
+    CatalogChange, Column, IndexSchema, KeyRange, Output, ReadAt, SqlType, Storage, Value, Version, Write, WriteSet,
+};
 use std::ops::Bound;
 
 #[test]
@@ -79,11 +81,21 @@ fn versions_come_newest_first_and_version_below_filters() {
     commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
     commit_at(&mut store, &catalog, 2, 20, &delete(1));
     prepare_at(&mut store, &catalog, 3, 30, &upsert(1, 3));
-    let all: Vec<(u64, VersionState, bool)> = store.versions("t", &key(1)).map(|v| (v.ts.time, v.state, v.is_deletion())).collect();
-    assert_eq!(all, vec![(30, VersionState::Prepared, false), (20, VersionState::Committed, true), (10, VersionState::Committed, false)]);
+    let all: Vec<(u64, VersionState, bool)> =
+        store.versions("t", &key(1)).map(|v| (v.ts.time, v.state, v.is_deletion())).collect();
+    assert_eq!(
+        all,
+        vec![
+            (30, VersionState::Prepared, false),
+            (20, VersionState::Committed, true),
+            (10, VersionState::Committed, false)
+        ]
+    );
     assert_eq!(store.versions("t", &key(9)).count(), 0);
     assert_eq!(store.versions("nope", &key(1)).count(), 0);
-    let below = |t, f: &dyn Fn(&pistou_rowstore::VersionRef) -> bool| store.version_below("t", &key(1), ts(t), f).map(|v| v.ts.time);
+    let below = |t, f: &dyn Fn(&pistou_rowstore::VersionRef) -> bool| {
+        store.version_below("t", &key(1), ts(t), f).map(|v| v.ts.time)
+    };
     assert_eq!(below(31, &|_| true), Some(30));
     assert_eq!(below(30, &|_| true), Some(20), "the bound is exclusive");
     assert_eq!(below(31, &|v| v.state == VersionState::Committed), Some(20));
@@ -108,8 +120,10 @@ fn writes_between_is_exclusive_and_ordered_by_ts_writer_key() {
     );
     store.insert(txn(4), ts(15), &other, VersionState::Committed, &catalog).expect("insert u");
     commit_at(&mut store, &catalog, 1, 30, &upsert(1, 7));
-    let got: Vec<(u64, pistou_core::TxnId, Vec<u8>, VersionState, bool)> =
-        store.writes_between("t", ts(0), ts(30)).map(|w| (w.ts.time, w.writer, w.key.to_vec(), w.state, w.row.is_some())).collect();
+    let got: Vec<(u64, pistou_core::TxnId, Vec<u8>, VersionState, bool)> = store
+        .writes_between("t", ts(0), ts(30))
+        .map(|w| (w.ts.time, w.writer, w.key.to_vec(), w.state, w.row.is_some()))
+        .collect();
     assert_eq!(
         got,
         vec![
@@ -124,7 +138,9 @@ fn writes_between_is_exclusive_and_ordered_by_ts_writer_key() {
     assert_eq!(store.writes_between("u", ts(0), ts(99)).map(|w| w.table).collect::<Vec<_>>(), vec!["u"]);
     assert_eq!(store.writes_between("nope", ts(0), ts(99)).count(), 0);
     store.commit(&txn(3));
-    assert!(store.writes_between("t", ts(19), ts(21)).all(|w| w.writer != txn(3) || w.state == VersionState::Committed));
+    assert!(store
+        .writes_between("t", ts(19), ts(21))
+        .all(|w| w.writer != txn(3) || w.state == VersionState::Committed));
     store.abort(&txn(2));
     assert_eq!(store.writes_between("t", ts(19), ts(21)).count(), 1, "aborted writes leave the log");
     assert_eq!(store.newest_write("t"), Some(ts(30)));
@@ -150,7 +166,8 @@ fn scans_follow_key_order_ranges_and_limits() {
     assert_eq!(ids(KeyRange::point(key(4)), 9), vec![4]);
     assert_eq!(ids(KeyRange { start: Bound::Included(key(5)), end: Bound::Included(key(1)) }, 9), Vec::<i64>::new());
     assert_eq!(ids(KeyRange { start: Bound::Excluded(key(2)), end: Bound::Excluded(key(2)) }, 9), Vec::<i64>::new());
-    let at_40: Vec<i64> = store.scan(t, &KeyRange::all(), &latest(40), 9).expect("scan").iter().map(|r| id_a(r).0).collect();
+    let at_40: Vec<i64> =
+        store.scan(t, &KeyRange::all(), &latest(40), 9).expect("scan").iter().map(|r| id_a(r).0).collect();
     assert_eq!(at_40, vec![1, 2, 3, 4, 5], "the deletion is not visible below its timestamp");
     let missing = pistou_sql::TableSchema { name: "missing".into(), ..t.clone() };
     assert!(store.scan(&missing, &KeyRange::all(), &latest(99), 9).is_err());
@@ -192,7 +209,11 @@ fn table_version_counts_only_visible_writes_and_forgets_aborted_ones() {
     commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
     prepare_at(&mut store, &catalog, 2, 20, &upsert(2, 2));
     let committed = ReadAt { ts: ts(99), visible: &committed_only };
-    assert_eq!(store.table_version(t, &committed), Some(ts(10)), "a prepared write the reader cannot see is not read past");
+    assert_eq!(
+        store.table_version(t, &committed),
+        Some(ts(10)),
+        "a prepared write the reader cannot see is not read past"
+    );
     assert_eq!(store.table_version(t, &latest(99)), Some(ts(20)), "a policy that sees prepared writes counts them");
     assert_eq!(store.table_version(t, &latest(20)), Some(ts(10)), "strictly below the read timestamp");
     assert_eq!(store.table_version(t, &latest(10)), None);
@@ -207,7 +228,13 @@ fn catalog_changes_are_mirrored() {
     commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
     prepare_at(&mut store, &catalog, 2, 20, &upsert(2, 2));
     // ADD COLUMN pads stored rows (versions and log) with the default.
-    let column = Column { name: "c".into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: Some(Value::Int(7)) };
+    let column = Column {
+        name: "c".into(),
+        ty: SqlType::Int,
+        limits: Default::default(),
+        nullable: true,
+        default: Some(Value::Int(7)),
+    };
     let change = CatalogChange::AddColumn { table: "t".into(), column };
     catalog.apply(&change).expect("add column");
     store.apply_catalog_change(&catalog, &change);
@@ -229,7 +256,8 @@ fn catalog_changes_are_mirrored() {
     store.apply_catalog_change(&catalog, &change);
     let t = table(&catalog, "t").clone();
     let seven = KeyRange::point(pistou_sql::keycode::encode_key([&Value::Int(7)]));
-    let ids: Vec<i64> = store.index_scan(&t, &index, &seven, &latest(99), 9).expect("scan").iter().map(|r| id_a(r).0).collect();
+    let ids: Vec<i64> =
+        store.index_scan(&t, &index, &seven, &latest(99), 9).expect("scan").iter().map(|r| id_a(r).0).collect();
     assert_eq!(ids, vec![1, 2]);
     store.verify_invariants().expect("invariants");
     // DROP INDEX.

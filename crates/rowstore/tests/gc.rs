@@ -139,7 +139,11 @@ fn gc_examines_only_keys_with_work() {
     }
     commit_at(&mut store, &catalog, 5000, 20, &upsert(7, 70));
     assert_eq!(store.stats().gc_queue, 1);
-    assert_eq!(store.gc(ts(15)), GcStats { log_writes_trimmed: 1000, ..GcStats::default() }, "key 7's work starts above 20");
+    assert_eq!(
+        store.gc(ts(15)),
+        GcStats { log_writes_trimmed: 1000, ..GcStats::default() },
+        "key 7's work starts above 20"
+    );
     let stats = store.gc(ts(100));
     assert_eq!((stats.keys_examined, stats.versions_removed, stats.log_writes_trimmed), (1, 1, 1));
     assert_eq!(store.gc(ts(200)), GcStats::default());
@@ -243,8 +247,13 @@ fn add_column_pads_capped_writes_in_the_log() {
     let (mut catalog, mut store) = setup_with(StoreLimits { version_cap: 1, log_keep_us: 0 });
     commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
     commit_at(&mut store, &catalog, 2, 20, &upsert(1, 2));
-    let column =
-        pistou_sql::Column { name: "c".into(), ty: pistou_sql::SqlType::Bool, limits: Default::default(), nullable: true, default: None };
+    let column = pistou_sql::Column {
+        name: "c".into(),
+        ty: pistou_sql::SqlType::Bool,
+        limits: Default::default(),
+        nullable: true,
+        default: None,
+    };
     let change = pistou_sql::CatalogChange::AddColumn { table: "t".into(), column };
     catalog.apply(&change).expect("add column");
     store.apply_catalog_change(&catalog, &change);

@@ -15,7 +15,8 @@ fn hostile_setup() -> (Catalog, RowStore) {
     let (mut catalog, mut store) = setup();
     let col = |name: &str, ty, limits| Column { name: name.into(), ty, limits, nullable: true, default: None };
     let lim = TableSchema {
-        name: "lim".into(), id: 0,
+        name: "lim".into(),
+        id: 0,
         columns: vec![
             Column { nullable: false, ..col("k", SqlType::Int, TypeLimits::default()) },
             col("s", SqlType::Text, TypeLimits { max_len: Some(3), numeric: None }),
@@ -79,11 +80,14 @@ fn unknown_tables_are_refused() {
 fn a_catalog_out_of_sync_with_the_store_is_refused() {
     let (catalog, mut store) = hostile_setup();
     let mut ahead = catalog.clone();
-    let column = Column { name: "c".into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
+    let column =
+        Column { name: "c".into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
     ahead.apply(&CatalogChange::AddColumn { table: "t".into(), column }).expect("add column");
     let mut full = row(5, Some(5));
     full.push(Value::Int(1));
-    refused(&mut store, &ahead, &one("t", key(5), Write::Upsert(full)), |e| matches!(e, StoreError::SchemaMismatch { .. }));
+    refused(&mut store, &ahead, &one("t", key(5), Write::Upsert(full)), |e| {
+        matches!(e, StoreError::SchemaMismatch { .. })
+    });
 }
 
 #[test]
@@ -95,8 +99,12 @@ fn wrong_arity_is_refused() {
     });
     let mut long = row(5, Some(1));
     long.push(Value::Null);
-    refused(&mut store, &catalog, &one("t", key(5), Write::Upsert(long)), |e| matches!(e, StoreError::WrongArity { got: 4, .. }));
-    refused(&mut store, &catalog, &one("t", key(5), Write::Upsert(vec![])), |e| matches!(e, StoreError::WrongArity { .. }));
+    refused(&mut store, &catalog, &one("t", key(5), Write::Upsert(long)), |e| {
+        matches!(e, StoreError::WrongArity { got: 4, .. })
+    });
+    refused(&mut store, &catalog, &one("t", key(5), Write::Upsert(vec![])), |e| {
+        matches!(e, StoreError::WrongArity { .. })
+    });
 }
 
 #[test]
@@ -111,7 +119,9 @@ fn wrong_types_are_refused() {
     );
     // No implicit casts: an INT is not a NUMERIC even if it would convert.
     let int_in_numeric = vec![Value::Int(5), Value::Null, Value::Int(1)];
-    refused(&mut store, &catalog, &one("lim", key(5), Write::Upsert(int_in_numeric)), |e| matches!(e, StoreError::WrongType { .. }));
+    refused(&mut store, &catalog, &one("lim", key(5), Write::Upsert(int_in_numeric)), |e| {
+        matches!(e, StoreError::WrongType { .. })
+    });
     let float_key = vec![Value::Float(5.0), Value::Null, Value::Text("x".into())];
     let ws = one("t", encode_key([&Value::Float(5.0)]), Write::Upsert(float_key));
     refused(&mut store, &catalog, &ws, |e| matches!(e, StoreError::WrongType { column, .. } if column == "id"));
@@ -137,7 +147,15 @@ fn nulls_in_not_null_and_key_columns_are_refused() {
 fn values_beyond_column_limits_are_refused() {
     let (catalog, mut store) = hostile_setup();
     let lim = |s: &str, n: &str| vec![Value::Int(5), Value::Text(s.into()), numeric(n)];
-    store.insert(txn(7), ts(30), &one("lim", key(5), Write::Upsert(lim("abc", "999.9"))), VersionState::Committed, &catalog).expect("fits");
+    store
+        .insert(
+            txn(7),
+            ts(30),
+            &one("lim", key(5), Write::Upsert(lim("abc", "999.9"))),
+            VersionState::Committed,
+            &catalog,
+        )
+        .expect("fits");
     refused(
         &mut store,
         &catalog,
@@ -150,27 +168,43 @@ fn values_beyond_column_limits_are_refused() {
         &one("lim", key(5), Write::Upsert(lim("a", "1000.0"))),
         |e| matches!(e, StoreError::OutOfLimits { column, .. } if column == "n"),
     );
-    refused(&mut store, &catalog, &one("lim", key(5), Write::Upsert(lim("a", "1.25"))), |e| matches!(e, StoreError::OutOfLimits { .. }));
+    refused(&mut store, &catalog, &one("lim", key(5), Write::Upsert(lim("a", "1.25"))), |e| {
+        matches!(e, StoreError::OutOfLimits { .. })
+    });
 }
 
 #[test]
 fn keys_that_do_not_match_the_row_are_refused() {
     let (catalog, mut store) = hostile_setup();
-    refused(&mut store, &catalog, &one("t", key(6), Write::Upsert(row(5, Some(1)))), |e| matches!(e, StoreError::KeyMismatch { .. }));
+    refused(&mut store, &catalog, &one("t", key(6), Write::Upsert(row(5, Some(1)))), |e| {
+        matches!(e, StoreError::KeyMismatch { .. })
+    });
     let mut padded = key(5);
     padded.push(0);
-    refused(&mut store, &catalog, &one("t", padded, Write::Upsert(row(5, Some(1)))), |e| matches!(e, StoreError::KeyMismatch { .. }));
+    refused(&mut store, &catalog, &one("t", padded, Write::Upsert(row(5, Some(1)))), |e| {
+        matches!(e, StoreError::KeyMismatch { .. })
+    });
     // Overwriting an existing row under another row's key.
-    refused(&mut store, &catalog, &one("t", key(1), Write::Upsert(row(2, Some(1)))), |e| matches!(e, StoreError::KeyMismatch { .. }));
+    refused(&mut store, &catalog, &one("t", key(1), Write::Upsert(row(2, Some(1)))), |e| {
+        matches!(e, StoreError::KeyMismatch { .. })
+    });
 }
 
 #[test]
 fn deletions_of_malformed_keys_are_refused() {
     let (catalog, mut store) = hostile_setup();
-    for bad in [vec![], vec![0xFF; 40], key(1)[..4].to_vec(), encode_key([&Value::Text("1".into())]), [key(1), key(2)].concat()] {
+    for bad in [
+        vec![],
+        vec![0xFF; 40],
+        key(1)[..4].to_vec(),
+        encode_key([&Value::Text("1".into())]),
+        [key(1), key(2)].concat(),
+    ] {
         refused(&mut store, &catalog, &one("t", bad, Write::Delete), |e| matches!(e, StoreError::MalformedKey { .. }));
     }
-    let err = store.insert(txn(9), ts(50), &one("t", vec![7; 100], Write::Delete), VersionState::Committed, &catalog).expect_err("bad");
+    let err = store
+        .insert(txn(9), ts(50), &one("t", vec![7; 100], Write::Delete), VersionState::Committed, &catalog)
+        .expect_err("bad");
     assert!(err.to_string().contains("(100 bytes)"), "long keys are shortened in messages: {err}");
 }
 
@@ -193,17 +227,23 @@ fn arb_value() -> impl Strategy<Value = Value> {
         "[a-z\\x00]{0,5}".prop_map(Value::Text),
         proptest::collection::vec(any::<u8>(), 0..4).prop_map(Value::Bytes),
         any::<i32>().prop_map(Value::Date),
-        (-99_999i64..99_999, 0u32..4)
-            .prop_map(|(m, s)| Value::Numeric(format!("{}", m as f64 / 10f64.powi(s as i32)).parse().unwrap_or_default())),
+        (-99_999i64..99_999, 0u32..4).prop_map(|(m, s)| Value::Numeric(
+            format!("{}", m as f64 / 10f64.powi(s as i32)).parse().unwrap_or_default()
+        )),
     ]
 }
 
 fn arb_key() -> impl Strategy<Value = Vec<u8>> {
-    prop_oneof![(-3i64..3).prop_map(key), arb_value().prop_map(|v| encode_key([&v])), proptest::collection::vec(any::<u8>(), 0..12),]
+    prop_oneof![
+        (-3i64..3).prop_map(key),
+        arb_value().prop_map(|v| encode_key([&v])),
+        proptest::collection::vec(any::<u8>(), 0..12),
+    ]
 }
 
 fn arb_write() -> impl Strategy<Value = (String, Vec<u8>, Write)> {
-    let table = prop_oneof![Just("t".to_string()), Just("u".to_string()), Just("lim".to_string()), Just("zz".to_string())];
+    let table =
+        prop_oneof![Just("t".to_string()), Just("u".to_string()), Just("lim".to_string()), Just("zz".to_string())];
     let write = prop_oneof![
         Just(Write::Delete),
         proptest::collection::vec(arb_value(), 0..5).prop_map(Write::Upsert),

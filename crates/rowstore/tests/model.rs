@@ -57,13 +57,23 @@ impl Model {
         }
         for (table, writes) in &ws.tables {
             for (key, write) in writes {
-                let exists = self.versions.iter().any(|v| &v.table == table && &v.key == key && v.ts == ts && v.writer == writer);
+                let exists = self
+                    .versions
+                    .iter()
+                    .any(|v| &v.table == table && &v.key == key && v.ts == ts && v.writer == writer);
                 if !exists {
                     let row = match write {
                         Write::Upsert(r) => Some(r.clone()),
                         Write::Delete => None,
                     };
-                    self.versions.push(ModelVersion { table: table.clone(), key: key.clone(), ts, writer, committed, row });
+                    self.versions.push(ModelVersion {
+                        table: table.clone(),
+                        key: key.clone(),
+                        ts,
+                        writer,
+                        committed,
+                        row,
+                    });
                     if !committed {
                         self.prepared.insert(writer, ts);
                     }
@@ -125,7 +135,11 @@ impl Model {
     }
 
     fn table_version(&self, table: &str, at: &ReadAt) -> Option<Timestamp> {
-        self.versions.iter().filter(|v| v.table == table && v.ts < at.ts && (at.visible)(&v.version())).map(|v| v.ts).max()
+        self.versions
+            .iter()
+            .filter(|v| v.table == table && v.ts < at.ts && (at.visible)(&v.version()))
+            .map(|v| v.ts)
+            .max()
     }
 }
 
@@ -139,7 +153,11 @@ enum Op {
 }
 
 fn arb_op() -> impl Strategy<Value = Op> {
-    let write = (any::<bool>(), 0i64..6, prop_oneof![1 => Just(None), 4 => proptest::option::weighted(0.8, 0i64..4).prop_map(Some)]);
+    let write = (
+        any::<bool>(),
+        0i64..6,
+        prop_oneof![1 => Just(None), 4 => proptest::option::weighted(0.8, 0i64..4).prop_map(Some)],
+    );
     prop_oneof![
         6 => (0u64..120, 0u64..2, proptest::collection::vec(write, 1..4), any::<bool>())
             .prop_map(|(time, client, writes, committed)| Op::Insert { time, client, writes, committed }),
@@ -202,7 +220,14 @@ fn check(store: &RowStore, model: &Model, catalog: &Catalog, capped: bool) -> Re
         prop_assert_eq!(floor, wm);
     }
     let step = |n: u64| Timestamp { time: floor.time.saturating_add(n), client: ClientId(0), seq: 0 }.max(floor);
-    let reads = [floor, step(1), step(9), step(40), Timestamp { time: floor.time + 3, client: ClientId(1), seq: 0 }, Timestamp::MAX];
+    let reads = [
+        floor,
+        step(1),
+        step(9),
+        step(40),
+        Timestamp { time: floor.time + 3, client: ClientId(1), seq: 0 },
+        Timestamp::MAX,
+    ];
     let policies: [&dyn Fn(&Version) -> bool; 3] = [&all, &committed_only, &committed_or_even];
     for read in reads {
         for visible in policies {
@@ -210,12 +235,22 @@ fn check(store: &RowStore, model: &Model, catalog: &Catalog, capped: bool) -> Re
             for name in ["t", "u"] {
                 let schema = table(catalog, name);
                 for limit in [usize::MAX, 2] {
-                    let got = store.scan(schema, &KeyRange::all(), &at, limit).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    let got = store
+                        .scan(schema, &KeyRange::all(), &at, limit)
+                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
                     prop_assert_eq!(got, model.scan(schema, &KeyRange::all(), &at, limit), "scan {} at {}", name, read);
                 }
-                prop_assert_eq!(store.table_version(schema, &at), model.table_version(name, &at), "table version {} at {}", name, read);
+                prop_assert_eq!(
+                    store.table_version(schema, &at),
+                    model.table_version(name, &at),
+                    "table version {} at {}",
+                    name,
+                    read
+                );
                 for (t, k) in keys.iter().filter(|(t, _)| *t == name) {
-                    let got = store.version_below(t, k, read, |v| visible(&v.version())).map(|v| (v.ts, v.writer, v.row.cloned()));
+                    let got = store
+                        .version_below(t, k, read, |v| visible(&v.version()))
+                        .map(|v| (v.ts, v.writer, v.row.cloned()));
                     let want = model.visible(t, k, &at);
                     // A key whose only version was a committed deletion below the watermark is
                     // dropped: the reader sees no version instead of a deletion, i.e. no row.
@@ -225,13 +260,22 @@ fn check(store: &RowStore, model: &Model, catalog: &Catalog, capped: bool) -> Re
                 }
             }
             let t = table(catalog, "t");
-            let got = store.scan(t, &range(1, 4, key), &at, usize::MAX).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let got =
+                store.scan(t, &range(1, 4, key), &at, usize::MAX).map_err(|e| TestCaseError::fail(e.to_string()))?;
             prop_assert_eq!(got, model.scan(t, &range(1, 4, key), &at, usize::MAX));
             // Single-key ranges take the store's point lookup; key 6 never has a row.
             for id in 0..7 {
                 for limit in [0, 1] {
-                    let got = store.scan(t, &KeyRange::point(key(id)), &at, limit).map_err(|e| TestCaseError::fail(e.to_string()))?;
-                    prop_assert_eq!(got, model.scan(t, &KeyRange::point(key(id)), &at, limit), "point scan of {} at {}", id, read);
+                    let got = store
+                        .scan(t, &KeyRange::point(key(id)), &at, limit)
+                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    prop_assert_eq!(
+                        got,
+                        model.scan(t, &KeyRange::point(key(id)), &at, limit),
+                        "point scan of {} at {}",
+                        id,
+                        read
+                    );
                 }
             }
             let index = &t.indexes[0];
@@ -273,7 +317,13 @@ fn check(store: &RowStore, model: &Model, catalog: &Catalog, capped: bool) -> Re
             let enc: fn(i64) -> Vec<u8> = if name == "t" { key } else { u_key };
             let inverted = KeyRange { start: Bound::Included(enc(4)), end: Bound::Excluded(enc(2)) };
             let excluded = KeyRange { start: Bound::Excluded(enc(1)), end: Bound::Included(enc(3)) };
-            for ranges in [vec![KeyRange::all()], vec![range(1, 4, enc)], vec![KeyRange::point(enc(2)), KeyRange::point(enc(5))], vec![inverted, excluded], vec![]] {
+            for ranges in [
+                vec![KeyRange::all()],
+                vec![range(1, 4, enc)],
+                vec![KeyRange::point(enc(2)), KeyRange::point(enc(5))],
+                vec![inverted, excluded],
+                vec![],
+            ] {
                 let got_in: Vec<_> = store
                     .writes_between_in(name, lo, hi, &ranges)
                     .iter()
@@ -283,14 +333,22 @@ fn check(store: &RowStore, model: &Model, catalog: &Catalog, capped: bool) -> Re
                 prop_assert_eq!(got_in, want_in, "writes_between_in {} ({}, {}) {:?}", name, lo, hi, ranges);
             }
         }
-        prop_assert_eq!(store.newest_write(name), model.table_version(name, &ReadAt { ts: Timestamp::MAX, visible: &all }));
+        prop_assert_eq!(
+            store.newest_write(name),
+            model.table_version(name, &ReadAt { ts: Timestamp::MAX, visible: &all })
+        );
     }
     // Stored versions: all prepared ones are kept; without the cap, everything at or above
     // the watermark is kept too.
     for (t, k) in &keys {
-        let stored: Vec<_> = store.versions(t, k).map(|v| (v.ts, v.writer, v.state == VersionState::Committed)).collect();
-        let mut expected: Vec<_> =
-            model.versions.iter().filter(|v| v.table == *t && v.key == *k).map(|v| (v.ts, v.writer, v.committed)).collect();
+        let stored: Vec<_> =
+            store.versions(t, k).map(|v| (v.ts, v.writer, v.state == VersionState::Committed)).collect();
+        let mut expected: Vec<_> = model
+            .versions
+            .iter()
+            .filter(|v| v.table == *t && v.key == *k)
+            .map(|v| (v.ts, v.writer, v.committed))
+            .collect();
         expected.sort();
         expected.reverse();
         prop_assert!(stored.iter().all(|s| expected.contains(s)), "stored versions are real");

@@ -75,7 +75,9 @@ pub fn check_ledger_audits(logs: &[SqlTxnLog], byzantine: &ByzantineDeltas) -> R
     let committed = || logs.iter().filter(|l| l.decision == Some(Decision::Commit));
     // Audits ordered before the last setup transaction see the tables half filled.
     let is_setup = |l: &SqlTxnLog| l.statements.iter().any(|s| LEDGER_SETUP.contains(&s.sql.as_str()));
-    let Some(setup) = committed().filter(|l| is_setup(l)).map(|l| l.ts).max() else { return Ok(AuditReport::default()) };
+    let Some(setup) = committed().filter(|l| is_setup(l)).map(|l| l.ts).max() else {
+        return Ok(AuditReport::default());
+    };
     let mut report = AuditReport::default();
     for log in committed().filter(|l| l.ts > setup) {
         let [accounts, ledger, ..] = log.statements.as_slice() else { continue };
@@ -98,12 +100,12 @@ pub fn check_ledger_audits(logs: &[SqlTxnLog], byzantine: &ByzantineDeltas) -> R
             }
             (b, e) => {
                 return Err(format!(
-                    "client {} audit at {:?} read balances {b:?} and ledger amounts {e:?}; they must add up to {expected} \
+                "client {} audit at {:?} read balances {b:?} and ledger amounts {e:?}; they must add up to {expected} \
                      ({LEDGER_TOTAL} changed by {} by the Byzantine writes ordered before it)",
-                    log.client,
-                    log.ts,
-                    expected - LEDGER_TOTAL
-                ))
+                log.client,
+                log.ts,
+                expected - LEDGER_TOTAL
+            ))
             }
         }
     }

@@ -29,7 +29,10 @@ pub fn check(logs: &[TxnLog], others: &[TxnLog]) -> Result<OracleReport, String>
         return Err(format!("two committed transactions share timestamp {}", w[0].0.ts));
     }
     let mut model: BTreeMap<Key, Option<Value>> = BTreeMap::new();
-    let mut report = OracleReport { committed: logs.iter().filter(|l| l.decision == Some(Decision::Commit)).count(), ..Default::default() };
+    let mut report = OracleReport {
+        committed: logs.iter().filter(|l| l.decision == Some(Decision::Commit)).count(),
+        ..Default::default()
+    };
     for (t, checked) in committed {
         for (key, seen) in t.reads.iter().filter(|_| checked) {
             // The simulated workload reads every key before writing it, so each read must

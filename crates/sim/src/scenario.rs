@@ -1,16 +1,16 @@
 //! A simulation run: cluster, clients, network faults, and the checks at the end.
 
-use pistou_adversary::{tamper, tamper_replica, ByzClient, ClientFault, ReplicaFault};
 use crate::network::{to_frame, Event, EventQueue, Node};
-use crate::workload::TxnLog;
 use crate::oracle::{self, OracleReport};
 use crate::sql_oracle;
 use crate::sql_workload::SqlSpec;
+use crate::workload::TxnLog;
 use crate::workload::{SimClient, WorkloadSpec};
+use pistou_adversary::{tamper, tamper_replica, ByzClient, ClientFault, ReplicaFault};
+use pistou_core::TxnId;
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
 use pistou_crypto::{BatchSigner, SecretKey};
 use pistou_txn::{Coordinator, CoordinatorTimeouts, MemoryLog, Replica, ReplicaLog, SqlOutput};
-use pistou_core::TxnId;
 use pistou_wire::{decode_message, Decision, Message, Vote};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -163,10 +163,16 @@ impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SimError::Unsafe { scenario, seed, detail } => {
-                write!(f, "SAFETY VIOLATION in scenario {scenario}, seed {seed}: {detail} (re-run with SIM_SEED={seed})")
+                write!(
+                    f,
+                    "SAFETY VIOLATION in scenario {scenario}, seed {seed}: {detail} (re-run with SIM_SEED={seed})"
+                )
             }
             SimError::Stuck { scenario, seed, detail } => {
-                write!(f, "LIVENESS FAILURE in scenario {scenario}, seed {seed}: {detail} (re-run with SIM_SEED={seed})")
+                write!(
+                    f,
+                    "LIVENESS FAILURE in scenario {scenario}, seed {seed}: {detail} (re-run with SIM_SEED={seed})"
+                )
             }
             SimError::Setup(m) => write!(f, "simulation setup failed: {m}"),
         }
@@ -243,8 +249,12 @@ impl World {
         match self.byz_replicas.get(&id) {
             Some((fault, signer)) => {
                 let rng = &mut self.rng;
-                to_clients = to_clients.into_iter().filter_map(|(p, m)| tamper(*fault, signer, id, p, m, rng).map(|m| (p, m))).collect();
-                to_replicas = to_replicas.into_iter().filter_map(|(r, m)| tamper_replica(*fault, m).map(|m| (r, m))).collect();
+                to_clients = to_clients
+                    .into_iter()
+                    .filter_map(|(p, m)| tamper(*fault, signer, id, p, m, rng).map(|m| (p, m)))
+                    .collect();
+                to_replicas =
+                    to_replicas.into_iter().filter_map(|(r, m)| tamper_replica(*fault, m).map(|m| (r, m))).collect();
             }
             None => {
                 for (_, m) in &to_clients {
@@ -287,7 +297,9 @@ impl World {
         let stop_after = (staller && setup_done)
             .then(|| {
                 out.iter().find_map(|(_, m)| match m {
-                    Message::Prepare(p) if p.body.meta.ts.client == me && !p.body.meta.write_set.is_empty() => Some(p.body.meta.id()),
+                    Message::Prepare(p) if p.body.meta.ts.client == me && !p.body.meta.write_set.is_empty() => {
+                        Some(p.body.meta.id())
+                    }
                     _ => None,
                 })
             })
@@ -404,7 +416,9 @@ impl World {
             return;
         }
         let setup = self.clients.first().and_then(|c| c.sql.as_ref()).map_or(&[][..], |s| &s.finished[..]);
-        let is_ddl = |l: &&crate::sql_workload::SqlTxnLog| l.statements.iter().any(|st| matches!(st.output, SqlOutput::Ddl { .. }));
+        let is_ddl = |l: &&crate::sql_workload::SqlTxnLog| {
+            l.statements.iter().any(|st| matches!(st.output, SqlOutput::Ddl { .. }))
+        };
         let ddl = setup.iter().filter(|l| l.decision == Some(Decision::Commit)).filter(is_ddl);
         let Some(setup_ddl) = ddl.map(|l| l.ts).max() else { return };
         let correct = |id: &ReplicaId| !self.byz_replicas.contains_key(id) && !self.crashed.contains(id);
@@ -436,7 +450,10 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         })
         .collect();
     let clients: Vec<ClientConfig> = (0..s.clients + s.byz_clients)
-        .map(|c| ClientConfig { id: c as u64 + 1, public_key: SecretKey::from_seed(seed_bytes(s.seed, 2, c as u64, 0)).public() })
+        .map(|c| ClientConfig {
+            id: c as u64 + 1,
+            public_key: SecretKey::from_seed(seed_bytes(s.seed, 2, c as u64, 0)).public(),
+        })
         .collect();
     let config = ClusterConfig {
         f: s.f,
@@ -510,11 +527,15 @@ fn build(s: &Scenario) -> Result<World, SimError> {
     if let Some(fault) = s.replica_fault {
         for sh in 0..s.shards as u32 {
             // Byzantine replicas are chosen among those that do not crash.
-            let mut candidates: Vec<u32> = (0..n as u32).filter(|i| !crashed.contains(&ReplicaId { shard: ShardId(sh), index: *i })).collect();
+            let mut candidates: Vec<u32> =
+                (0..n as u32).filter(|i| !crashed.contains(&ReplicaId { shard: ShardId(sh), index: *i })).collect();
             for _ in 0..s.byz_replicas_per_shard {
                 let i = candidates.remove(rng.gen_range(0..candidates.len()));
                 let id = ReplicaId { shard: ShardId(sh), index: i };
-                byz_replicas.insert(id, (fault, BatchSigner::new(SecretKey::from_seed(seed_bytes(s.seed, 1, sh as u64, i as u64)), 1)));
+                byz_replicas.insert(
+                    id,
+                    (fault, BatchSigner::new(SecretKey::from_seed(seed_bytes(s.seed, 1, sh as u64, i as u64)), 1)),
+                );
             }
         }
     }
@@ -538,21 +559,30 @@ fn build(s: &Scenario) -> Result<World, SimError> {
     // In SQL workloads, transactions that reach the prepare phase write rows (`sql_byz`).
     let rows = matches!(
         s.client_fault,
-        Some(ClientFault::StallLate | ClientFault::PartialSt1 | ClientFault::Equivocate | ClientFault::ForcedEquivocate | ClientFault::FutureTimestamps | ClientFault::StallEarly)
+        Some(
+            ClientFault::StallLate
+                | ClientFault::PartialSt1
+                | ClientFault::Equivocate
+                | ClientFault::ForcedEquivocate
+                | ClientFault::FutureTimestamps
+                | ClientFault::StallEarly
+        )
     );
     if rows && s.sql.as_ref().is_some_and(|spec| spec.ledger && spec.schema_changes) && s.byz_clients > 0 {
         // Their rows follow the setup's schema; a column added by a schema change would
         // make them malformed.
         return Err(SimError::Setup("Byzantine clients writing rows do not run with schema changes".into()));
     }
-    let byz_catalog: Option<crate::sql_byz::CatalogCell> = (rows && s.sql.is_some()).then(|| Arc::new(std::sync::Mutex::new(None)));
+    let byz_catalog: Option<crate::sql_byz::CatalogCell> =
+        (rows && s.sql.is_some()).then(|| Arc::new(std::sync::Mutex::new(None)));
     if let Some(fault) = s.client_fault {
         for b in 0..s.byz_clients {
             let c = s.clients + b;
             let key = SecretKey::from_seed(seed_bytes(s.seed, 2, c as u64, 0));
             let gap = 40 * round_trip;
             let hot = s.workload.hot_keys.max(1);
-            let pick: pistou_adversary::KeyPicker = Box::new(move |rng| pistou_adversary::account_key(rng.gen_range(0..hot)));
+            let pick: pistou_adversary::KeyPicker =
+                Box::new(move |rng| pistou_adversary::account_key(rng.gen_range(0..hot)));
             let byz = ByzClient::new(c, ClientId(c as u64 + 1), key, fault, config.clone(), pick, s.byz_txns, gap);
             byz_clients.push(match &byz_catalog {
                 Some(cell) => byz.with_shape(crate::sql_byz::shaper(cell.clone())),
@@ -657,8 +687,11 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
                 .map(|c| format!("client {}: {}", c.index, c.coord.describe_pending()))
                 .collect();
             let stuck = w.clients.iter().flat_map(|c| c.coord.pending_ids()).collect::<Vec<_>>();
-            let replicas: Vec<String> =
-                stuck.iter().flat_map(|id| w.replicas.values().map(move |r| r.describe_fallback(id))).filter(|d| !d.ends_with("unknown")).collect();
+            let replicas: Vec<String> = stuck
+                .iter()
+                .flat_map(|id| w.replicas.values().map(move |r| r.describe_fallback(id)))
+                .filter(|d| !d.ends_with("unknown"))
+                .collect();
             return Err(SimError::Stuck {
                 scenario: s.name,
                 seed: s.seed,
@@ -672,8 +705,14 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         }
     }
     let logs: Vec<_> = w.clients.iter().flat_map(|c| c.finished.iter().cloned()).collect();
-    let correct: Vec<&Replica> = w.replicas.iter().filter(|(id, _)| !w.crashed.contains(id) && !w.byz_replicas.contains_key(id)).map(|(_, r)| r).collect();
-    let mut sql_logs: Vec<_> = w.clients.iter().filter_map(|c| c.sql.as_ref()).flat_map(|s| s.finished.iter().cloned()).collect();
+    let correct: Vec<&Replica> = w
+        .replicas
+        .iter()
+        .filter(|(id, _)| !w.crashed.contains(id) && !w.byz_replicas.contains_key(id))
+        .map(|(_, r)| r)
+        .collect();
+    let mut sql_logs: Vec<_> =
+        w.clients.iter().filter_map(|c| c.sql.as_ref()).flat_map(|s| s.finished.iter().cloned()).collect();
     // A stalled client's last transaction counts as the correct replicas decided it, if any did.
     let mut stalled_decided = 0;
     for (c, id) in &w.stalled {
@@ -684,17 +723,25 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         sql_logs.push(log);
     }
     // Correct clients and correct replicas agree on every decision.
-    let decided = logs.iter().map(|l| (l.client, l.id, l.decision)).chain(sql_logs.iter().map(|l| (l.client, l.id, l.decision)));
+    let decided =
+        logs.iter().map(|l| (l.client, l.id, l.decision)).chain(sql_logs.iter().map(|l| (l.client, l.id, l.decision)));
     for (client, id, decision) in decided {
         let (Some(id), Some(d)) = (id, decision) else { continue };
         if let Some(r) = correct.iter().find(|r| r.decision_of(&id).is_some_and(|rd| rd != d)) {
-            return Err(unsafe_err(format!("client {client} saw {d:?} for {id} but replica {} applied the opposite", r.id())));
+            return Err(unsafe_err(format!(
+                "client {client} saw {d:?} for {id} but replica {} applied the opposite",
+                r.id()
+            )));
         }
     }
     // A correct replica applies every commit it accepts; one it could not apply would leave
     // it without committed rows.
     if let Some(r) = correct.iter().find(|r| r.stats().unapplied_sql_commits > 0) {
-        return Err(unsafe_err(format!("replica {} could not apply {} committed SQL transactions", r.id(), r.stats().unapplied_sql_commits)));
+        return Err(unsafe_err(format!(
+            "replica {} could not apply {} committed SQL transactions",
+            r.id(),
+            r.stats().unapplied_sql_commits
+        )));
     }
     // Committed transactions of Byzantine clients, as correct replicas applied them.
     let correct_ids: BTreeSet<u64> = (1..=s.clients as u64).collect();
@@ -726,7 +773,8 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
             for m in r.committed_txns().filter(|m| !correct_ids.contains(&m.ts.client.0)) {
                 if byz_seen.insert(m.id()) {
                     let log = crate::sql_byz::replay_log(m).map_err(unsafe_err)?;
-                    byzantine_cross_shard_commits += (log.is_some() && crate::sql_byz::writes_rows_on_two_shards(m, &w.config)) as usize;
+                    byzantine_cross_shard_commits +=
+                        (log.is_some() && crate::sql_byz::writes_rows_on_two_shards(m, &w.config)) as usize;
                     replay.extend(log);
                 }
             }
@@ -752,7 +800,9 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
                 let written: BTreeSet<ShardId> = m
                     .write_set
                     .iter()
-                    .filter(|e| !matches!(pistou_core::sql_keys::key_kind(&e.key), pistou_core::sql_keys::KeyKind::Catalog(_)))
+                    .filter(|e| {
+                        !matches!(pistou_core::sql_keys::key_kind(&e.key), pistou_core::sql_keys::KeyKind::Catalog(_))
+                    })
                     .map(|e| w.config.shard_of(&e.key))
                     .collect();
                 (m.shards.len(), written.len())
@@ -774,11 +824,13 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         protocol_aborts: logs.iter().filter(|l| l.decision == Some(Decision::Abort) && l.id.is_some()).count(),
         fallback_adoptions: correct.iter().map(|r| r.stats().fallback_adoptions).sum(),
         supplied: correct.iter().map(|r| r.stats().supplied).sum(),
-        range: w.clients.iter().map(|c| c.coord.range_stats()).fold(pistou_txn::RangeStats::default(), |a, b| pistou_txn::RangeStats {
-            eager: a.eager + b.eager,
-            snapshot_proposals: a.snapshot_proposals + b.snapshot_proposals,
-            snapshot: a.snapshot + b.snapshot,
-            failed: a.failed + b.failed,
+        range: w.clients.iter().map(|c| c.coord.range_stats()).fold(pistou_txn::RangeStats::default(), |a, b| {
+            pistou_txn::RangeStats {
+                eager: a.eager + b.eager,
+                snapshot_proposals: a.snapshot_proposals + b.snapshot_proposals,
+                snapshot: a.snapshot + b.snapshot,
+                failed: a.failed + b.failed,
+            }
         }),
         multi_shard_commits: spans.values().filter(|(shards, _)| *shards >= 2).count(),
         cross_shard_write_commits: spans.values().filter(|(_, written)| *written >= 2).count(),

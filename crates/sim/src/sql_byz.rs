@@ -54,10 +54,18 @@ impl Table {
     fn random_row(self, rng: &mut dyn RngCore) -> Row {
         match self {
             Table::Accounts => {
-                vec![Value::Int(rng.gen_range(0..ACCOUNT_IDS)), Value::Text("byzantine".into()), Value::Int(rng.gen_range(0..1_000))]
+                vec![
+                    Value::Int(rng.gen_range(0..ACCOUNT_IDS)),
+                    Value::Text("byzantine".into()),
+                    Value::Int(rng.gen_range(0..1_000)),
+                ]
             }
             Table::Ledger { ids } => {
-                vec![Value::Int(rng.gen_range(0..ids)), Value::Int(rng.gen_range(0..ACCOUNT_IDS)), Value::Int(rng.gen_range(0..50))]
+                vec![
+                    Value::Int(rng.gen_range(0..ids)),
+                    Value::Int(rng.gen_range(0..ACCOUNT_IDS)),
+                    Value::Int(rng.gen_range(0..50)),
+                ]
             }
         }
     }
@@ -108,16 +116,21 @@ pub fn shaper(cell: CatalogCell) -> pistou_adversary::TxnShaper {
         };
         let catalogs: BTreeMap<Vec<u8>, Timestamp> = chosen.iter().map(|t| (catalog_key(t.shard), t.catalog)).collect();
         let reads = catalogs.into_iter().map(|(key, version)| ReadEntry { key, version }).collect();
-        let mut writes = chosen.iter().map(|t| t.table.write(t.table_id, &t.table.random_row(rng))).collect::<Option<Vec<_>>>()?;
+        let mut writes =
+            chosen.iter().map(|t| t.table.write(t.table_id, &t.table.random_row(rng))).collect::<Option<Vec<_>>>()?;
         writes.sort_by(|a, b| a.key.cmp(&b.key));
         Some((reads, writes))
     })
 }
 
 /// The newest committed catalog of `shard` among `committed`: its version and the catalog.
-pub fn newest_catalog<'m>(committed: impl Iterator<Item = &'m TxnMeta>, shard: ShardId) -> Option<(Timestamp, Catalog)> {
+pub fn newest_catalog<'m>(
+    committed: impl Iterator<Item = &'m TxnMeta>,
+    shard: ShardId,
+) -> Option<(Timestamp, Catalog)> {
     let key = catalog_key(shard);
-    let (ts, value) = committed.filter_map(|m| Some((m.ts, m.write_of(&key)?.value.as_ref()?))).max_by_key(|(ts, _)| *ts)?;
+    let (ts, value) =
+        committed.filter_map(|m| Some((m.ts, m.write_of(&key)?.value.as_ref()?))).max_by_key(|(ts, _)| *ts)?;
     let write: CatalogWrite = postcard::from_bytes(value).ok()?;
     Some((ts, write.catalog))
 }
@@ -137,7 +150,8 @@ pub fn targets(
         .iter()
         .map(|&table| {
             let shard = config.table_shard(table.name());
-            let (catalog, schema) = committed(shard).into_iter().flatten().max_by_key(|(v, _)| *v).filter(|(v, _)| *v >= setup_ddl)?;
+            let (catalog, schema) =
+                committed(shard).into_iter().flatten().max_by_key(|(v, _)| *v).filter(|(v, _)| *v >= setup_ddl)?;
             let table_id = schema.table(table.name())?.id;
             Some(Target { table, table_id, shard, catalog })
         })
@@ -154,7 +168,9 @@ pub fn replay_log(meta: &TxnMeta) -> Result<Option<SqlTxnLog>, String> {
             "ledger" => UPSERT_LEDGER,
             _ => return Err(format!("a Byzantine transaction wrote table {table}, which the oracle cannot replay")),
         };
-        let Some(bytes) = &w.value else { return Err("a Byzantine transaction deleted a row, which the oracle cannot replay".into()) };
+        let Some(bytes) = &w.value else {
+            return Err("a Byzantine transaction deleted a row, which the oracle cannot replay".into());
+        };
         let row: Row = postcard::from_bytes(bytes).map_err(|e| format!("undecodable Byzantine row: {e}"))?;
         let output = SqlOutput::Affected { command: "INSERT", count: 1, returning: None };
         statements.push(StatementLog { sql: sql.to_string(), params: row, output });
@@ -162,11 +178,21 @@ pub fn replay_log(meta: &TxnMeta) -> Result<Option<SqlTxnLog>, String> {
     if statements.is_empty() {
         return Ok(None);
     }
-    Ok(Some(SqlTxnLog { client: BYZANTINE_CLIENT, ts: meta.ts, statements, decision: Some(Decision::Commit), id: Some(meta.id()) }))
+    Ok(Some(SqlTxnLog {
+        client: BYZANTINE_CLIENT,
+        ts: meta.ts,
+        statements,
+        decision: Some(Decision::Commit),
+        id: Some(meta.id()),
+    }))
 }
 
 /// Whether a committed transaction wrote rows on two or more shards.
 pub fn writes_rows_on_two_shards(meta: &TxnMeta, config: &ClusterConfig) -> bool {
-    let mut shards = meta.write_set.iter().filter(|w| matches!(key_kind(&w.key), KeyKind::Row { .. })).map(|w| config.shard_of(&w.key));
+    let mut shards = meta
+        .write_set
+        .iter()
+        .filter(|w| matches!(key_kind(&w.key), KeyKind::Row { .. }))
+        .map(|w| config.shard_of(&w.key));
     shards.next().is_some_and(|first| shards.any(|s| s != first))
 }

@@ -29,14 +29,15 @@ pub fn check_observed(
             model.execute("BEGIN").map_err(|e| where_(&format!("model BEGIN: {e}")))?;
         }
         for st in &txn.statements {
-            let exec = model
-                .execute_with(&st.sql, &st.params)
-                .map_err(|e| where_(&format!("`{}` {:?} succeeded in the cluster but fails on the model: {e}", st.sql, st.params)))?;
+            let exec = model.execute_with(&st.sql, &st.params).map_err(|e| {
+                where_(&format!("`{}` {:?} succeeded in the cluster but fails on the model: {e}", st.sql, st.params))
+            })?;
             let same = match (&exec.output, &st.output) {
                 (Output::Rows { rows: m, .. }, SqlOutput::Rows { rows: c, .. }) => m == c,
-                (Output::Affected { count: m, returning: mr, .. }, SqlOutput::Affected { count: c, returning: cr, .. }) => {
-                    m == c && mr.as_ref().map(|r| &r.1) == cr.as_ref().map(|r| &r.1)
-                }
+                (
+                    Output::Affected { count: m, returning: mr, .. },
+                    SqlOutput::Affected { count: c, returning: cr, .. },
+                ) => m == c && mr.as_ref().map(|r| &r.1) == cr.as_ref().map(|r| &r.1),
                 // A schema change in both, or an `IF [NOT] EXISTS` no-op in both.
                 (Output::Catalog(m), SqlOutput::Ddl { command }) => StatementKind::Ddl(m.clone()).command() == *command,
                 _ => false,

@@ -30,12 +30,8 @@ pub const LEDGER_SETUP: [&str; 4] = [
 ];
 
 /// Setup with [`SqlSpec::recreate_tables`]: `accounts` as in [`SETUP`], then `scratch`.
-pub const RECREATE_SETUP: [&str; 4] = [
-    SETUP[0],
-    SETUP[1],
-    SCRATCH_CREATE,
-    "INSERT INTO scratch VALUES (0, 1), (1, 1), (2, 1), (3, 1)",
-];
+pub const RECREATE_SETUP: [&str; 4] =
+    [SETUP[0], SETUP[1], SCRATCH_CREATE, "INSERT INTO scratch VALUES (0, 1), (1, 1), (2, 1), (3, 1)"];
 
 const SCRATCH_CREATE: &str = "CREATE TABLE IF NOT EXISTS scratch (id INT PRIMARY KEY, v INT NOT NULL)";
 
@@ -152,8 +148,17 @@ type Plan = Vec<PlanStep>;
 enum State {
     Idle,
     /// Statement `next` of `plan` is running (or about to).
-    Running { h: TxnHandle, plan: Plan, next: usize, waiting: bool, log: SqlTxnLog },
-    Committing { h: TxnHandle, log: SqlTxnLog },
+    Running {
+        h: TxnHandle,
+        plan: Plan,
+        next: usize,
+        waiting: bool,
+        log: SqlTxnLog,
+    },
+    Committing {
+        h: TxnHandle,
+        log: SqlTxnLog,
+    },
     Done,
 }
 
@@ -178,7 +183,16 @@ impl SqlScript {
     pub fn new(index: usize, spec: SqlSpec) -> Self {
         let setup_done = if index == 0 { 0 } else { spec.setup().len() };
         let held = spec.ledger && index != 0;
-        SqlScript { index, spec, state: State::Idle, setup_done, started: 0, start_at: None, held, finished: Vec::new() }
+        SqlScript {
+            index,
+            spec,
+            state: State::Idle,
+            setup_done,
+            started: 0,
+            start_at: None,
+            held,
+            finished: Vec::new(),
+        }
     }
 
     pub fn done(&self) -> bool {
@@ -212,7 +226,10 @@ impl SqlScript {
                 let key = int(rng.gen_range(0..8));
                 vec![
                     stmt("SELECT v FROM scratch WHERE id = $1", vec![key.clone()]),
-                    stmt("INSERT INTO scratch VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v = scratch.v + 1", vec![key, int(1)]),
+                    stmt(
+                        "INSERT INTO scratch VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v = scratch.v + 1",
+                        vec![key, int(1)],
+                    ),
                 ]
             }
             // Read-only: a stale row read here commits, and the oracle sees it.
@@ -230,14 +247,23 @@ impl SqlScript {
                 ]
             }
             2 => vec![
-                stmt("SELECT count(*), sum(balance) FROM accounts WHERE balance > $1", vec![int(rng.gen_range(80..120))]),
-                stmt("SELECT id, owner FROM accounts WHERE balance < $1 ORDER BY id", vec![int(rng.gen_range(90..110))]),
+                stmt(
+                    "SELECT count(*), sum(balance) FROM accounts WHERE balance > $1",
+                    vec![int(rng.gen_range(80..120))],
+                ),
+                stmt(
+                    "SELECT id, owner FROM accounts WHERE balance < $1 ORDER BY id",
+                    vec![int(rng.gen_range(90..110))],
+                ),
             ],
             3 => vec![
                 stmt("UPDATE accounts SET balance = balance + 1 WHERE balance < $1", vec![int(rng.gen_range(95..105))]),
                 stmt("SELECT sum(balance) FROM accounts WHERE id >= $1", vec![int(id(rng))]),
             ],
-            4 => vec![stmt("INSERT INTO accounts VALUES ($1, 'new', $2)", vec![int(id(rng)), int(rng.gen_range(0..200))])],
+            4 => vec![stmt(
+                "INSERT INTO accounts VALUES ($1, 'new', $2)",
+                vec![int(id(rng)), int(rng.gen_range(0..200))],
+            )],
             _ => vec![
                 stmt("DELETE FROM accounts WHERE id = $1", vec![int(id(rng))]),
                 stmt("SELECT count(*) FROM accounts WHERE owner = 'new'", vec![]),
@@ -265,7 +291,10 @@ impl SqlScript {
             // A payment into a new ledger entry (a duplicate id fails and rolls back).
             1 => {
                 let (a, amount, e) = (account(rng), int(rng.gen_range(1..20)), entry(rng));
-                vec![stmt(debit, vec![a.clone(), amount.clone()]), stmt("INSERT INTO ledger VALUES ($1, $2, $3)", vec![e, a, amount])]
+                vec![
+                    stmt(debit, vec![a.clone(), amount.clone()]),
+                    stmt("INSERT INTO ledger VALUES ($1, $2, $3)", vec![e, a, amount]),
+                ]
             }
             // Settling one entry: its amount goes to an account.
             2 => {
@@ -280,7 +309,10 @@ impl SqlScript {
             3 if self.spec.sweep_reads_first => {
                 let a = account(rng);
                 vec![
-                    stmt("SELECT CAST(coalesce(sum(amount), 0) AS INT) FROM ledger WHERE account = $1", vec![a.clone()]),
+                    stmt(
+                        "SELECT CAST(coalesce(sum(amount), 0) AS INT) FROM ledger WHERE account = $1",
+                        vec![a.clone()],
+                    ),
                     stmt("DELETE FROM ledger WHERE account = $1", vec![a.clone()]),
                     PlanStep { sql: credit, args: vec![Arg::Lit(a), Arg::Scalar(0)], expect: None },
                 ]
@@ -307,7 +339,10 @@ impl SqlScript {
             5 => vec![
                 stmt(AUDIT_ACCOUNTS, vec![]),
                 stmt(AUDIT_LEDGER, vec![]),
-                stmt("SELECT id, account, amount FROM ledger WHERE amount > $1 ORDER BY id", vec![int(rng.gen_range(0..15))]),
+                stmt(
+                    "SELECT id, account, amount FROM ledger WHERE amount > $1 ORDER BY id",
+                    vec![int(rng.gen_range(0..15))],
+                ),
             ],
             7 => vec![stmt(
                 match rng.gen_range(0..5) {
@@ -336,7 +371,8 @@ impl SqlScript {
             }
             let progressed = match std::mem::replace(&mut self.state, State::Idle) {
                 State::Idle => {
-                    let start_at = *self.start_at.get_or_insert(now + if self.index == 0 { 0 } else { self.spec.start_after_us });
+                    let start_at =
+                        *self.start_at.get_or_insert(now + if self.index == 0 { 0 } else { self.spec.start_after_us });
                     if now < start_at || self.held {
                         return;
                     }
@@ -383,7 +419,9 @@ impl SqlScript {
 
     fn on_event(&mut self, coord: &mut Coordinator, ev: CoordinatorEvent) {
         match (std::mem::replace(&mut self.state, State::Idle), ev) {
-            (State::Running { h, plan, next, waiting: true, mut log }, CoordinatorEvent::SqlDone { txn, result }) if txn == h => {
+            (State::Running { h, plan, next, waiting: true, mut log }, CoordinatorEvent::SqlDone { txn, result })
+                if txn == h =>
+            {
                 match result {
                     Ok(output) => {
                         let step = &plan[next];
@@ -436,12 +474,13 @@ fn resolve(args: &[Arg], log: &SqlTxnLog) -> Vec<Value> {
                 _ => int(0),
             },
             Arg::SumReturned(i) => match log.statements.get(*i).map(|s| &s.output) {
-                Some(SqlOutput::Affected { returning: Some((_, rows)), .. }) => {
-                    int(rows.iter().map(|r| match r.first() {
+                Some(SqlOutput::Affected { returning: Some((_, rows)), .. }) => int(rows
+                    .iter()
+                    .map(|r| match r.first() {
                         Some(Value::Int(v)) => *v,
                         _ => 0,
-                    }).sum())
-                }
+                    })
+                    .sum()),
                 _ => int(0),
             },
         })

@@ -178,7 +178,15 @@ impl SimClient {
                     let plan = self.new_plan(rng);
                     let h = self.coord.begin(now);
                     let ts = self.coord.timestamp_of(h).unwrap_or(Timestamp::GENESIS);
-                    let log = TxnLog { client: self.index, ts, reads: vec![], writes: BTreeMap::new(), decision: None, fast: false, id: None };
+                    let log = TxnLog {
+                        client: self.index,
+                        ts,
+                        reads: vec![],
+                        writes: BTreeMap::new(),
+                        decision: None,
+                        fast: false,
+                        id: None,
+                    };
                     self.state = State::Reading { h, plan, next: 0, log };
                     true
                 }
@@ -205,7 +213,13 @@ impl SimClient {
                     } else {
                         let writes: Vec<(Key, i64)> = match &plan {
                             Plan::Transfer { from, to, amount } => {
-                                let bal = |k: &Key| log.reads.iter().find(|(rk, _)| rk == k).map(|(_, v)| decode_balance(v)).unwrap_or(0);
+                                let bal = |k: &Key| {
+                                    log.reads
+                                        .iter()
+                                        .find(|(rk, _)| rk == k)
+                                        .map(|(_, v)| decode_balance(v))
+                                        .unwrap_or(0)
+                                };
                                 vec![(from.clone(), bal(from) - amount), (to.clone(), bal(to) + amount)]
                             }
                             Plan::Audit { .. } => vec![],

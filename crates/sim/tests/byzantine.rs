@@ -97,7 +97,9 @@ fn replicas_that_refuse_or_twist_votes_and_decisions() {
 
 #[test]
 fn byzantine_fallback_leaders_are_replaced() {
-    for (name, fault, salt) in [("silent-leader", ReplicaFault::SilentLeader, 13), ("lying-leader", ReplicaFault::LyingLeader, 14)] {
+    for (name, fault, salt) in
+        [("silent-leader", ReplicaFault::SilentLeader, 13), ("lying-leader", ReplicaFault::LyingLeader, 14)]
+    {
         let o = run_all(
             |seed| {
                 let mut s = with_byz_clients(name, seed, ClientFault::ForcedEquivocate);

@@ -31,14 +31,8 @@ fn run_all(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_commit_per
             Err(e) => panic!("{e}"),
         }
     }
-    eprintln!(
-        "{} transactions, {committed} committed ({fast} on the fast path)",
-        total
-    );
-    assert!(
-        committed * 100 >= total * min_commit_percent,
-        "only {committed} of {total} transactions committed"
-    );
+    eprintln!("{} transactions, {committed} committed ({fast} on the fast path)", total);
+    assert!(committed * 100 >= total * min_commit_percent, "only {committed} of {total} transactions committed");
     restarts
 }
 

@@ -151,13 +151,23 @@ fn run_all(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_committed_
 /// Runs the seeds of a two-shard scenario as `run_all` does (the two-table workload has four
 /// setup transactions); besides, at least `min_cross` committed transactions in all wrote
 /// both shards, and committed audits checked the conserved total.
-fn run_two_shards(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_committed_per_seed: usize, min_cross: usize) -> Vec<Outcome> {
+fn run_two_shards(
+    make: impl Fn(u64) -> Scenario,
+    count: u64,
+    salt: u64,
+    min_committed_per_seed: usize,
+    min_cross: usize,
+) -> Vec<Outcome> {
     let started = Instant::now();
     let outcomes = run_all(make, count, salt, 2 + min_committed_per_seed);
     let runs = outcomes.len();
     let sum = |f: fn(&Outcome) -> usize| outcomes.iter().map(f).sum::<usize>();
-    let (committed, multi, cross, audits) =
-        (sum(|o| o.committed), sum(|o| o.multi_shard_commits), sum(|o| o.cross_shard_write_commits), sum(|o| o.ledger_audits));
+    let (committed, multi, cross, audits) = (
+        sum(|o| o.committed),
+        sum(|o| o.multi_shard_commits),
+        sum(|o| o.cross_shard_write_commits),
+        sum(|o| o.ledger_audits),
+    );
     eprintln!(
         "{runs} seeds in {:.1?}: {committed} committed, {multi} naming two shards, {cross} writing both, {audits} audits checked",
         started.elapsed()
@@ -172,7 +182,8 @@ fn run_two_shards(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_com
 
 #[test]
 fn sql_with_the_eager_path_forced_to_fail() {
-    let outcomes = run_all(|seed| with(sql_scenario("sql-forced-snapshot", seed), |s| s.force_snapshot_path = true), 20, 506, 4);
+    let outcomes =
+        run_all(|seed| with(sql_scenario("sql-forced-snapshot", seed), |s| s.force_snapshot_path = true), 20, 506, 4);
     let eager: u64 = outcomes.iter().map(|o| o.range.eager).sum();
     let snapshot: u64 = outcomes.iter().map(|o| o.range.snapshot).sum();
     assert_eq!(eager, 0, "no range read decided on the eager path");
@@ -183,7 +194,8 @@ fn sql_with_the_eager_path_forced_to_fail() {
 fn sql_forced_snapshots_with_a_third_of_replicas_missing_writes() {
     // Lagging replicas must fetch the proposed transactions with SYNC (writebacks never
     // reach them; SUPPLY from peers does).
-    let outcomes = run_all(|seed| with(sql_scenario("sql-snapshot-sync", seed), snapshots_and_lagging_replicas), 20, 507, 3);
+    let outcomes =
+        run_all(|seed| with(sql_scenario("sql-snapshot-sync", seed), snapshots_and_lagging_replicas), 20, 507, 3);
     assert!(outcomes.iter().map(|o| o.range.snapshot).sum::<u64>() > 0);
     assert!(outcomes.iter().map(|o| o.supplied).sum::<u64>() > 0, "lagging replicas synced missing commits");
 }
@@ -199,7 +211,8 @@ fn sql_with_a_client_proposing_fabricated_snapshots() {
 /// votes); the oracle replays it if a correct replica committed it.
 #[test]
 fn sql_with_a_client_that_stops_after_st1() {
-    let outcomes = run_all(|seed| with(sql_scenario("sql-stall-after-st1", seed), a_client_stops_after_st1), 30, 515, 3);
+    let outcomes =
+        run_all(|seed| with(sql_scenario("sql-stall-after-st1", seed), a_client_stops_after_st1), 30, 515, 3);
     let stalled: usize = outcomes.iter().map(|o| o.stalled).sum();
     let decided: usize = outcomes.iter().map(|o| o.stalled_decided).sum();
     let recoveries: u64 = outcomes.iter().map(|o| o.recoveries).sum();
@@ -216,15 +229,25 @@ fn sql_with_a_client_that_stops_after_st1() {
 #[test]
 fn sql_with_the_key_value_cores_byzantine_clients() {
     for (i, fault) in KV_CLIENT_FAULTS.into_iter().enumerate() {
-        let outcomes = run_all(|seed| with(sql_scenario("sql-byz-client", seed), byzantine_client(fault)), 10, 520 + i as u64, 3);
+        let outcomes =
+            run_all(|seed| with(sql_scenario("sql-byz-client", seed), byzantine_client(fault)), 10, 520 + i as u64, 3);
         let recoveries: u64 = outcomes.iter().map(|o| o.recoveries).sum();
         let byz: usize = outcomes.iter().map(|o| o.byzantine_sql_commits).sum();
-        eprintln!("{fault:?}: {} seeds, {recoveries} recoveries, {byz} Byzantine transactions committed and replayed", outcomes.len());
+        eprintln!(
+            "{fault:?}: {} seeds, {recoveries} recoveries, {byz} Byzantine transactions committed and replayed",
+            outcomes.len()
+        );
         if matches!(fault, ClientFault::StallLate | ClientFault::Equivocate) {
-            assert!(byz > 0, "{fault:?}: no Byzantine row write ever committed: the scenario does not exercise the replay");
+            assert!(
+                byz > 0,
+                "{fault:?}: no Byzantine row write ever committed: the scenario does not exercise the replay"
+            );
         }
     }
 }
+
+/// Faults applied to a scenario.
+type Faults = fn(&mut Scenario);
 
 /// A table dropped and created again while others insert into it and read it (by key and by
 /// scan) starts empty: the oracle's model drops the old rows, so a stale row read through
@@ -232,7 +255,7 @@ fn sql_with_the_key_value_cores_byzantine_clients() {
 /// mismatch. Every SQL fault family, 10 seeds each.
 #[test]
 fn sql_recreated_tables_start_empty_under_every_fault() {
-    let families: [(&str, fn(&mut Scenario)); 9] = [
+    let families: [(&str, Faults); 9] = [
         ("clean", |_| {}),
         ("drops-crash", drops_and_a_crash),
         ("lie-range", |s| byzantine_replica(ReplicaFault::LieRange)(s)),
@@ -253,7 +276,11 @@ fn sql_recreated_tables_start_empty_under_every_fault() {
             with(s, faults)
         };
         let outcomes = run_all(make, 10, 530 + i as u64, 2);
-        eprintln!("{family}: {} seeds, {} committed", outcomes.len(), outcomes.iter().map(|o| o.committed).sum::<usize>());
+        eprintln!(
+            "{family}: {} seeds, {} committed",
+            outcomes.len(),
+            outcomes.iter().map(|o| o.committed).sum::<usize>()
+        );
     }
 }
 
@@ -269,7 +296,8 @@ fn sql_with_replicas_restarting_from_their_logs() {
         s.drop_prob = 0.01;
     };
     let one = run_all(|seed| with(sql_scenario("sql-crash-restart", seed), restart), 30, 540, 3);
-    let two = run_two_shards(|seed| with(two_shard_scenario("sql-2shards-crash-restart", seed), restart), 20, 541, 6, 50);
+    let two =
+        run_two_shards(|seed| with(two_shard_scenario("sql-2shards-crash-restart", seed), restart), 20, 541, 6, 50);
     let restarts: usize = one.iter().chain(&two).map(|o| o.restarts).sum();
     assert!(restarts >= 30 + 2 * 20, "only {restarts} replicas restarted");
 }
@@ -303,7 +331,13 @@ fn sql_with_fabricated_reads_and_abort_votes() {
 
 #[test]
 fn sql_two_shards_with_a_client_that_stops_after_st1() {
-    let outcomes = run_two_shards(|seed| with(two_shard_scenario("sql-2shards-stall-after-st1", seed), |s| s.sql_stalls = 1), 30, 516, 6, 100);
+    let outcomes = run_two_shards(
+        |seed| with(two_shard_scenario("sql-2shards-stall-after-st1", seed), |s| s.sql_stalls = 1),
+        30,
+        516,
+        6,
+        100,
+    );
     let stalled: usize = outcomes.iter().map(|o| o.stalled).sum();
     let decided: usize = outcomes.iter().map(|o| o.stalled_decided).sum();
     eprintln!("{stalled} clients stopped after ST1, {decided} of those transactions decided by others");
@@ -317,7 +351,13 @@ fn sql_two_shards_base() {
 
 #[test]
 fn sql_two_shards_with_drops_and_a_crash() {
-    run_two_shards(|seed| with(two_shard_scenario("sql-2shards-drops-crash", seed), drops_and_a_crash), 60, 512, 10, 250);
+    run_two_shards(
+        |seed| with(two_shard_scenario("sql-2shards-drops-crash", seed), drops_and_a_crash),
+        60,
+        512,
+        10,
+        250,
+    );
 }
 
 /// A schema change's writeback overtaken by the writeback of a transaction planned against
@@ -354,7 +394,13 @@ fn sql_two_shards_forced_snapshots_with_a_third_of_replicas_missing_writes() {
 
 #[test]
 fn sql_two_shards_with_a_client_proposing_fabricated_snapshots() {
-    run_two_shards(|seed| with(two_shard_scenario("sql-2shards-fabricated-snapshots", seed), fabricated_snapshots), 25, 515, 10, 100);
+    run_two_shards(
+        |seed| with(two_shard_scenario("sql-2shards-fabricated-snapshots", seed), fabricated_snapshots),
+        25,
+        515,
+        10,
+        100,
+    );
 }
 
 #[test]
@@ -396,7 +442,12 @@ fn sql_two_shards_with_a_predicate_evaluated_twice() {
             drops_and_a_crash(s);
         })
     };
-    for (seed, make) in [(900_000_005, &clean as &dyn Fn(u64) -> Scenario), (900_000_006, &lossy), (900_000_012, &lossy), (900_000_017, &lossy)] {
+    for (seed, make) in [
+        (900_000_005, &clean as &dyn Fn(u64) -> Scenario),
+        (900_000_006, &lossy),
+        (900_000_012, &lossy),
+        (900_000_017, &lossy),
+    ] {
         if let Err(e) = run(&make(seed)) {
             panic!("{e}");
         }
@@ -429,7 +480,10 @@ fn sql_two_shards_with_the_key_value_cores_byzantine_clients() {
             outcomes.len()
         );
         if matches!(fault, ClientFault::StallLate | ClientFault::Equivocate) && outcomes.len() > 1 {
-            assert!(byz > 0, "{fault:?}: no Byzantine row write ever committed: the scenario does not exercise the replay");
+            assert!(
+                byz > 0,
+                "{fault:?}: no Byzantine row write ever committed: the scenario does not exercise the replay"
+            );
             assert!(cross > 0, "{fault:?}: no Byzantine transaction writing both shards ever committed");
         }
         (runs, audits, shifted) = (runs + outcomes.len(), audits + checked, shifted + after_byz);
@@ -438,6 +492,9 @@ fn sql_two_shards_with_the_key_value_cores_byzantine_clients() {
     // A single re-run seed (SIM_SEED) need not reach the totals.
     if runs > KV_CLIENT_FAULTS.len() {
         assert!(audits > 0, "no committed audit checked the total");
-        assert!(shifted > 0, "no audit followed a committed Byzantine change of the total: the accounting is not exercised");
+        assert!(
+            shifted > 0,
+            "no audit followed a committed Byzantine change of the total: the accounting is not exercised"
+        );
     }
 }

@@ -92,7 +92,10 @@ pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
                 Ok(i) => Int(i),
                 // Digits that do not fit: PostgreSQL calls that out of range, not bad syntax.
                 Err(_) if !t.is_empty() && t.trim_start_matches(['-', '+']).bytes().all(|b| b.is_ascii_digit()) => {
-                    return err(SqlState::NumericValueOutOfRange, format!("value \"{s}\" is out of range for type {ty}"))
+                    return err(
+                        SqlState::NumericValueOutOfRange,
+                        format!("value \"{s}\" is out of range for type {ty}"),
+                    )
                 }
                 Err(_) => return Err(invalid(s)),
             }
@@ -100,7 +103,11 @@ pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
         (Text(s), SqlType::Numeric) => Numeric(parse_decimal(s.trim()).ok_or_else(|| invalid(s))?),
         (Text(s), SqlType::Float) => {
             let f: f64 = s.trim().parse().map_err(|_| invalid(s))?;
-            if f.is_finite() { Float(f) } else { return Err(invalid(s)) }
+            if f.is_finite() {
+                Float(f)
+            } else {
+                return Err(invalid(s));
+            }
         }
         (Text(s), SqlType::Bool) => match s.trim().to_ascii_lowercase().as_str() {
             "t" | "true" | "yes" | "y" | "on" | "1" => Bool(true),
@@ -157,7 +164,9 @@ pub fn parse_decimal(s: &str) -> Option<Decimal> {
 pub fn assign_cast(v: &Value, ty: SqlType, column: &str) -> Result<Value> {
     match (v, ty.storage()) {
         (Value::Null, _) => Ok(Value::Null),
-        (Value::Int(_) | Value::Numeric(_) | Value::Float(_), SqlType::Int | SqlType::Numeric | SqlType::Float) => cast(v, ty),
+        (Value::Int(_) | Value::Numeric(_) | Value::Float(_), SqlType::Int | SqlType::Numeric | SqlType::Float) => {
+            cast(v, ty)
+        }
         _ if v.sql_type() == Some(ty.storage()) => cast(v, ty),
         (Value::Text(_), SqlType::Date | SqlType::Timestamp) | (Value::Date(_), SqlType::Timestamp) => cast(v, ty),
         _ => err(
@@ -248,10 +257,12 @@ pub fn stored_value_problem(ty: SqlType, limits: &TypeLimits, v: &Value) -> Opti
             if ty == SqlType::Char && s.ends_with(' ') {
                 return Some("character value stored with trailing blanks".to_string());
             }
-            limits
-                .max_len
-                .filter(|&n| s.chars().count() > n as usize)
-                .map(|n| format!("value too long for type {}({n})", if ty == SqlType::Char { "character" } else { "character varying" }))
+            limits.max_len.filter(|&n| s.chars().count() > n as usize).map(|n| {
+                format!(
+                    "value too long for type {}({n})",
+                    if ty == SqlType::Char { "character" } else { "character varying" }
+                )
+            })
         }
         Value::Numeric(d) => limits.numeric.and_then(|(precision, scale)| {
             let fits = d.scale() <= scale && integer_digits(d) <= precision.saturating_sub(scale);
@@ -276,7 +287,10 @@ mod tests {
         assert_eq!(e.as_deref(), Some("smallint out of range"));
         let e = cast(&Value::Int(1 << 31), SqlType::Int4).err().map(|e| e.message);
         assert_eq!(e.as_deref(), Some("integer out of range"));
-        assert_eq!(state(cast(&Value::Text("99999999999".into()), SqlType::Int4)), Some(SqlState::NumericValueOutOfRange));
+        assert_eq!(
+            state(cast(&Value::Text("99999999999".into()), SqlType::Int4)),
+            Some(SqlState::NumericValueOutOfRange)
+        );
         assert_eq!(state(cast(&Value::Text("x".into()), SqlType::Int4)), Some(SqlState::InvalidTextRepresentation));
         assert_eq!(cast(&Value::Numeric(Decimal::new(25, 1)), SqlType::Int4).ok(), Some(Value::Int(3)));
     }
@@ -309,9 +323,15 @@ mod tests {
     fn numeric_precision_and_scale_are_enforced() {
         let limits = TypeLimits { max_len: None, numeric: Some((5, 2)) };
         let n = |s: &str| Value::Numeric(s.parse().unwrap_or_default());
-        assert_eq!(cast_with(&n("123.456"), SqlType::Numeric, &limits).ok().map(|v| v.to_string()), Some("123.46".into()));
+        assert_eq!(
+            cast_with(&n("123.456"), SqlType::Numeric, &limits).ok().map(|v| v.to_string()),
+            Some("123.46".into())
+        );
         assert_eq!(state(cast_with(&n("1234"), SqlType::Numeric, &limits)), Some(SqlState::NumericValueOutOfRange));
         assert!(stored_value_problem(SqlType::Numeric, &limits, &n("1.234")).is_some());
-        assert_eq!(stored_value_problem(SqlType::Int2, &TypeLimits::default(), &Value::Int(70000)).as_deref(), Some("smallint out of range"));
+        assert_eq!(
+            stored_value_problem(SqlType::Int2, &TypeLimits::default(), &Value::Int(70000)).as_deref(),
+            Some("smallint out of range")
+        );
     }
 }

@@ -74,12 +74,23 @@ impl TableSchema {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum CatalogChange {
     CreateTable(TableSchema),
-    DropTable { table: String },
-    CreateIndex { table: String, index: IndexSchema },
-    DropIndex { table: String, index: String },
+    DropTable {
+        table: String,
+    },
+    CreateIndex {
+        table: String,
+        index: IndexSchema,
+    },
+    DropIndex {
+        table: String,
+        index: String,
+    },
     /// Appends a nullable or defaulted column; stored rows read as having its default (NULL
     /// when none).
-    AddColumn { table: String, column: Column },
+    AddColumn {
+        table: String,
+        column: Column,
+    },
 }
 
 /// All table schemas plus a version number bumped by every applied change (plans are
@@ -143,7 +154,10 @@ impl Catalog {
                     return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
                 };
                 if schema.column_index(&column.name).is_some() {
-                    return err(SqlState::DuplicateColumn, format!("column \"{}\" of relation \"{table}\" already exists", column.name));
+                    return err(
+                        SqlState::DuplicateColumn,
+                        format!("column \"{}\" of relation \"{table}\" already exists", column.name),
+                    );
                 }
                 Arc::make_mut(schema).columns.push(column.clone());
             }
@@ -175,7 +189,13 @@ mod tests {
     use super::*;
 
     fn table(name: &str) -> TableSchema {
-        let id = Column { name: "id".into(), ty: SqlType::Int, limits: TypeLimits::default(), nullable: false, default: None };
+        let id = Column {
+            name: "id".into(),
+            ty: SqlType::Int,
+            limits: TypeLimits::default(),
+            nullable: false,
+            default: None,
+        };
         TableSchema { name: name.into(), id: 0, columns: vec![id], primary_key: vec![0], indexes: vec![] }
     }
 

@@ -33,7 +33,13 @@ impl Database {
 
     /// Reads always see the newest state, so the store keeps only each key's newest version.
     pub fn with_limits(limits: Limits) -> Self {
-        Database { engine: Engine::new(limits), catalog: Catalog::default(), store: MemStore::newest_only(), clock: 0, transaction: None }
+        Database {
+            engine: Engine::new(limits),
+            catalog: Catalog::default(),
+            store: MemStore::newest_only(),
+            clock: 0,
+            transaction: None,
+        }
     }
 
     pub fn catalog(&self) -> &Catalog {
@@ -93,7 +99,11 @@ impl Database {
 
     fn commit_writes(&mut self, writes: &WriteSet) -> Result<()> {
         self.clock += 1;
-        self.store.apply_writes(&self.catalog, writes, Version { ts: pistou_core::Timestamp::at(self.clock), prepared_by: None })
+        self.store.apply_writes(
+            &self.catalog,
+            writes,
+            Version { ts: pistou_core::Timestamp::at(self.clock), prepared_by: None },
+        )
     }
 
     fn transaction_control(&mut self, t: TxnControl) -> Result<()> {
@@ -127,7 +137,12 @@ impl Database {
         if let CatalogChange::CreateIndex { table, index } = change {
             if index.unique {
                 if let Some(schema) = next.table(table) {
-                    let rows = self.store.scan(schema, &KeyRange::all(), &ReadAt::latest_before(pistou_core::Timestamp::at(self.clock + 1)), usize::MAX)?;
+                    let rows = self.store.scan(
+                        schema,
+                        &KeyRange::all(),
+                        &ReadAt::latest_before(pistou_core::Timestamp::at(self.clock + 1)),
+                        usize::MAX,
+                    )?;
                     let mut seen = BTreeSet::new();
                     for r in rows {
                         let values: Vec<&Value> = index.columns.iter().filter_map(|c| r.row.get(*c)).collect();
@@ -135,7 +150,10 @@ impl Database {
                             continue;
                         }
                         if !seen.insert(schema.index_key(index, &r.row)) {
-                            return err(SqlState::UniqueViolation, format!("could not create unique index \"{}\": duplicate key", index.name));
+                            return err(
+                                SqlState::UniqueViolation,
+                                format!("could not create unique index \"{}\": duplicate key", index.name),
+                            );
                         }
                     }
                 }

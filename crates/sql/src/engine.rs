@@ -117,7 +117,10 @@ impl Prepared {
             return Ok(None);
         };
         if params.len() != self.plan.param_count {
-            return err(SqlState::UndefinedParameter, format!("statement expects {} parameters, got {}", self.plan.param_count, params.len()));
+            return err(
+                SqlState::UndefinedParameter,
+                format!("statement expects {} parameters, got {}", self.plan.param_count, params.len()),
+            );
         }
         let env = Env { params, ..Env::default() };
         let range = key_range(&scan.table, &scan.access, &scan.table.primary_key, &env)?;
@@ -258,7 +261,9 @@ impl Default for Engine {
 
 fn parse_error(e: ParserError) -> SqlError {
     match e {
-        ParserError::RecursionLimitExceeded => SqlError::new(SqlState::StatementTooComplex, "statement is nested too deeply"),
+        ParserError::RecursionLimitExceeded => {
+            SqlError::new(SqlState::StatementTooComplex, "statement is nested too deeply")
+        }
         ParserError::TokenizerError(m) | ParserError::ParserError(m) => SqlError::new(SqlState::SyntaxError, m),
     }
 }
@@ -292,7 +297,10 @@ impl Engine {
 
     fn plan(&self, catalog: &Catalog, sql: &str) -> Result<Prepared> {
         if sql.len() > self.limits.max_sql_len {
-            return err(SqlState::ProgramLimitExceeded, format!("statement longer than {} bytes", self.limits.max_sql_len));
+            return err(
+                SqlState::ProgramLimitExceeded,
+                format!("statement longer than {} bytes", self.limits.max_sql_len),
+            );
         }
         if sql.len() <= INLINE_PLAN_MAX_LEN {
             return self.parse_and_bind(catalog, sql);
@@ -301,10 +309,10 @@ impl Engine {
             let planner = std::thread::Builder::new()
                 .stack_size(PLANNER_STACK)
                 .spawn_scoped(scope, || self.parse_and_bind(catalog, sql))
-                .map_err(|e| SqlError::new(SqlState::ProgramLimitExceeded, format!("cannot start planner thread: {e}")))?;
-            planner
-                .join()
-                .unwrap_or_else(|_| err(SqlState::InternalError, "planner failed on this statement"))
+                .map_err(|e| {
+                    SqlError::new(SqlState::ProgramLimitExceeded, format!("cannot start planner thread: {e}"))
+                })?;
+            planner.join().unwrap_or_else(|_| err(SqlState::InternalError, "planner failed on this statement"))
         })
     }
 
@@ -317,7 +325,11 @@ impl Engine {
             return None;
         }
         let dialect = PostgreSqlDialect {};
-        let statements = Parser::new(&dialect).with_recursion_limit(self.limits.max_depth).try_with_sql(sql).and_then(|mut p| p.parse_statements()).ok()?;
+        let statements = Parser::new(&dialect)
+            .with_recursion_limit(self.limits.max_depth)
+            .try_with_sql(sql)
+            .and_then(|mut p| p.parse_statements())
+            .ok()?;
         match statements.as_slice() {
             [one] => crate::bind::first_named_table(one),
             _ => None,
@@ -349,7 +361,13 @@ impl Engine {
 
     /// Executes a prepared statement. A statement prepared against an older catalog version
     /// is planned again first.
-    pub fn execute(&self, catalog: &Catalog, prepared: &Prepared, params: &[Value], ctx: &ExecContext) -> Result<Execution> {
+    pub fn execute(
+        &self,
+        catalog: &Catalog,
+        prepared: &Prepared,
+        params: &[Value],
+        ctx: &ExecContext,
+    ) -> Result<Execution> {
         if prepared.catalog_version != catalog.version() {
             let fresh = self.prepare(catalog, &prepared.sql)?;
             return self.execute_plan(&fresh.plan, params, ctx);
@@ -366,19 +384,28 @@ impl Engine {
                 format!("statement expects {} parameters, got {}", plan.param_count, params.len()),
             );
         }
-        let reader = Reader { storage: ctx.storage, at: ctx.at, pending: ctx.pending, max_rows: self.limits.max_rows, rows_read: Default::default() };
+        let reader = Reader {
+            storage: ctx.storage,
+            at: ctx.at,
+            pending: ctx.pending,
+            max_rows: self.limits.max_rows,
+            rows_read: Default::default(),
+        };
         let mut exec = Exec::new(reader, params, &plan.subqueries);
         if !matches!(plan.statement, Statement::Explain(_) | Statement::Ddl(_) | Statement::Txn(_)) {
             exec.run_subqueries()?;
         }
         let mut writes = WriteSet::default();
-        let affected = |command, (count, rows, _): &(u64, Vec<Row>, WriteSet), returning: Option<&Returning>| Output::Affected {
-            command,
-            count: *count,
-            returning: returning.map(|r| (r.names.clone(), pad_chars(rows.clone(), &r.types, &r.limits))),
-        };
+        let affected =
+            |command, (count, rows, _): &(u64, Vec<Row>, WriteSet), returning: Option<&Returning>| Output::Affected {
+                command,
+                count: *count,
+                returning: returning.map(|r| (r.names.clone(), pad_chars(rows.clone(), &r.types, &r.limits))),
+            };
         let output = match &plan.statement {
-            Statement::Query(q) => Output::Rows { columns: q.names.clone(), rows: pad_chars(exec.query(q)?, &q.types, &q.limits) },
+            Statement::Query(q) => {
+                Output::Rows { columns: q.names.clone(), rows: pad_chars(exec.query(q)?, &q.types, &q.limits) }
+            }
             Statement::Insert(p) => {
                 let r = exec.insert(p)?;
                 let out = affected("INSERT", &r, p.returning.as_ref());
@@ -415,7 +442,9 @@ mod tests {
     fn catalog() -> Catalog {
         let engine = Engine::default();
         let mut catalog = Catalog::new();
-        for ddl in ["CREATE TABLE a (id BIGINT PRIMARY KEY, v BIGINT)", "CREATE TABLE b (id BIGINT PRIMARY KEY, w BIGINT)"] {
+        for ddl in
+            ["CREATE TABLE a (id BIGINT PRIMARY KEY, v BIGINT)", "CREATE TABLE b (id BIGINT PRIMARY KEY, w BIGINT)"]
+        {
             let p = engine.prepare(&catalog, ddl).expect("plan");
             let Statement::Ddl(Some(change)) = &p.plan().statement else { panic!("not DDL") };
             catalog.apply(change).expect("apply");

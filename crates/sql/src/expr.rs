@@ -146,15 +146,25 @@ pub enum Expr {
     Outer(usize),
     /// Column of an enclosing query's row, for a correlated subquery: `level` counts the
     /// enclosing queries from the statement's outermost one (0).
-    Enclosing { level: usize, column: usize },
+    Enclosing {
+        level: usize,
+        column: usize,
+    },
     /// Statement parameter `$n` (0-based).
     Param(usize),
     /// Value of uncorrelated scalar subquery `i`.
     Subquery(usize),
     /// `expr [NOT] IN (subquery i)`.
-    InSubquery { expr: Box<Expr>, subquery: usize, negated: bool },
+    InSubquery {
+        expr: Box<Expr>,
+        subquery: usize,
+        negated: bool,
+    },
     /// `[NOT] EXISTS (subquery i)`.
-    Exists { subquery: usize, negated: bool },
+    Exists {
+        subquery: usize,
+        negated: bool,
+    },
     Not(Box<Expr>),
     Neg(Box<Expr>),
     And(Box<Expr>, Box<Expr>),
@@ -162,17 +172,49 @@ pub enum Expr {
     Cmp(CmpOp, Box<Expr>, Box<Expr>),
     Arith(ArithOp, Box<Expr>, Box<Expr>),
     Concat(Box<Expr>, Box<Expr>),
-    IsNull { expr: Box<Expr>, negated: bool },
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
     /// `IS [NOT] TRUE/FALSE`.
-    IsBool { expr: Box<Expr>, value: bool, negated: bool },
-    IsDistinct { left: Box<Expr>, right: Box<Expr>, negated: bool },
-    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
+    IsBool {
+        expr: Box<Expr>,
+        value: bool,
+        negated: bool,
+    },
+    IsDistinct {
+        left: Box<Expr>,
+        right: Box<Expr>,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
     /// `expr [NOT] [I]LIKE pattern [ESCAPE escape]`; no escape expression means `\\`.
-    Like { expr: Box<Expr>, pattern: Box<Expr>, escape: Option<Box<Expr>>, negated: bool, case_insensitive: bool },
-    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        escape: Option<Box<Expr>>,
+        negated: bool,
+        case_insensitive: bool,
+    },
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
     /// `CAST(expr AS ty(limits))`; limits are VARCHAR/CHAR length and NUMERIC precision.
-    Cast { expr: Box<Expr>, ty: SqlType, limits: TypeLimits },
-    Call { func: Func, args: Vec<Expr> },
+    Cast {
+        expr: Box<Expr>,
+        ty: SqlType,
+        limits: TypeLimits,
+    },
+    Call {
+        func: Func,
+        args: Vec<Expr>,
+    },
 }
 
 /// Result of an uncorrelated subquery, computed before the statement's main plan runs.
@@ -264,7 +306,9 @@ fn like_escape(e: &Value) -> Result<Option<char>> {
     match (chars.next(), chars.next()) {
         (None, _) => Ok(None),
         (Some(c), None) => Ok(Some(c)),
-        _ => err(SqlState::InvalidEscapeSequence, "invalid escape string: escape string must be empty or one character"),
+        _ => {
+            err(SqlState::InvalidEscapeSequence, "invalid escape string: escape string must be empty or one character")
+        }
     }
 }
 
@@ -311,10 +355,9 @@ fn like(text: &str, pattern: &str) -> bool {
 fn text_arg(v: &Value, func: Func) -> Result<&str> {
     match v {
         Value::Text(s) => Ok(s),
-        other => err(
-            SqlState::UndefinedFunction,
-            format!("function {}({:?}) does not exist", func.name(), other.sql_type()),
-        ),
+        other => {
+            err(SqlState::UndefinedFunction, format!("function {}({:?}) does not exist", func.name(), other.sql_type()))
+        }
     }
 }
 
@@ -362,9 +405,10 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         Func::Upper => Value::Text(text_arg(first, func)?.to_uppercase()),
         Func::Length => Value::Int(text_arg(first, func)?.chars().count() as i64),
         Func::Abs => match first {
-            Value::Int(i) => Value::Int(i.checked_abs().ok_or_else(|| {
-                SqlError::new(SqlState::NumericValueOutOfRange, "bigint out of range")
-            })?),
+            Value::Int(i) => Value::Int(
+                i.checked_abs()
+                    .ok_or_else(|| SqlError::new(SqlState::NumericValueOutOfRange, "bigint out of range"))?,
+            ),
             Value::Numeric(d) => Value::Numeric(d.abs()),
             Value::Float(f) => Value::Float(f.abs()),
             _ => return err(SqlState::UndefinedFunction, "function abs expects a number"),
@@ -414,7 +458,11 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
             let from = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
             let to = text_arg(args.get(2).unwrap_or(&Value::Null), func)?;
             let s = text_arg(first, func)?;
-            if from.is_empty() { Value::Text(s.to_string()) } else { Value::Text(s.replace(from, to)) }
+            if from.is_empty() {
+                Value::Text(s.to_string())
+            } else {
+                Value::Text(s.replace(from, to))
+            }
         }
         Func::Position => {
             let s = text_arg(first, func)?;
@@ -470,7 +518,9 @@ impl Expr {
             Const(v) => v.clone(),
             Column(i) => row_value(row, *i)?.clone(),
             Outer(i) => row_value(env.outer, *i)?.clone(),
-            Enclosing { level, column } => row_value(env.enclosing.get(*level).ok_or_else(|| unbound("enclosing row"))?, *column)?.clone(),
+            Enclosing { level, column } => {
+                row_value(env.enclosing.get(*level).ok_or_else(|| unbound("enclosing row"))?, *column)?.clone()
+            }
             Param(i) => env.params.get(*i).ok_or_else(|| unbound("parameter"))?.clone(),
             Subquery(i) => match sub(env, *i)? {
                 SubqueryValue::Scalar(v) => v.clone(),
@@ -502,9 +552,7 @@ impl Expr {
                 (l, r) => Value::Text(format!("{l}{r}")),
             },
             IsNull { expr, negated } => Value::Bool(expr.operand(row, env)?.is_null() != *negated),
-            IsBool { expr, value, negated } => {
-                Value::Bool((expr.eval(row, env)?.truth()? == Some(*value)) != *negated)
-            }
+            IsBool { expr, value, negated } => Value::Bool((expr.eval(row, env)?.truth()? == Some(*value)) != *negated),
             IsDistinct { left, right, negated } => {
                 let (l, r) = (left.eval(row, env)?, right.eval(row, env)?);
                 let distinct = match (l.is_null(), r.is_null()) {
@@ -528,7 +576,10 @@ impl Expr {
                     (Value::Text(t), Value::Text(p), escape) => {
                         let escape = like_escape(&escape)?;
                         let m = if *case_insensitive {
-                            like_match(&t.to_lowercase(), &like_tokens(&p.to_lowercase(), escape.map(|c| c.to_lowercase().next().unwrap_or(c)))?)
+                            like_match(
+                                &t.to_lowercase(),
+                                &like_tokens(&p.to_lowercase(), escape.map(|c| c.to_lowercase().next().unwrap_or(c)))?,
+                            )
                         } else {
                             like_match(&t, &like_tokens(&p, escape)?)
                         };
@@ -618,11 +669,9 @@ impl Expr {
             Const(_) | Column(_) => self.clone(),
             Outer(_) | Enclosing { .. } | Param(_) | Subquery(_) | Exists { .. } => Const(self.eval(&[], env)?),
             InSubquery { expr, subquery, negated } => match sub(env, *subquery)? {
-                SubqueryValue::List(list) => InList {
-                    expr: inst(expr)?,
-                    list: list.iter().cloned().map(Const).collect(),
-                    negated: *negated,
-                },
+                SubqueryValue::List(list) => {
+                    InList { expr: inst(expr)?, list: list.iter().cloned().map(Const).collect(), negated: *negated }
+                }
                 _ => return Err(unbound("IN subquery")),
             },
             Not(e) => Not(inst(e)?),
@@ -634,7 +683,9 @@ impl Expr {
             Concat(a, b) => Concat(inst(a)?, inst(b)?),
             IsNull { expr, negated } => IsNull { expr: inst(expr)?, negated: *negated },
             IsBool { expr, value, negated } => IsBool { expr: inst(expr)?, value: *value, negated: *negated },
-            IsDistinct { left, right, negated } => IsDistinct { left: inst(left)?, right: inst(right)?, negated: *negated },
+            IsDistinct { left, right, negated } => {
+                IsDistinct { left: inst(left)?, right: inst(right)?, negated: *negated }
+            }
             InList { expr, list, negated } => InList {
                 expr: inst(expr)?,
                 list: list.iter().map(|e| e.instantiate(env)).collect::<Result<_>>()?,
@@ -656,10 +707,9 @@ impl Expr {
                 otherwise: otherwise.as_deref().map(inst).transpose()?,
             },
             Cast { expr, ty, limits } => Cast { expr: inst(expr)?, ty: *ty, limits: limits.clone() },
-            Call { func, args } => Call {
-                func: *func,
-                args: args.iter().map(|e| e.instantiate(env)).collect::<Result<_>>()?,
-            },
+            Call { func, args } => {
+                Call { func: *func, args: args.iter().map(|e| e.instantiate(env)).collect::<Result<_>>()? }
+            }
         })
     }
 
@@ -668,7 +718,12 @@ impl Expr {
         use Expr::*;
         match self {
             Const(_) | Column(_) | Outer(_) | Enclosing { .. } | Param(_) | Subquery(_) | Exists { .. } => vec![],
-            InSubquery { expr, .. } | Not(expr) | Neg(expr) | IsNull { expr, .. } | IsBool { expr, .. } | Cast { expr, .. } => {
+            InSubquery { expr, .. }
+            | Not(expr)
+            | Neg(expr)
+            | IsNull { expr, .. }
+            | IsBool { expr, .. }
+            | Cast { expr, .. } => {
                 vec![expr]
             }
             And(a, b) | Or(a, b) | Cmp(_, a, b) | Arith(_, a, b) | Concat(a, b) => vec![a, b],
@@ -697,7 +752,9 @@ impl Expr {
         match self {
             Column(i) => f(*i),
             Const(_) | Outer(_) | Enclosing { .. } | Param(_) | Subquery(_) | Exists { .. } => self.clone(),
-            InSubquery { expr, subquery, negated } => InSubquery { expr: m(expr), subquery: *subquery, negated: *negated },
+            InSubquery { expr, subquery, negated } => {
+                InSubquery { expr: m(expr), subquery: *subquery, negated: *negated }
+            }
             Not(e) => Not(m(e)),
             Neg(e) => Neg(m(e)),
             And(a, b) => And(m(a), m(b)),
@@ -708,11 +765,9 @@ impl Expr {
             IsNull { expr, negated } => IsNull { expr: m(expr), negated: *negated },
             IsBool { expr, value, negated } => IsBool { expr: m(expr), value: *value, negated: *negated },
             IsDistinct { left, right, negated } => IsDistinct { left: m(left), right: m(right), negated: *negated },
-            InList { expr, list, negated } => InList {
-                expr: m(expr),
-                list: list.iter().map(|e| e.map_columns(f)).collect(),
-                negated: *negated,
-            },
+            InList { expr, list, negated } => {
+                InList { expr: m(expr), list: list.iter().map(|e| e.map_columns(f)).collect(), negated: *negated }
+            }
             Like { expr, pattern, escape, negated, case_insensitive } => Like {
                 expr: m(expr),
                 pattern: m(pattern),
@@ -745,7 +800,9 @@ impl Expr {
             InSubquery { expr, subquery, negated } => {
                 write!(f, "{} {}IN (subquery {subquery})", show(expr), if *negated { "NOT " } else { "" })
             }
-            Exists { subquery, negated } => write!(f, "{}EXISTS (subquery {subquery})", if *negated { "NOT " } else { "" }),
+            Exists { subquery, negated } => {
+                write!(f, "{}EXISTS (subquery {subquery})", if *negated { "NOT " } else { "" })
+            }
             Not(e) => write!(f, "(NOT {})", show(e)),
             Neg(e) => write!(f, "(- {})", show(e)),
             And(a, b) => write!(f, "({} AND {})", show(a), show(b)),
@@ -761,13 +818,9 @@ impl Expr {
                 if *negated { "NOT " } else { "" },
                 if *value { "TRUE" } else { "FALSE" }
             ),
-            IsDistinct { left, right, negated } => write!(
-                f,
-                "({} IS {}DISTINCT FROM {})",
-                show(left),
-                if *negated { "NOT " } else { "" },
-                show(right)
-            ),
+            IsDistinct { left, right, negated } => {
+                write!(f, "({} IS {}DISTINCT FROM {})", show(left), if *negated { "NOT " } else { "" }, show(right))
+            }
             InList { expr, list, negated } => {
                 let items: Vec<String> = list.iter().map(show).collect();
                 write!(f, "({} {}IN ({}))", show(expr), if *negated { "NOT " } else { "" }, items.join(", "))
@@ -875,14 +928,19 @@ mod tests {
     fn in_lists_follow_three_valued_logic() {
         let env = Env::default();
         let in_list = |v: Value, items: Vec<Value>, negated| {
-            Expr::InList { expr: Box::new(Expr::Const(v)), list: items.into_iter().map(Expr::Const).collect(), negated }.eval(&[], &env).ok()
+            Expr::InList { expr: Box::new(Expr::Const(v)), list: items.into_iter().map(Expr::Const).collect(), negated }
+                .eval(&[], &env)
+                .ok()
         };
         assert_eq!(in_list(Value::Null, vec![], true), Some(Value::Bool(true)), "NULL NOT IN () is true");
         assert_eq!(in_list(Value::Null, vec![], false), Some(Value::Bool(false)));
         assert_eq!(in_list(Value::Null, vec![Value::Int(1)], true), Some(Value::Null));
         assert_eq!(in_list(Value::Int(1), vec![Value::Int(2), Value::Null], true), Some(Value::Null));
         assert_eq!(in_list(Value::Int(1), vec![Value::Null, Value::Int(1)], false), Some(Value::Bool(true)));
-        assert_eq!(in_list(Value::Int(1), vec![Value::Numeric(rust_decimal::Decimal::new(10, 1))], false), Some(Value::Bool(true)));
+        assert_eq!(
+            in_list(Value::Int(1), vec![Value::Numeric(rust_decimal::Decimal::new(10, 1))], false),
+            Some(Value::Bool(true))
+        );
     }
 
     #[test]
@@ -896,7 +954,11 @@ mod tests {
         assert_eq!(eval(Expr::and(null.clone(), t.clone())), Some(Value::Null));
         assert_eq!(eval(Expr::Or(Box::new(null.clone()), Box::new(t))), Some(Value::Bool(true)));
         assert_eq!(eval(Expr::Not(Box::new(null.clone()))), Some(Value::Null));
-        let in_with_null = Expr::InList { expr: Box::new(Expr::Const(Value::Int(1))), list: vec![Expr::Const(Value::Int(2)), null], negated: true };
+        let in_with_null = Expr::InList {
+            expr: Box::new(Expr::Const(Value::Int(1))),
+            list: vec![Expr::Const(Value::Int(2)), null],
+            negated: true,
+        };
         assert_eq!(eval(in_with_null), Some(Value::Null));
     }
 }

@@ -124,9 +124,36 @@ mod tests {
         let dec = |s: &str| Value::Numeric(s.parse().unwrap_or_default());
         let groups: Vec<Vec<Value>> = vec![
             vec![Value::Int(i64::MIN), Value::Int(-5), Value::Int(0), Value::Int(7), Value::Int(i64::MAX)],
-            vec![Value::Float(f64::NEG_INFINITY), Value::Float(-2.5), Value::Float(-0.0), Value::Float(1e-9), Value::Float(3.0)],
-            vec![dec("-100"), dec("-12.5"), dec("-12"), dec("-0.001"), dec("0"), dec("0.001"), dec("0.5"), dec("1"), dec("1.05"), dec("1.5"), dec("10"), dec("99.99"), dec("100")],
-            vec![Value::Text(String::new()), Value::Text("a".into()), Value::Text("a\0".into()), Value::Text("a\0b".into()), Value::Text("ab".into()), Value::Text("b".into())],
+            vec![
+                Value::Float(f64::NEG_INFINITY),
+                Value::Float(-2.5),
+                Value::Float(-0.0),
+                Value::Float(1e-9),
+                Value::Float(3.0),
+            ],
+            vec![
+                dec("-100"),
+                dec("-12.5"),
+                dec("-12"),
+                dec("-0.001"),
+                dec("0"),
+                dec("0.001"),
+                dec("0.5"),
+                dec("1"),
+                dec("1.05"),
+                dec("1.5"),
+                dec("10"),
+                dec("99.99"),
+                dec("100"),
+            ],
+            vec![
+                Value::Text(String::new()),
+                Value::Text("a".into()),
+                Value::Text("a\0".into()),
+                Value::Text("a\0b".into()),
+                Value::Text("ab".into()),
+                Value::Text("b".into()),
+            ],
         ];
         for g in groups {
             for a in &g {

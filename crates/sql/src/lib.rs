@@ -21,8 +21,8 @@ pub mod keycode;
 mod plan;
 pub mod predicate_wire;
 pub mod report;
-pub mod storage;
 mod short_key;
+pub mod storage;
 pub mod temporal;
 pub mod types;
 
@@ -36,5 +36,7 @@ pub use plan::TxnControl;
 pub use predicate_wire::WirePredicate;
 pub use report::{Access, ReadReport, ReadRow, ScanRead};
 pub use short_key::ShortKey;
-pub use storage::{KeyRange, MemStore, ReadAt, RowRef, Storage, StoredRow, Timestamp, TxnId, Version, Visitor, Write, WriteSet};
+pub use storage::{
+    KeyRange, MemStore, ReadAt, RowRef, Storage, StoredRow, Timestamp, TxnId, Version, Visitor, Write, WriteSet,
+};
 pub use types::{Row, SqlType, Value};

@@ -50,8 +50,7 @@ impl KeyAccess {
 
     fn uses_outer(&self) -> bool {
         let outer = |e: &Expr| e.any(&|n| matches!(n, Expr::Outer(_)));
-        self.eq.iter().chain(&self.any_of).any(outer)
-            || self.lower.iter().chain(&self.upper).any(|b| outer(&b.expr))
+        self.eq.iter().chain(&self.any_of).any(outer) || self.lower.iter().chain(&self.upper).any(|b| outer(&b.expr))
     }
 }
 
@@ -315,7 +314,13 @@ pub(crate) fn arith_type(op: crate::types::ArithOp, a: SqlType, b: SqlType) -> O
         // date ± integer: there is no operator for bigint.
         (Date, Int2 | Int4) if matches!(op, ArithOp::Add | ArithOp::Sub) => Date,
         (Int2 | Int4, Date) if op == ArithOp::Add => Date,
-        _ if a.is_integer() && b.is_integer() => if int_width(a) >= int_width(b) { a } else { b },
+        _ if a.is_integer() && b.is_integer() => {
+            if int_width(a) >= int_width(b) {
+                a
+            } else {
+                b
+            }
+        }
         // There is no % for floating-point types.
         (Float | Float4, _) | (_, Float | Float4) if op == ArithOp::Mod => return None,
         (Float4, Float4) => Float4,
@@ -331,7 +336,12 @@ pub(crate) fn arith_type(op: crate::types::ArithOp, a: SqlType, b: SqlType) -> O
 /// numeric < real < double precision, date gives way to timestamp, and of the string types
 /// the first one stays). Types of different categories keep `a`; `common_type` reports them.
 pub(crate) fn unify_types(a: SqlType, b: SqlType) -> SqlType {
-    if a != b && a.category() == b.category() && !a.is_preferred() && a.implicitly_casts_to(b) && !b.implicitly_casts_to(a) {
+    if a != b
+        && a.category() == b.category()
+        && !a.is_preferred()
+        && a.implicitly_casts_to(b)
+        && !b.implicitly_casts_to(a)
+    {
         b
     } else {
         a
@@ -393,7 +403,11 @@ pub(crate) fn nullif_type(a: InputType, b: InputType) -> Result<Option<SqlType>>
         TypeCategory::Numeric if float(b) => SqlType::Float,
         TypeCategory::Numeric => SqlType::Numeric,
         // bpchar's own operator takes CHAR with CHAR or VARCHAR; text's takes the rest.
-        TypeCategory::String if (a == SqlType::Char || b == SqlType::Char) && char_or_varchar(a) && char_or_varchar(b) => SqlType::Char,
+        TypeCategory::String
+            if (a == SqlType::Char || b == SqlType::Char) && char_or_varchar(a) && char_or_varchar(b) =>
+        {
+            SqlType::Char
+        }
         TypeCategory::String => SqlType::Text,
         _ => a,
     }))
@@ -410,7 +424,11 @@ pub(crate) fn expr_type(e: &Expr, input: &[Option<SqlType>]) -> Option<SqlType> 
 
 /// `expr_type` where `placeholder` types the columns of enclosing queries
 /// (`Expr::Enclosing`) and scalar subqueries (`Expr::Subquery`: their column's type).
-pub(crate) fn expr_type_in(e: &Expr, input: &[Option<SqlType>], placeholder: &dyn Fn(&Expr) -> Option<SqlType>) -> Option<SqlType> {
+pub(crate) fn expr_type_in(
+    e: &Expr,
+    input: &[Option<SqlType>],
+    placeholder: &dyn Fn(&Expr) -> Option<SqlType>,
+) -> Option<SqlType> {
     let ty = |x: &Expr| expr_type_in(x, input, placeholder);
     match e {
         Expr::Const(v) => literal_type(v),
@@ -420,10 +438,14 @@ pub(crate) fn expr_type_in(e: &Expr, input: &[Option<SqlType>], placeholder: &dy
         Expr::Neg(x) => ty(x),
         Expr::Arith(op, a, b) => arith_type(*op, ty(a)?, ty(b)?),
         Expr::Concat(..) => Some(SqlType::Text),
-        Expr::Case { whens, otherwise, .. } => unify_all(whens.iter().map(|(_, then)| then).chain(otherwise.as_deref()), &ty),
+        Expr::Case { whens, otherwise, .. } => {
+            unify_all(whens.iter().map(|(_, then)| then).chain(otherwise.as_deref()), &ty)
+        }
         Expr::Cast { ty: t, .. } => Some(*t),
         Expr::Call { func, args } => match func {
-            Func::Lower | Func::Upper | Func::Substr | Func::Trim | Func::Replace | Func::Concat | Func::Float4Text => Some(SqlType::Text),
+            Func::Lower | Func::Upper | Func::Substr | Func::Trim | Func::Replace | Func::Concat | Func::Float4Text => {
+                Some(SqlType::Text)
+            }
             Func::Length | Func::Position => Some(SqlType::Int4),
             Func::Abs | Func::Round | Func::NullIf | Func::Floor | Func::Ceil => args.first().and_then(ty),
             Func::Coalesce | Func::Greatest | Func::Least => unify_all(args.iter(), &ty),
@@ -456,7 +478,12 @@ fn hint_param(out: &mut Vec<Option<SqlType>>, e: &Expr, ty: Option<SqlType>) {
 /// Infers parameter types from the context they appear in (`col = $1` gives `$1` the type
 /// of `col`), for drivers that prepare statements without declaring parameter types.
 /// `placeholder` types enclosing columns and scalar subqueries, as in `expr_type_in`.
-pub(crate) fn infer_param_types(e: &Expr, input: &[Option<SqlType>], placeholder: &dyn Fn(&Expr) -> Option<SqlType>, out: &mut Vec<Option<SqlType>>) {
+pub(crate) fn infer_param_types(
+    e: &Expr,
+    input: &[Option<SqlType>],
+    placeholder: &dyn Fn(&Expr) -> Option<SqlType>,
+    out: &mut Vec<Option<SqlType>>,
+) {
     let ty = |x: &Expr| expr_type_in(x, input, placeholder);
     match e {
         Expr::Cmp(_, a, b) | Expr::Arith(_, a, b) | Expr::IsDistinct { left: a, right: b, .. } => {
@@ -603,7 +630,8 @@ pub(crate) fn choose_access(table: &TableSchema, conjuncts: &[Expr]) -> KeyAcces
     if best.is_point(table) {
         return best;
     }
-    let score = |a: &KeyAccess| (a.eq.len() + usize::from(!a.any_of.is_empty()), a.lower.is_some() || a.upper.is_some());
+    let score =
+        |a: &KeyAccess| (a.eq.len() + usize::from(!a.any_of.is_empty()), a.lower.is_some() || a.upper.is_some());
     for (i, index) in table.indexes.iter().enumerate() {
         let candidate = access_on(Path::Index(i), &index.columns, &conds);
         if score(&candidate) > score(&best) {
@@ -653,12 +681,8 @@ fn describe_scan(out: &mut String, indent: usize, scan: &ScanPlan) {
             format!("range scan on {via}")
         }
     };
-    let mut keys: Vec<String> = access
-        .eq
-        .iter()
-        .zip(key_cols)
-        .map(|(e, c)| format!("{} = {}", names(*c), Shown(e, &names)))
-        .collect();
+    let mut keys: Vec<String> =
+        access.eq.iter().zip(key_cols).map(|(e, c)| format!("{} = {}", names(*c), Shown(e, &names))).collect();
     if let Some(col) = key_cols.get(access.eq.len()).filter(|_| !access.any_of.is_empty()) {
         let values: Vec<String> = access.any_of.iter().map(|e| Shown(e, &names).to_string()).collect();
         keys.push(format!("{} IN ({})", names(*col), values.join(", ")));
@@ -700,7 +724,13 @@ fn describe_body(out: &mut String, indent: usize, body: &QueryBody) {
                 let _ = writeln!(out, "{:inner$}Having {h}", "");
             }
             if let Some(agg) = &core.aggregate {
-                let _ = writeln!(out, "{:inner$}Aggregate ({} group keys, {} aggregates)", "", agg.group_by.len(), agg.calls.len());
+                let _ = writeln!(
+                    out,
+                    "{:inner$}Aggregate ({} group keys, {} aggregates)",
+                    "",
+                    agg.group_by.len(),
+                    agg.calls.len()
+                );
             }
             if let Some(f) = &core.filter {
                 let _ = writeln!(out, "{:inner$}Filter {f}", "");
@@ -741,11 +771,8 @@ fn describe_body(out: &mut String, indent: usize, body: &QueryBody) {
 
 fn describe_query(out: &mut String, indent: usize, q: &QueryPlan) {
     if !q.order_by.is_empty() {
-        let keys: Vec<String> = q
-            .order_by
-            .iter()
-            .map(|k| format!("#{}{}", k.column, if k.desc { " DESC" } else { "" }))
-            .collect();
+        let keys: Vec<String> =
+            q.order_by.iter().map(|k| format!("#{}{}", k.column, if k.desc { " DESC" } else { "" })).collect();
         let _ = writeln!(out, "{:indent$}Sort by {}", "", keys.join(", "));
     }
     if q.limit.is_some() || q.offset.is_some() {
@@ -795,9 +822,16 @@ mod tests {
     use crate::types::Value;
 
     fn table() -> TableSchema {
-        let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
+        let col = |name: &str| Column {
+            name: name.into(),
+            ty: SqlType::Int,
+            limits: Default::default(),
+            nullable: true,
+            default: None,
+        };
         TableSchema {
-            name: "t".into(), id: 0,
+            name: "t".into(),
+            id: 0,
             columns: vec![col("a"), col("b"), col("c"), col("d")],
             primary_key: vec![0, 1],
             indexes: vec![
@@ -826,9 +860,16 @@ mod tests {
         assert_eq!((index.path.clone(), index.eq.len()), (Path::Index(1), 2), "longest equality prefix");
         let range = choose_access(&t, &[gt(0, 5)]);
         assert_eq!(range.path, Path::PrimaryKey);
-        assert_eq!(range.lower, Some(RangeBound { expr: Expr::Const(Value::Int(5)), inclusive: false }), "5 < a is a > 5");
+        assert_eq!(
+            range.lower,
+            Some(RangeBound { expr: Expr::Const(Value::Int(5)), inclusive: false }),
+            "5 < a is a > 5"
+        );
         let none = choose_access(&t, &[Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(2)), Box::new(Expr::Column(3)))]);
-        assert!(none.eq.is_empty() && none.lower.is_none() && none.path == Path::PrimaryKey, "column = column is no key");
+        assert!(
+            none.eq.is_empty() && none.lower.is_none() && none.path == Path::PrimaryKey,
+            "column = column is no key"
+        );
     }
 
     #[test]
@@ -863,7 +904,11 @@ mod tests {
         assert_eq!(common(&[Known(Int2), Known(Int)]).ok(), Some(Some(Int)));
         // numeric converts to real implicitly, not the other way round: real, not double.
         assert_eq!(common(&[Known(Numeric), Known(Float4)]).ok(), Some(Some(Float4)));
-        assert_eq!(common(&[Known(Float4), Known(Float), Known(Int4)]).ok(), Some(Some(Float)), "double precision is preferred");
+        assert_eq!(
+            common(&[Known(Float4), Known(Float), Known(Int4)]).ok(),
+            Some(Some(Float)),
+            "double precision is preferred"
+        );
         assert_eq!(common(&[Known(Date), Known(Timestamp)]).ok(), Some(Some(Timestamp)));
     }
 

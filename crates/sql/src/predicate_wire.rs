@@ -24,19 +24,42 @@ pub enum Node {
     Cmp(CmpOp),
     Arith(ArithOp),
     Concat,
-    IsNull { negated: bool },
-    IsBool { value: bool, negated: bool },
-    IsDistinct { negated: bool },
+    IsNull {
+        negated: bool,
+    },
+    IsBool {
+        value: bool,
+        negated: bool,
+    },
+    IsDistinct {
+        negated: bool,
+    },
     /// Pops the tested expression and `len` list items.
-    InList { len: u32, negated: bool },
-    Like { negated: bool, case_insensitive: bool },
+    InList {
+        len: u32,
+        negated: bool,
+    },
+    Like {
+        negated: bool,
+        case_insensitive: bool,
+    },
     /// Pops [operand], `whens` (condition, result) pairs, [otherwise].
-    Case { operand: bool, whens: u32, otherwise: bool },
+    Case {
+        operand: bool,
+        whens: u32,
+        otherwise: bool,
+    },
     Cast(SqlType),
-    Call { func: Func, args: u32 },
+    Call {
+        func: Func,
+        args: u32,
+    },
     // Appended variants (older peers never send them).
     /// LIKE with an ESCAPE operand: pops expression, pattern, escape.
-    LikeEscape { negated: bool, case_insensitive: bool },
+    LikeEscape {
+        negated: bool,
+        case_insensitive: bool,
+    },
     /// CAST with a length or precision modifier.
     CastLimited(SqlType, TypeLimits),
 }
@@ -65,7 +88,8 @@ impl WirePredicate {
     /// (protocol violation). `columns` is the table's column count: columns beyond it are
     /// rejected too.
     pub fn decode(&self, columns: usize) -> Result<Predicate> {
-        let nodes: Vec<Node> = postcard::from_bytes(&self.nodes).map_err(|e| bad(&format!("undecodable predicate: {e}")))?;
+        let nodes: Vec<Node> =
+            postcard::from_bytes(&self.nodes).map_err(|e| bad(&format!("undecodable predicate: {e}")))?;
         let expr = rebuild(nodes, columns)?;
         Ok(Predicate { table: self.table.clone(), expr })
     }
@@ -148,13 +172,22 @@ fn flatten(e: &Expr, out: &mut Vec<Node>) -> Result<()> {
         }
         Expr::Cast { expr, ty, limits } => {
             all(&[expr], out)?;
-            if *limits == TypeLimits::default() { Node::Cast(*ty) } else { Node::CastLimited(*ty, limits.clone()) }
+            if *limits == TypeLimits::default() {
+                Node::Cast(*ty)
+            } else {
+                Node::CastLimited(*ty, limits.clone())
+            }
         }
         Expr::Call { func, args } => {
             args.iter().try_for_each(|x| flatten(x, out))?;
             Node::Call { func: *func, args: count(args.len())? }
         }
-        Expr::Outer(_) | Expr::Enclosing { .. } | Expr::Param(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => {
+        Expr::Outer(_)
+        | Expr::Enclosing { .. }
+        | Expr::Param(_)
+        | Expr::Subquery(_)
+        | Expr::InSubquery { .. }
+        | Expr::Exists { .. } => {
             return err(SqlState::InternalError, "a read predicate still contains a placeholder".to_string());
         }
     };
@@ -216,7 +249,16 @@ fn rebuild(nodes: Vec<Node>, columns: usize) -> Result<Expr> {
             Node::LikeEscape { negated, case_insensitive } => {
                 let (items, depth) = pop(3)?;
                 let [a, b, c]: [Expr; 3] = items.try_into().map_err(|_| bad("malformed LIKE"))?;
-                (Expr::Like { expr: Box::new(a), pattern: Box::new(b), escape: Some(Box::new(c)), negated, case_insensitive }, depth)
+                (
+                    Expr::Like {
+                        expr: Box::new(a),
+                        pattern: Box::new(b),
+                        escape: Some(Box::new(c)),
+                        negated,
+                        case_insensitive,
+                    },
+                    depth,
+                )
             }
             Node::Case { operand, whens, otherwise } => {
                 let n = operand as usize + 2 * whens as usize + otherwise as usize;
@@ -297,7 +339,10 @@ mod tests {
 
     #[test]
     fn hostile_input_is_rejected_without_recursion() {
-        let enc = |nodes: Vec<Node>| WirePredicate { table: "t".into(), nodes: postcard::to_allocvec(&nodes).expect("encode") };
+        let enc = |nodes: Vec<Node>| WirePredicate {
+            table: "t".into(),
+            nodes: postcard::to_allocvec(&nodes).expect("encode"),
+        };
         // A million nested NOTs: rejected by the depth cap, and rebuilt without recursion.
         let mut deep = vec![Node::Column(0)];
         deep.extend(std::iter::repeat_n(Node::Not, 1_000_000));

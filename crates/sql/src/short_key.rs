@@ -18,7 +18,10 @@ const INLINE: usize = 22;
 #[derive(Clone)]
 pub enum ShortKey {
     /// `bytes` past `len` are zero.
-    Inline { len: u8, bytes: [u8; INLINE] },
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE],
+    },
     Heap(Arc<[u8]>),
 }
 
@@ -101,7 +104,9 @@ impl PartialOrd for ShortKey {
 impl Ord for ShortKey {
     fn cmp(&self, other: &Self) -> Ordering {
         match (self, other) {
-            (ShortKey::Inline { len: a, bytes: x }, ShortKey::Inline { len: b, bytes: y }) => inline_order(*a, x).cmp(&inline_order(*b, y)),
+            (ShortKey::Inline { len: a, bytes: x }, ShortKey::Inline { len: b, bytes: y }) => {
+                inline_order(*a, x).cmp(&inline_order(*b, y))
+            }
             _ => self.as_slice().cmp(other.as_slice()),
         }
     }
@@ -157,7 +162,8 @@ mod tests {
     fn a_map_of_short_keys_is_searched_by_byte_slices() {
         use std::collections::hash_map::DefaultHasher;
         let keys: Vec<Vec<u8>> = vec![vec![3], vec![1, 2], vec![9; 40], vec![1; 22], vec![]];
-        let map: std::collections::BTreeMap<ShortKey, usize> = keys.iter().enumerate().map(|(i, k)| (ShortKey::from(k.as_slice()), i)).collect();
+        let map: std::collections::BTreeMap<ShortKey, usize> =
+            keys.iter().enumerate().map(|(i, k)| (ShortKey::from(k.as_slice()), i)).collect();
         for (i, k) in keys.iter().enumerate() {
             assert_eq!(map.get(k.as_slice()), Some(&i));
             let hash = |h: &dyn Fn(&mut DefaultHasher)| {
@@ -171,6 +177,9 @@ mod tests {
         assert_eq!(map.get(&[7u8][..]), None);
         let long = ShortKey::from(&[5u8; 30][..]);
         let copy = long.clone();
-        assert!(matches!((&long, &copy), (ShortKey::Heap(a), ShortKey::Heap(b)) if Arc::ptr_eq(a, b)), "a clone shares long bytes");
+        assert!(
+            matches!((&long, &copy), (ShortKey::Heap(a), ShortKey::Heap(b)) if Arc::ptr_eq(a, b)),
+            "a clone shares long bytes"
+        );
     }
 }

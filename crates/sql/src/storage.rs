@@ -142,7 +142,14 @@ pub trait Storage {
 
     /// The rows [`Storage::scan`] returns, lent one by one to `visit` in the same order
     /// instead of copied (the engine's read path). The default copies through `scan`.
-    fn visit_scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize, visit: &mut Visitor<'_>) -> Result<()> {
+    fn visit_scan(
+        &self,
+        table: &TableSchema,
+        range: &KeyRange,
+        at: &ReadAt,
+        limit: usize,
+        visit: &mut Visitor<'_>,
+    ) -> Result<()> {
         for r in self.scan(table, range, at, limit)? {
             if !visit(RowRef { key: &r.key, version: r.version, row: &r.row })? {
                 break;
@@ -255,7 +262,9 @@ impl Versions {
         };
         match std::mem::take(self) {
             Versions::Many(vs) if vs.is_empty() => *self = Versions::One(version),
-            Versions::One(only) => *self = Versions::Many(if at == 0 { vec![version, only] } else { vec![only, version] }),
+            Versions::One(only) => {
+                *self = Versions::Many(if at == 0 { vec![version, only] } else { vec![only, version] })
+            }
             Versions::Many(mut vs) => {
                 vs.insert(at, version);
                 *self = Versions::Many(vs);
@@ -353,7 +362,9 @@ impl MemStore {
                 };
                 let mut entries = BTreeMap::new();
                 for (key, &slot) in &mem.rows {
-                    for row in mem.slots.get(slot).into_iter().flat_map(Versions::as_slice).filter_map(|(_, r)| r.as_ref()) {
+                    for row in
+                        mem.slots.get(slot).into_iter().flat_map(Versions::as_slice).filter_map(|(_, r)| r.as_ref())
+                    {
                         entries.insert((ShortKey::from(schema.index_key(index, row).as_slice()), key.clone()), slot);
                     }
                 }
@@ -391,7 +402,8 @@ impl MemStore {
                 let row = match write {
                     Write::Upsert(row) => {
                         // A version of the key with the same index key already has the entry.
-                        let newest = mem.slots.get(slot).and_then(|vs| vs.as_slice().last()).and_then(|(_, r)| r.as_ref());
+                        let newest =
+                            mem.slots.get(slot).and_then(|vs| vs.as_slice().last()).and_then(|(_, r)| r.as_ref());
                         for index in &schema.indexes {
                             index_key.clear();
                             schema.write_index_key(index, row, &mut index_key);
@@ -403,7 +415,10 @@ impl MemStore {
                                 }
                             }
                             if let Some(entries) = mem.indexes.get_mut(&index.name) {
-                                entries.insert((ShortKey::from(index_key.as_slice()), ShortKey::from(key.as_slice())), slot);
+                                entries.insert(
+                                    (ShortKey::from(index_key.as_slice()), ShortKey::from(key.as_slice())),
+                                    slot,
+                                );
                             }
                         }
                         Some(row.clone())
@@ -451,9 +466,9 @@ impl MemStore {
     }
 
     fn table(&self, name: &str) -> Result<&MemTable> {
-        self.tables
-            .get(name)
-            .ok_or_else(|| crate::error::SqlError::new(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist")))
+        self.tables.get(name).ok_or_else(|| {
+            crate::error::SqlError::new(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist"))
+        })
     }
 }
 
@@ -472,11 +487,25 @@ impl Storage for MemStore {
         collect_rows(|visit| self.visit_scan(table, range, at, limit, visit))
     }
 
-    fn index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> Result<Vec<StoredRow>> {
+    fn index_scan(
+        &self,
+        table: &TableSchema,
+        index: &IndexSchema,
+        range: &KeyRange,
+        at: &ReadAt,
+        limit: usize,
+    ) -> Result<Vec<StoredRow>> {
         collect_rows(|visit| self.visit_index_scan(table, index, range, at, limit, visit))
     }
 
-    fn visit_scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize, visit: &mut Visitor<'_>) -> Result<()> {
+    fn visit_scan(
+        &self,
+        table: &TableSchema,
+        range: &KeyRange,
+        at: &ReadAt,
+        limit: usize,
+        visit: &mut Visitor<'_>,
+    ) -> Result<()> {
         if range.is_empty() {
             return Ok(());
         }
@@ -503,13 +532,23 @@ impl Storage for MemStore {
         Ok(())
     }
 
-    fn visit_index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize, visit: &mut Visitor<'_>) -> Result<()> {
+    fn visit_index_scan(
+        &self,
+        table: &TableSchema,
+        index: &IndexSchema,
+        range: &KeyRange,
+        at: &ReadAt,
+        limit: usize,
+        visit: &mut Visitor<'_>,
+    ) -> Result<()> {
         let mem = self.table(&table.name)?;
         let Some(entries) = mem.indexes.get(&index.name) else {
             return err(SqlState::UndefinedObject, format!("index \"{}\" does not exist", index.name));
         };
         let start = match &range.start {
-            Bound::Included(s) | Bound::Excluded(s) => Bound::Included((ShortKey::from(s.as_slice()), ShortKey::from(&[][..]))),
+            Bound::Included(s) | Bound::Excluded(s) => {
+                Bound::Included((ShortKey::from(s.as_slice()), ShortKey::from(&[][..])))
+            }
             Bound::Unbounded => Bound::Unbounded,
         };
         // Each key's visible version is reported at the one index entry matching it, so the
@@ -547,7 +586,11 @@ impl Storage for MemStore {
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp> {
         let mem = self.tables.get(&table.name)?;
         // Only writes the reader may see: a version it cannot see is not one it has read past.
-        mem.write_ts.range(..at.ts).rev().find(|&(&ts, &prepared_by)| (at.visible)(&Version { ts, prepared_by })).map(|(&ts, _)| ts)
+        mem.write_ts
+            .range(..at.ts)
+            .rev()
+            .find(|&(&ts, &prepared_by)| (at.visible)(&Version { ts, prepared_by }))
+            .map(|(&ts, _)| ts)
     }
 }
 
@@ -559,9 +602,16 @@ mod tests {
     use crate::types::{SqlType, Value};
 
     fn setup() -> (Catalog, MemStore, TableSchema) {
-        let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
+        let col = |name: &str| Column {
+            name: name.into(),
+            ty: SqlType::Int,
+            limits: Default::default(),
+            nullable: true,
+            default: None,
+        };
         let schema = TableSchema {
-            name: "t".into(), id: 0,
+            name: "t".into(),
+            id: 0,
             columns: vec![col("id"), col("a")],
             primary_key: vec![0],
             indexes: vec![IndexSchema { name: "t_a".into(), columns: vec![1], unique: false }],
@@ -599,14 +649,18 @@ mod tests {
         let index = &schema.indexes[0];
         let eq = |a: i64| KeyRange::point(encode_key([&Value::Int(a)]));
         let at = |ts| ReadAt::latest_before(Timestamp::at(ts));
-        let scan = |range: &KeyRange, ts| ids(store.index_scan(&schema, index, range, &at(ts), usize::MAX).expect("scan"));
+        let scan =
+            |range: &KeyRange, ts| ids(store.index_scan(&schema, index, range, &at(ts), usize::MAX).expect("scan"));
         assert_eq!(scan(&eq(10), 10), Vec::<Value>::new());
         assert_eq!(scan(&eq(30), 10), vec![Value::Int(1)]);
         assert_eq!(scan(&eq(10), 3), vec![Value::Int(1)]);
         assert_eq!(scan(&KeyRange::all(), 4), vec![Value::Int(2), Value::Int(1)], "index order: a=20 before a=30");
         assert_eq!(scan(&KeyRange::all(), 5), vec![Value::Int(1)]);
         assert_eq!(store.table_version(&schema, &at(4)), Some(Timestamp::at(3)));
-        assert_eq!(ids(store.scan(&schema, &KeyRange::all(), &at(3), usize::MAX).expect("scan")), vec![Value::Int(1), Value::Int(2)]);
+        assert_eq!(
+            ids(store.scan(&schema, &KeyRange::all(), &at(3), usize::MAX).expect("scan")),
+            vec![Value::Int(1), Value::Int(2)]
+        );
     }
 
     #[test]
@@ -619,7 +673,9 @@ mod tests {
         store.apply_writes(&catalog, &ws, Version { ts: Timestamp::at(5), prepared_by: Some(txn) }).expect("prepare");
         let committed_only = |v: &Version| v.prepared_by.is_none();
         let at = ReadAt { ts: Timestamp::at(9), visible: &committed_only };
-        let value = |store: &MemStore, at: &ReadAt| store.scan(&schema, &KeyRange::all(), at, usize::MAX).expect("scan")[0].row[1].clone();
+        let value = |store: &MemStore, at: &ReadAt| {
+            store.scan(&schema, &KeyRange::all(), at, usize::MAX).expect("scan")[0].row[1].clone()
+        };
         assert_eq!(value(&store, &at), Value::Int(10));
         assert_eq!(value(&store, &ReadAt::latest_before(Timestamp::at(9))), Value::Int(11));
         let mut aborted = store.clone();
@@ -632,7 +688,9 @@ mod tests {
     #[test]
     fn point_lookups_and_out_of_order_versions_match_the_general_range_path() {
         let (catalog, mut store, schema) = setup();
-        for (id, a, ts) in [(1, Some(10), 1), (2, Some(20), 5), (2, Some(21), 3), (1, Some(30), 4), (3, Some(30), 4), (2, None, 6)] {
+        for (id, a, ts) in
+            [(1, Some(10), 1), (2, Some(20), 5), (2, Some(21), 3), (1, Some(30), 4), (3, Some(30), 4), (2, None, 6)]
+        {
             write(&catalog, &mut store, id, a, ts);
         }
         let index = &schema.indexes[0];
@@ -650,8 +708,22 @@ mod tests {
             by_key.sort_by_key(|r| (encode_key([&r.row[1]]), r.key.clone()));
             assert_eq!(by_index, by_key, "at {ts}");
         }
-        let value = |ts| ids(store.index_scan(&schema, index, &KeyRange::point(encode_key([&Value::Int(21)])), &ReadAt::latest_before(Timestamp::at(ts)), usize::MAX).expect("scan"));
-        assert_eq!((value(4), value(5), value(6)), (vec![Value::Int(2)], vec![Value::Int(2)], vec![]), "ts 3 sorts before ts 5");
+        let value = |ts| {
+            ids(store
+                .index_scan(
+                    &schema,
+                    index,
+                    &KeyRange::point(encode_key([&Value::Int(21)])),
+                    &ReadAt::latest_before(Timestamp::at(ts)),
+                    usize::MAX,
+                )
+                .expect("scan"))
+        };
+        assert_eq!(
+            (value(4), value(5), value(6)),
+            (vec![Value::Int(2)], vec![Value::Int(2)], vec![]),
+            "ts 3 sorts before ts 5"
+        );
     }
 
     #[test]
@@ -665,16 +737,25 @@ mod tests {
         let prepared = |store: &mut MemStore, id: i64, ts: u64| {
             let mut ws = WriteSet::default();
             ws.put("t", encode_key([&Value::Int(id)]), Write::Upsert(vec![Value::Int(id), Value::Int(77)]));
-            store.apply_writes(&catalog, &ws, Version { ts: Timestamp::at(ts), prepared_by: Some(txn) }).expect("prepare");
+            store
+                .apply_writes(&catalog, &ws, Version { ts: Timestamp::at(ts), prepared_by: Some(txn) })
+                .expect("prepare");
         };
         prepared(&mut full, 3, 2);
         prepared(&mut newest, 3, 2);
-        for (ts, (id, a)) in [(1, Some(10)), (2, Some(20)), (1, Some(30)), (3, Some(30)), (2, None), (1, Some(10)), (2, Some(40))].into_iter().enumerate() {
+        for (ts, (id, a)) in
+            [(1, Some(10)), (2, Some(20)), (1, Some(30)), (3, Some(30)), (2, None), (1, Some(10)), (2, Some(40))]
+                .into_iter()
+                .enumerate()
+        {
             for store in [&mut full, &mut newest] {
                 write(&catalog, store, id, a, ts as u64 + 1);
             }
             for range in [KeyRange::all(), KeyRange::point(encode_key([&Value::Int(1)]))] {
-                assert_eq!(newest.scan(&schema, &range, &latest, usize::MAX).expect("scan"), full.scan(&schema, &range, &latest, usize::MAX).expect("scan"));
+                assert_eq!(
+                    newest.scan(&schema, &range, &latest, usize::MAX).expect("scan"),
+                    full.scan(&schema, &range, &latest, usize::MAX).expect("scan")
+                );
             }
             for range in [KeyRange::all(), KeyRange::point(encode_key([&Value::Int(30)]))] {
                 let ours = newest.index_scan(&schema, index, &range, &latest, usize::MAX).expect("scan");
@@ -684,21 +765,34 @@ mod tests {
         }
         let old = ReadAt::latest_before(Timestamp::at(2));
         assert_eq!(ids(full.scan(&schema, &KeyRange::all(), &old, usize::MAX).expect("scan")), vec![Value::Int(1)]);
-        assert!(newest.scan(&schema, &KeyRange::all(), &old, usize::MAX).expect("scan").is_empty(), "older committed versions are gone");
+        assert!(
+            newest.scan(&schema, &KeyRange::all(), &old, usize::MAX).expect("scan").is_empty(),
+            "older committed versions are gone"
+        );
         for store in [&mut full, &mut newest] {
             store.abort_prepared(&txn);
         }
         let key3 = KeyRange::point(encode_key([&Value::Int(3)]));
         let at3 = ReadAt::latest_before(Timestamp::at(5));
-        assert_eq!(newest.scan(&schema, &key3, &at3, usize::MAX).expect("scan"), full.scan(&schema, &key3, &at3, usize::MAX).expect("scan"), "a key with a prepared version keeps its history");
+        assert_eq!(
+            newest.scan(&schema, &key3, &at3, usize::MAX).expect("scan"),
+            full.scan(&schema, &key3, &at3, usize::MAX).expect("scan"),
+            "a key with a prepared version keeps its history"
+        );
     }
 
     #[test]
     fn empty_and_inverted_ranges_are_safe() {
         let (_, store, schema) = setup();
         let r = KeyRange { start: Bound::Excluded(vec![5]), end: Bound::Excluded(vec![5]) };
-        assert!(store.scan(&schema, &r, &ReadAt::latest_before(Timestamp::at(9)), usize::MAX).expect("scan").is_empty());
+        assert!(store
+            .scan(&schema, &r, &ReadAt::latest_before(Timestamp::at(9)), usize::MAX)
+            .expect("scan")
+            .is_empty());
         let r = KeyRange { start: Bound::Included(vec![9]), end: Bound::Included(vec![1]) };
-        assert!(store.scan(&schema, &r, &ReadAt::latest_before(Timestamp::at(9)), usize::MAX).expect("scan").is_empty());
+        assert!(store
+            .scan(&schema, &r, &ReadAt::latest_before(Timestamp::at(9)), usize::MAX)
+            .expect("scan")
+            .is_empty());
     }
 }

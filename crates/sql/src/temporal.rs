@@ -41,7 +41,8 @@ fn number(s: &str, digits: std::ops::RangeInclusive<usize>) -> Option<i64> {
 
 fn parse_date_part(s: &str) -> Option<i64> {
     let mut parts = s.split('-');
-    let (year, month, day) = (number(parts.next()?, 4..=4)?, number(parts.next()?, 1..=2)?, number(parts.next()?, 1..=2)?);
+    let (year, month, day) =
+        (number(parts.next()?, 4..=4)?, number(parts.next()?, 1..=2)?, number(parts.next()?, 1..=2)?);
     if parts.next().is_some() || year < 1 || !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
         return None;
     }
@@ -74,7 +75,8 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
             if parts.next().is_some() || h > 23 || m > 59 || sec > 59 || fraction.len() > 6 {
                 return None;
             }
-            let frac = if fraction.is_empty() { 0 } else { number(fraction, 1..=6)? * 10i64.pow(6 - fraction.len() as u32) };
+            let frac =
+                if fraction.is_empty() { 0 } else { number(fraction, 1..=6)? * 10i64.pow(6 - fraction.len() as u32) };
             ((h * 60 + m) * 60 + sec) * 1_000_000 + frac
         }
     };
@@ -91,7 +93,9 @@ pub fn is_out_of_range_datetime(s: &str) -> bool {
     let date_ok = date.split('-').count() == 3 && date.split('-').all(digits);
     let time_ok = time.is_none_or(|t| {
         let (hms, fraction) = t.split_once('.').unwrap_or((t, "0"));
-        (2..=3).contains(&hms.split(':').count()) && hms.split(':').all(digits) && fraction.bytes().all(|b| b.is_ascii_digit())
+        (2..=3).contains(&hms.split(':').count())
+            && hms.split(':').all(digits)
+            && fraction.bytes().all(|b| b.is_ascii_digit())
     });
     date_ok && time_ok && parse_timestamp(s).is_none()
 }
@@ -144,6 +148,10 @@ mod tests {
         assert_eq!(parse_timestamp("2024-05-06 24:00:00"), None);
         assert_eq!(parse_timestamp("x"), None);
         assert!(is_out_of_range_datetime("2023-02-29") && is_out_of_range_datetime("2024-05-06 24:00:00"));
-        assert!(!is_out_of_range_datetime("x") && !is_out_of_range_datetime("2024-05-06") && !is_out_of_range_datetime("2024-05-06 1:2:x"));
+        assert!(
+            !is_out_of_range_datetime("x")
+                && !is_out_of_range_datetime("2024-05-06")
+                && !is_out_of_range_datetime("2024-05-06 1:2:x")
+        );
     }
 }

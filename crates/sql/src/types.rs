@@ -4,8 +4,8 @@ use crate::error::{err, Result, SqlError, SqlState};
 use crate::keycode::encode_value;
 use crate::temporal;
 
-pub use crate::cast::{assign_cast, cast, cast_with, parse_decimal, stored_value_problem, to_column};
 pub(crate) use crate::cast::exact_cast;
+pub use crate::cast::{assign_cast, cast, cast_with, parse_decimal, stored_value_problem, to_column};
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -78,7 +78,10 @@ impl SqlType {
     }
 
     pub fn is_number(self) -> bool {
-        matches!(self, SqlType::Int2 | SqlType::Int4 | SqlType::Int | SqlType::Numeric | SqlType::Float4 | SqlType::Float)
+        matches!(
+            self,
+            SqlType::Int2 | SqlType::Int4 | SqlType::Int | SqlType::Numeric | SqlType::Float4 | SqlType::Float
+        )
     }
 
     pub fn is_text(self) -> bool {
@@ -90,7 +93,9 @@ impl SqlType {
     pub(crate) fn category(self) -> TypeCategory {
         match self {
             SqlType::Bool => TypeCategory::Boolean,
-            SqlType::Int2 | SqlType::Int4 | SqlType::Int | SqlType::Numeric | SqlType::Float4 | SqlType::Float => TypeCategory::Numeric,
+            SqlType::Int2 | SqlType::Int4 | SqlType::Int | SqlType::Numeric | SqlType::Float4 | SqlType::Float => {
+                TypeCategory::Numeric
+            }
             SqlType::Text | SqlType::Varchar | SqlType::Char => TypeCategory::String,
             SqlType::Date | SqlType::Timestamp => TypeCategory::DateTime,
             SqlType::Bytes => TypeCategory::UserDefined,
@@ -107,7 +112,8 @@ impl SqlType {
     /// up the chain smallint < integer < bigint < numeric < real < double precision, the
     /// string types into one another, date to timestamp.
     pub(crate) fn implicitly_casts_to(self, to: SqlType) -> bool {
-        const NUMBERS: [SqlType; 6] = [SqlType::Int2, SqlType::Int4, SqlType::Int, SqlType::Numeric, SqlType::Float4, SqlType::Float];
+        const NUMBERS: [SqlType; 6] =
+            [SqlType::Int2, SqlType::Int4, SqlType::Int, SqlType::Numeric, SqlType::Float4, SqlType::Float];
         let rank = |t: SqlType| NUMBERS.iter().position(|x| *x == t);
         match (rank(self), rank(to)) {
             (Some(a), Some(b)) => a <= b,
@@ -328,8 +334,12 @@ pub fn sql_cmp(a: &Value, b: &Value) -> Result<Option<Ordering>> {
     // A date compares with a timestamp as its midnight (PostgreSQL's cross-type operators).
     // (Quoted literals compared with dates are read as dates while binding.)
     match (a, b) {
-        (Value::Date(d), Value::Timestamp(_)) => return Ok(Some(total_cmp(&Value::Timestamp(temporal::date_timestamp(*d)), b))),
-        (Value::Timestamp(_), Value::Date(d)) => return Ok(Some(total_cmp(a, &Value::Timestamp(temporal::date_timestamp(*d))))),
+        (Value::Date(d), Value::Timestamp(_)) => {
+            return Ok(Some(total_cmp(&Value::Timestamp(temporal::date_timestamp(*d)), b)))
+        }
+        (Value::Timestamp(_), Value::Date(d)) => {
+            return Ok(Some(total_cmp(a, &Value::Timestamp(temporal::date_timestamp(*d)))))
+        }
         _ => {}
     }
     if type_rank(a) != type_rank(b) {
@@ -390,9 +400,7 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value> {
                 ArithOp::Add => x.checked_add(*y),
                 ArithOp::Sub => x.checked_sub(*y),
                 ArithOp::Mul => x.checked_mul(*y),
-                ArithOp::Div | ArithOp::Mod if *y == 0 => {
-                    return err(SqlState::DivisionByZero, "division by zero")
-                }
+                ArithOp::Div | ArithOp::Mod if *y == 0 => return err(SqlState::DivisionByZero, "division by zero"),
                 ArithOp::Div => x.checked_div(*y),
                 ArithOp::Mod => x.checked_rem(*y),
             };
@@ -404,13 +412,15 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value> {
                 ArithOp::Add => x + y,
                 ArithOp::Sub => x - y,
                 ArithOp::Mul => x * y,
-                ArithOp::Div | ArithOp::Mod if y == 0.0 => {
-                    return err(SqlState::DivisionByZero, "division by zero")
-                }
+                ArithOp::Div | ArithOp::Mod if y == 0.0 => return err(SqlState::DivisionByZero, "division by zero"),
                 ArithOp::Div => x / y,
                 ArithOp::Mod => x % y,
             };
-            if r.is_finite() { Ok(Float(r)) } else { Err(out_of_range(FLOAT_OVERFLOW)) }
+            if r.is_finite() {
+                Ok(Float(r))
+            } else {
+                Err(out_of_range(FLOAT_OVERFLOW))
+            }
         }
         (Date(d), Int(n)) if matches!(op, ArithOp::Add | ArithOp::Sub) => {
             let n = i32::try_from(*n).map_err(|_| out_of_range("date out of range"))?;
@@ -425,9 +435,7 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value> {
                 ArithOp::Add => x.checked_add(y),
                 ArithOp::Sub => x.checked_sub(y),
                 ArithOp::Mul => x.checked_mul(y),
-                ArithOp::Div | ArithOp::Mod if y.is_zero() => {
-                    return err(SqlState::DivisionByZero, "division by zero")
-                }
+                ArithOp::Div | ArithOp::Mod if y.is_zero() => return err(SqlState::DivisionByZero, "division by zero"),
                 ArithOp::Div => x.checked_div(y),
                 ArithOp::Mod => x.checked_rem(y),
             };
@@ -452,10 +460,7 @@ pub fn negate(v: &Value) -> Result<Value> {
         Value::Int(i) => i.checked_neg().map(Value::Int).ok_or_else(|| out_of_range(BIGINT_RANGE)),
         Value::Numeric(d) => Ok(Value::Numeric(-*d)),
         Value::Float(f) => Ok(Value::Float(-*f)),
-        other => err(
-            SqlState::UndefinedFunction,
-            format!("operator does not exist: -{}", other.type_name()),
-        ),
+        other => err(SqlState::UndefinedFunction, format!("operator does not exist: -{}", other.type_name())),
     }
 }
 
@@ -504,19 +509,40 @@ mod tests {
 
     #[test]
     fn arithmetic_never_wraps() {
-        assert_eq!(arith(ArithOp::Add, &Value::Int(i64::MAX), &Value::Int(1)).map_err(|e| e.state), Err(SqlState::NumericValueOutOfRange));
-        assert_eq!(arith(ArithOp::Div, &Value::Int(i64::MIN), &Value::Int(-1)).map_err(|e| e.state), Err(SqlState::NumericValueOutOfRange));
-        assert_eq!(arith(ArithOp::Mod, &Value::Int(1), &Value::Int(0)).map_err(|e| e.state), Err(SqlState::DivisionByZero));
-        assert_eq!(arith(ArithOp::Mul, &Value::Float(1e300), &Value::Float(1e300)).map_err(|e| e.state), Err(SqlState::NumericValueOutOfRange));
-        assert_eq!(arith(ArithOp::Add, &Value::Int(1), &Value::Numeric(Decimal::new(15, 1))).ok(), Some(Value::Numeric(Decimal::new(25, 1))));
+        assert_eq!(
+            arith(ArithOp::Add, &Value::Int(i64::MAX), &Value::Int(1)).map_err(|e| e.state),
+            Err(SqlState::NumericValueOutOfRange)
+        );
+        assert_eq!(
+            arith(ArithOp::Div, &Value::Int(i64::MIN), &Value::Int(-1)).map_err(|e| e.state),
+            Err(SqlState::NumericValueOutOfRange)
+        );
+        assert_eq!(
+            arith(ArithOp::Mod, &Value::Int(1), &Value::Int(0)).map_err(|e| e.state),
+            Err(SqlState::DivisionByZero)
+        );
+        assert_eq!(
+            arith(ArithOp::Mul, &Value::Float(1e300), &Value::Float(1e300)).map_err(|e| e.state),
+            Err(SqlState::NumericValueOutOfRange)
+        );
+        assert_eq!(
+            arith(ArithOp::Add, &Value::Int(1), &Value::Numeric(Decimal::new(15, 1))).ok(),
+            Some(Value::Numeric(Decimal::new(25, 1)))
+        );
     }
 
     #[test]
     fn implicit_casts_follow_pg_cast() {
         use SqlType::*;
-        assert!(Int2.implicitly_casts_to(Float) && Numeric.implicitly_casts_to(Float4) && !Float4.implicitly_casts_to(Numeric));
+        assert!(
+            Int2.implicitly_casts_to(Float)
+                && Numeric.implicitly_casts_to(Float4)
+                && !Float4.implicitly_casts_to(Numeric)
+        );
         assert!(!Int.implicitly_casts_to(Int4), "narrowing is an assignment cast");
-        assert!(Char.implicitly_casts_to(Varchar) && Varchar.implicitly_casts_to(Char) && Text.implicitly_casts_to(Char));
+        assert!(
+            Char.implicitly_casts_to(Varchar) && Varchar.implicitly_casts_to(Char) && Text.implicitly_casts_to(Char)
+        );
         assert!(Date.implicitly_casts_to(Timestamp) && !Timestamp.implicitly_casts_to(Date));
         assert!(!Bool.implicitly_casts_to(Int4) && !Int4.implicitly_casts_to(Text));
     }
@@ -526,6 +552,9 @@ mod tests {
         let midnight = Value::Timestamp(temporal::date_timestamp(10));
         assert_eq!(sql_cmp(&Value::Date(10), &midnight).ok(), Some(Some(Ordering::Equal)));
         assert_eq!(sql_cmp(&Value::Timestamp(1), &Value::Date(0)).ok(), Some(Some(Ordering::Greater)));
-        assert_eq!(sql_cmp(&Value::Text("1970-01-01".into()), &Value::Date(0)).err().map(|e| e.state), Some(SqlState::UndefinedFunction));
+        assert_eq!(
+            sql_cmp(&Value::Text("1970-01-01".into()), &Value::Date(0)).err().map(|e| e.state),
+            Some(SqlState::UndefinedFunction)
+        );
     }
 }

@@ -27,7 +27,15 @@ fn run(db: &Database, sql: &str) -> Execution {
     assert_eq!(e, again, "same rows, same result and report");
     for scan in &e.reads.scans {
         let open = scan.predicate.expr.any(&|n| {
-            matches!(n, Expr::Enclosing { .. } | Expr::Outer(_) | Expr::Param(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. })
+            matches!(
+                n,
+                Expr::Enclosing { .. }
+                    | Expr::Outer(_)
+                    | Expr::Param(_)
+                    | Expr::Subquery(_)
+                    | Expr::InSubquery { .. }
+                    | Expr::Exists { .. }
+            )
         });
         assert!(!open, "{sql}: predicate not closed: {}", scan.predicate.expr);
         assert!(WirePredicate::encode(&scan.predicate).is_ok());
@@ -168,7 +176,10 @@ fn subqueries_over_joins_instantiate_every_scan() {
     // The joined owner is read by key, with the subquery's own filter.
     let owners: Vec<&ScanRead> = scans_of(&e, "people").into_iter().skip(1).collect();
     assert!(owners.iter().any(|s| s.predicate.may_match(&person(1, "Parker", 26))));
-    assert!(owners.iter().all(|s| !s.predicate.may_match(&person(1, "Parker", 20))), "Peter staying young changes nothing");
+    assert!(
+        owners.iter().all(|s| !s.predicate.may_match(&person(1, "Parker", 20))),
+        "Peter staying young changes nothing"
+    );
 }
 
 fn encode_pk(db: &Database, table: &str, id: i64) -> Vec<u8> {
@@ -184,7 +195,8 @@ fn outer_level_aggregates_run_per_group_with_the_group_value_instantiated() {
     // max(p.age) belongs to the people query (grouped by last name); the accounts subquery
     // runs once per group with that group's maximum as a constant.
     let e = run(&db, "SELECT p.last, (SELECT count(*) FROM accounts a WHERE a.balance > max(p.age)) FROM people p GROUP BY p.last ORDER BY p.last");
-    let expected: Vec<Row> = ["Allen", "Brown", "Parker"].iter().map(|last| vec![Value::Text((*last).into()), Value::Int(1)]).collect();
+    let expected: Vec<Row> =
+        ["Allen", "Brown", "Parker"].iter().map(|last| vec![Value::Text((*last).into()), Value::Int(1)]).collect();
     assert_eq!(rows(&e), expected);
     let people = scans_of(&e, "people");
     let accounts = scans_of(&e, "accounts");
@@ -193,7 +205,10 @@ fn outer_level_aggregates_run_per_group_with_the_group_value_instantiated() {
     assert!(people[0].predicate.may_match(&person(9, "Allen", 99)));
     // Groups in key order: Allen (30), Brown (40), Parker (20).
     for (scan, max) in accounts.iter().zip([30, 40, 20]) {
-        assert!(scan.predicate.may_match(&account(20, 9, max + 1)), "an account above {max} changes that group's count");
+        assert!(
+            scan.predicate.may_match(&account(20, 9, max + 1)),
+            "an account above {max} changes that group's count"
+        );
         assert!(!scan.predicate.may_match(&account(20, 9, max)));
     }
 }

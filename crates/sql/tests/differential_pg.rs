@@ -37,9 +37,7 @@ mod pg {
 
     /// A big-endian signed integer of `width` (2 or 4) bytes.
     fn int(body: &[u8], at: &mut usize, width: usize) -> i64 {
-        let bytes = body
-            .get(*at..*at + width)
-            .unwrap_or_else(|| panic!("truncated PostgreSQL message"));
+        let bytes = body.get(*at..*at + width).unwrap_or_else(|| panic!("truncated PostgreSQL message"));
         *at += width;
         match *bytes {
             [a, b] => i64::from(i16::from_be_bytes([a, b])),
@@ -54,17 +52,11 @@ mod pg {
             let stream = TcpStream::connect_timeout(&address.parse().expect("address"), Duration::from_secs(5)).unwrap_or_else(|e| {
                 panic!("PostgreSQL is not reachable at {address} ({e}); this test compares Pistou with the machine's PostgreSQL 15, which every machine runs")
             });
-            stream
-                .set_read_timeout(Some(Duration::from_secs(30)))
-                .expect("timeout");
+            stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
             let mut client = Client { stream };
             let mut body = Vec::new();
             body.extend_from_slice(&196_608u32.to_be_bytes());
-            for (k, v) in [
-                ("user", user),
-                ("database", database),
-                ("client_encoding", "UTF8"),
-            ] {
+            for (k, v) in [("user", user), ("database", database), ("client_encoding", "UTF8")] {
                 body.extend_from_slice(k.as_bytes());
                 body.push(0);
                 body.extend_from_slice(v.as_bytes());
@@ -81,7 +73,10 @@ mod pg {
                         let code = int(&body, &mut 0, 4);
                         assert_eq!(code, 0, "PostgreSQL asks user {user} for authentication (method {code}); the test expects trust authentication on 127.0.0.1");
                     }
-                    b'E' => panic!("PostgreSQL refused the connection as user {user} to database {database}: {}", error_fields(&body).1),
+                    b'E' => panic!(
+                        "PostgreSQL refused the connection as user {user} to database {database}: {}",
+                        error_fields(&body).1
+                    ),
                     b'Z' => return client,
                     _ => {}
                 }
@@ -90,14 +85,10 @@ mod pg {
 
         fn message(&mut self) -> (u8, Vec<u8>) {
             let mut head = [0u8; 5];
-            self.stream
-                .read_exact(&mut head)
-                .expect("PostgreSQL closed the connection");
+            self.stream.read_exact(&mut head).expect("PostgreSQL closed the connection");
             let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
             let mut body = vec![0u8; len.saturating_sub(4)];
-            self.stream
-                .read_exact(&mut body)
-                .expect("PostgreSQL message body");
+            self.stream.read_exact(&mut body).expect("PostgreSQL message body");
             (head[0], body)
         }
 
@@ -107,8 +98,7 @@ mod pg {
             msg.extend_from_slice(sql.as_bytes());
             msg.push(0);
             self.stream.write_all(&msg).expect("query");
-            let (mut types, mut rows, mut tag, mut error) =
-                (Vec::new(), Vec::new(), String::new(), None);
+            let (mut types, mut rows, mut tag, mut error) = (Vec::new(), Vec::new(), String::new(), None);
             loop {
                 let (kind, body) = self.message();
                 let at = &mut 0;
@@ -210,26 +200,16 @@ fn normalize(text: Option<&str>, ty: &str) -> String {
     };
     match ty {
         // PostgreSQL chooses the scale of a quotient differently: 13 significant digits.
-        "numeric" => text
-            .parse::<f64>()
-            .map_or_else(|_| text.to_string(), |f| format!("{f:.12e}")),
-        "real" | "double precision" => text
-            .parse::<f64>()
-            .map_or_else(|_| text.to_string(), |f| format!("{f:e}")),
+        "numeric" => text.parse::<f64>().map_or_else(|_| text.to_string(), |f| format!("{f:.12e}")),
+        "real" | "double precision" => text.parse::<f64>().map_or_else(|_| text.to_string(), |f| format!("{f:e}")),
         "character" => text.trim_end_matches(' ').to_string(),
         _ => text.to_string(),
     }
 }
 
 fn rows_outcome(types: Vec<String>, rows: impl Iterator<Item = Vec<Option<String>>>) -> Outcome {
-    let mut rows: Vec<Vec<String>> = rows
-        .map(|r| {
-            r.iter()
-                .zip(&types)
-                .map(|(v, t)| normalize(v.as_deref(), t))
-                .collect()
-        })
-        .collect();
+    let mut rows: Vec<Vec<String>> =
+        rows.map(|r| r.iter().zip(&types).map(|(v, t)| normalize(v.as_deref(), t)).collect()).collect();
     rows.sort();
     Outcome::Rows(types, rows)
 }
@@ -237,16 +217,10 @@ fn rows_outcome(types: Vec<String>, rows: impl Iterator<Item = Vec<Option<String
 fn on_postgres(client: &mut pg::Client, sql: &str) -> Outcome {
     match client.query(sql) {
         Err((code, _)) => Outcome::Error(code),
-        Ok((types, rows, tag)) if types.is_empty() && rows.is_empty() => Outcome::Count(
-            tag.rsplit(' ')
-                .next()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0),
-        ),
-        Ok((types, rows, _)) => rows_outcome(
-            types.into_iter().map(pg::type_name).collect(),
-            rows.into_iter(),
-        ),
+        Ok((types, rows, tag)) if types.is_empty() && rows.is_empty() => {
+            Outcome::Count(tag.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0))
+        }
+        Ok((types, rows, _)) => rows_outcome(types.into_iter().map(pg::type_name).collect(), rows.into_iter()),
     }
 }
 
@@ -256,14 +230,8 @@ fn on_pistou(db: &mut Database, sql: &str) -> Outcome {
         Err(e) => return Outcome::Error(e.sqlstate().to_string()),
     };
     // Unknown static types are described to clients as text (see the gateway).
-    let types: Vec<Option<SqlType>> = prepared
-        .column_types()
-        .map(<[_]>::to_vec)
-        .unwrap_or_default();
-    let names: Vec<String> = types
-        .iter()
-        .map(|t| t.map_or("text", SqlType::pg_name).to_string())
-        .collect();
+    let types: Vec<Option<SqlType>> = prepared.column_types().map(<[_]>::to_vec).unwrap_or_default();
+    let names: Vec<String> = types.iter().map(|t| t.map_or("text", SqlType::pg_name).to_string()).collect();
     let text = |v: &Value, ty: Option<SqlType>| match v {
         Value::Null => None,
         Value::Bool(b) => Some(if *b { "t" } else { "f" }.to_string()),
@@ -272,9 +240,7 @@ fn on_pistou(db: &mut Database, sql: &str) -> Outcome {
     match db.execute_prepared(&prepared, &[]).map(|e| e.output) {
         Err(e) => Outcome::Error(e.sqlstate().to_string()),
         Ok(Output::Rows { rows, .. }) => {
-            let rows = rows
-                .into_iter()
-                .map(|r| r.iter().zip(&types).map(|(v, t)| text(v, *t)).collect());
+            let rows = rows.into_iter().map(|r| r.iter().zip(&types).map(|(v, t)| text(v, *t)).collect());
             rows_outcome(names, rows)
         }
         Ok(Output::Affected { count, .. }) => Outcome::Count(count),
@@ -321,9 +287,7 @@ const TEMPLATES: &[&str] = &[
 /// the templates run over pairs of its columns: static types from the catalog.
 const COLUMNS_TABLE: &str = "CREATE TABLE dc (id INT PRIMARY KEY, i2 SMALLINT, i4 INT, i8 BIGINT, n NUMERIC(8,3), r REAL, f DOUBLE PRECISION, t TEXT, v VARCHAR(5), c CHAR(3), d DATE, ts TIMESTAMP, b BOOLEAN)";
 const COLUMNS_ROWS: &str = "INSERT INTO dc VALUES (1, 3, 40, 5000000000, 12.5, 0.25, 1.75, 'x', 'y ', 'z', DATE '2020-01-02', TIMESTAMP '2020-01-02 03:04:05', TRUE), (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)";
-const COLUMNS: &[&str] = &[
-    "i2", "i4", "i8", "n", "r", "f", "t", "v", "c", "d", "ts", "b", "'7'", "NULL",
-];
+const COLUMNS: &[&str] = &["i2", "i4", "i8", "n", "r", "f", "t", "v", "c", "d", "ts", "b", "'7'", "NULL"];
 const COLUMN_TEMPLATES: &[&str] = &[
     "SELECT id, CASE WHEN id = 1 THEN {a} ELSE {b} END FROM dc",
     "SELECT id, COALESCE({a}, {b}) FROM dc",
@@ -510,19 +474,10 @@ fn run_statement(db: &mut Database, client: &mut pg::Client, sql: &str) -> Optio
 #[test]
 fn results_and_types_match_postgresql() {
     let started = Instant::now();
-    let user = std::env::var("USER")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "postgres".to_string());
+    let user = std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "postgres".to_string());
     let mut client = pg::Client::connect(&user, "test");
-    for setting in [
-        "SET DateStyle = ISO",
-        "SET extra_float_digits = 1",
-        "SET client_min_messages = warning",
-    ] {
-        client
-            .query(setting)
-            .unwrap_or_else(|e| panic!("{setting}: {e:?}"));
+    for setting in ["SET DateStyle = ISO", "SET extra_float_digits = 1", "SET client_min_messages = warning"] {
+        client.query(setting).unwrap_or_else(|e| panic!("{setting}: {e:?}"));
     }
     let mut db = Database::new();
     let mut statements: Vec<String> = STATEMENTS.iter().map(|s| s.to_string()).collect();
@@ -543,9 +498,7 @@ fn results_and_types_match_postgresql() {
     let mut fixed = Vec::new();
     for sql in &statements {
         let difference = run_statement(&mut db, &mut client, sql);
-        let known = KNOWN
-            .iter()
-            .any(|(_, statements)| statements.contains(&sql.as_str()));
+        let known = KNOWN.iter().any(|(_, statements)| statements.contains(&sql.as_str()));
         match (known, difference) {
             (false, Some(d)) => differences.push(d),
             (true, None) => fixed.push(sql.clone()),
@@ -553,10 +506,7 @@ fn results_and_types_match_postgresql() {
         }
     }
     let elapsed = started.elapsed();
-    println!(
-        "{} statements compared with PostgreSQL in {elapsed:?}",
-        statements.len()
-    );
+    println!("{} statements compared with PostgreSQL in {elapsed:?}", statements.len());
     assert!(
         differences.is_empty(),
         "{} of {} statements differ from PostgreSQL:\n{}",
@@ -564,8 +514,5 @@ fn results_and_types_match_postgresql() {
         statements.len(),
         differences.join("\n")
     );
-    assert!(
-        fixed.is_empty(),
-        "statements listed in KNOWN now agree with PostgreSQL (remove them): {fixed:?}"
-    );
+    assert!(fixed.is_empty(), "statements listed in KNOWN now agree with PostgreSQL (remove them): {fixed:?}");
 }

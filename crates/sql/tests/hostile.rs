@@ -36,14 +36,18 @@ fn long_operator_chains_and_deep_nesting_are_rejected() {
     // Subqueries that may hold outer-level aggregates are bound twice per nesting level: the
     // work is bounded (54001), not exponential; shallower nesting works.
     let start = std::time::Instant::now();
-    let nested_aggregates = |depth: usize| format!("SELECT {}count(*){}", "(SELECT ".repeat(depth), " FROM t LIMIT 1)".repeat(depth));
+    let nested_aggregates =
+        |depth: usize| format!("SELECT {}count(*){}", "(SELECT ".repeat(depth), " FROM t LIMIT 1)".repeat(depth));
     assert_eq!(state(&mut db, &nested_aggregates(28)), "54001");
     assert_eq!(state(&mut db, &nested_aggregates(6)), "ok");
     assert!(start.elapsed() < std::time::Duration::from_secs(20), "took {:?}", start.elapsed());
     let huge = format!("SELECT '{}'", "x".repeat(100_000));
     assert_eq!(state(&mut db, &huge), "54000");
     // Moderately long statements still work.
-    let many = format!("SELECT count(*) FROM t WHERE a IN ({})", (0..2000).map(|i| i.to_string()).collect::<Vec<_>>().join(","));
+    let many = format!(
+        "SELECT count(*) FROM t WHERE a IN ({})",
+        (0..2000).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+    );
     assert_eq!(state(&mut db, &many), "ok");
 }
 
@@ -137,6 +141,9 @@ fn per_row_subqueries_are_bounded_by_total_rows_read() {
     db.execute("CREATE TABLE n (id INT PRIMARY KEY, v INT)").expect("create");
     let values: Vec<String> = (0..900).map(|i| format!("({i}, {i})")).collect();
     db.execute(&format!("INSERT INTO n VALUES {}", values.join(","))).expect("insert");
-    assert_eq!(state(&mut db, "SELECT count(*) FROM n WHERE v < 10 AND EXISTS (SELECT 1 FROM n m WHERE m.v > n.v)"), "ok");
+    assert_eq!(
+        state(&mut db, "SELECT count(*) FROM n WHERE v < 10 AND EXISTS (SELECT 1 FROM n m WHERE m.v > n.v)"),
+        "ok"
+    );
     assert_eq!(state(&mut db, "SELECT id, (SELECT count(*) FROM n m WHERE m.v > n.v) FROM n"), "54000");
 }

@@ -102,7 +102,12 @@ fn index_nested_loop_join_instantiates_one_predicate_per_outer_row() {
 #[test]
 fn subquery_results_and_parameters_are_instantiated_as_constants() {
     let db = setup();
-    let e = run(&db, "SELECT name FROM people WHERE age = (SELECT max(age) FROM people WHERE age < $1)", &[Value::Int(35)], &WriteSet::default());
+    let e = run(
+        &db,
+        "SELECT name FROM people WHERE age = (SELECT max(age) FROM people WHERE age < $1)",
+        &[Value::Int(35)],
+        &WriteSet::default(),
+    );
     assert_eq!(rows(&e), vec![vec![Value::Text("Alice".into())]]);
     assert_eq!(e.reads.scans.len(), 2);
     let outer = &e.reads.scans[1].predicate;
@@ -137,10 +142,13 @@ fn update_and_delete_produce_write_sets() {
     let e = run(&db, "UPDATE accounts SET balance = balance + 1 WHERE owner = 1", &[], &WriteSet::default());
     assert!(matches!(e.output, Output::Affected { count: 2, .. }));
     let writes: Vec<&Write> = e.writes.tables["accounts"].values().collect();
-    assert_eq!(writes, vec![
-        &Write::Upsert(vec![Value::Int(10), Value::Int(1), Value::Int(101)]),
-        &Write::Upsert(vec![Value::Int(11), Value::Int(1), Value::Int(6)]),
-    ]);
+    assert_eq!(
+        writes,
+        vec![
+            &Write::Upsert(vec![Value::Int(10), Value::Int(1), Value::Int(101)]),
+            &Write::Upsert(vec![Value::Int(11), Value::Int(1), Value::Int(6)]),
+        ]
+    );
     let scan = &e.reads.scans[0];
     assert!(scan.predicate.may_match(&[Value::Int(99), Value::Int(1), Value::Int(0)]));
     let d = run(&db, "DELETE FROM accounts WHERE id = 12", &[], &WriteSet::default());
@@ -181,12 +189,22 @@ fn version_policy_selects_what_a_read_may_see() {
     let all = |_: &Version| true;
     let prepared_read = read(&all, Timestamp::at(100));
     assert_eq!(rows(&prepared_read), vec![vec![Value::Int(99)]]);
-    assert_eq!(prepared_read.reads.scans[0].rows[0].version, Version { ts: Timestamp::at(50), prepared_by: Some(writer) });
+    assert_eq!(
+        prepared_read.reads.scans[0].rows[0].version,
+        Version { ts: Timestamp::at(50), prepared_by: Some(writer) }
+    );
     assert_eq!(rows(&read(&committed_only, Timestamp::at(100))), vec![vec![Value::Int(30)]]);
-    assert_eq!(rows(&read(&all, Timestamp::at(50))), vec![vec![Value::Int(30)]], "reads see versions strictly below ts");
+    assert_eq!(
+        rows(&read(&all, Timestamp::at(50))),
+        vec![vec![Value::Int(30)]],
+        "reads see versions strictly below ts"
+    );
     store.abort_prepared(&writer);
     let ctx = ExecContext { storage: &store, at: ReadAt::latest_before(Timestamp::at(100)), pending: &empty };
-    assert_eq!(rows(&db.engine().execute(&catalog, &prepared, &[], &ctx).expect("execute")), vec![vec![Value::Int(30)]]);
+    assert_eq!(
+        rows(&db.engine().execute(&catalog, &prepared, &[], &ctx).expect("execute")),
+        vec![vec![Value::Int(30)]]
+    );
     db.execute("DROP TABLE accounts").expect("drop");
 }
 
@@ -245,9 +263,25 @@ fn query_column_types_are_known_statically() {
     // INT is integer; avg(integer) is numeric, count bigint, sum(integer) bigint.
     assert_eq!(p.column_types(), Some(&[Some(Int4), Some(Text), Some(Numeric), Some(Int), Some(Numeric), None][..]));
     let sums = db.prepare("SELECT sum(id), sum(CAST(id AS BIGINT)), sum(CAST(id AS REAL)), avg(CAST(id AS REAL)), id + 1, CAST(id AS SMALLINT) + CAST(1 AS SMALLINT) FROM people GROUP BY id").expect("prepare");
-    assert_eq!(sums.column_types(), Some(&[Some(Int), Some(Numeric), Some(Float4), Some(Float), Some(Int4), Some(Int2)][..]));
-    let names: Vec<&str> = [Int2, Int4, Int, Float4, Float, Varchar, Char, Timestamp].iter().map(|t| t.pg_name()).collect();
-    assert_eq!(names, ["smallint", "integer", "bigint", "real", "double precision", "character varying", "character", "timestamp without time zone"]);
+    assert_eq!(
+        sums.column_types(),
+        Some(&[Some(Int), Some(Numeric), Some(Float4), Some(Float), Some(Int4), Some(Int2)][..])
+    );
+    let names: Vec<&str> =
+        [Int2, Int4, Int, Float4, Float, Varchar, Char, Timestamp].iter().map(|t| t.pg_name()).collect();
+    assert_eq!(
+        names,
+        [
+            "smallint",
+            "integer",
+            "bigint",
+            "real",
+            "double precision",
+            "character varying",
+            "character",
+            "timestamp without time zone"
+        ]
+    );
     let u = db.prepare("SELECT name FROM people UNION SELECT 'x'").expect("prepare");
     assert_eq!(u.column_types(), Some(&[Some(Text)][..]));
 }
@@ -256,11 +290,15 @@ fn query_column_types_are_known_statically() {
 fn parameter_types_are_inferred_from_context() {
     let db = setup();
     use SqlType::*;
-    let p = db.prepare("SELECT name FROM people WHERE id = $1 AND name LIKE $2 AND age IN ($3, 5) LIMIT $4").expect("prepare");
+    let p = db
+        .prepare("SELECT name FROM people WHERE id = $1 AND name LIKE $2 AND age IN ($3, 5) LIMIT $4")
+        .expect("prepare");
     assert_eq!(p.param_types(), &[Some(Int4), Some(Text), Some(Int4), Some(Int)][..]);
     let i = db.prepare("INSERT INTO people VALUES ($1, $2, $3, $4)").expect("prepare");
     assert_eq!(i.param_types(), &[Some(Int4), Some(Text), Some(Text), Some(Int4)][..]);
-    let u = db.prepare("UPDATE accounts SET balance = $1 WHERE owner = (SELECT id FROM people WHERE name = $2)").expect("prepare");
+    let u = db
+        .prepare("UPDATE accounts SET balance = $1 WHERE owner = (SELECT id FROM people WHERE name = $2)")
+        .expect("prepare");
     assert_eq!(u.param_types(), &[Some(Int4), Some(Text)][..]);
     let c = db.prepare("SELECT name FROM people WHERE id = CAST($1 AS BIGINT)").expect("prepare");
     assert_eq!(c.param_types(), &[Some(Int)][..], "an explicit cast types its parameter");
@@ -271,7 +309,12 @@ fn parameter_types_are_inferred_from_context() {
 #[test]
 fn correlated_subqueries_report_one_instantiated_scan_per_row() {
     let db = setup();
-    let e = run(&db, "SELECT name FROM people p WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.owner = p.id AND a.balance > 50)", &[], &WriteSet::default());
+    let e = run(
+        &db,
+        "SELECT name FROM people p WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.owner = p.id AND a.balance > 50)",
+        &[],
+        &WriteSet::default(),
+    );
     assert_eq!(rows(&e), vec![vec![Value::Text("Peter".into())]]);
     // people scan, then one accounts scan per person.
     assert_eq!(e.reads.scans.len(), 4);
@@ -288,7 +331,12 @@ fn correlated_subqueries_report_one_instantiated_scan_per_row() {
 #[test]
 fn derived_tables_report_the_scans_of_their_query() {
     let db = setup();
-    let e = run(&db, "SELECT s.name FROM (SELECT name, age FROM people WHERE age > 25) AS s WHERE s.age < 35", &[], &WriteSet::default());
+    let e = run(
+        &db,
+        "SELECT s.name FROM (SELECT name, age FROM people WHERE age > 25) AS s WHERE s.age < 35",
+        &[],
+        &WriteSet::default(),
+    );
     assert_eq!(rows(&e), vec![vec![Value::Text("Alice".into())]]);
     let [scan] = e.reads.scans.as_slice() else { panic!("only the inner query scans storage") };
     // The outer filter runs on the derived rows, so the base-table predicate is the inner one.

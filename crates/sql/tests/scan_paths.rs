@@ -33,11 +33,24 @@ fn ints(values: &[i64]) -> Row {
 struct CopyingOnly<'a>(&'a MemStore);
 
 impl Storage for CopyingOnly<'_> {
-    fn scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> pistou_sql::error::Result<Vec<StoredRow>> {
+    fn scan(
+        &self,
+        table: &TableSchema,
+        range: &KeyRange,
+        at: &ReadAt,
+        limit: usize,
+    ) -> pistou_sql::error::Result<Vec<StoredRow>> {
         self.0.scan(table, range, at, limit)
     }
 
-    fn index_scan(&self, table: &TableSchema, index: &IndexSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> pistou_sql::error::Result<Vec<StoredRow>> {
+    fn index_scan(
+        &self,
+        table: &TableSchema,
+        index: &IndexSchema,
+        range: &KeyRange,
+        at: &ReadAt,
+        limit: usize,
+    ) -> pistou_sql::error::Result<Vec<StoredRow>> {
         self.0.index_scan(table, index, range, at, limit)
     }
 
@@ -56,11 +69,12 @@ const SCHEMA: [&str; 4] = [
 #[test]
 fn own_writes_merge_into_key_and_index_order_and_are_not_reported() {
     let db = db(&SCHEMA);
-    let insert = db.engine().run(db.catalog(), "INSERT INTO t VALUES (2, 2, 20), (6, 1, 60)", &[], &ExecContext {
-        storage: db.store(),
-        at: ReadAt::latest_before(Timestamp::MAX),
-        pending: &WriteSet::default(),
-    });
+    let insert = db.engine().run(
+        db.catalog(),
+        "INSERT INTO t VALUES (2, 2, 20), (6, 1, 60)",
+        &[],
+        &ExecContext { storage: db.store(), at: ReadAt::latest_before(Timestamp::MAX), pending: &WriteSet::default() },
+    );
     let mut pending = insert.expect("insert").writes;
     let delete = run_on(db.store(), &db, "DELETE FROM t WHERE id = 3", &[], &pending);
     pending.merge(delete.writes);
@@ -69,7 +83,11 @@ fn own_writes_merge_into_key_and_index_order_and_are_not_reported() {
         let by_key = run_on(store, &db, "SELECT id FROM t WHERE id >= 2 AND id <= 6", &[], &pending);
         assert_eq!(rows(&by_key), vec![ints(&[2]), ints(&[5]), ints(&[6])]);
         let active: Vec<Vec<u8>> = by_key.reads.scans[0].rows.iter().map(|r| r.key.clone()).collect();
-        assert_eq!(active, vec![db.catalog().table("t").expect("t").row_key(&ints(&[5]))], "only stored rows are active");
+        assert_eq!(
+            active,
+            vec![db.catalog().table("t").expect("t").row_key(&ints(&[5]))],
+            "only stored rows are active"
+        );
         // Index order is (g, id): own rows interleave with stored ones.
         let by_index = run_on(store, &db, "SELECT id, g FROM t WHERE g >= 1", &[], &pending);
         assert_eq!(rows(&by_index), vec![ints(&[1, 1]), ints(&[5, 1]), ints(&[6, 1]), ints(&[2, 2]), ints(&[7, 2])]);
@@ -84,7 +102,13 @@ fn aggregates_fold_exactly() {
         "CREATE TABLE n (id INT PRIMARY KEY, big BIGINT, small INT)",
         "INSERT INTO n VALUES (1, 9223372036854775807, 2147483647), (2, 9223372036854775807, 2147483647), (3, NULL, 1)",
     ]);
-    let e = run_on(db.store(), &db, "SELECT sum(big), sum(small), count(big), avg(big), min(small), max(big) FROM n", &[], &WriteSet::default());
+    let e = run_on(
+        db.store(),
+        &db,
+        "SELECT sum(big), sum(small), count(big), avg(big), min(small), max(big) FROM n",
+        &[],
+        &WriteSet::default(),
+    );
     let decimal = |s: &str| Value::Numeric(s.parse().expect("decimal"));
     assert_eq!(
         rows(&e),
@@ -97,8 +121,20 @@ fn aggregates_fold_exactly() {
             Value::Int(i64::MAX),
         ]]
     );
-    let grouped = run_on(db.store(), &db, "SELECT small, count(*), sum(DISTINCT big) FROM n GROUP BY small", &[], &WriteSet::default());
-    assert_eq!(rows(&grouped), vec![vec![Value::Int(1), Value::Int(1), Value::Null], vec![Value::Int(2147483647), Value::Int(2), decimal("9223372036854775807")]]);
+    let grouped = run_on(
+        db.store(),
+        &db,
+        "SELECT small, count(*), sum(DISTINCT big) FROM n GROUP BY small",
+        &[],
+        &WriteSet::default(),
+    );
+    assert_eq!(
+        rows(&grouped),
+        vec![
+            vec![Value::Int(1), Value::Int(1), Value::Null],
+            vec![Value::Int(2147483647), Value::Int(2), decimal("9223372036854775807")]
+        ]
+    );
 }
 
 #[test]
@@ -116,7 +152,8 @@ fn implied_key_equalities_turn_joined_lookups_into_points() {
     assert_eq!(rows(&e), vec![vec![Value::Text("c".into()), Value::Int(20)]]);
     assert!(e.reads.scans.iter().all(|s| s.access == Access::Point), "both tables read by key: {:?}", e.reads.scans);
     // Columns of different declared types imply nothing: b is scanned, not looked up.
-    let mixed = run_on(db.store(), &db, "SELECT b_id FROM b, w WHERE w_id = 2 AND b_w = w_id", &[], &WriteSet::default());
+    let mixed =
+        run_on(db.store(), &db, "SELECT b_id FROM b, w WHERE w_id = 2 AND b_w = w_id", &[], &WriteSet::default());
     assert_eq!(rows(&mixed), vec![ints(&[1])]);
     assert_eq!(mixed.reads.scans[0].access, Access::Full);
 }
@@ -130,7 +167,14 @@ fn first_named_table_reads_the_syntax_only() {
     assert_eq!(named("INSERT INTO public.\"Big\" VALUES (1)").as_deref(), Some("Big"));
     assert_eq!(named("UPDATE t SET a = 1 WHERE id = 2").as_deref(), Some("t"));
     assert_eq!(named("DELETE FROM u WHERE id = 2").as_deref(), Some("u"));
-    for none in ["SELECT 1", "SELECT * FROM (SELECT 1) x", "CREATE TABLE t (id INT PRIMARY KEY)", "SELECT 1; SELECT 2", "SELEC", "SELECT * FROM a.b.c"] {
+    for none in [
+        "SELECT 1",
+        "SELECT * FROM (SELECT 1) x",
+        "CREATE TABLE t (id INT PRIMARY KEY)",
+        "SELECT 1; SELECT 2",
+        "SELEC",
+        "SELECT * FROM a.b.c",
+    ] {
         assert_eq!(named(none), None, "{none}");
     }
     let long = format!("SELECT * FROM t WHERE {}a = 1", "a = 1 AND ".repeat(200));

@@ -25,7 +25,10 @@ fn column_type(v: Option<&Value>) -> DefaultColumnType {
 fn rows_output(columns: &[String], rows: &[Vec<Value>], types: &[Option<SqlType>]) -> DBOutput<DefaultColumnType> {
     DBOutput::Rows {
         types: (0..columns.len()).map(|i| column_type(rows.first().and_then(|r| r.get(i)))).collect(),
-        rows: rows.iter().map(|r| r.iter().enumerate().map(|(i, v)| render(v, types.get(i).copied().flatten())).collect()).collect(),
+        rows: rows
+            .iter()
+            .map(|r| r.iter().enumerate().map(|(i, v)| render(v, types.get(i).copied().flatten())).collect())
+            .collect(),
     }
 }
 
@@ -56,7 +59,9 @@ impl sqllogictest::DB for Slt {
 fn main() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slt");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "slt")).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "slt")).collect()
+        })
         .unwrap_or_default();
     files.sort();
     assert!(!files.is_empty(), "no .slt files in {}", dir.display());

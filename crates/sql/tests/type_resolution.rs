@@ -48,13 +48,11 @@ fn branches_are_cast_to_the_common_type() {
     let q = "SELECT CASE WHEN 1 = 0 THEN 1.5 ELSE 15 END / 77, NULLIF(53, 1.5) / 2";
     assert_eq!(types(&db, q), vec![Some(Numeric), Some(Numeric)]);
     let r = rows(&mut db, q);
-    assert!(
-        matches!(r[0][0], Value::Numeric(d) if d.to_string().starts_with("0.19480519")),
-        "{r:?}"
-    );
+    assert!(matches!(r[0][0], Value::Numeric(d) if d.to_string().starts_with("0.19480519")), "{r:?}");
     assert_eq!(r[0][1], num("26.5"));
     // The values clients receive have the static type (the wire encoding follows it).
-    let r = rows(&mut db, "SELECT COALESCE(NULL, 2, 1.5), GREATEST(1, CAST(2 AS REAL)), LEAST(s, 1.5) FROM t WHERE id = 1");
+    let r =
+        rows(&mut db, "SELECT COALESCE(NULL, 2, 1.5), GREATEST(1, CAST(2 AS REAL)), LEAST(s, 1.5) FROM t WHERE id = 1");
     assert!(
         matches!(r[0][0], Value::Numeric(_))
             && matches!(r[0][1], Value::Float(_))
@@ -69,33 +67,16 @@ fn branches_are_cast_to_the_common_type() {
         Some(Text)
     ]);
     assert_eq!(types(&db, "SELECT 1 UNION SELECT 2.5"), vec![Some(Numeric)]);
-    assert_eq!(
-        types(
-            &db,
-            "VALUES (1, 'a'), (NULL, 'b'), (CAST(2 AS BIGINT), NULL)"
-        ),
-        vec![Some(Int), Some(Text)]
-    );
-    let union = rows(
-        &mut db,
-        "SELECT 1 UNION ALL SELECT 2.5 UNION ALL SELECT '3'",
-    );
-    assert!(
-        union.iter().all(|r| matches!(r[0], Value::Numeric(_))),
-        "{union:?}"
-    );
+    assert_eq!(types(&db, "VALUES (1, 'a'), (NULL, 'b'), (CAST(2 AS BIGINT), NULL)"), vec![Some(Int), Some(Text)]);
+    let union = rows(&mut db, "SELECT 1 UNION ALL SELECT 2.5 UNION ALL SELECT '3'");
+    assert!(union.iter().all(|r| matches!(r[0], Value::Numeric(_))), "{union:?}");
 }
 
 #[test]
 fn mismatched_categories_fail_as_in_postgresql() {
     let mut db = db();
-    let e = db
-        .execute("SELECT CASE WHEN true THEN 1 ELSE CAST('a' AS TEXT) END")
-        .err();
-    assert_eq!(
-        e.as_ref().map(|e| e.state),
-        Some(SqlState::DatatypeMismatch)
-    );
+    let e = db.execute("SELECT CASE WHEN true THEN 1 ELSE CAST('a' AS TEXT) END").err();
+    assert_eq!(e.as_ref().map(|e| e.state), Some(SqlState::DatatypeMismatch));
     assert_eq!(
         e.map(|e| e.message).as_deref(),
         Some("CASE types text and integer cannot be matched"),
@@ -107,25 +88,12 @@ fn mismatched_categories_fail_as_in_postgresql() {
         "VALUES (1), (TRUE)",
         "SELECT GREATEST(d, 1) FROM t",
     ] {
-        assert_eq!(
-            state(&mut db, sql),
-            Some(SqlState::DatatypeMismatch),
-            "{sql}"
-        );
+        assert_eq!(state(&mut db, sql), Some(SqlState::DatatypeMismatch), "{sql}");
     }
-    assert_eq!(
-        state(&mut db, "SELECT NULLIF(1, v) FROM t"),
-        Some(SqlState::UndefinedFunction)
-    );
+    assert_eq!(state(&mut db, "SELECT NULLIF(1, v) FROM t"), Some(SqlState::UndefinedFunction));
     // Known without rows to evaluate: PostgreSQL fails while planning, so does Pistou.
-    assert_eq!(
-        state(&mut db, "SELECT v + 1 FROM t WHERE false"),
-        Some(SqlState::UndefinedFunction)
-    );
-    assert_eq!(
-        state(&mut db, "SELECT id FROM t WHERE v = 1"),
-        Some(SqlState::UndefinedFunction)
-    );
+    assert_eq!(state(&mut db, "SELECT v + 1 FROM t WHERE false"), Some(SqlState::UndefinedFunction));
+    assert_eq!(state(&mut db, "SELECT id FROM t WHERE v = 1"), Some(SqlState::UndefinedFunction));
 }
 
 #[test]
@@ -148,38 +116,22 @@ fn quoted_literals_take_the_type_of_their_context() {
     assert!(matches!(r[0][6], Value::Date(_)));
     assert_eq!(r[1][0], Value::Int(2), "INSERT ... SELECT '2'");
     assert_eq!(
-        rows(
-            &mut db,
-            "SELECT id FROM t WHERE id = '1' AND d = '2020-02-03' AND c = 'a' AND s IN ('2', '5')"
-        ),
+        rows(&mut db, "SELECT id FROM t WHERE id = '1' AND d = '2020-02-03' AND c = 'a' AND s IN ('2', '5')"),
         vec![vec![Value::Int(1)]]
     );
     assert_eq!(
-        rows(
-            &mut db,
-            "SELECT s + '1', CASE id WHEN '1' THEN 'one' END FROM t WHERE id = 1"
-        ),
+        rows(&mut db, "SELECT s + '1', CASE id WHEN '1' THEN 'one' END FROM t WHERE id = 1"),
         vec![vec![Value::Int(3), Value::Text("one".into())]]
     );
-    db.execute("UPDATE t SET n = '9.999', r = '1e3' WHERE id = '2'")
-        .expect("update");
-    assert_eq!(
-        rows(&mut db, "SELECT n, r FROM t WHERE id = 2"),
-        vec![vec![num("10.00"), Value::Float(1000.0)]]
-    );
+    db.execute("UPDATE t SET n = '9.999', r = '1e3' WHERE id = '2'").expect("update");
+    assert_eq!(rows(&mut db, "SELECT n, r FROM t WHERE id = 2"), vec![vec![num("10.00"), Value::Float(1000.0)]]);
     // Bad input fails while binding, whatever the rows.
     assert_eq!(
         state(&mut db, "SELECT id FROM t WHERE id = 'abc' AND false"),
         Some(SqlState::InvalidTextRepresentation)
     );
-    assert_eq!(
-        state(&mut db, "INSERT INTO t (id, d) VALUES (3, 'not a date')").map(|s| s.code()),
-        Some("22007")
-    );
-    assert_eq!(
-        state(&mut db, "INSERT INTO t (id, d) VALUES (3, '2023-02-29')").map(|s| s.code()),
-        Some("22008")
-    );
+    assert_eq!(state(&mut db, "INSERT INTO t (id, d) VALUES (3, 'not a date')").map(|s| s.code()), Some("22007"));
+    assert_eq!(state(&mut db, "INSERT INTO t (id, d) VALUES (3, '2023-02-29')").map(|s| s.code()), Some("22008"));
     assert_eq!(
         state(&mut db, "INSERT INTO t (id) SELECT '3' UNION SELECT '4'"),
         Some(SqlState::DatatypeMismatch),
@@ -195,21 +147,12 @@ fn quoted_literals_take_the_type_of_their_context() {
 #[test]
 fn coalesce_stops_at_the_first_non_null_argument() {
     let mut db = db();
+    assert_eq!(rows(&mut db, "SELECT COALESCE(1, 1/0)"), vec![vec![Value::Int(1)]]);
     assert_eq!(
-        rows(&mut db, "SELECT COALESCE(1, 1/0)"),
-        vec![vec![Value::Int(1)]]
-    );
-    assert_eq!(
-        rows(
-            &mut db,
-            "SELECT COALESCE(s, 10 / (id - 1)) FROM t ORDER BY id"
-        ),
+        rows(&mut db, "SELECT COALESCE(s, 10 / (id - 1)) FROM t ORDER BY id"),
         vec![vec![Value::Int(2)], vec![Value::Int(10)]]
     );
-    assert_eq!(
-        state(&mut db, "SELECT COALESCE(NULL, 1/0, 1)"),
-        Some(SqlState::DivisionByZero)
-    );
+    assert_eq!(state(&mut db, "SELECT COALESCE(NULL, 1/0, 1)"), Some(SqlState::DivisionByZero));
 }
 
 #[test]
@@ -217,25 +160,12 @@ fn parameters_take_the_resolved_type() {
     use SqlType::*;
     let db = db();
     let p = db
-        .prepare(
-            "SELECT COALESCE($1, 0), CASE WHEN true THEN $2 ELSE 1.5 END, NULLIF(s, $3) FROM t",
-        )
+        .prepare("SELECT COALESCE($1, 0), CASE WHEN true THEN $2 ELSE 1.5 END, NULLIF(s, $3) FROM t")
         .expect("prepare");
-    assert_eq!(
-        p.param_types(),
-        &[Some(Int4), Some(Numeric), Some(Int2)][..]
-    );
-    assert_eq!(
-        p.column_types(),
-        Some(&[Some(Int4), Some(Numeric), Some(Int2)][..])
-    );
+    assert_eq!(p.param_types(), &[Some(Int4), Some(Numeric), Some(Int2)][..]);
+    assert_eq!(p.column_types(), Some(&[Some(Int4), Some(Numeric), Some(Int2)][..]));
     let mut db = db;
-    let out = db
-        .execute_with(
-            "SELECT CASE WHEN true THEN $1 ELSE 1.5 END",
-            &[Value::Int(2)],
-        )
-        .map(|e| e.output);
+    let out = db.execute_with("SELECT CASE WHEN true THEN $1 ELSE 1.5 END", &[Value::Int(2)]).map(|e| e.output);
     assert!(
         matches!(out, Ok(Output::Rows { ref rows, .. }) if rows == &vec![vec![num("2")]] && matches!(rows[0][0], Value::Numeric(_))),
         "{out:?}"

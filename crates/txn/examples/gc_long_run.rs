@@ -70,14 +70,22 @@ impl Cluster {
                     .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9900 + i), public_key: k.public() })
                     .collect(),
             }],
-            clients: client_keys.iter().enumerate().map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() }).collect(),
+            clients: client_keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() })
+                .collect(),
             tables: Default::default(),
             sql: Default::default(),
         });
         let copy = |k: &SecretKey| SecretKey::from_hex(&k.to_hex()).map_err(|e| e.to_string());
         let mut replicas = Vec::new();
         for (i, k) in keys.iter().enumerate() {
-            replicas.push(Replica::new(config.clone(), ReplicaId { shard: ShardId(0), index: i as u32 }, Some(copy(k)?))?);
+            replicas.push(Replica::new(
+                config.clone(),
+                ReplicaId { shard: ShardId(0), index: i as u32 },
+                Some(copy(k)?),
+            )?);
         }
         let mut clients = Vec::new();
         for (i, k) in client_keys.iter().enumerate() {
@@ -174,7 +182,10 @@ fn main() {
         o.crypto,
         o.gc
     );
-    println!("{:>9} {:>9} {:>8} {:>10} {:>8} {:>8} {:>8} {:>9} {:>8}", "txns", "commits", "records", "committed", "readers", "keys", "queue", "RSS MiB", "wall s");
+    println!(
+        "{:>9} {:>9} {:>8} {:>10} {:>8} {:>8} {:>8} {:>9} {:>8}",
+        "txns", "commits", "records", "committed", "readers", "keys", "queue", "RSS MiB", "wall s"
+    );
     let start = Instant::now();
     let every = (o.txns / 10).max(1);
     let mut commits = 0u64;

@@ -4,7 +4,9 @@
 use crate::cc::conflicts;
 use crate::rejects::RejectReason;
 use pistou_core::{ClientId, ClusterConfig, ReplicaId, ShardId, TxnId};
-use pistou_crypto::{verify, verify_batch, verify_batched_many, BatchSignature, Hash, PublicKey, SecretKey, Signature, VerifyCache};
+use pistou_crypto::{
+    verify, verify_batch, verify_batched_many, BatchSignature, Hash, PublicKey, SecretKey, Signature, VerifyCache,
+};
 use pistou_wire::{
     AbortCert, ClientSigned, CommitCert, Decision, ReplicaSigned, ShardVotes, Signable, St1Vote, St2, St2Reply,
     TxnMeta, Vote,
@@ -84,7 +86,11 @@ impl Authenticator {
     /// A request the replica never shows to anyone else (a point or range read, or the
     /// release of its read timestamps). Over a connection authenticated as its client
     /// (`session`, see `Replica::open_session`) it needs no signature of its own.
-    pub fn check_client_read<T: Signable>(&mut self, req: &ClientSigned<T>, session: Option<ClientId>) -> Result<(), AuthError> {
+    pub fn check_client_read<T: Signable>(
+        &mut self,
+        req: &ClientSigned<T>,
+        session: Option<ClientId>,
+    ) -> Result<(), AuthError> {
         if req.sig.is_none() && session == Some(req.client) && self.client_keys.contains_key(&req.client) {
             return Ok(());
         }
@@ -121,14 +127,19 @@ impl Authenticator {
     /// verify lazily in one batch and drop only the bad ones.
     pub fn check_replicas_each<T: Signable>(&mut self, replies: &[ReplicaSigned<T>]) -> Vec<Result<(), AuthError>> {
         let crypto = self.crypto();
-        let items: Vec<(ReplicaId, Hash, Option<&BatchSignature>)> =
-            replies.iter().map(|r| (r.signer, if crypto { r.body.signing_hash() } else { Hash::default() }, r.sig.as_ref())).collect();
+        let items: Vec<(ReplicaId, Hash, Option<&BatchSignature>)> = replies
+            .iter()
+            .map(|r| (r.signer, if crypto { r.body.signing_hash() } else { Hash::default() }, r.sig.as_ref()))
+            .collect();
         self.check_replica_hashes(&items)
     }
 
     /// Like [`Self::check_replicas_each`], for replies whose signing hash the caller kept
     /// (signer, signing hash, signature) instead of the replies themselves.
-    pub fn check_replica_hashes(&mut self, replies: &[(ReplicaId, Hash, Option<&BatchSignature>)]) -> Vec<Result<(), AuthError>> {
+    pub fn check_replica_hashes(
+        &mut self,
+        replies: &[(ReplicaId, Hash, Option<&BatchSignature>)],
+    ) -> Vec<Result<(), AuthError>> {
         let mut results: Vec<Result<(), AuthError>> = vec![Ok(()); replies.len()];
         let mut items: Vec<(PublicKey, Hash, &BatchSignature, usize)> = Vec::with_capacity(replies.len());
         for (i, (signer, hash, sig)) in replies.iter().enumerate() {
@@ -172,7 +183,13 @@ impl Authenticator {
     }
 
     /// n−f ST2R from distinct replicas of S_log agreeing on `decision` and on the view.
-    fn check_st2_quorum(&mut self, meta: &TxnMeta, txn: &TxnId, decision: Decision, replies: &[ReplicaSigned<St2Reply>]) -> Result<(), AuthError> {
+    fn check_st2_quorum(
+        &mut self,
+        meta: &TxnMeta,
+        txn: &TxnId,
+        decision: Decision,
+        replies: &[ReplicaSigned<St2Reply>],
+    ) -> Result<(), AuthError> {
         let q = self.config.quorums();
         let Some(log) = meta.log_shard(txn) else { return fail(RejectReason::MalformedTxn) };
         if replies.len() < q.st2_quorum() || replies.len() > q.n() {

@@ -7,12 +7,10 @@ use pistou_wire::TxnMeta;
 /// (Alg. 1 line 7), or `other` read a key older than `t`'s write of it while `t` is ordered
 /// before `other` (Alg. 1 line 9).
 pub fn conflicts(t: &TxnMeta, other: &TxnMeta) -> bool {
-    let missed_write = t.read_set.iter().any(|r| {
-        other.write_of(&r.key).is_some() && r.version < other.ts && other.ts < t.ts
-    });
-    let broke_read = t.write_set.iter().any(|w| {
-        other.read_of(&w.key).is_some_and(|r| r.version < t.ts && t.ts < other.ts)
-    });
+    let missed_write =
+        t.read_set.iter().any(|r| other.write_of(&r.key).is_some() && r.version < other.ts && other.ts < t.ts);
+    let broke_read =
+        t.write_set.iter().any(|w| other.read_of(&w.key).is_some_and(|r| r.version < t.ts && t.ts < other.ts));
     missed_write || broke_read
 }
 

@@ -9,7 +9,7 @@
 
 use crate::log::LogEntry;
 use crate::rejects::RejectReason;
-use crate::replica::{Dest, PendingReply, Peer, Replica};
+use crate::replica::{Dest, Peer, PendingReply, Replica};
 use pistou_core::{ReplicaId, TxnId};
 use pistou_wire::{ClientSigned, DecFb, Decision, ElectFb, InvokeFb, Message, ReplicaSigned, St2Reply};
 use std::collections::{BTreeMap, HashMap};
@@ -77,7 +77,12 @@ impl Replica {
         self.view_timeout_base_us.saturating_mul(1u64 << view.min(20))
     }
 
-    pub(crate) fn on_invoke_fb(&mut self, now: u64, from: Peer, req: ClientSigned<InvokeFb>) -> Result<(), RejectReason> {
+    pub(crate) fn on_invoke_fb(
+        &mut self,
+        now: u64,
+        from: Peer,
+        req: ClientSigned<InvokeFb>,
+    ) -> Result<(), RejectReason> {
         self.auth.check_client(&req).map_err(|e| e.0)?;
         let InvokeFb { meta, views, proposal } = req.body;
         meta.validate(self.auth.config()).map_err(|_| RejectReason::MalformedTxn)?;
@@ -140,7 +145,8 @@ impl Replica {
             if let Some(d) = decision {
                 rec.elected_in = Some(view);
                 let leader = ReplicaId { shard: self.id.shard, index: fallback_leader(&id, view, n) };
-                self.pending.push((Dest::Replica(leader), PendingReply::ElectFb(ElectFb { txn: id, decision: d, view })));
+                self.pending
+                    .push((Dest::Replica(leader), PendingReply::ElectFb(ElectFb { txn: id, decision: d, view })));
             }
         }
         Ok(())
@@ -287,10 +293,16 @@ mod tests {
 
     #[test]
     fn majority_of_4f_plus_1() {
-        let e = |d| ReplicaSigned { signer: ReplicaId { shard: pistou_core::ShardId(0), index: 0 }, body: ElectFb { txn: TxnId([0; 32]), decision: d, view: 1 }, sig: None };
-        let v = vec![e(Decision::Commit), e(Decision::Commit), e(Decision::Commit), e(Decision::Abort), e(Decision::Abort)];
+        let e = |d| ReplicaSigned {
+            signer: ReplicaId { shard: pistou_core::ShardId(0), index: 0 },
+            body: ElectFb { txn: TxnId([0; 32]), decision: d, view: 1 },
+            sig: None,
+        };
+        let v =
+            vec![e(Decision::Commit), e(Decision::Commit), e(Decision::Commit), e(Decision::Abort), e(Decision::Abort)];
         assert_eq!(majority(&v), Decision::Commit);
-        let v = vec![e(Decision::Commit), e(Decision::Commit), e(Decision::Abort), e(Decision::Abort), e(Decision::Abort)];
+        let v =
+            vec![e(Decision::Commit), e(Decision::Commit), e(Decision::Abort), e(Decision::Abort), e(Decision::Abort)];
         assert_eq!(majority(&v), Decision::Abort);
     }
 }

@@ -64,7 +64,8 @@ impl Replica {
                 break;
             }
             self.inquiries.due.pop_first();
-            let undecided = self.txns.get(&txn).is_some_and(|r| matches!(r.status, Status::Prepared | Status::Unprepared));
+            let undecided =
+                self.txns.get(&txn).is_some_and(|r| matches!(r.status, Status::Prepared | Status::Unprepared));
             let attempt = self.inquiries.sent.get(&txn).copied().unwrap_or(MAX_INQUIRIES);
             if !undecided || attempt >= MAX_INQUIRIES {
                 self.inquiries.sent.remove(&txn);
@@ -73,7 +74,8 @@ impl Replica {
             // First f+1 peers (one of them correct, but maybe without the decision), then all.
             let peers = if attempt == 0 { f + 1 } else { n as usize - 1 };
             let targets = (1..n).map(|k| (me.index + k) % n).take(peers);
-            self.replica_outputs.extend(targets.map(|index| (ReplicaId { shard: me.shard, index }, Message::Sync { txn })));
+            self.replica_outputs
+                .extend(targets.map(|index| (ReplicaId { shard: me.shard, index }, Message::Sync { txn })));
             self.inquiries.sent.insert(txn, attempt + 1);
             self.inquiries.due.insert((now.saturating_add(INQUIRY_AFTER_US << attempt.min(5)), txn));
             self.stats.inquiries += 1;

@@ -25,12 +25,14 @@ mod rejects;
 mod replica;
 mod tally;
 
-pub use auth::{sign_client, Authenticator, AuthError};
+pub use auth::{sign_client, AuthError, Authenticator};
 pub use cc::conflicts;
-pub use coordinator::{Coordinator, CoordinatorEvent, CoordinatorTimeouts, GetStart, RangeStats, SqlOutput, TxnHandle, TxnError};
-pub use pesto::CatalogWrite;
-pub use log::{DiscardLog, LogEntry, MemoryLog, ReplicaLog};
-pub use rejects::{RejectReason, Rejections};
+pub use coordinator::{
+    Coordinator, CoordinatorEvent, CoordinatorTimeouts, GetStart, RangeStats, SqlOutput, TxnError, TxnHandle,
+};
 pub use gc::Footprint;
+pub use log::{DiscardLog, LogEntry, MemoryLog, ReplicaLog};
+pub use pesto::CatalogWrite;
+pub use rejects::{RejectReason, Rejections};
 pub use replica::{Replica, ReplicaStats, DEFAULT_VIEW_TIMEOUT_US};
 pub use tally::{ShardOutcome, ShardTally};

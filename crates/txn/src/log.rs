@@ -12,13 +12,31 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum LogEntry {
     /// The ST1 vote, cast once (with the metadata it was cast on).
-    Voted { meta: Arc<TxnMeta>, vote: Vote },
+    Voted {
+        meta: Arc<TxnMeta>,
+        vote: Vote,
+    },
     /// A decision logged from ST2 (view 0) or adopted from a fallback leader (view > 0).
-    Decision { txn: TxnId, meta: Arc<TxnMeta>, decision: Decision, view: u64 },
+    Decision {
+        txn: TxnId,
+        meta: Arc<TxnMeta>,
+        decision: Decision,
+        view: u64,
+    },
     /// A new current view in the fallback (of a transaction an earlier entry made known).
-    View { txn: TxnId, view: u64 },
-    Committed { meta: Arc<TxnMeta>, cert: Arc<CommitCert> },
-    Aborted { txn: TxnId, meta: Arc<TxnMeta>, cert: Arc<AbortCert> },
+    View {
+        txn: TxnId,
+        view: u64,
+    },
+    Committed {
+        meta: Arc<TxnMeta>,
+        cert: Arc<CommitCert>,
+    },
+    Aborted {
+        txn: TxnId,
+        meta: Arc<TxnMeta>,
+        cert: Arc<AbortCert>,
+    },
 }
 
 impl LogEntry {

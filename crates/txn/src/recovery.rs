@@ -104,7 +104,9 @@ impl Replica {
                 }
             }
             Ok(None) => {}
-            Err(e) => tracing::error!(txn = ?id, "a transaction voted to commit before a restart does not decode again: {e}"),
+            Err(e) => {
+                tracing::error!(txn = ?id, "a transaction voted to commit before a restart does not decode again: {e}")
+            }
         }
         self.add_prepared(&id, meta);
     }

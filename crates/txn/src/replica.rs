@@ -14,9 +14,9 @@ use pistou_core::sql_keys::catalog_key;
 use pistou_core::{ClusterConfig, Key, ReplicaId, Timestamp, TxnId};
 use pistou_crypto::{BatchSigner, Hash, SecretKey};
 use pistou_wire::{
-    AbortCert, AbortReads, ElectFb, ClientSigned, CommitCert, CommittedRead, ConflictProof, Decision, DecisionCert, Message,
-    Prepare, PreparedRead, RangeRead, RangeReply, ReadReply, ReadRequest, ReplicaSigned, Signable, St1Vote, St2, St2Reply, TxnMeta, Vote,
-    Writeback,
+    AbortCert, AbortReads, ClientSigned, CommitCert, CommittedRead, ConflictProof, Decision, DecisionCert, ElectFb,
+    Message, Prepare, PreparedRead, RangeRead, RangeReply, ReadReply, ReadRequest, ReplicaSigned, Signable, St1Vote,
+    St2, St2Reply, TxnMeta, Vote, Writeback,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -536,12 +536,12 @@ impl Replica {
             Some(CommittedRead { writer: (*rec.meta).clone(), cert: (**cert).clone() })
         });
         // Only a prepared version fresher than the committed one is worth reporting.
-        let prepared = latest_prepared
-            .filter(|(pv, _)| latest_committed.is_none_or(|(cv, _)| pv > &cv))
-            .and_then(|(version, txn)| {
+        let prepared = latest_prepared.filter(|(pv, _)| latest_committed.is_none_or(|(cv, _)| pv > &cv)).and_then(
+            |(version, txn)| {
                 let value = self.txns.get(&txn)?.meta.write_of(&key)?.value.clone();
                 Some(PreparedRead { version, txn, value })
-            });
+            },
+        );
         let reply = ReadReply { key, ts, prepared };
         self.pending.push((Dest::Client(from), PendingReply::Read { reply, committed }));
         Ok(())
@@ -641,7 +641,9 @@ impl Replica {
                     .filter(|d| self.config().shard_of(&d.key) == self.id.shard)
                     .map(|d| d.txn)
                     .chain(dynamic_deps)
-                    .filter(|d| matches!(self.txns.get(d).map(|r| &r.status), Some(Status::Prepared | Status::Unprepared)))
+                    .filter(|d| {
+                        matches!(self.txns.get(d).map(|r| &r.status), Some(Status::Prepared | Status::Unprepared))
+                    })
                     .collect();
                 pending.sort();
                 pending.dedup();
@@ -800,7 +802,9 @@ impl Replica {
     fn conflict_with(&self, txn: &TxnId) -> AbortCause {
         let Some(rec) = self.txns.get(txn) else { return AbortCause::Plain };
         match &rec.status {
-            Status::Committed(cert) => AbortCause::Committed(Box::new(ConflictProof { meta: (*rec.meta).clone(), cert: (**cert).clone() })),
+            Status::Committed(cert) => {
+                AbortCause::Committed(Box::new(ConflictProof { meta: (*rec.meta).clone(), cert: (**cert).clone() }))
+            }
             Status::Prepared => AbortCause::Prepared(*txn),
             Status::Unprepared | Status::Aborted(_) => AbortCause::Plain,
         }
@@ -1023,7 +1027,8 @@ impl Replica {
                     }
                     Ok(None) => continue,
                     Err(SqlTxnError::UnknownCatalog) => {
-                        let version = meta.read_of(&catalog_key(self.id.shard)).map_or(Timestamp::GENESIS, |r| r.version);
+                        let version =
+                            meta.read_of(&catalog_key(self.id.shard)).map_or(Timestamp::GENESIS, |r| r.version);
                         self.awaiting_catalog.push(version, id, meta);
                         continue;
                     }

@@ -119,7 +119,11 @@ mod tests {
     use pistou_core::{ReplicaId, TxnId};
 
     fn vote(i: u32, v: Vote) -> ReplicaSigned<St1Vote> {
-        ReplicaSigned { signer: ReplicaId { shard: ShardId(0), index: i }, body: St1Vote { txn: TxnId([1; 32]), vote: v }, sig: None }
+        ReplicaSigned {
+            signer: ReplicaId { shard: ShardId(0), index: i },
+            body: St1Vote { txn: TxnId([1; 32]), vote: v },
+            sig: None,
+        }
     }
 
     fn tally(votes: &[Vote]) -> ShardTally {

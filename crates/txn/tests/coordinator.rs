@@ -1,6 +1,8 @@
 //! Client-side rules of Basil §3–4, driving a real `Coordinator` with crafted replica replies.
 
-use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp, TxnId};
+use pistou_core::{
+    ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp, TxnId,
+};
 use pistou_crypto::{BatchSigner, SecretKey};
 use pistou_txn::{Coordinator, CoordinatorEvent, GetStart, RejectReason, TxnHandle};
 use pistou_wire::{
@@ -26,7 +28,11 @@ fn fx() -> Fx {
         crypto: true,
         reply_batch: 4,
         shards: vec![ShardConfig {
-            replicas: keys.iter().enumerate().map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9100 + i), public_key: k.public() }).collect(),
+            replicas: keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9100 + i), public_key: k.public() })
+                .collect(),
         }],
         clients: vec![ClientConfig { id: 1, public_key: client.public() }],
         tables: Default::default(),
@@ -59,7 +65,8 @@ fn writer(t: u64, key: &str, value: &[u8]) -> TxnMeta {
 
 impl Fx {
     fn cert(&self, m: &TxnMeta) -> CommitCert {
-        let votes = (0..6).map(|i| signed(&self.keys[i], i as u32, St1Vote { txn: m.id(), vote: Vote::Commit })).collect();
+        let votes =
+            (0..6).map(|i| signed(&self.keys[i], i as u32, St1Vote { txn: m.id(), vote: Vote::Commit })).collect();
         CommitCert::Fast(vec![ShardVotes { shard: ShardId(0), votes }])
     }
 
@@ -71,7 +78,14 @@ impl Fx {
         (h, self.coord.timestamp_of(h).unwrap())
     }
 
-    fn reply(&mut self, i: u32, key: &str, ts: Timestamp, prepared: Option<PreparedRead>, committed: Option<CommittedRead>) {
+    fn reply(
+        &mut self,
+        i: u32,
+        key: &str,
+        ts: Timestamp,
+        prepared: Option<PreparedRead>,
+        committed: Option<CommittedRead>,
+    ) {
         let body = ReadReply { key: key.as_bytes().to_vec(), ts, prepared };
         let reply = signed(&self.keys[i as usize], i, body);
         self.coord.handle(NOW, rid(i), Message::ReadReply { reply, committed });
@@ -87,7 +101,11 @@ impl Fx {
 }
 
 fn prepared(t: u64, txn: u8, value: &[u8]) -> Option<PreparedRead> {
-    Some(PreparedRead { version: Timestamp { time: t, client: ClientId(9), seq: 1 }, txn: TxnId([txn; 32]), value: Some(value.to_vec()) })
+    Some(PreparedRead {
+        version: Timestamp { time: t, client: ClientId(9), seq: 1 },
+        txn: TxnId([txn; 32]),
+        value: Some(value.to_vec()),
+    })
 }
 
 #[test]
@@ -193,7 +211,10 @@ fn unanimous_votes_commit_on_the_fast_path_and_write_back() {
     for i in 0..6 {
         vote(&mut fx, &meta, i, Vote::Commit);
     }
-    assert!(matches!(fx.coord.poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Commit, fast: true, .. })));
+    assert!(matches!(
+        fx.coord.poll_event(),
+        Some(CoordinatorEvent::Decided { decision: Decision::Commit, fast: true, .. })
+    ));
     let out = fx.coord.take_outputs();
     assert_eq!(out.iter().filter(|(_, m)| matches!(m, Message::Writeback(w) if matches!(w.cert, DecisionCert::Commit(CommitCert::Fast(_))))).count(), 6);
 }
@@ -211,13 +232,24 @@ fn commit_quorum_with_an_abort_goes_through_st2() {
     assert_eq!(st2.len(), 6, "ST2 to every replica of S_log");
     assert!(st2.iter().all(|(_, m)| matches!(m, Message::Decide(d) if d.body.decision == Decision::Commit && d.body.tallies[0].votes.len() == 4)));
     for i in 0..4 {
-        let r = signed(&fx.keys[i as usize], i, St2Reply { txn: meta.id(), decision: Decision::Commit, view_decision: 0, view_current: 0 });
+        let r = signed(
+            &fx.keys[i as usize],
+            i,
+            St2Reply { txn: meta.id(), decision: Decision::Commit, view_decision: 0, view_current: 0 },
+        );
         fx.coord.handle(NOW, rid(i), Message::DecideReply(r));
     }
     assert!(fx.coord.poll_event().is_none(), "n-f = 5 matching ST2R are needed");
-    let r = signed(&fx.keys[5], 5, St2Reply { txn: meta.id(), decision: Decision::Commit, view_decision: 0, view_current: 0 });
+    let r = signed(
+        &fx.keys[5],
+        5,
+        St2Reply { txn: meta.id(), decision: Decision::Commit, view_decision: 0, view_current: 0 },
+    );
     fx.coord.handle(NOW, rid(5), Message::DecideReply(r));
-    assert!(matches!(fx.coord.poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Commit, fast: false, .. })));
+    assert!(matches!(
+        fx.coord.poll_event(),
+        Some(CoordinatorEvent::Decided { decision: Decision::Commit, fast: false, .. })
+    ));
 }
 
 #[test]
@@ -240,7 +272,10 @@ fn abort_fast_path_with_3f_plus_1_aborts() {
     for i in 0..4 {
         vote(&mut fx, &meta, i, Vote::Abort);
     }
-    assert!(matches!(fx.coord.poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Abort, fast: true, .. })));
+    assert!(matches!(
+        fx.coord.poll_event(),
+        Some(CoordinatorEvent::Decided { decision: Decision::Abort, fast: true, .. })
+    ));
 }
 
 /// Our transaction (begun at `now`) aborted by four abort votes; replicas in `named` name
@@ -259,8 +294,12 @@ fn aborted_blaming(fx: &mut Fx, now: u64, blocker: TxnId, named: &[u32], via: im
         fx.coord.handle(now, rid(via(i)), Message::PrepareReply { vote, conflict: None, blocker });
     }
     assert!(matches!(fx.coord.poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Abort, .. })));
-    let mut asked: Vec<TxnId> =
-        fx.coord.take_outputs().into_iter().filter_map(|(_, m)| if let Message::FetchTxn { txn } = m { Some(txn) } else { None }).collect();
+    let mut asked: Vec<TxnId> = fx
+        .coord
+        .take_outputs()
+        .into_iter()
+        .filter_map(|(_, m)| if let Message::FetchTxn { txn } = m { Some(txn) } else { None })
+        .collect();
     asked.dedup();
     asked
 }
@@ -296,8 +335,12 @@ fn a_transaction_f_plus_1_replicas_wait_for_is_finished_once_ours_stalls() {
     }
     fx.coord.handle(NOW, rid(2), Message::Waiting { txn: meta.id(), on: vec![v] });
     let fetched = |fx: &mut Fx| -> Vec<TxnId> {
-        let mut t: Vec<TxnId> =
-            fx.coord.take_outputs().into_iter().filter_map(|(_, m)| if let Message::FetchTxn { txn } = m { Some(txn) } else { None }).collect();
+        let mut t: Vec<TxnId> = fx
+            .coord
+            .take_outputs()
+            .into_iter()
+            .filter_map(|(_, m)| if let Message::FetchTxn { txn } = m { Some(txn) } else { None })
+            .collect();
         t.dedup();
         t
     };
@@ -309,7 +352,13 @@ fn a_transaction_f_plus_1_replicas_wait_for_is_finished_once_ours_stalls() {
     assert!(fetched(&mut fx).is_empty(), "fetched once (the fetch retries on its own)");
     // A replica that keeps naming new transactions is heard for its first 64 only: of two
     // that a second replica also names, the one past those 64 has a single voucher.
-    let flood: Vec<TxnId> = (0..200u32).map(|i| { let mut b = [9u8; 32]; b[..4].copy_from_slice(&i.to_be_bytes()); TxnId(b) }).collect();
+    let flood: Vec<TxnId> = (0..200u32)
+        .map(|i| {
+            let mut b = [9u8; 32];
+            b[..4].copy_from_slice(&i.to_be_bytes());
+            TxnId(b)
+        })
+        .collect();
     for chunk in flood.chunks(50) {
         fx.coord.handle(NOW, rid(3), Message::Waiting { txn: meta.id(), on: chunk.to_vec() });
     }
@@ -347,5 +396,8 @@ fn votes_are_verified_before_any_decision_and_bad_ones_dropped() {
     assert_eq!(fx.coord.rejections().count(RejectReason::BadSignature), 1);
     // Replica 5's real vote then completes the fast path.
     vote(&mut fx, &meta, 5, Vote::Commit);
-    assert!(matches!(fx.coord.poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Commit, fast: true, .. })));
+    assert!(matches!(
+        fx.coord.poll_event(),
+        Some(CoordinatorEvent::Decided { decision: Decision::Commit, fast: true, .. })
+    ));
 }

@@ -6,7 +6,7 @@ use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaI
 use pistou_crypto::{BatchSigner, SecretKey};
 use pistou_txn::{sign_client, LogEntry, MemoryLog, Replica};
 use pistou_wire::{
-    Decision, DecFb, InvokeFb, Message, ReplicaSigned, ShardVotes, Signable, St1Vote, St2, St2Reply, TxnMeta, Vote,
+    DecFb, Decision, InvokeFb, Message, ReplicaSigned, ShardVotes, Signable, St1Vote, St2, St2Reply, TxnMeta, Vote,
     WriteEntry,
 };
 use std::sync::Arc;
@@ -29,7 +29,11 @@ fn net() -> Net {
         crypto: true,
         reply_batch: 8,
         shards: vec![ShardConfig {
-            replicas: keys.iter().enumerate().map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9300 + i), public_key: k.public() }).collect(),
+            replicas: keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9300 + i), public_key: k.public() })
+                .collect(),
         }],
         clients: vec![ClientConfig { id: 1, public_key: client.public() }],
         tables: Default::default(),
@@ -106,7 +110,11 @@ fn divergent_decisions_are_reconciled_by_the_fallback_leader() {
     assert_eq!(views.iter().filter(|r| r.body.decision == Decision::Commit).count(), 3, "divergent: no n-f match");
 
     // A correct client invokes the fallback with the six signed current views (all view 0).
-    let invoke = sign_client(ClientId(1), Some(&net.client), InvokeFb { meta: meta.clone(), views, proposal: Some(commit.clone()) });
+    let invoke = sign_client(
+        ClientId(1),
+        Some(&net.client),
+        InvokeFb { meta: meta.clone(), views, proposal: Some(commit.clone()) },
+    );
     for r in net.replicas.iter_mut() {
         r.handle(NOW, 2, Message::InvokeFb(invoke.clone()));
     }
@@ -121,7 +129,9 @@ fn divergent_decisions_are_reconciled_by_the_fallback_leader() {
     // The view and the adopted decision went to the replica's log before it answered.
     let entries = log.entries();
     assert!(entries.contains(&LogEntry::View { txn: meta.id(), view: 1 }));
-    assert!(entries.iter().any(|e| matches!(e, LogEntry::Decision { txn, decision: d, view: 1, .. } if *txn == meta.id() && *d == decision)));
+    assert!(entries.iter().any(
+        |e| matches!(e, LogEntry::Decision { txn, decision: d, view: 1, .. } if *txn == meta.id() && *d == decision)
+    ));
 }
 
 #[test]
@@ -142,6 +152,10 @@ fn forged_decfb_is_rejected() {
     net.replicas[0].handle_replica(NOW, rid(1), Message::DecFb(short));
     // Proofs of another view.
     let mixed: Vec<_> = (0..5).map(|i| elect(i, Decision::Commit, if i == 0 { 2 } else { 1 })).collect();
-    net.replicas[0].handle_replica(NOW, rid(1), Message::DecFb(DecFb { txn, decision: Decision::Commit, view: 1, proofs: mixed }));
+    net.replicas[0].handle_replica(
+        NOW,
+        rid(1),
+        Message::DecFb(DecFb { txn, decision: Decision::Commit, view: 1, proofs: mixed }),
+    );
     assert_eq!(net.replicas[0].rejections().count(pistou_txn::RejectReason::BadCertificate), 3);
 }

@@ -4,7 +4,9 @@
 
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp};
 use pistou_crypto::{BatchSigner, SecretKey};
-use pistou_txn::{sign_client, Authenticator, Coordinator, CoordinatorEvent, Footprint, GetStart, RejectReason, Replica};
+use pistou_txn::{
+    sign_client, Authenticator, Coordinator, CoordinatorEvent, Footprint, GetStart, RejectReason, Replica,
+};
 use pistou_wire::{
     CommitCert, Decision, DecisionCert, Dep, InvokeFb, Message, Prepare, ReadEntry, ReadRequest, ReplicaSigned,
     ShardVotes, Signable, St1Vote, St2, TxnMeta, Vote, WriteEntry, Writeback,
@@ -30,7 +32,11 @@ fn config(crypto: bool, max_txn_age_us: u64, replica_keys: &[SecretKey], clients
                 .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9600 + i), public_key: k.public() })
                 .collect(),
         }],
-        clients: clients.iter().enumerate().map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() }).collect(),
+        clients: clients
+            .iter()
+            .enumerate()
+            .map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() })
+            .collect(),
         tables: Default::default(),
         sql: Default::default(),
     })
@@ -67,7 +73,10 @@ fn ts(t: u64) -> Timestamp {
 
 fn meta(t: u64, reads: &[(&str, Timestamp)], writes: &[&str], deps: Vec<Dep>) -> TxnMeta {
     let read_set = reads.iter().map(|(k, v)| ReadEntry { key: k.as_bytes().to_vec(), version: *v }).collect();
-    let write_set = writes.iter().map(|k| WriteEntry { key: k.as_bytes().to_vec(), value: Some(format!("{k}@{t}").into_bytes()) }).collect();
+    let write_set = writes
+        .iter()
+        .map(|k| WriteEntry { key: k.as_bytes().to_vec(), value: Some(format!("{k}@{t}").into_bytes()) })
+        .collect();
     TxnMeta { ts: ts(t), read_set, write_set, deps, predicates: Vec::new(), late: false, shards: vec![ShardId(0)] }
 }
 
@@ -114,7 +123,8 @@ impl Fixture {
     }
 
     fn read(&mut self, key: &str, at: Timestamp) -> Vec<Message> {
-        let req = sign_client(ClientId(1), Some(&self.client_key), ReadRequest { key: key.as_bytes().to_vec(), ts: at });
+        let req =
+            sign_client(ClientId(1), Some(&self.client_key), ReadRequest { key: key.as_bytes().to_vec(), ts: at });
         self.send(Message::Read(req))
     }
 
@@ -153,7 +163,9 @@ fn committed_versions_collapse_to_the_newest_and_its_writer_keeps_its_certificat
     // A read at the current time returns w2's version of x, with a certificate that checks.
     let at = Timestamp { time: fx.now, client: ClientId(1), seq: 0 };
     let out = fx.read("x", at);
-    let Some(Message::ReadReply { committed: Some(read), .. }) = out.first() else { panic!("no committed read: {out:?}") };
+    let Some(Message::ReadReply { committed: Some(read), .. }) = out.first() else {
+        panic!("no committed read: {out:?}")
+    };
     assert_eq!(read.writer, w2);
     Authenticator::new(fx.config.clone()).check_commit_cert(&read.writer, &read.cert).expect("valid C-CERT");
     assert_eq!(fx.replica.committed_value(b"y"), Some(b"y@3".to_vec()));
@@ -191,7 +203,8 @@ fn late_duplicates_of_a_collected_transaction_are_refused_and_resurrect_nothing(
     // contradict the commit vote this replica once cast.
     assert!(fx.prepare(&w1).is_empty());
     // ST2 and InvokeFB: nothing logged.
-    let st2 = St2 { meta: w1.clone(), decision: Decision::Abort, tallies: vec![fx.votes(&w1, Vote::Abort, 2)], view: 0 };
+    let st2 =
+        St2 { meta: w1.clone(), decision: Decision::Abort, tallies: vec![fx.votes(&w1, Vote::Abort, 2)], view: 0 };
     assert!(fx.send(Message::Decide(sign_client(ClientId(1), Some(&fx.client_key), st2.clone()))).is_empty());
     let invoke = InvokeFb { meta: w1.clone(), views: vec![], proposal: Some(st2) };
     assert!(fx.send(Message::InvokeFb(sign_client(ClientId(1), Some(&fx.client_key), invoke))).is_empty());
@@ -250,7 +263,9 @@ fn prepared_transactions_stay_until_decided_and_their_dependents_still_finish() 
     // d's commit certificate arrives late: applied, and t gets its vote.
     let out = fx.writeback(&d, Decision::Commit);
     assert!(out.iter().any(|m| matches!(m, Message::WritebackAck { .. })), "{out:?}");
-    assert!(out.iter().any(|m| matches!(m, Message::PrepareReply { vote, .. } if vote.body.txn == t.id() && vote.body.vote == Vote::Commit)));
+    assert!(out.iter().any(
+        |m| matches!(m, Message::PrepareReply { vote, .. } if vote.body.txn == t.id() && vote.body.vote == Vote::Commit)
+    ));
     assert_eq!(fx.replica.decision_of(&d.id()), Some(Decision::Commit));
     fx.replica.tick(fx.now + 1);
     assert_eq!(fx.replica.footprint().undecided_below_watermark, 0);
@@ -454,7 +469,9 @@ fn a_sql_statement_of_a_transaction_past_the_watermark_is_snapshot_too_old() {
     c.now += 60_000;
     c.clients[0].sql(c.now, h, "SELECT a FROM t", vec![]).expect("statement accepted");
     match c.clients[0].poll_event() {
-        Some(CoordinatorEvent::SqlDone { result: Err(e), .. }) => assert_eq!(e.state, pistou_sql::SqlState::SnapshotTooOld, "{e:?}"),
+        Some(CoordinatorEvent::SqlDone { result: Err(e), .. }) => {
+            assert_eq!(e.state, pistou_sql::SqlState::SnapshotTooOld, "{e:?}")
+        }
         other => panic!("expected an error at once, got {other:?}"),
     }
 }
@@ -464,7 +481,8 @@ fn a_logged_decision_stays_and_a_late_commit_lands_below_the_newer_version() {
     let mut fx = fixture();
     // T was decided elsewhere; this replica only logged its ST2 (no ST1 seen).
     let t = meta(1, &[], &["x"], vec![]);
-    let st2 = St2 { meta: t.clone(), decision: Decision::Commit, tallies: vec![fx.votes(&t, Vote::Commit, 4)], view: 0 };
+    let st2 =
+        St2 { meta: t.clone(), decision: Decision::Commit, tallies: vec![fx.votes(&t, Vote::Commit, 4)], view: 0 };
     let out = fx.send(Message::Decide(sign_client(ClientId(1), Some(&fx.client_key), st2)));
     assert!(matches!(out.as_slice(), [Message::DecideReply(_)]), "{out:?}");
     // A newer deletion of x commits.

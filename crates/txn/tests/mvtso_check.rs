@@ -1,7 +1,9 @@
 //! Unit tests for every line of MVTSO-Check (Basil Alg. 1) and for the replica's handling of
 //! reads, ST2 and writebacks, driving one real `Replica` with crafted messages.
 
-use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp, TxnId};
+use pistou_core::{
+    ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp, TxnId,
+};
 use pistou_crypto::SecretKey;
 use pistou_txn::{sign_client, RejectReason, Replica};
 use pistou_wire::{
@@ -58,11 +60,18 @@ fn ts(t: u64) -> Timestamp {
 }
 
 fn meta(t: u64, reads: &[(&str, u64)], writes: &[&str], deps: Vec<Dep>) -> TxnMeta {
-    let mut read_set: Vec<ReadEntry> =
-        reads.iter().map(|(k, v)| ReadEntry { key: k.as_bytes().to_vec(), version: if *v == 0 { Timestamp::GENESIS } else { ts(*v) } }).collect();
+    let mut read_set: Vec<ReadEntry> = reads
+        .iter()
+        .map(|(k, v)| ReadEntry {
+            key: k.as_bytes().to_vec(),
+            version: if *v == 0 { Timestamp::GENESIS } else { ts(*v) },
+        })
+        .collect();
     read_set.sort_by(|a, b| a.key.cmp(&b.key));
-    let mut write_set: Vec<WriteEntry> =
-        writes.iter().map(|k| WriteEntry { key: k.as_bytes().to_vec(), value: Some(format!("{k}@{t}").into_bytes()) }).collect();
+    let mut write_set: Vec<WriteEntry> = writes
+        .iter()
+        .map(|k| WriteEntry { key: k.as_bytes().to_vec(), value: Some(format!("{k}@{t}").into_bytes()) })
+        .collect();
     write_set.sort_by(|a, b| a.key.cmp(&b.key));
     TxnMeta { ts: ts(t), read_set, write_set, deps, predicates: Vec::new(), late: false, shards: vec![ShardId(0)] }
 }
@@ -92,7 +101,8 @@ impl Fixture {
     }
 
     fn read(&mut self, key: &str, at: Timestamp) -> Vec<Message> {
-        let req = sign_client(ClientId(1), Some(&self.client_key), ReadRequest { key: key.as_bytes().to_vec(), ts: at });
+        let req =
+            sign_client(ClientId(1), Some(&self.client_key), ReadRequest { key: key.as_bytes().to_vec(), ts: at });
         self.send(Message::Read(req))
     }
 
@@ -106,7 +116,11 @@ impl Fixture {
             .map(|(i, k)| {
                 let body = St1Vote { txn: id, vote: Vote::Commit };
                 let signer = pistou_crypto::BatchSigner::new(k.clone_for_tests(), 1);
-                ReplicaSigned { signer: ReplicaId { shard: ShardId(0), index: i as u32 }, sig: Some(signer.sign_one(&body.signing_hash())), body }
+                ReplicaSigned {
+                    signer: ReplicaId { shard: ShardId(0), index: i as u32 },
+                    sig: Some(signer.sign_one(&body.signing_hash())),
+                    body,
+                }
             })
             .collect();
         CommitCert::Fast(vec![ShardVotes { shard: ShardId(0), votes }])
@@ -245,7 +259,9 @@ fn lines15_to_19_dependency_commit_or_abort_decides_the_vote() {
     // Dependency commits: the waiting transaction votes commit.
     let cert = fx.commit_cert(&w);
     let out = fx.send(Message::Writeback(Writeback { meta: w.clone(), cert: DecisionCert::Commit(cert) }));
-    assert!(out.iter().any(|m| matches!(m, Message::PrepareReply { vote, .. } if vote.body.txn == t.id() && vote.body.vote == Vote::Commit)));
+    assert!(out.iter().any(
+        |m| matches!(m, Message::PrepareReply { vote, .. } if vote.body.txn == t.id() && vote.body.vote == Vote::Commit)
+    ));
 }
 
 #[test]
@@ -258,7 +274,11 @@ fn lines16_to_18_aborted_dependency_aborts_and_unprepares() {
     assert_eq!(fx.prepare(&t), None);
     // Abort w with an A-CERT made of 4 abort votes (no crypto in this fixture).
     let votes = (0..4)
-        .map(|i| ReplicaSigned { signer: ReplicaId { shard: ShardId(0), index: i }, body: St1Vote { txn: w.id(), vote: Vote::Abort }, sig: None })
+        .map(|i| ReplicaSigned {
+            signer: ReplicaId { shard: ShardId(0), index: i },
+            body: St1Vote { txn: w.id(), vote: Vote::Abort },
+            sig: None,
+        })
         .collect();
     let cert = DecisionCert::Abort(pistou_wire::AbortCert::Fast(ShardVotes { shard: ShardId(0), votes }));
     let out = fx.send(Message::Writeback(Writeback { meta: w, cert }));
@@ -306,7 +326,8 @@ fn bad_signatures_and_forged_certificates_are_rejected_and_counted() {
     let mut cert = fx.commit_cert(&m);
     if let CommitCert::Fast(t) = &mut cert {
         let body = t[0].votes[5].body.clone();
-        t[0].votes[5].sig = Some(pistou_crypto::BatchSigner::new(SecretKey::from_seed([42; 32]), 1).sign_one(&body.signing_hash()));
+        t[0].votes[5].sig =
+            Some(pistou_crypto::BatchSigner::new(SecretKey::from_seed([42; 32]), 1).sign_one(&body.signing_hash()));
     }
     assert!(fx.send(Message::Writeback(Writeback { meta: m.clone(), cert: DecisionCert::Commit(cert) })).is_empty());
     // A C-CERT with only 5 votes (fast path needs 6).
@@ -335,16 +356,35 @@ fn future_reads_are_refused() {
 fn st2_is_logged_only_when_justified_and_first_decision_stands() {
     let mut fx = fixture(false);
     let m = meta(5, &[], &["x"], vec![]);
-    let vote = |i: u32, v: Vote| ReplicaSigned { signer: ReplicaId { shard: ShardId(0), index: i }, body: St1Vote { txn: m.id(), vote: v }, sig: None };
+    let vote = |i: u32, v: Vote| ReplicaSigned {
+        signer: ReplicaId { shard: ShardId(0), index: i },
+        body: St1Vote { txn: m.id(), vote: v },
+        sig: None,
+    };
     // 3 commit votes are not a CommitQuorum (3f+1 = 4).
-    let weak = St2 { meta: m.clone(), decision: Decision::Commit, tallies: vec![ShardVotes { shard: ShardId(0), votes: (0..3).map(|i| vote(i, Vote::Commit)).collect() }], view: 0 };
+    let weak = St2 {
+        meta: m.clone(),
+        decision: Decision::Commit,
+        tallies: vec![ShardVotes { shard: ShardId(0), votes: (0..3).map(|i| vote(i, Vote::Commit)).collect() }],
+        view: 0,
+    };
     assert!(fx.send(Message::Decide(sign_client(ClientId(1), None, weak))).is_empty());
     assert_eq!(fx.replica.rejections().count(RejectReason::BadTally), 1);
-    let commit = St2 { meta: m.clone(), decision: Decision::Commit, tallies: vec![ShardVotes { shard: ShardId(0), votes: (0..4).map(|i| vote(i, Vote::Commit)).collect() }], view: 0 };
+    let commit = St2 {
+        meta: m.clone(),
+        decision: Decision::Commit,
+        tallies: vec![ShardVotes { shard: ShardId(0), votes: (0..4).map(|i| vote(i, Vote::Commit)).collect() }],
+        view: 0,
+    };
     let out = fx.send(Message::Decide(sign_client(ClientId(1), None, commit)));
     assert!(matches!(out.as_slice(), [Message::DecideReply(r)] if r.body.decision == Decision::Commit));
     // An equivocating abort ST2 (justified by f+1 aborts) gets the logged commit back.
-    let abort = St2 { meta: m.clone(), decision: Decision::Abort, tallies: vec![ShardVotes { shard: ShardId(0), votes: (4..6).map(|i| vote(i, Vote::Abort)).collect() }], view: 0 };
+    let abort = St2 {
+        meta: m.clone(),
+        decision: Decision::Abort,
+        tallies: vec![ShardVotes { shard: ShardId(0), votes: (4..6).map(|i| vote(i, Vote::Abort)).collect() }],
+        view: 0,
+    };
     let out = fx.send(Message::Decide(sign_client(ClientId(1), None, abort)));
     assert!(matches!(out.as_slice(), [Message::DecideReply(r)] if r.body.decision == Decision::Commit));
 }
@@ -362,7 +402,11 @@ fn old_read_timestamps_are_garbage_collected() {
 fn replies_are_batch_signed() {
     let mut fx = fixture(true);
     for i in 0..3 {
-        fx.replica.handle(NOW, 1, Message::Read(sign_client(ClientId(1), Some(&fx.client_key), ReadRequest { key: vec![i], ts: ts(5) })));
+        fx.replica.handle(
+            NOW,
+            1,
+            Message::Read(sign_client(ClientId(1), Some(&fx.client_key), ReadRequest { key: vec![i], ts: ts(5) })),
+        );
     }
     fx.replica.flush();
     let out = fx.replica.take_outputs();
@@ -378,10 +422,18 @@ fn replies_are_batch_signed() {
 #[test]
 fn batch_verified_requests_behave_like_single_ones() {
     let mut fx = fixture(true);
-    let good = |k: &str, fx: &Fixture| sign_client(ClientId(1), Some(&fx.client_key), ReadRequest { key: k.as_bytes().to_vec(), ts: ts(5) });
-    let forged = sign_client(ClientId(1), Some(&SecretKey::from_seed([77; 32])), ReadRequest { key: b"z".to_vec(), ts: ts(5) });
+    let good = |k: &str, fx: &Fixture| {
+        sign_client(ClientId(1), Some(&fx.client_key), ReadRequest { key: k.as_bytes().to_vec(), ts: ts(5) })
+    };
+    let forged =
+        sign_client(ClientId(1), Some(&SecretKey::from_seed([77; 32])), ReadRequest { key: b"z".to_vec(), ts: ts(5) });
     let st1 = sign_client(ClientId(1), Some(&fx.client_key), Prepare { meta: meta(6, &[], &["w"], vec![]) });
-    let inputs = vec![(1, Message::Read(good("a", &fx))), (1, Message::Read(forged)), (1, Message::Read(good("b", &fx))), (2, Message::Prepare(st1))];
+    let inputs = vec![
+        (1, Message::Read(good("a", &fx))),
+        (1, Message::Read(forged)),
+        (1, Message::Read(good("b", &fx))),
+        (2, Message::Prepare(st1)),
+    ];
     fx.replica.handle_many(NOW, inputs);
     fx.replica.flush();
     let out = fx.replica.take_outputs();

@@ -3,14 +3,17 @@
 //! `TxnMeta`.
 
 use pistou_core::sql_keys::{catalog_key, row_key};
-use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, SqlConfig, Timestamp};
+use pistou_core::{
+    ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, SqlConfig, Timestamp,
+};
 use pistou_crypto::SecretKey;
 use pistou_sql::keycode::encode_key;
 use pistou_sql::{Catalog, CatalogChange, Column, Expr, Predicate, SqlType, TableSchema, Value, WirePredicate};
 use pistou_txn::{sign_client, CatalogWrite, Replica};
 use pistou_wire::{
-    AbortCert, CommitCert, DecisionCert, Message, Prepare, PredicateRead, QueryOutput, RangeRead, RangeReply, RangeResult,
-    ReadEntry, ReplicaSigned, ShardVotes, Signable, SsEntry, SsProp, St1Vote, TxnMeta, Vote, WriteEntry, Writeback,
+    AbortCert, CommitCert, DecisionCert, Message, PredicateRead, Prepare, QueryOutput, RangeRead, RangeReply,
+    RangeResult, ReadEntry, ReplicaSigned, ShardVotes, Signable, SsEntry, SsProp, St1Vote, TxnMeta, Vote, WriteEntry,
+    Writeback,
 };
 use std::sync::Arc;
 
@@ -63,11 +66,32 @@ fn fixture_with(sql: SqlConfig) -> Fixture {
         tables: Default::default(),
         sql,
     });
-    let replica = Replica::new(config.clone(), ReplicaId { shard: ShardId(0), index: 0 }, Some(clone_key(&keys[0]))).expect("replica");
-    let placeholder = TxnMeta { ts: ts(1), read_set: vec![], write_set: vec![], deps: vec![], predicates: vec![], late: false, shards: vec![] };
+    let replica = Replica::new(config.clone(), ReplicaId { shard: ShardId(0), index: 0 }, Some(clone_key(&keys[0])))
+        .expect("replica");
+    let placeholder = TxnMeta {
+        ts: ts(1),
+        read_set: vec![],
+        write_set: vec![],
+        deps: vec![],
+        predicates: vec![],
+        late: false,
+        shards: vec![],
+    };
     let mut fx = Fixture { keys, client, replica, catalog: ts(1), config, ddl: placeholder, now: NOW };
-    let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
-    let schema = TableSchema { name: "t".into(), id: 0, columns: vec![col("id"), col("a")], primary_key: vec![0], indexes: vec![] };
+    let col = |name: &str| Column {
+        name: name.into(),
+        ty: SqlType::Int,
+        limits: Default::default(),
+        nullable: true,
+        default: None,
+    };
+    let schema = TableSchema {
+        name: "t".into(),
+        id: 0,
+        columns: vec![col("id"), col("a")],
+        primary_key: vec![0],
+        indexes: vec![],
+    };
     let change = CatalogChange::CreateTable(schema);
     let mut catalog = Catalog::new();
     catalog.apply(&change).expect("create table");
@@ -75,7 +99,10 @@ fn fixture_with(sql: SqlConfig) -> Fixture {
     let ddl = TxnMeta {
         ts: ts(1),
         read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: Timestamp::GENESIS }],
-        write_set: vec![WriteEntry { key: catalog_key(ShardId(0)), value: Some(postcard::to_allocvec(&value).expect("encode")) }],
+        write_set: vec![WriteEntry {
+            key: catalog_key(ShardId(0)),
+            value: Some(postcard::to_allocvec(&value).expect("encode")),
+        }],
         deps: vec![],
         predicates: vec![],
         late: false,
@@ -112,7 +139,8 @@ impl Fixture {
         // The predicate's evaluation read the transaction's row reads (one statement).
         let mut active: Vec<Vec<u8>> = txn.reads.iter().map(|(k, _)| k.clone()).collect();
         active.sort();
-        let mut read_set: Vec<ReadEntry> = txn.reads.into_iter().map(|(key, version)| ReadEntry { key, version }).collect();
+        let mut read_set: Vec<ReadEntry> =
+            txn.reads.into_iter().map(|(key, version)| ReadEntry { key, version }).collect();
         read_set.push(ReadEntry { key: catalog_key(ShardId(0)), version: self.catalog });
         read_set.sort_by(|a, b| a.key.cmp(&b.key));
         let mut write_set: Vec<WriteEntry> = txn
@@ -124,8 +152,11 @@ impl Fixture {
             })
             .collect();
         write_set.sort_by(|a, b| a.key.cmp(&b.key));
-        let predicates =
-            txn.predicate.map(|table_version| PredicateRead { predicate: a_above_10(), table_version, active }).into_iter().collect();
+        let predicates = txn
+            .predicate
+            .map(|table_version| PredicateRead { predicate: a_above_10(), table_version, active })
+            .into_iter()
+            .collect();
         TxnMeta { ts: ts(txn.t), read_set, write_set, deps: vec![], predicates, late: false, shards: vec![ShardId(0)] }
     }
 
@@ -152,7 +183,11 @@ impl Fixture {
             .map(|(i, k)| {
                 let body = St1Vote { txn: id, vote };
                 let signer = pistou_crypto::BatchSigner::new(clone_key(k), 1);
-                ReplicaSigned { signer: ReplicaId { shard: ShardId(0), index: i as u32 }, sig: Some(signer.sign_one(&body.signing_hash())), body }
+                ReplicaSigned {
+                    signer: ReplicaId { shard: ShardId(0), index: i as u32 },
+                    sig: Some(signer.sign_one(&body.signing_hash())),
+                    body,
+                }
             })
             .collect();
         ShardVotes { shard: ShardId(0), votes }
@@ -182,7 +217,8 @@ fn line12_a_missed_matching_write_aborts_the_reader() {
     let mut fx = fixture();
     // W (ts 20) inserts a = 50; reader T (ts 30) read `a > 10` at table version ts(10) and
     // did not see it: T's result is incomplete.
-    let w = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    let w =
+        fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
     assert_eq!(fx.prepare(&w), Some(Vote::Commit));
     let t = fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) });
     assert_eq!(fx.prepare(&t), Some(Vote::Abort));
@@ -191,9 +227,11 @@ fn line12_a_missed_matching_write_aborts_the_reader() {
 #[test]
 fn line12_writes_outside_the_predicate_or_window_do_not_conflict() {
     let mut fx = fixture();
-    let low = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(5))], predicate: None });
+    let low =
+        fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(5))], predicate: None });
     assert_eq!(fx.prepare(&low), Some(Vote::Commit));
-    let old = fx.meta(Txn { t: 8, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(50))], predicate: None });
+    let old =
+        fx.meta(Txn { t: 8, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(50))], predicate: None });
     assert_eq!(fx.prepare(&old), Some(Vote::Commit));
     fx.commit(&old);
     // a = 5 does not satisfy a > 10; the a = 50 write at ts 8 is below the table version 10,
@@ -205,7 +243,8 @@ fn line12_writes_outside_the_predicate_or_window_do_not_conflict() {
 #[test]
 fn line12_an_active_read_is_left_to_the_freshness_check() {
     let mut fx = fixture();
-    let w = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    let w =
+        fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
     assert_eq!(fx.prepare(&w), Some(Vote::Commit));
     // T read key 1 at W's version: the write is in T's active read set, no conflict.
     let t = fx.meta(Txn { t: 30, reads: vec![(key(1), ts(20))], writes: vec![], predicate: Some(ts(10)) });
@@ -215,7 +254,8 @@ fn line12_an_active_read_is_left_to_the_freshness_check() {
 #[test]
 fn line12_an_overwritten_write_is_not_the_one_checked() {
     let mut fx = fixture();
-    let w1 = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    let w1 =
+        fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
     assert_eq!(fx.prepare(&w1), Some(Vote::Commit));
     fx.commit(&w1);
     let w2 = fx.meta(Txn { t: 25, reads: vec![(key(1), ts(20))], writes: vec![(1, None)], predicate: None });
@@ -229,7 +269,8 @@ fn line12_an_overwritten_write_is_not_the_one_checked() {
 #[test]
 fn line15_a_risky_prepared_writer_becomes_a_dependency() {
     let mut fx = fixture();
-    let base = fx.meta(Txn { t: 5, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    let base =
+        fx.meta(Txn { t: 5, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
     assert_eq!(fx.prepare(&base), Some(Vote::Commit));
     fx.commit(&base);
     // W (prepared) moves row 1 out of the predicate; T saw W's version, so row 1 was passive.
@@ -241,7 +282,11 @@ fn line15_a_risky_prepared_writer_becomes_a_dependency() {
     // No vote yet, but T's client learns what it waits for: it did not declare W, and must
     // finish W itself if W's client has stalled (Basil §5).
     assert_eq!(out, vec![Message::Waiting { txn: t.id(), on: vec![w.id()] }], "T must wait for W, and say so");
-    assert_eq!(fx.send(Message::Prepare(req)), vec![Message::Waiting { txn: t.id(), on: vec![w.id()] }], "a repeated ST1 (RP) learns it too");
+    assert_eq!(
+        fx.send(Message::Prepare(req)),
+        vec![Message::Waiting { txn: t.id(), on: vec![w.id()] }],
+        "a repeated ST1 (RP) learns it too"
+    );
     // W aborts: a = 50 reappears and T's read was incomplete.
     assert_eq!(vote_in(&fx.abort(&w)), Some(Vote::Abort));
 
@@ -257,11 +302,14 @@ fn line18_a_write_into_a_later_readers_predicate_aborts_the_writer() {
     let mut fx = fixture();
     let reader = fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) });
     assert_eq!(fx.prepare(&reader), Some(Vote::Commit));
-    let bad = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    let bad =
+        fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
     assert_eq!(fx.prepare(&bad), Some(Vote::Abort));
-    let fine = fx.meta(Txn { t: 21, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(3))], predicate: None });
+    let fine =
+        fx.meta(Txn { t: 21, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(3))], predicate: None });
     assert_eq!(fx.prepare(&fine), Some(Vote::Commit));
-    let later = fx.meta(Txn { t: 40, reads: vec![(key(3), Timestamp::GENESIS)], writes: vec![(3, Some(99))], predicate: None });
+    let later =
+        fx.meta(Txn { t: 40, reads: vec![(key(3), Timestamp::GENESIS)], writes: vec![(3, Some(99))], predicate: None });
     assert_eq!(fx.prepare(&later), Some(Vote::Commit), "ordered after the reader");
 }
 
@@ -278,14 +326,16 @@ fn an_applied_decision_drops_the_decoded_sql_and_a_commit_still_guards_its_predi
     fx.commit(&reader);
     assert_eq!(fx.replica.footprint().sql_records, 0);
     // Line 18: a write below the committed reader into its predicate still aborts.
-    let bad = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    let bad =
+        fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
     assert_eq!(fx.prepare(&bad), Some(Vote::Abort));
     assert_eq!(fx.replica.footprint().sql_records, 1, "undecided: kept");
     fx.abort(&bad);
     assert_eq!(fx.replica.footprint().sql_records, 0);
     // Line 12: a committed writer's row, applied and dropped from its record, is still in
     // the window of a later reader that missed it.
-    let writer = fx.meta(Txn { t: 40, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(60))], predicate: None });
+    let writer =
+        fx.meta(Txn { t: 40, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(60))], predicate: None });
     assert_eq!(fx.prepare(&writer), Some(Vote::Commit));
     fx.commit(&writer);
     assert_eq!(fx.replica.footprint().sql_records, 0);
@@ -318,19 +368,23 @@ fn with_key_range(mut m: TxnMeta) -> TxnMeta {
 fn a_predicates_key_range_hides_no_conflict_inside_it() {
     // Line 12: a = 50 at id 1 satisfies `a > 10` but lies outside ids 3..5.
     let mut fx = fixture();
-    let outside = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    let outside =
+        fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
     assert_eq!(fx.prepare(&outside), Some(Vote::Commit));
     let reader = with_key_range(fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) }));
     assert_eq!(fx.prepare(&reader), Some(Vote::Commit), "a write outside the key range cannot be missed");
     // Line 18 against that prepared reader: outside its range no conflict, inside one.
-    let outside_later = fx.meta(Txn { t: 21, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(70))], predicate: None });
+    let outside_later =
+        fx.meta(Txn { t: 21, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(70))], predicate: None });
     assert_eq!(fx.prepare(&outside_later), Some(Vote::Commit));
-    let inside = fx.meta(Txn { t: 22, reads: vec![(key(4), Timestamp::GENESIS)], writes: vec![(4, Some(50))], predicate: None });
+    let inside =
+        fx.meta(Txn { t: 22, reads: vec![(key(4), Timestamp::GENESIS)], writes: vec![(4, Some(50))], predicate: None });
     assert_eq!(fx.prepare(&inside), Some(Vote::Abort), "id 4 enters the prepared reader's predicate");
 
     // Line 12 inside the range: a missed a = 60 at id 5 aborts the reader.
     let mut fx = fixture();
-    let w = fx.meta(Txn { t: 20, reads: vec![(key(5), Timestamp::GENESIS)], writes: vec![(5, Some(60))], predicate: None });
+    let w =
+        fx.meta(Txn { t: 20, reads: vec![(key(5), Timestamp::GENESIS)], writes: vec![(5, Some(60))], predicate: None });
     assert_eq!(fx.prepare(&w), Some(Vote::Commit));
     let t = with_key_range(fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) }));
     assert_eq!(fx.prepare(&t), Some(Vote::Abort));
@@ -339,7 +393,12 @@ fn a_predicates_key_range_hides_no_conflict_inside_it() {
     // matching version inside the reader's range, so the reader depends on that one alone.
     let mut fx = fixture();
     let genesis = Timestamp::GENESIS;
-    let base = fx.meta(Txn { t: 5, reads: vec![(key(1), genesis), (key(4), genesis)], writes: vec![(1, Some(50)), (4, Some(50))], predicate: None });
+    let base = fx.meta(Txn {
+        t: 5,
+        reads: vec![(key(1), genesis), (key(4), genesis)],
+        writes: vec![(1, Some(50)), (4, Some(50))],
+        predicate: None,
+    });
     assert_eq!(fx.prepare(&base), Some(Vote::Commit));
     fx.commit(&base);
     let w1 = fx.meta(Txn { t: 20, reads: vec![(key(1), ts(5))], writes: vec![(1, Some(1))], predicate: None });
@@ -371,13 +430,21 @@ fn hostile_sql_content_gets_an_abort_vote() {
     bad_pred.predicates[0].predicate.nodes = vec![1, 2, 3];
     assert_eq!(fx.prepare(&bad_pred), Some(Vote::Abort));
     // The replica still works.
-    let ok = fx.meta(Txn { t: 24, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(1))], predicate: None });
+    let ok =
+        fx.meta(Txn { t: 24, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(1))], predicate: None });
     assert_eq!(fx.prepare(&ok), Some(Vote::Commit));
 }
 
 impl Fixture {
     fn range_read(&mut self, t: u64, sql: &str, pending: Vec<WriteEntry>) -> RangeReply {
-        let req = RangeRead { ts: ts(t), catalog_version: self.catalog, sql: sql.into(), params: vec![], pending, snapshot: None };
+        let req = RangeRead {
+            ts: ts(t),
+            catalog_version: self.catalog,
+            sql: sql.into(),
+            params: vec![],
+            pending,
+            snapshot: None,
+        };
         let out = self.send(Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&self.client), req))));
         match out.as_slice() {
             [Message::RangeReply(r)] => r.body.clone(),
@@ -410,13 +477,22 @@ fn rows_of(reply: &RangeReply) -> Vec<Vec<Value>> {
 fn range_read_reports_result_active_rows_predicate_and_snapshot_vote() {
     let mut fx = fixture();
     let loaded = fx.load(10, &[(1, 5), (2, 50), (3, 70)]);
-    let w = fx.meta(Txn { t: 20, reads: vec![(key(4), Timestamp::GENESIS)], writes: vec![(4, Some(90))], predicate: None });
+    let w =
+        fx.meta(Txn { t: 20, reads: vec![(key(4), Timestamp::GENESIS)], writes: vec![(4, Some(90))], predicate: None });
     assert_eq!(fx.prepare(&w), Some(Vote::Commit)); // prepared, not committed
     let reply = fx.range_read(30, "SELECT id FROM t WHERE a > 10", vec![]);
-    assert_eq!(rows_of(&reply), vec![vec![Value::Int(2)], vec![Value::Int(3)]], "range reads see committed versions only");
+    assert_eq!(
+        rows_of(&reply),
+        vec![vec![Value::Int(2)], vec![Value::Int(3)]],
+        "range reads see committed versions only"
+    );
     let result = reply.result.as_ref().expect("ok");
     let reads: Vec<_> = result.reads.iter().map(|r| (r.key.clone(), r.version, r.prepared_by)).collect();
-    assert_eq!(reads, vec![(key(2), ts(10), None), (key(3), ts(10), None)], "active rows only (row 1 fails the predicate)");
+    assert_eq!(
+        reads,
+        vec![(key(2), ts(10), None), (key(3), ts(10), None)],
+        "active rows only (row 1 fails the predicate)"
+    );
     assert_eq!(result.predicates.len(), 1);
     assert_eq!(result.predicates[0].table_version, ts(10), "newest committed write below ts 30");
     assert_eq!(result.predicates[0].active, vec![key(2), key(3)]);
@@ -444,14 +520,20 @@ fn range_read_reconnaissance_returns_writes_and_applies_nothing() {
     assert_eq!(rows_of(&fx.range_read(31, "SELECT a FROM t WHERE id = 2", vec![])), vec![vec![Value::Int(50)]]);
     // An INSERT relies on its key being absent: reported as a read at GENESIS.
     let ins = fx.range_read(32, "INSERT INTO t VALUES (7, 1)", vec![]).result.expect("ok");
-    assert_eq!(ins.reads.iter().map(|r| (r.key.clone(), r.version)).collect::<Vec<_>>(), vec![(key(7), Timestamp::GENESIS)]);
+    assert_eq!(
+        ins.reads.iter().map(|r| (r.key.clone(), r.version)).collect::<Vec<_>>(),
+        vec![(key(7), Timestamp::GENESIS)]
+    );
 }
 
 #[test]
 fn range_read_sees_the_transactions_own_buffered_writes() {
     let mut fx = fixture();
     fx.load(10, &[(1, 5)]);
-    let pending = vec![WriteEntry { key: key(9), value: Some(postcard::to_allocvec(&vec![Value::Int(9), Value::Int(99)]).expect("row")) }];
+    let pending = vec![WriteEntry {
+        key: key(9),
+        value: Some(postcard::to_allocvec(&vec![Value::Int(9), Value::Int(99)]).expect("row")),
+    }];
     let reply = fx.range_read(30, "SELECT id FROM t WHERE a > 10", pending);
     assert_eq!(rows_of(&reply), vec![vec![Value::Int(9)]]);
     assert!(reply.result.expect("ok").reads.is_empty(), "own writes are not read dependencies");
@@ -463,7 +545,7 @@ fn range_read_errors_carry_sqlstates() {
     let state = |r: RangeReply| r.result.expect_err("error").sqlstate().to_string();
     assert_eq!(state(fx.range_read(30, "SELECT * FROM nope", vec![])), "42P01");
     assert_eq!(state(fx.range_read(30, "SELEC 1", vec![])), "42601");
-    fx.catalog = ts(0) ; // a schema version this replica never committed
+    fx.catalog = ts(0); // a schema version this replica never committed
     assert_eq!(state(fx.range_read(30, "SELECT * FROM t", vec![])), "40001");
     fx.catalog = ts(1);
     let garbage = vec![WriteEntry { key: key(1), value: Some(vec![0xff; 4]) }];
@@ -478,12 +560,14 @@ fn range_read_decodes_only_the_buffered_writes_of_its_tables() {
     fx.load(10, &[(1, 5)]);
     let elsewhere = row_key("u", 1, &encode_key([&Value::Int(1)])).expect("key");
     let row = |id: i64| Some(postcard::to_allocvec(&vec![Value::Int(id), Value::Int(99)]).expect("row"));
-    let pending = vec![WriteEntry { key: elsewhere, value: Some(vec![0xff; 4]) }, WriteEntry { key: key(9), value: row(9) }];
+    let pending =
+        vec![WriteEntry { key: elsewhere, value: Some(vec![0xff; 4]) }, WriteEntry { key: key(9), value: row(9) }];
     let reply = fx.range_read(30, "SELECT id FROM t WHERE a > 10", pending.clone());
     assert_eq!(rows_of(&reply), vec![vec![Value::Int(9)]], "t's buffered row is seen; u's is never decoded");
     let mut bad = pending;
     bad[1].value = Some(vec![0xff; 4]);
-    let state = fx.range_read(31, "SELECT id FROM t WHERE a > 10", bad).result.expect_err("error").sqlstate().to_string();
+    let state =
+        fx.range_read(31, "SELECT id FROM t WHERE a > 10", bad).result.expect_err("error").sqlstate().to_string();
     assert_eq!(state, "08P01", "an undecodable buffered row of the statement's own table is still refused");
 }
 
@@ -493,9 +577,11 @@ fn line3_a_write_below_a_reported_table_version_is_not_monotonic() {
     fx.load(20, &[(1, 50)]);
     // A reader at ts 40 is told table version 20 (grace is 0 here).
     assert!(fx.range_read(40, "SELECT id FROM t WHERE a > 10", vec![]).result.is_ok());
-    let late = fx.meta(Txn { t: 15, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(1))], predicate: None });
+    let late =
+        fx.meta(Txn { t: 15, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(1))], predicate: None });
     assert_eq!(fx.prepare(&late), Some(Vote::Abort), "a reader's completeness window starts at 20");
-    let fine = fx.meta(Txn { t: 25, reads: vec![(key(3), Timestamp::GENESIS)], writes: vec![(3, Some(1))], predicate: None });
+    let fine =
+        fx.meta(Txn { t: 25, reads: vec![(key(3), Timestamp::GENESIS)], writes: vec![(3, Some(1))], predicate: None });
     assert_eq!(fx.prepare(&fine), Some(Vote::Commit));
 }
 
@@ -503,13 +589,26 @@ fn line3_a_write_below_a_reported_table_version_is_not_monotonic() {
 fn a_writeback_arriving_after_a_later_schema_change_still_lands() {
     let mut fx = fixture();
     // T (ts 20) inserts row 1 under the old schema and prepares here.
-    let t = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(5))], predicate: None });
+    let t =
+        fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(5))], predicate: None });
     assert_eq!(fx.prepare(&t), Some(Vote::Commit));
     // D (ts 30) adds a column with a default; it is ordered after T and commits first here.
     let mut before = Catalog::new();
-    let col = |name: &str, default: Option<Value>| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default };
+    let col = |name: &str, default: Option<Value>| Column {
+        name: name.into(),
+        ty: SqlType::Int,
+        limits: Default::default(),
+        nullable: true,
+        default,
+    };
     before
-        .apply(&CatalogChange::CreateTable(TableSchema { name: "t".into(), id: 0, columns: vec![col("id", None), col("a", None)], primary_key: vec![0], indexes: vec![] }))
+        .apply(&CatalogChange::CreateTable(TableSchema {
+            name: "t".into(),
+            id: 0,
+            columns: vec![col("id", None), col("a", None)],
+            primary_key: vec![0],
+            indexes: vec![],
+        }))
         .expect("create");
     let change = CatalogChange::AddColumn { table: "t".into(), column: col("b", Some(Value::Int(7))) };
     let mut after = before.clone();
@@ -517,7 +616,10 @@ fn a_writeback_arriving_after_a_later_schema_change_still_lands() {
     let d = TxnMeta {
         ts: ts(30),
         read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: fx.catalog }],
-        write_set: vec![WriteEntry { key: catalog_key(ShardId(0)), value: Some(postcard::to_allocvec(&CatalogWrite { change, catalog: after }).expect("encode")) }],
+        write_set: vec![WriteEntry {
+            key: catalog_key(ShardId(0)),
+            value: Some(postcard::to_allocvec(&CatalogWrite { change, catalog: after }).expect("encode")),
+        }],
         deps: vec![],
         predicates: vec![],
         late: false,
@@ -543,8 +645,19 @@ fn gc_refuses_reads_below_the_watermark_and_keeps_the_latest_version() {
     let later = NOW + 1_000_000_000;
     fx.replica.tick(later);
     let read_at = |fx: &mut Fixture, now: u64, at: Timestamp| {
-        let req = RangeRead { ts: at, catalog_version: fx.catalog, sql: "SELECT a FROM t WHERE a > 0".into(), params: vec![], pending: vec![], snapshot: None };
-        fx.replica.handle(now, 7, Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&fx.client), req))));
+        let req = RangeRead {
+            ts: at,
+            catalog_version: fx.catalog,
+            sql: "SELECT a FROM t WHERE a > 0".into(),
+            params: vec![],
+            pending: vec![],
+            snapshot: None,
+        };
+        fx.replica.handle(
+            now,
+            7,
+            Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&fx.client), req))),
+        );
         fx.replica.flush();
         match fx.replica.take_outputs().pop() {
             Some((_, Message::RangeReply(r))) => r.body.result,
@@ -564,7 +677,8 @@ fn gc_refuses_reads_below_the_watermark_and_keeps_the_latest_version() {
 fn line12_a_key_read_by_a_later_statement_does_not_cover_the_predicate() {
     let mut fx = fixture();
     // W (ts 20) inserts a = 50 and commits.
-    let w = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    let w =
+        fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
     assert_eq!(fx.prepare(&w), Some(Vote::Commit));
     fx.commit(&w);
     // T (ts 30): its first statement evaluated `a > 10` before W arrived (row 1 not among
@@ -631,7 +745,9 @@ fn b9_line3_a_late_writer_gets_the_long_window_and_others_the_short_one() {
     fx.load(200, &[(1, 50)]);
     // A reader at ts 400 is told table version 200.
     assert!(fx.range_read(400, "SELECT id FROM t WHERE a > 10", vec![]).result.is_ok());
-    let write = |fx: &Fixture, t: u64, id: i64| fx.meta(Txn { t, reads: vec![(key(id), Timestamp::GENESIS)], writes: vec![(id, Some(1))], predicate: None });
+    let write = |fx: &Fixture, t: u64, id: i64| {
+        fx.meta(Txn { t, reads: vec![(key(id), Timestamp::GENESIS)], writes: vec![(id, Some(1))], predicate: None })
+    };
     // 185 is 15 below the table version: past the short grace, inside the long one.
     assert_eq!(fx.prepare(&write(&fx, 185, 2)), Some(Vote::Abort), "an on-time writer gets the short window");
     assert_eq!(fx.prepare(&late(write(&fx, 186, 3))), Some(Vote::Commit), "a late writer gets the long window");
@@ -644,9 +760,19 @@ fn b9_line3_a_late_writer_gets_the_long_window_and_others_the_short_one() {
 fn b9_line12_readers_check_late_writes_over_the_long_window_and_others_over_the_short_one() {
     let mut fx = two_tier_fixture();
     // Two prepared writes matching `a > 10`: an on-time one at 150 and a late one at 170.
-    let on_time = fx.meta(Txn { t: 150, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(50))], predicate: None });
+    let on_time = fx.meta(Txn {
+        t: 150,
+        reads: vec![(key(2), Timestamp::GENESIS)],
+        writes: vec![(2, Some(50))],
+        predicate: None,
+    });
     assert_eq!(fx.prepare(&on_time), Some(Vote::Commit));
-    let late_w = late(fx.meta(Txn { t: 170, reads: vec![(key(3), Timestamp::GENESIS)], writes: vec![(3, Some(60))], predicate: None }));
+    let late_w = late(fx.meta(Txn {
+        t: 170,
+        reads: vec![(key(3), Timestamp::GENESIS)],
+        writes: vec![(3, Some(60))],
+        predicate: None,
+    }));
     assert_eq!(fx.prepare(&late_w), Some(Vote::Commit));
     // Readers with table version 200 that did not read row 2: the on-time write at 150 lies
     // 50 below, past the short grace, so it is not checked ...
@@ -669,7 +795,8 @@ fn rid(index: u32) -> ReplicaId {
 impl Fixture {
     /// Another replica of the shard that has applied `committed` (writebacks).
     fn peer(&self, index: u32, committed: &[&TxnMeta]) -> Replica {
-        let mut peer = Replica::new(self.config.clone(), rid(index), Some(clone_key(&self.keys[index as usize]))).expect("peer");
+        let mut peer =
+            Replica::new(self.config.clone(), rid(index), Some(clone_key(&self.keys[index as usize]))).expect("peer");
         for m in std::iter::once(&self.ddl).chain(committed.iter().copied()) {
             let cert = DecisionCert::Commit(CommitCert::Fast(vec![self.votes(m, Vote::Commit)]));
             peer.handle(NOW, 7, Message::Writeback(Writeback { meta: m.clone(), cert }));
@@ -695,7 +822,8 @@ impl Fixture {
 fn snapshot_read_fetches_a_missing_commit_with_sync_then_executes() {
     let mut fx = fixture();
     // W (ts 20) inserts a = 50: prepared here, but its writeback never reached us.
-    let w = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    let w =
+        fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
     assert_eq!(fx.prepare(&w), Some(Vote::Commit));
     let mut peer = fx.peer(1, &[&w]);
     // The eager read here misses W (committed versions only); the peer's read has it and
@@ -710,28 +838,48 @@ fn snapshot_read_fetches_a_missing_commit_with_sync_then_executes() {
     // The peer supplies W with its certificate; the query runs and now sees W.
     peer.handle_replica(NOW, rid(0), Message::Sync { txn: w.id() });
     let supplies = peer.take_replica_outputs();
-    let [(to, supply @ Message::Supply(_))] = supplies.as_slice() else { panic!("expected one SUPPLY, got {supplies:?}") };
+    let [(to, supply @ Message::Supply(_))] = supplies.as_slice() else {
+        panic!("expected one SUPPLY, got {supplies:?}")
+    };
     assert_eq!(*to, rid(0));
     fx.replica.handle_replica(NOW, rid(1), supply.clone());
     fx.replica.flush();
-    let replies: Vec<RangeReply> = fx.replica.take_outputs().into_iter().filter_map(|(_, m)| match m {
-        Message::RangeReply(r) => Some(r.body),
-        _ => None,
-    }).collect();
+    let replies: Vec<RangeReply> = fx
+        .replica
+        .take_outputs()
+        .into_iter()
+        .filter_map(|(_, m)| match m {
+            Message::RangeReply(r) => Some(r.body),
+            _ => None,
+        })
+        .collect();
     assert_eq!(replies.len(), 1);
     assert_eq!(rows_of(&replies[0]), vec![vec![Value::Int(1)]]);
-    assert!(replies[0].ss_vote.is_empty(), "a snapshot round's reply votes for nothing: only eager votes build proposals");
+    assert!(
+        replies[0].ss_vote.is_empty(),
+        "a snapshot round's reply votes for nothing: only eager votes build proposals"
+    );
     assert_eq!(fx.replica.parked_queries(), 0);
-    assert_eq!(fx.replica.decision_of(&w.id()), Some(pistou_wire::Decision::Commit), "the supplied commit is applied for good");
+    assert_eq!(
+        fx.replica.decision_of(&w.id()),
+        Some(pistou_wire::Decision::Commit),
+        "the supplied commit is applied for good"
+    );
 }
 
 #[test]
 fn a_snapshot_of_applied_transactions_runs_at_once_and_a_sync_for_an_unknown_one_is_ignored() {
     let mut fx = fixture();
     let w = fx.load(20, &[(1, 50)]);
-    assert_eq!(fx.range_read(30, "SELECT id FROM t WHERE a > 10", vec![]).ss_vote, vec![w.id()], "the eager round votes for W");
+    assert_eq!(
+        fx.range_read(30, "SELECT id FROM t WHERE a > 10", vec![]).ss_vote,
+        vec![w.id()],
+        "the eager round votes for W"
+    );
     let out = fx.snapshot_read(30, "SELECT id FROM t WHERE a > 10", vec![SsEntry { txn: w.id(), voters: vec![3, 4] }]);
-    assert!(matches!(out.as_slice(), [Message::RangeReply(r)] if rows_of(&r.body) == vec![vec![Value::Int(1)]] && r.body.ss_vote.is_empty()));
+    assert!(
+        matches!(out.as_slice(), [Message::RangeReply(r)] if rows_of(&r.body) == vec![vec![Value::Int(1)]] && r.body.ss_vote.is_empty())
+    );
     assert!(fx.replica.take_replica_outputs().is_empty());
     fx.replica.handle_replica(NOW, rid(2), Message::Sync { txn: pistou_core::TxnId([9; 32]) });
     assert!(fx.replica.take_replica_outputs().is_empty(), "nothing to supply");
@@ -791,7 +939,8 @@ fn ss_vote_names_the_writer_of_an_active_negative_version() {
     // bring that replica forward (App. B.5.1).
     assert_eq!(reply.ss_vote, vec![u.id()]);
     // A row that never satisfied the predicate is not active-negative.
-    let v = fx.meta(Txn { t: 40, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(3))], predicate: None });
+    let v =
+        fx.meta(Txn { t: 40, reads: vec![(key(2), Timestamp::GENESIS)], writes: vec![(2, Some(3))], predicate: None });
     assert_eq!(fx.prepare(&v), Some(Vote::Commit));
     fx.commit(&v);
     assert_eq!(fx.range_read(50, "SELECT id FROM t WHERE a > 10", vec![]).ss_vote, vec![u.id()]);
@@ -822,16 +971,22 @@ fn active_negatives_of_a_key_range_scan_come_from_inside_its_range() {
 fn a_skipped_prepared_write_lowers_the_table_version_so_the_reader_checks_it() {
     let mut fx = fixture();
     // W (ts 20) inserts a = 50 and stays prepared; C (ts 40) writes another row and commits.
-    let w = fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
+    let w =
+        fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(50))], predicate: None });
     assert_eq!(fx.prepare(&w), Some(Vote::Commit));
     fx.load(40, &[(2, 1)]);
     // A range read at 50 skips W (committed versions only): its table version must not pass
     // W, or W, once committed, would fall outside the reader's completeness window.
     let reply = fx.range_read(50, "SELECT id FROM t WHERE a > 10", vec![]);
     let result = reply.result.expect("ok");
-    assert!(result.predicates[0].table_version < ts(20), "table version {:?} passes the skipped write", result.predicates[0].table_version);
+    assert!(
+        result.predicates[0].table_version < ts(20),
+        "table version {:?} passes the skipped write",
+        result.predicates[0].table_version
+    );
     // The reader, with that table version, is checked against W: W satisfies the predicate.
-    let reader = fx.meta(Txn { t: 50, reads: vec![], writes: vec![], predicate: Some(result.predicates[0].table_version) });
+    let reader =
+        fx.meta(Txn { t: 50, reads: vec![], writes: vec![], predicate: Some(result.predicates[0].table_version) });
     assert_eq!(fx.prepare(&reader), Some(Vote::Abort));
     // Once W is decided, the table version is the newest committed write again.
     fx.commit(&w);
@@ -847,8 +1002,20 @@ fn a_skipped_prepared_write_lowers_the_table_version_so_the_reader_checks_it() {
 #[test]
 fn a_commit_planned_against_a_schema_change_not_yet_here_waits_for_it() {
     let mut fx = fixture();
-    let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
-    let change = CatalogChange::CreateTable(TableSchema { name: "u".into(), id: 0, columns: vec![col("id"), col("a")], primary_key: vec![0], indexes: vec![] });
+    let col = |name: &str| Column {
+        name: name.into(),
+        ty: SqlType::Int,
+        limits: Default::default(),
+        nullable: true,
+        default: None,
+    };
+    let change = CatalogChange::CreateTable(TableSchema {
+        name: "u".into(),
+        id: 0,
+        columns: vec![col("id"), col("a")],
+        primary_key: vec![0],
+        indexes: vec![],
+    });
     let mut catalog = Catalog::new();
     for c in [&fx_create_t(), &change] {
         catalog.apply(c).expect("schema");
@@ -857,27 +1024,44 @@ fn a_commit_planned_against_a_schema_change_not_yet_here_waits_for_it() {
     let d = TxnMeta {
         ts: ts(30),
         read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: fx.catalog }],
-        write_set: vec![WriteEntry { key: catalog_key(ShardId(0)), value: Some(postcard::to_allocvec(&CatalogWrite { change, catalog }).expect("encode")) }],
+        write_set: vec![WriteEntry {
+            key: catalog_key(ShardId(0)),
+            value: Some(postcard::to_allocvec(&CatalogWrite { change, catalog }).expect("encode")),
+        }],
         deps: vec![],
         predicates: vec![],
         late: false,
         shards: vec![ShardId(0)],
     };
     let u_key = row_key("u", u_id, &encode_key([&Value::Int(1)])).expect("key");
-    let mut read_set = vec![ReadEntry { key: catalog_key(ShardId(0)), version: ts(30) }, ReadEntry { key: u_key.clone(), version: Timestamp::GENESIS }];
+    let mut read_set = vec![
+        ReadEntry { key: catalog_key(ShardId(0)), version: ts(30) },
+        ReadEntry { key: u_key.clone(), version: Timestamp::GENESIS },
+    ];
     read_set.sort_by(|a, b| a.key.cmp(&b.key));
     let row = postcard::to_allocvec(&vec![Value::Int(1), Value::Int(9)]).expect("row");
-    let t = TxnMeta { ts: ts(40), read_set, write_set: vec![WriteEntry { key: u_key, value: Some(row) }], deps: vec![], predicates: vec![], late: false, shards: vec![ShardId(0)] };
+    let t = TxnMeta {
+        ts: ts(40),
+        read_set,
+        write_set: vec![WriteEntry { key: u_key, value: Some(row) }],
+        deps: vec![],
+        predicates: vec![],
+        late: false,
+        shards: vec![ShardId(0)],
+    };
     fx.commit(&t);
     fx.catalog = ts(30);
     let out = fx.snapshot_read(50, "SELECT id, a FROM u", vec![SsEntry { txn: t.id(), voters: vec![1, 2] }]);
     assert!(out.is_empty(), "T is committed here but not applied: the snapshot waits for it: {out:?}");
     assert_eq!(fx.replica.parked_queries(), 1);
     let out = fx.commit(&d);
-    let replies: Vec<&RangeReply> = out.iter().filter_map(|m| match m {
-        Message::RangeReply(r) => Some(&r.body),
-        _ => None,
-    }).collect();
+    let replies: Vec<&RangeReply> = out
+        .iter()
+        .filter_map(|m| match m {
+            Message::RangeReply(r) => Some(&r.body),
+            _ => None,
+        })
+        .collect();
     assert_eq!(replies.len(), 1, "the parked query ran once D and then T were applied: {out:?}");
     assert_eq!(rows_of(replies[0]), vec![vec![Value::Int(1), Value::Int(9)]]);
     assert_eq!(rows_of(&fx.range_read(60, "SELECT id, a FROM u", vec![])), vec![vec![Value::Int(1), Value::Int(9)]]);
@@ -885,6 +1069,18 @@ fn a_commit_planned_against_a_schema_change_not_yet_here_waits_for_it() {
 
 /// The fixture's `CREATE TABLE t (id INT, a INT)`.
 fn fx_create_t() -> CatalogChange {
-    let col = |name: &str| Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
-    CatalogChange::CreateTable(TableSchema { name: "t".into(), id: 0, columns: vec![col("id"), col("a")], primary_key: vec![0], indexes: vec![] })
+    let col = |name: &str| Column {
+        name: name.into(),
+        ty: SqlType::Int,
+        limits: Default::default(),
+        nullable: true,
+        default: None,
+    };
+    CatalogChange::CreateTable(TableSchema {
+        name: "t".into(),
+        id: 0,
+        columns: vec![col("id"), col("a")],
+        primary_key: vec![0],
+        indexes: vec![],
+    })
 }

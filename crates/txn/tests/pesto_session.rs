@@ -57,11 +57,18 @@ fn cluster_with(clients: u64, shards: usize, tables: &[(&str, u32)]) -> Cluster 
                 replicas: shard_keys
                     .iter()
                     .enumerate()
-                    .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9400 + 10 * s + i), public_key: k.public() })
+                    .map(|(i, k)| ReplicaConfig {
+                        addr: format!("127.0.0.1:{}", 9400 + 10 * s + i),
+                        public_key: k.public(),
+                    })
                     .collect(),
             })
             .collect(),
-        clients: client_keys.iter().enumerate().map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() }).collect(),
+        clients: client_keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() })
+            .collect(),
         tables: tables.iter().map(|(t, s)| (t.to_string(), *s)).collect(),
         sql: SqlConfig::default(),
     });
@@ -78,7 +85,16 @@ fn cluster_with(clients: u64, shards: usize, tables: &[(&str, u32)]) -> Cluster 
         .enumerate()
         .map(|(i, k)| Coordinator::new(config.clone(), ClientId(i as u64 + 1), Some(k)).expect("coordinator"))
         .collect();
-    Cluster { config, keys, replicas, lies: vec![Lie::Honest; 6 * shards], clients, now: START, sent_to_shard: vec![0; shards], range_pending: Vec::new() }
+    Cluster {
+        config,
+        keys,
+        replicas,
+        lies: vec![Lie::Honest; 6 * shards],
+        clients,
+        now: START,
+        sent_to_shard: vec![0; shards],
+        range_pending: Vec::new(),
+    }
 }
 
 /// Position of a replica in `Cluster::replicas`.
@@ -179,7 +195,13 @@ impl Cluster {
     }
 
     /// Runs one statement to completion.
-    fn sql(&mut self, c: usize, h: TxnHandle, sql: &str, params: Vec<Value>) -> Result<SqlOutput, pistou_sql::SqlError> {
+    fn sql(
+        &mut self,
+        c: usize,
+        h: TxnHandle,
+        sql: &str,
+        params: Vec<Value>,
+    ) -> Result<SqlOutput, pistou_sql::SqlError> {
         self.clients[c].sql(self.now, h, sql, params).expect("statement accepted");
         loop {
             if let Some(ev) = self.clients[c].poll_event() {
@@ -240,7 +262,10 @@ fn create_insert_select_update_commit() {
     accounts(&mut cl);
     let h = cl.begin(0);
     // Point read (full primary key): Basil GET plus local execution.
-    assert_eq!(cl.rows(0, h, "SELECT owner, balance FROM accounts WHERE id = $1", vec![int(2)]), vec![vec![Value::Text("bob".into()), int(50)]]);
+    assert_eq!(
+        cl.rows(0, h, "SELECT owner, balance FROM accounts WHERE id = $1", vec![int(2)]),
+        vec![vec![Value::Text("bob".into()), int(50)]]
+    );
     // Range read with aggregation.
     assert_eq!(cl.rows(0, h, "SELECT sum(balance) FROM accounts WHERE balance > 20", vec![]), vec![vec![int(150)]]);
     let out = cl.sql(0, h, "UPDATE accounts SET balance = balance - 30 WHERE id = 1", vec![]).expect("update");
@@ -248,10 +273,16 @@ fn create_insert_select_update_commit() {
     cl.sql(0, h, "UPDATE accounts SET balance = balance + 30 WHERE id = 3", vec![]).expect("update");
     // Read-your-writes, in the point path and in a range read.
     assert_eq!(cl.rows(0, h, "SELECT balance FROM accounts WHERE id = 1", vec![]), vec![vec![int(70)]]);
-    assert_eq!(cl.rows(0, h, "SELECT id FROM accounts WHERE balance >= 40 ORDER BY id", vec![]), vec![vec![int(1)], vec![int(2)], vec![int(3)]]);
+    assert_eq!(
+        cl.rows(0, h, "SELECT id FROM accounts WHERE balance >= 40 ORDER BY id", vec![]),
+        vec![vec![int(1)], vec![int(2)], vec![int(3)]]
+    );
     assert_eq!(cl.commit(0, h), Decision::Commit);
     let h = cl.begin(0);
-    assert_eq!(cl.rows(0, h, "SELECT id, balance FROM accounts ORDER BY id", vec![]), vec![vec![int(1), int(70)], vec![int(2), int(50)], vec![int(3), int(40)]]);
+    assert_eq!(
+        cl.rows(0, h, "SELECT id, balance FROM accounts ORDER BY id", vec![]),
+        vec![vec![int(1), int(70)], vec![int(2), int(50)], vec![int(3), int(40)]]
+    );
     assert_eq!(cl.commit(0, h), Decision::Commit);
 }
 
@@ -340,7 +371,10 @@ fn one_lying_replica_cannot_change_a_range_result() {
     cl.lies[0] = Lie::EmptyResult;
     cl.lies[3] = Lie::Honest;
     let h = cl.begin(0);
-    assert_eq!(cl.rows(0, h, "SELECT id FROM accounts WHERE balance < 200 ORDER BY id", vec![]), vec![vec![int(1)], vec![int(2)], vec![int(3)]]);
+    assert_eq!(
+        cl.rows(0, h, "SELECT id FROM accounts WHERE balance < 200 ORDER BY id", vec![]),
+        vec![vec![int(1)], vec![int(2)], vec![int(3)]]
+    );
     assert_eq!(cl.commit(0, h), Decision::Commit);
 }
 
@@ -402,7 +436,10 @@ fn a_transaction_on_one_shards_tables_touches_only_that_shard() {
     cl.sql(0, h, "INSERT INTO right_t VALUES (3, 30)", vec![]).expect("insert");
     assert_eq!(cl.commit(0, h), Decision::Commit);
     let h = cl.begin(0);
-    assert_eq!(cl.rows(0, h, "SELECT id, v FROM right_t WHERE v > 0 ORDER BY id", vec![]), vec![vec![int(1), int(100)], vec![int(2), int(201)], vec![int(3), int(30)]]);
+    assert_eq!(
+        cl.rows(0, h, "SELECT id, v FROM right_t WHERE v > 0 ORDER BY id", vec![]),
+        vec![vec![int(1), int(100)], vec![int(2), int(201)], vec![int(3), int(30)]]
+    );
     // One statement over both shards is refused clearly.
     let e = cl.sql(0, h, "SELECT * FROM left_t JOIN right_t USING (id)", vec![]).expect_err("cross-shard");
     assert_eq!(e.state, SqlState::FeatureNotSupported);
@@ -420,7 +457,11 @@ fn a_range_read_carries_only_its_tables_buffered_writes() {
     cl.sql(0, h, "UPDATE accounts SET balance = balance + 1 WHERE id >= 2", vec![]).expect("update");
     cl.range_pending.clear();
     let rows = cl.rows(0, h, "SELECT id, balance FROM accounts WHERE balance < 200 ORDER BY id", vec![]);
-    assert_eq!(rows, vec![vec![int(1), int(100)], vec![int(2), int(51)], vec![int(3), int(11)]], "its own updates are seen");
+    assert_eq!(
+        rows,
+        vec![vec![int(1), int(100)], vec![int(2), int(51)], vec![int(3), int(11)]],
+        "its own updates are seen"
+    );
     assert!(!cl.range_pending.is_empty());
     for pending in &cl.range_pending {
         assert_eq!(pending.len(), 2, "the two accounts rows it updated, not the note");
@@ -505,7 +546,6 @@ fn inquiries_about_a_transaction_nobody_decided_stop() {
     }
 }
 
-
 /// A client that stops after collecting its votes leaves its transaction prepared at every
 /// replica, and nobody has a decision to supply. Every transaction on its rows then aborts
 /// because of it. Replicas name it in their abort votes, and a client aborted by it twice,
@@ -532,7 +572,11 @@ fn a_transaction_abandoned_after_prepare_is_finished_by_the_clients_it_aborts() 
     assert_eq!(cl.clients[1].recoveries(), 1, "blamed again: client 1 finishes it");
     assert_eq!(attempt(&mut cl), Decision::Commit);
     let h = cl.begin(1);
-    assert_eq!(cl.rows(1, h, "SELECT id FROM t ORDER BY id", vec![]), vec![vec![int(1)], vec![int(2)]], "client 0's insert committed");
+    assert_eq!(
+        cl.rows(1, h, "SELECT id FROM t ORDER BY id", vec![]),
+        vec![vec![int(1)], vec![int(2)]],
+        "client 0's insert committed"
+    );
 }
 
 /// A table dropped and created again under the same name starts empty: rows belong to the
@@ -589,7 +633,10 @@ fn replicas_recovered_from_their_logs_serve_every_committed_row() {
         cl.replicas[i] = fresh;
     }
     let h = cl.begin(0);
-    assert_eq!(cl.rows(0, h, "SELECT id, balance FROM accounts ORDER BY id", vec![]), vec![vec![int(1), int(100)], vec![int(2), int(55)], vec![int(3), int(10)]]);
+    assert_eq!(
+        cl.rows(0, h, "SELECT id, balance FROM accounts ORDER BY id", vec![]),
+        vec![vec![int(1), int(100)], vec![int(2), int(55)], vec![int(3), int(10)]]
+    );
     assert_eq!(cl.rows(0, h, "SELECT body FROM notes WHERE id = 1", vec![]), vec![vec![Value::Text("kept".into())]]);
     assert_eq!(cl.commit(0, h), Decision::Commit);
     cl.autocommit(0, "INSERT INTO notes VALUES (2, 'after')", vec![]);

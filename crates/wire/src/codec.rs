@@ -86,7 +86,8 @@ pub fn decode_message(frame: &[u8]) -> Result<Message, WireError> {
     if !rest.is_empty() {
         return Err(WireError::TrailingBytes(rest.len()));
     }
-    let canonical = postcard::serialize_with_flavor::<Message, postcard::ser_flavors::Size, usize>(&msg, Default::default());
+    let canonical =
+        postcard::serialize_with_flavor::<Message, postcard::ser_flavors::Size, usize>(&msg, Default::default());
     if canonical.ok() != Some(frame.len()) {
         return Err(WireError::Malformed("not the canonical encoding (overlong integer)".into()));
     }

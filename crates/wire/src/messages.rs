@@ -152,9 +152,10 @@ impl TxnMeta {
             return Err(MetaError::TooLarge);
         }
         let keys_ok = self.read_set.iter().all(|r| r.key.len() <= MAX_KEY_BYTES)
-            && self.write_set.iter().all(|w| {
-                w.key.len() <= MAX_KEY_BYTES && w.value.as_ref().is_none_or(|v| v.len() <= MAX_VALUE_BYTES)
-            });
+            && self
+                .write_set
+                .iter()
+                .all(|w| w.key.len() <= MAX_KEY_BYTES && w.value.as_ref().is_none_or(|v| v.len() <= MAX_VALUE_BYTES));
         if !keys_ok {
             return Err(MetaError::OversizedItem);
         }
@@ -453,7 +454,10 @@ pub struct ActiveRead {
 pub enum QueryOutput {
     Rows(Vec<pistou_sql::Row>),
     /// A reconnaissance write: the row count and RETURNING rows.
-    Affected { count: u64, returning: Vec<pistou_sql::Row> },
+    Affected {
+        count: u64,
+        returning: Vec<pistou_sql::Row>,
+    },
 }
 
 /// ⟨Q-RES, Q-READ, Q-DEP, Q-PRED⟩ of one execution.
@@ -487,35 +491,52 @@ pub struct RangeReply {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Message {
     Read(ClientSigned<ReadRequest>),
-    ReadReply { reply: ReplicaSigned<ReadReply>, committed: Option<CommittedRead> },
+    ReadReply {
+        reply: ReplicaSigned<ReadReply>,
+        committed: Option<CommittedRead>,
+    },
     Prepare(ClientSigned<Prepare>),
     /// ST1R. An abort vote may carry the committed conflicting transaction's proof, or name
     /// the undecided transaction prepared at the replica that caused it (`blocker`), which
     /// the client may finish (Basil §5: clients aborted by a stalled transaction finish it).
     /// The name is a hint: the client acts on it only when f+1 replicas give it, and the
     /// transaction it fetches proves itself by its id.
-    PrepareReply { vote: ReplicaSigned<St1Vote>, conflict: Option<ConflictProof>, blocker: Option<TxnId> },
+    PrepareReply {
+        vote: ReplicaSigned<St1Vote>,
+        conflict: Option<ConflictProof>,
+        blocker: Option<TxnId>,
+    },
     Decide(ClientSigned<St2>),
     DecideReply(ReplicaSigned<St2Reply>),
     Writeback(Writeback),
     /// Unsigned acknowledgement that lets a client stop retransmitting a writeback. A lie
     /// only means that replica misses the writeback: it cannot affect anyone else.
-    WritebackAck { txn: TxnId },
+    WritebackAck {
+        txn: TxnId,
+    },
     AbortReads(ClientSigned<AbortReads>),
     /// First frame on a client connection: who is speaking. Authenticity comes from the
     /// signatures on every request, not from this frame.
-    HelloClient { client: pistou_core::ClientId },
+    HelloClient {
+        client: pistou_core::ClientId,
+    },
     /// A client asks for a transaction's ST1 (to finish a stalled dependency).
-    FetchTxn { txn: TxnId },
+    FetchTxn {
+        txn: TxnId,
+    },
     /// The answer: the metadata proves itself (its hash is the id asked for).
-    TxnInfo { meta: TxnMeta },
+    TxnInfo {
+        meta: TxnMeta,
+    },
     /// RPR carrying a decision certificate: the transaction is already decided.
     Decided(Writeback),
     InvokeFb(ClientSigned<InvokeFb>),
     ElectFb(ReplicaSigned<ElectFb>),
     DecFb(DecFb),
     /// First frame on a replica-to-replica connection.
-    HelloReplica { replica: pistou_core::ReplicaId },
+    HelloReplica {
+        replica: pistou_core::ReplicaId,
+    },
     /// Shared: a client sends the same request to several replicas (encoded once).
     RangeRead(std::sync::Arc<ClientSigned<RangeRead>>),
     RangeReply(ReplicaSigned<RangeReply>),
@@ -523,9 +544,14 @@ pub enum Message {
     /// SQL they include prepared writers the check found risky, which the client did not
     /// declare). An unsigned hint, like a blocker: the client finishes those that f+1
     /// replicas name once its own transaction has stalled. At most `MAX_WAITING_HINT` ids.
-    Waiting { txn: TxnId, on: Vec<TxnId> },
+    Waiting {
+        txn: TxnId,
+        on: Vec<TxnId>,
+    },
     /// SYNC (§5.5 step 5): a replica asks a peer whose SS-VOTE named `txn` for it.
-    Sync { txn: TxnId },
+    Sync {
+        txn: TxnId,
+    },
     /// SUPPLY (§5.5 step 5.A): the transaction and its decision certificate. Unsigned: the
     /// certificate proves the decision, whoever forwards it.
     Supply(Writeback),
@@ -533,7 +559,9 @@ pub enum Message {
     /// connection layer answers and handles it; the protocol never sees it.
     SessionOpen(ClientSigned<SessionOpen>),
     /// The replica's half of the handshake.
-    SessionAccept { eph: [u8; 32] },
+    SessionAccept {
+        eph: [u8; 32],
+    },
 }
 
 /// A client's half of the session handshake (see `pistou_crypto::SessionKey`): its

@@ -16,36 +16,64 @@ fn sample_messages() -> Vec<Message> {
     let meta = TxnMeta {
         ts: ts(10),
         read_set: vec![ReadEntry { key: b"a".to_vec(), version: ts(2) }],
-        write_set: vec![WriteEntry { key: b"b".to_vec(), value: Some(vec![1, 2, 3]) }, WriteEntry { key: b"c".to_vec(), value: None }],
+        write_set: vec![
+            WriteEntry { key: b"b".to_vec(), value: Some(vec![1, 2, 3]) },
+            WriteEntry { key: b"c".to_vec(), value: None },
+        ],
         deps: vec![Dep { txn: TxnId([4; 32]), key: b"a".to_vec(), version: ts(2) }],
         predicates: Vec::new(),
         late: false,
         shards: vec![ShardId(0)],
     };
-    let vote = ReplicaSigned { signer: ReplicaId { shard: ShardId(0), index: 2 }, body: St1Vote { txn: meta.id(), vote: Vote::Commit }, sig: None };
+    let vote = ReplicaSigned {
+        signer: ReplicaId { shard: ShardId(0), index: 2 },
+        body: St1Vote { txn: meta.id(), vote: Vote::Commit },
+        sig: None,
+    };
     let cert = CommitCert::Fast(vec![ShardVotes { shard: ShardId(0), votes: vec![vote.clone()] }]);
     vec![
         Message::HelloClient { client: ClientId(3) },
-        Message::Read(ClientSigned { client: ClientId(3), body: ReadRequest { key: b"a".to_vec(), ts: ts(10) }, sig: None }),
+        Message::Read(ClientSigned {
+            client: ClientId(3),
+            body: ReadRequest { key: b"a".to_vec(), ts: ts(10) },
+            sig: None,
+        }),
         Message::ReadReply {
             reply: ReplicaSigned {
                 signer: vote.signer,
-                body: ReadReply { key: b"a".to_vec(), ts: ts(10), prepared: Some(PreparedRead { version: ts(3), txn: TxnId([9; 32]), value: None }) },
+                body: ReadReply {
+                    key: b"a".to_vec(),
+                    ts: ts(10),
+                    prepared: Some(PreparedRead { version: ts(3), txn: TxnId([9; 32]), value: None }),
+                },
                 sig: None,
             },
             committed: Some(CommittedRead { writer: meta.clone(), cert: cert.clone() }),
         },
         Message::Prepare(ClientSigned { client: ClientId(3), body: Prepare { meta: meta.clone() }, sig: None }),
-        Message::PrepareReply { vote: vote.clone(), conflict: Some(ConflictProof { meta: meta.clone(), cert: cert.clone() }), blocker: None },
+        Message::PrepareReply {
+            vote: vote.clone(),
+            conflict: Some(ConflictProof { meta: meta.clone(), cert: cert.clone() }),
+            blocker: None,
+        },
         Message::PrepareReply { vote: vote.clone(), conflict: None, blocker: Some(TxnId([4; 32])) },
         Message::Decide(ClientSigned {
             client: ClientId(3),
-            body: St2 { meta: meta.clone(), decision: Decision::Abort, tallies: vec![ShardVotes { shard: ShardId(0), votes: vec![vote.clone()] }], view: 0 },
+            body: St2 {
+                meta: meta.clone(),
+                decision: Decision::Abort,
+                tallies: vec![ShardVotes { shard: ShardId(0), votes: vec![vote.clone()] }],
+                view: 0,
+            },
             sig: None,
         }),
         Message::Writeback(Writeback { meta: meta.clone(), cert: DecisionCert::Commit(cert) }),
         Message::WritebackAck { txn: meta.id() },
-        Message::AbortReads(ClientSigned { client: ClientId(3), body: AbortReads { ts: ts(10), keys: vec![b"a".to_vec()] }, sig: None }),
+        Message::AbortReads(ClientSigned {
+            client: ClientId(3),
+            body: AbortReads { ts: ts(10), keys: vec![b"a".to_vec()] },
+            sig: None,
+        }),
     ]
 }
 
@@ -109,7 +137,11 @@ fn message_writer_frames_like_the_frame_codec() {
 
 #[test]
 fn message_writer_refuses_an_oversized_message_and_writes_nothing() {
-    let big = Message::AbortReads(ClientSigned { client: ClientId(3), body: AbortReads { ts: ts(10), keys: vec![vec![7; 600]; 2] }, sig: None });
+    let big = Message::AbortReads(ClientSigned {
+        client: ClientId(3),
+        body: AbortReads { ts: ts(10), keys: vec![vec![7; 600]; 2] },
+        sig: None,
+    });
     let mut frames = BytesMut::new();
     MessageWriter::new(1024).encode(&Message::HelloClient { client: ClientId(3) }, &mut frames).expect("small");
     let before = frames.clone();
@@ -124,7 +156,8 @@ fn hashing_in_the_scratch_buffer_matches_a_fresh_encoding() {
         let fresh = postcard::to_allocvec(&m).expect("encode");
         assert_eq!(canonical_bytes(&m), fresh);
         // Nested use (an encoding inside another's callback) gets its own buffer.
-        let nested = with_canonical_bytes(&m, |outer| (outer.to_vec(), with_canonical_bytes(&ClientId(9), <[u8]>::to_vec)));
+        let nested =
+            with_canonical_bytes(&m, |outer| (outer.to_vec(), with_canonical_bytes(&ClientId(9), <[u8]>::to_vec)));
         assert_eq!(nested, (fresh, postcard::to_allocvec(&ClientId(9)).expect("encode")));
     }
 }

@@ -90,7 +90,10 @@ pub fn init_cluster(dir: &Path, shards: usize, clients: u64) -> Arc<ClusterConfi
     let base = free_base_port(n).to_string();
     let (s, c) = (shards.to_string(), clients.to_string());
     let d = dir.to_str().expect("utf-8 temp dir");
-    let run = pistou(&["init", "--dir", d, "--shards", &s, "--f", "1", "--clients", &c, "--base-port", &base], Duration::from_secs(30));
+    let run = pistou(
+        &["init", "--dir", d, "--shards", &s, "--f", "1", "--clients", &c, "--base-port", &base],
+        Duration::from_secs(30),
+    );
     assert_eq!(run.code, Some(0), "init failed: {}", run.stderr);
     let text = std::fs::read_to_string(dir.join("cluster.toml")).expect("config written");
     Arc::new(ClusterConfig::from_toml(&text).expect("valid config"))
@@ -123,7 +126,8 @@ impl ClusterProc {
         // Its stderr goes to a file, shown if startup fails, to keep test output readable.
         let stderr_path = dir.join("cluster-up.stderr");
         let stderr = std::fs::File::create(&stderr_path).expect("stderr file");
-        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr).spawn().expect("spawn cluster up");
+        let mut child =
+            cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr).spawn().expect("spawn cluster up");
         let stdout = child.stdout.take().expect("piped stdout");
         // Read lines on a thread so a silent child cannot hang the test.
         let (tx, rx) = std::sync::mpsc::channel();
@@ -273,7 +277,14 @@ pub async fn transfer(client: &Client, accounts: usize, tally: &Tally) {
 }
 
 /// `clients` concurrent clients (ids 1..=clients), `each` transfers apiece.
-pub async fn run_transfers(config: &Arc<ClusterConfig>, dir: &Path, clients: u64, each: usize, accounts: usize, tally: &Arc<Tally>) {
+pub async fn run_transfers(
+    config: &Arc<ClusterConfig>,
+    dir: &Path,
+    clients: u64,
+    each: usize,
+    accounts: usize,
+    tally: &Arc<Tally>,
+) {
     let mut tasks = Vec::new();
     for id in 1..=clients {
         let client = connect(config, dir, id).await;

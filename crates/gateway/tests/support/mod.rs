@@ -73,7 +73,8 @@ pub async fn start(config: GatewayConfig) -> Harness {
     let cluster = Arc::new(cluster);
     let (stop_cluster, _) = watch::channel(false);
     for ((id, l), key) in listeners.into_iter().zip(keys) {
-        let server = ReplicaServer::with_listener(l, cluster.clone(), id, Some(key), NodeOptions::default()).expect("replica");
+        let server =
+            ReplicaServer::with_listener(l, cluster.clone(), id, Some(key), NodeOptions::default()).expect("replica");
         let mut rx = stop_cluster.subscribe();
         tokio::spawn(server.run(async move {
             let _ = rx.wait_for(|s| *s).await;
@@ -95,7 +96,11 @@ pub async fn connect(addr: SocketAddr) -> tokio_postgres::Client {
     connect_as(addr, "tester", None).await.expect("connect to the gateway")
 }
 
-pub async fn connect_as(addr: SocketAddr, user: &str, password: Option<&str>) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+pub async fn connect_as(
+    addr: SocketAddr,
+    user: &str,
+    password: Option<&str>,
+) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
     let mut config = tokio_postgres::Config::new();
     config.host("127.0.0.1").port(addr.port()).user(user).dbname("pistou").connect_timeout(Duration::from_secs(10));
     if let Some(p) = password {

@@ -5,23 +5,31 @@ use pistou_core::{ClientId, Timestamp, TxnId};
 use pistou_rowstore::{RowStore, StoreLimits, VersionState};
 use pistou_sql::keycode::encode_key;
 use pistou_sql::{
-    Catalog, CatalogChange, Column, Engine, ExecContext, IndexSchema, KeyRange, Output, ReadAt, Row, SqlType, Storage, StoredRow,
-    TableSchema, Value, Version, Write, WriteSet,
+    Catalog, CatalogChange, Column, Engine, ExecContext, IndexSchema, KeyRange, Output, ReadAt, Row, SqlType, Storage,
+    StoredRow, TableSchema, Value, Version, Write, WriteSet,
 };
 
 /// `t (id INT PRIMARY KEY, a INT NULL, b TEXT NOT NULL)` with index `t_a` on `a`, and
 /// `u (k TEXT PRIMARY KEY, v INT)`.
 pub fn schemas() -> Vec<TableSchema> {
-    let col = |name: &str, ty, nullable| Column { name: name.into(), ty, limits: Default::default(), nullable, default: None };
+    let col = |name: &str, ty, nullable| Column {
+        name: name.into(),
+        ty,
+        limits: Default::default(),
+        nullable,
+        default: None,
+    };
     vec![
         TableSchema {
-            name: "t".into(), id: 0,
+            name: "t".into(),
+            id: 0,
             columns: vec![col("id", SqlType::Int, false), col("a", SqlType::Int, true), col("b", SqlType::Text, false)],
             primary_key: vec![0],
             indexes: vec![IndexSchema { name: "t_a".into(), columns: vec![1], unique: false }],
         },
         TableSchema {
-            name: "u".into(), id: 0,
+            name: "u".into(),
+            id: 0,
             columns: vec![col("k", SqlType::Text, false), col("v", SqlType::Int, true)],
             primary_key: vec![0],
             indexes: vec![],

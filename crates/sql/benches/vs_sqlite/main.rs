@@ -68,7 +68,8 @@ fn load_pistou() -> Database {
     let ins = db.prepare("INSERT INTO accounts VALUES ($1, $2, $3, $4)").expect("prepare");
     for i in 0..ACCOUNTS {
         let (id, owner, name, bal) = account_row(i);
-        db.execute_prepared(&ins, &[Value::Int(id), Value::Int(owner), Value::Text(name), Value::Int(bal)]).expect("load");
+        db.execute_prepared(&ins, &[Value::Int(id), Value::Int(owner), Value::Text(name), Value::Int(bal)])
+            .expect("load");
     }
     let ins = db.prepare("INSERT INTO orders VALUES ($1, $2, $3)").expect("prepare");
     for i in 0..ORDERS {
@@ -159,20 +160,24 @@ fn main() {
                 _ => 1,
             }
         });
-        let (s_ops, _) = if only_pistou { (f64::NAN, 0) } else { measure(|i| {
-            let mut stmt = sqlite.prepare_cached(&sqlite_sql).expect("sqlite prepare");
-            let params = (w.params)(i);
-            if stmt.column_count() == 0 {
-                stmt.execute(rusqlite::params_from_iter(params)).expect("sqlite execute")
-            } else {
-                let mut rows = stmt.query(rusqlite::params_from_iter(params)).expect("sqlite query");
-                let mut n = 0;
-                while rows.next().expect("sqlite row").is_some() {
-                    n += 1;
+        let (s_ops, _) = if only_pistou {
+            (f64::NAN, 0)
+        } else {
+            measure(|i| {
+                let mut stmt = sqlite.prepare_cached(&sqlite_sql).expect("sqlite prepare");
+                let params = (w.params)(i);
+                if stmt.column_count() == 0 {
+                    stmt.execute(rusqlite::params_from_iter(params)).expect("sqlite execute")
+                } else {
+                    let mut rows = stmt.query(rusqlite::params_from_iter(params)).expect("sqlite query");
+                    let mut n = 0;
+                    while rows.next().expect("sqlite row").is_some() {
+                        n += 1;
+                    }
+                    n
                 }
-                n
-            }
-        }) };
+            })
+        };
         println!("| {} | {:.0} | {:.0} | {:.2} |", w.name, p_ops, s_ops, p_ops / s_ops);
     }
     drop((pistou, sqlite));

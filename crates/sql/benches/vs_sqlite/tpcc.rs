@@ -39,7 +39,8 @@ const INSERT_WAREHOUSE: &str = "INSERT INTO warehouse VALUES ($1, $2, $3, $4, $5
 const INSERT_DISTRICT: &str = "INSERT INTO district VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 const INSERT_CUSTOMER: &str = "INSERT INTO customer VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)";
 const INSERT_ITEM: &str = "INSERT INTO item VALUES ($1, $2, $3, $4, $5)";
-const INSERT_STOCK: &str = "INSERT INTO stock VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+const INSERT_STOCK: &str =
+    "INSERT INTO stock VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
 const INSERT_ORDER: &str = "INSERT INTO orders (o_w_id, o_d_id, o_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, o_all_local) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 const INSERT_NEW_ORDER: &str = "INSERT INTO new_order (no_w_id, no_d_id, no_o_id) VALUES ($1, $2, $3)";
 const INSERT_ORDER_LINE: &str = "INSERT INTO order_line (ol_w_id, ol_d_id, ol_o_id, ol_number, ol_i_id, ol_supply_w_id, ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
@@ -204,11 +205,24 @@ pub fn load(e: &mut impl Engine) -> usize {
     };
     put("BEGIN", vec![]);
     for i in 1..=ITEMS {
-        let row = vec![int(i), int(rng.uniform(1, 10_000)), text(rng.astring(14, 24)), int(rng.uniform(100, 10_000)), text(data_with_original(&mut rng))];
+        let row = vec![
+            int(i),
+            int(rng.uniform(1, 10_000)),
+            text(rng.astring(14, 24)),
+            int(rng.uniform(100, 10_000)),
+            text(data_with_original(&mut rng)),
+        ];
         put(INSERT_ITEM, row);
     }
     let w = 1;
-    let address = |rng: &mut Rng| vec![text(rng.astring(10, 20)), text(rng.astring(10, 20)), text(rng.astring(2, 2)), text(format!("{}11111", rng.nstring(4)))];
+    let address = |rng: &mut Rng| {
+        vec![
+            text(rng.astring(10, 20)),
+            text(rng.astring(10, 20)),
+            text(rng.astring(2, 2)),
+            text(format!("{}11111", rng.nstring(4))),
+        ]
+    };
     let mut row = vec![int(w), text(rng.astring(6, 10))];
     row.extend(address(&mut rng));
     row.extend([int(rng.uniform(0, 2000)), int(30_000_000)]);
@@ -227,7 +241,15 @@ pub fn load(e: &mut impl Engine) -> usize {
         for c in 1..=CUSTOMERS {
             let last = if c <= 1000 { last_name(c - 1) } else { last_name(rng.nurand(255, 0, 999, 42)) };
             let credit = if rng.uniform(1, 10) == 1 { "BC" } else { "GC" };
-            let mut row = vec![int(w), int(d), int(c), text(rng.astring(8, 16)), text("OE".into()), text(last), text(rng.astring(10, 20))];
+            let mut row = vec![
+                int(w),
+                int(d),
+                int(c),
+                text(rng.astring(8, 16)),
+                text("OE".into()),
+                text(last),
+                text(rng.astring(10, 20)),
+            ];
             row.extend(address(&mut rng).into_iter().skip(1));
             row.extend([
                 text(rng.nstring(16)),
@@ -258,7 +280,18 @@ pub fn load(e: &mut impl Engine) -> usize {
             }
             for n in 1..=lines {
                 let (delivery, amount) = if delivered { (int(0), 0) } else { (Value::Null, rng.uniform(1, 999_999)) };
-                let row = vec![int(w), int(d), int(o), int(n), int(rng.uniform(1, ITEMS)), int(w), delivery, int(5), int(amount), text(rng.astring(24, 24))];
+                let row = vec![
+                    int(w),
+                    int(d),
+                    int(o),
+                    int(n),
+                    int(rng.uniform(1, ITEMS)),
+                    int(w),
+                    delivery,
+                    int(5),
+                    int(amount),
+                    text(rng.astring(24, 24)),
+                ];
                 put(INSERT_ORDER_LINE, row);
             }
         }
@@ -322,7 +355,21 @@ fn new_order(e: &mut impl Engine, rng: &mut Rng, n: i64) -> Vec<i64> {
         let new_quantity = if s_quantity >= quantity + 10 { s_quantity - quantity } else { s_quantity - quantity + 91 };
         e.run(NO_UPDATE_STOCK, &[int(new_quantity), int(quantity), int(0), int(w), int(item)]);
         let amount = quantity * price;
-        e.run(INSERT_ORDER_LINE, &[int(w), int(d), int(o_id), int(number), int(item), int(w), Value::Null, int(quantity), int(amount), dist_info]);
+        e.run(
+            INSERT_ORDER_LINE,
+            &[
+                int(w),
+                int(d),
+                int(o_id),
+                int(number),
+                int(item),
+                int(w),
+                Value::Null,
+                int(quantity),
+                int(amount),
+                dist_info,
+            ],
+        );
         total += amount;
         digest.push(new_quantity);
     }

@@ -3,7 +3,12 @@
 use super::*;
 
 impl Binder<'_> {
-    pub(super) fn index_columns(&self, table: &TableSchema, cols: &[sql::IndexColumn], columns: &[Column]) -> Result<Vec<usize>> {
+    pub(super) fn index_columns(
+        &self,
+        table: &TableSchema,
+        cols: &[sql::IndexColumn],
+        columns: &[Column],
+    ) -> Result<Vec<usize>> {
         let mut out = Vec::new();
         for c in cols {
             if c.operator_class.is_some() || c.column.options.sort.is_some() || c.column.options.nulls_first.is_some() {
@@ -12,7 +17,10 @@ impl Binder<'_> {
             let sql::Expr::Identifier(i) = &c.column.expr else { return unsupported("index on an expression") };
             let name = ident(i);
             let pos = columns.iter().position(|c| c.name == name).ok_or_else(|| {
-                SqlError::new(SqlState::UndefinedColumn, format!("column \"{name}\" named in key does not exist in \"{}\"", table.name))
+                SqlError::new(
+                    SqlState::UndefinedColumn,
+                    format!("column \"{name}\" named in key does not exist in \"{}\"", table.name),
+                )
             })?;
             if out.contains(&pos) {
                 return err(SqlState::DuplicateColumn, format!("column \"{name}\" appears twice in key"));
@@ -37,12 +45,21 @@ impl Binder<'_> {
                 err(SqlState::DuplicateTable, format!("relation \"{name}\" already exists"))
             };
         }
-        let mut table = TableSchema { name: name.clone(), id: 0, columns: Vec::new(), primary_key: Vec::new(), indexes: Vec::new() };
+        let mut table = TableSchema {
+            name: name.clone(),
+            id: 0,
+            columns: Vec::new(),
+            primary_key: Vec::new(),
+            indexes: Vec::new(),
+        };
         let mut unique_sets: Vec<Vec<usize>> = Vec::new();
         let mut pk: Option<Vec<usize>> = None;
         let set_pk = |pk: &mut Option<Vec<usize>>, cols: Vec<usize>| {
             if pk.is_some() {
-                return err(SqlState::InvalidTableDefinition, format!("multiple primary keys for table \"{name}\" are not allowed"));
+                return err(
+                    SqlState::InvalidTableDefinition,
+                    format!("multiple primary keys for table \"{name}\" are not allowed"),
+                );
             }
             *pk = Some(cols);
             Ok(())
@@ -63,7 +80,9 @@ impl Binder<'_> {
                     let cols = self.index_columns(&table, &p.columns, &table.columns)?;
                     set_pk(&mut pk, cols)?;
                 }
-                sql::TableConstraint::Unique(u) => unique_sets.push(self.index_columns(&table, &u.columns, &table.columns)?),
+                sql::TableConstraint::Unique(u) => {
+                    unique_sets.push(self.index_columns(&table, &u.columns, &table.columns)?)
+                }
                 other => return unsupported(format!("table constraint {other}")),
             }
         }
@@ -80,7 +99,8 @@ impl Binder<'_> {
             if cols == table.primary_key || table.indexes.iter().any(|i| i.columns == cols) {
                 continue;
             }
-            let col_names: Vec<&str> = cols.iter().filter_map(|c| table.columns.get(*c)).map(|c| c.name.as_str()).collect();
+            let col_names: Vec<&str> =
+                cols.iter().filter_map(|c| table.columns.get(*c)).map(|c| c.name.as_str()).collect();
             let index_name = format!("{name}_{}_key", col_names.join("_"));
             table.indexes.push(IndexSchema { name: index_name, columns: cols, unique: true });
         }
@@ -102,7 +122,9 @@ impl Binder<'_> {
                 sql::ColumnOption::NotNull => column.nullable = false,
                 sql::ColumnOption::Default(e) => {
                     let bound = self.constant_expr(e, "DEFAULT")?;
-                    if bound.any(&|n| matches!(n, Expr::Param(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. })) {
+                    if bound.any(&|n| {
+                        matches!(n, Expr::Param(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. })
+                    }) {
                         return unsupported("non-constant DEFAULT");
                     }
                     let v = super::dml::assigned(e, bound, Some(&column))?.eval(&[], &Env::default())?;
@@ -120,9 +142,13 @@ impl Binder<'_> {
         let table = match self.catalog.table(&object_name(&a.name)?) {
             Some(t) => t.clone(),
             None if a.if_exists => return Ok(None),
-            None => return err(SqlState::UndefinedTable, format!("relation \"{}\" does not exist", object_name(&a.name)?)),
+            None => {
+                return err(SqlState::UndefinedTable, format!("relation \"{}\" does not exist", object_name(&a.name)?))
+            }
         };
-        let [sql::AlterTableOperation::AddColumn { if_not_exists, column_def, column_position: None, .. }] = a.operations.as_slice() else {
+        let [sql::AlterTableOperation::AddColumn { if_not_exists, column_def, column_position: None, .. }] =
+            a.operations.as_slice()
+        else {
             return unsupported("ALTER TABLE other than a single ADD COLUMN");
         };
         if *if_not_exists && table.column_index(&ident(&column_def.name)).is_some() {
@@ -139,7 +165,15 @@ impl Binder<'_> {
     }
 
     pub(super) fn create_index(&mut self, c: &sql::CreateIndex) -> Result<Option<CatalogChange>> {
-        if c.using.is_some() || !c.include.is_empty() || !c.with.is_empty() || c.predicate.is_some() || c.concurrently || c.nulls_distinct.is_some() || !c.index_options.is_empty() || !c.alter_options.is_empty() {
+        if c.using.is_some()
+            || !c.include.is_empty()
+            || !c.with.is_empty()
+            || c.predicate.is_some()
+            || c.concurrently
+            || c.nulls_distinct.is_some()
+            || !c.index_options.is_empty()
+            || !c.alter_options.is_empty()
+        {
             return unsupported("this CREATE INDEX form");
         }
         let table = self.table(&c.table_name)?;
@@ -147,7 +181,8 @@ impl Binder<'_> {
         let name = match &c.name {
             Some(n) => object_name(n)?,
             None => {
-                let cols: Vec<&str> = columns.iter().filter_map(|i| table.columns.get(*i)).map(|c| c.name.as_str()).collect();
+                let cols: Vec<&str> =
+                    columns.iter().filter_map(|i| table.columns.get(*i)).map(|c| c.name.as_str()).collect();
                 format!("{}_{}_idx", table.name, cols.join("_"))
             }
         };
@@ -158,10 +193,18 @@ impl Binder<'_> {
                 err(SqlState::DuplicateTable, format!("relation \"{name}\" already exists"))
             };
         }
-        Ok(Some(CatalogChange::CreateIndex { table: table.name.clone(), index: IndexSchema { name, columns, unique: c.unique } }))
+        Ok(Some(CatalogChange::CreateIndex {
+            table: table.name.clone(),
+            index: IndexSchema { name, columns, unique: c.unique },
+        }))
     }
 
-    pub(super) fn drop(&mut self, object_type: &sql::ObjectType, if_exists: bool, name: &sql::ObjectName) -> Result<Option<CatalogChange>> {
+    pub(super) fn drop(
+        &mut self,
+        object_type: &sql::ObjectType,
+        if_exists: bool,
+        name: &sql::ObjectName,
+    ) -> Result<Option<CatalogChange>> {
         let name = object_name(name)?;
         match object_type {
             sql::ObjectType::Table => match self.catalog.table(&name) {

@@ -3,7 +3,11 @@
 use super::*;
 
 impl Binder<'_> {
-    pub(super) fn returning(&mut self, items: &Option<Vec<sql::SelectItem>>, table: &TableSchema) -> Result<Option<Returning>> {
+    pub(super) fn returning(
+        &mut self,
+        items: &Option<Vec<sql::SelectItem>>,
+        table: &TableSchema,
+    ) -> Result<Option<Returning>> {
         let Some(items) = items else { return Ok(None) };
         let scope = Scope::of_table(table, &table.name);
         let mut exprs = Vec::new();
@@ -35,7 +39,20 @@ impl Binder<'_> {
     }
 
     pub(super) fn insert(&mut self, i: &sql::Insert) -> Result<InsertPlan> {
-        if i.or.is_some() || i.ignore || i.overwrite || i.partitioned.is_some() || !i.after_columns.is_empty() || i.replace_into || i.priority.is_some() || i.insert_alias.is_some() || i.settings.is_some() || i.format_clause.is_some() || i.table_alias.is_some() || !i.assignments.is_empty() || i.output.is_some() {
+        if i.or.is_some()
+            || i.ignore
+            || i.overwrite
+            || i.partitioned.is_some()
+            || !i.after_columns.is_empty()
+            || i.replace_into
+            || i.priority.is_some()
+            || i.insert_alias.is_some()
+            || i.settings.is_some()
+            || i.format_clause.is_some()
+            || i.table_alias.is_some()
+            || !i.assignments.is_empty()
+            || i.output.is_some()
+        {
             return unsupported("this INSERT form");
         }
         let sql::TableObject::TableName(name) = &i.table else { return unsupported("INSERT into a table function") };
@@ -47,7 +64,10 @@ impl Binder<'_> {
             for c in &i.columns {
                 let name = object_name(c)?;
                 let pos = table.column_index(&name).ok_or_else(|| {
-                    SqlError::new(SqlState::UndefinedColumn, format!("column \"{name}\" of relation \"{}\" does not exist", table.name))
+                    SqlError::new(
+                        SqlState::UndefinedColumn,
+                        format!("column \"{name}\" of relation \"{}\" does not exist", table.name),
+                    )
                 })?;
                 if t.contains(&pos) {
                     return err(SqlState::DuplicateColumn, format!("column \"{name}\" specified more than once"));
@@ -58,7 +78,9 @@ impl Binder<'_> {
         };
         let Some(source) = &i.source else { return unsupported("INSERT without VALUES or SELECT") };
         let source = match &*source.body {
-            sql::SetExpr::Values(values) if source.order_by.is_none() && source.limit_clause.is_none() && source.with.is_none() => {
+            sql::SetExpr::Values(values)
+                if source.order_by.is_none() && source.limit_clause.is_none() && source.with.is_none() =>
+            {
                 let mut rows = Vec::with_capacity(values.rows.len());
                 for r in &values.rows {
                     let mut row = Vec::with_capacity(r.content.len());
@@ -74,7 +96,11 @@ impl Binder<'_> {
                     rows.push(row);
                 }
                 if let Some(bad) = rows.iter().find(|r| r.len() != targets.len()) {
-                    let more = if bad.len() > targets.len() { "expressions than target columns" } else { "target columns than expressions" };
+                    let more = if bad.len() > targets.len() {
+                        "expressions than target columns"
+                    } else {
+                        "target columns than expressions"
+                    };
                     return err(SqlState::SyntaxError, format!("INSERT has more {more}"));
                 }
                 for row in &rows {
@@ -89,7 +115,10 @@ impl Binder<'_> {
             _ => {
                 let mut q = self.query(source)?;
                 if q.names.len() != targets.len() {
-                    return err(SqlState::SyntaxError, "INSERT source has a different number of columns than the target list");
+                    return err(
+                        SqlState::SyntaxError,
+                        "INSERT source has a different number of columns than the target list",
+                    );
                 }
                 // A SELECT's bare literals are read as the target columns' types, as in PostgreSQL.
                 if let QueryBody::Select(core) = &mut q.body {
@@ -104,11 +133,17 @@ impl Binder<'_> {
         };
         let on_conflict = match &i.on {
             None => OnConflict::Error,
-            Some(sql::OnInsert::OnConflict(sql::OnConflict { action: sql::OnConflictAction::DoNothing, .. })) => OnConflict::DoNothing,
-            Some(sql::OnInsert::OnConflict(sql::OnConflict { conflict_target, action: sql::OnConflictAction::DoUpdate(update) })) => {
+            Some(sql::OnInsert::OnConflict(sql::OnConflict { action: sql::OnConflictAction::DoNothing, .. })) => {
+                OnConflict::DoNothing
+            }
+            Some(sql::OnInsert::OnConflict(sql::OnConflict {
+                conflict_target,
+                action: sql::OnConflictAction::DoUpdate(update),
+            })) => {
                 let on_primary_key = match conflict_target {
                     Some(sql::ConflictTarget::Columns(cols)) => {
-                        let mut positions: Vec<Option<usize>> = cols.iter().map(|c| table.column_index(&ident(c))).collect();
+                        let mut positions: Vec<Option<usize>> =
+                            cols.iter().map(|c| table.column_index(&ident(c))).collect();
                         positions.sort();
                         let mut pk: Vec<Option<usize>> = table.primary_key.iter().copied().map(Some).collect();
                         pk.sort();
@@ -135,7 +170,10 @@ impl Binder<'_> {
             let sql::AssignmentTarget::ColumnName(name) = &a.target else { return unsupported("tuple assignment") };
             let name = object_name(name)?;
             let col = table.column_index(&name).ok_or_else(|| {
-                SqlError::new(SqlState::UndefinedColumn, format!("column \"{name}\" of relation \"{}\" does not exist", table.name))
+                SqlError::new(
+                    SqlState::UndefinedColumn,
+                    format!("column \"{name}\" of relation \"{}\" does not exist", table.name),
+                )
             })?;
             if table.primary_key.contains(&col) {
                 return unsupported("ON CONFLICT DO UPDATE changing the primary key");
@@ -163,7 +201,11 @@ impl Binder<'_> {
 
     /// The scan of an UPDATE/DELETE target and the WHERE conjuncts that run correlated
     /// subqueries, checked per scanned row.
-    pub(super) fn where_scan(&mut self, table: Arc<TableSchema>, selection: &Option<sql::Expr>) -> Result<(ScanPlan, Option<Expr>)> {
+    pub(super) fn where_scan(
+        &mut self,
+        table: Arc<TableSchema>,
+        selection: &Option<sql::Expr>,
+    ) -> Result<(ScanPlan, Option<Expr>)> {
         let mut parts = Vec::new();
         if let Some(w) = selection {
             let scope = Scope::of_table(&table, &table.name);
@@ -188,7 +230,10 @@ impl Binder<'_> {
             let sql::AssignmentTarget::ColumnName(name) = &a.target else { return unsupported("tuple assignment") };
             let name = object_name(name)?;
             let col = table.column_index(&name).ok_or_else(|| {
-                SqlError::new(SqlState::UndefinedColumn, format!("column \"{name}\" of relation \"{}\" does not exist", table.name))
+                SqlError::new(
+                    SqlState::UndefinedColumn,
+                    format!("column \"{name}\" of relation \"{}\" does not exist", table.name),
+                )
             })?;
             if assignments.iter().any(|(c, _)| *c == col) {
                 return err(SqlState::SyntaxError, format!("multiple assignments to same column \"{name}\""));
@@ -206,7 +251,12 @@ impl Binder<'_> {
     }
 
     pub(super) fn delete(&mut self, d: &sql::Delete) -> Result<DeletePlan> {
-        if !d.tables.is_empty() || d.using.is_some() || !d.order_by.is_empty() || d.limit.is_some() || d.output.is_some() {
+        if !d.tables.is_empty()
+            || d.using.is_some()
+            || !d.order_by.is_empty()
+            || d.limit.is_some()
+            || d.output.is_some()
+        {
             return unsupported("this DELETE form");
         }
         let from = match &d.from {
@@ -225,7 +275,9 @@ impl Binder<'_> {
 /// fails with 22P02); the column's limits are applied when the row is written.
 pub(super) fn assigned(ast: &sql::Expr, bound: Expr, column: Option<&Column>) -> Result<Expr> {
     match (column, bound) {
-        (Some(c), Expr::Const(v @ Value::Text(_))) if is_untyped_literal(ast) => Ok(Expr::Const(crate::types::cast(&v, c.ty)?)),
+        (Some(c), Expr::Const(v @ Value::Text(_))) if is_untyped_literal(ast) => {
+            Ok(Expr::Const(crate::types::cast(&v, c.ty)?))
+        }
         (_, bound) => Ok(bound),
     }
 }

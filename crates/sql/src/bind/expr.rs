@@ -50,10 +50,14 @@ impl Binder<'_> {
                 [] => {}
                 _ => return Some(err(SqlState::AmbiguousColumn, format!("column reference \"{name}\" is ambiguous"))),
             }
-            let ungrouped = outer.ungrouped.iter().any(|c| c.name == name && table.as_deref().is_none_or(|t| t == c.table));
+            let ungrouped =
+                outer.ungrouped.iter().any(|c| c.name == name && table.as_deref().is_none_or(|t| t == c.table));
             if ungrouped {
                 let full = table.map_or(name.clone(), |t| format!("{t}.{name}"));
-                return Some(err(SqlState::GroupingError, format!("subquery uses ungrouped column \"{full}\" from outer query")));
+                return Some(err(
+                    SqlState::GroupingError,
+                    format!("subquery uses ungrouped column \"{full}\" from outer query"),
+                ));
             }
         }
         None
@@ -72,7 +76,9 @@ impl Binder<'_> {
     /// Static type of an enclosing query's column or of a scalar subquery (its column's).
     fn placeholder_type(&self, e: &Expr) -> Option<SqlType> {
         match e {
-            Expr::Enclosing { level, column } => self.outer_scopes.get(*level).and_then(|s| s.cols.get(*column)).and_then(|c| c.ty),
+            Expr::Enclosing { level, column } => {
+                self.outer_scopes.get(*level).and_then(|s| s.cols.get(*column)).and_then(|c| c.ty)
+            }
             Expr::Subquery(i) => self.subqueries.get(*i).and_then(|s| s.plan.types.first().copied().flatten()),
             _ => None,
         }
@@ -96,10 +102,19 @@ impl Binder<'_> {
         };
         match e {
             Expr::Column(c) => scope.cols.get(*c).map(|c| c.limits.clone()).unwrap_or_default(),
-            Expr::Enclosing { level, column } => self.outer_scopes.get(*level).and_then(|s| s.cols.get(*column)).map(|c| c.limits.clone()).unwrap_or_default(),
-            Expr::Subquery(i) => self.subqueries.get(*i).and_then(|s| s.plan.limits.first().cloned()).unwrap_or_default(),
+            Expr::Enclosing { level, column } => self
+                .outer_scopes
+                .get(*level)
+                .and_then(|s| s.cols.get(*column))
+                .map(|c| c.limits.clone())
+                .unwrap_or_default(),
+            Expr::Subquery(i) => {
+                self.subqueries.get(*i).and_then(|s| s.plan.limits.first().cloned()).unwrap_or_default()
+            }
             Expr::Cast { limits, .. } => limits.clone(),
-            Expr::Case { whens, otherwise, .. } => same(&mut whens.iter().map(|(_, then)| then).chain(otherwise.as_deref())),
+            Expr::Case { whens, otherwise, .. } => {
+                same(&mut whens.iter().map(|(_, then)| then).chain(otherwise.as_deref()))
+            }
             Expr::Call { func: Func::NullIf, args } => same(&mut args.iter().take(1)),
             Expr::Call { func: Func::Coalesce | Func::Greatest | Func::Least, args } => same(&mut args.iter()),
             _ => TypeLimits::default(),
@@ -126,14 +141,18 @@ impl Binder<'_> {
         };
         let e = Expr::Arith(op, Box::new(l), Box::new(r));
         match result {
-            Some(ty @ (SqlType::Int2 | SqlType::Int4 | SqlType::Float4)) => Expr::Cast { expr: Box::new(e), ty, limits: TypeLimits::default() },
+            Some(ty @ (SqlType::Int2 | SqlType::Int4 | SqlType::Float4)) => {
+                Expr::Cast { expr: Box::new(e), ty, limits: TypeLimits::default() }
+            }
             _ => e,
         }
     }
 
     /// What type resolution knows of operand `e`, bound from `ast`.
     pub(super) fn input_type(&self, ast: &sql::Expr, e: &Expr, scope: &Scope, mode: &Mode) -> InputType {
-        if matches!(e, Expr::Const(Value::Null)) || (is_untyped_literal(ast) && matches!(e, Expr::Const(Value::Text(_)))) {
+        if matches!(e, Expr::Const(Value::Null))
+            || (is_untyped_literal(ast) && matches!(e, Expr::Const(Value::Text(_))))
+        {
             return InputType::Literal;
         }
         self.type_of(e, scope, mode).map_or(InputType::Opaque, InputType::Known)
@@ -152,7 +171,9 @@ impl Binder<'_> {
     /// CHAR loses its trailing blanks); a parameter compared with CHAR is cast to CHAR.
     fn compared_operand(&self, other: Option<SqlType>, ast: &sql::Expr, e: Expr) -> Result<Expr> {
         Ok(match (other, e) {
-            (Some(t), Expr::Const(v @ Value::Text(_))) if is_untyped_literal(ast) => Expr::Const(crate::types::cast(&v, t)?),
+            (Some(t), Expr::Const(v @ Value::Text(_))) if is_untyped_literal(ast) => {
+                Expr::Const(crate::types::cast(&v, t)?)
+            }
             (Some(SqlType::Char), p @ Expr::Param(_)) => cast_to(p, SqlType::Char),
             (_, e) => e,
         })
@@ -161,7 +182,13 @@ impl Binder<'_> {
     /// Both operands of a comparison, each coerced to the other's type where it is a literal.
     /// Known types of different categories have no comparison operator: 42883 now, as in
     /// PostgreSQL, not only when a row reaches them.
-    fn comparison(&self, (la, l): (&sql::Expr, Expr), (ra, r): (&sql::Expr, Expr), scope: &Scope, mode: &Mode) -> Result<(Expr, Expr)> {
+    fn comparison(
+        &self,
+        (la, l): (&sql::Expr, Expr),
+        (ra, r): (&sql::Expr, Expr),
+        scope: &Scope,
+        mode: &Mode,
+    ) -> Result<(Expr, Expr)> {
         let (lt, rt) = (self.operand_type(la, &l, scope, mode), self.operand_type(ra, &r, scope, mode));
         if let (Some(a), Some(b)) = (lt, rt) {
             if a.category() != b.category() {
@@ -172,7 +199,14 @@ impl Binder<'_> {
     }
 
     /// A comparison with literal and CHAR operands coerced.
-    fn compare(&self, op: CmpOp, l: (&sql::Expr, Expr), r: (&sql::Expr, Expr), scope: &Scope, mode: &Mode) -> Result<Expr> {
+    fn compare(
+        &self,
+        op: CmpOp,
+        l: (&sql::Expr, Expr),
+        r: (&sql::Expr, Expr),
+        scope: &Scope,
+        mode: &Mode,
+    ) -> Result<Expr> {
         let (l, r) = self.comparison(l, r, scope, mode)?;
         Ok(Expr::Cmp(op, Box::new(l), Box::new(r)))
     }
@@ -181,29 +215,48 @@ impl Binder<'_> {
     /// or NULL) takes the other operand's type where that type has the operator (`int4col +
     /// '2'` is int4 + int4, `d - '2020-01-01'` is date - date). Known types without the
     /// operator fail now (42883), as in PostgreSQL, not only when a row reaches them.
-    fn arith_operands(&self, op: ArithOp, (la, l): (&sql::Expr, Expr), (ra, r): (&sql::Expr, Expr), scope: &Scope, mode: &Mode) -> Result<(Expr, Expr)> {
+    fn arith_operands(
+        &self,
+        op: ArithOp,
+        (la, l): (&sql::Expr, Expr),
+        (ra, r): (&sql::Expr, Expr),
+        scope: &Scope,
+        mode: &Mode,
+    ) -> Result<(Expr, Expr)> {
         let symbol = op.symbol();
-        let missing = |a: &str, b: &str| SqlError::new(SqlState::UndefinedFunction, format!("operator does not exist: {a} {symbol} {b}"));
+        let missing = |a: &str, b: &str| {
+            SqlError::new(SqlState::UndefinedFunction, format!("operator does not exist: {a} {symbol} {b}"))
+        };
         let literal_as = |e: Expr, t: SqlType, literal_first: bool| -> Result<Expr> {
             if arith_type(op, t, t).is_some() {
-                return if matches!(e, Expr::Const(Value::Null)) { Ok(typed_null(t)) } else { coerce(e, InputType::Literal, t) };
+                return if matches!(e, Expr::Const(Value::Null)) {
+                    Ok(typed_null(t))
+                } else {
+                    coerce(e, InputType::Literal, t)
+                };
             }
             match (t, op) {
                 // timestamp ± unknown reads the literal as an interval.
                 (SqlType::Timestamp, ArithOp::Add | ArithOp::Sub) => unsupported("interval arithmetic"),
                 // date + unknown: integer, interval and time all fit.
-                (SqlType::Date, ArithOp::Add) => err(SqlState::AmbiguousFunction, format!("operator is not unique: date {symbol} unknown")),
+                (SqlType::Date, ArithOp::Add) => {
+                    err(SqlState::AmbiguousFunction, format!("operator is not unique: date {symbol} unknown"))
+                }
                 _ if literal_first => Err(missing("unknown", t.pg_name())),
                 _ => Err(missing(t.pg_name(), "unknown")),
             }
         };
         match (self.input_type(la, &l, scope, mode), self.input_type(ra, &r, scope, mode)) {
-            (InputType::Literal, InputType::Literal) => err(SqlState::AmbiguousFunction, format!("operator is not unique: unknown {symbol} unknown")),
+            (InputType::Literal, InputType::Literal) => {
+                err(SqlState::AmbiguousFunction, format!("operator is not unique: unknown {symbol} unknown"))
+            }
             (InputType::Literal, InputType::Known(t)) => Ok((literal_as(l, t, true)?, r)),
             (InputType::Known(t), InputType::Literal) => Ok((l, literal_as(r, t, false)?)),
             (InputType::Known(a), InputType::Known(b)) if arith_type(op, a, b).is_none() => match (a, b) {
                 // PostgreSQL gives an interval.
-                (SqlType::Timestamp, SqlType::Date | SqlType::Timestamp) | (SqlType::Date, SqlType::Timestamp) if op == ArithOp::Sub => {
+                (SqlType::Timestamp, SqlType::Date | SqlType::Timestamp) | (SqlType::Date, SqlType::Timestamp)
+                    if op == ArithOp::Sub =>
+                {
                     unsupported("timestamp subtraction (intervals)")
                 }
                 _ => Err(missing(a.pg_name(), b.pg_name())),
@@ -255,7 +308,9 @@ impl Binder<'_> {
                     Some(pos) => Ok(Expr::Column(pos)),
                     None => err(
                         SqlState::GroupingError,
-                        format!("column \"{e}\" must appear in the GROUP BY clause or be used in an aggregate function"),
+                        format!(
+                            "column \"{e}\" must appear in the GROUP BY clause or be used in an aggregate function"
+                        ),
                     ),
                 };
             }
@@ -306,7 +361,9 @@ impl Binder<'_> {
                         self.arith(a, l, r, scope, mode)
                     }
                     (_, Some(c), _) => self.compare(c, (left, l), (right, r), scope, mode)?,
-                    (_, _, B::StringConcat) => Expr::Concat(Box::new(self.as_text(l, scope, mode)), Box::new(self.as_text(r, scope, mode))),
+                    (_, _, B::StringConcat) => {
+                        Expr::Concat(Box::new(self.as_text(l, scope, mode)), Box::new(self.as_text(r, scope, mode)))
+                    }
                     (_, _, B::And) => Expr::And(Box::new(l), Box::new(r)),
                     (_, _, B::Or) => Expr::Or(Box::new(l), Box::new(r)),
                     (_, _, other) => return unsupported(format!("operator {other}")),
@@ -323,7 +380,11 @@ impl Binder<'_> {
             E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
                 let (l, r) = (self.expr(a, scope, mode)?, self.expr(b, scope, mode)?);
                 let (l, r) = self.comparison((a, l), (b, r), scope, mode)?;
-                Expr::IsDistinct { left: Box::new(l), right: Box::new(r), negated: matches!(e, E::IsNotDistinctFrom(..)) }
+                Expr::IsDistinct {
+                    left: Box::new(l),
+                    right: Box::new(r),
+                    negated: matches!(e, E::IsNotDistinctFrom(..)),
+                }
             }
             E::InList { expr, list, negated } => {
                 let x = self.expr(expr, scope, mode)?;
@@ -334,8 +395,13 @@ impl Binder<'_> {
                 // Literals take the type of the other side: the tested value's, or for a
                 // literal tested value, the common type of the list.
                 let x_type = self.operand_type(expr, &x, scope, mode);
-                let items = list.iter().zip(bound).map(|(ast, b)| self.compared_operand(x_type, ast, b)).collect::<Result<Vec<_>>>()?;
-                let item_types: Vec<InputType> = list.iter().zip(&items).map(|(ast, b)| self.input_type(ast, b, scope, mode)).collect();
+                let items = list
+                    .iter()
+                    .zip(bound)
+                    .map(|(ast, b)| self.compared_operand(x_type, ast, b))
+                    .collect::<Result<Vec<_>>>()?;
+                let item_types: Vec<InputType> =
+                    list.iter().zip(&items).map(|(ast, b)| self.input_type(ast, b, scope, mode)).collect();
                 let known = item_types.iter().any(|t| matches!(t, InputType::Known(_)));
                 let list_type = common_type("IN", &item_types).ok().flatten().filter(|_| known);
                 let x = self.compared_operand(list_type, expr, x)?;
@@ -348,16 +414,23 @@ impl Binder<'_> {
                     self.compare(CmpOp::GtEq, (expr, x.clone()), (low, lo), scope, mode)?,
                     self.compare(CmpOp::LtEq, (expr, x), (high, hi), scope, mode)?,
                 );
-                if *negated { Expr::Not(Box::new(range)) } else { range }
+                if *negated {
+                    Expr::Not(Box::new(range))
+                } else {
+                    range
+                }
             }
-            E::Like { negated, any: false, expr, pattern, escape_char } | E::ILike { negated, any: false, expr, pattern, escape_char } => Expr::Like {
+            E::Like { negated, any: false, expr, pattern, escape_char }
+            | E::ILike { negated, any: false, expr, pattern, escape_char } => Expr::Like {
                 expr: bx(self, expr, mode)?,
                 pattern: bx(self, pattern, mode)?,
                 escape: escape_char.as_deref().map(|x| bx(self, x, mode)).transpose()?,
                 negated: *negated,
                 case_insensitive: matches!(e, E::ILike { .. }),
             },
-            E::Case { operand, conditions, else_result, .. } => self.case(operand.as_deref(), conditions, else_result.as_deref(), scope, mode)?,
+            E::Case { operand, conditions, else_result, .. } => {
+                self.case(operand.as_deref(), conditions, else_result.as_deref(), scope, mode)?
+            }
             E::Cast { expr, data_type: t, format: None, .. } => {
                 let (ty, limits) = data_type(t)?;
                 let mut inner = self.expr(expr, scope, mode)?;
@@ -382,9 +455,10 @@ impl Binder<'_> {
             E::Trim { expr, trim_where: None, trim_what: None, trim_characters: None } => {
                 Expr::Call { func: Func::Trim, args: vec![self.expr(expr, scope, mode)?] }
             }
-            E::Position { expr, r#in } => {
-                Expr::Call { func: Func::Position, args: vec![self.expr(r#in, scope, mode)?, self.expr(expr, scope, mode)?] }
-            }
+            E::Position { expr, r#in } => Expr::Call {
+                func: Func::Position,
+                args: vec![self.expr(r#in, scope, mode)?, self.expr(expr, scope, mode)?],
+            },
             E::Floor { expr, field: sql::CeilFloorKind::DateTimeField(sql::DateTimeField::NoDateTime) } => {
                 Expr::Call { func: Func::Floor, args: vec![self.expr(expr, scope, mode)?] }
             }
@@ -406,14 +480,18 @@ impl Binder<'_> {
                 Some(i) => Expr::Subquery(i),
                 None => Expr::Const(Value::Null),
             },
-            E::InSubquery { expr, subquery, negated } => match self.nested_subquery(subquery, scope, mode, SubqueryKind::List)? {
-                Some(i) => Expr::InSubquery { expr: bx(self, expr, mode)?, subquery: i, negated: *negated },
-                None => Expr::Const(Value::Null),
-            },
-            E::Exists { subquery, negated } => match self.nested_subquery(subquery, scope, mode, SubqueryKind::Exists)? {
-                Some(i) => Expr::Exists { subquery: i, negated: *negated },
-                None => Expr::Const(Value::Null),
-            },
+            E::InSubquery { expr, subquery, negated } => {
+                match self.nested_subquery(subquery, scope, mode, SubqueryKind::List)? {
+                    Some(i) => Expr::InSubquery { expr: bx(self, expr, mode)?, subquery: i, negated: *negated },
+                    None => Expr::Const(Value::Null),
+                }
+            }
+            E::Exists { subquery, negated } => {
+                match self.nested_subquery(subquery, scope, mode, SubqueryKind::Exists)? {
+                    Some(i) => Expr::Exists { subquery: i, negated: *negated },
+                    None => Expr::Const(Value::Null),
+                }
+            }
             other => return unsupported(format!("expression {other}")),
         })
     }
@@ -444,7 +522,13 @@ impl Binder<'_> {
     /// Binds a subquery appearing in an expression of the current query (bound in `mode`).
     /// In the aggregate-detection pass it is bound only to find outer-level aggregates of the
     /// current query, then discarded (None).
-    fn nested_subquery(&mut self, q: &sql::Query, scope: &Scope, mode: &mut Mode, kind: SubqueryKind) -> Result<Option<usize>> {
+    fn nested_subquery(
+        &mut self,
+        q: &sql::Query,
+        scope: &Scope,
+        mode: &mut Mode,
+        kind: SubqueryKind,
+    ) -> Result<Option<usize>> {
         if let Mode::Detect(_) = mode {
             // Only an aggregate call can be an outer-level aggregate; a bounded number of
             // subqueries is bound twice.
@@ -456,7 +540,11 @@ impl Binder<'_> {
         let slot = match mode {
             Mode::Plain(clause) => OuterAgg::NotAllowed(clause),
             Mode::Detect(_) => OuterAgg::Detect(false),
-            Mode::Agg(ctx) => OuterAgg::Agg { scope: scope.clone(), group_len: ctx.group_bound.len(), calls: std::mem::take(&mut ctx.calls) },
+            Mode::Agg(ctx) => OuterAgg::Agg {
+                scope: scope.clone(),
+                group_len: ctx.group_bound.len(),
+                calls: std::mem::take(&mut ctx.calls),
+            },
         };
         let saved = (self.subqueries.len(), self.anonymous_params, self.min_level);
         let (planned, slot) = self.subquery(q, outer, slot, kind);
@@ -486,7 +574,13 @@ impl Binder<'_> {
     /// outer-level aggregates as `slot` says (returned, with the calls it gained). It is
     /// correlated (run per enclosing row) if it, or a subquery nested in it, refers to a
     /// column of any enclosing query.
-    fn subquery(&mut self, q: &sql::Query, outer: Scope, slot: OuterAgg, kind: SubqueryKind) -> (Result<usize>, OuterAgg) {
+    fn subquery(
+        &mut self,
+        q: &sql::Query,
+        outer: Scope,
+        slot: OuterAgg,
+        kind: SubqueryKind,
+    ) -> (Result<usize>, OuterAgg) {
         self.outer_scopes.push(outer);
         self.outer_aggs.push(slot);
         let depth = self.outer_scopes.len();
@@ -560,7 +654,13 @@ impl Binder<'_> {
     /// An aggregate inside a subquery whose argument references only enclosing queries'
     /// columns: computed by the innermost of them (PostgreSQL semantics) and read here as a
     /// column of its grouped row. None: the aggregate is the current query's.
-    fn outer_aggregate(&mut self, func: AggFunc, arg: &sql::Expr, distinct: bool, scope: &Scope) -> Result<Option<Expr>> {
+    fn outer_aggregate(
+        &mut self,
+        func: AggFunc,
+        arg: &sql::Expr,
+        distinct: bool,
+        scope: &Scope,
+    ) -> Result<Option<Expr>> {
         if self.outer_scopes.is_empty() {
             return Ok(None);
         }
@@ -647,22 +747,33 @@ impl Binder<'_> {
                 }
             }
             return match mode {
-                Mode::Plain(clause) => err(SqlState::GroupingError, format!("aggregate functions are not allowed in {clause}")),
+                Mode::Plain(clause) => {
+                    err(SqlState::GroupingError, format!("aggregate functions are not allowed in {clause}"))
+                }
                 Mode::Detect(found) => {
                     **found = true;
                     Ok(Expr::Const(Value::Null))
                 }
                 Mode::Agg(_) => {
                     let call = match (func, args.as_slice()) {
-                        (AggFunc::Count, [None]) if !distinct => AggCall { func: AggFunc::CountStar, arg: None, distinct, arg_type: None },
+                        (AggFunc::Count, [None]) if !distinct => {
+                            AggCall { func: AggFunc::CountStar, arg: None, distinct, arg_type: None }
+                        }
                         (_, [Some(arg)]) => {
                             let arg = self.expr(arg, scope, &mut Mode::Plain("aggregate function calls"))?;
                             let arg_type = self.type_of(&arg, scope, &Mode::Plain(""));
                             AggCall { func, arg: Some(arg), distinct, arg_type }
                         }
-                        _ => return err(SqlState::UndefinedFunction, format!("function {name} takes exactly one argument")),
+                        _ => {
+                            return err(
+                                SqlState::UndefinedFunction,
+                                format!("function {name} takes exactly one argument"),
+                            )
+                        }
                     };
-                    let Mode::Agg(ctx) = mode else { return err(SqlState::InternalError, "aggregate binding mode changed") };
+                    let Mode::Agg(ctx) = mode else {
+                        return err(SqlState::InternalError, "aggregate binding mode changed");
+                    };
                     let pos = match ctx.calls.iter().position(|c| *c == call) {
                         Some(p) => p,
                         None => {
@@ -684,7 +795,10 @@ impl Binder<'_> {
         if args.len() < min || args.len() > max {
             return err(SqlState::UndefinedFunction, format!("function {name} does not take {} arguments", args.len()));
         }
-        let asts = args.into_iter().map(|a| a.map_or_else(|| unsupported(format!("* argument to {name}")), Ok)).collect::<Result<Vec<_>>>()?;
+        let asts = args
+            .into_iter()
+            .map(|a| a.map_or_else(|| unsupported(format!("* argument to {name}")), Ok))
+            .collect::<Result<Vec<_>>>()?;
         let mut args = Vec::with_capacity(asts.len());
         for a in &asts {
             args.push(self.expr(a, scope, mode)?);
@@ -719,7 +833,14 @@ impl Binder<'_> {
 
     /// CASE: WHEN values compared with the operand take its type where they are literals; the
     /// results are brought to their common type, resolved as PostgreSQL does (ELSE first).
-    fn case(&mut self, operand: Option<&sql::Expr>, conditions: &[sql::CaseWhen], otherwise: Option<&sql::Expr>, scope: &Scope, mode: &mut Mode) -> Result<Expr> {
+    fn case(
+        &mut self,
+        operand: Option<&sql::Expr>,
+        conditions: &[sql::CaseWhen],
+        otherwise: Option<&sql::Expr>,
+        scope: &Scope,
+        mode: &mut Mode,
+    ) -> Result<Expr> {
         let operand = operand.map(|o| self.expr(o, scope, mode).map(|b| (o, b))).transpose()?;
         let operand_type = operand.as_ref().and_then(|(ast, b)| self.operand_type(ast, b, scope, mode));
         let mut whens = Vec::with_capacity(conditions.len());
@@ -734,7 +855,8 @@ impl Binder<'_> {
         // A missing ELSE is a NULL literal.
         let else_type = otherwise.as_ref().map_or(InputType::Literal, |(ast, b)| self.input_type(ast, b, scope, mode));
         let mut inputs = vec![else_type];
-        inputs.extend(conditions.iter().zip(&whens).map(|(w, (_, then))| self.input_type(&w.result, then, scope, mode)));
+        inputs
+            .extend(conditions.iter().zip(&whens).map(|(w, (_, then))| self.input_type(&w.result, then, scope, mode)));
         if let Some(ty) = common_type("CASE", &inputs)? {
             for ((_, then), input) in whens.iter_mut().zip(inputs.iter().skip(1)) {
                 coerce_in_place(then, *input, ty)?;
@@ -743,7 +865,11 @@ impl Binder<'_> {
                 coerce_in_place(e, else_type, ty)?;
             }
         }
-        Ok(Expr::Case { operand: operand.map(|(_, b)| Box::new(b)), whens, otherwise: otherwise.map(|(_, b)| Box::new(b)) })
+        Ok(Expr::Case {
+            operand: operand.map(|(_, b)| Box::new(b)),
+            whens,
+            otherwise: otherwise.map(|(_, b)| Box::new(b)),
+        })
     }
 
     /// Binds an expression that may only use constants and parameters.

@@ -76,7 +76,10 @@ pub(crate) fn data_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
         match len {
             Some(sql::CharacterLength::IntegerLength { length, .. }) => {
                 let n = u32::try_from(*length).ok().filter(|n| (1..=MAX_CHAR_LENGTH).contains(n)).ok_or_else(|| {
-                    SqlError::new(SqlState::InvalidParameterValue, format!("length for type varchar must be between 1 and {MAX_CHAR_LENGTH}"))
+                    SqlError::new(
+                        SqlState::InvalidParameterValue,
+                        format!("length for type varchar must be between 1 and {MAX_CHAR_LENGTH}"),
+                    )
                 })?;
                 Ok(TypeLimits { max_len: Some(n), numeric: None })
             }
@@ -97,7 +100,10 @@ pub(crate) fn data_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
                 None => None,
                 Some((p, s)) if (1..=28).contains(&p) && s <= p => Some((p as u32, s as u32)),
                 Some(_) => {
-                    return err(SqlState::InvalidParameterValue, "NUMERIC precision must be 1..28 and scale 0..precision")
+                    return err(
+                        SqlState::InvalidParameterValue,
+                        "NUMERIC precision must be 1..28 and scale 0..precision",
+                    )
                 }
             };
             (SqlType::Numeric, TypeLimits { max_len: None, numeric })
@@ -159,7 +165,10 @@ fn is_untyped_literal(e: &sql::Expr) -> bool {
     use sql::Value as V;
     match e {
         sql::Expr::Nested(inner) => is_untyped_literal(inner),
-        sql::Expr::Value(v) => matches!(v.value, V::SingleQuotedString(_) | V::EscapedStringLiteral(_) | V::DollarQuotedString(_) | V::Null),
+        sql::Expr::Value(v) => matches!(
+            v.value,
+            V::SingleQuotedString(_) | V::EscapedStringLiteral(_) | V::DollarQuotedString(_) | V::Null
+        ),
         _ => false,
     }
 }
@@ -172,7 +181,11 @@ fn cast_to(e: Expr, ty: SqlType) -> Expr {
 /// A constant of static type `ty`: the value alone where its own type says so, otherwise
 /// wrapped in a cast that carries the type (a smallint 1, a CHAR 'a').
 fn typed_const(v: Value, ty: SqlType) -> Expr {
-    if v.is_null() || literal_type(&v) == Some(ty) { Expr::Const(v) } else { cast_to(Expr::Const(v), ty) }
+    if v.is_null() || literal_type(&v) == Some(ty) {
+        Expr::Const(v)
+    } else {
+        cast_to(Expr::Const(v), ty)
+    }
 }
 
 /// A NULL of static type `ty`.
@@ -204,7 +217,9 @@ fn coerce_in_place(e: &mut Expr, from: InputType, to: SqlType) -> Result<()> {
 fn coerce_column(body: &mut QueryBody, i: usize, from: InputType, to: SqlType) -> Result<()> {
     match body {
         QueryBody::Select(core) => core.output.get_mut(i).map_or(Ok(()), |e| coerce_in_place(e, from, to)),
-        QueryBody::Values(rows) => rows.iter_mut().filter_map(|r| r.get_mut(i)).try_for_each(|e| coerce_in_place(e, from, to)),
+        QueryBody::Values(rows) => {
+            rows.iter_mut().filter_map(|r| r.get_mut(i)).try_for_each(|e| coerce_in_place(e, from, to))
+        }
         QueryBody::SetOp { left, right, .. } => {
             coerce_column(left, i, from, to)?;
             coerce_column(right, i, from, to)
@@ -371,7 +386,22 @@ pub(crate) struct Binder<'c> {
 
 impl<'c> Binder<'c> {
     pub fn new(catalog: &'c Catalog, max_depth: usize, sql: &'c str) -> Self {
-        Binder { catalog, subqueries: Vec::new(), min_level: None, ctes: Vec::new(), param_count: 0, param_types: Vec::new(), expr_nesting: 0, anonymous_params: 0, outer_scopes: Vec::new(), outer_aggs: Vec::new(), rebinds: 0, depth: 0, max_depth, sql }
+        Binder {
+            catalog,
+            subqueries: Vec::new(),
+            min_level: None,
+            ctes: Vec::new(),
+            param_count: 0,
+            param_types: Vec::new(),
+            expr_nesting: 0,
+            anonymous_params: 0,
+            outer_scopes: Vec::new(),
+            outer_aggs: Vec::new(),
+            rebinds: 0,
+            depth: 0,
+            max_depth,
+            sql,
+        }
     }
 
     fn table(&self, name: &sql::ObjectName) -> Result<Arc<TableSchema>> {
@@ -430,7 +460,12 @@ impl<'c> Binder<'c> {
             S::StartTransaction { statements, .. } if statements.is_empty() => Statement::Txn(TxnControl::Begin),
             S::Commit { chain: false, .. } => Statement::Txn(TxnControl::Commit),
             S::Rollback { chain: false, savepoint: None } => Statement::Txn(TxnControl::Rollback),
-            _ => return unsupported(format!("statement {}", self.sql.split_whitespace().take(2).collect::<Vec<_>>().join(" "))),
+            _ => {
+                return unsupported(format!(
+                    "statement {}",
+                    self.sql.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+                ))
+            }
         })
     }
 }
@@ -484,7 +519,15 @@ fn rename_columns(plan: &mut QueryPlan, alias: &sql::TableAlias) -> Result<()> {
         return Ok(());
     }
     if alias.columns.len() > plan.names.len() {
-        return err(SqlState::InvalidColumnReference, format!("table \"{}\" has {} columns available but {} columns specified", ident(&alias.name), plan.names.len(), alias.columns.len()));
+        return err(
+            SqlState::InvalidColumnReference,
+            format!(
+                "table \"{}\" has {} columns available but {} columns specified",
+                ident(&alias.name),
+                plan.names.len(),
+                alias.columns.len()
+            ),
+        );
     }
     for (name, col) in plan.names.iter_mut().zip(&alias.columns) {
         if col.data_type.is_some() {

@@ -32,7 +32,12 @@ impl Binder<'_> {
     }
 
     pub(super) fn query_body(&mut self, q: &sql::Query) -> Result<QueryPlan> {
-        if q.fetch.is_some() || q.for_clause.is_some() || q.settings.is_some() || q.format_clause.is_some() || !q.pipe_operators.is_empty() {
+        if q.fetch.is_some()
+            || q.for_clause.is_some()
+            || q.settings.is_some()
+            || q.format_clause.is_some()
+            || !q.pipe_operators.is_empty()
+        {
             return unsupported("this query clause");
         }
         // Row locks are meaningless here: every transaction is serializable (Pesto's CC check).
@@ -120,7 +125,13 @@ impl Binder<'_> {
                     types.push(ty);
                 }
                 let limits = vec![TypeLimits::default(); width];
-                (QueryBody::Values(rows), (1..=width).map(|i| format!("column{i}")).collect(), types, limits, vec![false; width])
+                (
+                    QueryBody::Values(rows),
+                    (1..=width).map(|i| format!("column{i}")).collect(),
+                    types,
+                    limits,
+                    vec![false; width],
+                )
             }
             sql::SetExpr::SetOperation { left, op, set_quantifier, right } => {
                 let op = match op {
@@ -263,7 +274,14 @@ impl Binder<'_> {
                 sql::SelectItem::QualifiedWildcard(sql::SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
                     let t = object_name(n)?;
                     let before = items.len();
-                    items.extend(scope.cols.iter().enumerate().filter(|(_, c)| c.table == t).map(|(i, c)| (None, Some(i), c.name.clone())));
+                    items.extend(
+                        scope
+                            .cols
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, c)| c.table == t)
+                            .map(|(i, c)| (None, Some(i), c.name.clone())),
+                    );
                     if items.len() == before {
                         return err(SqlState::UndefinedTable, format!("missing FROM-clause entry for table \"{t}\""));
                     }
@@ -274,10 +292,9 @@ impl Binder<'_> {
         let names: Vec<String> = items.iter().map(|(_, _, n)| n.clone()).collect();
 
         let group_ast: Vec<sql::Expr> = match &s.group_by {
-            sql::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs
-                .iter()
-                .map(|g| self.group_item(g, &items, &scope))
-                .collect::<Result<_>>()?,
+            sql::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => {
+                exprs.iter().map(|g| self.group_item(g, &items, &scope)).collect::<Result<_>>()?
+            }
             _ => return unsupported("this GROUP BY form"),
         };
         let mut aggregating = !group_ast.is_empty() || s.having.is_some();
@@ -307,7 +324,15 @@ impl Binder<'_> {
                     (Some(e), _) => self.expr(e, &scope, &mut mode)?,
                     (None, Some(c)) => match ctx.group_bound.iter().position(|g| *g == Expr::Column(*c)) {
                         Some(p) => Expr::Column(p),
-                        None => return err(SqlState::GroupingError, format!("column \"{}\" must appear in the GROUP BY clause or be used in an aggregate function", names.get(output.len()).cloned().unwrap_or_default())),
+                        None => {
+                            return err(
+                                SqlState::GroupingError,
+                                format!(
+                                "column \"{}\" must appear in the GROUP BY clause or be used in an aggregate function",
+                                names.get(output.len()).cloned().unwrap_or_default()
+                            ),
+                            )
+                        }
                     },
                     (None, None) => return err(SqlState::InternalError, "empty select item"),
                 }
@@ -339,7 +364,10 @@ impl Binder<'_> {
                         Some(p) => p,
                         None => {
                             if distinct {
-                                return err(SqlState::InvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list");
+                                return err(
+                                    SqlState::InvalidColumnReference,
+                                    "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+                                );
                             }
                             output.push(bound);
                             output.len() - 1
@@ -356,7 +384,9 @@ impl Binder<'_> {
         let untyped = items
             .iter()
             .zip(&output)
-            .map(|((e, _, _), bound)| e.is_some_and(is_untyped_literal) && matches!(bound, Expr::Const(Value::Text(_) | Value::Null)))
+            .map(|((e, _, _), bound)| {
+                e.is_some_and(is_untyped_literal) && matches!(bound, Expr::Const(Value::Text(_) | Value::Null))
+            })
             .collect();
         let (from, filter) = self.plan_from(from_items, where_conjuncts)?;
         let aggregate = aggregating.then_some(AggPlan { group_by: ctx.group_bound, calls: ctx.calls });
@@ -364,11 +394,19 @@ impl Binder<'_> {
     }
 
     /// GROUP BY item: a position or output alias refers to the select list.
-    pub(super) fn group_item(&self, g: &sql::Expr, items: &[(Option<&sql::Expr>, Option<usize>, String)], scope: &Scope) -> Result<sql::Expr> {
+    pub(super) fn group_item(
+        &self,
+        g: &sql::Expr,
+        items: &[(Option<&sql::Expr>, Option<usize>, String)],
+        scope: &Scope,
+    ) -> Result<sql::Expr> {
         let by_position = |p: usize| -> Result<sql::Expr> {
             match items.get(p.wrapping_sub(1)) {
                 Some((Some(e), _, _)) => Ok((*e).clone()),
-                Some((None, Some(c), _)) => Ok(sql::Expr::Identifier(sql::Ident::with_quote('"', scope.cols.get(*c).map(|c| c.name.clone()).unwrap_or_default()))),
+                Some((None, Some(c), _)) => Ok(sql::Expr::Identifier(sql::Ident::with_quote(
+                    '"',
+                    scope.cols.get(*c).map(|c| c.name.clone()).unwrap_or_default(),
+                ))),
                 _ => err(SqlState::InvalidColumnReference, format!("GROUP BY position {p} is not in select list")),
             }
         };
@@ -387,13 +425,17 @@ impl Binder<'_> {
         }
     }
 
-
     pub(super) fn bind_from(&mut self, from: &[sql::TableWithJoins]) -> Result<(Scope, Vec<FromItem>)> {
         let mut scope = Scope::default();
         let mut items: Vec<FromItem> = Vec::new();
         let mut pending_on: Vec<(usize, &sql::JoinConstraint)> = Vec::new();
         for twj in from {
-            let add = |this: &mut Self, factor: &sql::TableFactor, kind: JoinKind, scope: &mut Scope, items: &mut Vec<FromItem>| -> Result<()> {
+            let add = |this: &mut Self,
+                       factor: &sql::TableFactor,
+                       kind: JoinKind,
+                       scope: &mut Scope,
+                       items: &mut Vec<FromItem>|
+             -> Result<()> {
                 if let sql::TableFactor::Derived { lateral: false, subquery, alias, sample: None } = factor {
                     let mut plan = this.query(subquery)?;
                     let alias_name = match alias {
@@ -405,14 +447,29 @@ impl Binder<'_> {
                     };
                     return this.add_derived(plan, alias_name, kind, scope, items);
                 }
-                let sql::TableFactor::Table { name, alias, args: None, with_hints, version: None, with_ordinality: false, partitions, json_path: None, sample: None, index_hints } = factor else {
+                let sql::TableFactor::Table {
+                    name,
+                    alias,
+                    args: None,
+                    with_hints,
+                    version: None,
+                    with_ordinality: false,
+                    partitions,
+                    json_path: None,
+                    sample: None,
+                    index_hints,
+                } = factor
+                else {
                     return unsupported(format!("FROM item {factor}"));
                 };
                 if !with_hints.is_empty() || !partitions.is_empty() || !index_hints.is_empty() {
                     return unsupported("table hints");
                 }
                 let cte = match name.0.as_slice() {
-                    [part] => part.as_ident().and_then(|i| this.ctes.iter().rev().find(|(n, _)| *n == ident(i))).map(|(_, p)| p.clone()),
+                    [part] => part
+                        .as_ident()
+                        .and_then(|i| this.ctes.iter().rev().find(|(n, _)| *n == ident(i)))
+                        .map(|(_, p)| p.clone()),
                     _ => None,
                 };
                 if let Some(mut plan) = cte {
@@ -434,7 +491,14 @@ impl Binder<'_> {
                 if items.iter().any(|i| i.alias == alias) {
                     return err(SqlState::DuplicateObject, format!("table name \"{alias}\" specified more than once"));
                 }
-                items.push(FromItem { offset: scope.cols.len(), table: table.clone(), alias: alias.clone(), kind, on: Vec::new(), derived: None });
+                items.push(FromItem {
+                    offset: scope.cols.len(),
+                    table: table.clone(),
+                    alias: alias.clone(),
+                    kind,
+                    on: Vec::new(),
+                    derived: None,
+                });
                 scope.add_table(&table, &alias);
                 Ok(())
             };
@@ -445,7 +509,9 @@ impl Binder<'_> {
                     J::Join(c) | J::Inner(c) => (JoinKind::Inner, c),
                     J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, c),
                     J::CrossJoin(c) => (JoinKind::Inner, c),
-                    other => return unsupported(format!("join {other:?}").split('(').next().unwrap_or("join").to_string()),
+                    other => {
+                        return unsupported(format!("join {other:?}").split('(').next().unwrap_or("join").to_string())
+                    }
                 };
                 add(self, &join.relation, kind, &mut scope, &mut items)?;
                 pending_on.push((items.len() - 1, constraint));
@@ -468,7 +534,14 @@ impl Binder<'_> {
     }
 
     /// Adds a derived table (subquery or CTE) to FROM, described by a key-less schema.
-    pub(super) fn add_derived(&mut self, plan: QueryPlan, alias: String, kind: JoinKind, scope: &mut Scope, items: &mut Vec<FromItem>) -> Result<()> {
+    pub(super) fn add_derived(
+        &mut self,
+        plan: QueryPlan,
+        alias: String,
+        kind: JoinKind,
+        scope: &mut Scope,
+        items: &mut Vec<FromItem>,
+    ) -> Result<()> {
         if items.iter().any(|i| i.alias == alias) {
             return err(SqlState::DuplicateObject, format!("table name \"{alias}\" specified more than once"));
         }
@@ -477,16 +550,29 @@ impl Binder<'_> {
             .iter()
             .zip(&plan.types)
             .zip(&plan.limits)
-            .map(|((n, t), l)| Column { name: n.clone(), ty: t.unwrap_or(SqlType::Text), limits: l.clone(), nullable: true, default: None })
+            .map(|((n, t), l)| Column {
+                name: n.clone(),
+                ty: t.unwrap_or(SqlType::Text),
+                limits: l.clone(),
+                nullable: true,
+                default: None,
+            })
             .collect();
-        let table = Arc::new(TableSchema { name: alias.clone(), id: 0, columns, primary_key: Vec::new(), indexes: Vec::new() });
+        let table =
+            Arc::new(TableSchema { name: alias.clone(), id: 0, columns, primary_key: Vec::new(), indexes: Vec::new() });
         let offset = scope.cols.len();
         scope.add_derived(&alias, &plan);
         items.push(FromItem { offset, table, alias, kind, on: Vec::new(), derived: Some(Box::new(plan)) });
         Ok(())
     }
 
-    pub(super) fn using_condition(&self, cols: &[sql::ObjectName], items: &[FromItem], step: usize, scope: &Scope) -> Result<Expr> {
+    pub(super) fn using_condition(
+        &self,
+        cols: &[sql::ObjectName],
+        items: &[FromItem],
+        step: usize,
+        scope: &Scope,
+    ) -> Result<Expr> {
         let right = items.get(step).ok_or_else(|| SqlError::new(SqlState::InternalError, "join step out of range"))?;
         let mut parts = Vec::new();
         for c in cols {
@@ -494,7 +580,10 @@ impl Binder<'_> {
             let r = self.resolve(scope, Some(&right.alias), &name)?;
             let left: Vec<usize> = scope.find(None, &name).into_iter().filter(|i| *i < right.offset).collect();
             let [l] = left.as_slice() else {
-                return err(SqlState::UndefinedColumn, format!("column \"{name}\" specified in USING clause must exist once on the left side"));
+                return err(
+                    SqlState::UndefinedColumn,
+                    format!("column \"{name}\" specified in USING clause must exist once on the left side"),
+                );
             };
             parts.push(Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(*l)), Box::new(Expr::Column(r))));
         }
@@ -503,7 +592,11 @@ impl Binder<'_> {
 
     /// Places each conjunct at the earliest scan or join step that has all its tables, never
     /// filtering a null-supplied (LEFT JOIN right side) table with a WHERE conjunct.
-    pub(super) fn plan_from(&mut self, items: Vec<FromItem>, where_conjuncts: Vec<Expr>) -> Result<(FromPlan, Option<Expr>)> {
+    pub(super) fn plan_from(
+        &mut self,
+        items: Vec<FromItem>,
+        where_conjuncts: Vec<Expr>,
+    ) -> Result<(FromPlan, Option<Expr>)> {
         if items.is_empty() {
             let filter = (!where_conjuncts.is_empty()).then(|| Expr::conjunction(where_conjuncts));
             return Ok((FromPlan { first: None, joins: Vec::new() }, filter));
@@ -563,23 +656,32 @@ impl Binder<'_> {
             let offset = item.offset;
             let width = item.table.columns.len();
             let local = |e: &Expr| {
-                e.map_columns(&|c| if c >= offset && c < offset + width { Expr::Column(c - offset) } else { Expr::Outer(c) })
+                e.map_columns(&|c| {
+                    if c >= offset && c < offset + width {
+                        Expr::Column(c - offset)
+                    } else {
+                        Expr::Outer(c)
+                    }
+                })
             };
             let mapped: Vec<Expr> = conjs.iter().map(local).collect();
             let by_outer = choose_access(&item.table, &mapped);
             if access_uses_outer(&by_outer) {
                 joins.push(JoinStep {
                     kind: item.kind,
-                    right: ScanPlan { table: item.table, access: by_outer, filter: Expr::conjunction(mapped), derived: item.derived },
+                    right: ScanPlan {
+                        table: item.table,
+                        access: by_outer,
+                        filter: Expr::conjunction(mapped),
+                        derived: item.derived,
+                    },
                     per_outer_row: true,
                     condition: (!late.is_empty()).then(|| Expr::conjunction(late)),
                     hash_keys: Vec::new(),
                 });
             } else {
-                let (pure, cross): (Vec<ConjunctPair>, Vec<ConjunctPair>) = conjs
-                    .into_iter()
-                    .zip(mapped)
-                    .partition(|(_, m)| !m.any(&|n| matches!(n, Expr::Outer(_))));
+                let (pure, cross): (Vec<ConjunctPair>, Vec<ConjunctPair>) =
+                    conjs.into_iter().zip(mapped).partition(|(_, m)| !m.any(&|n| matches!(n, Expr::Outer(_))));
                 let is_left = |e: &Expr| {
                     let mut ok = true;
                     collect_columns(e, &mut |c| ok &= c < offset);
@@ -604,7 +706,10 @@ impl Binder<'_> {
                 let condition = (!checked.is_empty()).then(|| Expr::conjunction(checked));
                 joins.push(JoinStep {
                     kind: item.kind,
-                    right: ScanPlan { derived: item.derived, ..scan_plan(item.table, pure.into_iter().map(|(_, m)| m).collect()) },
+                    right: ScanPlan {
+                        derived: item.derived,
+                        ..scan_plan(item.table, pure.into_iter().map(|(_, m)| m).collect())
+                    },
                     per_outer_row: false,
                     condition,
                     hash_keys,
@@ -632,7 +737,10 @@ fn with_implied_equalities(items: &[FromItem], mut conjuncts: Vec<Expr>) -> Vec<
     let is_value = |e: &Expr| {
         let mut ids = Vec::new();
         subquery_ids(e, &mut ids);
-        ids.is_empty() && !e.any(&|n| matches!(n, Expr::Column(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. }))
+        ids.is_empty()
+            && !e.any(&|n| {
+                matches!(n, Expr::Column(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. })
+            })
     };
     let mut known: Vec<(usize, Expr)> = Vec::new();
     let mut pairs: Vec<(usize, usize)> = Vec::new();
@@ -640,8 +748,14 @@ fn with_implied_equalities(items: &[FromItem], mut conjuncts: Vec<Expr>) -> Vec<
     for c in conjuncts.iter().chain(inner_on) {
         let Expr::Cmp(CmpOp::Eq, a, b) = c else { continue };
         match (&**a, &**b) {
-            (Expr::Column(x), Expr::Column(y)) if x != y && column_type(*x).is_some() && column_type(*x) == column_type(*y) => pairs.push((*x, *y)),
-            (Expr::Column(x), v) | (v, Expr::Column(x)) if is_value(v) && !known.iter().any(|(k, _)| k == x) => known.push((*x, v.clone())),
+            (Expr::Column(x), Expr::Column(y))
+                if x != y && column_type(*x).is_some() && column_type(*x) == column_type(*y) =>
+            {
+                pairs.push((*x, *y))
+            }
+            (Expr::Column(x), v) | (v, Expr::Column(x)) if is_value(v) && !known.iter().any(|(k, _)| k == x) => {
+                known.push((*x, v.clone()))
+            }
             _ => {}
         }
     }

@@ -8,11 +8,27 @@ pub(super) fn compare_rows(a: &[Value], b: &[Value], keys: &[SortKey]) -> Orderi
         let (x, y) = (a.get(k.column).unwrap_or(&Value::Null), b.get(k.column).unwrap_or(&Value::Null));
         let o = match (x.is_null(), y.is_null()) {
             (true, true) => Ordering::Equal,
-            (true, false) => if k.nulls_first { Ordering::Less } else { Ordering::Greater },
-            (false, true) => if k.nulls_first { Ordering::Greater } else { Ordering::Less },
+            (true, false) => {
+                if k.nulls_first {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+            (false, true) => {
+                if k.nulls_first {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
             (false, false) => {
                 let o = total_cmp(x, y);
-                if k.desc { o.reverse() } else { o }
+                if k.desc {
+                    o.reverse()
+                } else {
+                    o
+                }
             }
         };
         if o != Ordering::Equal {
@@ -158,7 +174,9 @@ impl<'p> Aggregator<'p> {
 
     /// Folds the value of call `call` for a row of group `slot`.
     pub fn add(&mut self, slot: usize, call: usize, v: Value) {
-        let (Some(c), Some(acc)) = (self.plan.calls.get(call), self.groups.get_mut(slot).and_then(|g| g.accs.get_mut(call))) else {
+        let (Some(c), Some(acc)) =
+            (self.plan.calls.get(call), self.groups.get_mut(slot).and_then(|g| g.accs.get_mut(call)))
+        else {
             return;
         };
         if v.is_null() {
@@ -282,7 +300,8 @@ fn finish_aggregate(call: &AggCall, rows: usize, acc: Acc) -> Result<Value> {
             Value::Null => Value::Null,
             Value::Float(f) => Value::Float(f / acc.count as f64),
             total => {
-                let total = as_decimal(&total).ok_or_else(|| SqlError::new(SqlState::UndefinedFunction, "avg requires numbers"))?;
+                let total = as_decimal(&total)
+                    .ok_or_else(|| SqlError::new(SqlState::UndefinedFunction, "avg requires numbers"))?;
                 let avg = total
                     .checked_div(rust_decimal::Decimal::from(acc.count as u64))
                     .ok_or_else(|| SqlError::new(SqlState::NumericValueOutOfRange, "avg out of range"))?;

@@ -5,7 +5,13 @@ use super::*;
 impl Exec<'_> {
     /// Runs a point lookup of `key_values` on the primary key, or an index equality scan,
     /// recording it; returns the rows found.
-    fn lookup(&mut self, local: &WriteSet, table: &std::sync::Arc<TableSchema>, path: Path, values: &[Value]) -> Result<Vec<(Vec<u8>, Row)>> {
+    fn lookup(
+        &mut self,
+        local: &WriteSet,
+        table: &std::sync::Arc<TableSchema>,
+        path: Path,
+        values: &[Value],
+    ) -> Result<Vec<(Vec<u8>, Row)>> {
         let cols = match &path {
             Path::PrimaryKey => table.primary_key.clone(),
             Path::Index(i) => table.indexes.get(*i).map(|x| x.columns.clone()).unwrap_or_default(),
@@ -15,7 +21,13 @@ impl Exec<'_> {
                 .zip(values)
                 .map(|(c, v)| Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(*c)), Box::new(Expr::Const(v.clone())))),
         );
-        let access = KeyAccess { path, eq: values.iter().cloned().map(Expr::Const).collect(), any_of: Vec::new(), lower: None, upper: None };
+        let access = KeyAccess {
+            path,
+            eq: values.iter().cloned().map(Expr::Const).collect(),
+            any_of: Vec::new(),
+            lower: None,
+            upper: None,
+        };
         let scan = ScanPlan { table: table.clone(), access, filter, derived: None };
         let env = Env::default();
         self.reader.scan_rows(local, &scan, &env, &mut self.reads)
@@ -23,7 +35,14 @@ impl Exec<'_> {
 
     /// Unique-index checks for `row` (stored at `key`) against the view including `local`.
     /// Returns the violated index name, if any.
-    fn unique_conflict(&mut self, local: &WriteSet, table: &std::sync::Arc<TableSchema>, key: &[u8], row: &Row, changed_only: Option<&Row>) -> Result<Option<String>> {
+    fn unique_conflict(
+        &mut self,
+        local: &WriteSet,
+        table: &std::sync::Arc<TableSchema>,
+        key: &[u8],
+        row: &Row,
+        changed_only: Option<&Row>,
+    ) -> Result<Option<String>> {
         for (i, index) in table.indexes.iter().enumerate().filter(|(_, x)| x.unique) {
             let values: Vec<Value> = index.columns.iter().filter_map(|c| row.get(*c).cloned()).collect();
             if values.iter().any(Value::is_null) {
@@ -44,9 +63,7 @@ impl Exec<'_> {
 
     pub fn insert(&mut self, plan: &InsertPlan) -> Result<(u64, Vec<Row>, WriteSet)> {
         let source: Vec<Row> = match &plan.source {
-            InsertSource::Values(rows) => {
-                rows.iter().map(|r| self.project_row(r, &[])).collect::<Result<_>>()?
-            }
+            InsertSource::Values(rows) => rows.iter().map(|r| self.project_row(r, &[])).collect::<Result<_>>()?,
             InsertSource::Query(q) => self.query(q)?,
         };
         self.reader.check_rows(source.len())?;
@@ -67,9 +84,14 @@ impl Exec<'_> {
             let key = table.row_key(&row);
             let pk_values: Vec<Value> = table.primary_key.iter().filter_map(|c| row.get(*c).cloned()).collect();
             let existing = self.lookup(&local, table, Path::PrimaryKey, &pk_values)?;
-            if let (OnConflict::DoUpdate { assignments, filter }, Some((_, old))) = (&plan.on_conflict, existing.first()) {
+            if let (OnConflict::DoUpdate { assignments, filter }, Some((_, old))) =
+                (&plan.on_conflict, existing.first())
+            {
                 if local.get(&table.name, &key).is_some() {
-                    return err(SqlState::CardinalityViolation, "ON CONFLICT DO UPDATE command cannot affect row a second time");
+                    return err(
+                        SqlState::CardinalityViolation,
+                        "ON CONFLICT DO UPDATE command cannot affect row a second time",
+                    );
                 }
                 let mut both = old.clone();
                 both.extend(row.iter().cloned());
@@ -89,7 +111,10 @@ impl Exec<'_> {
                 check_not_null(table, &updated)?;
                 let old = old.clone();
                 if let Some(constraint) = self.unique_conflict(&local, table, &key, &updated, Some(&old))? {
-                    return err(SqlState::UniqueViolation, format!("duplicate key value violates unique constraint \"{constraint}\""));
+                    return err(
+                        SqlState::UniqueViolation,
+                        format!("duplicate key value violates unique constraint \"{constraint}\""),
+                    );
                 }
                 if let Some(r) = &plan.returning {
                     returned.push(self.project_row(&r.exprs, &updated)?);
@@ -107,7 +132,10 @@ impl Exec<'_> {
                 if matches!(plan.on_conflict, OnConflict::DoNothing) {
                     continue;
                 }
-                return err(SqlState::UniqueViolation, format!("duplicate key value violates unique constraint \"{constraint}\""));
+                return err(
+                    SqlState::UniqueViolation,
+                    format!("duplicate key value violates unique constraint \"{constraint}\""),
+                );
             }
             if let Some(r) = &plan.returning {
                 returned.push(self.project_row(&r.exprs, &row)?);
@@ -124,7 +152,8 @@ impl Exec<'_> {
         let empty = WriteSet::default();
         let subqueries = self.subqueries.clone();
         let enclosing = self.enclosing.clone();
-        let env = Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
+        let env =
+            Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
         let matches = self.reader.scan_rows(&empty, scan, &env, &mut self.reads)?;
         let Some(residual) = residual else { return Ok(matches) };
         let mut kept = Vec::with_capacity(matches.len());
@@ -155,17 +184,26 @@ impl Exec<'_> {
             changes.push((key, new_key, old, new));
         }
         // Keys the statement moves away from (only looked up when a key changes).
-        let removed: BTreeSet<&[u8]> =
-            if changes.iter().any(|(k, nk, _, _)| k != nk) { changes.iter().map(|(k, _, _, _)| k.as_slice()).collect() } else { BTreeSet::new() };
+        let removed: BTreeSet<&[u8]> = if changes.iter().any(|(k, nk, _, _)| k != nk) {
+            changes.iter().map(|(k, _, _, _)| k.as_slice()).collect()
+        } else {
+            BTreeSet::new()
+        };
         let mut local = WriteSet::default();
         for (key, new_key, _, new) in &changes {
             if local.get(&table.name, new_key).is_some() {
-                return err(SqlState::UniqueViolation, format!("duplicate key value violates unique constraint \"{}_pkey\"", table.name));
+                return err(
+                    SqlState::UniqueViolation,
+                    format!("duplicate key value violates unique constraint \"{}_pkey\"", table.name),
+                );
             }
             if key != new_key && !removed.contains(new_key.as_slice()) {
                 let pk_values: Vec<Value> = table.primary_key.iter().filter_map(|c| new.get(*c).cloned()).collect();
                 if !self.lookup(&empty, table, Path::PrimaryKey, &pk_values)?.is_empty() {
-                    return err(SqlState::UniqueViolation, format!("duplicate key value violates unique constraint \"{}_pkey\"", table.name));
+                    return err(
+                        SqlState::UniqueViolation,
+                        format!("duplicate key value violates unique constraint \"{}_pkey\"", table.name),
+                    );
                 }
             }
             local.put(&table.name, new_key.clone(), Write::Upsert(new.clone()));
@@ -179,7 +217,10 @@ impl Exec<'_> {
         for (key, new_key, old, new) in &changes {
             let unchanged_key = (key == new_key).then_some(old);
             if let Some(constraint) = self.unique_conflict(&local, table, new_key, new, unchanged_key)? {
-                return err(SqlState::UniqueViolation, format!("duplicate key value violates unique constraint \"{constraint}\""));
+                return err(
+                    SqlState::UniqueViolation,
+                    format!("duplicate key value violates unique constraint \"{constraint}\""),
+                );
             }
             if let Some(r) = &plan.returning {
                 returned.push(self.project_row(&r.exprs, new)?);
@@ -202,16 +243,17 @@ impl Exec<'_> {
     }
 }
 
-
 fn check_not_null(table: &TableSchema, row: &[Value]) -> Result<()> {
     for (col, v) in table.columns.iter().zip(row) {
         if !col.nullable && v.is_null() {
             return err(
                 SqlState::NotNullViolation,
-                format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", col.name, table.name),
+                format!(
+                    "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                    col.name, table.name
+                ),
             );
         }
     }
     Ok(())
 }
-

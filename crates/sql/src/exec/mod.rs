@@ -5,8 +5,8 @@ mod aggregate;
 mod dml;
 mod query;
 
-pub(crate) use query::Exec;
 use aggregate::{compare_rows, set_operation, Aggregator};
+pub(crate) use query::Exec;
 
 use crate::catalog::{IndexSchema, TableSchema};
 use crate::error::{err, Result, SqlError, SqlState};
@@ -15,7 +15,9 @@ use crate::keycode::{encode_value, prefix_successor};
 use crate::plan::*;
 use crate::report::{Access, ReadReport, ReadRow, ScanRead};
 use crate::storage::{KeyRange, ReadAt, RowRef, Storage, Write, WriteSet};
-use crate::types::{arith, as_decimal, equality_key, exact_cast, push_equality_key, sql_cmp, to_column, total_cmp, ArithOp, Row, Value};
+use crate::types::{
+    arith, as_decimal, equality_key, exact_cast, push_equality_key, sql_cmp, to_column, total_cmp, ArithOp, Row, Value,
+};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -41,7 +43,12 @@ fn too_many_rows(max: usize) -> SqlError {
 /// One conjunct of a scan filter, in evaluation order.
 enum Conjunct<'e> {
     /// `column op value` (`column_first`) or `value op column`, compared in place.
-    Compare { column: usize, op: CmpOp, value: &'e Value, column_first: bool },
+    Compare {
+        column: usize,
+        op: CmpOp,
+        value: &'e Value,
+        column_first: bool,
+    },
     Other(&'e Expr),
 }
 
@@ -62,8 +69,12 @@ impl<'e> Filter<'e> {
                     flatten(b, out);
                 }
                 Expr::Cmp(op, a, b) => out.push(match (&**a, &**b) {
-                    (Expr::Column(column), Expr::Const(value)) => Conjunct::Compare { column: *column, op: *op, value, column_first: true },
-                    (Expr::Const(value), Expr::Column(column)) => Conjunct::Compare { column: *column, op: *op, value, column_first: false },
+                    (Expr::Column(column), Expr::Const(value)) => {
+                        Conjunct::Compare { column: *column, op: *op, value, column_first: true }
+                    }
+                    (Expr::Const(value), Expr::Column(column)) => {
+                        Conjunct::Compare { column: *column, op: *op, value, column_first: false }
+                    }
                     _ => Conjunct::Other(e),
                 }),
                 other => out.push(Conjunct::Other(other)),
@@ -79,7 +90,9 @@ impl<'e> Filter<'e> {
         for c in &self.conjuncts {
             let truth = match c {
                 Conjunct::Compare { column, op, value, column_first } => {
-                    let v = row.get(*column).ok_or_else(|| SqlError::new(SqlState::InternalError, "unbound column in expression"))?;
+                    let v = row
+                        .get(*column)
+                        .ok_or_else(|| SqlError::new(SqlState::InternalError, "unbound column in expression"))?;
                     let order = if *column_first { sql_cmp(v, value)? } else { sql_cmp(value, v)? };
                     order.map(|o| op.holds(o))
                 }
@@ -112,7 +125,12 @@ impl Reader<'_> {
 
     /// The caller's own rows in `range`, in scan order: `layers` in order (later layers win),
     /// deletions removing rows; primary-key paths only look at writes inside the key range.
-    fn own_rows<'w>(layers: &[&'w BTreeMap<Vec<u8>, Write>], table: &TableSchema, index: Option<&IndexSchema>, range: &KeyRange) -> Vec<OwnRow<'w>> {
+    fn own_rows<'w>(
+        layers: &[&'w BTreeMap<Vec<u8>, Write>],
+        table: &TableSchema,
+        index: Option<&IndexSchema>,
+        range: &KeyRange,
+    ) -> Vec<OwnRow<'w>> {
         let mut own: BTreeMap<&'w [u8], &'w Row> = BTreeMap::new();
         for layer in layers {
             let writes: Box<dyn Iterator<Item = (&Vec<u8>, &Write)>> = match index {
@@ -144,7 +162,14 @@ impl Reader<'_> {
     /// Runs one scan: computes its key ranges, reads storage overlaid with `pending` then
     /// `local` writes, evaluates the filter on each row in place, and records the scan in
     /// `reads`. Rows that pass go to `sink` in key order (index order on an index path).
-    pub fn scan(&self, local: &WriteSet, scan: &ScanPlan, env: &Env, reads: &mut ReadReport, sink: &mut Sink<'_>) -> Result<()> {
+    pub fn scan(
+        &self,
+        local: &WriteSet,
+        scan: &ScanPlan,
+        env: &Env,
+        reads: &mut ReadReport,
+        sink: &mut Sink<'_>,
+    ) -> Result<()> {
         let table = &scan.table;
         let access = &scan.access;
         let key_cols = access.key_columns(table);
@@ -153,10 +178,18 @@ impl Reader<'_> {
         let ranges = key_ranges(table, access, key_cols, env)?;
         let index = match access.path {
             Path::PrimaryKey => None,
-            Path::Index(i) => Some(table.indexes.get(i).ok_or_else(|| SqlError::new(SqlState::InternalError, "index position out of range"))?),
+            Path::Index(i) => Some(
+                table
+                    .indexes
+                    .get(i)
+                    .ok_or_else(|| SqlError::new(SqlState::InternalError, "index position out of range"))?,
+            ),
         };
-        let layers: Vec<&BTreeMap<Vec<u8>, Write>> =
-            [self.pending, local].iter().filter_map(|ws| ws.tables.get(&table.name)).filter(|l| !l.is_empty()).collect();
+        let layers: Vec<&BTreeMap<Vec<u8>, Write>> = [self.pending, local]
+            .iter()
+            .filter_map(|ws| ws.tables.get(&table.name))
+            .filter(|l| !l.is_empty())
+            .collect();
         let filter = Filter::new(&predicate);
         let mut active = Vec::new();
         let mut seen = 0usize;
@@ -216,7 +249,10 @@ impl Reader<'_> {
             if total / JOIN_WORK_PER_ROW > self.max_rows {
                 return err(
                     SqlState::ProgramLimitExceeded,
-                    format!("statement reads more than {} rows in total (raise Limits::max_rows)", self.max_rows.saturating_mul(JOIN_WORK_PER_ROW)),
+                    format!(
+                        "statement reads more than {} rows in total (raise Limits::max_rows)",
+                        self.max_rows.saturating_mul(JOIN_WORK_PER_ROW)
+                    ),
                 );
             }
             self.check_rows(seen)?;
@@ -230,7 +266,12 @@ impl Reader<'_> {
         };
         let access_kind = match (&access.path, point) {
             (_, true) => Access::Point,
-            (Path::PrimaryKey, false) if access.eq.is_empty() && access.any_of.is_empty() && access.lower.is_none() && access.upper.is_none() => {
+            (Path::PrimaryKey, false)
+                if access.eq.is_empty()
+                    && access.any_of.is_empty()
+                    && access.lower.is_none()
+                    && access.upper.is_none() =>
+            {
                 Access::Full
             }
             (Path::PrimaryKey, false) => Access::PkRange,
@@ -249,7 +290,13 @@ impl Reader<'_> {
     }
 
     /// `scan`, collecting the passing rows.
-    pub fn scan_rows(&self, local: &WriteSet, scan: &ScanPlan, env: &Env, reads: &mut ReadReport) -> Result<Vec<(Vec<u8>, Row)>> {
+    pub fn scan_rows(
+        &self,
+        local: &WriteSet,
+        scan: &ScanPlan,
+        env: &Env,
+        reads: &mut ReadReport,
+    ) -> Result<Vec<(Vec<u8>, Row)>> {
         let mut out = Vec::new();
         self.scan(local, scan, env, reads, &mut |key, row| {
             out.push((key.to_vec(), row.to_vec()));
@@ -340,7 +387,12 @@ fn key_ranges(table: &TableSchema, access: &KeyAccess, key_cols: &[usize], env: 
 
 /// Key range of an access without an IN list; None when no row can match (a key value is
 /// NULL or of a type no key value can equal).
-pub(crate) fn key_range(table: &TableSchema, access: &KeyAccess, key_cols: &[usize], env: &Env) -> Result<Option<KeyRange>> {
+pub(crate) fn key_range(
+    table: &TableSchema,
+    access: &KeyAccess,
+    key_cols: &[usize],
+    env: &Env,
+) -> Result<Option<KeyRange>> {
     let col_type = |c: usize| table.columns.get(c).map(|c| c.ty);
     let Some(prefix) = eq_prefix(table, access, key_cols, env)? else { return Ok(None) };
     let next_type = key_cols.get(access.eq.len()).and_then(|c| col_type(*c));
@@ -358,7 +410,13 @@ pub(crate) fn key_range(table: &TableSchema, access: &KeyAccess, key_cols: &[usi
         })))
     };
     let (Some(lower), Some(upper)) = (bound(&access.lower)?, bound(&access.upper)?) else { return Ok(None) };
-    let prefix_end = || if prefix.is_empty() { Bound::Unbounded } else { prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded) };
+    let prefix_end = || {
+        if prefix.is_empty() {
+            Bound::Unbounded
+        } else {
+            prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded)
+        }
+    };
     if access.is_point(table) {
         return Ok(Some(KeyRange::point(prefix)));
     }
@@ -423,8 +481,20 @@ mod primary_key_range_tests {
     /// t(a INT, b INT, c TEXT) with PRIMARY KEY (a, b); the cases below also use a
     /// single-column key.
     fn table(primary_key: Vec<usize>) -> TableSchema {
-        let col = |name: &str, ty| Column { name: name.into(), ty, limits: Default::default(), nullable: true, default: None };
-        TableSchema { name: "t".into(), id: 0, columns: vec![col("a", SqlType::Int), col("b", SqlType::Int), col("c", SqlType::Text)], primary_key, indexes: vec![] }
+        let col = |name: &str, ty| Column {
+            name: name.into(),
+            ty,
+            limits: Default::default(),
+            nullable: true,
+            default: None,
+        };
+        TableSchema {
+            name: "t".into(),
+            id: 0,
+            columns: vec![col("a", SqlType::Int), col("b", SqlType::Int), col("c", SqlType::Text)],
+            primary_key,
+            indexes: vec![],
+        }
     }
 
     fn cmp(op: CmpOp, col: usize, v: Value) -> Expr {
@@ -448,12 +518,20 @@ mod primary_key_range_tests {
         let between = p(and(cmp(CmpOp::GtEq, 0, Value::Int(5)), cmp(CmpOp::LtEq, 0, Value::Int(5))));
         let ranges = between.primary_key_ranges(&t).expect("restricted");
         assert_eq!(ranges.len(), 1);
-        assert_eq!(ranges[0].single_key(), Some(t.row_key(&row(5)).as_slice()), "a closed range on the whole key is one key");
+        assert_eq!(
+            ranges[0].single_key(),
+            Some(t.row_key(&row(5)).as_slice()),
+            "a closed range on the whole key is one key"
+        );
         assert!(ranges[0].contains(&t.row_key(&row(5))));
         assert!(!ranges[0].contains(&t.row_key(&row(4))) && !ranges[0].contains(&t.row_key(&row(6))));
         let point = p(and(cmp(CmpOp::Eq, 0, Value::Int(3)), cmp(CmpOp::Gt, 1, Value::Int(7))));
         assert_eq!(point.primary_key_ranges(&t).map(|r| r.len()), Some(1));
-        let in_list = p(Expr::InList { expr: Box::new(Expr::Column(0)), list: vec![Expr::Const(Value::Int(9)), Expr::Const(Value::Int(1))], negated: false });
+        let in_list = p(Expr::InList {
+            expr: Box::new(Expr::Column(0)),
+            list: vec![Expr::Const(Value::Int(9)), Expr::Const(Value::Int(1))],
+            negated: false,
+        });
         assert_eq!(in_list.primary_key_ranges(&t).map(|r| r.len()), Some(2));
         assert_eq!(p(cmp(CmpOp::Gt, 1, Value::Int(7))).primary_key_ranges(&t), None, "no key conjunct");
         let or = Expr::Or(Box::new(cmp(CmpOp::Eq, 0, Value::Int(1))), Box::new(cmp(CmpOp::Eq, 0, Value::Int(2))));
@@ -472,7 +550,14 @@ mod primary_key_range_tests {
     }
 
     fn op() -> impl Strategy<Value = CmpOp> {
-        prop_oneof![Just(CmpOp::Eq), Just(CmpOp::NotEq), Just(CmpOp::Lt), Just(CmpOp::LtEq), Just(CmpOp::Gt), Just(CmpOp::GtEq)]
+        prop_oneof![
+            Just(CmpOp::Eq),
+            Just(CmpOp::NotEq),
+            Just(CmpOp::Lt),
+            Just(CmpOp::LtEq),
+            Just(CmpOp::Gt),
+            Just(CmpOp::GtEq)
+        ]
     }
 
     fn conjunct() -> impl Strategy<Value = Expr> {
@@ -482,8 +567,11 @@ mod primary_key_range_tests {
             } else {
                 cmp(op, col, v)
             }),
-            (0usize..2, proptest::collection::vec(value(), 1..4))
-                .prop_map(|(col, list)| Expr::InList { expr: Box::new(Expr::Column(col)), list: list.into_iter().map(Expr::Const).collect(), negated: false }),
+            (0usize..2, proptest::collection::vec(value(), 1..4)).prop_map(|(col, list)| Expr::InList {
+                expr: Box::new(Expr::Column(col)),
+                list: list.into_iter().map(Expr::Const).collect(),
+                negated: false
+            }),
         ]
     }
 

@@ -22,7 +22,13 @@ impl<'a> Exec<'a> {
     }
 
     pub(super) fn env(&self) -> Env<'_> {
-        Env { params: self.params, subqueries: &self.subqueries, correlated: &[], outer: &[], enclosing: &self.enclosing }
+        Env {
+            params: self.params,
+            subqueries: &self.subqueries,
+            correlated: &[],
+            outer: &[],
+            enclosing: &self.enclosing,
+        }
     }
 
     /// Runs the statement's uncorrelated subqueries in order (correlated ones get a
@@ -42,7 +48,12 @@ impl<'a> Exec<'a> {
             SubqueryKind::Scalar => match rows.as_slice() {
                 [] => SubqueryValue::Scalar(Value::Null),
                 [row] => SubqueryValue::Scalar(row.first().cloned().unwrap_or(Value::Null)),
-                _ => return err(SqlState::CardinalityViolation, "more than one row returned by a subquery used as an expression"),
+                _ => {
+                    return err(
+                        SqlState::CardinalityViolation,
+                        "more than one row returned by a subquery used as an expression",
+                    )
+                }
             },
             SubqueryKind::List => {
                 let mut seen = BTreeSet::new();
@@ -133,7 +144,9 @@ impl<'a> Exec<'a> {
             match e.eval(&[], &env)? {
                 Value::Null => Ok(None),
                 Value::Int(n) if n >= 0 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
-                other => err(SqlState::InvalidParameterValue, format!("{what} must be a non-negative integer, got {other}")),
+                other => {
+                    err(SqlState::InvalidParameterValue, format!("{what} must be a non-negative integer, got {other}"))
+                }
             }
         };
         let offset = count(&q.offset, "OFFSET")?.unwrap_or(0);
@@ -190,7 +203,8 @@ impl<'a> Exec<'a> {
         let Some(scan) = &core.from.first else { return Ok(Vec::new()) };
         let subqueries = self.subqueries.clone();
         let enclosing = self.enclosing.clone();
-        let env = Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
+        let env =
+            Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
         let empty = WriteSet::default();
         let filter = core.filter.as_ref();
         let Some(agg) = &core.aggregate else {
@@ -315,7 +329,8 @@ impl<'a> Exec<'a> {
         // (`&mut self`) while the environment is in use: it borrows copies.
         let subqueries = self.subqueries.clone();
         let enclosing = self.enclosing.clone();
-        let env = Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
+        let env =
+            Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
         let mut rows = self.source_rows(first, derived_of(0), &env)?;
         for (step_no, step) in from.joins.iter().enumerate() {
             rows = self.join_step(rows, step, derived_of(step_no + 1), &env)?;
@@ -323,7 +338,13 @@ impl<'a> Exec<'a> {
         Ok(rows)
     }
 
-    fn join_step(&mut self, rows: Vec<Row>, step: &JoinStep, derived: Option<&Vec<Row>>, env: &Env) -> Result<Vec<Row>> {
+    fn join_step(
+        &mut self,
+        rows: Vec<Row>,
+        step: &JoinStep,
+        derived: Option<&Vec<Row>>,
+        env: &Env,
+    ) -> Result<Vec<Row>> {
         let env = *env;
         let right_width = step.right.table.columns.len();
         let max_rows = self.reader.max_rows;
@@ -369,7 +390,8 @@ impl<'a> Exec<'a> {
                 let candidates: Vec<&Row> = match (&shared, &hashed) {
                     (Some(right_rows), Some(table)) => {
                         let key = hash_key(step.hash_keys.iter().map(|(l, _)| l), &left, &env)?;
-                        key.and_then(|k| table.get(&k)).map_or_else(Vec::new, |hits| hits.iter().filter_map(|i| right_rows.get(*i)).collect())
+                        key.and_then(|k| table.get(&k))
+                            .map_or_else(Vec::new, |hits| hits.iter().filter_map(|i| right_rows.get(*i)).collect())
                     }
                     (Some(right_rows), None) => right_rows.iter().collect(),
                     (None, _) => {
@@ -385,7 +407,8 @@ impl<'a> Exec<'a> {
                     let mut combined = left.clone();
                     combined.extend(right.iter().cloned());
                     if let Some(c) = &step.condition {
-                        let pass = if condition_per_row { self.passes_row(c, &combined)? } else { c.passes(&combined, &env)? };
+                        let pass =
+                            if condition_per_row { self.passes_row(c, &combined)? } else { c.passes(&combined, &env)? };
                         if !pass {
                             continue;
                         }

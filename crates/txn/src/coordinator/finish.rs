@@ -169,8 +169,13 @@ impl Coordinator {
         if fin.unverified.is_empty() {
             return false;
         }
-        let pending: Vec<ReplicaSigned<St1Vote>> =
-            fin.tallies.values().flat_map(|t| t.votes()).filter(|v| fin.unverified.contains(&v.signer)).cloned().collect();
+        let pending: Vec<ReplicaSigned<St1Vote>> = fin
+            .tallies
+            .values()
+            .flat_map(|t| t.votes())
+            .filter(|v| fin.unverified.contains(&v.signer))
+            .cloned()
+            .collect();
         fin.unverified.clear();
         let results = self.auth.check_replicas_each(&pending);
         let mut dropped = false;
@@ -200,8 +205,11 @@ impl Coordinator {
             return self.progress(now, id);
         }
         let Some(fin) = self.finishing.get(&id) else { return };
-        let outcomes: Vec<(ShardId, ShardOutcome)> = fin.tallies.iter().map(|(s, t)| (*s, t.outcome(timed_out))).collect();
-        if let Some((_, ShardOutcome::FastAbort(cert))) = outcomes.iter().find(|(_, o)| matches!(o, ShardOutcome::FastAbort(_))) {
+        let outcomes: Vec<(ShardId, ShardOutcome)> =
+            fin.tallies.iter().map(|(s, t)| (*s, t.outcome(timed_out))).collect();
+        if let Some((_, ShardOutcome::FastAbort(cert))) =
+            outcomes.iter().find(|(_, o)| matches!(o, ShardOutcome::FastAbort(_)))
+        {
             let cert = DecisionCert::Abort(cert.clone());
             return self.decide(now, id, cert, true);
         }
@@ -337,7 +345,8 @@ impl Coordinator {
 
     /// Fetches (then finishes) every dependency of `meta` this client does not know decided.
     fn recover(&mut self, now: u64, meta: &TxnMeta) {
-        let deps: Vec<(TxnId, ShardId)> = meta.deps.iter().map(|d| (d.txn, self.auth.config().shard_of(&d.key))).collect();
+        let deps: Vec<(TxnId, ShardId)> =
+            meta.deps.iter().map(|d| (d.txn, self.auth.config().shard_of(&d.key))).collect();
         for (dep, shard) in deps {
             self.fetch_to_finish(now, dep, shard);
         }
@@ -399,7 +408,9 @@ impl Coordinator {
                 RetryStep::Wait => {}
                 // Nobody has it: a fabricated dependency, which replicas reject anyway.
                 RetryStep::GiveUp => give_up.push(*id),
-                RetryStep::Resend => out.extend(self.auth.config().replicas_of(f.shard).map(|r| (r, Message::FetchTxn { txn: *id }))),
+                RetryStep::Resend => {
+                    out.extend(self.auth.config().replicas_of(f.shard).map(|r| (r, Message::FetchTxn { txn: *id })))
+                }
             }
         }
         self.outputs.extend(out);
@@ -459,7 +470,9 @@ impl Coordinator {
         let st2r: Vec<String> = fin
             .st2_replies
             .values()
-            .map(|r| format!("r{}:{:?}@{}/{}", r.signer.index, r.body.decision, r.body.view_decision, r.body.view_current))
+            .map(|r| {
+                format!("r{}:{:?}@{}/{}", r.signer.index, r.body.decision, r.body.view_decision, r.body.view_current)
+            })
             .collect();
         format!(
             "{} own={} deps={} votes=[{}] st2_sent={} st2r=[{}] fallback={:?}",

@@ -18,8 +18,8 @@ use finish::{Fetching, Finishing};
 use pistou_core::{ClientId, ClusterConfig, Key, ReplicaId, ShardId, Timestamp, TxnId, Value};
 use pistou_crypto::SecretKey;
 use pistou_wire::{
-    AbortReads, Decision, Dep, Message, MetaError, PreparedRead, ReadEntry, ReadReply, ReadRequest, ReplicaSigned, TxnMeta,
-    WriteEntry, Writeback, MAX_KEY_BYTES, MAX_TXN_OPS, MAX_VALUE_BYTES,
+    AbortReads, Decision, Dep, Message, MetaError, PreparedRead, ReadEntry, ReadReply, ReadRequest, ReplicaSigned,
+    TxnMeta, WriteEntry, Writeback, MAX_KEY_BYTES, MAX_TXN_OPS, MAX_VALUE_BYTES,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -71,11 +71,23 @@ pub enum GetStart {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum CoordinatorEvent {
-    ReadDone { txn: TxnHandle, key: Key, value: Option<Value> },
+    ReadDone {
+        txn: TxnHandle,
+        key: Key,
+        value: Option<Value>,
+    },
     /// A SQL statement started with `sql()` finished.
-    SqlDone { txn: TxnHandle, result: Result<SqlOutput, pistou_sql::SqlError> },
+    SqlDone {
+        txn: TxnHandle,
+        result: Result<SqlOutput, pistou_sql::SqlError>,
+    },
     /// `fast` is true when the decision needed no ST2 round.
-    Decided { txn: TxnHandle, id: TxnId, decision: Decision, fast: bool },
+    Decided {
+        txn: TxnHandle,
+        id: TxnId,
+        decision: Decision,
+        fast: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -214,7 +226,9 @@ impl Coordinator {
         let registered = config.client_keys().get(&id).copied();
         let Some(pk) = registered else { return Err(format!("client {} is not in the configuration", id.0)) };
         match (&key, config.crypto) {
-            (Some(k), _) if k.public() != pk => return Err(format!("key of client {} does not match the configuration", id.0)),
+            (Some(k), _) if k.public() != pk => {
+                return Err(format!("key of client {} does not match the configuration", id.0))
+            }
             (None, true) => return Err("crypto is on: a client needs its signing key".into()),
             _ => {}
         }
@@ -523,7 +537,16 @@ impl Coordinator {
     /// application learns the abort; no replica prepared anything.
     fn abort_locally(&mut self, h: TxnHandle, t: &TxnState) {
         self.abort_reads(t);
-        let id = TxnMeta { ts: t.ts, read_set: vec![], write_set: vec![], deps: vec![], predicates: vec![], late: false, shards: vec![] }.id();
+        let id = TxnMeta {
+            ts: t.ts,
+            read_set: vec![],
+            write_set: vec![],
+            deps: vec![],
+            predicates: vec![],
+            late: false,
+            shards: vec![],
+        }
+        .id();
         self.events.push_back(CoordinatorEvent::Decided { txn: h, id, decision: Decision::Abort, fast: true });
     }
 

@@ -7,8 +7,12 @@ use pistou_wire::{CommittedRead, Decision, Dep, ReadReply, ReplicaSigned};
 use std::collections::BTreeMap;
 
 impl Coordinator {
-
-    pub(super) fn on_read_reply(&mut self, now: u64, reply: ReplicaSigned<ReadReply>, committed: Option<CommittedRead>) -> Result<(), RejectReason> {
+    pub(super) fn on_read_reply(
+        &mut self,
+        now: u64,
+        reply: ReplicaSigned<ReadReply>,
+        committed: Option<CommittedRead>,
+    ) -> Result<(), RejectReason> {
         let Some(&h) = self.by_ts.get(&reply.body.ts) else { return Ok(()) }; // late reply
         let key = reply.body.key.clone();
         let expected_shard = match self.txns.get(&h).and_then(|t| t.in_flight.get(&key)) {
@@ -80,7 +84,12 @@ impl Coordinator {
 
     /// A committed version is valid with a valid C-CERT for a writer that wrote this key
     /// below our timestamp; the value comes from the certified writer's write set.
-    fn check_committed_read(&mut self, key: &[u8], ts: Timestamp, c: CommittedRead) -> Result<(Timestamp, Option<Value>), RejectReason> {
+    fn check_committed_read(
+        &mut self,
+        key: &[u8],
+        ts: Timestamp,
+        c: CommittedRead,
+    ) -> Result<(Timestamp, Option<Value>), RejectReason> {
         if c.writer.ts >= ts {
             return Err(RejectReason::Misbehavior);
         }

@@ -51,11 +51,21 @@ pub struct RangeStats {
 /// What a statement produced, as the application sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SqlOutput {
-    Rows { columns: Vec<String>, types: Vec<Option<SqlType>>, rows: Vec<Row> },
+    Rows {
+        columns: Vec<String>,
+        types: Vec<Option<SqlType>>,
+        rows: Vec<Row>,
+    },
     /// INSERT / UPDATE / DELETE (buffered until commit), with RETURNING rows if asked.
-    Affected { command: &'static str, count: u64, returning: Option<(Vec<String>, Vec<Row>)> },
+    Affected {
+        command: &'static str,
+        count: u64,
+        returning: Option<(Vec<String>, Vec<Row>)>,
+    },
     /// A schema change (buffered until commit) or a no-op `IF [NOT] EXISTS`.
-    Ddl { command: &'static str },
+    Ddl {
+        command: &'static str,
+    },
 }
 
 /// The SQL side of one transaction.
@@ -93,7 +103,10 @@ enum Step {
     /// Planning: waiting for nothing, or for the catalog key of a shard.
     Plan,
     /// Waiting for the point read of one row.
-    Point { prepared: Arc<Prepared>, key: Key },
+    Point {
+        prepared: Arc<Prepared>,
+        key: Key,
+    },
     Range(Box<RangeOp>),
 }
 
@@ -112,7 +125,14 @@ impl Storage for NoRows {
     fn scan(&self, _: &TableSchema, _: &KeyRange, _: &ReadAt, _: usize) -> pistou_sql::error::Result<Vec<StoredRow>> {
         Ok(Vec::new())
     }
-    fn index_scan(&self, _: &TableSchema, _: &IndexSchema, _: &KeyRange, _: &ReadAt, _: usize) -> pistou_sql::error::Result<Vec<StoredRow>> {
+    fn index_scan(
+        &self,
+        _: &TableSchema,
+        _: &IndexSchema,
+        _: &KeyRange,
+        _: &ReadAt,
+        _: usize,
+    ) -> pistou_sql::error::Result<Vec<StoredRow>> {
         Ok(Vec::new())
     }
     fn table_version(&self, _: &TableSchema, _: &ReadAt) -> Option<Timestamp> {
@@ -130,15 +150,29 @@ struct OneRow {
 }
 
 impl Storage for OneRow {
-    fn scan(&self, table: &TableSchema, range: &KeyRange, at: &ReadAt, limit: usize) -> pistou_sql::error::Result<Vec<StoredRow>> {
+    fn scan(
+        &self,
+        table: &TableSchema,
+        range: &KeyRange,
+        at: &ReadAt,
+        limit: usize,
+    ) -> pistou_sql::error::Result<Vec<StoredRow>> {
         if table.name != self.table {
             self.needs_more.set(true);
             return Err(sql_err(SqlState::InternalError, "point statement read another table"));
         }
-        let visible = self.row.as_ref().filter(|r| range.contains(&r.key) && r.version.ts < at.ts && (at.visible)(&r.version));
+        let visible =
+            self.row.as_ref().filter(|r| range.contains(&r.key) && r.version.ts < at.ts && (at.visible)(&r.version));
         Ok(visible.into_iter().take(limit).cloned().collect())
     }
-    fn index_scan(&self, _: &TableSchema, _: &IndexSchema, _: &KeyRange, _: &ReadAt, _: usize) -> pistou_sql::error::Result<Vec<StoredRow>> {
+    fn index_scan(
+        &self,
+        _: &TableSchema,
+        _: &IndexSchema,
+        _: &KeyRange,
+        _: &ReadAt,
+        _: usize,
+    ) -> pistou_sql::error::Result<Vec<StoredRow>> {
         self.needs_more.set(true);
         Err(sql_err(SqlState::InternalError, "point statement needs an index scan"))
     }
@@ -159,7 +193,8 @@ fn decode_catalog(value: &Option<Vec<u8>>) -> Result<Catalog, SqlError> {
 
 /// A stored row value in the current schema (rows written before an ADD COLUMN are shorter).
 fn decode_row(schema: &TableSchema, bytes: &[u8]) -> Result<Row, SqlError> {
-    let mut row: Row = postcard::from_bytes(bytes).map_err(|_| sql_err(SqlState::ProtocolViolation, "a stored row cannot be decoded"))?;
+    let mut row: Row = postcard::from_bytes(bytes)
+        .map_err(|_| sql_err(SqlState::ProtocolViolation, "a stored row cannot be decoded"))?;
     if row.len() > schema.columns.len() {
         return Err(sql_err(SqlState::ProtocolViolation, "a stored row has more columns than its table"));
     }
@@ -198,7 +233,10 @@ impl Coordinator {
     /// A Basil read of transaction `h` completed: it may be what a statement waits for.
     /// Returns true if a SQL statement consumed it.
     pub(super) fn sql_read_done(&mut self, now: u64, h: TxnHandle) -> bool {
-        let waiting = matches!(self.sql_state(h).and_then(|s| s.statement.as_ref()), Some(Statement { step: Step::Plan | Step::Point { .. }, .. }));
+        let waiting = matches!(
+            self.sql_state(h).and_then(|s| s.statement.as_ref()),
+            Some(Statement { step: Step::Plan | Step::Point { .. }, .. })
+        );
         if waiting {
             self.sql_advance(now, h);
         }
@@ -238,7 +276,8 @@ impl Coordinator {
         match self.get(now, h, &key).map_err(|e| read_err(e, SqlState::InternalError))? {
             GetStart::Pending => Ok(false),
             GetStart::Ready(value) => {
-                let version = self.txns.get(&h).and_then(|t| t.reads.get(&key)).map(|(v, _)| *v).unwrap_or(Timestamp::GENESIS);
+                let version =
+                    self.txns.get(&h).and_then(|t| t.reads.get(&key)).map(|(v, _)| *v).unwrap_or(Timestamp::GENESIS);
                 let catalog = Arc::new(decode_catalog(&value)?);
                 if self.catalog_hint.as_ref().is_none_or(|(v, _)| *v < version) {
                     self.catalog_hint = Some((version, catalog.clone()));
@@ -279,13 +318,19 @@ impl Coordinator {
         let kind = prepared.kind();
         match &kind {
             StatementKind::Transaction(_) => {
-                return Err(sql_err(SqlState::FeatureNotSupported, "BEGIN, COMMIT and ROLLBACK are the session's commands, not statements"))
+                return Err(sql_err(
+                    SqlState::FeatureNotSupported,
+                    "BEGIN, COMMIT and ROLLBACK are the session's commands, not statements",
+                ))
             }
             StatementKind::Ddl(change) => return self.sql_ddl(now, h, planning, change.clone(), kind.command()),
             _ => {}
         }
         if self.sql_state(h).is_some_and(|s| s.ddl) {
-            return Err(sql_err(SqlState::ActiveSqlTransaction, "a schema change must be the only statement of its transaction"));
+            return Err(sql_err(
+                SqlState::ActiveSqlTransaction,
+                "a schema change must be the only statement of its transaction",
+            ));
         }
         let tables = prepared.tables();
         if tables.is_empty() {
@@ -314,7 +359,8 @@ impl Coordinator {
                 // A NULL or mistyped key value: the statement reads no row.
                 return self.sql_local(h, &planning.1, &prepared, &params, &NoRows).map(|(out, _)| out);
             };
-            let key = row_key(&point.table, point.table_id, &pk).ok_or_else(|| sql_err(SqlState::ProgramLimitExceeded, "table name too long"))?;
+            let key = row_key(&point.table, point.table_id, &pk)
+                .ok_or_else(|| sql_err(SqlState::ProgramLimitExceeded, "table name too long"))?;
             self.set_step(h, Step::Point { prepared: prepared.clone(), key: key.clone() });
             return match self.get(now, h, &key).map_err(|e| read_err(e, SqlState::ProgramLimitExceeded))? {
                 GetStart::Pending => Ok(None),
@@ -361,12 +407,20 @@ impl Coordinator {
     }
 
     /// The point read of `key` is done: run the statement on that one row.
-    fn sql_point_done(&mut self, now: u64, h: TxnHandle, prepared: Arc<Prepared>, key: Key) -> Result<Option<SqlOutput>, SqlError> {
+    fn sql_point_done(
+        &mut self,
+        now: u64,
+        h: TxnHandle,
+        prepared: Arc<Prepared>,
+        key: Key,
+    ) -> Result<Option<SqlOutput>, SqlError> {
         let Some(t) = self.txns.get(&h) else { return Ok(None) };
         let Some(state) = t.sql.as_deref() else { return Ok(None) };
         let Some(stmt) = state.statement.as_ref() else { return Ok(None) };
         let params = stmt.params.clone();
-        let KeyKind::Row { table, table_id, pk } = key_kind(&key) else { return Err(sql_err(SqlState::InternalError, "not a row key")) };
+        let KeyKind::Row { table, table_id, pk } = key_kind(&key) else {
+            return Err(sql_err(SqlState::InternalError, "not a row key"));
+        };
         let shard = self.config().table_shard(table);
         let Some((catalog_version, catalog)) = state.catalogs.get(&shard).cloned() else {
             return Err(sql_err(SqlState::InternalError, "catalog not read"));
@@ -399,7 +453,12 @@ impl Coordinator {
         };
         // A point statement reads its one key (and, for a changed primary key or unique
         // column, more): anything beyond the key goes to the replicas.
-        let only_key = exec.reads.scans.iter().all(|s| s.access == pistou_sql::Access::Point && s.table() == table && s.rows.iter().all(|r| r.key == pk) && s.absent_key.as_ref().is_none_or(|k| k == pk));
+        let only_key = exec.reads.scans.iter().all(|s| {
+            s.access == pistou_sql::Access::Point
+                && s.table() == table
+                && s.rows.iter().all(|r| r.key == pk)
+                && s.absent_key.as_ref().is_none_or(|k| k == pk)
+        });
         if !only_key {
             return self.sql_range_start(now, h, shard, catalog_version, prepared);
         }
@@ -412,7 +471,10 @@ impl Coordinator {
         let entries = crate::pesto::range_read::write_entries(writes, catalog)?;
         let Some(t) = self.txns.get_mut(&h) else { return Ok(()) };
         if t.reads.len() + t.writes.len() + entries.len() > pistou_wire::MAX_TXN_OPS {
-            return Err(sql_err(SqlState::ProgramLimitExceeded, format!("a transaction reads and writes at most {} rows", pistou_wire::MAX_TXN_OPS)));
+            return Err(sql_err(
+                SqlState::ProgramLimitExceeded,
+                format!("a transaction reads and writes at most {} rows", pistou_wire::MAX_TXN_OPS),
+            ));
         }
         for e in entries {
             t.writes.insert(e.key, e.value);
@@ -435,10 +497,14 @@ impl Coordinator {
     ) -> Result<Option<SqlOutput>, SqlError> {
         let Some(change) = change else { return Ok(Some(SqlOutput::Ddl { command })) };
         let busy = self.txns.get(&h).is_some_and(|t| {
-            !t.writes.is_empty() || t.sql.as_ref().is_some_and(|s| s.ddl || !s.predicates.is_empty() || !s.range_reads.is_empty())
+            !t.writes.is_empty()
+                || t.sql.as_ref().is_some_and(|s| s.ddl || !s.predicates.is_empty() || !s.range_reads.is_empty())
         });
         if busy {
-            return Err(sql_err(SqlState::ActiveSqlTransaction, "a schema change must be the only statement of its transaction"));
+            return Err(sql_err(
+                SqlState::ActiveSqlTransaction,
+                "a schema change must be the only statement of its transaction",
+            ));
         }
         let shards: Vec<ShardId> = (0..self.config().shards.len() as u32).map(ShardId).collect();
         for shard in &shards {
@@ -486,7 +552,14 @@ impl Coordinator {
             .filter(|(k, _)| matches!(key_kind(k), KeyKind::Row { table, .. } if tables.iter().any(|t| t == table)))
             .map(|(k, v)| pistou_wire::WriteEntry { key: k.clone(), value: v.clone() })
             .collect();
-        let body = RangeRead { ts: t.ts, catalog_version, sql: stmt.sql.clone(), params: stmt.params.clone(), pending, snapshot: None };
+        let body = RangeRead {
+            ts: t.ts,
+            catalog_version,
+            sql: stmt.sql.clone(),
+            params: stmt.params.clone(),
+            pending,
+            snapshot: None,
+        };
         let request = Arc::new(self.sign_read(body));
         let q = self.config().quorums();
         let start = (self.id.0.wrapping_add(self.seq)) as usize % q.n();
@@ -504,7 +577,12 @@ impl Coordinator {
     /// batch with the round's other replies, before anything is decided over it; until then
     /// only its SS-VOTE may be used, and only a reply that the named replica's own connection
     /// delivered, so that no replica can vote in another's name.
-    pub(super) fn on_range_reply(&mut self, now: u64, from: ReplicaId, reply: ReplicaSigned<RangeReply>) -> Result<(), RejectReason> {
+    pub(super) fn on_range_reply(
+        &mut self,
+        now: u64,
+        from: ReplicaId,
+        reply: ReplicaSigned<RangeReply>,
+    ) -> Result<(), RejectReason> {
         let request = reply.body.request;
         let found = self.txns.iter().find_map(|(h, t)| match t.sql.as_ref().and_then(|s| s.statement.as_ref()) {
             Some(Statement { step: Step::Range(op), .. }) if op.hash == request => Some((*h, op.shard)),
@@ -515,7 +593,9 @@ impl Coordinator {
             return Err(RejectReason::NotMember);
         }
         let checked = self.auth.crypto();
-        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return Ok(()) };
+        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else {
+            return Ok(());
+        };
         if !op.accepting() {
             return Ok(()); // a late reply of the previous round
         }
@@ -528,17 +608,23 @@ impl Coordinator {
     fn sql_range_verify(&mut self, h: TxnHandle) {
         let eager = self.eager_range_reads;
         let f = self.config().f;
-        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return };
+        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else {
+            return;
+        };
         let (shard, pending) = (op.shard, op.take_unverified(f, eager));
         if pending.is_empty() {
             return;
         }
-        let items: Vec<(ReplicaId, Hash, Option<&BatchSignature>)> =
-            pending.iter().map(|(index, hash, sig)| (ReplicaId { shard, index: *index }, *hash, sig.as_ref())).collect();
+        let items: Vec<(ReplicaId, Hash, Option<&BatchSignature>)> = pending
+            .iter()
+            .map(|(index, hash, sig)| (ReplicaId { shard, index: *index }, *hash, sig.as_ref()))
+            .collect();
         let results = self.auth.check_replica_hashes(&items);
         let bad: Vec<(u32, RejectReason)> =
             pending.iter().zip(results).filter_map(|((index, _, _), r)| r.err().map(|e| (*index, e.0))).collect();
-        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return };
+        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else {
+            return;
+        };
         for (index, _) in &bad {
             op.drop_reply(*index);
         }
@@ -555,7 +641,9 @@ impl Coordinator {
         let n = self.config().quorums().n() as u32;
         let (patience, eager) = (self.timeouts.retransmit_us, self.eager_range_reads);
         let (id, key) = (self.id, self.read_key().cloned());
-        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return };
+        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else {
+            return;
+        };
         let phase = op.phase;
         let (widened, skipped) = op.widen(f, outlier_us, n);
         let shard = op.shard;
@@ -563,7 +651,9 @@ impl Coordinator {
         for index in skipped {
             self.range_outliers.insert(ReplicaId { shard, index }, now.saturating_add(AVOID_OUTLIER_US));
         }
-        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { return };
+        let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else {
+            return;
+        };
         match op.choose(now, f, outlier_us, patience, eager) {
             Choice::Wait => {}
             Choice::Failed(e) => {
@@ -608,15 +698,23 @@ impl Coordinator {
                 return Err(sql_err(SqlState::ProtocolViolation, "reconnaissance wrote a non-row key"));
             };
             if catalog.table(table).map(|s| s.id) != Some(table_id) {
-                return Err(sql_err(SqlState::ProtocolViolation, "reconnaissance wrote a table this schema does not have"));
+                return Err(sql_err(
+                    SqlState::ProtocolViolation,
+                    "reconnaissance wrote a table this schema does not have",
+                ));
             }
             let write = match &w.value {
-                Some(bytes) => Write::Upsert(postcard::from_bytes(bytes).map_err(|_| sql_err(SqlState::ProtocolViolation, "undecodable row in a write set"))?),
+                Some(bytes) => Write::Upsert(
+                    postcard::from_bytes(bytes)
+                        .map_err(|_| sql_err(SqlState::ProtocolViolation, "undecodable row in a write set"))?,
+                ),
                 None => Write::Delete,
             };
             writes.put(table, pk.to_vec(), write);
         }
-        let Some(t) = self.txns.get_mut(&h) else { return Err(sql_err(SqlState::InternalError, "transaction vanished")) };
+        let Some(t) = self.txns.get_mut(&h) else {
+            return Err(sql_err(SqlState::InternalError, "transaction vanished"));
+        };
         let Some(state) = t.sql.as_deref_mut() else { return Err(sql_err(SqlState::InternalError, "no SQL state")) };
         for (key, version) in &chosen.reads {
             let earlier = state.range_reads.get(key).or_else(|| t.reads.get(key).map(|(v, _)| v));
@@ -625,7 +723,10 @@ impl Coordinator {
             }
         }
         if t.reads.len() + state.range_reads.len() + chosen.reads.len() > pistou_wire::MAX_TXN_OPS {
-            return Err(sql_err(SqlState::ProgramLimitExceeded, format!("a transaction reads at most {} rows", pistou_wire::MAX_TXN_OPS)));
+            return Err(sql_err(
+                SqlState::ProgramLimitExceeded,
+                format!("a transaction reads at most {} rows", pistou_wire::MAX_TXN_OPS),
+            ));
         }
         for (key, version) in chosen.reads {
             state.range_reads.insert(key, version);
@@ -644,7 +745,11 @@ impl Coordinator {
             },
             QueryOutput::Affected { count, returning } => {
                 let names = prepared.returning_columns();
-                SqlOutput::Affected { command: prepared.kind().command(), count, returning: names.map(|n| (n, returning)) }
+                SqlOutput::Affected {
+                    command: prepared.kind().command(),
+                    count,
+                    returning: names.map(|n| (n, returning)),
+                }
             }
         })
     }
@@ -655,7 +760,12 @@ impl Coordinator {
         let ranges: Vec<TxnHandle> = self
             .txns
             .iter()
-            .filter(|(_, t)| matches!(t.sql.as_ref().and_then(|s| s.statement.as_ref()), Some(Statement { step: Step::Range(_), .. })))
+            .filter(|(_, t)| {
+                matches!(
+                    t.sql.as_ref().and_then(|s| s.statement.as_ref()),
+                    Some(Statement { step: Step::Range(_), .. })
+                )
+            })
             .map(|(h, _)| *h)
             .collect();
         for h in ranges {
@@ -665,7 +775,10 @@ impl Coordinator {
         let n = self.config().quorums().n() as u32;
         let mut out = Vec::new();
         for t in self.txns.values_mut() {
-            let Some(Statement { step: Step::Range(op), .. }) = t.sql.as_mut().and_then(|s| s.statement.as_mut()) else { continue };
+            let Some(Statement { step: Step::Range(op), .. }) = t.sql.as_mut().and_then(|s| s.statement.as_mut())
+            else {
+                continue;
+            };
             out.extend(op.retransmit(now, rt, n));
         }
         self.outputs.extend(out);
@@ -676,7 +789,10 @@ impl Coordinator {
             .map(|(h, _)| *h)
             .collect();
         for h in retry {
-            let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut()) else { continue };
+            let Some(Statement { step: Step::Range(op), .. }) = self.sql_state(h).and_then(|s| s.statement.as_mut())
+            else {
+                continue;
+            };
             let out = op.resend_all(now, n);
             self.outputs.extend(out);
         }
@@ -685,9 +801,7 @@ impl Coordinator {
     /// The SQL part of T's metadata at commit: range reads join the read set, predicates
     /// the predicate set (sorted, as `TxnMeta` requires: one predicate evaluated twice with
     /// different active rows gives two entries). Fails if a key was read at two versions.
-    pub(super) fn sql_commit_parts(
-        t: &mut super::TxnState,
-    ) -> Result<Vec<PredicateRead>, ()> {
+    pub(super) fn sql_commit_parts(t: &mut super::TxnState) -> Result<Vec<PredicateRead>, ()> {
         let Some(state) = t.sql.take() else { return Ok(Vec::new()) };
         for (key, version) in state.range_reads {
             match t.reads.get(&key) {

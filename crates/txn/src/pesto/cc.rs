@@ -21,11 +21,11 @@
 
 use super::{ReadPredicate, SqlReplica, SqlTxn};
 use crate::replica::TxnRecord;
-use std::collections::HashMap;
 use pistou_core::{Timestamp, TxnId};
 use pistou_rowstore::{VersionState, WriteRef};
 use pistou_sql::Predicate;
 use pistou_wire::TxnMeta;
+use std::collections::HashMap;
 
 /// The replica's transaction records.
 pub(crate) type Txns = HashMap<TxnId, TxnRecord>;
@@ -53,7 +53,13 @@ fn lower_bound(version: Timestamp, grace_us: u64) -> Timestamp {
 
 impl SqlReplica {
     /// Lines 3, 11–19 of Alg. 1 for T (`id`, `meta`) with decoded SQL content `txn`.
-    pub(crate) fn semantic_check(&self, id: &TxnId, meta: &TxnMeta, txn: &SqlTxn, txns: &Txns) -> Result<CcPass, CcAbort> {
+    pub(crate) fn semantic_check(
+        &self,
+        id: &TxnId,
+        meta: &TxnMeta,
+        txn: &SqlTxn,
+        txns: &Txns,
+    ) -> Result<CcPass, CcAbort> {
         self.check_monotonic(meta, txn)?;
         let mut pass = CcPass::default();
         for p in &txn.predicates {
@@ -100,7 +106,14 @@ impl SqlReplica {
     ///
     /// "Did not read" is per predicate, not per transaction: a later statement of T may read
     /// w's key after w arrived, while P's evaluation missed w (found by the SQL oracle).
-    fn check_complete(&self, id: &TxnId, meta: &TxnMeta, p: &ReadPredicate, txns: &Txns, pass: &mut CcPass) -> Result<(), CcAbort> {
+    fn check_complete(
+        &self,
+        id: &TxnId,
+        meta: &TxnMeta,
+        p: &ReadPredicate,
+        txns: &Txns,
+        pass: &mut CcPass,
+    ) -> Result<(), CcAbort> {
         let predicate = &p.predicate;
         let lo = lower_bound(p.table_version, self.params.late_grace_us);
         let short_lo = lower_bound(p.table_version, self.params.grace_us);
@@ -175,8 +188,9 @@ impl SqlReplica {
                 for (pk, write) in writes {
                     let pistou_sql::Write::Upsert(row) = write else { continue };
                     // A predicate whose evaluation read the key is covered by Basil's reader check.
-                    let affected =
-                        predicates.iter().any(|p| p.may_cover(pk) && !p.active.contains(pk) && p.predicate.may_match(row));
+                    let affected = predicates
+                        .iter()
+                        .any(|p| p.may_cover(pk) && !p.active.contains(pk) && p.predicate.may_match(row));
                     if affected {
                         return Err(CcAbort::Conflict(*reader));
                     }

@@ -125,7 +125,10 @@ impl SqlReplica {
         SqlReplica {
             // The log keeps the long grace below a quiet table's last write: readers'
             // completeness windows reach that far below their table version.
-            store: RowStore::new(StoreLimits { version_cap: config.sql.version_cap, log_keep_us: config.sql.late_grace_us }),
+            store: RowStore::new(StoreLimits {
+                version_cap: config.sql.version_cap,
+                log_keep_us: config.sql.late_grace_us,
+            }),
             catalogs,
             readers: HashMap::new(),
             reported: HashMap::new(),
@@ -205,10 +208,8 @@ impl SqlReplica {
     /// Decodes the SQL content of `meta` that concerns this shard. `Ok(None)` for a plain
     /// key-value transaction.
     pub(crate) fn decode(&self, config: &ClusterConfig, meta: &TxnMeta) -> Result<Option<SqlTxn>, SqlTxnError> {
-        let mut txn = SqlTxn {
-            catalog_version: meta.read_of(&catalog_key(self.shard)).map(|r| r.version),
-            ..SqlTxn::default()
-        };
+        let mut txn =
+            SqlTxn { catalog_version: meta.read_of(&catalog_key(self.shard)).map(|r| r.version), ..SqlTxn::default() };
         let mut other_writes = false;
         // Row keys name their table's identity, checked against the catalog read below.
         let mut row_tables: BTreeMap<&str, u64> = BTreeMap::new();
@@ -216,7 +217,9 @@ impl SqlReplica {
             match key_kind(&w.key) {
                 KeyKind::Row { table, table_id, pk } => {
                     let write = match &w.value {
-                        Some(bytes) => Write::Upsert(postcard::from_bytes::<Row>(bytes).map_err(|_| SqlTxnError::Undecodable)?),
+                        Some(bytes) => {
+                            Write::Upsert(postcard::from_bytes::<Row>(bytes).map_err(|_| SqlTxnError::Undecodable)?)
+                        }
                         None => Write::Delete,
                     };
                     if *row_tables.entry(table).or_insert(table_id) != table_id {
@@ -247,7 +250,9 @@ impl SqlReplica {
             let mut next = (**catalog).clone();
             next.apply(&write.change).map_err(|e| SqlTxnError::BadCatalogChange(e.message))?;
             if next != write.catalog {
-                return Err(SqlTxnError::BadCatalogChange("the catalog written is not the result of the change".into()));
+                return Err(SqlTxnError::BadCatalogChange(
+                    "the catalog written is not the result of the change".into(),
+                ));
             }
         }
         for (table, id) in row_tables {
@@ -257,7 +262,8 @@ impl SqlReplica {
         }
         for p in mine {
             let schema = catalog.table(&p.predicate.table).ok_or(SqlTxnError::UnknownTable)?;
-            let predicate = p.predicate.decode(schema.columns.len()).map_err(|e| SqlTxnError::BadPredicate(e.message))?;
+            let predicate =
+                p.predicate.decode(schema.columns.len()).map_err(|e| SqlTxnError::BadPredicate(e.message))?;
             // Active keys are rows of P's table (`TxnMeta::validate`); kept as primary keys.
             let mut active = BTreeSet::new();
             for key in &p.active {
@@ -268,7 +274,12 @@ impl SqlReplica {
             }
             let active = Arc::new(active);
             let key_ranges = predicate.primary_key_ranges(schema);
-            txn.predicates.push(Arc::new(ReadPredicate { predicate, table_version: p.table_version, active, key_ranges }));
+            txn.predicates.push(Arc::new(ReadPredicate {
+                predicate,
+                table_version: p.table_version,
+                active,
+                key_ranges,
+            }));
         }
         Ok(Some(txn))
     }
@@ -296,7 +307,11 @@ impl SqlReplica {
                 let write = match write {
                     Write::Upsert(row) if row.len() < schema.columns.len() => {
                         let mut row = row.clone();
-                        row.extend(schema.columns[row.len()..].iter().map(|c| c.default.clone().unwrap_or(pistou_sql::Value::Null)));
+                        row.extend(
+                            schema.columns[row.len()..]
+                                .iter()
+                                .map(|c| c.default.clone().unwrap_or(pistou_sql::Value::Null)),
+                        );
                         Write::Upsert(row)
                     }
                     other => other.clone(),

@@ -4,10 +4,10 @@
 
 use super::SqlReplica;
 use pistou_core::sql_keys::{key_kind, row_key, row_table, KeyKind};
-use pistou_sql::Catalog;
 use pistou_core::{ClusterConfig, Timestamp, TxnId};
-use pistou_sql::{Access, ExecContext, Output, ReadAt, ScanRead, SqlError, SqlState, Write, WirePredicate, WriteSet};
 use pistou_rowstore::VersionState;
+use pistou_sql::Catalog;
+use pistou_sql::{Access, ExecContext, Output, ReadAt, ScanRead, SqlError, SqlState, WirePredicate, Write, WriteSet};
 use pistou_wire::{ActiveRead, PredicateRead, QueryOutput, RangeRead, RangeResult, WriteEntry};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -46,7 +46,8 @@ impl SqlReplica {
             // round reads committed versions, so there is no dependency for a vote to vouch for.
             Ok((result, _, _)) if req.snapshot.is_some() => (Ok(result), Vec::new()),
             Ok((result, votes, negative)) => {
-                let ss_vote = votes.into_iter().filter_map(owner).chain(negative).collect::<BTreeSet<_>>().into_iter().collect();
+                let ss_vote =
+                    votes.into_iter().filter_map(owner).chain(negative).collect::<BTreeSet<_>>().into_iter().collect();
                 (Ok(result), ss_vote)
             }
             Err(e) => (Err(e), Vec::new()),
@@ -55,12 +56,19 @@ impl SqlReplica {
 
     /// The result, the versions read (their writers vote) and the active-negative writers.
     #[allow(clippy::type_complexity)]
-    fn execute(&mut self, config: &ClusterConfig, req: &RangeRead) -> Result<(RangeResult, Vec<Timestamp>, Vec<TxnId>), SqlError> {
+    fn execute(
+        &mut self,
+        config: &ClusterConfig,
+        req: &RangeRead,
+    ) -> Result<(RangeResult, Vec<Timestamp>, Vec<TxnId>), SqlError> {
         if req.ts < self.store.watermark() {
             return Err(sql_err(SqlState::SnapshotTooOld, "read timestamp is below the garbage-collection watermark"));
         }
         let catalog = self.catalog_at(req.catalog_version).cloned().ok_or_else(|| {
-            sql_err(SqlState::SerializationFailure, "the schema version this statement was planned against is not known here")
+            sql_err(
+                SqlState::SerializationFailure,
+                "the schema version this statement was planned against is not known here",
+            )
         })?;
         if self.catalog_below(req.ts).0 != req.catalog_version {
             return Err(sql_err(SqlState::SerializationFailure, "the schema changed since this statement was planned"));
@@ -68,7 +76,8 @@ impl SqlReplica {
         let prepared = self.engine.prepare(&catalog, &req.sql)?;
         let pending = self.pending_writes(config, req, &catalog, prepared.tables())?;
         let committed = |v: &pistou_sql::Version| v.prepared_by.is_none();
-        let ctx = ExecContext { storage: &self.store, at: ReadAt { ts: req.ts, visible: &committed }, pending: &pending };
+        let ctx =
+            ExecContext { storage: &self.store, at: ReadAt { ts: req.ts, visible: &committed }, pending: &pending };
         let exec = self.engine.execute(&catalog, &prepared, &req.params, &ctx)?;
         let touched = exec.reads.scans.iter().map(|s| s.table()).chain(exec.writes.tables.keys().map(String::as_str));
         for table in touched {
@@ -85,7 +94,10 @@ impl SqlReplica {
                 QueryOutput::Affected { count, returning: returning.map(|(_, rows)| rows).unwrap_or_default() }
             }
             Output::Catalog(_) | Output::Transaction(_) => {
-                return Err(sql_err(SqlState::FeatureNotSupported, "schema and transaction statements are not range reads"));
+                return Err(sql_err(
+                    SqlState::FeatureNotSupported,
+                    "schema and transaction statements are not range reads",
+                ));
             }
         };
         // Q-READ by key: (version, its writer if only prepared).
@@ -97,14 +109,16 @@ impl SqlReplica {
             let table = scan.table();
             let table_id = table_id(&catalog, table)?;
             for row in &scan.rows {
-                let key = row_key(table, table_id, &row.key).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
+                let key = row_key(table, table_id, &row.key)
+                    .ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
                 versions.push(row.version.ts);
                 reads.insert(key, (row.version.ts, row.version.prepared_by));
             }
             if let Some(pk) = &scan.absent_key {
                 // The statement relied on the key having no row: it read the newest version
                 // (a deletion) or, if there is none, the key's genesis.
-                let key = row_key(table, table_id, pk).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
+                let key =
+                    row_key(table, table_id, pk).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
                 let seen = self.store.version_below(table, pk, req.ts, |v| v.state == VersionState::Committed);
                 let (version, prepared_by) = match seen {
                     Some(v) => (v.ts, (v.state == VersionState::Prepared).then_some(v.writer)),
@@ -143,12 +157,14 @@ impl SqlReplica {
             .into_iter()
             .map(|(predicate, table_version)| {
                 let table = Some(predicate.table.as_str());
-                let covered: BTreeSet<&Vec<u8>> = reads.keys().chain(own_writes.iter().copied()).filter(|k| row_table(k) == table).collect();
+                let covered: BTreeSet<&Vec<u8>> =
+                    reads.keys().chain(own_writes.iter().copied()).filter(|k| row_table(k) == table).collect();
                 let active = covered.into_iter().cloned().collect();
                 PredicateRead { predicate, table_version, active }
             })
             .collect();
-        let reads = reads.into_iter().map(|(key, (version, prepared_by))| ActiveRead { key, version, prepared_by }).collect();
+        let reads =
+            reads.into_iter().map(|(key, (version, prepared_by))| ActiveRead { key, version, prepared_by }).collect();
         let result = RangeResult { output, writes, reads, predicates };
         Ok((result, versions, negative))
     }
@@ -163,13 +179,22 @@ impl SqlReplica {
     /// key lies in the scan's primary-key ranges: no version of a key outside them satisfies
     /// the predicate, and the write log finds the writes to a narrow range by key
     /// (`RowStore::writes_between_in`) without walking the window.
-    fn active_negative<V>(&self, scan: &ScanRead, table_id: u64, active: &BTreeMap<Vec<u8>, V>, ts: Timestamp) -> Vec<TxnId> {
+    fn active_negative<V>(
+        &self,
+        scan: &ScanRead,
+        table_id: u64,
+        active: &BTreeMap<Vec<u8>, V>,
+        ts: Timestamp,
+    ) -> Vec<TxnId> {
         let (table, predicate) = (scan.table(), &scan.predicate);
-        let lo = Timestamp::at(ts.time.saturating_sub(self.params.table_version_outlier_us)).max(self.store.watermark());
+        let lo =
+            Timestamp::at(ts.time.saturating_sub(self.params.table_version_outlier_us)).max(self.store.watermark());
         let committed = |v: &pistou_rowstore::VersionRef| v.state == VersionState::Committed;
         let is_committed = |w: &pistou_rowstore::WriteRef| w.state == VersionState::Committed;
         let recent: Vec<_> = match &scan.pk_ranges {
-            Some(ranges) => self.store.writes_between_in(table, lo, ts, ranges).into_iter().filter(is_committed).collect(),
+            Some(ranges) => {
+                self.store.writes_between_in(table, lo, ts, ranges).into_iter().filter(is_committed).collect()
+            }
             None => self.store.writes_between(table, lo, ts).filter(is_committed).collect(),
         };
         let mut out = Vec::new();
@@ -197,7 +222,13 @@ impl SqlReplica {
     /// the engine looks at no other), as the engine's write set (rows decoded). A
     /// transaction's buffered writes span every table it wrote, so decoding only these
     /// saves most of the work on a statement late in a transaction.
-    fn pending_writes(&self, config: &ClusterConfig, req: &RangeRead, catalog: &Catalog, tables: &[String]) -> Result<WriteSet, SqlError> {
+    fn pending_writes(
+        &self,
+        config: &ClusterConfig,
+        req: &RangeRead,
+        catalog: &Catalog,
+        tables: &[String],
+    ) -> Result<WriteSet, SqlError> {
         if req.pending.len() > MAX_PENDING_WRITES {
             return Err(sql_err(SqlState::ProgramLimitExceeded, "too many buffered writes"));
         }
@@ -210,11 +241,15 @@ impl SqlReplica {
                 continue;
             }
             if catalog.table(table).map(|t| t.id) != Some(table_id) {
-                return Err(sql_err(SqlState::ProtocolViolation, "buffered write to a table this schema does not have"));
+                return Err(sql_err(
+                    SqlState::ProtocolViolation,
+                    "buffered write to a table this schema does not have",
+                ));
             }
             let write = match &w.value {
                 Some(bytes) => Write::Upsert(
-                    postcard::from_bytes(bytes).map_err(|_| sql_err(SqlState::ProtocolViolation, "undecodable buffered row"))?,
+                    postcard::from_bytes(bytes)
+                        .map_err(|_| sql_err(SqlState::ProtocolViolation, "undecodable buffered row"))?,
                 ),
                 None => Write::Delete,
             };
@@ -226,7 +261,10 @@ impl SqlReplica {
 
 /// The identity of `table` in `catalog`.
 fn table_id(catalog: &Catalog, table: &str) -> Result<u64, SqlError> {
-    catalog.table(table).map(|t| t.id).ok_or_else(|| sql_err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist")))
+    catalog
+        .table(table)
+        .map(|t| t.id)
+        .ok_or_else(|| sql_err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist")))
 }
 
 /// A write set as row-key writes (tables named as in `catalog`), sorted by key.
@@ -238,7 +276,8 @@ pub fn write_entries(writes: &WriteSet, catalog: &Catalog) -> Result<Vec<WriteEn
             let key = row_key(table, table_id, pk).ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
             let value = match write {
                 Write::Upsert(row) => Some(
-                    postcard::to_allocvec(row).map_err(|e| sql_err(SqlState::InternalError, format!("row encoding: {e}")))?,
+                    postcard::to_allocvec(row)
+                        .map_err(|e| sql_err(SqlState::InternalError, format!("row encoding: {e}")))?,
                 ),
                 Write::Delete => None,
             };

@@ -18,7 +18,7 @@
 //! total, and expire after `PARK_TIMEOUT_US`.
 
 use crate::rejects::RejectReason;
-use crate::replica::{Dest, PendingReply, Peer, Replica, Status};
+use crate::replica::{Dest, Peer, PendingReply, Replica, Status};
 use pistou_core::{ClientId, ReplicaId, TxnId};
 use pistou_crypto::Hash;
 use pistou_wire::{ClientSigned, Message, RangeRead, RangeReply, Signable, SsEntry, Writeback};
@@ -59,7 +59,6 @@ impl Snapshots {
     fn parked_by(&self, client: ClientId) -> usize {
         self.parked.values().filter(|p| p.req.client == client).count()
     }
-
 }
 
 impl Replica {
@@ -69,12 +68,18 @@ impl Replica {
     }
 
     fn applied(&self, txn: &TxnId) -> bool {
-        self.txns.get(txn).is_some_and(|r| matches!(r.status, Status::Committed(_) | Status::Aborted(_))) && !self.awaits_catalog(txn)
+        self.txns.get(txn).is_some_and(|r| matches!(r.status, Status::Committed(_) | Status::Aborted(_)))
+            && !self.awaits_catalog(txn)
     }
 
     /// §5.5 step 5 for a verified RANGE-READ with an SS-PROP: run it if every proposed
     /// transaction is applied here, else fetch the missing ones and park it.
-    pub(crate) fn on_snapshot_read(&mut self, now: u64, from: Peer, req: ClientSigned<RangeRead>) -> Result<(), RejectReason> {
+    pub(crate) fn on_snapshot_read(
+        &mut self,
+        now: u64,
+        from: Peer,
+        req: ClientSigned<RangeRead>,
+    ) -> Result<(), RejectReason> {
         let Some(prop) = &req.body.snapshot else { return Err(RejectReason::Unexpected) };
         let q = self.auth.config().quorums();
         prop.validate(self.auth.config().f, q.n()).map_err(|_| RejectReason::BadSnapshot)?;
@@ -85,7 +90,10 @@ impl Replica {
         }
         let key = req.body.signing_hash();
         let known = self.snapshots.parked.contains_key(&key);
-        if !known && (self.snapshots.parked.len() >= MAX_PARKED || self.snapshots.parked_by(req.client) >= MAX_PARKED_PER_CLIENT) {
+        if !known
+            && (self.snapshots.parked.len() >= MAX_PARKED
+                || self.snapshots.parked_by(req.client) >= MAX_PARKED_PER_CLIENT)
+        {
             return Err(RejectReason::TooManyParked);
         }
         let me = self.id;
@@ -97,7 +105,10 @@ impl Replica {
             }
             // f+1 voters include a correct one, which has the transaction (§5.5 step 5).
             let voters: Vec<u32> = e.voters.iter().copied().filter(|v| *v != me.index).collect();
-            let first = voters.iter().take(ask).map(|v| (ReplicaId { shard: me.shard, index: *v }, Message::Sync { txn: e.txn }));
+            let first = voters
+                .iter()
+                .take(ask)
+                .map(|v| (ReplicaId { shard: me.shard, index: *v }, Message::Sync { txn: e.txn }));
             syncs.extend(first);
             self.snapshots.fetching.insert(e.txn, Fetch { voters, asked_at: now, asked_all: false });
         }
@@ -169,12 +180,18 @@ impl Replica {
         for (txn, fetch) in self.snapshots.fetching.iter_mut() {
             if !fetch.asked_all && now >= fetch.asked_at.saturating_add(SYNC_RETRY_US) {
                 fetch.asked_all = true;
-                syncs.extend(fetch.voters.iter().map(|v| (ReplicaId { shard, index: *v }, Message::Sync { txn: *txn })));
+                syncs
+                    .extend(fetch.voters.iter().map(|v| (ReplicaId { shard, index: *v }, Message::Sync { txn: *txn })));
             }
         }
         self.replica_outputs.extend(syncs);
-        let expired: Vec<Hash> =
-            self.snapshots.parked.iter().filter(|(_, p)| now >= p.since.saturating_add(PARK_TIMEOUT_US)).map(|(id, _)| *id).collect();
+        let expired: Vec<Hash> = self
+            .snapshots
+            .parked
+            .iter()
+            .filter(|(_, p)| now >= p.since.saturating_add(PARK_TIMEOUT_US))
+            .map(|(id, _)| *id)
+            .collect();
         for id in expired {
             self.snapshots.parked.remove(&id);
             self.rejects.record(RejectReason::SnapshotExpired);

@@ -28,11 +28,11 @@
 
 use pistou_core::sql_keys::{key_kind, KeyKind};
 use pistou_core::{Key, ReplicaId, ShardId, Timestamp, TxnId};
-use pistou_sql::{Prepared, SqlError, SqlState};
 use pistou_crypto::{BatchSignature, Hash};
+use pistou_sql::{Prepared, SqlError, SqlState};
 use pistou_wire::{
-    ClientSigned, Dep, Message, PredicateRead, QueryOutput, RangeRead, RangeReply, ReplicaSigned, Signable, SsEntry, SsProp, WirePredicate,
-    WriteEntry, MAX_SS_PROP_TXNS,
+    ClientSigned, Dep, Message, PredicateRead, QueryOutput, RangeRead, RangeReply, ReplicaSigned, Signable, SsEntry,
+    SsProp, WirePredicate, WriteEntry, MAX_SS_PROP_TXNS,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -100,7 +100,13 @@ pub(crate) enum Choice {
 }
 
 impl RangeOp {
-    pub(crate) fn new(shard: ShardId, prepared: Arc<Prepared>, request: Arc<ClientSigned<RangeRead>>, sent: BTreeSet<u32>, now: u64) -> Self {
+    pub(crate) fn new(
+        shard: ShardId,
+        prepared: Arc<Prepared>,
+        request: Arc<ClientSigned<RangeRead>>,
+        sent: BTreeSet<u32>,
+        now: u64,
+    ) -> Self {
         let hash = request.body.signing_hash();
         RangeOp {
             shard,
@@ -237,7 +243,10 @@ impl RangeOp {
         let need = (3 * f + 1).saturating_sub(possible);
         let more: Vec<u32> = (0..n).filter(|i| !self.sent.contains(i)).take(need).collect();
         self.sent.extend(more.iter().copied());
-        let msgs = more.into_iter().map(|index| (ReplicaId { shard: self.shard, index }, Message::RangeRead(self.request.clone()))).collect();
+        let msgs = more
+            .into_iter()
+            .map(|index| (ReplicaId { shard: self.shard, index }, Message::RangeRead(self.request.clone())))
+            .collect();
         (msgs, skip)
     }
 
@@ -249,7 +258,10 @@ impl RangeOp {
         self.sent_at = now;
         let missing: Vec<u32> = (0..n).filter(|i| !self.replies.contains_key(i)).collect();
         self.sent.extend(missing.iter().copied());
-        missing.into_iter().map(|index| (ReplicaId { shard: self.shard, index }, Message::RangeRead(self.request.clone()))).collect()
+        missing
+            .into_iter()
+            .map(|index| (ReplicaId { shard: self.shard, index }, Message::RangeRead(self.request.clone())))
+            .collect()
     }
 
     /// The decision over this round's replies; `eager` false forces the snapshot path (a
@@ -339,7 +351,8 @@ fn matching_key(reply: &RangeReply) -> Vec<u8> {
     let content = match &reply.result {
         Ok(r) => {
             let reads: Vec<(&Key, Timestamp)> = r.reads.iter().map(|a| (&a.key, a.version)).collect();
-            let preds: Vec<(&WirePredicate, &Vec<Key>)> = r.predicates.iter().map(|p| (&p.predicate, &p.active)).collect();
+            let preds: Vec<(&WirePredicate, &Vec<Key>)> =
+                r.predicates.iter().map(|p| (&p.predicate, &p.active)).collect();
             postcard::to_allocvec(&(0u8, &r.output, &r.writes, reads, preds))
         }
         Err(e) => postcard::to_allocvec(&(1u8, e.sqlstate(), &e.message)),
@@ -359,7 +372,8 @@ fn named(reply: &RangeReply) -> BTreeSet<TxnId> {
 /// The eager-path decision over verified replies.
 pub(crate) fn choose(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: u64) -> Choice {
     let skip = outliers(replies, f, outlier_us);
-    let considered: BTreeMap<u32, &RangeReply> = replies.iter().filter(|(i, _)| !skip.contains(i)).map(|(i, r)| (*i, r)).collect();
+    let considered: BTreeMap<u32, &RangeReply> =
+        replies.iter().filter(|(i, _)| !skip.contains(i)).map(|(i, r)| (*i, r)).collect();
     if considered.len() < 3 * f + 1 {
         return Choice::Wait;
     }
@@ -371,8 +385,11 @@ pub(crate) fn choose(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: 
     // is stale), then the largest; ties in canonical order, so the choice is deterministic.
     let supported: Vec<(Vec<u8>, Vec<u32>)> = groups.into_iter().filter(|(_, m)| m.len() > f).collect();
     // (Only when groups compete: a large scan's Q-READ is not worth indexing otherwise.)
-    let reads: Vec<BTreeMap<&Key, Timestamp>> =
-        if supported.len() > 1 { supported.iter().map(|(_, m)| read_versions(considered[&m[0]])).collect() } else { Vec::new() };
+    let reads: Vec<BTreeMap<&Key, Timestamp>> = if supported.len() > 1 {
+        supported.iter().map(|(_, m)| read_versions(considered[&m[0]])).collect()
+    } else {
+        Vec::new()
+    };
     let staleness = |g: usize| reads.get(g).map_or(0, |mine| stale_rows(mine, &reads));
     let mut ordered: Vec<(usize, &Vec<u8>, &Vec<u32>)> =
         supported.iter().enumerate().map(|(g, (content, members))| (staleness(g), content, members)).collect();
@@ -390,7 +407,8 @@ pub(crate) fn choose(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: 
             .predicates
             .iter()
             .map(|p| {
-                let table_version = versions.get(p.predicate.table.as_str()).copied().unwrap_or(p.table_version).min(p.table_version);
+                let table_version =
+                    versions.get(p.predicate.table.as_str()).copied().unwrap_or(p.table_version).min(p.table_version);
                 PredicateRead { predicate: p.predicate.clone(), table_version, active: p.active.clone() }
             })
             .collect();
@@ -463,7 +481,10 @@ fn valid_deps(considered: &BTreeMap<u32, &RangeReply>, members: &[u32], f: usize
 
 /// Per table: the smallest table version over the considered replies, lowered for each
 /// reply to the oldest version it read that the chosen Q-READ lacks.
-fn table_versions(considered: &BTreeMap<u32, &RangeReply>, chosen: &BTreeSet<(&Key, Timestamp)>) -> BTreeMap<String, Timestamp> {
+fn table_versions(
+    considered: &BTreeMap<u32, &RangeReply>,
+    chosen: &BTreeSet<(&Key, Timestamp)>,
+) -> BTreeMap<String, Timestamp> {
     let mut out: BTreeMap<String, Timestamp> = BTreeMap::new();
     let mut lower = |table: &str, v: Timestamp| {
         let e = out.entry(table.to_string()).or_insert(v);
@@ -514,10 +535,18 @@ mod tests {
     /// A reply with one row per (key, version, writer if prepared) and predicate `pred(1)`
     /// at table version `tv`.
     fn reply(rows: &[(u8, u64, Option<u8>)], tv: u64) -> RangeReply {
-        let reads = rows.iter().map(|(k, v, p)| ActiveRead { key: key(*k), version: ts(*v), prepared_by: p.map(txn) }).collect();
+        let reads = rows
+            .iter()
+            .map(|(k, v, p)| ActiveRead { key: key(*k), version: ts(*v), prepared_by: p.map(txn) })
+            .collect();
         let output = QueryOutput::Rows(rows.iter().map(|(k, _, _)| vec![pistou_sql::Value::Int(*k as i64)]).collect());
         let active = rows.iter().map(|(k, _, _)| key(*k)).collect();
-        let result = RangeResult { output, writes: vec![], reads, predicates: vec![PredicateRead { predicate: pred(1), table_version: ts(tv), active }] };
+        let result = RangeResult {
+            output,
+            writes: vec![],
+            reads,
+            predicates: vec![PredicateRead { predicate: pred(1), table_version: ts(tv), active }],
+        };
         RangeReply { request: [0u8; 32], result: Ok(result), ss_vote: vec![] }
     }
 
@@ -534,7 +563,11 @@ mod tests {
 
     #[test]
     fn waits_for_3f_plus_1_replies_even_when_f_plus_1_match() {
-        let r = replies(vec![reply(&[(1, 10, None)], 10_000_000), reply(&[(1, 10, None)], 10_000_000), reply(&[(1, 10, None)], 10_000_000)]);
+        let r = replies(vec![
+            reply(&[(1, 10, None)], 10_000_000),
+            reply(&[(1, 10, None)], 10_000_000),
+            reply(&[(1, 10, None)], 10_000_000),
+        ]);
         assert!(matches!(choose(&r, F, OUTLIER), Choice::Wait));
     }
 
@@ -563,10 +596,21 @@ mod tests {
     fn outliers_widen_the_round_at_once() {
         let good = reply(&[(1, 10, None)], 50_000_000);
         let low = reply(&[(1, 10, None)], 1_000);
-        let request = ClientSigned { client: ClientId(1), body: RangeRead {
-            ts: ts(1), catalog_version: ts(0), sql: "SELECT 1".into(), params: vec![], pending: vec![], snapshot: None,
-        }, sig: None };
-        let prepared = pistou_sql::Engine::new(pistou_sql::Limits::default()).prepare(&pistou_sql::Catalog::default(), "SELECT 1").expect("plan");
+        let request = ClientSigned {
+            client: ClientId(1),
+            body: RangeRead {
+                ts: ts(1),
+                catalog_version: ts(0),
+                sql: "SELECT 1".into(),
+                params: vec![],
+                pending: vec![],
+                snapshot: None,
+            },
+            sig: None,
+        };
+        let prepared = pistou_sql::Engine::new(pistou_sql::Limits::default())
+            .prepare(&pistou_sql::Catalog::default(), "SELECT 1")
+            .expect("plan");
         let mut op = RangeOp::new(ShardId(0), prepared, Arc::new(request), [0, 1, 2, 3].into_iter().collect(), 0);
         op.replies.insert(0, good.clone());
         op.replies.insert(1, good.clone());
@@ -574,7 +618,11 @@ mod tests {
         op.replies.insert(2, low);
         let (msgs, skip) = op.widen(F, OUTLIER, 6);
         assert_eq!(skip, [2].into_iter().collect());
-        assert_eq!(msgs.iter().map(|(r, _)| r.index).collect::<Vec<_>>(), vec![4], "one more replica for the one unusable");
+        assert_eq!(
+            msgs.iter().map(|(r, _)| r.index).collect::<Vec<_>>(),
+            vec![4],
+            "one more replica for the one unusable"
+        );
         assert!(op.widen(F, OUTLIER, 6).0.is_empty(), "asked already");
     }
 
@@ -586,7 +634,8 @@ mod tests {
         let stale = reply(&[(1, 10, None), (2, 20, None)], 10_000_000);
         let fresh = reply(&[(1, 30, None), (2, 20, None)], 10_000_000);
         assert!(matching_key(&stale) < matching_key(&fresh), "the test needs the stale group to sort first");
-        let chosen = done(choose(&replies(vec![stale.clone(), stale.clone(), fresh.clone(), fresh.clone()]), F, OUTLIER));
+        let chosen =
+            done(choose(&replies(vec![stale.clone(), stale.clone(), fresh.clone(), fresh.clone()]), F, OUTLIER));
         assert_eq!(chosen.reads, vec![(key(1), ts(30)), (key(2), ts(20))]);
         // A larger stale group still loses to a supported fresh one...
         let r = replies(vec![stale.clone(), stale.clone(), stale.clone(), fresh.clone(), fresh.clone()]);
@@ -630,7 +679,11 @@ mod tests {
             if let Ok(result) = &mut r.result {
                 result.predicates = versions
                     .iter()
-                    .map(|(table, tv)| PredicateRead { predicate: WirePredicate { table: (*table).into(), nodes: vec![1] }, table_version: ts(*tv), active: vec![] })
+                    .map(|(table, tv)| PredicateRead {
+                        predicate: WirePredicate { table: (*table).into(), nodes: vec![1] },
+                        table_version: ts(*tv),
+                        active: vec![],
+                    })
                     .collect();
             }
             r
@@ -719,14 +772,28 @@ mod tests {
         // inside one reply counts once.
         let r = replies(vec![vote(&[1, 2]), vote(&[1, 3]), vote(&[1, 2, 4, 4]), vote(&[])]);
         let prop = ss_prop(&r, F);
-        assert_eq!(prop, SsProp { txns: vec![SsEntry { txn: txn(1), voters: vec![0, 1, 2] }, SsEntry { txn: txn(2), voters: vec![0, 2] }] });
+        assert_eq!(
+            prop,
+            SsProp {
+                txns: vec![SsEntry { txn: txn(1), voters: vec![0, 1, 2] }, SsEntry { txn: txn(2), voters: vec![0, 2] }]
+            }
+        );
         assert!(prop.validate(F, 6).is_ok(), "a correct client's proposal passes the replicas' check");
     }
 
     fn op_with(replies_in: Vec<RangeReply>) -> RangeOp {
-        let body = RangeRead { ts: ts(100), catalog_version: Timestamp::GENESIS, sql: "SELECT 1".into(), params: vec![], pending: vec![], snapshot: None };
+        let body = RangeRead {
+            ts: ts(100),
+            catalog_version: Timestamp::GENESIS,
+            sql: "SELECT 1".into(),
+            params: vec![],
+            pending: vec![],
+            snapshot: None,
+        };
         let request = ClientSigned { client: ClientId(1), body, sig: None };
-        let prepared = pistou_sql::Engine::new(pistou_sql::Limits::default()).prepare(&pistou_sql::Catalog::new(), "SELECT 1").expect("plan");
+        let prepared = pistou_sql::Engine::new(pistou_sql::Limits::default())
+            .prepare(&pistou_sql::Catalog::new(), "SELECT 1")
+            .expect("plan");
         let mut op = RangeOp::new(ShardId(0), prepared, Arc::new(request), (0..4).collect(), 0);
         op.replies = replies(replies_in);
         op
@@ -742,12 +809,22 @@ mod tests {
         let mut op = op_with(vec![]);
         for i in 0..3 {
             op.add_reply(signed(i, same.clone()), true);
-            assert!(op.take_unverified(F, true).is_empty(), "no decision is possible below 3f+1 replies: nothing to check yet");
+            assert!(
+                op.take_unverified(F, true).is_empty(),
+                "no decision is possible below 3f+1 replies: nothing to check yet"
+            );
         }
         op.add_reply(signed(3, same.clone()), true);
-        assert!(matches!(op.choose(0, F, OUTLIER, 1_000, true), Choice::Wait), "four matching but unchecked replies decide nothing");
+        assert!(
+            matches!(op.choose(0, F, OUTLIER, 1_000, true), Choice::Wait),
+            "four matching but unchecked replies decide nothing"
+        );
         let pending = op.take_unverified(F, true);
-        assert_eq!(pending.iter().map(|(i, _, _)| *i).collect::<Vec<_>>(), vec![0, 1, 2, 3], "all four are checked in one batch");
+        assert_eq!(
+            pending.iter().map(|(i, _, _)| *i).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3],
+            "all four are checked in one batch"
+        );
         op.drop_reply(2); // say its signature failed
         assert!(matches!(op.choose(0, F, OUTLIER, 1_000, true), Choice::Wait), "three checked replies are not 3f+1");
         op.add_reply(signed(4, same.clone()), true);
@@ -770,7 +847,11 @@ mod tests {
             op.add_reply(signed(i, reply(&[(1, 10, None)], 10_000_000)), true);
         }
         assert!(matches!(op.choose(0, F, OUTLIER, 1_000, false), Choice::Wait));
-        assert_eq!(op.take_unverified(F, false).len(), 4, "the snapshot round's replies are checked before its decision");
+        assert_eq!(
+            op.take_unverified(F, false).len(),
+            4,
+            "the snapshot round's replies are checked before its decision"
+        );
         assert!(matches!(op.choose(0, F, OUTLIER, 1_000, false), Choice::Done(_)));
     }
 
