@@ -45,9 +45,7 @@ const TABLE: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("log
 
 impl Redb {
     fn open(dir: &Path) -> Res<Self> {
-        Ok(Redb {
-            db: redb::Database::create(dir.join("bench.redb"))?,
-        })
+        Ok(Redb { db: redb::Database::create(dir.join("bench.redb"))? })
     }
 }
 
@@ -113,10 +111,7 @@ impl Engine for Fjall {
         "fjall 3.1"
     }
     fn append_sync(&mut self, batch: &[(u64, Vec<u8>)]) -> Res<()> {
-        let mut b = self
-            .db
-            .batch()
-            .durability(Some(fjall::PersistMode::SyncData));
+        let mut b = self.db.batch().durability(Some(fjall::PersistMode::SyncData));
         for (k, v) in batch {
             b.insert(&self.ks, k.to_be_bytes(), v.as_slice());
         }
@@ -124,27 +119,17 @@ impl Engine for Fjall {
         Ok(())
     }
     fn get(&self, key: u64) -> Res<usize> {
-        Ok(self
-            .ks
-            .get(key.to_be_bytes())?
-            .map(|v| v.len())
-            .unwrap_or(0))
+        Ok(self.ks.get(key.to_be_bytes())?.map(|v| v.len()).unwrap_or(0))
     }
     fn range(&self, from: u64, count: u64) -> Res<usize> {
         let mut n = 0;
-        for kv in self
-            .ks
-            .range(from.to_be_bytes()..(from + count).to_be_bytes())
-        {
+        for kv in self.ks.range(from.to_be_bytes()..(from + count).to_be_bytes()) {
             n += kv.value()?.len();
         }
         Ok(n)
     }
     fn delete_sync(&mut self, keys: &[u64]) -> Res<()> {
-        let mut b = self
-            .db
-            .batch()
-            .durability(Some(fjall::PersistMode::SyncData));
+        let mut b = self.db.batch().durability(Some(fjall::PersistMode::SyncData));
         for k in keys {
             b.remove(&self.ks, k.to_be_bytes());
         }
@@ -189,8 +174,7 @@ fn group_commit(e: &mut dyn Engine, next_key: &mut u64, n: u64, batches: u64) ->
     let mut lat = Vec::with_capacity(batches as usize);
     let start = Instant::now();
     for _ in 0..batches {
-        let batch: Vec<(u64, Vec<u8>)> =
-            (*next_key..*next_key + n).map(|k| (k, value(k))).collect();
+        let batch: Vec<(u64, Vec<u8>)> = (*next_key..*next_key + n).map(|k| (k, value(k))).collect();
         *next_key += n;
         let t = Instant::now();
         e.append_sync(&batch)?;
@@ -215,8 +199,7 @@ fn bench_engine(e: &mut dyn Engine) -> Res<()> {
     group_commit(e, &mut next_key, 256, 60)?;
     // Fill up to READ_KEYS with large unsynced-style batches (still synced per batch).
     while next_key < READ_KEYS {
-        let batch: Vec<(u64, Vec<u8>)> =
-            (next_key..next_key + 1000).map(|k| (k, value(k))).collect();
+        let batch: Vec<(u64, Vec<u8>)> = (next_key..next_key + 1000).map(|k| (k, value(k))).collect();
         next_key += 1000;
         e.append_sync(&batch)?;
     }

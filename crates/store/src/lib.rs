@@ -21,7 +21,6 @@ use pistou_core::TxnId;
 use pistou_txn::{LogEntry, ReplicaLog};
 use pistou_wire::{AbortCert, CommitCert, Decision, TxnMeta, Vote};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,25 +52,14 @@ pub enum SyncMode {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     /// The engine failed or refused the file (redb checks its own headers and page checksums).
     #[error("{path}: storage engine could not {op}: {source}")]
-    Engine {
-        path: PathBuf,
-        op: &'static str,
-        source: redb::Error,
-    },
+    Engine { path: PathBuf, op: &'static str, source: Box<redb::Error> },
     /// An entry failed its checksum or did not decode. Nothing is skipped: the operator must
     /// restore the file (or wipe the replica, which then counts against f).
     #[error("{path}: log entry {seq} is corrupt: {reason}")]
-    Corrupt {
-        path: PathBuf,
-        seq: u64,
-        reason: String,
-    },
+    Corrupt { path: PathBuf, seq: u64, reason: String },
     #[error("cannot encode a log entry: {0}")]
     Encode(postcard::Error),
     #[error("log entry of {size} bytes exceeds the {max}-byte limit")]
@@ -80,83 +68,6 @@ pub enum StoreError {
     /// memory holds an entry that is not durable.
     #[error("{path}: log is unusable after an earlier failure: {first}")]
     Failed { path: PathBuf, first: String },
-}
-
-/// The stored form of a [`LogEntry`] (which does not derive serde): the same variants and
-/// fields, in the same order. Append only: changing a variant means a new [`FORMAT`].
-#[derive(Serialize, Deserialize)]
-enum Stored {
-    Voted {
-        meta: Arc<TxnMeta>,
-        vote: Vote,
-    },
-    Decision {
-        txn: TxnId,
-        decision: Decision,
-        view: u64,
-    },
-    View {
-        txn: TxnId,
-        view: u64,
-    },
-    Committed {
-        meta: Arc<TxnMeta>,
-        cert: Arc<CommitCert>,
-    },
-    Aborted {
-        txn: TxnId,
-        cert: Arc<AbortCert>,
-    },
-}
-
-impl From<LogEntry> for Stored {
-    fn from(e: LogEntry) -> Self {
-        match e {
-            LogEntry::Voted { meta, vote } => Stored::Voted { meta, vote },
-            LogEntry::Decision {
-                txn,
-                decision,
-                view,
-            } => Stored::Decision {
-                txn,
-                decision,
-                view,
-            },
-            LogEntry::View { txn, view } => Stored::View { txn, view },
-            LogEntry::Committed { meta, cert } => Stored::Committed { meta, cert },
-            LogEntry::Aborted { txn, cert } => Stored::Aborted { txn, cert },
-        }
-    }
-}
-
-impl From<Stored> for LogEntry {
-    fn from(e: Stored) -> Self {
-        match e {
-            Stored::Voted { meta, vote } => LogEntry::Voted { meta, vote },
-            Stored::Decision {
-                txn,
-                decision,
-                view,
-            } => LogEntry::Decision {
-                txn,
-                decision,
-                view,
-            },
-            Stored::View { txn, view } => LogEntry::View { txn, view },
-            Stored::Committed { meta, cert } => LogEntry::Committed { meta, cert },
-            Stored::Aborted { txn, cert } => LogEntry::Aborted { txn, cert },
-        }
-    }
-}
-
-/// The transaction an entry belongs to.
-pub fn entry_txn(e: &LogEntry) -> TxnId {
-    match e {
-        LogEntry::Voted { meta, .. } | LogEntry::Committed { meta, .. } => meta.id(),
-        LogEntry::Decision { txn, .. }
-        | LogEntry::View { txn, .. }
-        | LogEntry::Aborted { txn, .. } => *txn,
-    }
 }
 
 fn checksum(seq: u64, payload: &[u8]) -> blake3::Hash {
@@ -168,13 +79,10 @@ fn checksum(seq: u64, payload: &[u8]) -> blake3::Hash {
 }
 
 fn encode(seq: u64, entry: LogEntry) -> Result<Vec<u8>, StoreError> {
-    let payload = postcard::to_stdvec(&Stored::from(entry)).map_err(StoreError::Encode)?;
+    let payload = postcard::to_stdvec(&entry).map_err(StoreError::Encode)?;
     let size = HEADER + payload.len();
     if size > MAX_ENTRY_BYTES {
-        return Err(StoreError::TooLarge {
-            size,
-            max: MAX_ENTRY_BYTES,
-        });
+        return Err(StoreError::TooLarge { size, max: MAX_ENTRY_BYTES });
     }
     let mut v = Vec::with_capacity(size);
     v.push(FORMAT);
@@ -185,10 +93,7 @@ fn encode(seq: u64, entry: LogEntry) -> Result<Vec<u8>, StoreError> {
 
 fn decode(seq: u64, value: &[u8]) -> Result<LogEntry, String> {
     if value.len() < HEADER {
-        return Err(format!(
-            "{} bytes, shorter than the {HEADER}-byte header",
-            value.len()
-        ));
+        return Err(format!("{} bytes, shorter than the {HEADER}-byte header", value.len()));
     }
     let (header, payload) = value.split_at(HEADER);
     if header[0] != FORMAT {
@@ -197,9 +102,7 @@ fn decode(seq: u64, value: &[u8]) -> Result<LogEntry, String> {
     if checksum(seq, payload).as_bytes() != &header[1..] {
         return Err("checksum mismatch".into());
     }
-    postcard::from_bytes::<Stored>(payload)
-        .map(LogEntry::from)
-        .map_err(|e| format!("undecodable: {e}"))
+    postcard::from_bytes::<LogEntry>(payload).map_err(|e| format!("undecodable: {e}"))
 }
 
 /// A replica's durable log. See the crate documentation.
@@ -223,47 +126,30 @@ impl DurableLog {
     /// for replay. Any entry failing its checksum or decoding is an error naming the file and
     /// the entry.
     pub fn open(dir: &Path, sync: SyncMode) -> Result<(DurableLog, Vec<LogEntry>), StoreError> {
-        std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::Io { path: dir.to_path_buf(), source })?;
         let path = dir.join(FILE_NAME);
         let engine = |op: &'static str| {
             let path = path.clone();
-            move |e: redb::Error| StoreError::Engine {
-                path,
-                op,
-                source: e,
-            }
+            move |e: redb::Error| StoreError::Engine { path, op, source: Box::new(e) }
         };
         let db = Database::create(&path).map_err(|e| engine("open")(e.into()))?;
         // Create the table on first open so that reads find it.
-        let tx = db
-            .begin_write()
-            .map_err(|e| engine("begin a write")(e.into()))?;
-        tx.open_table(ENTRIES)
-            .map_err(|e| engine("open the table")(e.into()))?;
+        let tx = db.begin_write().map_err(|e| engine("begin a write")(e.into()))?;
+        tx.open_table(ENTRIES).map_err(|e| engine("open the table")(e.into()))?;
         tx.commit().map_err(|e| engine("commit")(e.into()))?;
 
         let mut entries = Vec::new();
         let mut by_txn: HashMap<TxnId, Vec<u64>> = HashMap::new();
         let mut next_seq = 0;
         {
-            let tx = db
-                .begin_read()
-                .map_err(|e| engine("begin a read")(e.into()))?;
-            let table = tx
-                .open_table(ENTRIES)
-                .map_err(|e| engine("open the table")(e.into()))?;
+            let tx = db.begin_read().map_err(|e| engine("begin a read")(e.into()))?;
+            let table = tx.open_table(ENTRIES).map_err(|e| engine("open the table")(e.into()))?;
             for item in table.iter().map_err(|e| engine("read")(e.into()))? {
                 let (k, v) = item.map_err(|e| engine("read")(e.into()))?;
                 let seq = k.value();
-                let entry = decode(seq, v.value()).map_err(|reason| StoreError::Corrupt {
-                    path: path.clone(),
-                    seq,
-                    reason,
-                })?;
-                by_txn.entry(entry_txn(&entry)).or_default().push(seq);
+                let entry =
+                    decode(seq, v.value()).map_err(|reason| StoreError::Corrupt { path: path.clone(), seq, reason })?;
+                by_txn.entry(entry.txn()).or_default().push(seq);
                 entries.push(entry);
                 next_seq = seq + 1;
             }
@@ -306,10 +192,7 @@ impl DurableLog {
     /// returns `Ok`. After an error the log stays failed.
     pub fn sync(&mut self) -> Result<(), StoreError> {
         if let Some(first) = &self.failed {
-            return Err(StoreError::Failed {
-                path: self.path.clone(),
-                first: first.clone(),
-            });
+            return Err(StoreError::Failed { path: self.path.clone(), first: first.clone() });
         }
         if self.pending.is_empty() && self.pending_deletes.is_empty() {
             return Ok(());
@@ -323,31 +206,18 @@ impl DurableLog {
 
     fn write_pending(&mut self) -> Result<(), StoreError> {
         let path = &self.path;
-        let engine = |op: &'static str| {
-            move |e: redb::Error| StoreError::Engine {
-                path: path.clone(),
-                op,
-                source: e,
-            }
-        };
-        let mut tx = self
-            .db
-            .begin_write()
-            .map_err(|e| engine("begin a write")(e.into()))?;
+        let engine =
+            |op: &'static str| move |e: redb::Error| StoreError::Engine { path: path.clone(), op, source: Box::new(e) };
+        let mut tx = self.db.begin_write().map_err(|e| engine("begin a write")(e.into()))?;
         let durability = match self.sync {
             SyncMode::Always => redb::Durability::Immediate,
             SyncMode::None => redb::Durability::None,
         };
-        tx.set_durability(durability)
-            .map_err(|e| engine("set durability")(e.into()))?;
+        tx.set_durability(durability).map_err(|e| engine("set durability")(e.into()))?;
         {
-            let mut table = tx
-                .open_table(ENTRIES)
-                .map_err(|e| engine("open the table")(e.into()))?;
+            let mut table = tx.open_table(ENTRIES).map_err(|e| engine("open the table")(e.into()))?;
             for (seq, _, value) in &self.pending {
-                table
-                    .insert(seq, value.as_slice())
-                    .map_err(|e| engine("insert")(e.into()))?;
+                table.insert(seq, value.as_slice()).map_err(|e| engine("insert")(e.into()))?;
             }
             for seq in &self.pending_deletes {
                 table.remove(seq).map_err(|e| engine("delete")(e.into()))?;
@@ -381,7 +251,7 @@ impl ReplicaLog for DurableLog {
             return;
         }
         let seq = self.next_seq;
-        let txn = entry_txn(&entry);
+        let txn = entry.txn();
         match encode(seq, entry) {
             Ok(value) => {
                 self.next_seq += 1;
@@ -399,25 +269,15 @@ pub fn sample_entries() -> Vec<LogEntry> {
     use pistou_wire::{ReadEntry, ReplicaSigned, ShardVotes, St1Vote, St2Reply, WriteEntry};
     let mut out = Vec::new();
     for i in 0..8u64 {
-        let ts = Timestamp {
-            time: 1_000 + i,
-            client: ClientId(i % 3),
-            seq: i,
-        };
+        let ts = Timestamp { time: 1_000 + i, client: ClientId(i % 3), seq: i };
         let keys = 1 + (i as usize % 4) * 3;
         let meta = Arc::new(TxnMeta {
             ts,
             read_set: (0..keys)
-                .map(|k| ReadEntry {
-                    key: format!("user{i:04}{k:03}").into_bytes(),
-                    version: Timestamp::GENESIS,
-                })
+                .map(|k| ReadEntry { key: format!("user{i:04}{k:03}").into_bytes(), version: Timestamp::GENESIS })
                 .collect(),
             write_set: (0..keys)
-                .map(|k| WriteEntry {
-                    key: format!("user{i:04}{k:03}").into_bytes(),
-                    value: Some(vec![i as u8; 100]),
-                })
+                .map(|k| WriteEntry { key: format!("user{i:04}{k:03}").into_bytes(), value: Some(vec![i as u8; 100]) })
                 .collect(),
             deps: Vec::new(),
             predicates: Vec::new(),
@@ -425,59 +285,27 @@ pub fn sample_entries() -> Vec<LogEntry> {
             shards: vec![ShardId(0)],
         });
         let txn = meta.id();
-        let signer = |index| ReplicaId {
-            shard: ShardId(0),
-            index,
-        };
+        let signer = |index| ReplicaId { shard: ShardId(0), index };
         let votes = ShardVotes {
             shard: ShardId(0),
             votes: (0..6)
-                .map(|r| ReplicaSigned {
-                    signer: signer(r),
-                    body: St1Vote {
-                        txn,
-                        vote: Vote::Commit,
-                    },
-                    sig: None,
-                })
+                .map(|r| ReplicaSigned { signer: signer(r), body: St1Vote { txn, vote: Vote::Commit }, sig: None })
                 .collect(),
         };
         let st2 = (0..5)
             .map(|r| ReplicaSigned {
                 signer: signer(r),
-                body: St2Reply {
-                    txn,
-                    decision: Decision::Abort,
-                    view_decision: 1,
-                    view_current: 1,
-                },
+                body: St2Reply { txn, decision: Decision::Abort, view_decision: 1, view_current: 1 },
                 sig: None,
             })
             .collect();
-        out.push(LogEntry::Voted {
-            meta: meta.clone(),
-            vote: if i % 3 == 0 {
-                Vote::Abort
-            } else {
-                Vote::Commit
-            },
-        });
-        out.push(LogEntry::Decision {
-            txn,
-            decision: Decision::Commit,
-            view: i,
-        });
+        out.push(LogEntry::Voted { meta: meta.clone(), vote: if i % 3 == 0 { Vote::Abort } else { Vote::Commit } });
+        out.push(LogEntry::Decision { txn, meta: meta.clone(), decision: Decision::Commit, view: i });
         out.push(LogEntry::View { txn, view: i + 1 });
         if i % 2 == 0 {
-            out.push(LogEntry::Committed {
-                meta,
-                cert: Arc::new(CommitCert::Fast(vec![votes])),
-            });
+            out.push(LogEntry::Committed { meta, cert: Arc::new(CommitCert::Fast(vec![votes])) });
         } else {
-            out.push(LogEntry::Aborted {
-                txn,
-                cert: Arc::new(AbortCert::Slow(st2)),
-            });
+            out.push(LogEntry::Aborted { txn, meta, cert: Arc::new(AbortCert::Slow(st2)) });
         }
     }
     out

@@ -1,7 +1,5 @@
 use pistou_core::{ClientId, ShardId, Timestamp, TxnId};
-use pistou_store::{
-    entry_txn, sample_entries, DurableLog, StoreError, SyncMode, FILE_NAME, MAX_ENTRY_BYTES,
-};
+use pistou_store::{sample_entries, DurableLog, StoreError, SyncMode, FILE_NAME, MAX_ENTRY_BYTES};
 use pistou_txn::{LogEntry, ReplicaLog};
 use pistou_wire::{TxnMeta, Vote, WriteEntry};
 use std::path::Path;
@@ -18,25 +16,15 @@ fn reopen(dir: &Path) -> Vec<LogEntry> {
 /// A vote whose metadata carries `marker` as a written value (to find it in the file).
 fn marked_vote(marker: &[u8]) -> LogEntry {
     let meta = TxnMeta {
-        ts: Timestamp {
-            time: 7,
-            client: ClientId(1),
-            seq: 1,
-        },
+        ts: Timestamp { time: 7, client: ClientId(1), seq: 1 },
         read_set: Vec::new(),
-        write_set: vec![WriteEntry {
-            key: b"k".to_vec(),
-            value: Some(marker.to_vec()),
-        }],
+        write_set: vec![WriteEntry { key: b"k".to_vec(), value: Some(marker.to_vec()) }],
         deps: Vec::new(),
         predicates: Vec::new(),
         late: false,
         shards: vec![ShardId(0)],
     };
-    LogEntry::Voted {
-        meta: Arc::new(meta),
-        vote: Vote::Commit,
-    }
+    LogEntry::Voted { meta: Arc::new(meta), vote: Vote::Commit }
 }
 
 #[test]
@@ -116,14 +104,10 @@ fn unsafe_no_sync_mode_still_keeps_entries_across_a_clean_close() {
 fn forget_removes_a_transactions_entries_for_good() {
     let dir = tempfile::tempdir().expect("tempdir");
     let sample = sample_entries();
-    let victim: TxnId = entry_txn(&sample[0]);
-    let victim_count = sample.iter().filter(|e| entry_txn(e) == victim).count();
+    let victim: TxnId = sample[0].txn();
+    let victim_count = sample.iter().filter(|e| e.txn() == victim).count();
     assert!(victim_count >= 2);
-    let kept: Vec<LogEntry> = sample
-        .iter()
-        .filter(|e| entry_txn(e) != victim)
-        .cloned()
-        .collect();
+    let kept: Vec<LogEntry> = sample.iter().filter(|e| e.txn() != victim).cloned().collect();
     {
         let (mut log, _) = open(dir.path());
         for e in &sample {
@@ -161,7 +145,7 @@ fn forget_then_sync_shrinks_nothing_it_should_keep_across_many_batches() {
         }
         log.sync().expect("sync");
         for e in &sample {
-            log.forget(&entry_txn(e));
+            log.forget(&e.txn());
         }
         log.sync().expect("sync");
     }
@@ -196,21 +180,15 @@ fn a_corrupted_byte_is_reported_with_the_file_and_entry() {
     }
     let file = dir.path().join(FILE_NAME);
     let mut bytes = std::fs::read(&file).expect("read");
-    let hits: Vec<usize> = bytes
-        .windows(marker.len())
-        .enumerate()
-        .filter(|(_, w)| *w == marker)
-        .map(|(i, _)| i)
-        .collect();
+    let hits: Vec<usize> =
+        bytes.windows(marker.len()).enumerate().filter(|(_, w)| *w == marker).map(|(i, _)| i).collect();
     assert!(!hits.is_empty(), "marker not found in the file");
     for i in hits {
         bytes[i + 10] ^= 0x01;
     }
     std::fs::write(&file, &bytes).expect("write");
 
-    let err = DurableLog::open(dir.path(), SyncMode::Always)
-        .err()
-        .expect("corruption must fail the open");
+    let err = DurableLog::open(dir.path(), SyncMode::Always).err().expect("corruption must fail the open");
     let msg = err.to_string();
     assert!(msg.contains(&file.display().to_string()), "{msg}");
     match err {
@@ -238,16 +216,11 @@ fn a_truncated_file_is_reported_with_its_name() {
     }
     let file = dir.path().join(FILE_NAME);
     let len = std::fs::metadata(&file).expect("metadata").len();
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&file)
-        .expect("open file");
+    let f = std::fs::OpenOptions::new().write(true).open(&file).expect("open file");
     f.set_len(len / 2).expect("truncate");
     drop(f);
 
-    let err = DurableLog::open(dir.path(), SyncMode::Always)
-        .err()
-        .expect("truncation must fail the open");
+    let err = DurableLog::open(dir.path(), SyncMode::Always).err().expect("truncation must fail the open");
     let msg = err.to_string();
     assert!(msg.contains(&file.display().to_string()), "{msg}");
 }
@@ -256,17 +229,8 @@ fn a_truncated_file_is_reported_with_its_name() {
 fn a_file_that_is_not_a_database_is_refused_with_its_name() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join(FILE_NAME);
-    std::fs::write(
-        &file,
-        b"not a database at all, just some text that is long enough",
-    )
-    .expect("write");
-    let err = DurableLog::open(dir.path(), SyncMode::Always)
-        .err()
-        .expect("must fail");
+    std::fs::write(&file, b"not a database at all, just some text that is long enough").expect("write");
+    let err = DurableLog::open(dir.path(), SyncMode::Always).err().expect("must fail");
     assert!(matches!(err, StoreError::Engine { .. }), "{err}");
-    assert!(
-        err.to_string().contains(&file.display().to_string()),
-        "{err}"
-    );
+    assert!(err.to_string().contains(&file.display().to_string()), "{err}");
 }
