@@ -1,5 +1,9 @@
 //! `pistou cluster up`: every replica of a configuration as a child process, supervised.
 //!
+//! A replica that exits is started again from its data directory, after a delay that
+//! doubles with each consecutive failure (1 s up to 30 s) and starts over once it has run
+//! for a minute. The cluster stops only when asked (SIGINT/SIGTERM).
+//!
 //! No orphans: children get SIGKILL from the kernel if this process dies
 //! (PR_SET_PDEATHSIG), sit in their own process group (a terminal's Ctrl-C reaches only
 //! us, and we stop them in order), are SIGTERMed then SIGKILLed on stop, and are killed
@@ -7,7 +11,7 @@
 
 use crate::files::{config_dir, load_config, log_path};
 use anyhow::{anyhow, bail, Context, Result};
-use pistou_core::{ClusterConfig, ReplicaId, ShardId};
+use pistou_core::{ClusterConfig, ReplicaId};
 use std::collections::BTreeMap;
 use std::fs;
 use std::future::Future;
@@ -22,12 +26,22 @@ use tokio::process::{Child, Command};
 const STOP_GRACE: Duration = Duration::from_secs(5);
 /// Time given to all replicas to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Restart delays: the first, the cap, and how long a replica must run for its next
+/// failure to count as a first one again.
+const RESTART_FIRST: Duration = Duration::from_secs(1);
+const RESTART_MAX: Duration = Duration::from_secs(30);
+const RESTART_RESET_AFTER: Duration = Duration::from_secs(60);
 
 struct Member {
     id: ReplicaId,
     child: Child,
     pid: u32,
     exited: Option<ExitStatus>,
+    started: Instant,
+    /// Consecutive failures (reset after `RESTART_RESET_AFTER` of running).
+    failures: u32,
+    /// When to start it again, once exited.
+    restart_at: Option<Instant>,
 }
 
 pub struct Cluster {
@@ -35,6 +49,8 @@ pub struct Cluster {
     pub config_path: PathBuf,
     pub log_dir: PathBuf,
     members: Vec<Member>,
+    byzantine: BTreeMap<ReplicaId, String>,
+    exe: PathBuf,
 }
 
 impl Cluster {
@@ -47,8 +63,14 @@ impl Cluster {
         fs::create_dir_all(&log_dir).with_context(|| format!("cannot create {}", log_dir.display()))?;
         check_ports_free(&config)?;
         let exe = std::env::current_exe().context("cannot find the pistou executable")?;
-        let mut cluster =
-            Cluster { config: config.clone(), config_path: config_path.to_path_buf(), log_dir, members: Vec::new() };
+        let mut cluster = Cluster {
+            config: config.clone(),
+            config_path: config_path.to_path_buf(),
+            log_dir,
+            members: Vec::new(),
+            byzantine: byzantine.clone(),
+            exe: exe.clone(),
+        };
         for id in config.all_replicas() {
             match spawn_replica(&exe, config_path, &dir, id, byzantine.get(&id)) {
                 Ok(m) => cluster.members.push(m),
@@ -93,9 +115,10 @@ impl Cluster {
         Ok(())
     }
 
-    /// Runs until `stop` completes (Ok) or replicas die: with `tolerate`, until more than
-    /// f replicas of one shard are gone; without it, at the first death (Err).
-    pub async fn supervise(&mut self, tolerate: bool, stop: impl Future<Output = ()>) -> Result<()> {
+    /// Runs until `stop` completes, starting every replica that exits again (see the module
+    /// documentation). Each exit and restart is announced on stderr, and each restart also
+    /// as one line on stdout: `pistou replica restarted id=<id> pid=<pid> restarts=<n>`.
+    pub async fn supervise(&mut self, stop: impl Future<Output = ()>) -> Result<()> {
         tokio::pin!(stop);
         let mut poll = tokio::time::interval(Duration::from_millis(200));
         loop {
@@ -103,19 +126,44 @@ impl Cluster {
                 _ = &mut stop => return Ok(()),
                 _ = poll.tick() => {
                     for (id, status) in self.reap() {
-                        if !tolerate {
-                            bail!("replica {id} exited ({status}), stopping the cluster{}", self.log_note(id));
-                        }
-                        eout!("warning: replica {id} exited ({status}){}", self.log_note(id));
-                        if let Some((shard, dead)) = self.worst_shard() {
-                            if dead > self.config.f {
-                                bail!("{dead} replicas of shard {} are down, more than f = {}; stopping the cluster", shard.0, self.config.f);
-                            }
-                        }
+                        let delay = self.schedule_restart(id);
+                        eout!("warning: replica {id} exited ({status}); restarting it in {delay:?}{}", self.log_note(id));
                     }
+                    self.restart_due()?;
                 }
             }
         }
+    }
+
+    /// Schedules the restart of the exited replica `id`; returns the delay.
+    fn schedule_restart(&mut self, id: ReplicaId) -> Duration {
+        let Some(m) = self.members.iter_mut().find(|m| m.id == id) else { return RESTART_FIRST };
+        if m.started.elapsed() >= RESTART_RESET_AFTER {
+            m.failures = 0;
+        }
+        let delay = RESTART_FIRST.saturating_mul(1 << m.failures.min(5)).min(RESTART_MAX);
+        m.failures += 1;
+        m.restart_at = Some(Instant::now() + delay);
+        delay
+    }
+
+    fn restart_due(&mut self) -> Result<()> {
+        let dir = self.dir();
+        let now = Instant::now();
+        for m in self.members.iter_mut() {
+            if m.restart_at.is_none_or(|at| at > now) {
+                continue;
+            }
+            // Its log file is truncated by the new process: keep the old one for the operator.
+            let log = log_path(&dir, m.id);
+            let _ = fs::rename(&log, log.with_extension("log.previous"));
+            let next = spawn_replica(&self.exe, &self.config_path, &dir, m.id, self.byzantine.get(&m.id))?;
+            let failures = m.failures;
+            *m = Member { failures, ..next };
+            out!("pistou replica restarted id={} pid={} restarts={failures}", m.id, m.pid);
+            eout!("replica {} restarted (pid {}, restart {failures})", m.id, m.pid);
+        }
+        Ok(())
     }
 
     /// SIGTERM to every live replica, then SIGKILL to those still running after a grace
@@ -155,14 +203,6 @@ impl Cluster {
             }
         }
         out
-    }
-
-    fn worst_shard(&self) -> Option<(ShardId, usize)> {
-        let mut dead: BTreeMap<ShardId, usize> = BTreeMap::new();
-        for m in self.members.iter().filter(|m| m.exited.is_some()) {
-            *dead.entry(m.id.shard).or_default() += 1;
-        }
-        dead.into_iter().max_by_key(|(_, d)| *d)
     }
 
     /// Where a replica's log is, and its last lines, to show why it died.
@@ -218,5 +258,5 @@ fn spawn_replica(exe: &Path, config_path: &Path, dir: &Path, id: ReplicaId, faul
     }
     let child = cmd.spawn().with_context(|| format!("cannot start replica {id}"))?;
     let pid = child.id().ok_or_else(|| anyhow!("replica {id} exited immediately"))?;
-    Ok(Member { id, child, pid, exited: None })
+    Ok(Member { id, child, pid, exited: None, started: Instant::now(), failures: 0, restart_at: None })
 }

@@ -59,7 +59,9 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
         .await
         .with_context(|| format!("cannot listen on {gateway_addr} for the gateway (choose another with --port)"))?;
     let config = config_path(dir);
-    if !config.exists() {
+    // A directory given again holds the cluster and its data from last time: keep them.
+    let fresh = !config.exists();
+    if fresh {
         let base_port = free_port_range(6).context("no free range of 6 local ports found for the demo")?;
         let spec = InitSpec { shards: 1, f: 1, clients: 4, base_port, crypto: true, force: false };
         init(dir, &spec)?;
@@ -74,8 +76,12 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
         cluster.wait_ready().await?;
         out!("cluster ready: {} replicas; logs in {}", cluster.pids().len(), cluster.log_dir.display());
         let client = connect(&config, 1, None, Duration::from_secs(10)).await?;
-        load_sample(&client).await?;
-        out!("sample data loaded: tables accounts and transfers");
+        if fresh {
+            load_sample(&client).await?;
+            out!("sample data loaded: tables accounts and transfers");
+        } else {
+            out!("existing cluster in {}: its data is kept", dir.display());
+        }
         let (stop_gateway, gateway_stopped) = oneshot::channel::<()>();
         let gateway = tokio::spawn(pistou_gateway::serve(
             listener,
@@ -92,7 +98,7 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
         let result = if spec.no_shell {
             out!("press Ctrl-C to stop");
             cluster
-                .supervise(true, async {
+                .supervise(async {
                     stop_requested().await;
                 })
                 .await
@@ -101,7 +107,7 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
             out!("\\? for help; \\q, Ctrl-D or Ctrl-C to quit");
             tokio::select! {
                 r = sql_shell::run(&url) => r,
-                r = cluster.supervise(true, async { stop_requested().await; }) => r,
+                r = cluster.supervise(async { stop_requested().await; }) => r,
             }
         };
         let _ = stop_gateway.send(());

@@ -5,6 +5,7 @@
 //! D/keys/replica-s{S}-r{I}.key    hex secret keys, mode 0600
 //! D/keys/client-{ID}.key
 //! D/logs/replica-s{S}-r{I}.log    written by `cluster up` / `demo`
+//! D/data/replica-s{S}-r{I}/       a replica's durable state (pistou-store)
 //! ```
 
 use crate::usage::Usage;
@@ -41,6 +42,10 @@ pub fn client_key_path(dir: &Path, id: u64) -> PathBuf {
 
 pub fn log_path(dir: &Path, id: ReplicaId) -> PathBuf {
     dir.join("logs").join(format!("replica-s{}-r{}.log", id.shard.0, id.index))
+}
+
+pub fn replica_data_dir(dir: &Path, id: ReplicaId) -> PathBuf {
+    dir.join("data").join(format!("replica-s{}-r{}", id.shard.0, id.index))
 }
 
 pub fn load_config(path: &Path) -> Result<Arc<ClusterConfig>> {

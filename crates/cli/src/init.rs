@@ -1,6 +1,6 @@
 //! `pistou init`: a fresh cluster directory with configuration and keys.
 
-use crate::files::{client_key_path, config_path, replica_key_path, write_key};
+use crate::files::{client_key_path, config_path, replica_data_dir, replica_key_path, write_key};
 use crate::usage::Usage;
 use anyhow::{Context, Result};
 use pistou_core::{ClientConfig, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, MAX_F};
@@ -50,9 +50,16 @@ pub fn init(dir: &Path, spec: &InitSpec) -> Result<ClusterConfig> {
     check(spec)?;
     let path = config_path(dir);
     if path.exists() && !spec.force {
-        return Err(
-            Usage(format!("{} already exists; use --force to overwrite it (and its keys)", path.display())).into()
-        );
+        return Err(Usage(format!(
+            "{} already exists; use --force to overwrite it (and its keys and data)",
+            path.display()
+        ))
+        .into());
+    }
+    // The old replicas' state was signed by the old keys: it belongs to another cluster.
+    let data = dir.join("data");
+    if data.exists() {
+        fs::remove_dir_all(&data).with_context(|| format!("cannot remove {}", data.display()))?;
     }
     fs::create_dir_all(dir.join("keys")).with_context(|| format!("cannot create {}", dir.join("keys").display()))?;
     let n = 5 * spec.f + 1;
@@ -64,6 +71,8 @@ pub fn init(dir: &Path, spec: &InitSpec) -> Result<ClusterConfig> {
             let key = SecretKey::generate();
             let id = ReplicaId { shard: ShardId(s as u32), index: i as u32 };
             write_key(&replica_key_path(dir, id), &key)?;
+            let data = replica_data_dir(dir, id);
+            fs::create_dir_all(&data).with_context(|| format!("cannot create {}", data.display()))?;
             replicas.push(ReplicaConfig { addr: format!("127.0.0.1:{port}"), public_key: key.public() });
             port = port.saturating_add(1);
         }

@@ -155,6 +155,13 @@ struct ReplicaArgs {
     /// refuse-vote, equivocate-st2r, lie-views, silent-leader, lying-leader).
     #[arg(long)]
     fault: Option<String>,
+    /// The replica's data directory (default: data/replica-s{S}-r{I} next to the config).
+    #[arg(long, conflicts_with = "in_memory")]
+    data_dir: Option<PathBuf>,
+    /// Keep no state on disk: a restarted replica has forgotten everything it signed and
+    /// counts against f. For tests and measurements.
+    #[arg(long)]
+    in_memory: bool,
 }
 
 #[derive(Args)]
@@ -193,9 +200,6 @@ enum ClusterCmd {
     Up {
         #[arg(long)]
         dir: PathBuf,
-        /// Keep running while at most f replicas of each shard have died.
-        #[arg(long)]
-        tolerate_failures: bool,
         /// TESTING ONLY: run a replica as Byzantine, e.g. `--byzantine s0r2=abort-all`
         /// (repeatable; see `pistou replica --fault`).
         #[arg(long, value_name = "ID=FAULT")]
@@ -290,14 +294,16 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
                 index: a.index,
                 key: a.key,
                 fault: a.fault,
+                data_dir: a.data_dir,
+                in_memory: a.in_memory,
             };
             replica_runtime()?.block_on(replica::run(spec))?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Kv(a) => current_thread()?.block_on(run_kv(a)),
-        Cmd::Cluster { cmd: ClusterCmd::Up { dir, tolerate_failures, byzantine } } => {
+        Cmd::Cluster { cmd: ClusterCmd::Up { dir, byzantine } } => {
             let byzantine = parse_byzantine(&byzantine)?;
-            current_thread()?.block_on(cluster_up(dir, tolerate_failures, byzantine))?;
+            current_thread()?.block_on(cluster_up(dir, byzantine))?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::ByzantineClient(a) => {
@@ -361,11 +367,7 @@ fn parse_byzantine(
     Ok(out)
 }
 
-async fn cluster_up(
-    dir: PathBuf,
-    tolerate: bool,
-    byzantine: std::collections::BTreeMap<pistou_core::ReplicaId, String>,
-) -> Result<()> {
+async fn cluster_up(dir: PathBuf, byzantine: std::collections::BTreeMap<pistou_core::ReplicaId, String>) -> Result<()> {
     let config_path = files::config_path(&dir);
     let mut cluster = cluster::Cluster::start(&config_path, &byzantine).await?;
     let result = async {
@@ -381,7 +383,7 @@ async fn cluster_up(
         );
         out!("logs in {}; stop with Ctrl-C", cluster.log_dir.display());
         cluster
-            .supervise(tolerate, async {
+            .supervise(async {
                 let sig = signals::stop_requested().await;
                 eout!("{sig} received, stopping the cluster");
             })

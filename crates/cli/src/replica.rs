@@ -1,6 +1,6 @@
 //! `pistou replica`: run one replica in the foreground until SIGINT/SIGTERM.
 
-use crate::files::{config_dir, load_config, parse_replica_id, read_key, replica_key_path};
+use crate::files::{config_dir, load_config, parse_replica_id, read_key, replica_data_dir, replica_key_path};
 use crate::signals::stop_requested;
 use crate::usage::Usage;
 use anyhow::{bail, Result};
@@ -18,6 +18,10 @@ pub struct ReplicaSpec {
     pub key: Option<PathBuf>,
     /// Testing only: a Byzantine behaviour (see `pistou_adversary::ReplicaFault`).
     pub fault: Option<String>,
+    /// Default: `data/replica-s{S}-r{I}` next to the config.
+    pub data_dir: Option<PathBuf>,
+    /// No durable state (tests and measurements).
+    pub in_memory: bool,
 }
 
 fn resolve_id(spec: &ReplicaSpec) -> Result<ReplicaId, Usage> {
@@ -62,6 +66,10 @@ pub async fn run(spec: ReplicaSpec) -> Result<()> {
     if let Some(us) = std::env::var("PISTOU_BATCH_WINDOW_US").ok().and_then(|v| v.parse::<u64>().ok()) {
         options.batch_window = std::time::Duration::from_micros(us.min(100_000));
     }
+    if !spec.in_memory {
+        options.data_dir =
+            Some(spec.data_dir.clone().unwrap_or_else(|| replica_data_dir(&config_dir(&spec.config), id)));
+    }
     let mut server = ReplicaServer::bind(config, id, key, options).await?;
     if let Some(fault) = fault {
         server = server.with_fault(fault);
@@ -73,6 +81,9 @@ pub async fn run(spec: ReplicaSpec) -> Result<()> {
             tracing::info!("{sig} received, shutting down");
         })
         .await;
+    if let Some(failure) = report.failure {
+        bail!("replica {id} stopped: its log cannot be made durable: {failure}");
+    }
     tracing::info!(
         replica = %id,
         reads = report.stats.reads,

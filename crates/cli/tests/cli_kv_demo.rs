@@ -13,7 +13,7 @@ async fn kv_commands_against_a_running_cluster() {
     let run = tokio::task::spawn_blocking(|| {
         let dir = temp_dir();
         init_cluster(dir.path(), 2, 2);
-        let cluster = ClusterProc::up(dir.path(), false);
+        let cluster = ClusterProc::up(dir.path());
         let config = format!("{}/cluster.toml", path_str(dir.path()));
         let kv = |args: &[&str]| {
             let mut all = vec!["kv", "--config", &config];
@@ -118,7 +118,7 @@ async fn a_stalled_byzantine_write_does_not_block_readers() {
     let run = tokio::task::spawn_blocking(|| {
         let dir = temp_dir();
         init_cluster(dir.path(), 1, 3);
-        let cluster = ClusterProc::up(dir.path(), false);
+        let cluster = ClusterProc::up(dir.path());
         let config = format!("{}/cluster.toml", path_str(dir.path()));
         let r = pistou(&["kv", "--config", &config, "put", "alice", "1"], LIMIT);
         assert_eq!(r.code, Some(0), "{}", r.stderr);

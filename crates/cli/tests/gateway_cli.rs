@@ -42,7 +42,7 @@ async fn gateway_subcommand_serves_sql_and_checks_passwords() {
     let run = tokio::task::spawn_blocking(|| {
         let dir = temp_dir();
         init_cluster(dir.path(), 1, 2);
-        let cluster = ClusterProc::up(dir.path(), false);
+        let cluster = ClusterProc::up(dir.path());
         let config = format!("{}/cluster.toml", path_str(dir.path()));
         let port = free_base_port(1);
         let gw = gateway(&config, port, &["--user", "app", "--password", "s3cret"]);

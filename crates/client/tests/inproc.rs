@@ -72,6 +72,7 @@ async fn start(f: usize, shards: usize, crypto: bool) -> Cluster {
         clients,
         tables: Default::default(),
         sql: Default::default(),
+        storage: Default::default(),
     };
     config.validate().unwrap();
     let config = Arc::new(config);

@@ -46,6 +46,7 @@ async fn cluster(
         clients,
         tables: Default::default(),
         sql: Default::default(),
+        storage: Default::default(),
     });
     config.validate().unwrap();
     let (stop, _) = watch::channel(false);

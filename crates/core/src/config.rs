@@ -61,6 +61,40 @@ pub struct ClusterConfig {
     /// Parameters of SQL transactions (Pesto).
     #[serde(default)]
     pub sql: SqlConfig,
+    /// How replicas keep their state on disk.
+    #[serde(default)]
+    pub storage: StorageConfig,
+}
+
+/// How replicas keep their state on disk (`[storage]` in cluster.toml).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageConfig {
+    pub sync: SyncMode,
+}
+
+/// When a replica's log reaches stable storage (`storage.sync`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncMode {
+    /// Every batch's log entries are written and fsynced before any reply that depends on
+    /// them is sent (group commit: one fsync per batch).
+    #[default]
+    Always,
+    /// **Unsafe.** Entries are written without fsync and made durable about once a second: a
+    /// crash loses the last second of what the replica signed, so the restarted replica has
+    /// forgotten promises, which is a Byzantine fault. For measurements and throwaway
+    /// clusters only.
+    None,
+}
+
+impl SyncMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncMode::Always => "always",
+            SyncMode::None => "none (UNSAFE: a crash forgets up to a second of signed promises)",
+        }
+    }
 }
 
 /// Parameters of Pesto's semantic concurrency control and garbage collection (microseconds).
@@ -132,6 +166,7 @@ impl ClusterConfig {
             clients,
             tables: BTreeMap::new(),
             sql: SqlConfig::default(),
+            storage: StorageConfig::default(),
         }
     }
 

@@ -6,6 +6,9 @@ mod ids;
 mod quorum;
 pub mod sql_keys;
 
-pub use config::{ClientConfig, ClusterConfig, ConfigError, ReplicaConfig, ShardConfig, SqlConfig, MAX_F, MAX_SHARDS};
+pub use config::{
+    ClientConfig, ClusterConfig, ConfigError, ReplicaConfig, ShardConfig, SqlConfig, StorageConfig, SyncMode, MAX_F,
+    MAX_SHARDS,
+};
 pub use ids::{ClientId, Key, ReplicaId, ShardId, Timestamp, TxnId, Value};
 pub use quorum::Quorums;

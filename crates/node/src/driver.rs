@@ -42,6 +42,8 @@ pub struct ReplicaReport {
     pub stats: ReplicaStats,
     pub rejections: Rejections,
     pub net: Vec<(NetReason, u64)>,
+    /// Why the replica stopped on its own: its log could not be made durable.
+    pub failure: Option<String>,
 }
 
 impl Driver {
@@ -84,6 +86,7 @@ impl Driver {
         let mut stats = tokio::time::interval(stats_every);
         stats.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         tokio::pin!(shutdown);
+        let mut failure = None;
         loop {
             tokio::select! {
                 // Timers first: they fire rarely, and input must not starve them.
@@ -91,7 +94,10 @@ impl Driver {
                 _ = &mut shutdown => break,
                 _ = tick.tick() => {
                     self.replica.tick(now_us());
-                    self.flush_and_route();
+                    if let Err(e) = self.flush_and_route() {
+                        failure = Some(e);
+                        break;
+                    }
                 }
                 _ = stats.tick() => self.log_if_changed(),
                 item = inbound.recv() => {
@@ -108,7 +114,10 @@ impl Driver {
                         self.apply(item, &mut batch);
                     }
                     self.replica.handle_many(now_us(), batch);
-                    self.flush_and_route();
+                    if let Err(e) = self.flush_and_route() {
+                        failure = Some(e);
+                        break;
+                    }
                 }
             }
         }
@@ -120,6 +129,7 @@ impl Driver {
             stats: self.replica.stats().clone(),
             rejections: self.replica.rejections().clone(),
             net: self.counters.snapshot(),
+            failure,
         }
     }
 
@@ -140,8 +150,22 @@ impl Driver {
         }
     }
 
-    fn flush_and_route(&mut self) {
+    /// Signs the batch's replies, makes the log durable (group commit: one sync per batch),
+    /// then sends. A failed sync sends nothing: the replies would promise what a crash may
+    /// make the replica forget.
+    fn flush_and_route(&mut self) -> Result<(), String> {
         self.replica.flush();
+        let mut sync = || self.replica.sync_log();
+        // The sync blocks on the disk; on a multi-threaded runtime, let other tasks (the
+        // connections) move to another worker meanwhile.
+        let synced = match tokio::runtime::Handle::current().runtime_flavor() {
+            tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(sync),
+            _ => sync(),
+        };
+        if let Err(e) = synced {
+            tracing::error!(replica = %self.replica.id(), "stopping: the log cannot be made durable: {e}");
+            return Err(e);
+        }
         let me = self.replica.id();
         for (token, msg) in self.replica.take_outputs() {
             let msg = match &self.fault {
@@ -182,6 +206,7 @@ impl Driver {
                 }
             }
         }
+        Ok(())
     }
 
     /// The link to replica `to`, started if needed.

@@ -8,6 +8,7 @@ use pistou_crypto::SecretKey;
 use pistou_txn::Replica;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -38,6 +39,9 @@ pub struct NodeOptions {
     /// already queued. 500 µs measured best on YCSB-T (docs/benchmarks.md): +13% committed
     /// tx/s and a lower p99 than no window; 2 ms was no better than none.
     pub batch_window: Duration,
+    /// The replica's data directory, holding its durable log; `None` keeps everything in
+    /// memory only (tests and benchmarks: a restarted replica then forgets what it signed).
+    pub data_dir: Option<PathBuf>,
 }
 
 impl Default for NodeOptions {
@@ -55,6 +59,7 @@ impl Default for NodeOptions {
             hello_timeout: Duration::from_secs(10),
             batch_window: Duration::from_micros(500),
             peer_queue: 1024,
+            data_dir: None,
         }
     }
 }
@@ -67,6 +72,8 @@ pub enum NodeError {
     // (`{:#}` in anyhow) print it once.
     #[error("cannot listen on {addr}")]
     Bind { addr: String, source: std::io::Error },
+    #[error("cannot recover the replica's state")]
+    Storage(#[source] pistou_store::StoreError),
 }
 
 /// A replica bound to its listening socket, not yet serving.
@@ -111,7 +118,10 @@ impl ReplicaServer {
         key: Option<SecretKey>,
         options: NodeOptions,
     ) -> Result<ReplicaServer, NodeError> {
-        let replica = Replica::new(config.clone(), id, key).map_err(NodeError::Config)?;
+        let mut replica = Replica::new(config.clone(), id, key).map_err(NodeError::Config)?;
+        if let Some(dir) = &options.data_dir {
+            recover(&mut replica, dir, config.storage.sync)?;
+        }
         Ok(ReplicaServer {
             listener,
             config,
@@ -154,6 +164,29 @@ impl ReplicaServer {
         tracing::info!(replica = %id, commits = report.stats.commits_applied, "stopped");
         report
     }
+}
+
+/// Opens the durable log in `dir`, replays it on `replica` (new) and makes it the replica's
+/// log. A corrupt or truncated log is an error naming the file: nothing is skipped.
+fn recover(replica: &mut Replica, dir: &std::path::Path, sync: pistou_store::SyncMode) -> Result<(), NodeError> {
+    let started = std::time::Instant::now();
+    let (log, entries) = pistou_store::DurableLog::open(dir, sync).map_err(NodeError::Storage)?;
+    let count = entries.len();
+    replica.recover(crate::clock::now_us(), entries);
+    tracing::info!(
+        replica = %replica.id(),
+        file = %log.path().display(),
+        entries = count,
+        transactions = log.txn_count(),
+        ms = started.elapsed().as_millis() as u64,
+        sync = sync.as_str(),
+        "recovered from the durable log"
+    );
+    if sync == pistou_store::SyncMode::None {
+        tracing::warn!(replica = %replica.id(), "storage.sync = none is UNSAFE: a crash forgets what this replica signed in the last second");
+    }
+    replica.set_log(Box::new(log));
+    Ok(())
 }
 
 /// Binds the configured address and serves until `shutdown` completes.

@@ -46,6 +46,7 @@ async fn start(options: NodeOptions) -> Setup {
         clients: vec![ClientConfig { id: 1, public_key: client_key.public() }],
         tables: Default::default(),
         sql: Default::default(),
+        storage: Default::default(),
     });
     config.validate().unwrap();
     let id = ReplicaId { shard: ShardId(0), index: 0 };

@@ -42,6 +42,9 @@ pub struct Scenario {
     /// the crash: the runtime syncs the log before it sends the replies that depend on it,
     /// and a simulated replica's handling and sending are one step.
     pub restart_after_us: Option<u64>,
+    /// `ClusterConfig::max_txn_age_us`: how far behind the clock the garbage-collection
+    /// watermark trails. Small values make replicas collect (and trim their logs) mid-run.
+    pub max_txn_age_us: u64,
     /// Test of the tests: the restarted replica's disk lost its last this-many entries, as if
     /// the runtime had sent replies before syncing (the vote-stability monitor must notice).
     pub lost_unsynced_entries: usize,
@@ -93,6 +96,7 @@ impl Scenario {
             crashes_per_shard: 0,
             crash_at_us: 0,
             restart_after_us: None,
+            max_txn_age_us: 60_000_000,
             lost_unsynced_entries: 0,
             partition: None,
             clock_skew_us: 500,
@@ -115,6 +119,8 @@ impl Scenario {
 pub struct Outcome {
     /// Replicas that crashed and restarted from their logs.
     pub restarts: usize,
+    /// Log entries garbage collection removed from the replicas' disks.
+    pub log_entries_forgotten: usize,
     pub committed: usize,
     pub aborted: usize,
     pub fast_commits: usize,
@@ -210,6 +216,8 @@ struct World {
     disks: BTreeMap<ReplicaId, MemoryLog>,
     /// Replicas restarted from their disks so far.
     restarts: usize,
+    /// Entries forgotten by disks that restarts have since replaced.
+    forgotten_by_old_disks: usize,
     isolated: BTreeSet<ReplicaId>,
     /// Replicas that never get writebacks (inconsistent, not Byzantine).
     lagging: BTreeSet<ReplicaId>,
@@ -458,13 +466,14 @@ fn build(s: &Scenario) -> Result<World, SimError> {
     let config = ClusterConfig {
         f: s.f,
         delta_us: 200_000,
-        max_txn_age_us: 60_000_000,
+        max_txn_age_us: s.max_txn_age_us,
         crypto: s.crypto,
         reply_batch: 8,
         shards,
         clients,
         tables: s.tables.clone(),
         sql: Default::default(),
+        storage: Default::default(),
     };
     config.validate().map_err(|e| SimError::Setup(e.to_string()))?;
     let config = Arc::new(config);
@@ -607,6 +616,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         to_restart: BTreeMap::new(),
         disks,
         restarts: 0,
+        forgotten_by_old_disks: 0,
         isolated,
         lagging,
         messages: 0,
@@ -639,6 +649,7 @@ impl World {
         for id in due {
             self.to_restart.remove(&id);
             let Some(old) = self.disks.get(&id) else { continue };
+            self.forgotten_by_old_disks += old.forgotten();
             let mut entries = old.entries();
             entries.truncate(entries.len().saturating_sub(self.s.lost_unsynced_entries));
             let disk = MemoryLog::default();
@@ -648,6 +659,18 @@ impl World {
                 writer.append(e.clone());
             }
             replica.recover(self.local_now(Node::Replica(id), now), entries);
+            // Invariant: recovery restores every committed write the replica had applied.
+            if let Some(before) = self.replicas.get(&id) {
+                let (before, after) = (before.newest_committed(), replica.newest_committed());
+                if before != after {
+                    let differ = before.iter().filter(|(k, v)| after.get(*k) != Some(v)).count()
+                        + after.keys().filter(|k| !before.contains_key(*k)).count();
+                    return Err(format!(
+                        "SAFETY: replica {id} recovered a different committed state: {differ} of {} keys differ",
+                        before.len()
+                    ));
+                }
+            }
             self.replicas.insert(id, replica);
             self.disks.insert(id, disk);
             self.crashed.remove(&id);
@@ -841,5 +864,6 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         byzantine_sql_commits,
         byzantine_cross_shard_commits,
         restarts: w.restarts,
+        log_entries_forgotten: w.forgotten_by_old_disks + w.disks.values().map(MemoryLog::forgotten).sum::<usize>(),
     })
 }

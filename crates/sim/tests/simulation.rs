@@ -1,20 +1,33 @@
 //! Seeded simulation runs with the serializability oracle. A failure prints the scenario and
 //! seed; `SIM_SEED=<seed> cargo test -p pistou-sim --test simulation` re-runs just that seed
-//! in every scenario.
+//! in every scenario; `SIM_SEEDS_SCALE=10` runs ten times as many seeds per scenario (long
+//! runs, reported in docs/testing.md).
 
 use pistou_sim::{run, Scenario};
 
 fn seeds(count: u64, salt: u64) -> Vec<u64> {
+    let scale = std::env::var("SIM_SEEDS_SCALE").ok().and_then(|s| s.parse::<u64>().ok()).unwrap_or(1).clamp(1, 1000);
     match std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
         Some(seed) => vec![seed],
-        None => (0..count).map(|i| salt * 1_000_003 + i).collect(),
+        None => (0..count * scale).map(|i| salt * 1_000_003 + i).collect(),
     }
 }
 
 /// Runs `count` seeds; `min_commit_percent` guards against a vacuous oracle (a scenario in
 /// which almost nothing commits checks almost nothing).
 fn run_all(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_commit_percent: usize) -> usize {
+    run_all_counting(make, count, salt, min_commit_percent).0
+}
+
+/// [`run_all`], also returning the log entries garbage collection forgot.
+fn run_all_counting(
+    make: impl Fn(u64) -> Scenario,
+    count: u64,
+    salt: u64,
+    min_commit_percent: usize,
+) -> (usize, usize) {
     let mut restarts = 0;
+    let mut forgotten = 0;
     let mut committed = 0;
     let mut fast = 0;
     let mut total = 0;
@@ -26,6 +39,7 @@ fn run_all(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_commit_per
                 fast += o.fast_commits;
                 total += o.committed + o.aborted;
                 restarts += o.restarts;
+                forgotten += o.log_entries_forgotten;
                 assert!(o.oracle.committed == o.committed);
             }
             Err(e) => panic!("{e}"),
@@ -33,7 +47,7 @@ fn run_all(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_commit_per
     }
     eprintln!("{} transactions, {committed} committed ({fast} on the fast path)", total);
     assert!(committed * 100 >= total * min_commit_percent, "only {committed} of {total} transactions committed");
-    restarts
+    (restarts, forgotten)
 }
 
 #[test]
@@ -164,6 +178,30 @@ fn f_replicas_crash_and_restart_from_their_logs() {
         25,
     );
     assert!(restarts >= 100, "only {restarts} replicas restarted");
+}
+
+/// Crash and restart while garbage collection trims the logs: a restarted replica replays
+/// only the records its memory still held (gc.rs forgets the others on disk too), and still
+/// serves every committed write.
+#[test]
+fn replicas_restart_from_logs_trimmed_by_garbage_collection() {
+    let (restarts, forgotten) = run_all_counting(
+        |seed| {
+            let mut s = Scenario::base("crash-restart-gc", seed);
+            s.max_txn_age_us = 400_000;
+            s.workload.txns_per_client = 150;
+            s.crashes_per_shard = 1;
+            s.crash_at_us = 500_000 + (seed % 5) * 50_000;
+            s.restart_after_us = Some(5_000 + (seed % 7) * 10_000);
+            s
+        },
+        100,
+        12,
+        25,
+    );
+    assert!(restarts >= 100, "only {restarts} replicas restarted");
+    assert!(forgotten > 10_000, "garbage collection trimmed only {forgotten} log entries");
+    eprintln!("{forgotten} log entries forgotten");
 }
 
 /// Test of the test above: a replica that loses the log entries it had not synced, as if the

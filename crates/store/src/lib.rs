@@ -37,17 +37,13 @@ const ENTRIES: TableDefinition<u64, &[u8]> = TableDefinition::new("entries");
 const FORMAT: u8 = 1;
 const HEADER: usize = 1 + 32;
 
-/// When [`DurableLog::sync`] makes entries durable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum SyncMode {
-    /// Every `sync` ends with an fsync: a reply sent after it survives a crash or power loss.
-    #[default]
-    Always,
-    /// **Unsafe.** `sync` writes without fsync. A crash of the machine (not of the process)
-    /// can lose entries whose replies were already sent: the replica then has forgotten what
-    /// it signed, which is a Byzantine fault. For measurements and throwaway clusters only.
-    None,
-}
+/// When [`DurableLog::sync`] makes entries durable: `storage.sync` in cluster.toml.
+pub use pistou_core::SyncMode;
+
+/// Under the unsafe [`SyncMode::None`], the longest stretch of commits without an fsync.
+/// redb keeps a non-durable commit only until the process exits, so without a durable
+/// commit now and then even a clean restart would lose everything.
+pub const UNSAFE_SYNC_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -119,6 +115,10 @@ pub struct DurableLog {
     by_txn: HashMap<TxnId, Vec<u64>>,
     /// The first failure; once set, `sync` fails.
     failed: Option<String>,
+    /// The last commit with an fsync (for [`SyncMode::None`]).
+    last_durable: std::time::Instant,
+    /// Commits since then that are not durable yet ([`SyncMode::None`]).
+    undurable: bool,
 }
 
 impl DurableLog {
@@ -163,6 +163,8 @@ impl DurableLog {
             pending_deletes: Vec::new(),
             by_txn,
             failed: None,
+            last_durable: std::time::Instant::now(),
+            undurable: false,
         };
         Ok((log, entries))
     }
@@ -209,10 +211,11 @@ impl DurableLog {
         let engine =
             |op: &'static str| move |e: redb::Error| StoreError::Engine { path: path.clone(), op, source: Box::new(e) };
         let mut tx = self.db.begin_write().map_err(|e| engine("begin a write")(e.into()))?;
-        let durability = match self.sync {
-            SyncMode::Always => redb::Durability::Immediate,
-            SyncMode::None => redb::Durability::None,
+        let durable = match self.sync {
+            SyncMode::Always => true,
+            SyncMode::None => self.last_durable.elapsed() >= UNSAFE_SYNC_PERIOD,
         };
+        let durability = if durable { redb::Durability::Immediate } else { redb::Durability::None };
         tx.set_durability(durability).map_err(|e| engine("set durability")(e.into()))?;
         {
             let mut table = tx.open_table(ENTRIES).map_err(|e| engine("open the table")(e.into()))?;
@@ -224,6 +227,10 @@ impl DurableLog {
             }
         }
         tx.commit().map_err(|e| engine("commit")(e.into()))?;
+        self.undurable = !durable;
+        if durable {
+            self.last_durable = std::time::Instant::now();
+        }
         for (seq, txn, _) in self.pending.drain(..) {
             self.by_txn.entry(txn).or_default().push(seq);
         }
@@ -242,7 +249,32 @@ impl DurableLog {
     }
 }
 
+/// A clean stop keeps what the unsafe [`SyncMode::None`] has not made durable yet.
+impl Drop for DurableLog {
+    fn drop(&mut self) {
+        if !self.undurable || self.failed.is_some() {
+            return;
+        }
+        let result = self.db.begin_write().map_err(redb::Error::from).and_then(|mut tx| {
+            // An empty durable commit makes the earlier non-durable ones durable.
+            tx.set_durability(redb::Durability::Immediate).map_err(redb::Error::from)?;
+            tx.commit().map_err(redb::Error::from)
+        });
+        if let Err(e) = result {
+            eprintln!("{}: could not make the last entries durable on close: {e}", self.path.display());
+        }
+    }
+}
+
 impl ReplicaLog for DurableLog {
+    fn sync(&mut self) -> Result<(), String> {
+        DurableLog::sync(self).map_err(|e| e.to_string())
+    }
+
+    fn forget(&mut self, txn: &TxnId) {
+        DurableLog::forget(self, txn)
+    }
+
     /// Buffers the entry under the next sequence number; [`DurableLog::sync`] writes it. An
     /// entry that cannot be stored (too large) fails the log: the next `sync` returns the
     /// error.

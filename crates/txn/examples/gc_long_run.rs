@@ -77,6 +77,7 @@ impl Cluster {
                 .collect(),
             tables: Default::default(),
             sql: Default::default(),
+            storage: Default::default(),
         });
         let copy = |k: &SecretKey| SecretKey::from_hex(&k.to_hex()).map_err(|e| e.to_string());
         let mut replicas = Vec::new();

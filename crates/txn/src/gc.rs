@@ -127,6 +127,13 @@ impl Replica {
         f
     }
 
+    /// The newest committed version of every key (its timestamp and writer), in key order:
+    /// what reads at the top of the history return. The simulator checks that recovery
+    /// restores it exactly.
+    pub fn newest_committed(&self) -> std::collections::BTreeMap<Vec<u8>, (Timestamp, TxnId)> {
+        self.keys.iter().filter_map(|(k, s)| Some((k.clone(), *s.committed.last()?))).collect()
+    }
+
     /// The current garbage-collection watermark (µs): reads and new transactions below it
     /// are refused.
     pub fn gc_watermark(&self) -> u64 {
@@ -273,6 +280,8 @@ impl Replica {
     /// Forgets a transaction: its record and every index entry naming it.
     fn drop_record(&mut self, id: &TxnId) {
         let Some(rec) = self.txns.remove(id) else { return };
+        // The disk is trimmed with memory: replaying the log rebuilds only kept records.
+        self.log.forget(id);
         let meta = rec.meta;
         self.drop_readers(id, &meta);
         if self.ts_owner.get(&meta.ts) == Some(id) {

@@ -49,32 +49,59 @@ impl LogEntry {
     }
 }
 
+/// Where a replica's [`LogEntry`]s go. `append` may only buffer; the runtime calls `sync`
+/// before it sends any reply produced since the previous `sync`.
 pub trait ReplicaLog: Send {
     fn append(&mut self, entry: LogEntry);
+    /// Makes every appended entry (and every `forget`) durable. An error is fatal: the
+    /// replica's memory now holds promises that may not survive a crash, so the runtime
+    /// stops it without sending the replies.
+    fn sync(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Garbage collection dropped `txn`'s record: its entries are no longer needed (gc.rs).
+    fn forget(&mut self, _txn: &TxnId) {}
 }
 
-/// The in-memory log: keeps every entry; clones share them (tests read them back).
+/// The in-memory log: keeps every entry; clones share them (the simulator's disk, and tests
+/// that read the entries back).
 #[derive(Clone, Default)]
 pub struct MemoryLog {
-    entries: Arc<std::sync::Mutex<Vec<LogEntry>>>,
+    /// Each entry with its transaction (`LogEntry::txn` hashes metadata: computed once).
+    entries: Arc<std::sync::Mutex<Vec<(TxnId, LogEntry)>>>,
+    /// Entries removed by `forget` so far.
+    forgotten: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl MemoryLog {
     pub fn entries(&self) -> Vec<LogEntry> {
-        self.entries.lock().map(|e| e.clone()).unwrap_or_default()
+        self.entries.lock().map(|e| e.iter().map(|(_, entry)| entry.clone()).collect()).unwrap_or_default()
+    }
+
+    /// Entries garbage collection removed so far.
+    pub fn forgotten(&self) -> usize {
+        self.forgotten.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
 impl ReplicaLog for MemoryLog {
     fn append(&mut self, entry: LogEntry) {
         if let Ok(mut e) = self.entries.lock() {
-            e.push(entry);
+            e.push((entry.txn(), entry));
+        }
+    }
+
+    fn forget(&mut self, txn: &TxnId) {
+        if let Ok(mut e) = self.entries.lock() {
+            let before = e.len();
+            e.retain(|(t, _)| t != txn);
+            self.forgotten.fetch_add(before - e.len(), std::sync::atomic::Ordering::Relaxed);
         }
     }
 }
 
-/// The default until the write-ahead log exists: the replica's in-memory state is the only
-/// copy, and a restarted replica has forgotten everything (it then counts against f).
+/// No log: the replica's memory is its only copy, and a restarted replica has forgotten
+/// everything (it then counts against f). For in-memory clusters and benchmarks.
 pub struct DiscardLog;
 
 impl ReplicaLog for DiscardLog {

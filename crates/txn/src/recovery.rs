@@ -18,12 +18,20 @@
 //! dependency had sent no vote, and is checked afresh if its ST1 comes again; read
 //! timestamps (RTS) only make writers wait, and a reader whose RTS is lost is checked at its
 //! own prepare; decisions this replica never applied are learnt again from peers (inquiry,
-//! writebacks). Not yet logged: the table versions this replica reported to range reads
-//! (Pesto's write-monotonicity bound, §6.1.3).
+//! writebacks).
+//!
+//! The table versions reported to range reads (Pesto's write-monotonicity bound, §6.1.3)
+//! are not logged either: logging them would put an fsync behind every range read. A read
+//! is answered only at a timestamp at most δ above the replica's clock, and a reported
+//! version is never above the read's timestamp, so everything reported before the crash is
+//! below the clock at restart plus δ. Recovery takes that as the reported version of every
+//! table (`SqlReplica::reported_floor`): writes below it minus the grace are refused, which
+//! only aborts writers that were late already. This needs a clock that does not go back
+//! across the restart, as δ itself does.
 
 use crate::log::{DiscardLog, LogEntry};
 use crate::replica::{AbortCause, Replica, Status, TxnRecord, VoteRecord};
-use pistou_core::TxnId;
+use pistou_core::{Timestamp, TxnId};
 use pistou_wire::{TxnMeta, Vote};
 use std::sync::Arc;
 
@@ -37,6 +45,7 @@ impl Replica {
             self.replay(now, entry);
         }
         self.log = log;
+        self.sql.reported_floor = Timestamp::at(now.saturating_add(self.auth.config().delta_us));
     }
 
     fn replay(&mut self, now: u64, entry: LogEntry) {

@@ -500,6 +500,12 @@ impl Replica {
         self.log = log;
     }
 
+    /// Makes the log durable up to now ([`crate::ReplicaLog::sync`]); the runtime calls it
+    /// before sending what `take_outputs` and `take_replica_outputs` return.
+    pub fn sync_log(&mut self) -> Result<(), String> {
+        self.log.sync()
+    }
+
     /// Sets the base of the exponential fallback view timeout (µs).
     pub fn set_view_timeout_base(&mut self, us: u64) {
         self.view_timeout_base_us = us.max(1);

@@ -37,6 +37,7 @@ fn fx() -> Fx {
         clients: vec![ClientConfig { id: 1, public_key: client.public() }],
         tables: Default::default(),
         sql: Default::default(),
+        storage: Default::default(),
     });
     let coord = Coordinator::new(config, ClientId(1), Some(client)).unwrap();
     Fx { keys, coord }

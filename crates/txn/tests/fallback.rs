@@ -38,6 +38,7 @@ fn net() -> Net {
         clients: vec![ClientConfig { id: 1, public_key: client.public() }],
         tables: Default::default(),
         sql: Default::default(),
+        storage: Default::default(),
     });
     let replicas = (0..6)
         .map(|i| {

@@ -39,6 +39,7 @@ fn config(crypto: bool, max_txn_age_us: u64, replica_keys: &[SecretKey], clients
             .collect(),
         tables: Default::default(),
         sql: Default::default(),
+        storage: Default::default(),
     })
 }
 

@@ -40,6 +40,7 @@ fn fixture(crypto: bool) -> Fixture {
         clients: vec![ClientConfig { id: 1, public_key: client_key.public() }],
         tables: Default::default(),
         sql: Default::default(),
+        storage: Default::default(),
     });
     let id = ReplicaId { shard: ShardId(0), index: 0 };
     let replica = Replica::new(config.clone(), id, Some(replica_keys[0].clone_for_tests())).unwrap();

@@ -65,6 +65,7 @@ fn fixture_with(sql: SqlConfig) -> Fixture {
         clients: vec![ClientConfig { id: 1, public_key: client.public() }],
         tables: Default::default(),
         sql,
+        storage: Default::default(),
     });
     let replica = Replica::new(config.clone(), ReplicaId { shard: ShardId(0), index: 0 }, Some(clone_key(&keys[0])))
         .expect("replica");

@@ -71,6 +71,7 @@ fn cluster_with(clients: u64, shards: usize, tables: &[(&str, u32)]) -> Cluster 
             .collect(),
         tables: tables.iter().map(|(t, s)| (t.to_string(), *s)).collect(),
         sql: SqlConfig::default(),
+        storage: Default::default(),
     });
     let replicas = keys
         .iter()

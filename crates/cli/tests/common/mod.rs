@@ -103,25 +103,24 @@ pub fn init_cluster(dir: &Path, shards: usize, clients: u64) -> Arc<ClusterConfi
 pub struct ClusterProc {
     child: Child,
     pub pids: Vec<u32>,
+    /// `cluster up`'s stdout lines after the ready line.
+    lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl ClusterProc {
-    pub fn up(dir: &Path, tolerate: bool) -> ClusterProc {
-        Self::up_with(dir, tolerate, &[])
+    pub fn up(dir: &Path) -> ClusterProc {
+        Self::up_with(dir, &[])
     }
 
     /// `cluster up` with extra arguments (e.g. `--byzantine s0r2=abort-all`).
-    pub fn up_with(dir: &Path, tolerate: bool, extra: &[&str]) -> ClusterProc {
-        Self::up_with_env(dir, tolerate, extra, &[])
+    pub fn up_with(dir: &Path, extra: &[&str]) -> ClusterProc {
+        Self::up_with_env(dir, extra, &[])
     }
 
     /// `cluster up` with extra arguments and environment variables (its replicas inherit them).
-    pub fn up_with_env(dir: &Path, tolerate: bool, extra: &[&str], env: &[(&str, &str)]) -> ClusterProc {
+    pub fn up_with_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> ClusterProc {
         let mut cmd = Command::new(PISTOU);
         cmd.args(["cluster", "up", "--dir"]).arg(dir).envs(env.iter().copied());
-        if tolerate {
-            cmd.arg("--tolerate-failures");
-        }
         cmd.args(extra);
         // Its stderr goes to a file, shown if startup fails, to keep test output readable.
         let stderr_path = dir.join("cluster-up.stderr");
@@ -150,7 +149,7 @@ impl ClusterProc {
                         .split(',')
                         .map(|p| p.parse().expect("pid"))
                         .collect();
-                    return ClusterProc { child, pids };
+                    return ClusterProc { child, pids, lines: rx };
                 }
                 Ok(_) => {}
                 Err(_) => {
@@ -160,6 +159,26 @@ impl ClusterProc {
                 }
             }
         }
+    }
+
+    /// Waits for a stdout line starting with `prefix` (bounded); returns it.
+    pub fn wait_line(&self, prefix: &str, limit: Duration) -> Option<String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.starts_with(prefix) => return Some(line),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Records the new pid of replica `index` (configuration order) from its restart line,
+    /// so that `stop` checks the live process.
+    pub fn note_restart(&mut self, line: &str, index: usize) {
+        let pid = line.split_whitespace().find_map(|w| w.strip_prefix("pid=")).expect("pid in restart line");
+        self.pids[index] = pid.parse().expect("pid");
     }
 
     pub fn is_running(&mut self) -> bool {
@@ -240,6 +259,14 @@ pub struct Tally {
     pub fast: AtomicUsize,
     pub slow: AtomicUsize,
     pub aborts: AtomicUsize,
+    /// Each acknowledged transfer's receipt key (written by the transfer itself).
+    pub receipts: std::sync::Mutex<Vec<String>>,
+}
+
+impl Tally {
+    pub fn committed(&self) -> usize {
+        self.fast.load(Ordering::Relaxed) + self.slow.load(Ordering::Relaxed)
+    }
 }
 
 /// One transfer of a random amount between two distinct accounts, retried until it
@@ -251,13 +278,19 @@ pub async fn transfer(client: &Client, accounts: usize, tally: &Tally) {
         let to = (from + rng.gen_range(1..accounts)) % accounts;
         (from, to, rng.gen_range(1..=10))
     };
+    let receipt = format!("receipt-{:016x}", rand::random::<u64>());
     for _ in 0..200 {
         let mut t = client.begin().await.expect("begin");
         let a = balance(&mut t, from).await.expect("read");
         let b = balance(&mut t, to).await.expect("read");
         t.put(account(from), (a - amount).to_string()).expect("put");
         t.put(account(to), (b + amount).to_string()).expect("put");
-        match t.commit().await.expect("commit") {
+        t.put(receipt.clone(), format!("{from}->{to}:{amount}")).expect("put");
+        let outcome = t.commit().await.expect("commit");
+        if let Outcome::Committed { .. } = outcome {
+            tally.receipts.lock().expect("receipts").push(receipt.clone());
+        }
+        match outcome {
             Outcome::Committed { fast: true } => {
                 tally.fast.fetch_add(1, Ordering::Relaxed);
                 return;
@@ -315,6 +348,33 @@ pub async fn total(config: &Arc<ClusterConfig>, dir: &Path, client: u64, account
         })
         .await
         .expect("read total")
+}
+
+/// Receipts of `tally` that a fresh transaction does not find (should be none).
+pub async fn missing_receipts(config: &Arc<ClusterConfig>, dir: &Path, client: u64, tally: &Tally) -> Vec<String> {
+    let receipts = tally.receipts.lock().expect("receipts").clone();
+    let client = connect(config, dir, client).await;
+    let mut missing = Vec::new();
+    for chunk in receipts.chunks(50) {
+        let chunk = chunk.to_vec();
+        let absent = client
+            .run_txn(|t| {
+                let chunk = chunk.clone();
+                Box::pin(async move {
+                    let mut absent = Vec::new();
+                    for key in chunk {
+                        if t.get(key.clone()).await?.is_none() {
+                            absent.push(key);
+                        }
+                    }
+                    Ok(absent)
+                })
+            })
+            .await
+            .expect("read receipts");
+        missing.extend(absent);
+    }
+    missing
 }
 
 pub fn temp_dir() -> tempfile::TempDir {

@@ -68,6 +68,7 @@ pub async fn start(config: GatewayConfig) -> Harness {
         clients: vec![ClientConfig { id: 1, public_key: client_key.public() }],
         tables: Default::default(),
         sql: Default::default(),
+        storage: Default::default(),
     };
     cluster.validate().expect("valid cluster config");
     let cluster = Arc::new(cluster);

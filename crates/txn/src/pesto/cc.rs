@@ -89,10 +89,9 @@ impl SqlReplica {
             return Err(CcAbort::BelowWatermark);
         }
         for table in txn.writes.tables.keys() {
-            if let Some(high) = self.reported.get(table) {
-                if ts <= lower_bound(*high, self.grace_of(meta.late)) {
-                    return Err(CcAbort::NonMonotonic);
-                }
+            let high = self.reported.get(table).map_or(self.reported_floor, |r| (*r).max(self.reported_floor));
+            if high != Timestamp::GENESIS && ts <= lower_bound(high, self.grace_of(meta.late)) {
+                return Err(CcAbort::NonMonotonic);
             }
         }
         Ok(())

@@ -101,6 +101,10 @@ pub(crate) struct SqlReplica {
     /// Highest table version this replica reported to a range read, per table: the write
     /// monotonicity bound (§6.1.3).
     reported: HashMap<String, Timestamp>,
+    /// A lower bound of `reported` for every table, set on recovery: what this replica
+    /// reported before a restart is not logged, so it assumes the most it could have
+    /// reported (`Replica::recover`).
+    pub(crate) reported_floor: Timestamp,
     /// Prepared (undecided) writers per table: range reads skip their versions, so a
     /// reported table version must not pass the oldest of them (§6.1.3, "Accounting for
     /// snapshots").
@@ -132,6 +136,7 @@ impl SqlReplica {
             catalogs,
             readers: HashMap::new(),
             reported: HashMap::new(),
+            reported_floor: Timestamp::GENESIS,
             prepared_writes: HashMap::new(),
             dropped: BTreeSet::new(),
             params: config.sql.clone(),
