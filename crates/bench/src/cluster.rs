@@ -19,6 +19,8 @@ pub struct ClusterSpec {
     pub pistou: Option<PathBuf>,
     /// `PISTOU_REPLICA_THREADS` for the replicas (None: their default).
     pub replica_threads: Option<u16>,
+    /// `always`, `none` (storage.sync) or `memory` (`cluster up --in-memory`).
+    pub storage: String,
 }
 
 /// The running cluster; dropping it stops every replica.
@@ -77,9 +79,17 @@ impl Cluster {
         if !init.stdout(Stdio::null()).status().context("running pistou init")?.success() {
             bail!("pistou init failed");
         }
-        let config = Arc::new(ClusterConfig::from_toml(&std::fs::read_to_string(dir.join("cluster.toml"))?)?);
+        let mut config = ClusterConfig::from_toml(&std::fs::read_to_string(dir.join("cluster.toml"))?)?;
+        if spec.storage == "none" {
+            config.storage.sync = pistou_core::SyncMode::None;
+            std::fs::write(dir.join("cluster.toml"), config.to_toml())?;
+        }
+        let config = Arc::new(config);
         let mut up = Command::new(&bin);
         up.arg("cluster").arg("up").arg("--dir").arg(&dir);
+        if spec.storage == "memory" {
+            up.arg("--in-memory");
+        }
         match spec.replica_threads {
             Some(n) => up.env("PISTOU_REPLICA_THREADS", n.to_string()),
             None => up.env_remove("PISTOU_REPLICA_THREADS"),

@@ -93,6 +93,10 @@ pub struct ClusterArgs {
     /// cores.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     replica_threads: Option<u16>,
+    /// Replica storage: `always` (durable, fsync per batch: the default), `none` (durable
+    /// without fsync: UNSAFE) or `memory` (no disk at all).
+    #[arg(long, default_value = "always", value_parser = ["always", "none", "memory"])]
+    storage: String,
 }
 
 impl ClusterArgs {
@@ -105,6 +109,7 @@ impl ClusterArgs {
             base_port: self.base_port,
             pistou: self.pistou.clone(),
             replica_threads: self.replica_threads,
+            storage: self.storage.clone(),
         }
     }
 }

@@ -51,12 +51,13 @@ pub struct Cluster {
     members: Vec<Member>,
     byzantine: BTreeMap<ReplicaId, String>,
     exe: PathBuf,
+    in_memory: bool,
 }
 
 impl Cluster {
     /// Spawns one `pistou replica` per configured replica. Logs go to `<dir>/logs/`.
     /// `byzantine` makes the named replicas run with `--fault` (testing only).
-    pub async fn start(config_path: &Path, byzantine: &BTreeMap<ReplicaId, String>) -> Result<Cluster> {
+    pub async fn start(config_path: &Path, in_memory: bool, byzantine: &BTreeMap<ReplicaId, String>) -> Result<Cluster> {
         let config = load_config(config_path)?;
         let dir = config_dir(config_path);
         let log_dir = dir.join("logs");
@@ -70,9 +71,10 @@ impl Cluster {
             members: Vec::new(),
             byzantine: byzantine.clone(),
             exe: exe.clone(),
+            in_memory,
         };
         for id in config.all_replicas() {
-            match spawn_replica(&exe, config_path, &dir, id, byzantine.get(&id)) {
+            match spawn_replica(&exe, config_path, &dir, id, in_memory, byzantine.get(&id)) {
                 Ok(m) => cluster.members.push(m),
                 Err(e) => {
                     cluster.stop().await;
@@ -157,7 +159,8 @@ impl Cluster {
             // Its log file is truncated by the new process: keep the old one for the operator.
             let log = log_path(&dir, m.id);
             let _ = fs::rename(&log, log.with_extension("log.previous"));
-            let next = spawn_replica(&self.exe, &self.config_path, &dir, m.id, self.byzantine.get(&m.id))?;
+            let next =
+                spawn_replica(&self.exe, &self.config_path, &dir, m.id, self.in_memory, self.byzantine.get(&m.id))?;
             let failures = m.failures;
             *m = Member { failures, ..next };
             out!("pistou replica restarted id={} pid={} restarts={failures}", m.id, m.pid);
@@ -226,7 +229,14 @@ fn check_ports_free(config: &ClusterConfig) -> Result<()> {
     Ok(())
 }
 
-fn spawn_replica(exe: &Path, config_path: &Path, dir: &Path, id: ReplicaId, fault: Option<&String>) -> Result<Member> {
+fn spawn_replica(
+    exe: &Path,
+    config_path: &Path,
+    dir: &Path,
+    id: ReplicaId,
+    in_memory: bool,
+    fault: Option<&String>,
+) -> Result<Member> {
     let log = log_path(dir, id);
     let out = fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
     let err = out.try_clone()?;
@@ -237,6 +247,7 @@ fn spawn_replica(exe: &Path, config_path: &Path, dir: &Path, id: ReplicaId, faul
         .arg("--id")
         .arg(id.to_string())
         .args(fault.map(|f| ["--fault", f.as_str()]).into_iter().flatten())
+        .args(in_memory.then_some("--in-memory"))
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

@@ -71,7 +71,7 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
             dir.display()
         );
     }
-    let mut cluster = Cluster::start(&config, &Default::default()).await?;
+    let mut cluster = Cluster::start(&config, false, &Default::default()).await?;
     let outcome = async {
         cluster.wait_ready().await?;
         out!("cluster ready: {} replicas; logs in {}", cluster.pids().len(), cluster.log_dir.display());

@@ -200,6 +200,10 @@ enum ClusterCmd {
     Up {
         #[arg(long)]
         dir: PathBuf,
+        /// Replicas keep no state on disk (`pistou replica --in-memory`): a restarted
+        /// replica has forgotten everything. For tests and measurements.
+        #[arg(long)]
+        in_memory: bool,
         /// TESTING ONLY: run a replica as Byzantine, e.g. `--byzantine s0r2=abort-all`
         /// (repeatable; see `pistou replica --fault`).
         #[arg(long, value_name = "ID=FAULT")]
@@ -301,9 +305,9 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Kv(a) => current_thread()?.block_on(run_kv(a)),
-        Cmd::Cluster { cmd: ClusterCmd::Up { dir, byzantine } } => {
+        Cmd::Cluster { cmd: ClusterCmd::Up { dir, in_memory, byzantine } } => {
             let byzantine = parse_byzantine(&byzantine)?;
-            current_thread()?.block_on(cluster_up(dir, byzantine))?;
+            current_thread()?.block_on(cluster_up(dir, in_memory, byzantine))?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::ByzantineClient(a) => {
@@ -367,9 +371,13 @@ fn parse_byzantine(
     Ok(out)
 }
 
-async fn cluster_up(dir: PathBuf, byzantine: std::collections::BTreeMap<pistou_core::ReplicaId, String>) -> Result<()> {
+async fn cluster_up(
+    dir: PathBuf,
+    in_memory: bool,
+    byzantine: std::collections::BTreeMap<pistou_core::ReplicaId, String>,
+) -> Result<()> {
     let config_path = files::config_path(&dir);
-    let mut cluster = cluster::Cluster::start(&config_path, &byzantine).await?;
+    let mut cluster = cluster::Cluster::start(&config_path, in_memory, &byzantine).await?;
     let result = async {
         cluster.wait_ready().await?;
         let pids: Vec<String> = cluster.pids().iter().map(|p| p.to_string()).collect();

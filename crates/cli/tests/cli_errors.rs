@@ -90,3 +90,21 @@ fn bad_ids_exit_2() {
     assert_fails(&["kv", "--config", &config, "--client", "99", "get", "a"], 2, "client 99 is not in");
     assert_fails(&["kv", "--config", &config, "txn", "get a; launch b"], 2, "unknown operation");
 }
+
+/// A replica whose data file is not a log (overwritten, or another program's file) refuses
+/// to start and names the file; it never starts empty in its place.
+#[test]
+fn a_replica_with_a_corrupt_data_file_refuses_to_start_and_names_it() {
+    let dir = temp_dir();
+    init_cluster(dir.path(), 1, 1);
+    let data = dir.path().join("data").join("replica-s0-r0");
+    let file = data.join("log.redb");
+    std::fs::write(&file, b"this is not a redb database, but it is where the log should be").expect("write");
+    let config = dir.path().join("cluster.toml");
+    let run = pistou(&["replica", "--config", path_str(&config), "--id", "s0r0"], LIMIT);
+    assert_eq!(run.code, Some(1), "stdout {} stderr {}", run.stdout, run.stderr);
+    assert!(run.stderr.contains(path_str(&file)), "the error names the file: {}", run.stderr);
+    assert!(!run.stderr.contains("serving"), "{}", run.stderr);
+    let text = std::fs::read(&file).expect("file kept");
+    assert!(text.starts_with(b"this is not"), "the file is left for the operator, not replaced");
+}

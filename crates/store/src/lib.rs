@@ -47,11 +47,13 @@ pub const UNSAFE_SYNC_PERIOD: std::time::Duration = std::time::Duration::from_se
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    // The cause is part of the message and deliberately not an error `source`, so that
+    // printing the chain does not repeat it.
+    #[error("{path}: {cause}")]
+    Io { path: PathBuf, cause: std::io::Error },
     /// The engine failed or refused the file (redb checks its own headers and page checksums).
-    #[error("{path}: storage engine could not {op}: {source}")]
-    Engine { path: PathBuf, op: &'static str, source: Box<redb::Error> },
+    #[error("{path}: storage engine could not {op}: {cause}")]
+    Engine { path: PathBuf, op: &'static str, cause: Box<redb::Error> },
     /// An entry failed its checksum or did not decode. Nothing is skipped: the operator must
     /// restore the file (or wipe the replica, which then counts against f).
     #[error("{path}: log entry {seq} is corrupt: {reason}")]
@@ -126,11 +128,11 @@ impl DurableLog {
     /// for replay. Any entry failing its checksum or decoding is an error naming the file and
     /// the entry.
     pub fn open(dir: &Path, sync: SyncMode) -> Result<(DurableLog, Vec<LogEntry>), StoreError> {
-        std::fs::create_dir_all(dir).map_err(|source| StoreError::Io { path: dir.to_path_buf(), source })?;
+        std::fs::create_dir_all(dir).map_err(|cause| StoreError::Io { path: dir.to_path_buf(), cause })?;
         let path = dir.join(FILE_NAME);
         let engine = |op: &'static str| {
             let path = path.clone();
-            move |e: redb::Error| StoreError::Engine { path, op, source: Box::new(e) }
+            move |e: redb::Error| StoreError::Engine { path, op, cause: Box::new(e) }
         };
         let db = Database::create(&path).map_err(|e| engine("open")(e.into()))?;
         // Create the table on first open so that reads find it.
@@ -209,7 +211,7 @@ impl DurableLog {
     fn write_pending(&mut self) -> Result<(), StoreError> {
         let path = &self.path;
         let engine =
-            |op: &'static str| move |e: redb::Error| StoreError::Engine { path: path.clone(), op, source: Box::new(e) };
+            |op: &'static str| move |e: redb::Error| StoreError::Engine { path: path.clone(), op, cause: Box::new(e) };
         let mut tx = self.db.begin_write().map_err(|e| engine("begin a write")(e.into()))?;
         let durable = match self.sync {
             SyncMode::Always => true,
