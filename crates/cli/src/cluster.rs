@@ -57,7 +57,11 @@ pub struct Cluster {
 impl Cluster {
     /// Spawns one `pistou replica` per configured replica. Logs go to `<dir>/logs/`.
     /// `byzantine` makes the named replicas run with `--fault` (testing only).
-    pub async fn start(config_path: &Path, in_memory: bool, byzantine: &BTreeMap<ReplicaId, String>) -> Result<Cluster> {
+    pub async fn start(
+        config_path: &Path,
+        in_memory: bool,
+        byzantine: &BTreeMap<ReplicaId, String>,
+    ) -> Result<Cluster> {
         let config = load_config(config_path)?;
         let dir = config_dir(config_path);
         let log_dir = dir.join("logs");

@@ -2,7 +2,7 @@
 //! gateway on 127.0.0.1:5433 with a small bank, and the SQL shell, in one command.
 
 use crate::cluster::Cluster;
-use crate::files::config_path;
+use crate::files::{config_path, has_data};
 use crate::init::{init, InitSpec};
 use crate::kv::connect;
 use crate::signals::stop_requested;
@@ -60,8 +60,8 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
         .with_context(|| format!("cannot listen on {gateway_addr} for the gateway (choose another with --port)"))?;
     let config = config_path(dir);
     // A directory given again holds the cluster and its data from last time: keep them.
-    let fresh = !config.exists();
-    if fresh {
+    let fresh = !has_data(dir);
+    if !config.exists() {
         let base_port = free_port_range(6).context("no free range of 6 local ports found for the demo")?;
         let spec = InitSpec { shards: 1, f: 1, clients: 4, base_port, crypto: true, force: false };
         init(dir, &spec)?;

@@ -48,6 +48,12 @@ pub fn replica_data_dir(dir: &Path, id: ReplicaId) -> PathBuf {
     dir.join("data").join(format!("replica-s{}-r{}", id.shard.0, id.index))
 }
 
+/// True if some replica of the cluster in `dir` has written its log: the cluster holds data.
+pub fn has_data(dir: &Path) -> bool {
+    let Ok(entries) = fs::read_dir(dir.join("data")) else { return false };
+    entries.flatten().any(|e| e.path().join(pistou_store::FILE_NAME).exists())
+}
+
 pub fn load_config(path: &Path) -> Result<Arc<ClusterConfig>> {
     let text = fs::read_to_string(path).with_context(|| format!("cannot read configuration {}", path.display()))?;
     let config = ClusterConfig::from_toml(&text).with_context(|| format!("bad configuration {}", path.display()))?;

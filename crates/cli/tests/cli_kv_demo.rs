@@ -106,6 +106,21 @@ ERROR:  column \"nope\" does not exist (SQLSTATE 42703)
             std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(),
             "gateway port {port} still in use after the demo"
         );
+        // The same directory again: the data is kept, committed changes included.
+        let script = "SELECT id, balance FROM accounts ORDER BY id;\n\\q\n";
+        let r = pistou_with_input(&["demo", "--dir", path_str(dir.path()), "--port", &port.to_string()], script, LIMIT);
+        assert_eq!(r.code, Some(0), "second demo failed: {}\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("its data is kept"), "{}", r.stdout);
+        let expected = "\
+ id | balance
+----+---------
+ 1  | 990
+ 2  | 500
+ 3  | 750
+ 4  | 10
+(4 rows)
+";
+        assert!(r.stdout.contains(expected), "the restarted demo lost data:\n{}\nstderr: {}", r.stdout, r.stderr);
     });
     tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out").expect("test panicked");
 }
