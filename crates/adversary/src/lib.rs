@@ -65,6 +65,10 @@ pub enum ReplicaFault {
     /// Lies in range-read replies (Pesto §5.5): in Q-RES, Q-READ, Q-DEP, Q-PRED, table
     /// versions or SS-VOTE, one lie per reply.
     LieRange,
+    /// Serves a catching-up peer forged state: every committed transaction of a page with a
+    /// changed written value (its certificate no longer matches), and its first page
+    /// claimed to be its last (omitting the rest).
+    ForgeCatchUp,
 }
 
 /// The keys Byzantine clients write: the same `acct{i}` accounts as the simulated workload.
@@ -107,6 +111,7 @@ impl std::str::FromStr for ReplicaFault {
             "silent-leader" => ReplicaFault::SilentLeader,
             "lying-leader" => ReplicaFault::LyingLeader,
             "lie-range" => ReplicaFault::LieRange,
+            "forge-catch-up" => ReplicaFault::ForgeCatchUp,
             other => return Err(format!("unknown replica fault {other:?}")),
         })
     }
@@ -222,6 +227,14 @@ pub fn tamper(
 pub fn tamper_replica(fault: ReplicaFault, msg: Message) -> Option<Message> {
     match (fault, msg) {
         (ReplicaFault::SilentLeader, Message::DecFb(_)) => None,
+        (ReplicaFault::ForgeCatchUp, Message::CatchUpPage { mut commits, .. }) => {
+            for wb in &mut commits {
+                if let Some(w) = wb.meta.write_set.first_mut() {
+                    w.value = Some(b"forged".to_vec());
+                }
+            }
+            Some(Message::CatchUpPage { commits, next: None })
+        }
         (ReplicaFault::LyingLeader, Message::DecFb(mut d)) => {
             d.decision = match d.decision {
                 Decision::Commit => Decision::Abort,

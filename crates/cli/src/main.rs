@@ -152,7 +152,7 @@ struct ReplicaArgs {
     #[arg(long)]
     key: Option<PathBuf>,
     /// TESTING ONLY: run as a Byzantine replica (stale-reads, fabricate-reads, abort-all,
-    /// refuse-vote, equivocate-st2r, lie-views, silent-leader, lying-leader).
+    /// refuse-vote, equivocate-st2r, lie-views, silent-leader, lying-leader, lie-range, forge-catch-up).
     #[arg(long)]
     fault: Option<String>,
     /// The replica's data directory (default: data/replica-s{S}-r{I} next to the config).

@@ -49,8 +49,8 @@ async fn single_threaded_replicas_conserve_total() {
 }
 
 /// A replica killed with SIGKILL under load: transfers keep committing without it (slow
-/// path: unanimity is impossible), `cluster up` starts it again from its data directory,
-/// and no acknowledged transfer is lost.
+/// path: unanimity is impossible), `cluster up` starts it again from its data directory, it
+/// catches up on the transfers it missed, and no acknowledged transfer is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_replica_is_restarted_from_its_log_and_nothing_is_lost() {
     let run = async {
@@ -69,6 +69,9 @@ async fn a_killed_replica_is_restarted_from_its_log_and_nothing_is_lost() {
         cluster.note_restart(&line, 2);
         let recovered = wait_for_log(dir.path(), "replica-s0-r2.log", "recovered from the durable log").await;
         assert!(!recovered.contains("entries=0 "), "the restarted replica replays its log: {recovered}");
+        // It missed the transfers made while it was down, and learns them from its peers.
+        let caught_up = wait_for_log(dir.path(), "replica-s0-r2.log", "caught up").await;
+        assert!(!caught_up.contains("commits=0 "), "the restarted replica learnt nothing: {caught_up}");
         run_transfers(&config, dir.path(), 4, 10, ACCOUNTS, &after).await;
         assert_eq!(total(&config, dir.path(), 5, ACCOUNTS).await, START_BALANCE * ACCOUNTS as i64);
         for t in [&tally, &after] {

@@ -172,7 +172,13 @@ fn recover(replica: &mut Replica, dir: &std::path::Path, sync: pistou_store::Syn
     let started = std::time::Instant::now();
     let (log, entries) = pistou_store::DurableLog::open(dir, sync).map_err(NodeError::Storage)?;
     let count = entries.len();
-    replica.recover(crate::clock::now_us(), entries);
+    let now = crate::clock::now_us();
+    replica.recover(now, entries);
+    // A replica with a history may have missed commits while it was down. (A new one has
+    // nothing to catch up with unless it replaces a wiped replica: see architecture.md.)
+    if count > 0 {
+        replica.start_catch_up(now);
+    }
     tracing::info!(
         replica = %replica.id(),
         file = %log.path().display(),

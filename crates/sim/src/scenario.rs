@@ -121,6 +121,13 @@ pub struct Outcome {
     pub restarts: usize,
     /// Log entries garbage collection removed from the replicas' disks.
     pub log_entries_forgotten: usize,
+    /// Commits restarted replicas learnt by catching up (`catchup.rs`).
+    pub caught_up_commits: u64,
+    /// Keys on which a restarted replica ends the run behind the version that f+1 replicas
+    /// which never crashed hold.
+    pub restarted_keys_behind: usize,
+    /// Inputs correct replicas refused for a certificate that did not verify.
+    pub bad_certificates: u64,
     pub committed: usize,
     pub aborted: usize,
     pub fast_commits: usize,
@@ -218,6 +225,8 @@ struct World {
     restarts: usize,
     /// Entries forgotten by disks that restarts have since replaced.
     forgotten_by_old_disks: usize,
+    /// Replicas restarted at least once.
+    restarted: BTreeSet<ReplicaId>,
     isolated: BTreeSet<ReplicaId>,
     /// Replicas that never get writebacks (inconsistent, not Byzantine).
     lagging: BTreeSet<ReplicaId>,
@@ -617,6 +626,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         disks,
         restarts: 0,
         forgotten_by_old_disks: 0,
+        restarted: BTreeSet::new(),
         isolated,
         lagging,
         messages: 0,
@@ -671,9 +681,12 @@ impl World {
                     ));
                 }
             }
+            replica.start_catch_up(self.local_now(Node::Replica(id), now));
             self.replicas.insert(id, replica);
+            self.flush_replica(now, id);
             self.disks.insert(id, disk);
             self.crashed.remove(&id);
+            self.restarted.insert(id);
             self.restarts += 1;
         }
         Ok(())
@@ -834,6 +847,7 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
     }
     let committed = logs.iter().filter(|l| l.decision == Some(Decision::Commit)).count() + sql_committed;
     let sql_aborted = sql_logs.len() - sql_committed;
+    let (caught_up_commits, restarted_keys_behind) = check_restarted(&w).map_err(unsafe_err)?;
     let correct_replicas = w.replicas.iter().filter(|(id, _)| !w.crashed.contains(id));
     Ok(Outcome {
         committed,
@@ -842,7 +856,10 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         oracle: report,
         sim_time_us: now - EPOCH_US,
         messages: w.messages,
-        rejected: correct_replicas.map(|(_, r)| r.rejections().total()).sum(),
+        rejected: correct_replicas.clone().map(|(_, r)| r.rejections().total()).sum(),
+        bad_certificates: correct_replicas
+            .map(|(_, r)| r.rejections().count(pistou_txn::RejectReason::BadCertificate))
+            .sum(),
         recoveries: w.clients.iter().map(|c| c.coord.recoveries()).sum(),
         protocol_aborts: logs.iter().filter(|l| l.decision == Some(Decision::Abort) && l.id.is_some()).count(),
         fallback_adoptions: correct.iter().map(|r| r.stats().fallback_adoptions).sum(),
@@ -865,5 +882,42 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         byzantine_cross_shard_commits,
         restarts: w.restarts,
         log_entries_forgotten: w.forgotten_by_old_disks + w.disks.values().map(MemoryLog::forgotten).sum::<usize>(),
+        caught_up_commits,
+        restarted_keys_behind,
     })
+}
+
+/// Every restarted replica has finished catching up; returns the commits they learnt that
+/// way and the keys on which they are behind f+1 replicas that never crashed.
+fn check_restarted(w: &World) -> Result<(u64, usize), String> {
+    let mut learnt = 0;
+    let mut behind = 0;
+    for id in &w.restarted {
+        let Some(r) = w.replicas.get(id).filter(|_| !w.crashed.contains(id)) else { continue };
+        if r.catching_up() {
+            return Err(format!("LIVENESS: restarted replica {id} never finished catching up"));
+        }
+        learnt += r.caught_up_commits();
+        let mine = r.newest_committed();
+        let others: Vec<_> = w
+            .replicas
+            .iter()
+            .filter(|(o, _)| o.shard == id.shard && !w.restarted.contains(o) && !w.crashed.contains(o))
+            .filter(|(o, _)| !w.byz_replicas.contains_key(o) && !w.lagging.contains(o))
+            .map(|(_, o)| o.newest_committed())
+            .collect();
+        let keys: BTreeSet<&Vec<u8>> = others.iter().flat_map(|m| m.keys()).collect();
+        for key in keys {
+            let mut newer = 0;
+            for other in &others {
+                if other.get(key).map(|v| v.0) > mine.get(key).map(|v| v.0) {
+                    newer += 1;
+                }
+            }
+            if newer > w.s.f {
+                behind += 1;
+            }
+        }
+    }
+    Ok((learnt, behind))
 }

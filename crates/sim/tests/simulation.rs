@@ -3,6 +3,7 @@
 //! in every scenario; `SIM_SEEDS_SCALE=10` runs ten times as many seeds per scenario (long
 //! runs, reported in docs/testing.md).
 
+use pistou_adversary::ReplicaFault;
 use pistou_sim::{run, Scenario};
 
 fn seeds(count: u64, salt: u64) -> Vec<u64> {
@@ -16,18 +17,16 @@ fn seeds(count: u64, salt: u64) -> Vec<u64> {
 /// Runs `count` seeds; `min_commit_percent` guards against a vacuous oracle (a scenario in
 /// which almost nothing commits checks almost nothing).
 fn run_all(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_commit_percent: usize) -> usize {
-    run_all_counting(make, count, salt, min_commit_percent).0
+    run_all_counting(make, count, salt, min_commit_percent).restarts
 }
 
 /// [`run_all`], also returning the log entries garbage collection forgot.
-fn run_all_counting(
-    make: impl Fn(u64) -> Scenario,
-    count: u64,
-    salt: u64,
-    min_commit_percent: usize,
-) -> (usize, usize) {
+fn run_all_counting(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_commit_percent: usize) -> Counts {
     let mut restarts = 0;
     let mut forgotten = 0;
+    let mut caught_up = 0;
+    let mut behind = 0;
+    let mut bad_certificates = 0;
     let mut committed = 0;
     let mut fast = 0;
     let mut total = 0;
@@ -40,14 +39,32 @@ fn run_all_counting(
                 total += o.committed + o.aborted;
                 restarts += o.restarts;
                 forgotten += o.log_entries_forgotten;
+                caught_up += o.caught_up_commits;
+                bad_certificates += o.bad_certificates;
+                behind += o.restarted_keys_behind;
                 assert!(o.oracle.committed == o.committed);
             }
             Err(e) => panic!("{e}"),
         }
     }
     eprintln!("{} transactions, {committed} committed ({fast} on the fast path)", total);
+    if restarts > 0 {
+        eprintln!("{restarts} restarts; {caught_up} commits learnt by catching up; {behind} keys behind at the end");
+    }
     assert!(committed * 100 >= total * min_commit_percent, "only {committed} of {total} transactions committed");
-    (restarts, forgotten)
+    Counts { restarts, forgotten, caught_up, behind, bad_certificates }
+}
+
+struct Counts {
+    restarts: usize,
+    /// Log entries garbage collection forgot.
+    forgotten: usize,
+    /// Commits restarted replicas learnt by catching up.
+    caught_up: u64,
+    /// Keys restarted replicas ended behind on (`Outcome::restarted_keys_behind`).
+    behind: usize,
+    /// Inputs correct replicas refused for a bad certificate.
+    bad_certificates: u64,
 }
 
 #[test]
@@ -185,7 +202,7 @@ fn f_replicas_crash_and_restart_from_their_logs() {
 /// serves every committed write.
 #[test]
 fn replicas_restart_from_logs_trimmed_by_garbage_collection() {
-    let (restarts, forgotten) = run_all_counting(
+    let Counts { restarts, forgotten, .. } = run_all_counting(
         |seed| {
             let mut s = Scenario::base("crash-restart-gc", seed);
             s.max_txn_age_us = 400_000;
@@ -202,6 +219,58 @@ fn replicas_restart_from_logs_trimmed_by_garbage_collection() {
     assert!(restarts >= 100, "only {restarts} replicas restarted");
     assert!(forgotten > 10_000, "garbage collection trimmed only {forgotten} log entries");
     eprintln!("{forgotten} log entries forgotten");
+}
+
+/// A replica down for longer than clients retransmit writebacks misses commits for good
+/// unless it catches up from its peers (`catchup.rs`): after the run it must not be behind
+/// the replicas that never crashed on any key.
+#[test]
+fn a_replica_down_for_long_catches_up_from_its_peers() {
+    let counts = run_all_counting(
+        |seed| {
+            let mut s = Scenario::base("crash-long-downtime", seed);
+            s.workload.txns_per_client = 100;
+            s.crashes_per_shard = 1;
+            s.crash_at_us = 50_000 + (seed % 5) * 30_000;
+            s.restart_after_us = Some(300_000 + (seed % 4) * 50_000);
+            s
+        },
+        100,
+        13,
+        25,
+    );
+    assert!(counts.restarts >= 100, "only {} replicas restarted", counts.restarts);
+    assert!(counts.caught_up > 0, "no restarted replica learnt anything by catching up");
+    assert_eq!(counts.behind, 0, "restarted replicas ended behind on {} keys", counts.behind);
+}
+
+/// The same with a Byzantine replica per shard that serves forged catch-up pages (values
+/// changed under the original certificates) and claims to have nothing more after its first
+/// page: the forged commits are refused, and the union of the correct peers' state still
+/// brings the restarted replica up to date.
+#[test]
+fn catch_up_refuses_forged_state_from_a_byzantine_peer() {
+    let counts = run_all_counting(
+        |seed| {
+            let mut s = Scenario::base("crash-long-downtime-forged", seed);
+            // A crash and a Byzantine replica per shard: f = 2.
+            s.f = 2;
+            s.shards = 1;
+            s.workload.txns_per_client = 100;
+            s.crashes_per_shard = 1;
+            s.crash_at_us = 50_000 + (seed % 5) * 30_000;
+            s.restart_after_us = Some(300_000 + (seed % 4) * 50_000);
+            s.byz_replicas_per_shard = 1;
+            s.replica_fault = Some(ReplicaFault::ForgeCatchUp);
+            s
+        },
+        50,
+        14,
+        20,
+    );
+    assert!(counts.bad_certificates > 0, "no forged catch-up page reached a restarted replica");
+    assert!(counts.caught_up > 0, "no restarted replica learnt anything by catching up");
+    assert_eq!(counts.behind, 0, "restarted replicas ended behind on {} keys", counts.behind);
 }
 
 /// Test of the test above: a replica that loses the log entries it had not synced, as if the

@@ -12,6 +12,7 @@
 #![allow(clippy::int_plus_one)]
 
 mod auth;
+mod catchup;
 mod cc;
 mod coordinator;
 mod fallback;

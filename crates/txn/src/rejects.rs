@@ -29,6 +29,8 @@ pub enum RejectReason {
     /// An ST1 whose client already owns `MAX_UNDECIDED_PER_CLIENT` undecided transactions
     /// here (`quota.rs`).
     TooManyUndecided,
+    /// A read or ST1 while this replica catches up after a restart (`catchup.rs`).
+    CatchingUp,
 }
 
 impl RejectReason {
@@ -51,6 +53,7 @@ impl RejectReason {
             RejectReason::SnapshotExpired => "snapshot-sync-expired",
             RejectReason::BelowWatermark => "below-gc-watermark",
             RejectReason::TooManyUndecided => "too-many-undecided-transactions",
+            RejectReason::CatchingUp => "catching-up",
         }
     }
 }

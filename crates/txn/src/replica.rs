@@ -194,6 +194,8 @@ pub struct Replica {
     pub(crate) view_timeout_base_us: u64,
     /// Every state change a restart must restore goes here first.
     pub(crate) log: Box<dyn crate::log::ReplicaLog>,
+    /// Catch-up after a restart (`catchup.rs`).
+    pub(crate) catch_up: crate::catchup::CatchUp,
     /// Pesto: rows, catalogs and the semantic-check state.
     pub(crate) sql: SqlReplica,
     /// Pesto's snapshot path: queries waiting for SYNCed transactions.
@@ -277,6 +279,7 @@ impl Replica {
             elections: Default::default(),
             view_timeout_base_us: DEFAULT_VIEW_TIMEOUT_US,
             log: Box::new(crate::log::DiscardLog),
+            catch_up: Default::default(),
             sql: SqlReplica::new(&config_for_sql, id.shard),
             snapshots: Default::default(),
             inquiries: Default::default(),
@@ -296,7 +299,7 @@ impl Replica {
     pub fn stats(&self) -> &ReplicaStats {
         &self.stats
     }
-    fn config(&self) -> &ClusterConfig {
+    pub(crate) fn config(&self) -> &ClusterConfig {
         self.auth.config()
     }
 
@@ -359,6 +362,8 @@ impl Replica {
             Message::RangeReply(_)
             | Message::Sync { .. }
             | Message::Supply(_)
+            | Message::CatchUp { .. }
+            | Message::CatchUpPage { .. }
             | Message::ReadReply { .. }
             | Message::PrepareReply { .. }
             | Message::DecideReply(_)
@@ -399,6 +404,8 @@ impl Replica {
             Message::DecFb(d) => self.on_dec_fb(now, d),
             Message::Sync { txn } => self.on_sync(from, txn),
             Message::Supply(wb) => self.on_supply(wb),
+            Message::CatchUp { after } => self.on_catch_up(from, after),
+            Message::CatchUpPage { commits, next } => self.on_catch_up_page(from, commits, next),
             Message::HelloReplica { .. } => Ok(()),
             _ => Err(RejectReason::Unexpected),
         };
@@ -424,6 +431,7 @@ impl Replica {
         self.sql.gc(now, max_age);
         self.snapshot_tick(now);
         self.inquiry_tick(now);
+        self.catch_up_tick(now);
         self.collect_garbage(horizon);
     }
 
@@ -514,6 +522,9 @@ impl Replica {
     // ---- READ (Basil §3, step 2) ----
 
     fn on_read(&mut self, now: u64, from: Peer, req: ClientSigned<ReadRequest>) -> Result<(), RejectReason> {
+        if self.catch_up.active {
+            return Err(RejectReason::CatchingUp);
+        }
         self.auth.check_client_read(&req, self.sessions.get(&from).copied()).map_err(|e| e.0)?;
         let ReadRequest { key, ts } = req.body;
         if ts.client != req.client {
@@ -555,6 +566,9 @@ impl Replica {
 
     /// RANGE-READ (Pesto §5.5 step 2): execute at ts on the local state and reply.
     fn on_range_read(&mut self, now: u64, from: Peer, req: ClientSigned<RangeRead>) -> Result<(), RejectReason> {
+        if self.catch_up.active {
+            return Err(RejectReason::CatchingUp);
+        }
         self.auth.check_client_read(&req, self.sessions.get(&from).copied()).map_err(|e| e.0)?;
         if req.body.ts.client != req.client {
             return Err(RejectReason::ClientMismatch);
@@ -594,6 +608,9 @@ impl Replica {
     // ---- ST1: MVTSO-Check (Alg. 1) ----
 
     fn on_prepare(&mut self, now: u64, from: Peer, req: ClientSigned<Prepare>) -> Result<(), RejectReason> {
+        if self.catch_up.active {
+            return Err(RejectReason::CatchingUp);
+        }
         self.auth.check_client(&req).map_err(|e| e.0)?;
         let meta = req.body.meta;
         let id = meta.id();
@@ -1126,6 +1143,8 @@ fn client_signature(m: &Message) -> Option<(pistou_core::ClientId, Hash, pistou_
         | Message::Sync { .. }
         | Message::Waiting { .. }
         | Message::Supply(_)
+        | Message::CatchUp { .. }
+        | Message::CatchUpPage { .. }
         // Verified by the connection layer, which handles the session handshake.
         | Message::SessionOpen(_)
         | Message::SessionAccept { .. } => None,

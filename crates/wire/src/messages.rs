@@ -395,6 +395,11 @@ pub const MAX_SS_PROP_TXNS: usize = 4_096;
 /// Most transactions one `Message::Waiting` names.
 pub const MAX_WAITING_HINT: usize = 64;
 
+/// Most transactions in one `CatchUpPage`; a page also stops after about
+/// `CATCH_UP_PAGE_BYTES` of transaction content (always holding at least one).
+pub const MAX_CATCH_UP_PAGE: usize = 256;
+pub const CATCH_UP_PAGE_BYTES: usize = 1 << 20;
+
 /// SS-PROP: the transactions at least f+1 SS-VOTEs named, each with the replicas that named
 /// it (where a replica lacking it sends SYNC).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -555,6 +560,18 @@ pub enum Message {
     /// SUPPLY (§5.5 step 5.A): the transaction and its decision certificate. Unsigned: the
     /// certificate proves the decision, whoever forwards it.
     Supply(Writeback),
+    /// Catch-up (issue 27): a replica that restarted asks a peer of its shard for the
+    /// committed transactions it holds, in (timestamp, id) order after `after`.
+    CatchUp {
+        after: Option<(Timestamp, TxnId)>,
+    },
+    /// One page of the answer: at most `MAX_CATCH_UP_PAGE` committed transactions with their
+    /// certificates, in order; `next` is the cursor of the following page, `None` on the last.
+    /// Unsigned: each certificate proves its commit, whoever forwards it.
+    CatchUpPage {
+        commits: Vec<Writeback>,
+        next: Option<(Timestamp, TxnId)>,
+    },
     /// Right after `HelloClient`: the client asks for an authenticated connection. The
     /// connection layer answers and handles it; the protocol never sees it.
     SessionOpen(ClientSigned<SessionOpen>),
@@ -608,6 +625,8 @@ impl Message {
             Message::RangeReply(_) => "range-reply",
             Message::Sync { .. } => "sync",
             Message::Supply(_) => "supply",
+            Message::CatchUp { .. } => "catch-up",
+            Message::CatchUpPage { .. } => "catch-up-page",
             Message::SessionOpen(_) => "session-open",
             Message::SessionAccept { .. } => "session-accept",
         }

@@ -1,0 +1,201 @@
+//! Catch-up (issue 27): a replica that restarted from its log learns the commits it missed
+//! while it was down from the other replicas of its shard, before it answers reads or votes
+//! again.
+//!
+//! Garbage collection keeps, for every key, the record of the writer of its newest committed
+//! version below the watermark and every record above it, each with its commit certificate
+//! (gc.rs). A replica's committed state is therefore a set of self-certifying pairs (metadata,
+//! certificate). The replica asks each peer for its pairs in (timestamp, id) order, a bounded
+//! page at a time (`CatchUp` → `CatchUpPage`), checks every certificate as it checks a
+//! writeback, and applies what it lacks, below its watermark too: the certificate proves the
+//! commit, and a version older than the key's newest only joins its history.
+//!
+//! A Byzantine peer cannot forge a pair, only omit some or stop answering. The replica stays
+//! out of reads and ST1 (`RejectReason::CatchingUp`) until n − 1 − f peers have sent their
+//! last page: at least 3f of those are correct, so the union holds every commit that reached
+//! a correct replica that answered. Writebacks and ST2 are handled meanwhile; they need no
+//! history. docs/architecture.md ("Storage") has the argument.
+
+use crate::rejects::RejectReason;
+use crate::replica::{Replica, Status};
+use pistou_core::{ReplicaId, Timestamp, TxnId};
+use pistou_wire::{DecisionCert, Message, TxnMeta, Writeback, CATCH_UP_PAGE_BYTES, MAX_CATCH_UP_PAGE};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How long to wait for a page before asking the peer again (µs).
+const RETRY_US: u64 = 500_000;
+
+/// The requesting side's state.
+#[derive(Default)]
+pub(crate) struct CatchUp {
+    /// Catching up: reads and ST1 are refused.
+    pub(crate) active: bool,
+    /// Peers still sending, with the cursor of the page asked from each.
+    asking: BTreeMap<ReplicaId, Option<(Timestamp, TxnId)>>,
+    /// Peers that sent their last page.
+    done: BTreeSet<ReplicaId>,
+    /// When the pending requests were last sent (local µs).
+    asked_at: u64,
+    /// Commits learnt by catching up.
+    pub(crate) applied: u64,
+}
+
+/// A cheap upper estimate of a transaction's encoded size, to bound pages.
+fn estimated_bytes(meta: &TxnMeta) -> usize {
+    let writes: usize = meta.write_set.iter().map(|w| 16 + w.key.len() + w.value.as_ref().map_or(0, Vec::len)).sum();
+    let reads: usize = meta.read_set.iter().map(|r| 32 + r.key.len()).sum();
+    let predicates: usize =
+        meta.predicates.iter().map(|p| 256 + p.active.iter().map(|k| 8 + k.len()).sum::<usize>()).sum();
+    // Metadata, dependencies and a certificate of n signed votes.
+    512 + writes + reads + predicates + meta.deps.len() * 96
+}
+
+impl Replica {
+    /// Starts catching up (called once, right after `recover`): asks every other replica of
+    /// the shard for its committed transactions.
+    pub fn start_catch_up(&mut self, now: u64) {
+        let me = self.id;
+        let peers: Vec<ReplicaId> = (0..self.config().quorums().n() as u32)
+            .map(|index| ReplicaId { shard: me.shard, index })
+            .filter(|r| *r != me)
+            .collect();
+        self.catch_up =
+            CatchUp { active: true, asking: peers.iter().map(|p| (*p, None)).collect(), ..CatchUp::default() };
+        self.ask_for_pages(now);
+    }
+
+    /// True while this replica refuses reads and ST1 because it is catching up.
+    pub fn catching_up(&self) -> bool {
+        self.catch_up.active
+    }
+
+    /// Commits learnt by catching up so far.
+    pub fn caught_up_commits(&self) -> u64 {
+        self.catch_up.applied
+    }
+
+    fn ask_for_pages(&mut self, now: u64) {
+        self.catch_up.asked_at = now;
+        for (peer, after) in &self.catch_up.asking {
+            self.replica_outputs.push((*peer, Message::CatchUp { after: *after }));
+        }
+    }
+
+    /// Periodic: asks again the peers whose page has not come (lost, or the peer was down).
+    pub(crate) fn catch_up_tick(&mut self, now: u64) {
+        if self.catch_up.active && now >= self.catch_up.asked_at.saturating_add(RETRY_US) {
+            self.ask_for_pages(now);
+        }
+    }
+
+    /// A peer asks for the committed transactions after `after`: one page, in order.
+    /// O(records held) per page: the records are in a hash map, not in timestamp order.
+    pub(crate) fn on_catch_up(
+        &mut self,
+        from: ReplicaId,
+        after: Option<(Timestamp, TxnId)>,
+    ) -> Result<(), RejectReason> {
+        if from.shard != self.id.shard || from == self.id {
+            return Err(RejectReason::WrongShard);
+        }
+        let mut committed: Vec<(Timestamp, TxnId)> = self
+            .txns
+            .iter()
+            .filter(|(_, r)| matches!(r.status, Status::Committed(_)))
+            .map(|(id, r)| (r.meta.ts, *id))
+            .filter(|k| after.is_none_or(|a| *k > a))
+            .collect();
+        if committed.len() > MAX_CATCH_UP_PAGE {
+            committed.select_nth_unstable(MAX_CATCH_UP_PAGE);
+            committed.truncate(MAX_CATCH_UP_PAGE + 1);
+        }
+        committed.sort_unstable();
+        let mut commits = Vec::new();
+        let mut bytes = 0;
+        let mut next = None;
+        for (i, (ts, id)) in committed.iter().enumerate() {
+            let Some(rec) = self.txns.get(id) else { continue };
+            let Some(cert) = rec.cert() else { continue };
+            if i >= MAX_CATCH_UP_PAGE || (!commits.is_empty() && bytes >= CATCH_UP_PAGE_BYTES) {
+                break;
+            }
+            bytes += estimated_bytes(&rec.meta);
+            commits.push(Writeback { meta: (*rec.meta).clone(), cert });
+            next = Some((*ts, *id));
+        }
+        let last_page = commits.len() == committed.len();
+        let next = if last_page { None } else { next };
+        self.replica_outputs.push((from, Message::CatchUpPage { commits, next }));
+        Ok(())
+    }
+
+    /// A page from a peer: every certificate checked, the missing commits applied.
+    pub(crate) fn on_catch_up_page(
+        &mut self,
+        from: ReplicaId,
+        commits: Vec<Writeback>,
+        next: Option<(Timestamp, TxnId)>,
+    ) -> Result<(), RejectReason> {
+        let Some(cursor) = self.catch_up.asking.get(&from).copied() else {
+            return Err(RejectReason::Unexpected); // not asked, or already done
+        };
+        if commits.len() > MAX_CATCH_UP_PAGE || (next.is_some() && commits.is_empty()) {
+            return Err(RejectReason::Misbehavior);
+        }
+        // In order, after the cursor asked for; a page answering an older request (a
+        // retransmission crossed a reply) starts at or before the cursor and is ignored.
+        let keys: Vec<(Timestamp, TxnId)> = commits.iter().map(|wb| (wb.meta.ts, wb.meta.id())).collect();
+        if keys.first().is_some_and(|first| cursor.is_some_and(|c| *first <= c)) {
+            return Ok(());
+        }
+        if keys.windows(2).any(|w| w[0] >= w[1]) || next.is_some_and(|n| keys.last() != Some(&n)) {
+            return Err(RejectReason::Misbehavior);
+        }
+        for wb in commits {
+            if !matches!(wb.cert, DecisionCert::Commit(_)) {
+                return Err(RejectReason::Misbehavior);
+            }
+            self.apply_caught_up(wb)?;
+        }
+        match next {
+            Some(n) => {
+                self.catch_up.asking.insert(from, Some(n));
+                self.replica_outputs.push((from, Message::CatchUp { after: Some(n) }));
+            }
+            None => {
+                self.catch_up.asking.remove(&from);
+                self.catch_up.done.insert(from);
+                self.finish_catch_up_if_enough();
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies a certified commit this replica lacks, whatever the watermark.
+    fn apply_caught_up(&mut self, wb: Writeback) -> Result<(), RejectReason> {
+        let id = wb.meta.id();
+        if self.txns.get(&id).is_some_and(|r| matches!(r.status, Status::Committed(_) | Status::Aborted(_))) {
+            return Ok(());
+        }
+        wb.meta.validate(self.config()).map_err(|_| RejectReason::MalformedTxn)?;
+        if !wb.meta.shards.contains(&self.id.shard) {
+            return Err(RejectReason::WrongShard);
+        }
+        let DecisionCert::Commit(cert) = wb.cert else { return Err(RejectReason::Misbehavior) };
+        self.auth.check_commit_cert(&wb.meta, &cert).map_err(|_| RejectReason::BadCertificate)?;
+        self.apply_commit(id, wb.meta, cert);
+        self.catch_up.applied += 1;
+        self.snapshot_progress(&id);
+        Ok(())
+    }
+
+    /// Peers that have not finished may still send pages, which are applied; they are no
+    /// longer asked again.
+    fn finish_catch_up_if_enough(&mut self) {
+        let needed = self.config().quorums().n() - 1 - self.config().f;
+        if self.catch_up.active && self.catch_up.done.len() >= needed {
+            self.catch_up.active = false;
+            tracing::info!(replica = %self.id, commits = self.catch_up.applied, peers = self.catch_up.done.len(), "caught up");
+        }
+    }
+}
