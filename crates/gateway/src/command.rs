@@ -1,8 +1,12 @@
 //! What the gateway answers itself before a statement reaches Pistou: transaction
 //! control, SET / SHOW / RESET, and recognized session and catalog queries.
 
-use crate::errors::PgError;
+use crate::errors::{self, PgError};
 use crate::split::strip_comments;
+use sqlparser::ast::{Ident, Statement};
+
+/// PostgreSQL's NAMEDATALEN - 1.
+const MAX_IDENTIFIER_BYTES: usize = 63;
 
 /// How a statement is handled.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -10,6 +14,11 @@ pub enum Command {
     Begin,
     Commit,
     Rollback,
+    /// `SAVEPOINT name`, `RELEASE [SAVEPOINT] name`, `ROLLBACK [WORK | TRANSACTION] TO
+    /// [SAVEPOINT] name`, with the name as PostgreSQL folds it.
+    Savepoint(String),
+    Release(String),
+    RollbackTo(String),
     /// `SET name = value` (None: DEFAULT). `SET LOCAL` is treated as SET.
     Set {
         name: String,
@@ -101,6 +110,8 @@ pub fn classify(sql: &str) -> Command {
         "start" if second == "transaction" => Command::Begin,
         "commit" | "end" => Command::Commit,
         "rollback" | "abort" if !w.iter().any(|x| x == "to" || x == "prepared") => Command::Rollback,
+        "savepoint" | "release" => savepoint_command(sql),
+        "rollback" if !w.iter().any(|x| x == "prepared") => savepoint_command(sql),
         "set" => classify_set(&w[1..]),
         "reset" => match second {
             "all" => Command::Reset(None),
@@ -120,6 +131,36 @@ pub fn classify(sql: &str) -> Command {
         "select" | "with" | "(" | "values" if crate::route::intercepts(sql) => Command::Intercepted,
         _ => Command::Sql,
     }
+}
+
+/// A savepoint statement, parsed (the name may be a quoted identifier).
+fn savepoint_command(sql: &str) -> Command {
+    let parsed = crate::route::with_parsed(sql, |parsed| match parsed.as_deref() {
+        Ok([Statement::Savepoint { name }]) => Ok(Command::Savepoint(identifier(name))),
+        Ok([Statement::ReleaseSavepoint { name }]) => Ok(Command::Release(identifier(name))),
+        Ok([Statement::Rollback { chain: false, savepoint: Some(name) }]) => Ok(Command::RollbackTo(identifier(name))),
+        Ok(_) => Err(PgError::new(errors::FEATURE_NOT_SUPPORTED, "this form of ROLLBACK is not supported")),
+        Err(e) => Err(PgError::new(errors::SYNTAX_ERROR, e.to_string())),
+    });
+    match parsed {
+        Some(Ok(command)) => command,
+        Some(Err(e)) => Command::Refused(e),
+        None => Command::Refused(PgError::new(errors::PROGRAM_LIMIT, "statement too long to parse")),
+    }
+}
+
+/// An identifier as PostgreSQL stores it: unquoted ones folded to lower case, at most 63
+/// bytes (longer ones are truncated, as PostgreSQL does).
+fn identifier(ident: &Ident) -> String {
+    let mut name = if ident.quote_style.is_some() { ident.value.clone() } else { ident.value.to_lowercase() };
+    if name.len() > MAX_IDENTIFIER_BYTES {
+        let mut end = MAX_IDENTIFIER_BYTES;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name.truncate(end);
+    }
+    name
 }
 
 fn classify_set(w: &[String]) -> Command {
@@ -175,7 +216,21 @@ mod tests {
         assert_eq!(classify("END"), Command::Commit);
         assert_eq!(classify("commit work"), Command::Commit);
         assert_eq!(classify("ABORT"), Command::Rollback);
-        assert_eq!(classify("ROLLBACK TO SAVEPOINT a"), Command::Sql);
+    }
+
+    #[test]
+    fn savepoints() {
+        assert_eq!(classify("SAVEPOINT \"_pg3_1\""), Command::Savepoint("_pg3_1".into()));
+        assert_eq!(classify("savepoint Sp"), Command::Savepoint("sp".into()));
+        assert_eq!(classify("RELEASE SAVEPOINT sp"), Command::Release("sp".into()));
+        assert_eq!(classify("release \"Sp\""), Command::Release("Sp".into()));
+        assert_eq!(classify("ROLLBACK TO SAVEPOINT a"), Command::RollbackTo("a".into()));
+        assert_eq!(classify("rollback transaction to b"), Command::RollbackTo("b".into()));
+        assert_eq!(classify(&format!("SAVEPOINT {}", "x".repeat(70))), Command::Savepoint("x".repeat(63)));
+        assert_eq!(classify(&format!("SAVEPOINT \"{}\"", "é".repeat(40))), Command::Savepoint("é".repeat(31)));
+        assert!(matches!(classify("SAVEPOINT"), Command::Refused(e) if e.code == "42601"));
+        assert!(matches!(classify("ROLLBACK TO"), Command::Refused(e) if e.code == "42601"));
+        assert_eq!(classify("ROLLBACK PREPARED 'x'"), Command::Sql);
     }
 
     #[test]

@@ -43,8 +43,9 @@ enum TxnState {
     Idle,
     /// In a transaction block; the Pistou transaction starts with its first statement.
     Open(Option<Txn>),
-    /// A statement failed inside the block: everything but ROLLBACK / COMMIT is refused.
-    Failed,
+    /// A statement failed inside the block: everything but ROLLBACK / COMMIT / ROLLBACK TO
+    /// is refused. The transaction is kept only if it has savepoints to roll back to.
+    Failed(Option<Txn>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +64,14 @@ pub struct Session {
     pub user: String,
     pub database: String,
     pub pid: i32,
+}
+
+fn outside_block(what: &str) -> PgError {
+    PgError::new(errors::NO_ACTIVE_TRANSACTION, format!("{what} can only be used in transaction blocks"))
+}
+
+fn no_savepoint(name: &str) -> PgError {
+    PgError::new(errors::INVALID_SAVEPOINT, format!("savepoint \"{name}\" does not exist"))
 }
 
 fn command_reply(tag: impl Into<String>) -> Reply {
@@ -86,23 +95,26 @@ impl Session {
         match self.txn {
             TxnState::Idle => Status::Idle,
             TxnState::Open(_) => Status::InTransaction,
-            TxnState::Failed => Status::Failed,
+            TxnState::Failed(_) => Status::Failed,
         }
     }
 
-    /// Refuses anything but COMMIT / ROLLBACK in a failed transaction block.
+    /// Refuses anything but COMMIT / ROLLBACK / ROLLBACK TO in a failed transaction block.
     pub fn check_not_failed(&self, command: &Command) -> Result<(), PgError> {
         match (&self.txn, command) {
-            (TxnState::Failed, c) if !matches!(c, Command::Commit | Command::Rollback) => Err(failed_transaction()),
+            (TxnState::Failed(_), c) if !matches!(c, Command::Commit | Command::Rollback | Command::RollbackTo(_)) => {
+                Err(failed_transaction())
+            }
             _ => Ok(()),
         }
     }
 
-    /// Records an error outside statement execution (e.g. a bad Bind): inside a block it
-    /// aborts the transaction, as in PostgreSQL.
+    /// Records an error (of a statement, or outside statement execution, e.g. a bad Bind):
+    /// inside a block it fails the transaction, as in PostgreSQL. A transaction without
+    /// savepoints can never recover, so it is aborted now (by dropping it).
     pub fn fail(&mut self) {
-        if matches!(self.txn, TxnState::Open(_)) {
-            self.txn = TxnState::Failed; // dropping the Txn aborts it
+        if let TxnState::Open(txn) = &mut self.txn {
+            self.txn = TxnState::Failed(txn.take().filter(Txn::has_savepoints));
         }
     }
 
@@ -136,6 +148,34 @@ impl Session {
                 },
                 _ => command_reply("ROLLBACK"),
             }),
+            Command::Savepoint(name) => {
+                if matches!(self.txn, TxnState::Idle) {
+                    return Err(outside_block("SAVEPOINT"));
+                }
+                self.open_txn().await?.savepoint(name).map_err(from_client)?;
+                Ok(command_reply("SAVEPOINT"))
+            }
+            Command::Release(name) => match &mut self.txn {
+                TxnState::Idle => Err(outside_block("RELEASE SAVEPOINT")),
+                TxnState::Open(Some(txn)) => {
+                    txn.release_savepoint(name).map_err(from_client)?;
+                    Ok(command_reply("RELEASE"))
+                }
+                // SAVEPOINT begins the Pistou transaction: without one there is no savepoint.
+                _ => Err(no_savepoint(name)),
+            },
+            Command::RollbackTo(name) => match &mut self.txn {
+                TxnState::Idle => Err(outside_block("ROLLBACK TO SAVEPOINT")),
+                TxnState::Open(Some(txn)) | TxnState::Failed(Some(txn)) => {
+                    txn.rollback_to_savepoint(name).map_err(from_client)?;
+                    // The savepoint stays: the block is usable again.
+                    if let TxnState::Failed(txn) = &mut self.txn {
+                        self.txn = TxnState::Open(txn.take());
+                    }
+                    Ok(command_reply("ROLLBACK"))
+                }
+                _ => Err(no_savepoint(name)),
+            },
             Command::Set { name, value } => {
                 self.settings.set(name, value.as_deref()).map_err(PgError::from)?;
                 Ok(command_reply("SET"))
@@ -186,7 +226,7 @@ impl Session {
                 Ok(Reply::Command { tag: "COMMIT".into(), notice: Some("there is no transaction in progress".into()) })
             }
             // PostgreSQL answers COMMIT of a failed block with ROLLBACK.
-            TxnState::Failed => Ok(command_reply("ROLLBACK")),
+            TxnState::Failed(_) => Ok(command_reply("ROLLBACK")),
             TxnState::Open(None) => Ok(command_reply("COMMIT")),
             TxnState::Open(Some(txn)) => match txn.commit().await {
                 Ok(Outcome::Committed { .. }) => Ok(command_reply("COMMIT")),
