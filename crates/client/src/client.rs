@@ -312,12 +312,16 @@ impl Txn {
         self.check_active()?;
         let (reply, rx) = oneshot::channel();
         let cmd = Command::Sql { txn: self.handle, sql: sql.to_string(), params: params.to_vec(), reply };
+        // Uncertain until the answer arrives: a caller may drop this future (a statement
+        // timeout), and the statement then still runs.
+        let was_uncertain = std::mem::replace(&mut self.uncertain, true);
         let result = self.client.call("sql", cmd, rx).await;
         match &result {
             Ok(SqlOutput::Affected { count: 0, .. } | SqlOutput::Rows { .. }) | Err(ClientError::Sql(_)) => {}
             Ok(SqlOutput::Affected { .. } | SqlOutput::Ddl { .. }) => self.sql_writes += 1,
-            Err(_) => self.uncertain = true,
+            Err(_) => return result,
         }
+        self.uncertain = was_uncertain;
         result
     }
 

@@ -3,7 +3,7 @@
 
 use crate::errors::{self, PgError};
 use crate::split::strip_comments;
-use sqlparser::ast::{Ident, Statement};
+use sqlparser::ast::{Ident, ObjectType, Statement};
 
 /// PostgreSQL's NAMEDATALEN - 1.
 const MAX_IDENTIFIER_BYTES: usize = 63;
@@ -19,6 +19,11 @@ pub enum Command {
     Savepoint(String),
     Release(String),
     RollbackTo(String),
+    /// `DROP TABLE [IF EXISTS] a, b, …`: one single-table DROP statement per table (a
+    /// schema change is alone in its transaction, so each is its own).
+    DropTables(Vec<String>),
+    /// `TRUNCATE [TABLE] [ONLY] a, b, …`: a `DELETE FROM` of each table, in one transaction.
+    Truncate(Vec<String>),
     /// `SET name = value` (None: DEFAULT). `SET LOCAL` is treated as SET.
     Set {
         name: String,
@@ -111,6 +116,8 @@ pub fn classify(sql: &str) -> Command {
         "commit" | "end" => Command::Commit,
         "rollback" | "abort" if !w.iter().any(|x| x == "to" || x == "prepared") => Command::Rollback,
         "savepoint" | "release" => savepoint_command(sql),
+        "truncate" => truncate_command(sql),
+        "drop" if second == "table" && w.iter().any(|x| x == ",") => drop_tables_command(sql),
         "rollback" if !w.iter().any(|x| x == "prepared") => savepoint_command(sql),
         "set" => classify_set(&w[1..]),
         "reset" => match second {
@@ -147,6 +154,48 @@ fn savepoint_command(sql: &str) -> Command {
         Some(Err(e)) => Command::Refused(e),
         None => Command::Refused(PgError::new(errors::PROGRAM_LIMIT, "statement too long to parse")),
     }
+}
+
+/// Parses `sql` as one statement and maps it with `f`; None when it is not one statement
+/// (Pistou's engine then reports the error).
+fn parsed_command(sql: &str, f: impl FnOnce(&Statement) -> Option<Command> + Send) -> Command {
+    crate::route::with_parsed(sql, |parsed| match parsed.as_deref() {
+        Ok([statement]) => f(statement),
+        _ => None,
+    })
+    .flatten()
+    .unwrap_or(Command::Sql)
+}
+
+fn drop_tables_command(sql: &str) -> Command {
+    parsed_command(sql, |statement| match statement {
+        Statement::Drop {
+            object_type: ObjectType::Table,
+            if_exists,
+            names,
+            cascade: false,
+            purge: false,
+            temporary: false,
+            table: None,
+            ..
+        } if names.len() > 1 => {
+            let if_exists = if *if_exists { "IF EXISTS " } else { "" };
+            Some(Command::DropTables(names.iter().map(|n| format!("DROP TABLE {if_exists}{n}")).collect()))
+        }
+        _ => None,
+    })
+}
+
+fn truncate_command(sql: &str) -> Command {
+    parsed_command(sql, |statement| {
+        let Statement::Truncate(t) = statement else { return None };
+        if t.partitions.is_some() || t.if_exists || t.on_cluster.is_some() {
+            return None;
+        }
+        // Pistou has no table inheritance (ONLY, `*`), sequences (RESTART IDENTITY) or
+        // foreign keys (CASCADE): each leaves exactly the named tables to empty.
+        Some(Command::Truncate(t.table_names.iter().map(|target| target.name.to_string()).collect()))
+    })
 }
 
 /// An identifier as PostgreSQL stores it: unquoted ones folded to lower case, at most 63
@@ -231,6 +280,30 @@ mod tests {
         assert!(matches!(classify("SAVEPOINT"), Command::Refused(e) if e.code == "42601"));
         assert!(matches!(classify("ROLLBACK TO"), Command::Refused(e) if e.code == "42601"));
         assert_eq!(classify("ROLLBACK PREPARED 'x'"), Command::Sql);
+    }
+
+    #[test]
+    fn multi_table_drop_and_truncate() {
+        let tables = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            classify("drop table if exists pgbench_accounts, pgbench_branches, \"Odd\"\"Name\""),
+            Command::DropTables(tables(&[
+                "DROP TABLE IF EXISTS pgbench_accounts",
+                "DROP TABLE IF EXISTS pgbench_branches",
+                "DROP TABLE IF EXISTS \"Odd\"\"Name\""
+            ]))
+        );
+        assert_eq!(classify("DROP TABLE a, b"), Command::DropTables(tables(&["DROP TABLE a", "DROP TABLE b"])));
+        assert_eq!(classify("DROP TABLE a"), Command::Sql);
+        assert_eq!(classify("DROP TABLE a, b CASCADE"), Command::Sql);
+        assert_eq!(classify("DROP INDEX a, b"), Command::Sql);
+        assert_eq!(classify("TRUNCATE t"), Command::Truncate(tables(&["t"])));
+        assert_eq!(
+            classify("truncate table only a, public.b restart identity cascade"),
+            Command::Truncate(tables(&["a", "public.b"]))
+        );
+        assert_eq!(classify("TRUNCATE"), Command::Sql);
+        assert_eq!(classify("TRUNCATE a; TRUNCATE b"), Command::Sql);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::errors::{self, failed_transaction, from_client, serialization_failure
 use crate::intercept::{self, LocalRows, SessionInfo};
 use crate::params::RawParams;
 use crate::pgtypes::{pg_type, OID_TEXT};
-use crate::route::Route;
+use crate::route::{Route, SessionFunction, SessionItem};
 use crate::settings::Settings;
 use pistou_client::{Client, Outcome, SqlOutput, Txn};
 use pistou_sql::{Catalog, Engine, Row, SqlType, StatementKind, Value};
@@ -209,15 +209,44 @@ impl Session {
                 let local = self.intercepted(&sql).await?;
                 Ok(rows_reply(local, "SELECT"))
             }
-            Command::Sql => match self.txn {
-                TxnState::Open(_) => {
-                    let engine = self.engine.clone();
-                    let txn = self.open_txn().await?;
-                    execute_in(&engine, txn, sql, params).await
-                }
-                _ => self.autocommit(sql, params).await,
-            },
+            Command::Sql => self.work(Work::Statement(sql, params)).await,
+            Command::Truncate(tables) => self.work(Work::Truncate(tables)).await,
+            Command::DropTables(drops) => self.drop_tables(drops).await,
         }
+    }
+
+    /// Runs `work` in the block's transaction, or in its own (autocommit).
+    async fn work(&mut self, work: Work<'_>) -> Result<Reply, PgError> {
+        match self.txn {
+            TxnState::Open(_) => {
+                let (engine, limit) = (self.engine.clone(), self.settings.statement_timeout());
+                let txn = self.open_txn().await?;
+                within(limit, work.run(&engine, txn)).await
+            }
+            _ => self.autocommit(work).await,
+        }
+    }
+
+    /// `DROP TABLE a, b, …`: each table's DROP is a schema change, alone in its
+    /// transaction, so they run one after the other. All are first planned against the
+    /// schema, so that a missing table fails the statement before anything is dropped (as
+    /// in PostgreSQL); a later failure (a concurrent schema change) leaves the earlier
+    /// tables dropped.
+    async fn drop_tables(&mut self, drops: &[String]) -> Result<Reply, PgError> {
+        if !matches!(self.txn, TxnState::Idle) {
+            return Err(PgError::new(
+                errors::FEATURE_NOT_SUPPORTED,
+                "DROP TABLE of several tables inside a transaction block is not supported (each table's DROP is its own transaction)",
+            ));
+        }
+        let catalog = self.catalog().await?;
+        for drop in drops {
+            self.engine.prepare(&catalog, drop).map_err(PgError::from)?;
+        }
+        for drop in drops {
+            self.autocommit(Work::Statement(drop, &RawParams::default())).await?;
+        }
+        Ok(command_reply("DROP TABLE"))
     }
 
     async fn commit(&mut self) -> Result<Reply, PgError> {
@@ -248,12 +277,13 @@ impl Session {
     }
 
     /// A statement outside a block: its own transaction, retried on serialization failure.
-    async fn autocommit(&mut self, sql: &str, params: &RawParams) -> Result<Reply, PgError> {
+    async fn autocommit(&mut self, work: Work<'_>) -> Result<Reply, PgError> {
         let mut backoff = Duration::from_millis(2);
         let mut attempt = 0u32;
         loop {
             let mut txn = self.client.begin().await.map_err(from_client)?;
-            let error = match execute_in(&self.engine, &mut txn, sql, params).await {
+            let limit = self.settings.statement_timeout();
+            let error = match within(limit, work.run(&self.engine, &mut txn)).await {
                 Ok(reply) => match txn.commit().await {
                     Ok(Outcome::Committed { .. }) => return Ok(reply),
                     Ok(Outcome::Aborted) => serialization_failure(),
@@ -291,8 +321,32 @@ impl Session {
     async fn intercepted(&mut self, sql: &str) -> Result<LocalRows, PgError> {
         // Routed again: parameters are bound by now.
         let route = crate::route::route(sql);
+        if let Route::Session(items) = &route {
+            return self.session_functions(&route, items, sql);
+        }
         let catalog = if matches!(route, Route::Catalog(_)) { Some(self.catalog().await?) } else { None };
         intercept::answer(&route, sql, &self.info(), catalog.as_ref()).map_err(PgError::from)
+    }
+
+    /// Session functions, applying `set_config` calls: all or none (a bad value fails the
+    /// statement). A local change outside a block ends with its implicit transaction, at
+    /// once; inside a block it lasts like `SET LOCAL`, i.e. like SET (see docs/gateway.md).
+    fn session_functions(&mut self, route: &Route, items: &[SessionItem], sql: &str) -> Result<LocalRows, PgError> {
+        let in_block = !matches!(self.txn, TxnState::Idle);
+        let (mut shown, mut kept) = (self.settings.clone(), self.settings.clone());
+        for item in items {
+            if let SessionFunction::SetConfig(Some(change)) = &item.function {
+                let name = crate::command::canonical_name(&change.name);
+                shown.set(&name, change.value.as_deref())?;
+                if !change.local || in_block {
+                    kept.set(&name, change.value.as_deref())?;
+                }
+            }
+        }
+        let info = SessionInfo { settings: &shown, ..self.info() };
+        let rows = intercept::answer(route, sql, &info, None)?;
+        self.settings = kept;
+        Ok(rows)
     }
 
     fn show(&self, name: &str) -> Result<LocalRows, PgError> {
@@ -325,7 +379,13 @@ impl Session {
         let fields_of = |local: LocalRows| local.columns.into_iter().map(|(name, ty)| Field { name, ty }).collect();
         let fields = match command {
             Command::Show(name) => Some(fields_of(self.show(name)?)),
-            Command::Intercepted => Some(fields_of(self.intercepted(sql).await?)),
+            // Session functions are not run to be described: set_config would take effect.
+            Command::Intercepted => match crate::route::route(sql) {
+                Route::Session(items) => {
+                    Some(intercept::session_columns(&items).into_iter().map(|(name, ty)| Field { name, ty }).collect())
+                }
+                _ => Some(fields_of(self.intercepted(sql).await?)),
+            },
             Command::Sql => {
                 let catalog = self.catalog().await?;
                 let prepared = self.engine.prepare(&catalog, sql).map_err(PgError::from)?;
@@ -364,6 +424,41 @@ fn result_fields(catalog: &Catalog, prepared: &pistou_sql::Prepared) -> Option<V
             })
             .collect(),
     )
+}
+
+/// What a statement runs in its transaction.
+#[derive(Clone, Copy)]
+enum Work<'a> {
+    Statement(&'a str, &'a RawParams),
+    /// TRUNCATE: every row of these tables is deleted, as `DELETE FROM` would (so the
+    /// work is bounded by the transaction's row limit, 54000 beyond it).
+    Truncate(&'a [String]),
+}
+
+impl Work<'_> {
+    async fn run(self, engine: &Engine, txn: &mut Txn) -> Result<Reply, PgError> {
+        match self {
+            Work::Statement(sql, params) => execute_in(engine, txn, sql, params).await,
+            Work::Truncate(tables) => {
+                for table in tables {
+                    execute_in(engine, txn, &format!("DELETE FROM {table}"), &RawParams::default()).await?;
+                }
+                Ok(command_reply("TRUNCATE TABLE"))
+            }
+        }
+    }
+}
+
+/// Runs a statement's execution within `statement_timeout`. A commit is never cut short:
+/// its outcome would be unknown.
+async fn within(
+    limit: Option<Duration>,
+    run: impl std::future::Future<Output = Result<Reply, PgError>>,
+) -> Result<Reply, PgError> {
+    let Some(limit) = limit else { return run.await };
+    tokio::time::timeout(limit, run)
+        .await
+        .unwrap_or_else(|_| Err(PgError::new(errors::QUERY_CANCELED, "canceling statement due to statement timeout")))
 }
 
 fn rows_reply(local: LocalRows, verb: &str) -> Reply {

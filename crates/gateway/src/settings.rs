@@ -21,6 +21,9 @@ enum Rule {
     OneOf(&'static [&'static str]),
     /// An integer in this range.
     Int(i64, i64),
+    /// A duration in milliseconds (a number with an optional unit: `us`, `ms`, `s`, `min`,
+    /// `h`, `d`), 0 to 2^31-1 ms, shown in the largest unit that divides it, as PostgreSQL.
+    Millis,
     /// Read-only: SET fails.
     ReadOnly,
 }
@@ -35,7 +38,28 @@ const KNOWN: &[(&str, &str, Rule, &str)] = &[
         Rule::OneOf(&["iso", "iso,mdy", "iso,ymd", "iso,dmy", "mdy,iso", "ymd,iso", "dmy,iso"]),
         "Date output style (ISO only)",
     ),
-    ("timezone", "UTC", Rule::Any, "Time zone (Pistou timestamps have no time zone)"),
+    (
+        "timezone",
+        "UTC",
+        Rule::OneOf(&[
+            "utc",
+            "etc/utc",
+            "gmt",
+            "etc/gmt",
+            "uct",
+            "etc/uct",
+            "universal",
+            "etc/universal",
+            "zulu",
+            "etc/zulu",
+            "z",
+            "gmt0",
+            "etc/gmt0",
+            "greenwich",
+            "etc/greenwich",
+        ]),
+        "Time zone: UTC only (timestamp with time zone values are shown in UTC)",
+    ),
     ("extra_float_digits", "1", Rule::Int(-15, 3), "Float output digits (shortest exact form is always used)"),
     ("search_path", "\"$user\", public", Rule::Any, "Schema search path (one schema: public)"),
     (
@@ -58,7 +82,7 @@ const KNOWN: &[(&str, &str, Rule, &str)] = &[
     ),
     ("intervalstyle", "postgres", Rule::OneOf(&["postgres"]), "Interval output style"),
     ("bytea_output", "hex", Rule::OneOf(&["hex"]), "bytea output format (hex only)"),
-    ("statement_timeout", "0", Rule::Int(0, 0), "Not enforced: only 0 is accepted"),
+    ("statement_timeout", "0", Rule::Millis, "Longest a statement may run (0: no limit), enforced by the gateway"),
     ("lock_timeout", "0", Rule::Int(0, 0), "Not enforced: only 0 is accepted"),
     ("idle_in_transaction_session_timeout", "0", Rule::Int(0, 0), "Not enforced: only 0 is accepted"),
     (
@@ -134,8 +158,13 @@ impl Settings {
             self.values.remove(*canonical);
             return Ok(());
         };
+        if let Rule::Millis = rule {
+            let ms = parse_millis(name, value)?;
+            self.values.insert(canonical.to_string(), format_millis(ms));
+            return Ok(());
+        }
         let ok = match rule {
-            Rule::Any => true,
+            Rule::Any | Rule::Millis => true,
             Rule::OneOf(allowed) => allowed.contains(&squash(value).as_str()),
             Rule::Int(lo, hi) => value.trim().parse::<i64>().is_ok_and(|n| (*lo..=*hi).contains(&n)),
             Rule::ReadOnly => {
@@ -154,6 +183,12 @@ impl Settings {
 
     fn custom_count(&self) -> usize {
         self.values.keys().filter(|k| find(k).is_none()).count()
+    }
+
+    /// `statement_timeout`, None when 0 (no limit).
+    pub fn statement_timeout(&self) -> Option<std::time::Duration> {
+        let ms = self.values.get("statement_timeout").and_then(|v| parse_millis("statement_timeout", v).ok());
+        ms.filter(|ms| *ms > 0).map(std::time::Duration::from_millis)
     }
 
     pub fn reset_all(&mut self) {
@@ -181,6 +216,49 @@ impl Settings {
     }
 }
 
+/// A duration setting in milliseconds, as PostgreSQL reads it: a number (fractions allowed)
+/// and an optional unit, milliseconds by default; rounded to whole milliseconds.
+fn parse_millis(name: &str, value: &str) -> Result<u64, SqlError> {
+    // PostgreSQL's messages (its hint lists the units: "us", "ms", "s", "min", "h", "d").
+    let invalid =
+        || error(SqlState::InvalidParameterValue, format!("invalid value for parameter \"{name}\": \"{value}\""));
+    let text = value.trim();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+'))).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().map_err(|_| invalid())?;
+    let per_unit = match unit.trim_start() {
+        "us" => 0.001,
+        "" | "ms" => 1.0,
+        "s" => 1_000.0,
+        "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => return Err(invalid()),
+    };
+    let ms = (number * per_unit).round();
+    if unit.is_empty() && !(f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&ms) {
+        return Err(invalid()); // not even an integer
+    }
+    if !(0.0..=f64::from(i32::MAX)).contains(&ms) {
+        return Err(error(
+            SqlState::InvalidParameterValue,
+            format!("{ms} ms is outside the valid range for parameter \"{name}\" (0 .. {})", i32::MAX),
+        ));
+    }
+    Ok(ms as u64)
+}
+
+fn format_millis(ms: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "min"), (1_000, "s")];
+    if ms == 0 {
+        return "0".into();
+    }
+    match UNITS.iter().find(|(size, _)| ms.is_multiple_of(*size)) {
+        Some((size, unit)) => format!("{}{unit}", ms / size),
+        None => format!("{ms}ms"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,10 +275,40 @@ mod tests {
         assert!(s.set("datestyle", Some("SQL, DMY")).is_err());
         s.set("transaction_isolation", Some("read committed")).unwrap();
         assert_eq!(s.get("transaction_isolation").unwrap(), "serializable");
-        assert!(s.set("statement_timeout", Some("5000")).is_err());
+        assert!(s.set("timezone", Some("Europe/Paris")).is_err());
+        s.set("timezone", Some("Etc/UTC")).unwrap();
         assert!(s.set("server_version", Some("1")).is_err());
         s.set("application_name", None).unwrap();
         assert_eq!(s.get("application_name").unwrap(), "");
+    }
+
+    #[test]
+    fn durations_are_shown_as_postgres_shows_them() {
+        let mut s = Settings::default();
+        for (given, shown) in [
+            ("5s", "5s"),
+            ("5000", "5s"),
+            ("90s", "90s"),
+            ("60000ms", "1min"),
+            ("1500ms", "1500ms"),
+            ("1.5s", "1500ms"),
+            ("1h", "1h"),
+            ("2d", "2d"),
+            ("5 s", "5s"),
+            ("100us", "0"),
+            ("0", "0"),
+        ] {
+            s.set("statement_timeout", Some(given)).unwrap();
+            assert_eq!(s.get("statement_timeout").unwrap(), shown, "{given}");
+        }
+        s.set("statement_timeout", Some("2min")).unwrap();
+        assert_eq!(s.statement_timeout(), Some(std::time::Duration::from_secs(120)));
+        for bad in ["5S", "abc", "-1", "2147483648", "1e400", "5 parsecs", ""] {
+            assert_eq!(s.set("statement_timeout", Some(bad)).unwrap_err().sqlstate(), "22023", "{bad}");
+        }
+        assert_eq!(s.get("statement_timeout").unwrap(), "2min");
+        s.set("statement_timeout", None).unwrap();
+        assert_eq!(s.statement_timeout(), None);
     }
 
     #[test]
