@@ -128,7 +128,7 @@ pub fn parse_timestamptz(s: &str) -> Option<i64> {
     let (sign, digits) = offset.split_at(1);
     let (h, m) = match digits.split_once(':') {
         Some((h, m)) => (number(h, 1..=2)?, number(m, 2..=2)?),
-        None if digits.len() == 4 => (number(&digits[..2], 2..=2)?, number(&digits[2..], 2..=2)?),
+        None if digits.len() == 4 && digits.is_ascii() => (number(&digits[..2], 2..=2)?, number(&digits[2..], 2..=2)?),
         None => (number(digits, 1..=2)?, 0),
     };
     if h > 15 || m > 59 {
@@ -200,6 +200,10 @@ mod tests {
         assert_eq!(parse_timestamptz("2024-05-06 07:08:09+99"), None);
         assert_eq!(parse_timestamptz("2024-05-06"), parse_timestamp("2024-05-06"));
         assert_eq!(t.map(format_timestamptz).as_deref(), Some("2024-05-06 07:08:09.5+00"));
+        // Hostile offsets (multi-byte characters where digits go) are refused, never sliced.
+        for zone in ["+1é1", "-é12", "+é", "+", "-:", "+1:é", "+123", "+12345", "T", "+ 1"] {
+            assert_eq!(parse_timestamptz(&format!("2024-05-06 07:08:09{zone}")), None, "{zone}");
+        }
         assert!(
             !is_out_of_range_datetime("x")
                 && !is_out_of_range_datetime("2024-05-06")
