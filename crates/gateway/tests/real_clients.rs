@@ -389,6 +389,9 @@ with psycopg.connect(conninfo) as c:
             trace.append(["div", e.sqlstate])
         c.execute("INSERT INTO py_sp VALUES (3, 'three')")
     trace.append(["tz", c.execute("SELECT set_config('TimeZone', 'UTC', false)").fetchone()[0]])
+    # Bound (server-side) parameters, as Django sends it.
+    trace.append(["tz", c.execute("SELECT set_config('TimeZone', %s, false)", ("UTC",)).fetchone()[0]])
+    trace.append(["x", c.execute("SELECT set_config('myapp.x', %s, %s)", ("v", False)).fetchone()[0]])
     first = c.execute("SELECT now()").fetchone()[0]
     again = c.execute("SELECT current_timestamp").fetchone()[0]
     trace.append(["now", first == again, first.utcoffset().total_seconds()])
