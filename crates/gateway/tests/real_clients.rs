@@ -328,6 +328,28 @@ public class JdbcCheck {
             } catch (SQLException e) {
                 check("23505".equals(e.getSQLState()), "sqlstate " + e.getSQLState());
             }
+            // A savepoint recovers the block from a failed statement (ROLLBACK TO SAVEPOINT).
+            c.setAutoCommit(false);
+            java.sql.Savepoint sp = c.setSavepoint("before_dup");
+            try (Statement s = c.createStatement()) {
+                s.execute("INSERT INTO j VALUES (1, 'dup', 0)");
+                check(false, "duplicate accepted in the block");
+            } catch (SQLException e) {
+                check("23505".equals(e.getSQLState()), "sqlstate in the block " + e.getSQLState());
+            }
+            c.rollback(sp);
+            java.sql.Savepoint unnamed = c.setSavepoint();
+            c.releaseSavepoint(unnamed);
+            try (PreparedStatement p = c.prepareStatement("UPDATE j SET name = ? WHERE id = ?")) {
+                p.setString(1, "after savepoint");
+                p.setLong(2, 2);
+                check(p.executeUpdate() == 1, "update after the savepoint");
+            }
+            c.commit();
+            c.setAutoCommit(true);
+            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT name FROM j WHERE id = 2")) {
+                check(rs.next() && rs.getString(1).equals("after savepoint"), "the block committed");
+            }
         }
         System.out.println("JDBC OK");
     }
