@@ -24,10 +24,11 @@ pub enum Command {
     DropTables(Vec<String>),
     /// `TRUNCATE [TABLE] [ONLY] a, b, …`: a `DELETE FROM` of each table, in one transaction.
     Truncate(Vec<String>),
-    /// `SET name = value` (None: DEFAULT). `SET LOCAL` is treated as SET.
+    /// `SET [SESSION | LOCAL] name = value` (None: DEFAULT).
     Set {
         name: String,
         value: Option<String>,
+        local: bool,
     },
     /// Accepted and ignored because Pistou already provides it: isolation level settings
     /// (every transaction is serializable), `SET SESSION CHARACTERISTICS …`.
@@ -214,7 +215,9 @@ fn identifier(ident: &Ident) -> String {
 
 fn classify_set(w: &[String]) -> Command {
     let mut w = w;
-    if matches!(w.first().map(String::as_str), Some("session" | "local")) {
+    let mut local = false;
+    if let Some(scope @ ("session" | "local")) = w.first().map(String::as_str) {
+        local = scope == "local";
         w = &w[1..];
     }
     let head = w.first().map(String::as_str).unwrap_or("");
@@ -225,9 +228,10 @@ fn classify_set(w: &[String]) -> Command {
             return Command::Set {
                 name: "timezone".into(),
                 value: value.filter(|v| !v.eq_ignore_ascii_case("default") && !v.eq_ignore_ascii_case("local")),
+                local,
             };
         }
-        "names" => return Command::Set { name: "client_encoding".into(), value: w.get(1).map(|v| unquote(v)) },
+        "names" => return Command::Set { name: "client_encoding".into(), value: w.get(1).map(|v| unquote(v)), local },
         _ => {}
     }
     if head.is_empty() {
@@ -235,13 +239,13 @@ fn classify_set(w: &[String]) -> Command {
     }
     let rest = match w.get(1).map(String::as_str) {
         Some("=" | "to") => &w[2..],
-        _ => return Command::Set { name: canonical_name(head), value: Some(String::new()) },
+        _ => return Command::Set { name: canonical_name(head), value: Some(String::new()), local },
     };
     let value: Vec<String> = rest.iter().filter(|x| *x != ",").map(|x| unquote(x)).collect();
     if value.len() == 1 && value[0].eq_ignore_ascii_case("default") {
-        return Command::Set { name: canonical_name(head), value: None };
+        return Command::Set { name: canonical_name(head), value: None, local };
     }
-    Command::Set { name: canonical_name(head), value: Some(value.join(", ")) }
+    Command::Set { name: canonical_name(head), value: Some(value.join(", ")), local }
 }
 
 /// Parameter names are case-insensitive; a few have aliases.
@@ -310,19 +314,19 @@ mod tests {
     fn settings() {
         assert_eq!(
             classify("SET extra_float_digits = 3"),
-            Command::Set { name: "extra_float_digits".into(), value: Some("3".into()) }
+            Command::Set { name: "extra_float_digits".into(), value: Some("3".into()), local: false }
         );
         assert_eq!(
             classify("set DateStyle to 'ISO', 'MDY'"),
-            Command::Set { name: "datestyle".into(), value: Some("ISO, MDY".into()) }
+            Command::Set { name: "datestyle".into(), value: Some("ISO, MDY".into()), local: false }
         );
         assert_eq!(
             classify("SET TIME ZONE 'UTC'"),
-            Command::Set { name: "timezone".into(), value: Some("UTC".into()) }
+            Command::Set { name: "timezone".into(), value: Some("UTC".into()), local: false }
         );
         assert_eq!(
             classify("SET application_name TO DEFAULT"),
-            Command::Set { name: "application_name".into(), value: None }
+            Command::Set { name: "application_name".into(), value: None, local: false }
         );
         assert_eq!(
             classify("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
@@ -331,6 +335,14 @@ mod tests {
         assert_eq!(classify("SHOW TRANSACTION ISOLATION LEVEL"), Command::Show("transaction_isolation".into()));
         assert_eq!(classify("show search_path"), Command::Show("search_path".into()));
         assert_eq!(classify("RESET ALL"), Command::Reset(None));
+        assert_eq!(
+            classify("SET LOCAL statement_timeout TO '5s'"),
+            Command::Set { name: "statement_timeout".into(), value: Some("5s".into()), local: true }
+        );
+        assert_eq!(
+            classify("SET SESSION TIME ZONE 'UTC'"),
+            Command::Set { name: "timezone".into(), value: Some("UTC".into()), local: false }
+        );
     }
 
     #[test]

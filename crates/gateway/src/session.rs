@@ -61,6 +61,8 @@ pub struct Session {
     config: Arc<GatewayConfig>,
     txn: TxnState,
     pub settings: Settings,
+    /// The settings when the transaction block began: a rolled-back block's SETs are undone.
+    block_settings: Option<Settings>,
     pub user: String,
     pub database: String,
     pub pid: i32,
@@ -88,7 +90,7 @@ impl Session {
         database: String,
         pid: i32,
     ) -> Session {
-        Session { client, engine, config, txn: TxnState::Idle, settings, user, database, pid }
+        Session { client, engine, config, txn: TxnState::Idle, settings, block_settings: None, user, database, pid }
     }
 
     pub fn status(&self) -> Status {
@@ -133,6 +135,7 @@ impl Session {
             Command::Begin => Ok(match self.txn {
                 TxnState::Idle => {
                     self.txn = TxnState::Open(None);
+                    self.block_settings = Some(self.settings.clone());
                     command_reply("BEGIN")
                 }
                 _ => Reply::Command {
@@ -146,7 +149,10 @@ impl Session {
                     tag: "ROLLBACK".into(),
                     notice: Some("there is no transaction in progress".into()),
                 },
-                _ => command_reply("ROLLBACK"),
+                _ => {
+                    self.end_block(false);
+                    command_reply("ROLLBACK")
+                }
             }),
             Command::Savepoint(name) => {
                 if matches!(self.txn, TxnState::Idle) {
@@ -176,7 +182,15 @@ impl Session {
                 }
                 _ => Err(no_savepoint(name)),
             },
-            Command::Set { name, value } => {
+            Command::Set { name, value, local: true } => {
+                if matches!(self.txn, TxnState::Idle) {
+                    let notice = Some("SET LOCAL can only be used in transaction blocks".into());
+                    return Ok(Reply::Command { tag: "SET".into(), notice });
+                }
+                self.settings.set_local(name, value.as_deref()).map_err(PgError::from)?;
+                Ok(command_reply("SET"))
+            }
+            Command::Set { name, value, local: false } => {
                 self.settings.set(name, value.as_deref()).map_err(PgError::from)?;
                 Ok(command_reply("SET"))
             }
@@ -250,9 +264,12 @@ impl Session {
     }
 
     async fn commit(&mut self) -> Result<Reply, PgError> {
-        match std::mem::replace(&mut self.txn, TxnState::Idle) {
+        let result = match std::mem::replace(&mut self.txn, TxnState::Idle) {
             TxnState::Idle => {
-                Ok(Reply::Command { tag: "COMMIT".into(), notice: Some("there is no transaction in progress".into()) })
+                return Ok(Reply::Command {
+                    tag: "COMMIT".into(),
+                    notice: Some("there is no transaction in progress".into()),
+                })
             }
             // PostgreSQL answers COMMIT of a failed block with ROLLBACK.
             TxnState::Failed(_) => Ok(command_reply("ROLLBACK")),
@@ -262,6 +279,18 @@ impl Session {
                 Ok(Outcome::Aborted) => Err(serialization_failure()),
                 Err(e) => Err(from_client(e)),
             },
+        };
+        let committed = matches!(&result, Ok(Reply::Command { tag, .. }) if tag == "COMMIT");
+        self.end_block(committed);
+        result
+    }
+
+    /// The block ended: SET LOCAL values go, and so do all its SETs if it did not commit
+    /// (as in PostgreSQL; an unknown commit outcome counts as not committed).
+    fn end_block(&mut self, committed: bool) {
+        match self.block_settings.take() {
+            Some(before) if !committed => self.settings = before,
+            _ => self.settings.end_transaction(),
         }
     }
 
@@ -329,17 +358,25 @@ impl Session {
     }
 
     /// Session functions, applying `set_config` calls: all or none (a bad value fails the
-    /// statement). A local change outside a block ends with its implicit transaction, at
-    /// once; inside a block it lasts like `SET LOCAL`, i.e. like SET (see docs/gateway.md).
+    /// statement). A local change is a `SET LOCAL`; outside a block it ends with the
+    /// statement's implicit transaction.
     fn session_functions(&mut self, route: &Route, items: &[SessionItem], sql: &str) -> Result<LocalRows, PgError> {
         let in_block = !matches!(self.txn, TxnState::Idle);
         let (mut shown, mut kept) = (self.settings.clone(), self.settings.clone());
         for item in items {
             if let SessionFunction::SetConfig(Some(change)) = &item.function {
-                let name = crate::command::canonical_name(&change.name);
-                shown.set(&name, change.value.as_deref())?;
-                if !change.local || in_block {
-                    kept.set(&name, change.value.as_deref())?;
+                let (name, value) = (crate::command::canonical_name(&change.name), change.value.as_deref());
+                match (change.local, in_block) {
+                    (false, _) => {
+                        shown.set(&name, value)?;
+                        kept.set(&name, value)?;
+                    }
+                    (true, true) => {
+                        shown.set_local(&name, value)?;
+                        kept.set_local(&name, value)?;
+                    }
+                    // Its implicit transaction ends with the statement.
+                    (true, false) => shown.set(&name, value)?,
                 }
             }
         }

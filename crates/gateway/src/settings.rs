@@ -122,6 +122,8 @@ fn error(state: SqlState, msg: String) -> SqlError {
 #[derive(Clone, Debug, Default)]
 pub struct Settings {
     values: BTreeMap<String, String>,
+    /// `SET LOCAL` values of the open transaction block (None: the default), over `values`.
+    local: BTreeMap<String, Option<String>>,
 }
 
 impl Settings {
@@ -135,8 +137,36 @@ impl Settings {
         s
     }
 
-    /// SET name = value (None: back to the default).
+    /// SET name = value (None: back to the default). It also replaces a SET LOCAL value.
     pub fn set(&mut self, name: &str, value: Option<&str>) -> Result<(), SqlError> {
+        let (name, value) = self.checked(name, value)?;
+        self.local.remove(&name);
+        match value {
+            Some(v) => self.values.insert(name, v),
+            None => self.values.remove(&name),
+        };
+        Ok(())
+    }
+
+    /// SET LOCAL name = value: until the end of the transaction block.
+    pub fn set_local(&mut self, name: &str, value: Option<&str>) -> Result<(), SqlError> {
+        let (name, value) = self.checked(name, value)?;
+        if find(&name).is_none() {
+            // A custom parameter stays defined (empty) after the block, as in PostgreSQL.
+            self.values.entry(name.clone()).or_default();
+        }
+        self.local.insert(name, value);
+        Ok(())
+    }
+
+    /// The end of a transaction block: SET LOCAL values go.
+    pub fn end_transaction(&mut self) {
+        self.local.clear();
+    }
+
+    /// The stored name and value of `SET name = value` (value None: the default), after
+    /// checking that the gateway accepts it.
+    fn checked(&self, name: &str, value: Option<&str>) -> Result<(String, Option<String>), SqlError> {
         if value.is_some_and(|v| v.len() > MAX_VALUE_LEN) {
             return Err(error(SqlState::InvalidParameterValue, format!("value for parameter \"{name}\" is too long")));
         }
@@ -146,22 +176,13 @@ impl Settings {
                 if !self.values.contains_key(name) && self.custom_count() >= MAX_CUSTOM {
                     return Err(error(SqlState::ProgramLimitExceeded, "too many custom parameters".into()));
                 }
-                match value {
-                    Some(v) => self.values.insert(name.to_string(), v.to_string()),
-                    None => self.values.remove(name),
-                };
-                return Ok(());
+                return Ok((name.to_string(), value.map(str::to_string)));
             }
             return Err(error(SqlState::UndefinedObject, format!("unrecognized configuration parameter \"{name}\"")));
         };
-        let Some(value) = value else {
-            self.values.remove(*canonical);
-            return Ok(());
-        };
+        let Some(value) = value else { return Ok((canonical.to_string(), None)) };
         if let Rule::Millis = rule {
-            let ms = parse_millis(name, value)?;
-            self.values.insert(canonical.to_string(), format_millis(ms));
-            return Ok(());
+            return Ok((canonical.to_string(), Some(format_millis(parse_millis(name, value)?))));
         }
         let ok = match rule {
             Rule::Any | Rule::Millis => true,
@@ -177,8 +198,7 @@ impl Settings {
                 format!("invalid value for parameter \"{name}\": \"{value}\" (the Pistou gateway does not support it)"),
             ));
         }
-        self.values.insert(canonical.to_string(), value.to_string());
-        Ok(())
+        Ok((canonical.to_string(), Some(value.to_string())))
     }
 
     fn custom_count(&self) -> usize {
@@ -187,12 +207,13 @@ impl Settings {
 
     /// `statement_timeout`, None when 0 (no limit).
     pub fn statement_timeout(&self) -> Option<std::time::Duration> {
-        let ms = self.values.get("statement_timeout").and_then(|v| parse_millis("statement_timeout", v).ok());
+        let ms = self.get("statement_timeout").ok().and_then(|v| parse_millis("statement_timeout", &v).ok());
         ms.filter(|ms| *ms > 0).map(std::time::Duration::from_millis)
     }
 
     pub fn reset_all(&mut self) {
         self.values.clear();
+        self.local.clear();
     }
 
     /// Current value of a parameter, as SHOW prints it.
@@ -201,8 +222,15 @@ impl Settings {
             // Whatever was asked for, transactions are serializable.
             return Ok("serializable".into());
         }
-        if let Some(v) = self.values.get(name) {
+        let value = match self.local.get(name) {
+            Some(local) => local.as_ref(),
+            None => self.values.get(name),
+        };
+        if let Some(v) = value {
             return Ok(v.clone());
+        }
+        if self.local.contains_key(name) && find(name).is_none() {
+            return Ok(String::new()); // a custom parameter SET LOCAL to DEFAULT
         }
         match find(name) {
             Some((_, default, ..)) => Ok(default.to_string()),
@@ -309,6 +337,26 @@ mod tests {
         assert_eq!(s.get("statement_timeout").unwrap(), "2min");
         s.set("statement_timeout", None).unwrap();
         assert_eq!(s.statement_timeout(), None);
+    }
+
+    #[test]
+    fn local_values_last_until_the_end_of_the_block() {
+        let mut s = Settings::default();
+        s.set("statement_timeout", Some("9s")).unwrap();
+        s.set_local("statement_timeout", Some("10s")).unwrap();
+        s.set_local("myapp.user", Some("7")).unwrap();
+        assert_eq!(s.get("statement_timeout").unwrap(), "10s");
+        assert_eq!(s.statement_timeout(), Some(std::time::Duration::from_secs(10)));
+        assert_eq!(s.get("myapp.user").unwrap(), "7");
+        assert!(s.set_local("statement_timeout", Some("soon")).is_err());
+        s.end_transaction();
+        assert_eq!(s.get("statement_timeout").unwrap(), "9s");
+        assert_eq!(s.get("myapp.user").unwrap(), "");
+        // A later SET replaces the SET LOCAL value and lasts.
+        s.set_local("statement_timeout", Some("7s")).unwrap();
+        s.set("statement_timeout", Some("8s")).unwrap();
+        s.end_transaction();
+        assert_eq!(s.get("statement_timeout").unwrap(), "8s");
     }
 
     #[test]

@@ -303,6 +303,32 @@ async fn settings_and_set_config_behave_as_in_postgres() {
             "SELECT set_config('nope', 'x', false)",
             "SELECT set_config('statement_timeout', 'soon', false)",
             "SHOW statement_timeout",
+            // SET LOCAL and set_config(…, true) last until the end of the block; a block
+            // that does not commit undoes its SETs.
+            "SET LOCAL statement_timeout = '5s'",
+            "SHOW statement_timeout",
+            "BEGIN",
+            "SET LOCAL statement_timeout = '10s'",
+            "SELECT set_config('myapp.user', '7', true)",
+            "SHOW statement_timeout",
+            "SELECT current_setting('myapp.user')",
+            "COMMIT",
+            "SHOW statement_timeout",
+            "SELECT current_setting('myapp.user')",
+            "BEGIN",
+            "SET statement_timeout = '11s'",
+            "ROLLBACK",
+            "SHOW statement_timeout",
+            "BEGIN",
+            "SET statement_timeout = '12s'",
+            "SELECT 1/0",
+            "COMMIT",
+            "SHOW statement_timeout",
+            "BEGIN",
+            "SET LOCAL statement_timeout = '7s'",
+            "SET statement_timeout = '8s'",
+            "COMMIT",
+            "SHOW statement_timeout",
         ];
         let results = compare(&[], &script).await;
         let one = |s: &str| Result::Rows(vec![vec![Some(s.to_string())]]);
@@ -313,6 +339,9 @@ async fn settings_and_set_config_behave_as_in_postgres() {
         assert_eq!(results.iter().filter(|r| error("22023")(r)).count(), 4);
         assert_eq!(results[20], one("2min")); // a local change outside a block does not last
         assert!(error("42704")(&results[21]));
+        assert_eq!((&results[29], &results[30]), (&one("10s"), &one("7")));
+        assert_eq!((&results[32], &results[33]), (&one("2min"), &one("42")));
+        assert_eq!((&results[37], &results[42], &results[47]), (&one("2min"), &one("2min"), &one("8s")));
     })
     .await;
 }
