@@ -86,7 +86,16 @@ impl Client {
     pub async fn begin(&self) -> Result<Txn, ClientError> {
         let (reply, rx) = oneshot::channel();
         let handle = self.call("begin", Command::Begin { reply }, rx).await?;
-        Ok(Txn { client: self.clone(), handle, writes: BTreeMap::new(), done: false })
+        Ok(Txn {
+            client: self.clone(),
+            handle,
+            writes: BTreeMap::new(),
+            done: false,
+            savepoints: Vec::new(),
+            undo: Vec::new(),
+            sql_writes: 0,
+            uncertain: false,
+        })
     }
 
     /// Runs `body` in a transaction and commits it, retrying with randomized back-off
@@ -152,6 +161,9 @@ impl Client {
     }
 }
 
+/// Most savepoints a transaction holds at once.
+const MAX_SAVEPOINTS: usize = 1024;
+
 /// One interactive transaction. Writes are buffered locally until `commit`; reads see
 /// the transaction's own writes. Dropping an unfinished `Txn` aborts it.
 pub struct Txn {
@@ -159,6 +171,30 @@ pub struct Txn {
     handle: TxnHandle,
     writes: BTreeMap<Key, Option<Value>>,
     done: bool,
+    /// Savepoints, oldest first. A name may repeat; the latest one wins.
+    savepoints: Vec<Savepoint>,
+    /// While a savepoint exists: the earlier state of every key `put`/`delete` changed
+    /// (None: it had no buffered write), oldest first. Undone backwards to a savepoint.
+    undo: Vec<(Key, Option<Option<Value>>)>,
+    /// SQL statements that buffered writes in the coordinator (only counted: the
+    /// coordinator cannot take them back, see `rollback_to_savepoint`).
+    sql_writes: u64,
+    /// A statement ended without an answer (timeout, shutdown): it may still buffer
+    /// writes, so no savepoint can be rolled back to any more.
+    uncertain: bool,
+}
+
+struct Savepoint {
+    name: String,
+    undo_len: usize,
+    sql_writes: u64,
+}
+
+fn no_savepoint(name: &str) -> ClientError {
+    ClientError::Sql(SqlError::new(
+        SqlState::InvalidSavepointSpecification,
+        format!("savepoint \"{name}\" does not exist"),
+    ))
 }
 
 impl Txn {
@@ -189,8 +225,83 @@ impl Txn {
     fn write(&mut self, key: &[u8], value: Option<Value>) -> Result<(), ClientError> {
         self.check_active()?;
         check_key(key)?;
-        self.writes.insert(key.to_vec(), value);
+        let before = self.writes.insert(key.to_vec(), value);
+        if !self.savepoints.is_empty() {
+            self.undo.push((key.to_vec(), before));
+        }
         Ok(())
+    }
+
+    pub fn has_savepoints(&self) -> bool {
+        !self.savepoints.is_empty()
+    }
+
+    /// SAVEPOINT `name`: a point `rollback_to_savepoint` can return to. Names may repeat.
+    pub fn savepoint(&mut self, name: &str) -> Result<(), ClientError> {
+        self.check_active()?;
+        if self.savepoints.len() >= MAX_SAVEPOINTS {
+            return Err(ClientError::Sql(SqlError::new(
+                SqlState::ProgramLimitExceeded,
+                format!("a transaction holds at most {MAX_SAVEPOINTS} savepoints"),
+            )));
+        }
+        self.savepoints.push(Savepoint {
+            name: name.to_string(),
+            undo_len: self.undo.len(),
+            sql_writes: self.sql_writes,
+        });
+        Ok(())
+    }
+
+    /// RELEASE SAVEPOINT `name`: forgets the latest savepoint of that name and every later
+    /// one; what was done since stays.
+    pub fn release_savepoint(&mut self, name: &str) -> Result<(), ClientError> {
+        self.check_active()?;
+        let at = self.find_savepoint(name)?;
+        self.savepoints.truncate(at);
+        if self.savepoints.is_empty() {
+            self.undo.clear();
+        }
+        Ok(())
+    }
+
+    /// ROLLBACK TO SAVEPOINT `name`: undoes the writes made since the latest savepoint of
+    /// that name and forgets the later savepoints; that one stays. Reads made since stay in
+    /// the read set: validating more reads than needed is still serializable, and the
+    /// application did see their results.
+    ///
+    /// SQL writes are buffered by the coordinator, which cannot take some back: once a SQL
+    /// statement since the savepoint wrote rows, this fails with 0A000 (a statement that
+    /// failed wrote nothing, so recovering from an error this way works).
+    pub fn rollback_to_savepoint(&mut self, name: &str) -> Result<(), ClientError> {
+        self.check_active()?;
+        let at = self.find_savepoint(name)?;
+        let Some(savepoint) = self.savepoints.get(at) else { return Err(no_savepoint(name)) };
+        if self.uncertain {
+            return Err(ClientError::Sql(SqlError::new(
+                SqlState::FeatureNotSupported,
+                "ROLLBACK TO SAVEPOINT after a statement that got no answer is not supported",
+            )));
+        }
+        if self.sql_writes > savepoint.sql_writes {
+            return Err(ClientError::Sql(SqlError::new(
+                SqlState::FeatureNotSupported,
+                "ROLLBACK TO SAVEPOINT after SQL statements that wrote rows since the savepoint is not supported",
+            )));
+        }
+        for (key, before) in self.undo.drain(savepoint.undo_len..).rev() {
+            match before {
+                Some(value) => self.writes.insert(key, value),
+                None => self.writes.remove(&key),
+            };
+        }
+        self.savepoints.truncate(at + 1);
+        Ok(())
+    }
+
+    /// Position of the latest savepoint named `name`.
+    fn find_savepoint(&self, name: &str) -> Result<usize, ClientError> {
+        self.savepoints.iter().rposition(|s| s.name == name).ok_or_else(|| no_savepoint(name))
     }
 
     /// Runs one SQL statement (SELECT / INSERT / UPDATE / DELETE / DDL) with `$n`
@@ -201,7 +312,17 @@ impl Txn {
         self.check_active()?;
         let (reply, rx) = oneshot::channel();
         let cmd = Command::Sql { txn: self.handle, sql: sql.to_string(), params: params.to_vec(), reply };
-        self.client.call("sql", cmd, rx).await
+        // Uncertain until the answer arrives: a caller may drop this future (a statement
+        // timeout), and the statement then still runs.
+        let was_uncertain = std::mem::replace(&mut self.uncertain, true);
+        let result = self.client.call("sql", cmd, rx).await;
+        match &result {
+            Ok(SqlOutput::Affected { count: 0, .. } | SqlOutput::Rows { .. }) | Err(ClientError::Sql(_)) => {}
+            Ok(SqlOutput::Affected { .. } | SqlOutput::Ddl { .. }) => self.sql_writes += 1,
+            Err(_) => return result,
+        }
+        self.uncertain = was_uncertain;
+        result
     }
 
     /// The SQL schema this transaction sees: the catalog key of shard 0 (which holds the

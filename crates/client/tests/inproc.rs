@@ -446,3 +446,76 @@ async fn sql_transactions_over_tcp_conserve_total() {
     };
     tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out");
 }
+
+/// Savepoints: key-value writes since a savepoint are undone, a failed SQL statement can be
+/// rolled back to a savepoint and the transaction commits, names repeat and RELEASE drops
+/// later savepoints; SQL writes since the savepoint cannot be taken back (0A000).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn savepoints_undo_writes_and_recover_from_errors() {
+    use pistou_client::{SqlOutput, SqlState, SqlValue};
+    fn state(r: Result<(), ClientError>) -> SqlState {
+        match r {
+            Err(ClientError::Sql(e)) => e.state,
+            other => panic!("expected a SQL error, got {other:?}"),
+        }
+    }
+    let run = async {
+        let cluster = start(1, 1, true).await;
+        let client =
+            Client::connect(cluster.config.clone(), ClientId(1), Some(cluster.client_keys[0].clone())).await.unwrap();
+        let mut t = client.begin().await.unwrap();
+        t.execute("CREATE TABLE notes (id INT PRIMARY KEY, body TEXT)", &[]).await.unwrap();
+        assert!(t.commit().await.unwrap().is_committed());
+
+        let mut t = client.begin().await.unwrap();
+        t.put("kept", "1").unwrap();
+        t.savepoint("a").unwrap();
+        t.put("kept", "2").unwrap();
+        t.put("undone", "x").unwrap();
+        t.savepoint("a").unwrap(); // the same name again: the latest wins
+        t.put("kept", "3").unwrap();
+        t.rollback_to_savepoint("a").unwrap();
+        assert_eq!(t.get("kept").await.unwrap(), Some(b"2".to_vec()));
+        t.release_savepoint("a").unwrap(); // releases the second "a" only
+        t.rollback_to_savepoint("a").unwrap();
+        assert_eq!(t.get("kept").await.unwrap(), Some(b"1".to_vec()));
+        assert_eq!(t.get("undone").await.unwrap(), None);
+        t.rollback_to_savepoint("a").unwrap(); // ROLLBACK TO keeps the savepoint
+        t.savepoint("b").unwrap();
+        t.release_savepoint("a").unwrap(); // and every later one
+        assert_eq!(state(t.rollback_to_savepoint("b")), SqlState::InvalidSavepointSpecification);
+        assert_eq!(state(t.release_savepoint("nosuch")), SqlState::InvalidSavepointSpecification);
+
+        // A failed statement wrote nothing: rolling back to a savepoint recovers.
+        t.execute("INSERT INTO notes VALUES (1, 'one')", &[]).await.unwrap();
+        t.savepoint("s").unwrap();
+        match t.query("INSERT INTO notes VALUES (1, 'dup')", &[]).await {
+            Err(ClientError::Sql(e)) => assert_eq!(e.state, SqlState::UniqueViolation),
+            other => panic!("expected a unique violation, got {other:?}"),
+        }
+        t.query("SELECT * FROM notes", &[]).await.unwrap(); // a read only: still recoverable
+        t.execute("UPDATE notes SET body = 'x' WHERE id = 99", &[]).await.unwrap(); // no row
+        t.rollback_to_savepoint("s").unwrap();
+        // Rows written since the savepoint cannot be taken back.
+        t.execute("INSERT INTO notes VALUES (2, 'two')", &[]).await.unwrap();
+        assert_eq!(state(t.rollback_to_savepoint("s")), SqlState::FeatureNotSupported);
+        assert!(t.commit().await.unwrap().is_committed());
+
+        let mut t = client.begin().await.unwrap();
+        let kv = (t.get("kept").await.unwrap(), t.get("undone").await.unwrap());
+        assert_eq!(kv, (Some(b"1".to_vec()), None));
+        match t.query("SELECT id, body FROM notes ORDER BY id", &[]).await.unwrap() {
+            SqlOutput::Rows { rows, .. } => assert_eq!(
+                rows,
+                vec![
+                    vec![SqlValue::Int(1), SqlValue::Text("one".into())],
+                    vec![SqlValue::Int(2), SqlValue::Text("two".into())]
+                ]
+            ),
+            other => panic!("{other:?}"),
+        }
+        t.rollback();
+        cluster.stop.send(true).unwrap();
+    };
+    tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out");
+}

@@ -1,8 +1,12 @@
 //! What the gateway answers itself before a statement reaches Pistou: transaction
 //! control, SET / SHOW / RESET, and recognized session and catalog queries.
 
-use crate::errors::PgError;
+use crate::errors::{self, PgError};
 use crate::split::strip_comments;
+use sqlparser::ast::{Ident, ObjectType, Statement};
+
+/// PostgreSQL's NAMEDATALEN - 1.
+const MAX_IDENTIFIER_BYTES: usize = 63;
 
 /// How a statement is handled.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -10,10 +14,21 @@ pub enum Command {
     Begin,
     Commit,
     Rollback,
-    /// `SET name = value` (None: DEFAULT). `SET LOCAL` is treated as SET.
+    /// `SAVEPOINT name`, `RELEASE [SAVEPOINT] name`, `ROLLBACK [WORK | TRANSACTION] TO
+    /// [SAVEPOINT] name`, with the name as PostgreSQL folds it.
+    Savepoint(String),
+    Release(String),
+    RollbackTo(String),
+    /// `DROP TABLE [IF EXISTS] a, b, …`: one single-table DROP statement per table (a
+    /// schema change is alone in its transaction, so each is its own).
+    DropTables(Vec<String>),
+    /// `TRUNCATE [TABLE] [ONLY] a, b, …`: a `DELETE FROM` of each table, in one transaction.
+    Truncate(Vec<String>),
+    /// `SET [SESSION | LOCAL] name = value` (None: DEFAULT).
     Set {
         name: String,
         value: Option<String>,
+        local: bool,
     },
     /// Accepted and ignored because Pistou already provides it: isolation level settings
     /// (every transaction is serializable), `SET SESSION CHARACTERISTICS …`.
@@ -101,6 +116,10 @@ pub fn classify(sql: &str) -> Command {
         "start" if second == "transaction" => Command::Begin,
         "commit" | "end" => Command::Commit,
         "rollback" | "abort" if !w.iter().any(|x| x == "to" || x == "prepared") => Command::Rollback,
+        "savepoint" | "release" => savepoint_command(sql),
+        "truncate" => truncate_command(sql),
+        "drop" if second == "table" && w.iter().any(|x| x == ",") => drop_tables_command(sql),
+        "rollback" if !w.iter().any(|x| x == "prepared") => savepoint_command(sql),
         "set" => classify_set(&w[1..]),
         "reset" => match second {
             "all" => Command::Reset(None),
@@ -122,9 +141,83 @@ pub fn classify(sql: &str) -> Command {
     }
 }
 
+/// A savepoint statement, parsed (the name may be a quoted identifier).
+fn savepoint_command(sql: &str) -> Command {
+    let parsed = crate::route::with_parsed(sql, |parsed| match parsed.as_deref() {
+        Ok([Statement::Savepoint { name }]) => Ok(Command::Savepoint(identifier(name))),
+        Ok([Statement::ReleaseSavepoint { name }]) => Ok(Command::Release(identifier(name))),
+        Ok([Statement::Rollback { chain: false, savepoint: Some(name) }]) => Ok(Command::RollbackTo(identifier(name))),
+        Ok(_) => Err(PgError::new(errors::FEATURE_NOT_SUPPORTED, "this form of ROLLBACK is not supported")),
+        Err(e) => Err(PgError::new(errors::SYNTAX_ERROR, e.to_string())),
+    });
+    match parsed {
+        Some(Ok(command)) => command,
+        Some(Err(e)) => Command::Refused(e),
+        None => Command::Refused(PgError::new(errors::PROGRAM_LIMIT, "statement too long to parse")),
+    }
+}
+
+/// Parses `sql` as one statement and maps it with `f`; None when it is not one statement
+/// (Pistou's engine then reports the error).
+fn parsed_command(sql: &str, f: impl FnOnce(&Statement) -> Option<Command> + Send) -> Command {
+    crate::route::with_parsed(sql, |parsed| match parsed.as_deref() {
+        Ok([statement]) => f(statement),
+        _ => None,
+    })
+    .flatten()
+    .unwrap_or(Command::Sql)
+}
+
+fn drop_tables_command(sql: &str) -> Command {
+    parsed_command(sql, |statement| match statement {
+        Statement::Drop {
+            object_type: ObjectType::Table,
+            if_exists,
+            names,
+            cascade: false,
+            purge: false,
+            temporary: false,
+            table: None,
+            ..
+        } if names.len() > 1 => {
+            let if_exists = if *if_exists { "IF EXISTS " } else { "" };
+            Some(Command::DropTables(names.iter().map(|n| format!("DROP TABLE {if_exists}{n}")).collect()))
+        }
+        _ => None,
+    })
+}
+
+fn truncate_command(sql: &str) -> Command {
+    parsed_command(sql, |statement| {
+        let Statement::Truncate(t) = statement else { return None };
+        if t.partitions.is_some() || t.if_exists || t.on_cluster.is_some() {
+            return None;
+        }
+        // Pistou has no table inheritance (ONLY, `*`), sequences (RESTART IDENTITY) or
+        // foreign keys (CASCADE): each leaves exactly the named tables to empty.
+        Some(Command::Truncate(t.table_names.iter().map(|target| target.name.to_string()).collect()))
+    })
+}
+
+/// An identifier as PostgreSQL stores it: unquoted ones folded to lower case, at most 63
+/// bytes (longer ones are truncated, as PostgreSQL does).
+fn identifier(ident: &Ident) -> String {
+    let mut name = if ident.quote_style.is_some() { ident.value.clone() } else { ident.value.to_lowercase() };
+    if name.len() > MAX_IDENTIFIER_BYTES {
+        let mut end = MAX_IDENTIFIER_BYTES;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name.truncate(end);
+    }
+    name
+}
+
 fn classify_set(w: &[String]) -> Command {
     let mut w = w;
-    if matches!(w.first().map(String::as_str), Some("session" | "local")) {
+    let mut local = false;
+    if let Some(scope @ ("session" | "local")) = w.first().map(String::as_str) {
+        local = scope == "local";
         w = &w[1..];
     }
     let head = w.first().map(String::as_str).unwrap_or("");
@@ -135,9 +228,10 @@ fn classify_set(w: &[String]) -> Command {
             return Command::Set {
                 name: "timezone".into(),
                 value: value.filter(|v| !v.eq_ignore_ascii_case("default") && !v.eq_ignore_ascii_case("local")),
+                local,
             };
         }
-        "names" => return Command::Set { name: "client_encoding".into(), value: w.get(1).map(|v| unquote(v)) },
+        "names" => return Command::Set { name: "client_encoding".into(), value: w.get(1).map(|v| unquote(v)), local },
         _ => {}
     }
     if head.is_empty() {
@@ -145,13 +239,13 @@ fn classify_set(w: &[String]) -> Command {
     }
     let rest = match w.get(1).map(String::as_str) {
         Some("=" | "to") => &w[2..],
-        _ => return Command::Set { name: canonical_name(head), value: Some(String::new()) },
+        _ => return Command::Set { name: canonical_name(head), value: Some(String::new()), local },
     };
     let value: Vec<String> = rest.iter().filter(|x| *x != ",").map(|x| unquote(x)).collect();
     if value.len() == 1 && value[0].eq_ignore_ascii_case("default") {
-        return Command::Set { name: canonical_name(head), value: None };
+        return Command::Set { name: canonical_name(head), value: None, local };
     }
-    Command::Set { name: canonical_name(head), value: Some(value.join(", ")) }
+    Command::Set { name: canonical_name(head), value: Some(value.join(", ")), local }
 }
 
 /// Parameter names are case-insensitive; a few have aliases.
@@ -175,26 +269,64 @@ mod tests {
         assert_eq!(classify("END"), Command::Commit);
         assert_eq!(classify("commit work"), Command::Commit);
         assert_eq!(classify("ABORT"), Command::Rollback);
-        assert_eq!(classify("ROLLBACK TO SAVEPOINT a"), Command::Sql);
+    }
+
+    #[test]
+    fn savepoints() {
+        assert_eq!(classify("SAVEPOINT \"_pg3_1\""), Command::Savepoint("_pg3_1".into()));
+        assert_eq!(classify("savepoint Sp"), Command::Savepoint("sp".into()));
+        assert_eq!(classify("RELEASE SAVEPOINT sp"), Command::Release("sp".into()));
+        assert_eq!(classify("release \"Sp\""), Command::Release("Sp".into()));
+        assert_eq!(classify("ROLLBACK TO SAVEPOINT a"), Command::RollbackTo("a".into()));
+        assert_eq!(classify("rollback transaction to b"), Command::RollbackTo("b".into()));
+        assert_eq!(classify(&format!("SAVEPOINT {}", "x".repeat(70))), Command::Savepoint("x".repeat(63)));
+        assert_eq!(classify(&format!("SAVEPOINT \"{}\"", "é".repeat(40))), Command::Savepoint("é".repeat(31)));
+        assert!(matches!(classify("SAVEPOINT"), Command::Refused(e) if e.code == "42601"));
+        assert!(matches!(classify("ROLLBACK TO"), Command::Refused(e) if e.code == "42601"));
+        assert_eq!(classify("ROLLBACK PREPARED 'x'"), Command::Sql);
+    }
+
+    #[test]
+    fn multi_table_drop_and_truncate() {
+        let tables = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            classify("drop table if exists pgbench_accounts, pgbench_branches, \"Odd\"\"Name\""),
+            Command::DropTables(tables(&[
+                "DROP TABLE IF EXISTS pgbench_accounts",
+                "DROP TABLE IF EXISTS pgbench_branches",
+                "DROP TABLE IF EXISTS \"Odd\"\"Name\""
+            ]))
+        );
+        assert_eq!(classify("DROP TABLE a, b"), Command::DropTables(tables(&["DROP TABLE a", "DROP TABLE b"])));
+        assert_eq!(classify("DROP TABLE a"), Command::Sql);
+        assert_eq!(classify("DROP TABLE a, b CASCADE"), Command::Sql);
+        assert_eq!(classify("DROP INDEX a, b"), Command::Sql);
+        assert_eq!(classify("TRUNCATE t"), Command::Truncate(tables(&["t"])));
+        assert_eq!(
+            classify("truncate table only a, public.b restart identity cascade"),
+            Command::Truncate(tables(&["a", "public.b"]))
+        );
+        assert_eq!(classify("TRUNCATE"), Command::Sql);
+        assert_eq!(classify("TRUNCATE a; TRUNCATE b"), Command::Sql);
     }
 
     #[test]
     fn settings() {
         assert_eq!(
             classify("SET extra_float_digits = 3"),
-            Command::Set { name: "extra_float_digits".into(), value: Some("3".into()) }
+            Command::Set { name: "extra_float_digits".into(), value: Some("3".into()), local: false }
         );
         assert_eq!(
             classify("set DateStyle to 'ISO', 'MDY'"),
-            Command::Set { name: "datestyle".into(), value: Some("ISO, MDY".into()) }
+            Command::Set { name: "datestyle".into(), value: Some("ISO, MDY".into()), local: false }
         );
         assert_eq!(
             classify("SET TIME ZONE 'UTC'"),
-            Command::Set { name: "timezone".into(), value: Some("UTC".into()) }
+            Command::Set { name: "timezone".into(), value: Some("UTC".into()), local: false }
         );
         assert_eq!(
             classify("SET application_name TO DEFAULT"),
-            Command::Set { name: "application_name".into(), value: None }
+            Command::Set { name: "application_name".into(), value: None, local: false }
         );
         assert_eq!(
             classify("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
@@ -203,6 +335,14 @@ mod tests {
         assert_eq!(classify("SHOW TRANSACTION ISOLATION LEVEL"), Command::Show("transaction_isolation".into()));
         assert_eq!(classify("show search_path"), Command::Show("search_path".into()));
         assert_eq!(classify("RESET ALL"), Command::Reset(None));
+        assert_eq!(
+            classify("SET LOCAL statement_timeout TO '5s'"),
+            Command::Set { name: "statement_timeout".into(), value: Some("5s".into()), local: true }
+        );
+        assert_eq!(
+            classify("SET SESSION TIME ZONE 'UTC'"),
+            Command::Set { name: "timezone".into(), value: Some("UTC".into()), local: false }
+        );
     }
 
     #[test]

@@ -38,6 +38,9 @@ impl PgError {
 pub const SERIALIZATION_FAILURE: &str = "40001";
 pub const IN_FAILED_TRANSACTION: &str = "25P02";
 pub const ACTIVE_TRANSACTION: &str = "25001";
+pub const NO_ACTIVE_TRANSACTION: &str = "25P01";
+pub const SYNTAX_ERROR: &str = "42601";
+pub const INVALID_SAVEPOINT: &str = "3B001";
 pub const PROTOCOL_VIOLATION: &str = "08P01";
 pub const PROGRAM_LIMIT: &str = "54000";
 pub const UNDEFINED_STATEMENT: &str = "26000";

@@ -217,32 +217,38 @@ fn text(s: impl Into<String>) -> Value {
     Value::Text(s.into())
 }
 
+/// The result columns of session functions (known without their arguments' values).
+pub fn session_columns(items: &[SessionItem]) -> Vec<(String, Option<SqlType>)> {
+    let ty = |f: &SessionFunction| if *f == SessionFunction::BackendPid { SqlType::Int } else { SqlType::Text };
+    items.iter().map(|item| (item.name.clone(), Some(ty(&item.function)))).collect()
+}
+
+/// Answers session functions. `set_config` answers the setting's value in `info`: the
+/// session has applied the change there.
 fn session_functions(items: &[SessionItem], info: &SessionInfo) -> Result<LocalRows, SqlError> {
-    let mut columns = Vec::new();
     let mut row = Vec::new();
     for item in items {
-        let (value, ty) = match &item.function {
-            SessionFunction::Version => (text(VERSION_TEXT), SqlType::Text),
-            SessionFunction::CurrentSchema => (text("public"), SqlType::Text),
-            SessionFunction::CurrentDatabase => (text(info.database), SqlType::Text),
-            SessionFunction::CurrentUser => (text(info.user), SqlType::Text),
-            SessionFunction::BackendPid => (Value::Int(info.pid.into()), SqlType::Int),
-            SessionFunction::CurrentSchemas(true) => (text("{pg_catalog,public}"), SqlType::Text),
-            SessionFunction::CurrentSchemas(false) => (text("{public}"), SqlType::Text),
-            SessionFunction::CurrentSetting(Some(name)) => {
-                (text(info.settings.get(&crate::command::canonical_name(name))?), SqlType::Text)
-            }
-            SessionFunction::CurrentSetting(None) => {
+        let setting = |name: &str| info.settings.get(&crate::command::canonical_name(name)).map(text);
+        let value = match &item.function {
+            SessionFunction::Version => text(VERSION_TEXT),
+            SessionFunction::CurrentSchema => text("public"),
+            SessionFunction::CurrentDatabase => text(info.database),
+            SessionFunction::CurrentUser => text(info.user),
+            SessionFunction::BackendPid => Value::Int(info.pid.into()),
+            SessionFunction::CurrentSchemas(true) => text("{pg_catalog,public}"),
+            SessionFunction::CurrentSchemas(false) => text("{public}"),
+            SessionFunction::CurrentSetting(Some(name)) => setting(name)?,
+            SessionFunction::SetConfig(Some(change)) => setting(&change.name)?,
+            SessionFunction::CurrentSetting(None) | SessionFunction::SetConfig(None) => {
                 return Err(SqlError::new(
                     SqlState::FeatureNotSupported,
-                    "current_setting() needs a constant parameter name here",
+                    "current_setting() and set_config() need constant arguments here",
                 ))
             }
         };
-        columns.push((item.name.clone(), Some(ty)));
         row.push(value);
     }
-    Ok(LocalRows { columns, rows: vec![row] })
+    Ok(LocalRows { columns: session_columns(items), rows: vec![row] })
 }
 
 /// The tables with their synthetic OIDs.

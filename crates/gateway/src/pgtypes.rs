@@ -57,6 +57,7 @@ pub fn pg_type(ty: Option<SqlType>) -> PgType {
         Some(SqlType::Bytes) => PgType { oid: OID_BYTEA, size: -1, name: "bytea" },
         Some(SqlType::Date) => PgType { oid: OID_DATE, size: 4, name: "date" },
         Some(SqlType::Timestamp) => PgType { oid: OID_TIMESTAMP, size: 8, name: "timestamp without time zone" },
+        Some(SqlType::TimestampTz) => PgType { oid: OID_TIMESTAMPTZ, size: 8, name: "timestamp with time zone" },
     }
 }
 
@@ -154,7 +155,9 @@ pub fn encode_value(value: &Value, ty: Option<SqlType>, binary: bool) -> Result<
         Value::Text(s) => out.extend_from_slice(s.as_bytes()),
         Value::Bytes(b) => out.extend_from_slice(b),
         Value::Date(d) => out.extend_from_slice(&d.saturating_sub(PG_EPOCH_DAYS).to_be_bytes()),
-        Value::Timestamp(t) => out.extend_from_slice(&t.saturating_sub(PG_EPOCH_MICROS).to_be_bytes()),
+        Value::Timestamp(t) | Value::TimestampTz(t) => {
+            out.extend_from_slice(&t.saturating_sub(PG_EPOCH_MICROS).to_be_bytes())
+        }
     }
     Ok(Some(out))
 }
@@ -181,6 +184,9 @@ pub fn decode_param(bytes: &[u8], oid: u32, inferred: Option<SqlType>, binary: b
         None | Some(SqlType::Text | SqlType::Varchar | SqlType::Char) => Ok(Value::Text(text.to_string())),
         Some(SqlType::Bytes) => decode_bytea_text(text),
         Some(SqlType::Timestamp) => Ok(Value::Timestamp(parse_timestamp_text(text)?)),
+        Some(SqlType::TimestampTz) => temporal::parse_timestamptz(text)
+            .map(Value::TimestampTz)
+            .ok_or_else(|| invalid("timestamp with time zone", format!("\"{text}\""))),
         Some(t) => cast(&Value::Text(text.to_string()), t),
     }
 }
@@ -241,6 +247,10 @@ fn decode_binary(bytes: &[u8], oid: u32, ty: Option<SqlType>) -> Result<Value, S
             Some(SqlType::Timestamp) => {
                 let micros = i64::from_be_bytes(fixed(bytes, "timestamp")?);
                 Value::Timestamp(micros.checked_add(PG_EPOCH_MICROS).ok_or_else(|| binary_error("timestamp"))?)
+            }
+            Some(SqlType::TimestampTz) => {
+                let micros = i64::from_be_bytes(fixed(bytes, "timestamptz")?);
+                Value::TimestampTz(micros.checked_add(PG_EPOCH_MICROS).ok_or_else(|| binary_error("timestamptz"))?)
             }
             Some(SqlType::Text | SqlType::Varchar | SqlType::Char) | None => {
                 Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| invalid("text", "not valid UTF-8"))?)

@@ -171,6 +171,49 @@ pub enum SessionFunction {
     CurrentSchemas(bool),
     /// The parameter's name; None for a `$n` placeholder not bound yet.
     CurrentSetting(Option<String>),
+    /// `set_config(name, value, is_local)`; None while an argument is a `$n` placeholder.
+    SetConfig(Option<SetConfig>),
+}
+
+/// The arguments of `set_config`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetConfig {
+    pub name: String,
+    /// None: NULL, back to the default.
+    pub value: Option<String>,
+    pub local: bool,
+}
+
+/// A constant argument: Some(None) for a `$n` placeholder, None for anything but a literal.
+fn literal(e: &Expr) -> Option<Option<&Value>> {
+    match e {
+        Expr::Value(v) if matches!(v.value, Value::Placeholder(_)) => Some(None),
+        Expr::Value(v) => Some(Some(&v.value)),
+        _ => None,
+    }
+}
+
+fn set_config(name: &Expr, value: &Expr, local: &Expr) -> Option<SessionFunction> {
+    let (Some(name), Some(value), Some(local)) = (literal(name)?, literal(value)?, literal(local)?) else {
+        return Some(SessionFunction::SetConfig(None));
+    };
+    let Value::SingleQuotedString(name) = name else { return None };
+    let value = match value {
+        Value::SingleQuotedString(s) => Some(s.clone()),
+        Value::Null => None,
+        _ => return None,
+    };
+    // A bound parameter arrives as a quoted string.
+    let local = match local {
+        Value::Boolean(b) => *b,
+        Value::SingleQuotedString(s) => match s.to_ascii_lowercase().as_str() {
+            "t" | "true" | "on" | "1" | "yes" => true,
+            "f" | "false" | "off" | "0" | "no" => false,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(SessionFunction::SetConfig(Some(SetConfig { name: name.clone(), value, local })))
 }
 
 /// True when the gateway answers (or refuses) `sql` itself.
@@ -429,6 +472,7 @@ fn session_function(expr: &Expr) -> Option<(String, SessionFunction)> {
             Value::Boolean(b) => SessionFunction::CurrentSchemas(b),
             _ => return None,
         },
+        ("set_config", Some([name, value, local])) => set_config(name, value, local)?,
         ("current_setting", Some([setting] | [setting, _])) => match setting {
             Expr::Value(v) => match &v.value {
                 Value::SingleQuotedString(s) => SessionFunction::CurrentSetting(Some(s.clone())),

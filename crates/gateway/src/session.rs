@@ -8,7 +8,7 @@ use crate::errors::{self, failed_transaction, from_client, serialization_failure
 use crate::intercept::{self, LocalRows, SessionInfo};
 use crate::params::RawParams;
 use crate::pgtypes::{pg_type, OID_TEXT};
-use crate::route::Route;
+use crate::route::{Route, SessionFunction, SessionItem};
 use crate::settings::Settings;
 use pistou_client::{Client, Outcome, SqlOutput, Txn};
 use pistou_sql::{Catalog, Engine, Row, SqlType, StatementKind, Value};
@@ -43,8 +43,9 @@ enum TxnState {
     Idle,
     /// In a transaction block; the Pistou transaction starts with its first statement.
     Open(Option<Txn>),
-    /// A statement failed inside the block: everything but ROLLBACK / COMMIT is refused.
-    Failed,
+    /// A statement failed inside the block: everything but ROLLBACK / COMMIT / ROLLBACK TO
+    /// is refused. The transaction is kept only if it has savepoints to roll back to.
+    Failed(Option<Txn>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,9 +61,19 @@ pub struct Session {
     config: Arc<GatewayConfig>,
     txn: TxnState,
     pub settings: Settings,
+    /// The settings when the transaction block began: a rolled-back block's SETs are undone.
+    block_settings: Option<Settings>,
     pub user: String,
     pub database: String,
     pub pid: i32,
+}
+
+fn outside_block(what: &str) -> PgError {
+    PgError::new(errors::NO_ACTIVE_TRANSACTION, format!("{what} can only be used in transaction blocks"))
+}
+
+fn no_savepoint(name: &str) -> PgError {
+    PgError::new(errors::INVALID_SAVEPOINT, format!("savepoint \"{name}\" does not exist"))
 }
 
 fn command_reply(tag: impl Into<String>) -> Reply {
@@ -79,30 +90,33 @@ impl Session {
         database: String,
         pid: i32,
     ) -> Session {
-        Session { client, engine, config, txn: TxnState::Idle, settings, user, database, pid }
+        Session { client, engine, config, txn: TxnState::Idle, settings, block_settings: None, user, database, pid }
     }
 
     pub fn status(&self) -> Status {
         match self.txn {
             TxnState::Idle => Status::Idle,
             TxnState::Open(_) => Status::InTransaction,
-            TxnState::Failed => Status::Failed,
+            TxnState::Failed(_) => Status::Failed,
         }
     }
 
-    /// Refuses anything but COMMIT / ROLLBACK in a failed transaction block.
+    /// Refuses anything but COMMIT / ROLLBACK / ROLLBACK TO in a failed transaction block.
     pub fn check_not_failed(&self, command: &Command) -> Result<(), PgError> {
         match (&self.txn, command) {
-            (TxnState::Failed, c) if !matches!(c, Command::Commit | Command::Rollback) => Err(failed_transaction()),
+            (TxnState::Failed(_), c) if !matches!(c, Command::Commit | Command::Rollback | Command::RollbackTo(_)) => {
+                Err(failed_transaction())
+            }
             _ => Ok(()),
         }
     }
 
-    /// Records an error outside statement execution (e.g. a bad Bind): inside a block it
-    /// aborts the transaction, as in PostgreSQL.
+    /// Records an error (of a statement, or outside statement execution, e.g. a bad Bind):
+    /// inside a block it fails the transaction, as in PostgreSQL. A transaction without
+    /// savepoints can never recover, so it is aborted now (by dropping it).
     pub fn fail(&mut self) {
-        if matches!(self.txn, TxnState::Open(_)) {
-            self.txn = TxnState::Failed; // dropping the Txn aborts it
+        if let TxnState::Open(txn) = &mut self.txn {
+            self.txn = TxnState::Failed(txn.take().filter(Txn::has_savepoints));
         }
     }
 
@@ -121,6 +135,7 @@ impl Session {
             Command::Begin => Ok(match self.txn {
                 TxnState::Idle => {
                     self.txn = TxnState::Open(None);
+                    self.block_settings = Some(self.settings.clone());
                     command_reply("BEGIN")
                 }
                 _ => Reply::Command {
@@ -134,9 +149,48 @@ impl Session {
                     tag: "ROLLBACK".into(),
                     notice: Some("there is no transaction in progress".into()),
                 },
-                _ => command_reply("ROLLBACK"),
+                _ => {
+                    self.end_block(false);
+                    command_reply("ROLLBACK")
+                }
             }),
-            Command::Set { name, value } => {
+            Command::Savepoint(name) => {
+                if matches!(self.txn, TxnState::Idle) {
+                    return Err(outside_block("SAVEPOINT"));
+                }
+                self.open_txn().await?.savepoint(name).map_err(from_client)?;
+                Ok(command_reply("SAVEPOINT"))
+            }
+            Command::Release(name) => match &mut self.txn {
+                TxnState::Idle => Err(outside_block("RELEASE SAVEPOINT")),
+                TxnState::Open(Some(txn)) => {
+                    txn.release_savepoint(name).map_err(from_client)?;
+                    Ok(command_reply("RELEASE"))
+                }
+                // SAVEPOINT begins the Pistou transaction: without one there is no savepoint.
+                _ => Err(no_savepoint(name)),
+            },
+            Command::RollbackTo(name) => match &mut self.txn {
+                TxnState::Idle => Err(outside_block("ROLLBACK TO SAVEPOINT")),
+                TxnState::Open(Some(txn)) | TxnState::Failed(Some(txn)) => {
+                    txn.rollback_to_savepoint(name).map_err(from_client)?;
+                    // The savepoint stays: the block is usable again.
+                    if let TxnState::Failed(txn) = &mut self.txn {
+                        self.txn = TxnState::Open(txn.take());
+                    }
+                    Ok(command_reply("ROLLBACK"))
+                }
+                _ => Err(no_savepoint(name)),
+            },
+            Command::Set { name, value, local: true } => {
+                if matches!(self.txn, TxnState::Idle) {
+                    let notice = Some("SET LOCAL can only be used in transaction blocks".into());
+                    return Ok(Reply::Command { tag: "SET".into(), notice });
+                }
+                self.settings.set_local(name, value.as_deref()).map_err(PgError::from)?;
+                Ok(command_reply("SET"))
+            }
+            Command::Set { name, value, local: false } => {
                 self.settings.set(name, value.as_deref()).map_err(PgError::from)?;
                 Ok(command_reply("SET"))
             }
@@ -169,30 +223,74 @@ impl Session {
                 let local = self.intercepted(&sql).await?;
                 Ok(rows_reply(local, "SELECT"))
             }
-            Command::Sql => match self.txn {
-                TxnState::Open(_) => {
-                    let engine = self.engine.clone();
-                    let txn = self.open_txn().await?;
-                    execute_in(&engine, txn, sql, params).await
-                }
-                _ => self.autocommit(sql, params).await,
-            },
+            Command::Sql => self.work(Work::Statement(sql, params)).await,
+            Command::Truncate(tables) => self.work(Work::Truncate(tables)).await,
+            Command::DropTables(drops) => self.drop_tables(drops).await,
         }
     }
 
+    /// Runs `work` in the block's transaction, or in its own (autocommit).
+    async fn work(&mut self, work: Work<'_>) -> Result<Reply, PgError> {
+        match self.txn {
+            TxnState::Open(_) => {
+                let (engine, limit) = (self.engine.clone(), self.settings.statement_timeout());
+                let txn = self.open_txn().await?;
+                within(limit, work.run(&engine, txn)).await
+            }
+            _ => self.autocommit(work).await,
+        }
+    }
+
+    /// `DROP TABLE a, b, …`: each table's DROP is a schema change, alone in its
+    /// transaction, so they run one after the other. All are first planned against the
+    /// schema, so that a missing table fails the statement before anything is dropped (as
+    /// in PostgreSQL); a later failure (a concurrent schema change) leaves the earlier
+    /// tables dropped.
+    async fn drop_tables(&mut self, drops: &[String]) -> Result<Reply, PgError> {
+        if !matches!(self.txn, TxnState::Idle) {
+            return Err(PgError::new(
+                errors::FEATURE_NOT_SUPPORTED,
+                "DROP TABLE of several tables inside a transaction block is not supported (each table's DROP is its own transaction)",
+            ));
+        }
+        let catalog = self.catalog().await?;
+        for drop in drops {
+            self.engine.prepare(&catalog, drop).map_err(PgError::from)?;
+        }
+        for drop in drops {
+            self.autocommit(Work::Statement(drop, &RawParams::default())).await?;
+        }
+        Ok(command_reply("DROP TABLE"))
+    }
+
     async fn commit(&mut self) -> Result<Reply, PgError> {
-        match std::mem::replace(&mut self.txn, TxnState::Idle) {
+        let result = match std::mem::replace(&mut self.txn, TxnState::Idle) {
             TxnState::Idle => {
-                Ok(Reply::Command { tag: "COMMIT".into(), notice: Some("there is no transaction in progress".into()) })
+                return Ok(Reply::Command {
+                    tag: "COMMIT".into(),
+                    notice: Some("there is no transaction in progress".into()),
+                })
             }
             // PostgreSQL answers COMMIT of a failed block with ROLLBACK.
-            TxnState::Failed => Ok(command_reply("ROLLBACK")),
+            TxnState::Failed(_) => Ok(command_reply("ROLLBACK")),
             TxnState::Open(None) => Ok(command_reply("COMMIT")),
             TxnState::Open(Some(txn)) => match txn.commit().await {
                 Ok(Outcome::Committed { .. }) => Ok(command_reply("COMMIT")),
                 Ok(Outcome::Aborted) => Err(serialization_failure()),
                 Err(e) => Err(from_client(e)),
             },
+        };
+        let committed = matches!(&result, Ok(Reply::Command { tag, .. }) if tag == "COMMIT");
+        self.end_block(committed);
+        result
+    }
+
+    /// The block ended: SET LOCAL values go, and so do all its SETs if it did not commit
+    /// (as in PostgreSQL; an unknown commit outcome counts as not committed).
+    fn end_block(&mut self, committed: bool) {
+        match self.block_settings.take() {
+            Some(before) if !committed => self.settings = before,
+            _ => self.settings.end_transaction(),
         }
     }
 
@@ -208,12 +306,13 @@ impl Session {
     }
 
     /// A statement outside a block: its own transaction, retried on serialization failure.
-    async fn autocommit(&mut self, sql: &str, params: &RawParams) -> Result<Reply, PgError> {
+    async fn autocommit(&mut self, work: Work<'_>) -> Result<Reply, PgError> {
         let mut backoff = Duration::from_millis(2);
         let mut attempt = 0u32;
         loop {
             let mut txn = self.client.begin().await.map_err(from_client)?;
-            let error = match execute_in(&self.engine, &mut txn, sql, params).await {
+            let limit = self.settings.statement_timeout();
+            let error = match within(limit, work.run(&self.engine, &mut txn)).await {
                 Ok(reply) => match txn.commit().await {
                     Ok(Outcome::Committed { .. }) => return Ok(reply),
                     Ok(Outcome::Aborted) => serialization_failure(),
@@ -251,8 +350,40 @@ impl Session {
     async fn intercepted(&mut self, sql: &str) -> Result<LocalRows, PgError> {
         // Routed again: parameters are bound by now.
         let route = crate::route::route(sql);
+        if let Route::Session(items) = &route {
+            return self.session_functions(&route, items, sql);
+        }
         let catalog = if matches!(route, Route::Catalog(_)) { Some(self.catalog().await?) } else { None };
         intercept::answer(&route, sql, &self.info(), catalog.as_ref()).map_err(PgError::from)
+    }
+
+    /// Session functions, applying `set_config` calls: all or none (a bad value fails the
+    /// statement). A local change is a `SET LOCAL`; outside a block it ends with the
+    /// statement's implicit transaction.
+    fn session_functions(&mut self, route: &Route, items: &[SessionItem], sql: &str) -> Result<LocalRows, PgError> {
+        let in_block = !matches!(self.txn, TxnState::Idle);
+        let (mut shown, mut kept) = (self.settings.clone(), self.settings.clone());
+        for item in items {
+            if let SessionFunction::SetConfig(Some(change)) = &item.function {
+                let (name, value) = (crate::command::canonical_name(&change.name), change.value.as_deref());
+                match (change.local, in_block) {
+                    (false, _) => {
+                        shown.set(&name, value)?;
+                        kept.set(&name, value)?;
+                    }
+                    (true, true) => {
+                        shown.set_local(&name, value)?;
+                        kept.set_local(&name, value)?;
+                    }
+                    // Its implicit transaction ends with the statement.
+                    (true, false) => shown.set(&name, value)?,
+                }
+            }
+        }
+        let info = SessionInfo { settings: &shown, ..self.info() };
+        let rows = intercept::answer(route, sql, &info, None)?;
+        self.settings = kept;
+        Ok(rows)
     }
 
     fn show(&self, name: &str) -> Result<LocalRows, PgError> {
@@ -285,7 +416,13 @@ impl Session {
         let fields_of = |local: LocalRows| local.columns.into_iter().map(|(name, ty)| Field { name, ty }).collect();
         let fields = match command {
             Command::Show(name) => Some(fields_of(self.show(name)?)),
-            Command::Intercepted => Some(fields_of(self.intercepted(sql).await?)),
+            // Session functions are not run to be described: set_config would take effect.
+            Command::Intercepted => match crate::route::route(sql) {
+                Route::Session(items) => {
+                    Some(intercept::session_columns(&items).into_iter().map(|(name, ty)| Field { name, ty }).collect())
+                }
+                _ => Some(fields_of(self.intercepted(sql).await?)),
+            },
             Command::Sql => {
                 let catalog = self.catalog().await?;
                 let prepared = self.engine.prepare(&catalog, sql).map_err(PgError::from)?;
@@ -324,6 +461,41 @@ fn result_fields(catalog: &Catalog, prepared: &pistou_sql::Prepared) -> Option<V
             })
             .collect(),
     )
+}
+
+/// What a statement runs in its transaction.
+#[derive(Clone, Copy)]
+enum Work<'a> {
+    Statement(&'a str, &'a RawParams),
+    /// TRUNCATE: every row of these tables is deleted, as `DELETE FROM` would (so the
+    /// work is bounded by the transaction's row limit, 54000 beyond it).
+    Truncate(&'a [String]),
+}
+
+impl Work<'_> {
+    async fn run(self, engine: &Engine, txn: &mut Txn) -> Result<Reply, PgError> {
+        match self {
+            Work::Statement(sql, params) => execute_in(engine, txn, sql, params).await,
+            Work::Truncate(tables) => {
+                for table in tables {
+                    execute_in(engine, txn, &format!("DELETE FROM {table}"), &RawParams::default()).await?;
+                }
+                Ok(command_reply("TRUNCATE TABLE"))
+            }
+        }
+    }
+}
+
+/// Runs a statement's execution within `statement_timeout`. A commit is never cut short:
+/// its outcome would be unknown.
+async fn within(
+    limit: Option<Duration>,
+    run: impl std::future::Future<Output = Result<Reply, PgError>>,
+) -> Result<Reply, PgError> {
+    let Some(limit) = limit else { return run.await };
+    tokio::time::timeout(limit, run)
+        .await
+        .unwrap_or_else(|_| Err(PgError::new(errors::QUERY_CANCELED, "canceling statement due to statement timeout")))
 }
 
 fn rows_reply(local: LocalRows, verb: &str) -> Reply {

@@ -21,6 +21,9 @@ enum Rule {
     OneOf(&'static [&'static str]),
     /// An integer in this range.
     Int(i64, i64),
+    /// A duration in milliseconds (a number with an optional unit: `us`, `ms`, `s`, `min`,
+    /// `h`, `d`), 0 to 2^31-1 ms, shown in the largest unit that divides it, as PostgreSQL.
+    Millis,
     /// Read-only: SET fails.
     ReadOnly,
 }
@@ -35,7 +38,28 @@ const KNOWN: &[(&str, &str, Rule, &str)] = &[
         Rule::OneOf(&["iso", "iso,mdy", "iso,ymd", "iso,dmy", "mdy,iso", "ymd,iso", "dmy,iso"]),
         "Date output style (ISO only)",
     ),
-    ("timezone", "UTC", Rule::Any, "Time zone (Pistou timestamps have no time zone)"),
+    (
+        "timezone",
+        "UTC",
+        Rule::OneOf(&[
+            "utc",
+            "etc/utc",
+            "gmt",
+            "etc/gmt",
+            "uct",
+            "etc/uct",
+            "universal",
+            "etc/universal",
+            "zulu",
+            "etc/zulu",
+            "z",
+            "gmt0",
+            "etc/gmt0",
+            "greenwich",
+            "etc/greenwich",
+        ]),
+        "Time zone: UTC only (timestamp with time zone values are shown in UTC)",
+    ),
     ("extra_float_digits", "1", Rule::Int(-15, 3), "Float output digits (shortest exact form is always used)"),
     ("search_path", "\"$user\", public", Rule::Any, "Schema search path (one schema: public)"),
     (
@@ -58,7 +82,7 @@ const KNOWN: &[(&str, &str, Rule, &str)] = &[
     ),
     ("intervalstyle", "postgres", Rule::OneOf(&["postgres"]), "Interval output style"),
     ("bytea_output", "hex", Rule::OneOf(&["hex"]), "bytea output format (hex only)"),
-    ("statement_timeout", "0", Rule::Int(0, 0), "Not enforced: only 0 is accepted"),
+    ("statement_timeout", "0", Rule::Millis, "Longest a statement may run (0: no limit), enforced by the gateway"),
     ("lock_timeout", "0", Rule::Int(0, 0), "Not enforced: only 0 is accepted"),
     ("idle_in_transaction_session_timeout", "0", Rule::Int(0, 0), "Not enforced: only 0 is accepted"),
     (
@@ -98,6 +122,8 @@ fn error(state: SqlState, msg: String) -> SqlError {
 #[derive(Clone, Debug, Default)]
 pub struct Settings {
     values: BTreeMap<String, String>,
+    /// `SET LOCAL` values of the open transaction block (None: the default), over `values`.
+    local: BTreeMap<String, Option<String>>,
 }
 
 impl Settings {
@@ -111,8 +137,36 @@ impl Settings {
         s
     }
 
-    /// SET name = value (None: back to the default).
+    /// SET name = value (None: back to the default). It also replaces a SET LOCAL value.
     pub fn set(&mut self, name: &str, value: Option<&str>) -> Result<(), SqlError> {
+        let (name, value) = self.checked(name, value)?;
+        self.local.remove(&name);
+        match value {
+            Some(v) => self.values.insert(name, v),
+            None => self.values.remove(&name),
+        };
+        Ok(())
+    }
+
+    /// SET LOCAL name = value: until the end of the transaction block.
+    pub fn set_local(&mut self, name: &str, value: Option<&str>) -> Result<(), SqlError> {
+        let (name, value) = self.checked(name, value)?;
+        if find(&name).is_none() {
+            // A custom parameter stays defined (empty) after the block, as in PostgreSQL.
+            self.values.entry(name.clone()).or_default();
+        }
+        self.local.insert(name, value);
+        Ok(())
+    }
+
+    /// The end of a transaction block: SET LOCAL values go.
+    pub fn end_transaction(&mut self) {
+        self.local.clear();
+    }
+
+    /// The stored name and value of `SET name = value` (value None: the default), after
+    /// checking that the gateway accepts it.
+    fn checked(&self, name: &str, value: Option<&str>) -> Result<(String, Option<String>), SqlError> {
         if value.is_some_and(|v| v.len() > MAX_VALUE_LEN) {
             return Err(error(SqlState::InvalidParameterValue, format!("value for parameter \"{name}\" is too long")));
         }
@@ -122,20 +176,16 @@ impl Settings {
                 if !self.values.contains_key(name) && self.custom_count() >= MAX_CUSTOM {
                     return Err(error(SqlState::ProgramLimitExceeded, "too many custom parameters".into()));
                 }
-                match value {
-                    Some(v) => self.values.insert(name.to_string(), v.to_string()),
-                    None => self.values.remove(name),
-                };
-                return Ok(());
+                return Ok((name.to_string(), value.map(str::to_string)));
             }
             return Err(error(SqlState::UndefinedObject, format!("unrecognized configuration parameter \"{name}\"")));
         };
-        let Some(value) = value else {
-            self.values.remove(*canonical);
-            return Ok(());
-        };
+        let Some(value) = value else { return Ok((canonical.to_string(), None)) };
+        if let Rule::Millis = rule {
+            return Ok((canonical.to_string(), Some(format_millis(parse_millis(name, value)?))));
+        }
         let ok = match rule {
-            Rule::Any => true,
+            Rule::Any | Rule::Millis => true,
             Rule::OneOf(allowed) => allowed.contains(&squash(value).as_str()),
             Rule::Int(lo, hi) => value.trim().parse::<i64>().is_ok_and(|n| (*lo..=*hi).contains(&n)),
             Rule::ReadOnly => {
@@ -148,16 +198,22 @@ impl Settings {
                 format!("invalid value for parameter \"{name}\": \"{value}\" (the Pistou gateway does not support it)"),
             ));
         }
-        self.values.insert(canonical.to_string(), value.to_string());
-        Ok(())
+        Ok((canonical.to_string(), Some(value.to_string())))
     }
 
     fn custom_count(&self) -> usize {
         self.values.keys().filter(|k| find(k).is_none()).count()
     }
 
+    /// `statement_timeout`, None when 0 (no limit).
+    pub fn statement_timeout(&self) -> Option<std::time::Duration> {
+        let ms = self.get("statement_timeout").ok().and_then(|v| parse_millis("statement_timeout", &v).ok());
+        ms.filter(|ms| *ms > 0).map(std::time::Duration::from_millis)
+    }
+
     pub fn reset_all(&mut self) {
         self.values.clear();
+        self.local.clear();
     }
 
     /// Current value of a parameter, as SHOW prints it.
@@ -166,8 +222,15 @@ impl Settings {
             // Whatever was asked for, transactions are serializable.
             return Ok("serializable".into());
         }
-        if let Some(v) = self.values.get(name) {
+        let value = match self.local.get(name) {
+            Some(local) => local.as_ref(),
+            None => self.values.get(name),
+        };
+        if let Some(v) = value {
             return Ok(v.clone());
+        }
+        if self.local.contains_key(name) && find(name).is_none() {
+            return Ok(String::new()); // a custom parameter SET LOCAL to DEFAULT
         }
         match find(name) {
             Some((_, default, ..)) => Ok(default.to_string()),
@@ -178,6 +241,49 @@ impl Settings {
     /// SHOW ALL: (name, setting, description) of every known parameter.
     pub fn all(&self) -> Vec<(String, String, String)> {
         KNOWN.iter().map(|(n, _, _, d)| (n.to_string(), self.get(n).unwrap_or_default(), d.to_string())).collect()
+    }
+}
+
+/// A duration setting in milliseconds, as PostgreSQL reads it: a number (fractions allowed)
+/// and an optional unit, milliseconds by default; rounded to whole milliseconds.
+fn parse_millis(name: &str, value: &str) -> Result<u64, SqlError> {
+    // PostgreSQL's messages (its hint lists the units: "us", "ms", "s", "min", "h", "d").
+    let invalid =
+        || error(SqlState::InvalidParameterValue, format!("invalid value for parameter \"{name}\": \"{value}\""));
+    let text = value.trim();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+'))).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().map_err(|_| invalid())?;
+    let per_unit = match unit.trim_start() {
+        "us" => 0.001,
+        "" | "ms" => 1.0,
+        "s" => 1_000.0,
+        "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => return Err(invalid()),
+    };
+    let ms = (number * per_unit).round();
+    if unit.is_empty() && !(f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&ms) {
+        return Err(invalid()); // not even an integer
+    }
+    if !(0.0..=f64::from(i32::MAX)).contains(&ms) {
+        return Err(error(
+            SqlState::InvalidParameterValue,
+            format!("{ms} ms is outside the valid range for parameter \"{name}\" (0 .. {})", i32::MAX),
+        ));
+    }
+    Ok(ms as u64)
+}
+
+fn format_millis(ms: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "min"), (1_000, "s")];
+    if ms == 0 {
+        return "0".into();
+    }
+    match UNITS.iter().find(|(size, _)| ms.is_multiple_of(*size)) {
+        Some((size, unit)) => format!("{}{unit}", ms / size),
+        None => format!("{ms}ms"),
     }
 }
 
@@ -197,10 +303,60 @@ mod tests {
         assert!(s.set("datestyle", Some("SQL, DMY")).is_err());
         s.set("transaction_isolation", Some("read committed")).unwrap();
         assert_eq!(s.get("transaction_isolation").unwrap(), "serializable");
-        assert!(s.set("statement_timeout", Some("5000")).is_err());
+        assert!(s.set("timezone", Some("Europe/Paris")).is_err());
+        s.set("timezone", Some("Etc/UTC")).unwrap();
         assert!(s.set("server_version", Some("1")).is_err());
         s.set("application_name", None).unwrap();
         assert_eq!(s.get("application_name").unwrap(), "");
+    }
+
+    #[test]
+    fn durations_are_shown_as_postgres_shows_them() {
+        let mut s = Settings::default();
+        for (given, shown) in [
+            ("5s", "5s"),
+            ("5000", "5s"),
+            ("90s", "90s"),
+            ("60000ms", "1min"),
+            ("1500ms", "1500ms"),
+            ("1.5s", "1500ms"),
+            ("1h", "1h"),
+            ("2d", "2d"),
+            ("5 s", "5s"),
+            ("100us", "0"),
+            ("0", "0"),
+        ] {
+            s.set("statement_timeout", Some(given)).unwrap();
+            assert_eq!(s.get("statement_timeout").unwrap(), shown, "{given}");
+        }
+        s.set("statement_timeout", Some("2min")).unwrap();
+        assert_eq!(s.statement_timeout(), Some(std::time::Duration::from_secs(120)));
+        for bad in ["5S", "abc", "-1", "2147483648", "1e400", "5 parsecs", ""] {
+            assert_eq!(s.set("statement_timeout", Some(bad)).unwrap_err().sqlstate(), "22023", "{bad}");
+        }
+        assert_eq!(s.get("statement_timeout").unwrap(), "2min");
+        s.set("statement_timeout", None).unwrap();
+        assert_eq!(s.statement_timeout(), None);
+    }
+
+    #[test]
+    fn local_values_last_until_the_end_of_the_block() {
+        let mut s = Settings::default();
+        s.set("statement_timeout", Some("9s")).unwrap();
+        s.set_local("statement_timeout", Some("10s")).unwrap();
+        s.set_local("myapp.user", Some("7")).unwrap();
+        assert_eq!(s.get("statement_timeout").unwrap(), "10s");
+        assert_eq!(s.statement_timeout(), Some(std::time::Duration::from_secs(10)));
+        assert_eq!(s.get("myapp.user").unwrap(), "7");
+        assert!(s.set_local("statement_timeout", Some("soon")).is_err());
+        s.end_transaction();
+        assert_eq!(s.get("statement_timeout").unwrap(), "9s");
+        assert_eq!(s.get("myapp.user").unwrap(), "");
+        // A later SET replaces the SET LOCAL value and lasts.
+        s.set_local("statement_timeout", Some("7s")).unwrap();
+        s.set("statement_timeout", Some("8s")).unwrap();
+        s.end_transaction();
+        assert_eq!(s.get("statement_timeout").unwrap(), "8s");
     }
 
     #[test]

@@ -187,28 +187,31 @@ with psycopg.connect(conninfo) as c:
 print(f"PSYCOPG OK failures={failures}")
 "#;
 
+/// The directory psycopg 3 is importable from (installed there with pip when missing).
+async fn psycopg_site(dir: &Path) -> PathBuf {
+    let deps = dir.join("site");
+    let mut importable = Command::new("python3");
+    importable.args(["-c", "import psycopg; psycopg.pq.version()"]).env("PYTHONPATH", &deps);
+    if !run(&mut importable, 30).await.0 {
+        let (ok, out) = run(
+            Command::new("python3")
+                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target"])
+                .arg(&deps)
+                .arg("psycopg[binary]"),
+            180,
+        )
+        .await;
+        assert!(ok, "cannot install psycopg with pip:\n{out}");
+    }
+    deps
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn psycopg_parameters_transactions_and_retries() {
     require_tool("python3");
     bounded(240, async {
         let dir = work_dir("psycopg");
-        let deps = dir.join("site");
-        let importable = |deps: &Path| {
-            let mut c = Command::new("python3");
-            c.args(["-c", "import psycopg; psycopg.pq.version()"]).env("PYTHONPATH", deps);
-            c
-        };
-        if !run(&mut importable(&deps), 30).await.0 {
-            let (ok, out) = run(
-                Command::new("python3")
-                    .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target"])
-                    .arg(&deps)
-                    .arg("psycopg[binary]"),
-                180,
-            )
-            .await;
-            assert!(ok, "cannot install psycopg with pip:\n{out}");
-        }
+        let deps = psycopg_site(&dir).await;
         let h = start(GatewayConfig::default()).await;
         let script = dir.join("check.py");
         std::fs::write(&script, PSYCOPG_SCRIPT).expect("write script");
@@ -325,6 +328,28 @@ public class JdbcCheck {
             } catch (SQLException e) {
                 check("23505".equals(e.getSQLState()), "sqlstate " + e.getSQLState());
             }
+            // A savepoint recovers the block from a failed statement (ROLLBACK TO SAVEPOINT).
+            c.setAutoCommit(false);
+            java.sql.Savepoint sp = c.setSavepoint("before_dup");
+            try (Statement s = c.createStatement()) {
+                s.execute("INSERT INTO j VALUES (1, 'dup', 0)");
+                check(false, "duplicate accepted in the block");
+            } catch (SQLException e) {
+                check("23505".equals(e.getSQLState()), "sqlstate in the block " + e.getSQLState());
+            }
+            c.rollback(sp);
+            java.sql.Savepoint unnamed = c.setSavepoint();
+            c.releaseSavepoint(unnamed);
+            try (PreparedStatement p = c.prepareStatement("UPDATE j SET name = ? WHERE id = ?")) {
+                p.setString(1, "after savepoint");
+                p.setLong(2, 2);
+                check(p.executeUpdate() == 1, "update after the savepoint");
+            }
+            c.commit();
+            c.setAutoCommit(true);
+            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT name FROM j WHERE id = 2")) {
+                check(rs.next() && rs.getString(1).equals("after savepoint"), "the block committed");
+            }
         }
         System.out.println("JDBC OK");
     }
@@ -349,6 +374,85 @@ async fn pgjdbc_prepared_statements_metadata_and_transactions() {
         let classpath = format!("{}:{}", jar.display(), dir.display());
         let (ok, out) = run(Command::new("java").arg("-cp").arg(classpath).arg("JdbcCheck").arg(url), 120).await;
         assert!(ok && out.contains("JDBC OK"), "pgjdbc check failed:\n{out}");
+        h.stop().await;
+    })
+    .await;
+}
+
+/// What psycopg 3 applications do (SQLAlchemy and Django on top of it): nested transactions
+/// (savepoints), set_config, timestamptz values, TRUNCATE and DROP TABLE of several tables.
+/// The script prints what it saw; the output on Pistou must equal the output on PostgreSQL.
+const PSYCOPG_APPS_SCRIPT: &str = r#"
+import json, sys
+import psycopg
+
+conninfo = sys.argv[1]
+trace = []
+with psycopg.connect(conninfo, autocommit=True) as c:
+    c.execute("DROP TABLE IF EXISTS py_sp, py_other")
+    c.execute("CREATE TABLE py_sp (id INT PRIMARY KEY, body TEXT)")
+    c.execute("CREATE TABLE py_other (id INT PRIMARY KEY)")
+with psycopg.connect(conninfo) as c:
+    c.execute("INSERT INTO py_sp VALUES (1, 'one')")
+    # get_or_create: a nested transaction (SAVEPOINT "_pg3_1") around an INSERT that fails.
+    try:
+        with c.transaction():
+            c.execute("INSERT INTO py_sp VALUES (1, 'dup')")
+    except psycopg.errors.UniqueViolation as e:
+        trace.append(["dup", e.sqlstate])
+    trace.append(["after", c.execute("SELECT id, body FROM py_sp ORDER BY id").fetchall()])
+    with c.transaction():
+        c.execute("INSERT INTO py_sp VALUES (2, 'two')")
+    with c.transaction():
+        try:
+            with c.transaction():
+                c.execute("SELECT 1/0")
+        except psycopg.errors.DivisionByZero as e:
+            trace.append(["div", e.sqlstate])
+        c.execute("INSERT INTO py_sp VALUES (3, 'three')")
+    trace.append(["tz", c.execute("SELECT set_config('TimeZone', 'UTC', false)").fetchone()[0]])
+    # Bound (server-side) parameters, as Django sends it.
+    trace.append(["tz", c.execute("SELECT set_config('TimeZone', %s, false)", ("UTC",)).fetchone()[0]])
+    trace.append(["x", c.execute("SELECT set_config('myapp.x', %s, %s)", ("v", False)).fetchone()[0]])
+    first = c.execute("SELECT now()").fetchone()[0]
+    again = c.execute("SELECT current_timestamp").fetchone()[0]
+    trace.append(["now", first == again, first.utcoffset().total_seconds()])
+with psycopg.connect(conninfo, autocommit=True) as c:
+    trace.append(["final", c.execute("SELECT id, body FROM py_sp ORDER BY id").fetchall()])
+    c.execute("TRUNCATE py_sp")
+    trace.append(["truncated", c.execute("SELECT count(*) FROM py_sp").fetchone()[0]])
+    c.execute("DROP TABLE IF EXISTS py_sp, py_nosuch, py_other")
+    try:
+        c.execute("SELECT count(*) FROM py_other")
+    except psycopg.errors.UndefinedTable as e:
+        trace.append(["dropped", e.sqlstate])
+print(json.dumps(trace))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psycopg_applications_see_what_postgres_gives_them() {
+    require_tool("python3");
+    bounded(240, async {
+        let dir = work_dir("psycopg-apps");
+        let deps = psycopg_site(&dir).await;
+        let script = dir.join("apps.py");
+        std::fs::write(&script, PSYCOPG_APPS_SCRIPT).expect("write script");
+        let h = start(GatewayConfig::default()).await;
+        let mut outputs = Vec::new();
+        for conninfo in [
+            format!("host=127.0.0.1 port={} user=tester dbname=pistou connect_timeout=10", h.addr.port()),
+            "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeout=10".to_string(),
+        ] {
+            let (ok, out) = run(Command::new("python3").arg(&script).arg(&conninfo).env("PYTHONPATH", &deps), 90).await;
+            assert!(ok, "the script failed with {conninfo}:\n{out}");
+            outputs.push(out);
+        }
+        assert_eq!(outputs[0], outputs[1], "Pistou (left) and PostgreSQL (right)");
+        assert!(
+            outputs[0].contains(r#"["dup", "23505"]"#) && outputs[0].contains(r#"["now", true, 0.0]"#),
+            "{}",
+            outputs[0]
+        );
         h.stop().await;
     })
     .await;

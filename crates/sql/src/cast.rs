@@ -48,10 +48,10 @@ pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
         let syntax = |state| SqlError::new(state, format!("invalid input syntax for type {ty}: \"{s}\""));
         // PostgreSQL reports bad date and time input with SQLSTATEs of their own.
         match ty {
-            SqlType::Date | SqlType::Timestamp if temporal::is_out_of_range_datetime(s) => {
+            SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz if temporal::is_out_of_range_datetime(s) => {
                 SqlError::new(SqlState::DatetimeFieldOverflow, format!("date/time field value out of range: \"{s}\""))
             }
-            SqlType::Date | SqlType::Timestamp => syntax(SqlState::InvalidDatetimeFormat),
+            SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz => syntax(SqlState::InvalidDatetimeFormat),
             _ => syntax(SqlState::InvalidTextRepresentation),
         }
     };
@@ -65,7 +65,14 @@ pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
         | (Text(_), SqlType::Text)
         | (Bytes(_), SqlType::Bytes)
         | (Date(_), SqlType::Date)
-        | (Timestamp(_), SqlType::Timestamp) => v.clone(),
+        | (Timestamp(_), SqlType::Timestamp)
+        | (TimestampTz(_), SqlType::TimestampTz) => v.clone(),
+        // The session's time zone is UTC: local and UTC times are the same.
+        (Text(s), SqlType::TimestampTz) => TimestampTz(temporal::parse_timestamptz(s).ok_or_else(|| invalid(s))?),
+        (Date(d), SqlType::TimestampTz) => TimestampTz(temporal::date_timestamp(*d)),
+        (Timestamp(t), SqlType::TimestampTz) => TimestampTz(*t),
+        (TimestampTz(t), SqlType::Timestamp) => Timestamp(*t),
+        (TimestampTz(t), SqlType::Date) => Date(temporal::timestamp_date(*t)),
         (Text(s), SqlType::Date) => Date(temporal::parse_date(s).ok_or_else(|| invalid(s))?),
         (Text(s), SqlType::Timestamp) => Timestamp(temporal::parse_timestamp(s).ok_or_else(|| invalid(s))?),
         (Date(d), SqlType::Timestamp) => Timestamp(temporal::date_timestamp(*d)),
@@ -168,7 +175,9 @@ pub fn assign_cast(v: &Value, ty: SqlType, column: &str) -> Result<Value> {
             cast(v, ty)
         }
         _ if v.sql_type() == Some(ty.storage()) => cast(v, ty),
-        (Value::Text(_), SqlType::Date | SqlType::Timestamp) | (Value::Date(_), SqlType::Timestamp) => cast(v, ty),
+        (Value::Text(_), SqlType::Date | SqlType::Timestamp)
+        | (Value::Date(_), SqlType::Timestamp)
+        | (Value::TimestampTz(_), SqlType::Date | SqlType::Timestamp) => cast(v, ty),
         _ => err(
             SqlState::DatatypeMismatch,
             format!(
@@ -195,6 +204,7 @@ pub(crate) fn exact_cast(v: &Value, ty: SqlType) -> Option<Value> {
         // Stored CHAR values have no trailing blanks, so a value with some equals none.
         (Value::Text(s), SqlType::Text) if ty == SqlType::Char && s.ends_with(' ') => None,
         (Value::Text(_), SqlType::Date | SqlType::Timestamp) => cast(v, ty).ok(),
+        (Value::TimestampTz(_), SqlType::Timestamp) => cast(v, ty).ok(),
         _ if v.sql_type() == Some(ty.storage()) => Some(v.clone()),
         _ => None,
     }

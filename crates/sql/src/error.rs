@@ -47,6 +47,8 @@ pub enum SqlState {
     AmbiguousFunction,
     /// A date or time field out of range (22008).
     DatetimeFieldOverflow,
+    /// ROLLBACK TO / RELEASE of a savepoint that does not exist (3B001).
+    InvalidSavepointSpecification,
 }
 
 impl SqlState {
@@ -78,6 +80,7 @@ impl SqlState {
             InvalidDatetimeFormat => "22007",
             AmbiguousFunction => "42725",
             DatetimeFieldOverflow => "22008",
+            InvalidSavepointSpecification => "3B001",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
             FeatureNotSupported => "0A000",

@@ -75,6 +75,13 @@ pub enum Func {
     /// Text form of a REAL (float4) value: its shortest f32 representation. Inserted by the
     /// binder where a REAL expression becomes text; not callable by name.
     Float4Text,
+    /// `now()`, `current_timestamp`, `transaction_timestamp()`, `statement_timestamp()`: the
+    /// transaction's time (`Env::now`), a timestamptz.
+    Now,
+    /// `current_date`: the date of the transaction's time (UTC).
+    CurrentDate,
+    /// `localtimestamp`: the transaction's time as a timestamp (UTC).
+    LocalTimestamp,
 }
 
 impl Func {
@@ -96,6 +103,9 @@ impl Func {
             "greatest" => Func::Greatest,
             "least" => Func::Least,
             "strpos" => Func::Position,
+            "now" | "current_timestamp" | "transaction_timestamp" | "statement_timestamp" => Func::Now,
+            "current_date" => Func::CurrentDate,
+            "localtimestamp" => Func::LocalTimestamp,
             _ => return None,
         })
     }
@@ -119,6 +129,9 @@ impl Func {
             Func::Least => "least",
             Func::Position => "strpos",
             Func::Float4Text => "float4out",
+            Func::Now => "now",
+            Func::CurrentDate => "current_date",
+            Func::LocalTimestamp => "localtimestamp",
         }
     }
 
@@ -130,6 +143,7 @@ impl Func {
             Func::Replace => (3, 3),
             Func::Substr => (2, 3),
             Func::Round => (1, 2),
+            Func::Now | Func::CurrentDate | Func::LocalTimestamp => (0, 0),
             _ => (1, 1),
         }
     }
@@ -236,6 +250,10 @@ pub struct Env<'a> {
     pub outer: &'a [Value],
     /// Rows of the enclosing queries, outermost first (`Expr::Enclosing`).
     pub enclosing: &'a [Row],
+    /// The transaction's time, µs since 1970-01-01 UTC: the time of its Basil timestamp,
+    /// chosen by the client and sent with every statement, so that every replica computes
+    /// the same `now()`. None where no transaction runs (planning).
+    pub now: Option<i64>,
 }
 
 fn unbound(what: &str) -> SqlError {
@@ -368,6 +386,21 @@ fn int_arg(v: &Value, func: Func) -> Result<i64> {
     }
 }
 
+/// `now()` and its relatives.
+fn transaction_time(func: Func, env: &Env) -> Result<Value> {
+    let Some(now) = env.now else {
+        return Err(SqlError::new(
+            SqlState::FeatureNotSupported,
+            format!("{}() is not supported outside a statement's execution (e.g. in a DEFAULT)", func.name()),
+        ));
+    };
+    Ok(match func {
+        Func::CurrentDate => Value::Date(crate::temporal::timestamp_date(now)),
+        Func::LocalTimestamp => Value::Timestamp(now),
+        _ => Value::TimestampTz(now),
+    })
+}
+
 fn call(func: Func, args: &[Value]) -> Result<Value> {
     let first = args.first().unwrap_or(&Value::Null);
     if func == Func::Coalesce {
@@ -475,6 +508,9 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
             other => Value::Text(other.to_string()),
         },
         Func::Coalesce | Func::NullIf | Func::Concat | Func::Greatest | Func::Least => Value::Null,
+        Func::Now | Func::CurrentDate | Func::LocalTimestamp => {
+            return Err(unbound("transaction time"));
+        }
     })
 }
 
@@ -616,10 +652,13 @@ impl Expr {
                 }
                 Value::Null
             }
-            Call { func, args } => {
-                let values = args.iter().map(|a| a.eval(row, env)).collect::<Result<Vec<_>>>()?;
-                call(*func, &values)?
-            }
+            Call { func, args } => match func {
+                Func::Now | Func::CurrentDate | Func::LocalTimestamp => transaction_time(*func, env)?,
+                _ => {
+                    let values = args.iter().map(|a| a.eval(row, env)).collect::<Result<Vec<_>>>()?;
+                    call(*func, &values)?
+                }
+            },
         })
     }
 
@@ -707,6 +746,11 @@ impl Expr {
                 otherwise: otherwise.as_deref().map(inst).transpose()?,
             },
             Cast { expr, ty, limits } => Cast { expr: inst(expr)?, ty: *ty, limits: limits.clone() },
+            // Replicas check reported predicates later, outside the transaction: its time
+            // becomes a constant, like a parameter.
+            Call { func: func @ (Func::Now | Func::CurrentDate | Func::LocalTimestamp), .. } => {
+                Const(transaction_time(*func, env)?)
+            }
             Call { func, args } => {
                 Call { func: *func, args: args.iter().map(|e| e.instantiate(env)).collect::<Result<_>>()? }
             }

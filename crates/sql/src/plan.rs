@@ -449,6 +449,9 @@ pub(crate) fn expr_type_in(
             Func::Length | Func::Position => Some(SqlType::Int4),
             Func::Abs | Func::Round | Func::NullIf | Func::Floor | Func::Ceil => args.first().and_then(ty),
             Func::Coalesce | Func::Greatest | Func::Least => unify_all(args.iter(), &ty),
+            Func::Now => Some(SqlType::TimestampTz),
+            Func::CurrentDate => Some(SqlType::Date),
+            Func::LocalTimestamp => Some(SqlType::Timestamp),
         },
         Expr::InSubquery { .. }
         | Expr::Exists { .. }

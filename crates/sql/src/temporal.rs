@@ -105,6 +105,44 @@ pub fn format_date(days: i32) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// A timestamptz as PostgreSQL prints it with `TimeZone` UTC.
+pub fn format_timestamptz(micros: i64) -> String {
+    format!("{}+00", format_timestamp(micros))
+}
+
+/// Parses a timestamptz: a timestamp, then optionally a zone: `Z`, `UTC`, `GMT` or an offset
+/// `±hh[:mm]` / `±hhmm`. Without a zone it is in the session's time zone (UTC).
+pub fn parse_timestamptz(s: &str) -> Option<i64> {
+    let s = s.trim();
+    for zone in ["UTC", "GMT", "Z"] {
+        if let Some(rest) = s.strip_suffix(zone).or_else(|| s.strip_suffix(&zone.to_ascii_lowercase())) {
+            return parse_timestamp(rest.trim_end());
+        }
+    }
+    // An offset follows the time: look for its sign after the date's own dashes.
+    let Some(time_start) = s.find([' ', 'T']) else { return parse_timestamp(s) };
+    let Some(sign_at) = s[time_start..].rfind(['+', '-']).map(|i| i + time_start) else {
+        return parse_timestamp(s);
+    };
+    let (local, offset) = s.split_at(sign_at);
+    let (sign, digits) = offset.split_at(1);
+    let (h, m) = match digits.split_once(':') {
+        Some((h, m)) => (number(h, 1..=2)?, number(m, 2..=2)?),
+        None if digits.len() == 4 && digits.is_ascii() => (number(&digits[..2], 2..=2)?, number(&digits[2..], 2..=2)?),
+        None => (number(digits, 1..=2)?, 0),
+    };
+    if h > 15 || m > 59 {
+        return None;
+    }
+    let offset = (h * 60 + m) * 60_000_000;
+    let local = parse_timestamp(local.trim_end())?;
+    if sign == "+" {
+        local.checked_sub(offset)
+    } else {
+        local.checked_add(offset)
+    }
+}
+
 pub fn format_timestamp(micros: i64) -> String {
     let days = micros.div_euclid(MICROS_PER_DAY);
     let rem = micros.rem_euclid(MICROS_PER_DAY);
@@ -148,6 +186,24 @@ mod tests {
         assert_eq!(parse_timestamp("2024-05-06 24:00:00"), None);
         assert_eq!(parse_timestamp("x"), None);
         assert!(is_out_of_range_datetime("2023-02-29") && is_out_of_range_datetime("2024-05-06 24:00:00"));
+        let t = parse_timestamp("2024-05-06 07:08:09.5");
+        for s in [
+            "2024-05-06 07:08:09.5",
+            "2024-05-06 07:08:09.5+00",
+            "2024-05-06T07:08:09.5Z",
+            "2024-05-06 09:08:09.5+02:00",
+        ] {
+            assert_eq!(parse_timestamptz(s), t, "{s}");
+        }
+        assert_eq!(parse_timestamptz("2024-05-06 02:08:09.5-0500"), t);
+        assert_eq!(parse_timestamptz("2024-05-06 07:08:09.5 UTC"), t);
+        assert_eq!(parse_timestamptz("2024-05-06 07:08:09+99"), None);
+        assert_eq!(parse_timestamptz("2024-05-06"), parse_timestamp("2024-05-06"));
+        assert_eq!(t.map(format_timestamptz).as_deref(), Some("2024-05-06 07:08:09.5+00"));
+        // Hostile offsets (multi-byte characters where digits go) are refused, never sliced.
+        for zone in ["+1é1", "-é12", "+é", "+", "-:", "+1:é", "+123", "+12345", "T", "+ 1"] {
+            assert_eq!(parse_timestamptz(&format!("2024-05-06 07:08:09{zone}")), None, "{zone}");
+        }
         assert!(
             !is_out_of_range_datetime("x")
                 && !is_out_of_range_datetime("2024-05-06")

@@ -40,6 +40,9 @@ pub enum SqlType {
     Varchar,
     /// CHAR(n) (bpchar): stored without trailing blanks, padded to n on output.
     Char,
+    /// TIMESTAMP WITH TIME ZONE: the type of `now()`; not a column type. Values are instants,
+    /// shown in UTC (the only time zone sessions may set).
+    TimestampTz,
 }
 
 impl SqlType {
@@ -60,6 +63,7 @@ impl SqlType {
             SqlType::Bytes => "bytea",
             SqlType::Date => "date",
             SqlType::Timestamp => "timestamp without time zone",
+            SqlType::TimestampTz => "timestamp with time zone",
         }
     }
 
@@ -97,7 +101,7 @@ impl SqlType {
                 TypeCategory::Numeric
             }
             SqlType::Text | SqlType::Varchar | SqlType::Char => TypeCategory::String,
-            SqlType::Date | SqlType::Timestamp => TypeCategory::DateTime,
+            SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz => TypeCategory::DateTime,
             SqlType::Bytes => TypeCategory::UserDefined,
         }
     }
@@ -110,14 +114,19 @@ impl SqlType {
 
     /// True if PostgreSQL converts `self` to `to` implicitly (`pg_cast` context `i`): numbers
     /// up the chain smallint < integer < bigint < numeric < real < double precision, the
-    /// string types into one another, date to timestamp.
+    /// string types into one another, date to timestamp, both to timestamptz.
     pub(crate) fn implicitly_casts_to(self, to: SqlType) -> bool {
         const NUMBERS: [SqlType; 6] =
             [SqlType::Int2, SqlType::Int4, SqlType::Int, SqlType::Numeric, SqlType::Float4, SqlType::Float];
         let rank = |t: SqlType| NUMBERS.iter().position(|x| *x == t);
         match (rank(self), rank(to)) {
             (Some(a), Some(b)) => a <= b,
-            _ => self == to || (self.is_text() && to.is_text()) || (self == SqlType::Date && to == SqlType::Timestamp),
+            _ => {
+                self == to
+                    || (self.is_text() && to.is_text())
+                    || (self == SqlType::Date && to == SqlType::Timestamp)
+                    || (matches!(self, SqlType::Date | SqlType::Timestamp) && to == SqlType::TimestampTz)
+            }
         }
     }
 
@@ -165,6 +174,8 @@ pub enum Value {
     Date(i32),
     /// Microseconds since 1970-01-01 00:00:00 (no time zone).
     Timestamp(i64),
+    /// Microseconds since 1970-01-01 00:00:00 UTC.
+    TimestampTz(i64),
 }
 
 /// A row: one value per column, in schema (or output) column order.
@@ -194,6 +205,7 @@ impl Value {
             Value::Bytes(_) => SqlType::Bytes,
             Value::Date(_) => SqlType::Date,
             Value::Timestamp(_) => SqlType::Timestamp,
+            Value::TimestampTz(_) => SqlType::TimestampTz,
         })
     }
 
@@ -225,6 +237,7 @@ impl fmt::Display for Value {
             Value::Text(s) => f.write_str(s),
             Value::Date(d) => f.write_str(&temporal::format_date(*d)),
             Value::Timestamp(t) => f.write_str(&temporal::format_timestamp(*t)),
+            Value::TimestampTz(t) => f.write_str(&temporal::format_timestamptz(*t)),
             Value::Bytes(b) => {
                 f.write_str("\\x")?;
                 b.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
@@ -251,6 +264,7 @@ fn type_rank(v: &Value) -> u8 {
         Value::Bytes(_) => 4,
         Value::Date(_) => 5,
         Value::Timestamp(_) => 6,
+        Value::TimestampTz(_) => 7,
     }
 }
 
@@ -295,7 +309,7 @@ pub fn total_cmp(a: &Value, b: &Value) -> Ordering {
         (Text(x), Text(y)) => x.cmp(y),
         (Bytes(x), Bytes(y)) => x.cmp(y),
         (Date(x), Date(y)) => x.cmp(y),
-        (Timestamp(x), Timestamp(y)) => x.cmp(y),
+        (Timestamp(x), Timestamp(y)) | (TimestampTz(x), TimestampTz(y)) => x.cmp(y),
         _ => num_cmp(a, b).unwrap_or_else(|| type_rank(a).cmp(&type_rank(b))),
     }
 }
@@ -342,6 +356,13 @@ pub fn sql_cmp(a: &Value, b: &Value) -> Result<Option<Ordering>> {
         }
         _ => {}
     }
+    // timestamptz against a date or timestamp: the latter read in the session's time zone,
+    // always UTC.
+    if let (Some(x), Some(y)) = (utc_micros(a), utc_micros(b)) {
+        if matches!(a, Value::TimestampTz(_)) || matches!(b, Value::TimestampTz(_)) {
+            return Ok(Some(x.cmp(&y)));
+        }
+    }
     if type_rank(a) != type_rank(b) {
         return err(
             SqlState::UndefinedFunction,
@@ -349,6 +370,15 @@ pub fn sql_cmp(a: &Value, b: &Value) -> Result<Option<Ordering>> {
         );
     }
     Ok(Some(total_cmp(a, b)))
+}
+
+/// A date, timestamp or timestamptz as microseconds since 1970-01-01 00:00 UTC.
+fn utc_micros(v: &Value) -> Option<i64> {
+    match v {
+        Value::Date(d) => Some(temporal::date_timestamp(*d)),
+        Value::Timestamp(t) | Value::TimestampTz(t) => Some(*t),
+        _ => None,
+    }
 }
 
 pub(crate) fn out_of_range(message: &str) -> SqlError {

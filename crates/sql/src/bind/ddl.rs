@@ -114,6 +114,10 @@ impl Binder<'_> {
             return err(SqlState::DuplicateColumn, format!("column \"{col_name}\" specified more than once"));
         }
         let (ty, limits) = data_type(&def.data_type)?;
+        if ty == SqlType::TimestampTz {
+            // Replicas check primary keys by column type (pistou-rowstore), which knows none.
+            return unsupported("timestamp with time zone columns (use timestamp; now() converts to it)");
+        }
         let mut column = Column { name: col_name, ty, limits, nullable: true, default: None };
         let mut key = ColumnKey::None;
         for opt in &def.options {
@@ -123,7 +127,14 @@ impl Binder<'_> {
                 sql::ColumnOption::Default(e) => {
                     let bound = self.constant_expr(e, "DEFAULT")?;
                     if bound.any(&|n| {
-                        matches!(n, Expr::Param(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. })
+                        matches!(
+                            n,
+                            Expr::Param(_)
+                                | Expr::Subquery(_)
+                                | Expr::InSubquery { .. }
+                                | Expr::Exists { .. }
+                                | Expr::Call { func: Func::Now | Func::CurrentDate | Func::LocalTimestamp, .. }
+                        )
                     }) {
                         return unsupported("non-constant DEFAULT");
                     }

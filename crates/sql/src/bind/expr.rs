@@ -237,7 +237,9 @@ impl Binder<'_> {
             }
             match (t, op) {
                 // timestamp ± unknown reads the literal as an interval.
-                (SqlType::Timestamp, ArithOp::Add | ArithOp::Sub) => unsupported("interval arithmetic"),
+                (SqlType::Timestamp | SqlType::TimestampTz, ArithOp::Add | ArithOp::Sub) => {
+                    unsupported("interval arithmetic")
+                }
                 // date + unknown: integer, interval and time all fit.
                 (SqlType::Date, ArithOp::Add) => {
                     err(SqlState::AmbiguousFunction, format!("operator is not unique: date {symbol} unknown"))
@@ -254,7 +256,11 @@ impl Binder<'_> {
             (InputType::Known(t), InputType::Literal) => Ok((l, literal_as(r, t, false)?)),
             (InputType::Known(a), InputType::Known(b)) if arith_type(op, a, b).is_none() => match (a, b) {
                 // PostgreSQL gives an interval.
-                (SqlType::Timestamp, SqlType::Date | SqlType::Timestamp) | (SqlType::Date, SqlType::Timestamp)
+                (
+                    SqlType::Timestamp | SqlType::TimestampTz,
+                    SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz,
+                )
+                | (SqlType::Date, SqlType::Timestamp | SqlType::TimestampTz)
                     if op == ArithOp::Sub =>
                 {
                     unsupported("timestamp subtraction (intervals)")
@@ -786,7 +792,14 @@ impl Binder<'_> {
             };
         }
         let Some(func) = Func::by_name(&name) else {
-            return err(SqlState::UndefinedFunction, format!("function {name} does not exist"));
+            return match name.as_str() {
+                // Every replica must compute the same value: time is the transaction's.
+                "clock_timestamp" | "timeofday" => {
+                    unsupported(format!("{name}() (no clock is read; now() is the transaction's time)"))
+                }
+                "current_time" | "localtime" => unsupported(format!("{name} (the time types)")),
+                _ => err(SqlState::UndefinedFunction, format!("function {name} does not exist")),
+            };
         };
         if distinct {
             return unsupported(format!("DISTINCT in {name}()"));

@@ -121,6 +121,7 @@ pub(crate) fn data_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
         D::Bytea => (SqlType::Bytes, none),
         D::Date => (SqlType::Date, none),
         D::Timestamp(_, sql::TimezoneInfo::None | sql::TimezoneInfo::WithoutTimeZone) => (SqlType::Timestamp, none),
+        D::Timestamp(_, sql::TimezoneInfo::WithTimeZone | sql::TimezoneInfo::Tz) => (SqlType::TimestampTz, none),
         other => return unsupported(format!("type {other}")),
     })
 }

@@ -152,8 +152,14 @@ impl Exec<'_> {
         let empty = WriteSet::default();
         let subqueries = self.subqueries.clone();
         let enclosing = self.enclosing.clone();
-        let env =
-            Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
+        let env = Env {
+            params: self.params,
+            subqueries: &subqueries,
+            correlated: &[],
+            outer: &[],
+            enclosing: &enclosing,
+            now: self.now(),
+        };
         let matches = self.reader.scan_rows(&empty, scan, &env, &mut self.reads)?;
         let Some(residual) = residual else { return Ok(matches) };
         let mut kept = Vec::with_capacity(matches.len());

@@ -28,7 +28,13 @@ impl<'a> Exec<'a> {
             correlated: &[],
             outer: &[],
             enclosing: &self.enclosing,
+            now: self.now(),
         }
+    }
+
+    /// The transaction's time (see `Env::now`): the time of the timestamp it reads at.
+    pub(super) fn now(&self) -> Option<i64> {
+        i64::try_from(self.reader.at.ts.time).ok()
     }
 
     /// Runs the statement's uncorrelated subqueries in order (correlated ones get a
@@ -203,8 +209,14 @@ impl<'a> Exec<'a> {
         let Some(scan) = &core.from.first else { return Ok(Vec::new()) };
         let subqueries = self.subqueries.clone();
         let enclosing = self.enclosing.clone();
-        let env =
-            Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
+        let env = Env {
+            params: self.params,
+            subqueries: &subqueries,
+            correlated: &[],
+            outer: &[],
+            enclosing: &enclosing,
+            now: self.now(),
+        };
         let empty = WriteSet::default();
         let filter = core.filter.as_ref();
         let Some(agg) = &core.aggregate else {
@@ -329,8 +341,14 @@ impl<'a> Exec<'a> {
         // (`&mut self`) while the environment is in use: it borrows copies.
         let subqueries = self.subqueries.clone();
         let enclosing = self.enclosing.clone();
-        let env =
-            Env { params: self.params, subqueries: &subqueries, correlated: &[], outer: &[], enclosing: &enclosing };
+        let env = Env {
+            params: self.params,
+            subqueries: &subqueries,
+            correlated: &[],
+            outer: &[],
+            enclosing: &enclosing,
+            now: self.now(),
+        };
         let mut rows = self.source_rows(first, derived_of(0), &env)?;
         for (step_no, step) in from.joins.iter().enumerate() {
             rows = self.join_step(rows, step, derived_of(step_no + 1), &env)?;

@@ -1,0 +1,448 @@
+//! The same statements on the gateway and on the machine's PostgreSQL (127.0.0.1:5432,
+//! database `test`, user `postgres`, trust auth), compared result by result: rows as text,
+//! errors by SQLSTATE and message. An unreachable PostgreSQL fails the test.
+
+mod support;
+
+use pistou_gateway::GatewayConfig;
+use std::process::Stdio;
+use std::time::Duration;
+use support::{bounded, connect, start};
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+
+/// What one statement gave.
+#[derive(Debug, PartialEq)]
+enum Result {
+    Rows(Vec<Vec<Option<String>>>),
+    /// A statement without rows: the count of its command tag (0 for SAVEPOINT, …).
+    Done(u64),
+    Error {
+        code: String,
+        message: String,
+    },
+}
+
+async fn postgres() -> Client {
+    let mut config = tokio_postgres::Config::new();
+    config.host("127.0.0.1").port(5432).user("postgres").dbname("test").connect_timeout(Duration::from_secs(10));
+    let (client, connection) = config
+        .connect(NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("this test compares with PostgreSQL at 127.0.0.1:5432 (database test): {e}"));
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+async fn run(client: &Client, sql: &str) -> Result {
+    match client.simple_query(sql).await {
+        Ok(messages) => {
+            let mut rows = Vec::new();
+            let mut done = None;
+            for m in messages {
+                match m {
+                    SimpleQueryMessage::Row(r) => {
+                        rows.push((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect());
+                    }
+                    SimpleQueryMessage::CommandComplete(n) => done = Some(n),
+                    _ => {}
+                }
+            }
+            match done {
+                Some(n) if rows.is_empty() && n == 0 => Result::Done(0),
+                Some(n) if rows.is_empty() => Result::Done(n),
+                _ => Result::Rows(rows),
+            }
+        }
+        Err(e) => match e.as_db_error() {
+            Some(db) => Result::Error { code: db.code().code().to_string(), message: db.message().to_string() },
+            None => Result::Error { code: "none".into(), message: e.to_string() },
+        },
+    }
+}
+
+/// Runs `script` on both servers, one statement after the other, and compares each result.
+/// `setup` runs on PostgreSQL only first (the gateway's cluster is new for every test).
+async fn compare(setup: &[&str], script: &[&str]) -> Vec<Result> {
+    let pg = postgres().await;
+    for sql in setup {
+        pg.batch_execute(sql).await.unwrap_or_else(|e| panic!("PostgreSQL setup {sql}: {e}"));
+    }
+    let h = start(GatewayConfig::default()).await;
+    let gw = connect(h.addr).await;
+    let mut results = Vec::new();
+    for sql in script {
+        let (expected, got) = (run(&pg, sql).await, run(&gw, sql).await);
+        assert_eq!(got, expected, "statement {sql}: Pistou (left) differs from PostgreSQL (right)");
+        results.push(got);
+    }
+    h.stop().await;
+    results
+}
+
+fn error(code: &str) -> impl Fn(&Result) -> bool + '_ {
+    move |r| matches!(r, Result::Error { code: c, .. } if c == code)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn savepoints_behave_as_in_postgres() {
+    bounded(120, async {
+        let script = [
+            "SAVEPOINT a",
+            "RELEASE SAVEPOINT a",
+            "ROLLBACK TO SAVEPOINT a",
+            "CREATE TABLE parity_sp (id INT PRIMARY KEY, body TEXT)",
+            "BEGIN",
+            "ROLLBACK TO nosuch",
+            "SELECT 1",
+            "ROLLBACK",
+            "BEGIN",
+            "INSERT INTO parity_sp VALUES (1, 'one')",
+            "SAVEPOINT \"_pg3_1\"",
+            "INSERT INTO parity_sp VALUES (1, 'dup')",
+            "SELECT 1",
+            "RELEASE SAVEPOINT \"_pg3_1\"",
+            "ROLLBACK TO SAVEPOINT nosuch",
+            "SELECT 1",
+            "ROLLBACK TO SAVEPOINT \"_pg3_1\"",
+            "SELECT id, body FROM parity_sp ORDER BY id",
+            // A name may repeat: the latest wins; RELEASE and ROLLBACK TO find it.
+            "SAVEPOINT s",
+            "SAVEPOINT s",
+            "SELECT count(*) FROM parity_sp",
+            "RELEASE s",
+            "ROLLBACK TO s",
+            "RELEASE SAVEPOINT s",
+            "ROLLBACK TO s",
+            "ROLLBACK TO \"_pg3_1\"",
+            // RELEASE drops the later savepoints too.
+            "SAVEPOINT x",
+            "SAVEPOINT y",
+            "RELEASE x",
+            "ROLLBACK TO y",
+            "ROLLBACK TO \"_pg3_1\"",
+            "SAVEPOINT _pg3_1", // unquoted: the same (lower-case) name
+            "SELECT 1/0",
+            "ROLLBACK TO \"_pg3_1\"",
+            "INSERT INTO parity_sp VALUES (2, 'two')",
+            "COMMIT",
+            "SELECT id, body FROM parity_sp ORDER BY id",
+            // COMMIT of a failed block rolls back, even with savepoints.
+            "BEGIN",
+            "SAVEPOINT a",
+            "INSERT INTO parity_sp VALUES (3, 'three')",
+            "SELECT 1/0",
+            "COMMIT",
+            "SELECT count(*) FROM parity_sp",
+        ];
+        let results = compare(&["DROP TABLE IF EXISTS parity_sp"], &script).await;
+        // The comparison is only as good as the script: it did hit the error paths.
+        assert!(error("25P01")(&results[0]) && error("25P01")(&results[2]));
+        assert_eq!(results.iter().filter(|r| error("3B001")(r)).count(), 4);
+        assert_eq!(results.iter().filter(|r| error("25P02")(r)).count(), 4);
+        let rows = |v: &[(&str, &str)]| {
+            Result::Rows(v.iter().map(|(a, b)| vec![Some(a.to_string()), Some(b.to_string())]).collect())
+        };
+        assert_eq!(results[36], rows(&[("1", "one"), ("2", "two")]));
+        assert_eq!(results[42], Result::Rows(vec![vec![Some("2".into())]]));
+        postgres().await.batch_execute("DROP TABLE parity_sp").await.expect("clean up");
+    })
+    .await;
+}
+
+/// psql's ON_ERROR_ROLLBACK wraps every statement of a block in a savepoint and rolls back
+/// to it when the statement fails: the rest of the block goes on. Same output as PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_on_error_rollback_keeps_the_block_going() {
+    bounded(120, async {
+        let script = "\\set ON_ERROR_ROLLBACK on\n\
+             DROP TABLE IF EXISTS parity_psql;\n\
+             CREATE TABLE parity_psql (id INT PRIMARY KEY, body TEXT);\n\
+             BEGIN;\n\
+             INSERT INTO parity_psql VALUES (1, 'one');\n\
+             INSERT INTO parity_psql VALUES (1, 'dup');\n\
+             SELECT 1/0;\n\
+             INSERT INTO parity_psql VALUES (2, 'two');\n\
+             COMMIT;\n\
+             SELECT id, body FROM parity_psql ORDER BY id;\n\
+             DROP TABLE parity_psql;\n";
+        let h = start(GatewayConfig::default()).await;
+        let pistou = psql(&h.addr.port().to_string(), "pistou", "tester", script).await;
+        let postgres = psql("5432", "test", "postgres", script).await;
+        assert_eq!(pistou, postgres, "psql output on Pistou (left) and PostgreSQL (right)");
+        assert!(pistou.contains(" 2 | two") && pistou.contains("division by zero"), "{pistou}");
+        h.stop().await;
+    })
+    .await;
+}
+
+async fn psql(port: &str, db: &str, user: &str, script: &str) -> String {
+    psql_output(port, db, user, script, true).await
+}
+
+/// Output (stdout and stderr) of psql running `script` (`quiet`: without command tags),
+/// without notices (PostgreSQL's of DROP TABLE IF EXISTS on a missing table).
+async fn psql_output(port: &str, db: &str, user: &str, script: &str, quiet: bool) -> String {
+    let mut args = vec!["-X", "-h", "127.0.0.1", "-p", port, "-U", user, "-d", db, "-v", "VERBOSITY=terse"];
+    if quiet {
+        args.push("-q");
+    }
+    let child = tokio::process::Command::new("psql")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("psql is required by this test");
+    let mut child = child;
+    let mut stdin = child.stdin.take().expect("psql stdin");
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, script.as_bytes()).await.expect("write the script");
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("psql did not finish")
+        .expect("psql");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    text.lines().filter(|l| !l.starts_with("NOTICE:")).collect::<Vec<_>>().join("\n")
+}
+
+/// now() and its relatives: the transaction's time, the same for every statement of a
+/// transaction, written by INSERT as PostgreSQL writes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transaction_time_behaves_as_in_postgres() {
+    bounded(120, async {
+        let script = [
+            "SET TIME ZONE 'UTC'",
+            "CREATE TABLE parity_hist (id INT PRIMARY KEY, mtime TIMESTAMP, day DATE)",
+            "SELECT now() = current_timestamp, now() = transaction_timestamp(), current_date = now()::date, \
+             localtimestamp = now()::timestamp, now() > '2024-01-01 00:00:00+00', now() > current_date",
+            "BEGIN",
+            "INSERT INTO parity_hist VALUES (1, CURRENT_TIMESTAMP, current_date)",
+            "SELECT mtime = now(), day = current_date, mtime = localtimestamp FROM parity_hist",
+            "INSERT INTO parity_hist VALUES (2, now(), now())",
+            "SELECT min(mtime) = max(mtime), min(day) = max(day) FROM parity_hist",
+            "COMMIT",
+            "SELECT id, mtime < now(), day <= current_date FROM parity_hist ORDER BY id",
+        ];
+        let results = compare(&["DROP TABLE IF EXISTS parity_hist"], &script).await;
+        let t = || Some("t".to_string());
+        assert_eq!(results[2], Result::Rows(vec![vec![t(), t(), t(), t(), t(), t()]]));
+        assert_eq!(results[5], Result::Rows(vec![vec![t(), t(), t()]]));
+        assert_eq!(results[7], Result::Rows(vec![vec![t(), t()]]));
+        postgres().await.batch_execute("DROP TABLE parity_hist").await.expect("clean up");
+
+        // Pistou only: the text form, the value (the client's clock when the transaction
+        // began), one value per transaction, and what is refused.
+        let h = start(GatewayConfig::default()).await;
+        let gw = connect(h.addr).await;
+        let now_text = |r: Result| match r {
+            Result::Rows(rows) => rows[0][0].clone().unwrap_or_default(),
+            other => panic!("{other:?}"),
+        };
+        let before = std::time::SystemTime::now();
+        run(&gw, "BEGIN").await;
+        let first = now_text(run(&gw, "SELECT now()").await);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let second = now_text(run(&gw, "SELECT statement_timestamp()::text").await);
+        run(&gw, "COMMIT").await;
+        let later = now_text(run(&gw, "SELECT now()").await);
+        assert_eq!(first, second);
+        assert!(regex_like_timestamptz(&first), "{first}");
+        let parse = |s: &str| pistou_sql::temporal::parse_timestamptz(s).expect("parses");
+        let parsed = parse(&first);
+        assert!(parse(&later) > parsed, "{later} after {first}");
+        let began = before.duration_since(std::time::UNIX_EPOCH).expect("clock").as_micros() as i64;
+        assert!((parsed - began).abs() < 5_000_000, "{first} is not the client's time");
+        for sql in ["SELECT clock_timestamp()", "SELECT now() - TIMESTAMP '2024-01-01'"] {
+            assert!(error("0A000")(&run(&gw, sql).await), "{sql}");
+        }
+        h.stop().await;
+    })
+    .await;
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.f]+00`, PostgreSQL's output with TimeZone UTC.
+fn regex_like_timestamptz(s: &str) -> bool {
+    let Some(body) = s.strip_suffix("+00") else { return false };
+    let (main, fraction) = body.split_once('.').unwrap_or((body, "0"));
+    let pattern = "dddd-dd-dd dd:dd:dd";
+    main.len() == pattern.len()
+        && main.chars().zip(pattern.chars()).all(|(c, p)| if p == 'd' { c.is_ascii_digit() } else { c == p })
+        && (1..=6).contains(&fraction.len())
+        && fraction.chars().all(|c| c.is_ascii_digit())
+}
+
+/// SET / SHOW of durations and set_config, compared with PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_and_set_config_behave_as_in_postgres() {
+    bounded(120, async {
+        let script = [
+            "SET statement_timeout = '5s'",
+            "SHOW statement_timeout",
+            "SET statement_timeout = 90000",
+            "SHOW statement_timeout",
+            "SET statement_timeout TO '1500ms'",
+            "SHOW statement_timeout",
+            "SET statement_timeout = '60000 ms'",
+            "SHOW statement_timeout",
+            "SET statement_timeout = '5S'",
+            "SET statement_timeout = '-1'",
+            "SET statement_timeout = '2147483648'",
+            "RESET statement_timeout",
+            "SHOW statement_timeout",
+            "SELECT set_config('statement_timeout', '2min', false)",
+            "SHOW statement_timeout",
+            "SELECT current_setting('statement_timeout')",
+            "SELECT set_config('TimeZone', 'UTC', false)",
+            "SHOW TimeZone",
+            "SELECT set_config('myapp.user', '42', false) AS a, current_setting('myapp.user') AS b",
+            "SELECT set_config('statement_timeout', '7s', true)",
+            "SHOW statement_timeout",
+            "SELECT set_config('nope', 'x', false)",
+            "SELECT set_config('statement_timeout', 'soon', false)",
+            "SHOW statement_timeout",
+            // SET LOCAL and set_config(…, true) last until the end of the block; a block
+            // that does not commit undoes its SETs.
+            "SET LOCAL statement_timeout = '5s'",
+            "SHOW statement_timeout",
+            "BEGIN",
+            "SET LOCAL statement_timeout = '10s'",
+            "SELECT set_config('myapp.user', '7', true)",
+            "SHOW statement_timeout",
+            "SELECT current_setting('myapp.user')",
+            "COMMIT",
+            "SHOW statement_timeout",
+            "SELECT current_setting('myapp.user')",
+            "BEGIN",
+            "SET statement_timeout = '11s'",
+            "ROLLBACK",
+            "SHOW statement_timeout",
+            "BEGIN",
+            "SET statement_timeout = '12s'",
+            "SELECT 1/0",
+            "COMMIT",
+            "SHOW statement_timeout",
+            "BEGIN",
+            "SET LOCAL statement_timeout = '7s'",
+            "SET statement_timeout = '8s'",
+            "COMMIT",
+            "SHOW statement_timeout",
+        ];
+        let results = compare(&[], &script).await;
+        let one = |s: &str| Result::Rows(vec![vec![Some(s.to_string())]]);
+        assert_eq!(results[1], one("5s"));
+        assert_eq!(results[3], one("90s"));
+        assert_eq!(results[5], one("1500ms"));
+        assert_eq!(results[7], one("1min"));
+        assert_eq!(results.iter().filter(|r| error("22023")(r)).count(), 4);
+        assert_eq!(results[20], one("2min")); // a local change outside a block does not last
+        assert!(error("42704")(&results[21]));
+        assert_eq!((&results[29], &results[30]), (&one("10s"), &one("7")));
+        assert_eq!((&results[32], &results[33]), (&one("2min"), &one("42")));
+        assert_eq!((&results[37], &results[42], &results[47]), (&one("2min"), &one("2min"), &one("8s")));
+    })
+    .await;
+}
+
+/// statement_timeout is enforced: a statement running longer is cancelled with 57014 (in a
+/// block, the block fails), and the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_timeout_cancels_long_statements() {
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let gw = connect(h.addr).await;
+        assert_eq!(run(&gw, "CREATE TABLE big (id INT PRIMARY KEY, v INT)").await, Result::Done(0));
+        let values: Vec<String> = (0..800).map(|i| format!("({i}, {i})")).collect();
+        let insert = format!("INSERT INTO big VALUES {}", values.join(", "));
+        assert_eq!(run(&gw, &insert).await, Result::Done(800));
+        let slow = "SELECT count(*) FROM big a, big b WHERE a.v + b.v >= 0";
+        assert_eq!(run(&gw, slow).await, Result::Rows(vec![vec![Some("640000".into())]]));
+        run(&gw, "SET statement_timeout = '20ms'").await;
+        let cancelled = run(&gw, slow).await;
+        assert_eq!(
+            cancelled,
+            Result::Error { code: "57014".into(), message: "canceling statement due to statement timeout".into() }
+        );
+        run(&gw, "BEGIN").await;
+        assert!(error("57014")(&run(&gw, slow).await));
+        assert!(error("25P02")(&run(&gw, "SELECT 1").await));
+        run(&gw, "ROLLBACK").await;
+        // (Not before: the in-process replicas may still be busy with the cancelled joins.)
+        run(&gw, "SET statement_timeout = 0").await;
+        assert_eq!(run(&gw, "SELECT 1").await, Result::Rows(vec![vec![Some("1".into())]]));
+        assert_eq!(run(&gw, "SELECT count(*) FROM big").await, Result::Rows(vec![vec![Some("800".into())]]));
+        h.stop().await;
+    })
+    .await;
+}
+
+/// TRUNCATE (one transaction of deletes) and DROP TABLE of several tables, as pgbench -i
+/// sends them, compared with PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncate_and_multi_table_drop_behave_as_in_postgres() {
+    bounded(120, async {
+        let script = [
+            "CREATE TABLE parity_a (id INT PRIMARY KEY)",
+            "CREATE TABLE parity_b (id INT PRIMARY KEY, v TEXT)",
+            "CREATE TABLE parity_c (id INT PRIMARY KEY)",
+            "INSERT INTO parity_a VALUES (1), (2), (3)",
+            "INSERT INTO parity_b VALUES (1, 'x')",
+            "TRUNCATE parity_a",
+            "SELECT count(*) FROM parity_a",
+            "INSERT INTO parity_a VALUES (4)",
+            "BEGIN",
+            "TRUNCATE TABLE parity_a, parity_b",
+            "SELECT count(*) FROM parity_b",
+            "ROLLBACK",
+            "SELECT count(*) FROM parity_b",
+            "TRUNCATE nosuch",
+            "TRUNCATE parity_a, nosuch",
+            "SELECT count(*) FROM parity_a",
+            "DROP TABLE parity_a, nosuch",
+            "SELECT count(*) FROM parity_a",
+            "drop table if exists parity_a, parity_nosuch, parity_b",
+            "SELECT count(*) FROM parity_a",
+            "SELECT count(*) FROM parity_c",
+            "DROP TABLE parity_c",
+        ];
+        let results = compare(&["DROP TABLE IF EXISTS parity_a, parity_b, parity_c"], &script).await;
+        let count = |n: &str| Result::Rows(vec![vec![Some(n.to_string())]]);
+        assert_eq!((&results[6], &results[10], &results[12]), (&count("0"), &count("0"), &count("1")));
+        assert!(error("42P01")(&results[13]) && error("42P01")(&results[14]) && error("42P01")(&results[16]));
+        assert_eq!((&results[15], &results[17]), (&count("1"), &count("1")));
+        assert!(error("42P01")(&results[19]));
+    })
+    .await;
+}
+
+/// Command tags as psql prints them (tokio-postgres does not show them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_prints_the_same_command_tags() {
+    bounded(120, async {
+        let script = "DROP TABLE IF EXISTS parity_tags, parity_tags2;\n\
+             CREATE TABLE parity_tags (id INT PRIMARY KEY);\n\
+             CREATE TABLE parity_tags2 (id INT PRIMARY KEY);\n\
+             INSERT INTO parity_tags VALUES (1);\n\
+             BEGIN;\n\
+             SAVEPOINT a;\n\
+             RELEASE SAVEPOINT a;\n\
+             SAVEPOINT b;\n\
+             ROLLBACK TO SAVEPOINT b;\n\
+             TRUNCATE parity_tags;\n\
+             COMMIT;\n\
+             SET statement_timeout = '1min';\n\
+             SHOW statement_timeout;\n\
+             DROP TABLE parity_tags, parity_tags2;\n";
+        let h = start(GatewayConfig::default()).await;
+        let pistou = psql_output(&h.addr.port().to_string(), "pistou", "tester", script, false).await;
+        let postgres = psql_output("5432", "test", "postgres", script, false).await;
+        assert_eq!(pistou, postgres, "psql output on Pistou (left) and PostgreSQL (right)");
+        for tag in ["SAVEPOINT", "RELEASE", "ROLLBACK", "TRUNCATE TABLE", "DROP TABLE", " 1min"] {
+            assert!(pistou.lines().any(|l| l == tag), "{tag} in {pistou}");
+        }
+        h.stop().await;
+    })
+    .await;
+}
