@@ -8,7 +8,7 @@ use pistou_core::sql_keys::catalog_key;
 use pistou_core::{ClientId, ClusterConfig, Key, ShardId, Value};
 use pistou_crypto::SecretKey;
 use pistou_sql::{Catalog, SqlError, SqlState, Value as SqlValue};
-use pistou_txn::{CatalogWrite, Coordinator, SqlOutput, TxnError, TxnHandle};
+use pistou_txn::{CatalogWrite, Coordinator, SavepointOp, SqlOutput, TxnError, TxnHandle, MAX_SAVEPOINT_WRITES};
 use pistou_wire::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 use rand::Rng;
 use std::collections::BTreeMap;
@@ -93,7 +93,6 @@ impl Client {
             done: false,
             savepoints: Vec::new(),
             undo: Vec::new(),
-            sql_writes: 0,
             uncertain: false,
         })
     }
@@ -176,9 +175,6 @@ pub struct Txn {
     /// While a savepoint exists: the earlier state of every key `put`/`delete` changed
     /// (None: it had no buffered write), oldest first. Undone backwards to a savepoint.
     undo: Vec<(Key, Option<Option<Value>>)>,
-    /// SQL statements that buffered writes in the coordinator (only counted: the
-    /// coordinator cannot take them back, see `rollback_to_savepoint`).
-    sql_writes: u64,
     /// A statement ended without an answer (timeout, shutdown): it may still buffer
     /// writes, so no savepoint can be rolled back to any more.
     uncertain: bool,
@@ -187,7 +183,6 @@ pub struct Txn {
 struct Savepoint {
     name: String,
     undo_len: usize,
-    sql_writes: u64,
 }
 
 fn no_savepoint(name: &str) -> ClientError {
@@ -237,7 +232,7 @@ impl Txn {
     }
 
     /// SAVEPOINT `name`: a point `rollback_to_savepoint` can return to. Names may repeat.
-    pub fn savepoint(&mut self, name: &str) -> Result<(), ClientError> {
+    pub async fn savepoint(&mut self, name: &str) -> Result<(), ClientError> {
         self.check_active()?;
         if self.savepoints.len() >= MAX_SAVEPOINTS {
             return Err(ClientError::Sql(SqlError::new(
@@ -245,19 +240,17 @@ impl Txn {
                 format!("a transaction holds at most {MAX_SAVEPOINTS} savepoints"),
             )));
         }
-        self.savepoints.push(Savepoint {
-            name: name.to_string(),
-            undo_len: self.undo.len(),
-            sql_writes: self.sql_writes,
-        });
+        self.coordinator_savepoint(SavepointOp::Push).await?;
+        self.savepoints.push(Savepoint { name: name.to_string(), undo_len: self.undo.len() });
         Ok(())
     }
 
     /// RELEASE SAVEPOINT `name`: forgets the latest savepoint of that name and every later
     /// one; what was done since stays.
-    pub fn release_savepoint(&mut self, name: &str) -> Result<(), ClientError> {
+    pub async fn release_savepoint(&mut self, name: &str) -> Result<(), ClientError> {
         self.check_active()?;
         let at = self.find_savepoint(name)?;
+        self.coordinator_savepoint(SavepointOp::Release { depth: at }).await?;
         self.savepoints.truncate(at);
         if self.savepoints.is_empty() {
             self.undo.clear();
@@ -266,30 +259,21 @@ impl Txn {
     }
 
     /// ROLLBACK TO SAVEPOINT `name`: undoes the writes made since the latest savepoint of
-    /// that name and forgets the later savepoints; that one stays. Reads made since stay in
-    /// the read set: validating more reads than needed is still serializable, and the
-    /// application did see their results.
-    ///
-    /// SQL writes are buffered by the coordinator, which cannot take some back: once a SQL
-    /// statement since the savepoint wrote rows, this fails with 0A000 (a statement that
-    /// failed wrote nothing, so recovering from an error this way works).
-    pub fn rollback_to_savepoint(&mut self, name: &str) -> Result<(), ClientError> {
+    /// that name, key-value and SQL (rows and schema changes), and forgets the later
+    /// savepoints; that one stays. Reads made since stay in the read set: validating more
+    /// reads than needed is still serializable, and the application did see their results.
+    pub async fn rollback_to_savepoint(&mut self, name: &str) -> Result<(), ClientError> {
         self.check_active()?;
         let at = self.find_savepoint(name)?;
-        let Some(savepoint) = self.savepoints.get(at) else { return Err(no_savepoint(name)) };
+        let Some(undo_len) = self.savepoints.get(at).map(|s| s.undo_len) else { return Err(no_savepoint(name)) };
         if self.uncertain {
             return Err(ClientError::Sql(SqlError::new(
                 SqlState::FeatureNotSupported,
                 "ROLLBACK TO SAVEPOINT after a statement that got no answer is not supported",
             )));
         }
-        if self.sql_writes > savepoint.sql_writes {
-            return Err(ClientError::Sql(SqlError::new(
-                SqlState::FeatureNotSupported,
-                "ROLLBACK TO SAVEPOINT after SQL statements that wrote rows since the savepoint is not supported",
-            )));
-        }
-        for (key, before) in self.undo.drain(savepoint.undo_len..).rev() {
+        self.coordinator_savepoint(SavepointOp::RollbackTo { depth: at }).await?;
+        for (key, before) in self.undo.drain(undo_len..).rev() {
             match before {
                 Some(value) => self.writes.insert(key, value),
                 None => self.writes.remove(&key),
@@ -297,6 +281,19 @@ impl Txn {
         }
         self.savepoints.truncate(at + 1);
         Ok(())
+    }
+
+    /// The coordinator keeps the copies of the SQL writes (it buffers them).
+    async fn coordinator_savepoint(&mut self, op: SavepointOp) -> Result<(), ClientError> {
+        let (reply, rx) = oneshot::channel();
+        let result = self.client.call("savepoint", Command::Savepoint { txn: self.handle, op, reply }, rx).await;
+        match result {
+            Err(ClientError::Txn(TxnError::TooManyOps)) => Err(ClientError::Sql(SqlError::new(
+                SqlState::ProgramLimitExceeded,
+                format!("savepoints would hold more than {MAX_SAVEPOINT_WRITES} copied writes; release some or commit"),
+            ))),
+            other => other,
+        }
     }
 
     /// Position of the latest savepoint named `name`.
@@ -317,8 +314,7 @@ impl Txn {
         let was_uncertain = std::mem::replace(&mut self.uncertain, true);
         let result = self.client.call("sql", cmd, rx).await;
         match &result {
-            Ok(SqlOutput::Affected { count: 0, .. } | SqlOutput::Rows { .. }) | Err(ClientError::Sql(_)) => {}
-            Ok(SqlOutput::Affected { .. } | SqlOutput::Ddl { .. }) => self.sql_writes += 1,
+            Ok(_) | Err(ClientError::Sql(_)) => {}
             Err(_) => return result,
         }
         self.uncertain = was_uncertain;

@@ -46,6 +46,12 @@ pub(crate) enum Command {
         params: Vec<pistou_sql::Value>,
         reply: Reply<SqlOutput>,
     },
+    /// SAVEPOINT / RELEASE / ROLLBACK TO on the writes the coordinator buffers.
+    Savepoint {
+        txn: TxnHandle,
+        op: pistou_txn::SavepointOp,
+        reply: Reply<()>,
+    },
     RangeStats {
         reply: Reply<pistou_txn::RangeStats>,
     },
@@ -222,6 +228,9 @@ impl Engine {
                 } else {
                     self.commit(now, txn, writes, reply);
                 }
+            }
+            Command::Savepoint { txn, op, reply } => {
+                let _ = reply.send(self.coord.savepoint(txn, op).map_err(Into::into));
             }
             Command::RangeStats { reply } => {
                 let _ = reply.send(Ok(self.coord.range_stats()));

@@ -449,7 +449,7 @@ async fn sql_transactions_over_tcp_conserve_total() {
 
 /// Savepoints: key-value writes since a savepoint are undone, a failed SQL statement can be
 /// rolled back to a savepoint and the transaction commits, names repeat and RELEASE drops
-/// later savepoints; SQL writes since the savepoint cannot be taken back (0A000).
+/// later savepoints; SQL rows written since a savepoint are taken back by ROLLBACK TO.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn savepoints_undo_writes_and_recover_from_errors() {
     use pistou_client::{SqlOutput, SqlState, SqlValue};
@@ -469,36 +469,44 @@ async fn savepoints_undo_writes_and_recover_from_errors() {
 
         let mut t = client.begin().await.unwrap();
         t.put("kept", "1").unwrap();
-        t.savepoint("a").unwrap();
+        t.savepoint("a").await.unwrap();
         t.put("kept", "2").unwrap();
         t.put("undone", "x").unwrap();
-        t.savepoint("a").unwrap(); // the same name again: the latest wins
+        t.savepoint("a").await.unwrap(); // the same name again: the latest wins
         t.put("kept", "3").unwrap();
-        t.rollback_to_savepoint("a").unwrap();
+        t.rollback_to_savepoint("a").await.unwrap();
         assert_eq!(t.get("kept").await.unwrap(), Some(b"2".to_vec()));
-        t.release_savepoint("a").unwrap(); // releases the second "a" only
-        t.rollback_to_savepoint("a").unwrap();
+        t.release_savepoint("a").await.unwrap(); // releases the second "a" only
+        t.rollback_to_savepoint("a").await.unwrap();
         assert_eq!(t.get("kept").await.unwrap(), Some(b"1".to_vec()));
         assert_eq!(t.get("undone").await.unwrap(), None);
-        t.rollback_to_savepoint("a").unwrap(); // ROLLBACK TO keeps the savepoint
-        t.savepoint("b").unwrap();
-        t.release_savepoint("a").unwrap(); // and every later one
-        assert_eq!(state(t.rollback_to_savepoint("b")), SqlState::InvalidSavepointSpecification);
-        assert_eq!(state(t.release_savepoint("nosuch")), SqlState::InvalidSavepointSpecification);
+        t.rollback_to_savepoint("a").await.unwrap(); // ROLLBACK TO keeps the savepoint
+        t.savepoint("b").await.unwrap();
+        t.release_savepoint("a").await.unwrap(); // and every later one
+        assert_eq!(state(t.rollback_to_savepoint("b").await), SqlState::InvalidSavepointSpecification);
+        assert_eq!(state(t.release_savepoint("nosuch").await), SqlState::InvalidSavepointSpecification);
 
         // A failed statement wrote nothing: rolling back to a savepoint recovers.
         t.execute("INSERT INTO notes VALUES (1, 'one')", &[]).await.unwrap();
-        t.savepoint("s").unwrap();
+        t.savepoint("s").await.unwrap();
         match t.query("INSERT INTO notes VALUES (1, 'dup')", &[]).await {
             Err(ClientError::Sql(e)) => assert_eq!(e.state, SqlState::UniqueViolation),
             other => panic!("expected a unique violation, got {other:?}"),
         }
         t.query("SELECT * FROM notes", &[]).await.unwrap(); // a read only: still recoverable
         t.execute("UPDATE notes SET body = 'x' WHERE id = 99", &[]).await.unwrap(); // no row
-        t.rollback_to_savepoint("s").unwrap();
-        // Rows written since the savepoint cannot be taken back.
+        t.rollback_to_savepoint("s").await.unwrap();
+        // Rows written since the savepoint are taken back, and the transaction goes on.
         t.execute("INSERT INTO notes VALUES (2, 'two')", &[]).await.unwrap();
-        assert_eq!(state(t.rollback_to_savepoint("s")), SqlState::FeatureNotSupported);
+        t.execute("UPDATE notes SET body = 'changed' WHERE id = 1", &[]).await.unwrap();
+        t.rollback_to_savepoint("s").await.unwrap();
+        match t.query("SELECT id, body FROM notes ORDER BY id", &[]).await.unwrap() {
+            SqlOutput::Rows { rows, .. } => {
+                assert_eq!(rows, vec![vec![SqlValue::Int(1), SqlValue::Text("one".into())]])
+            }
+            other => panic!("{other:?}"),
+        }
+        t.execute("INSERT INTO notes VALUES (2, 'two')", &[]).await.unwrap();
         assert!(t.commit().await.unwrap().is_committed());
 
         let mut t = client.begin().await.unwrap();

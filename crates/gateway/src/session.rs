@@ -158,13 +158,13 @@ impl Session {
                 if matches!(self.txn, TxnState::Idle) {
                     return Err(outside_block("SAVEPOINT"));
                 }
-                self.open_txn().await?.savepoint(name).map_err(from_client)?;
+                self.open_txn().await?.savepoint(name).await.map_err(from_client)?;
                 Ok(command_reply("SAVEPOINT"))
             }
             Command::Release(name) => match &mut self.txn {
                 TxnState::Idle => Err(outside_block("RELEASE SAVEPOINT")),
                 TxnState::Open(Some(txn)) => {
-                    txn.release_savepoint(name).map_err(from_client)?;
+                    txn.release_savepoint(name).await.map_err(from_client)?;
                     Ok(command_reply("RELEASE"))
                 }
                 // SAVEPOINT begins the Pistou transaction: without one there is no savepoint.
@@ -173,7 +173,7 @@ impl Session {
             Command::RollbackTo(name) => match &mut self.txn {
                 TxnState::Idle => Err(outside_block("ROLLBACK TO SAVEPOINT")),
                 TxnState::Open(Some(txn)) | TxnState::Failed(Some(txn)) => {
-                    txn.rollback_to_savepoint(name).map_err(from_client)?;
+                    txn.rollback_to_savepoint(name).await.map_err(from_client)?;
                     // The savepoint stays: the block is usable again.
                     if let TxnState::Failed(txn) = &mut self.txn {
                         self.txn = TxnState::Open(txn.take());

@@ -135,6 +135,17 @@ async fn savepoints_behave_as_in_postgres() {
             "SELECT 1/0",
             "COMMIT",
             "SELECT count(*) FROM parity_sp",
+            // Rows written since a savepoint are undone by ROLLBACK TO; later writes commit.
+            "BEGIN",
+            "SAVEPOINT w",
+            "INSERT INTO parity_sp VALUES (3, 'three')",
+            "UPDATE parity_sp SET body = 'changed' WHERE id = 1",
+            "DELETE FROM parity_sp WHERE id = 2",
+            "ROLLBACK TO w",
+            "SELECT id, body FROM parity_sp ORDER BY id",
+            "INSERT INTO parity_sp VALUES (4, 'four')",
+            "COMMIT",
+            "SELECT id, body FROM parity_sp ORDER BY id",
         ];
         let results = compare(&["DROP TABLE IF EXISTS parity_sp"], &script).await;
         // The comparison is only as good as the script: it did hit the error paths.
@@ -146,6 +157,8 @@ async fn savepoints_behave_as_in_postgres() {
         };
         assert_eq!(results[36], rows(&[("1", "one"), ("2", "two")]));
         assert_eq!(results[42], Result::Rows(vec![vec![Some("2".into())]]));
+        assert_eq!(results[49], rows(&[("1", "one"), ("2", "two")]));
+        assert_eq!(results[52], rows(&[("1", "one"), ("2", "two"), ("4", "four")]));
         postgres().await.batch_execute("DROP TABLE parity_sp").await.expect("clean up");
     })
     .await;

@@ -29,7 +29,8 @@ mod tally;
 pub use auth::{sign_client, AuthError, Authenticator};
 pub use cc::conflicts;
 pub use coordinator::{
-    Coordinator, CoordinatorEvent, CoordinatorTimeouts, GetStart, RangeStats, SqlOutput, TxnError, TxnHandle,
+    Coordinator, CoordinatorEvent, CoordinatorTimeouts, GetStart, RangeStats, SavepointOp, SqlOutput, TxnError,
+    TxnHandle, MAX_SAVEPOINT_WRITES,
 };
 pub use gc::Footprint;
 pub use log::{DiscardLog, LogEntry, MemoryLog, ReplicaLog};

@@ -8,7 +8,10 @@
 
 mod finish;
 mod reads;
+mod savepoint;
 mod sql;
+
+pub use savepoint::{SavepointOp, MAX_SAVEPOINT_WRITES};
 
 pub use sql::{RangeStats, SqlOutput};
 
@@ -135,6 +138,8 @@ struct TxnState {
     in_flight: BTreeMap<Key, ReadOp>,
     /// Pesto state of a SQL transaction.
     sql: Option<Box<sql::SqlTxnState>>,
+    /// Copies of the buffered writes at each savepoint, oldest first (`savepoint.rs`).
+    savepoints: Vec<savepoint::WritesCopy>,
 }
 
 struct WritebackState {
@@ -380,6 +385,7 @@ impl Coordinator {
             writes: BTreeMap::new(),
             in_flight: BTreeMap::new(),
             sql: None,
+            savepoints: Vec::new(),
         };
         self.txns.insert(h, state);
         self.by_ts.insert(ts, h);

@@ -74,7 +74,7 @@ pub(super) struct SqlTxnState {
     /// The catalog read at each shard: (version, schema).
     catalogs: BTreeMap<ShardId, (Timestamp, Arc<Catalog>)>,
     /// Buffered row writes (also in the transaction's Basil write set, encoded).
-    pending: WriteSet,
+    pub(super) pending: WriteSet,
     /// Rows read by range reads (Q-READ): key → version. Point reads are Basil reads.
     range_reads: BTreeMap<Key, Timestamp>,
     /// PredSet_T: (predicate, keys its evaluation read) → smallest table version seen. The
@@ -82,7 +82,7 @@ pub(super) struct SqlTxnState {
     /// same keys (replicas check each evaluation on its own).
     predicates: BTreeMap<(WirePredicate, Vec<Key>), Timestamp>,
     /// A schema change is buffered: nothing else may follow.
-    ddl: bool,
+    pub(super) ddl: bool,
     statement: Option<Statement>,
 }
 
