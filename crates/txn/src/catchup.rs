@@ -34,8 +34,9 @@ pub(crate) struct CatchUp {
     asking: BTreeMap<ReplicaId, Option<(Timestamp, TxnId)>>,
     /// Peers that sent their last page.
     done: BTreeSet<ReplicaId>,
-    /// When the pending requests were last sent (local µs).
+    /// When the pending requests were last sent, and when catching up started (local µs).
     asked_at: u64,
+    started_at: u64,
     /// Commits learnt by catching up.
     pub(crate) applied: u64,
 }
@@ -132,6 +133,7 @@ impl Replica {
     /// A page from a peer: every certificate checked, the missing commits applied.
     pub(crate) fn on_catch_up_page(
         &mut self,
+        now: u64,
         from: ReplicaId,
         commits: Vec<Writeback>,
         next: Option<(Timestamp, TxnId)>,
@@ -165,7 +167,7 @@ impl Replica {
             None => {
                 self.catch_up.asking.remove(&from);
                 self.catch_up.done.insert(from);
-                self.finish_catch_up_if_enough();
+                self.finish_catch_up_if_enough(now);
             }
         }
         Ok(())
@@ -191,11 +193,13 @@ impl Replica {
 
     /// Peers that have not finished may still send pages, which are applied; they are no
     /// longer asked again.
-    fn finish_catch_up_if_enough(&mut self) {
+    fn finish_catch_up_if_enough(&mut self, now: u64) {
         let needed = self.config().quorums().n() - 1 - self.config().f;
         if self.catch_up.active && self.catch_up.done.len() >= needed {
             self.catch_up.active = false;
-            tracing::info!(replica = %self.id, commits = self.catch_up.applied, peers = self.catch_up.done.len(), "caught up");
+            let ms = now.saturating_sub(self.catch_up.started_at) / 1_000;
+            let (commits, peers) = (self.catch_up.applied, self.catch_up.done.len());
+            tracing::info!(replica = %self.id, commits, peers, ms, "caught up");
         }
     }
 }

@@ -405,7 +405,7 @@ impl Replica {
             Message::Sync { txn } => self.on_sync(from, txn),
             Message::Supply(wb) => self.on_supply(wb),
             Message::CatchUp { after } => self.on_catch_up(from, after),
-            Message::CatchUpPage { commits, next } => self.on_catch_up_page(from, commits, next),
+            Message::CatchUpPage { commits, next } => self.on_catch_up_page(now, from, commits, next),
             Message::HelloReplica { .. } => Ok(()),
             _ => Err(RejectReason::Unexpected),
         };

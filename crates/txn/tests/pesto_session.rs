@@ -645,3 +645,73 @@ fn replicas_recovered_from_their_logs_serve_every_committed_row() {
     assert_eq!(cl.rows(0, h, "SELECT count(*) FROM notes", vec![]), vec![vec![int(2)]]);
     assert_eq!(cl.commit(0, h), Decision::Commit);
 }
+
+/// Catch-up (issue 27), rule by rule: a replica restarted from an old copy of its log has
+/// missed commits; it refuses forged and disordered pages and pages it did not ask for,
+/// applies the certified ones, and once n − 1 − f peers have answered in full it holds the
+/// same committed state as its peers.
+#[test]
+fn a_restarted_replica_catches_up_from_certified_pages_only() {
+    let mut cl = cluster(1);
+    let logs: Vec<MemoryLog> = (0..cl.replicas.len()).map(|_| MemoryLog::default()).collect();
+    for (r, log) in cl.replicas.iter_mut().zip(&logs) {
+        r.set_log(Box::new(log.clone()));
+    }
+    accounts(&mut cl);
+    let before_crash = logs[5].entries();
+    cl.autocommit(0, "UPDATE accounts SET balance = balance + 5 WHERE id = 2", vec![]);
+    cl.autocommit(0, "INSERT INTO accounts VALUES (4, 'dee', 40)", vec![]);
+    let id5 = ReplicaId { shard: ShardId(0), index: 5 };
+    let id0 = ReplicaId { shard: ShardId(0), index: 0 };
+    let mut restarted = Replica::new(cl.config.clone(), id5, Some(clone_key(&cl.keys[5]))).expect("replica");
+    restarted.recover(cl.now, before_crash);
+    restarted.start_catch_up(cl.now);
+    assert!(restarted.catching_up());
+    let asked = restarted.take_replica_outputs();
+    assert_eq!(asked.len(), 5, "every other replica of the shard is asked");
+    assert!(asked.iter().all(|(_, m)| matches!(m, Message::CatchUp { after: None })));
+
+    // Replica 0's first (and only) page.
+    cl.replicas[0].handle_replica(cl.now, id5, Message::CatchUp { after: None });
+    let page = cl.replicas[0].take_replica_outputs().pop().expect("a page").1;
+    let Message::CatchUpPage { commits, next: None } = page.clone() else { panic!("one page expected: {page:?}") };
+    assert!(commits.len() >= 2, "replica 0 holds the commits replica 5 missed");
+    let refused = |r: &Replica, why| r.rejections().count(why);
+
+    // A value changed under its certificate.
+    let mut forged = commits.clone();
+    if let Some(w) = forged.last_mut().and_then(|wb| wb.meta.write_set.first_mut()) {
+        w.value = Some(b"forged".to_vec());
+    }
+    restarted.handle_replica(cl.now, id0, Message::CatchUpPage { commits: forged, next: None });
+    assert!(refused(&restarted, RejectReason::BadCertificate) + refused(&restarted, RejectReason::MalformedTxn) == 1);
+    // Out of order.
+    let mut disordered = commits.clone();
+    disordered.reverse();
+    restarted.handle_replica(cl.now, id0, Message::CatchUpPage { commits: disordered, next: None });
+    assert_eq!(refused(&restarted, RejectReason::Misbehavior), 1);
+    // Claims more pages but brings nothing.
+    restarted.handle_replica(
+        cl.now,
+        id0,
+        Message::CatchUpPage { commits: vec![], next: commits.first().map(|wb| (wb.meta.ts, wb.meta.id())) },
+    );
+    assert_eq!(refused(&restarted, RejectReason::Misbehavior), 2);
+    // From a replica it did not ask (itself).
+    restarted.handle_replica(cl.now, id5, page.clone());
+    assert_eq!(refused(&restarted, RejectReason::Unexpected), 1);
+    assert!(restarted.catching_up());
+    assert_eq!(restarted.caught_up_commits(), 1, "the forged page's certified commits before the forgery applied");
+
+    // The real page, then the other peers' through the network.
+    restarted.handle_replica(cl.now, id0, page);
+    assert!(restarted.catching_up(), "one peer is not n - 1 - f");
+    cl.replicas[5] = restarted;
+    for _ in 0..5 {
+        cl.advance_by(600_000); // past the retry period: the pending peers are asked again
+        cl.settle();
+    }
+    assert!(!cl.replicas[5].catching_up());
+    assert!(cl.replicas[5].caught_up_commits() >= 2);
+    assert_eq!(cl.replicas[5].newest_committed(), cl.replicas[0].newest_committed());
+}
