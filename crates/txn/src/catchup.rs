@@ -60,8 +60,12 @@ impl Replica {
             .map(|index| ReplicaId { shard: me.shard, index })
             .filter(|r| *r != me)
             .collect();
-        self.catch_up =
-            CatchUp { active: true, asking: peers.iter().map(|p| (*p, None)).collect(), ..CatchUp::default() };
+        self.catch_up = CatchUp {
+            active: true,
+            asking: peers.iter().map(|p| (*p, None)).collect(),
+            started_at: now,
+            ..CatchUp::default()
+        };
         self.ask_for_pages(now);
     }
 
