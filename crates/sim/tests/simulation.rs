@@ -221,24 +221,23 @@ fn replicas_restart_from_logs_trimmed_by_garbage_collection() {
     eprintln!("{forgotten} log entries forgotten");
 }
 
+/// One replica per shard crashes early and stays down for longer than clients retransmit
+/// writebacks.
+fn long_downtime(name: &'static str, seed: u64) -> Scenario {
+    let mut s = Scenario::base(name, seed);
+    s.workload.txns_per_client = 100;
+    s.crashes_per_shard = 1;
+    s.crash_at_us = 50_000 + (seed % 5) * 30_000;
+    s.restart_after_us = Some(300_000 + (seed % 4) * 50_000);
+    s
+}
+
 /// A replica down for longer than clients retransmit writebacks misses commits for good
 /// unless it catches up from its peers (`catchup.rs`): after the run it must not be behind
 /// the replicas that never crashed on any key.
 #[test]
 fn a_replica_down_for_long_catches_up_from_its_peers() {
-    let counts = run_all_counting(
-        |seed| {
-            let mut s = Scenario::base("crash-long-downtime", seed);
-            s.workload.txns_per_client = 100;
-            s.crashes_per_shard = 1;
-            s.crash_at_us = 50_000 + (seed % 5) * 30_000;
-            s.restart_after_us = Some(300_000 + (seed % 4) * 50_000);
-            s
-        },
-        100,
-        13,
-        25,
-    );
+    let counts = run_all_counting(|seed| long_downtime("crash-long-downtime", seed), 100, 13, 25);
     assert!(counts.restarts >= 100, "only {} replicas restarted", counts.restarts);
     assert!(counts.caught_up > 0, "no restarted replica learnt anything by catching up");
     assert_eq!(counts.behind, 0, "restarted replicas ended behind on {} keys", counts.behind);
@@ -252,14 +251,10 @@ fn a_replica_down_for_long_catches_up_from_its_peers() {
 fn catch_up_refuses_forged_state_from_a_byzantine_peer() {
     let counts = run_all_counting(
         |seed| {
-            let mut s = Scenario::base("crash-long-downtime-forged", seed);
+            let mut s = long_downtime("crash-long-downtime-forged", seed);
             // A crash and a Byzantine replica per shard: f = 2.
             s.f = 2;
             s.shards = 1;
-            s.workload.txns_per_client = 100;
-            s.crashes_per_shard = 1;
-            s.crash_at_us = 50_000 + (seed % 5) * 30_000;
-            s.restart_after_us = Some(300_000 + (seed % 4) * 50_000);
             s.byz_replicas_per_shard = 1;
             s.replica_fault = Some(ReplicaFault::ForgeCatchUp);
             s

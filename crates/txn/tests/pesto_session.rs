@@ -252,6 +252,15 @@ impl Cluster {
     }
 }
 
+/// Gives every replica an in-memory log, returned for reading back.
+fn memory_logs(cl: &mut Cluster) -> Vec<MemoryLog> {
+    let logs: Vec<MemoryLog> = (0..cl.replicas.len()).map(|_| MemoryLog::default()).collect();
+    for (r, log) in cl.replicas.iter_mut().zip(&logs) {
+        r.set_log(Box::new(log.clone()));
+    }
+    logs
+}
+
 fn accounts(cl: &mut Cluster) {
     cl.autocommit(0, "CREATE TABLE accounts (id INT PRIMARY KEY, owner TEXT NOT NULL, balance INT NOT NULL)", vec![]);
     cl.autocommit(0, "INSERT INTO accounts VALUES (1, 'ann', 100), (2, 'bob', 50), (3, 'cy', 10)", vec![]);
@@ -618,10 +627,7 @@ fn a_recreated_table_starts_empty_and_the_dropped_rows_are_collected() {
 #[test]
 fn replicas_recovered_from_their_logs_serve_every_committed_row() {
     let mut cl = cluster(1);
-    let logs: Vec<MemoryLog> = (0..cl.replicas.len()).map(|_| MemoryLog::default()).collect();
-    for (r, log) in cl.replicas.iter_mut().zip(&logs) {
-        r.set_log(Box::new(log.clone()));
-    }
+    let logs = memory_logs(&mut cl);
     accounts(&mut cl);
     cl.autocommit(0, "CREATE TABLE notes (id INT PRIMARY KEY, body TEXT)", vec![]);
     cl.autocommit(0, "INSERT INTO notes VALUES (1, 'kept')", vec![]);
@@ -653,10 +659,7 @@ fn replicas_recovered_from_their_logs_serve_every_committed_row() {
 #[test]
 fn a_restarted_replica_catches_up_from_certified_pages_only() {
     let mut cl = cluster(1);
-    let logs: Vec<MemoryLog> = (0..cl.replicas.len()).map(|_| MemoryLog::default()).collect();
-    for (r, log) in cl.replicas.iter_mut().zip(&logs) {
-        r.set_log(Box::new(log.clone()));
-    }
+    let logs = memory_logs(&mut cl);
     accounts(&mut cl);
     let before_crash = logs[5].entries();
     cl.autocommit(0, "UPDATE accounts SET balance = balance + 5 WHERE id = 2", vec![]);

@@ -152,14 +152,7 @@ impl Exec<'_> {
         let empty = WriteSet::default();
         let subqueries = self.subqueries.clone();
         let enclosing = self.enclosing.clone();
-        let env = Env {
-            params: self.params,
-            subqueries: &subqueries,
-            correlated: &[],
-            outer: &[],
-            enclosing: &enclosing,
-            now: self.now(),
-        };
+        let env = self.env_over(&subqueries, &enclosing);
         let matches = self.reader.scan_rows(&empty, scan, &env, &mut self.reads)?;
         let Some(residual) = residual else { return Ok(matches) };
         let mut kept = Vec::with_capacity(matches.len());

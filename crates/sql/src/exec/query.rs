@@ -22,14 +22,16 @@ impl<'a> Exec<'a> {
     }
 
     pub(super) fn env(&self) -> Env<'_> {
-        Env {
-            params: self.params,
-            subqueries: &self.subqueries,
-            correlated: &[],
-            outer: &[],
-            enclosing: &self.enclosing,
-            now: self.now(),
-        }
+        self.env_over(&self.subqueries, &self.enclosing)
+    }
+
+    /// [`env`](Self::env) over copies of the subquery values and enclosing rows, for code
+    /// that needs `&mut self` while the environment is in use.
+    pub(super) fn env_over<'e>(&self, subqueries: &'e [SubqueryValue], enclosing: &'e [Row]) -> Env<'e>
+    where
+        'a: 'e,
+    {
+        Env { params: self.params, subqueries, correlated: &[], outer: &[], enclosing, now: self.now() }
     }
 
     /// The transaction's time (see `Env::now`): the time of the timestamp it reads at.
@@ -209,14 +211,7 @@ impl<'a> Exec<'a> {
         let Some(scan) = &core.from.first else { return Ok(Vec::new()) };
         let subqueries = self.subqueries.clone();
         let enclosing = self.enclosing.clone();
-        let env = Env {
-            params: self.params,
-            subqueries: &subqueries,
-            correlated: &[],
-            outer: &[],
-            enclosing: &enclosing,
-            now: self.now(),
-        };
+        let env = self.env_over(&subqueries, &enclosing);
         let empty = WriteSet::default();
         let filter = core.filter.as_ref();
         let Some(agg) = &core.aggregate else {
@@ -341,14 +336,7 @@ impl<'a> Exec<'a> {
         // (`&mut self`) while the environment is in use: it borrows copies.
         let subqueries = self.subqueries.clone();
         let enclosing = self.enclosing.clone();
-        let env = Env {
-            params: self.params,
-            subqueries: &subqueries,
-            correlated: &[],
-            outer: &[],
-            enclosing: &enclosing,
-            now: self.now(),
-        };
+        let env = self.env_over(&subqueries, &enclosing);
         let mut rows = self.source_rows(first, derived_of(0), &env)?;
         for (step_no, step) in from.joins.iter().enumerate() {
             rows = self.join_step(rows, step, derived_of(step_no + 1), &env)?;
