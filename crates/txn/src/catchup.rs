@@ -5,8 +5,8 @@
 //! Garbage collection keeps, for every key, the record of the writer of its newest committed
 //! version below the watermark and every record above it, each with its commit certificate
 //! (gc.rs). A replica's committed state is therefore a set of self-certifying pairs (metadata,
-//! certificate). The replica asks each peer for its pairs in (timestamp, id) order, a bounded
-//! page at a time (`CatchUp` → `CatchUpPage`), checks every certificate as it checks a
+//! certificate). The replica asks each peer for its pairs in (timestamp, id) order
+//! (`Replica::committed_order`), a bounded page at a time (`CatchUp` → `CatchUpPage`), checks every certificate as it checks a
 //! writeback, and applies what it lacks, below its watermark too: the certificate proves the
 //! commit, and a version older than the key's newest only joins its history.
 //!
@@ -21,6 +21,7 @@ use crate::replica::{Replica, Status};
 use pistou_core::{ReplicaId, Timestamp, TxnId};
 use pistou_wire::{DecisionCert, Message, TxnMeta, Writeback, CATCH_UP_PAGE_BYTES, MAX_CATCH_UP_PAGE};
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 
 /// How long to wait for a page before asking the peer again (µs).
 const RETRY_US: u64 = 500_000;
@@ -94,7 +95,6 @@ impl Replica {
     }
 
     /// A peer asks for the committed transactions after `after`: one page, in order.
-    /// O(records held) per page: the records are in a hash map, not in timestamp order.
     pub(crate) fn on_catch_up(
         &mut self,
         from: ReplicaId,
@@ -103,33 +103,24 @@ impl Replica {
         if from.shard != self.id.shard || from == self.id {
             return Err(RejectReason::WrongShard);
         }
-        let mut committed: Vec<(Timestamp, TxnId)> = self
-            .txns
-            .iter()
-            .filter(|(_, r)| matches!(r.status, Status::Committed(_)))
-            .map(|(id, r)| (r.meta.ts, *id))
-            .filter(|k| after.is_none_or(|a| *k > a))
-            .collect();
-        if committed.len() > MAX_CATCH_UP_PAGE {
-            committed.select_nth_unstable(MAX_CATCH_UP_PAGE);
-            committed.truncate(MAX_CATCH_UP_PAGE + 1);
-        }
-        committed.sort_unstable();
+        let from_cursor = match after {
+            Some(a) => Bound::Excluded(a),
+            None => Bound::Unbounded,
+        };
         let mut commits = Vec::new();
         let mut bytes = 0;
-        let mut next = None;
-        for (i, (ts, id)) in committed.iter().enumerate() {
-            let Some(rec) = self.txns.get(id) else { continue };
-            let Some(cert) = rec.cert() else { continue };
-            if i >= MAX_CATCH_UP_PAGE || (!commits.is_empty() && bytes >= CATCH_UP_PAGE_BYTES) {
+        let (mut last, mut next) = (None, None);
+        for &key in self.committed_order.range((from_cursor, Bound::Unbounded)) {
+            if commits.len() >= MAX_CATCH_UP_PAGE || (!commits.is_empty() && bytes >= CATCH_UP_PAGE_BYTES) {
+                next = last; // more remain: the next page starts after the last one sent
                 break;
             }
+            let Some(rec) = self.txns.get(&key.1) else { continue };
+            let Some(cert) = rec.cert() else { continue };
             bytes += estimated_bytes(&rec.meta);
             commits.push(Writeback { meta: (*rec.meta).clone(), cert });
-            next = Some((*ts, *id));
+            last = Some(key);
         }
-        let last_page = commits.len() == committed.len();
-        let next = if last_page { None } else { next };
         self.replica_outputs.push((from, Message::CatchUpPage { commits, next }));
         Ok(())
     }

@@ -283,6 +283,7 @@ impl Replica {
         // The disk is trimmed with memory: replaying the log rebuilds only kept records.
         self.log.forget(id);
         let meta = rec.meta;
+        self.committed_order.remove(&(meta.ts, *id));
         self.drop_readers(id, &meta);
         if self.ts_owner.get(&meta.ts) == Some(id) {
             self.ts_owner.remove(&meta.ts);

@@ -196,6 +196,8 @@ pub struct Replica {
     pub(crate) log: Box<dyn crate::log::ReplicaLog>,
     /// Catch-up after a restart (`catchup.rs`).
     pub(crate) catch_up: crate::catchup::CatchUp,
+    /// The committed records of `txns` in (timestamp, id) order: what catch-up serves.
+    pub(crate) committed_order: BTreeSet<(Timestamp, TxnId)>,
     /// Pesto: rows, catalogs and the semantic-check state.
     pub(crate) sql: SqlReplica,
     /// Pesto's snapshot path: queries waiting for SYNCed transactions.
@@ -280,6 +282,7 @@ impl Replica {
             view_timeout_base_us: DEFAULT_VIEW_TIMEOUT_US,
             log: Box::new(crate::log::DiscardLog),
             catch_up: Default::default(),
+            committed_order: BTreeSet::new(),
             sql: SqlReplica::new(&config_for_sql, id.shard),
             snapshots: Default::default(),
             inquiries: Default::default(),
@@ -1005,6 +1008,7 @@ impl Replica {
         let was_prepared = rec.status == Status::Prepared;
         let cert = Arc::new(cert);
         rec.status = Status::Committed(cert.clone());
+        self.committed_order.insert((meta.ts, id));
         self.log.append(LogEntry::Committed { meta: rec.meta.clone(), cert });
         let shard = self.id.shard;
         for w in &meta.write_set {
