@@ -19,4 +19,15 @@ pub mod workload;
 
 pub use pistou_adversary::{ClientFault, ReplicaFault};
 pub use scenario::{run, Outcome, Scenario, SimError};
+
+/// The seeds a test runs a scenario with: `count` consecutive ones from `first`, times
+/// `SIM_SEEDS_SCALE` (1 to 1,000; long runs, reported in docs/testing.md), or only the seed
+/// `SIM_SEED` names (re-running a failure).
+pub fn seeds(count: u64, first: u64) -> Vec<u64> {
+    if let Some(seed) = std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
+        return vec![seed];
+    }
+    let scale = std::env::var("SIM_SEEDS_SCALE").ok().and_then(|s| s.parse::<u64>().ok()).unwrap_or(1).clamp(1, 1000);
+    (first..first + count * scale).collect()
+}
 pub use sql_workload::SqlSpec;

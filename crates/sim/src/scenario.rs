@@ -379,10 +379,9 @@ impl World {
             Event::Tick(node) => {
                 let local = self.local_now(node, now);
                 match node {
+                    // A crashed replica's timer keeps running, so it ticks again once restarted.
+                    Node::Replica(r) if self.crashed.contains(&r) => {}
                     Node::Replica(r) => {
-                        if self.crashed.contains(&r) {
-                            return Ok(());
-                        }
                         if let Some(rep) = self.replicas.get_mut(&r) {
                             rep.tick(local);
                             rep.flush();
@@ -446,8 +445,13 @@ impl World {
         *slot = crate::sql_byz::targets(&crate::sql_byz::tables(spec), &self.config, setup_ddl, committed);
     }
 
+    /// Every correct client is done and every restarted replica has caught up.
     fn finished(&self) -> bool {
-        self.clients.iter().all(|c| self.stalled.contains_key(&c.index) || (c.done() && !c.coord.busy()))
+        let caught_up = self
+            .restarted
+            .iter()
+            .all(|id| self.crashed.contains(id) || self.replicas.get(id).is_none_or(|r| !r.catching_up()));
+        caught_up && self.clients.iter().all(|c| self.stalled.contains_key(&c.index) || (c.done() && !c.coord.busy()))
     }
 }
 

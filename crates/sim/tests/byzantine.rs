@@ -6,10 +6,7 @@
 use pistou_sim::{run, ClientFault, Outcome, ReplicaFault, Scenario};
 
 fn seeds(count: u64, salt: u64) -> Vec<u64> {
-    match std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
-        Some(seed) => vec![seed],
-        None => (0..count).map(|i| salt * 7_919 + i).collect(),
-    }
+    pistou_sim::seeds(count, salt * 7_919)
 }
 
 fn run_all(make: impl Fn(u64) -> Scenario, count: u64, salt: u64) -> Vec<Outcome> {

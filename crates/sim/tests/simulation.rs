@@ -7,11 +7,7 @@ use pistou_adversary::ReplicaFault;
 use pistou_sim::{run, Scenario};
 
 fn seeds(count: u64, salt: u64) -> Vec<u64> {
-    let scale = std::env::var("SIM_SEEDS_SCALE").ok().and_then(|s| s.parse::<u64>().ok()).unwrap_or(1).clamp(1, 1000);
-    match std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
-        Some(seed) => vec![seed],
-        None => (0..count * scale).map(|i| salt * 1_000_003 + i).collect(),
-    }
+    pistou_sim::seeds(count, salt * 1_000_003)
 }
 
 /// Runs `count` seeds; `min_commit_percent` guards against a vacuous oracle (a scenario in

@@ -39,10 +39,7 @@ use pistou_sim::{run, ClientFault, Outcome, ReplicaFault, Scenario, SqlSpec};
 use std::time::Instant;
 
 fn seeds(count: u64, salt: u64) -> Vec<u64> {
-    match std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
-        Some(seed) => vec![seed],
-        None => (0..count).map(|i| salt * 1_000_003 + i).collect(),
-    }
+    pistou_sim::seeds(count, salt * 1_000_003)
 }
 
 fn sql_scenario(name: &'static str, seed: u64) -> Scenario {
