@@ -148,11 +148,11 @@ impl Replica {
         if keys.windows(2).any(|w| w[0] >= w[1]) || next.is_some_and(|n| keys.last() != Some(&n)) {
             return Err(RejectReason::Misbehavior);
         }
-        for wb in commits {
+        for (wb, (_, id)) in commits.into_iter().zip(keys) {
             if !matches!(wb.cert, DecisionCert::Commit(_)) {
                 return Err(RejectReason::Misbehavior);
             }
-            self.apply_caught_up(wb)?;
+            self.apply_caught_up(id, wb)?;
         }
         match next {
             Some(n) => {
@@ -169,8 +169,8 @@ impl Replica {
     }
 
     /// Applies a certified commit this replica lacks, whatever the watermark.
-    fn apply_caught_up(&mut self, wb: Writeback) -> Result<(), RejectReason> {
-        let id = wb.meta.id();
+    /// `id` is `wb.meta.id()`, hashed once by the caller.
+    fn apply_caught_up(&mut self, id: TxnId, wb: Writeback) -> Result<(), RejectReason> {
         if self.txns.get(&id).is_some_and(|r| matches!(r.status, Status::Committed(_) | Status::Aborted(_))) {
             return Ok(());
         }
