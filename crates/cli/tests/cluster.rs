@@ -121,19 +121,6 @@ async fn every_replica_killed_at_once_loses_no_acknowledged_commit() {
     tokio::time::timeout(Duration::from_secs(240), run).await.expect("test timed out");
 }
 
-/// The line of a replica's log (in `dir/logs`) containing `needle`, waited for (bounded).
-async fn wait_for_log(dir: &std::path::Path, file: &str, needle: &str) -> String {
-    let path = dir.join("logs").join(file);
-    for _ in 0..200 {
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        if let Some(line) = text.lines().find(|l| l.contains(needle)) {
-            return line.to_string();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{} never contained {needle:?}", path.display());
-}
-
 /// Byzantine independence with real processes: a replica that votes abort on everything
 /// costs the fast path, never a correct client's commit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,25 +4,10 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-/// Starts `pistou gateway` and waits for its "listening" line.
-fn gateway(config: &str, port: u16, extra: &[&str]) -> Child {
-    let listen = format!("127.0.0.1:{port}");
-    let mut args = vec!["gateway", "--config", config, "--listen", &listen];
-    args.extend_from_slice(extra);
-    let mut child =
-        Command::new(PISTOU).args(&args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn gateway");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).expect("read the first line");
-    assert_eq!(first.trim(), format!("pistou gateway listening on {listen}"));
-    child
-}
 
 fn interrupt(mut child: Child) -> std::process::ExitStatus {
     let pid = child.id().to_string();

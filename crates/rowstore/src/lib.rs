@@ -39,7 +39,9 @@
 //!
 //! ## Garbage collection (Pesto App. B.3)
 //!
-//! Writes below the watermark are refused. [`RowStore::gc`]`(w)` raises the watermark to `w`
+//! Prepared writes below the watermark are refused; a committed one (certified: nothing is
+//! left to decide) is installed, so a replica that missed it still holds current rows.
+//! [`RowStore::gc`]`(w)` raises the watermark to `w`
 //! and, for every key whose queued threshold is below `w`:
 //!
 //! 1. deletes every committed version older than the key's newest committed version below

@@ -103,8 +103,8 @@ impl RowStore {
     /// Idempotent per (writer, ts): versions that already exist are left alone (a committed
     /// version is never turned back into a prepared one), missing ones are added. Inserting as
     /// committed also commits the writer's earlier prepared versions (writeback after prepare).
-    /// Writes below the watermark are refused (Pesto App. B.3), except that a writer already
-    /// prepared here is still committed by a committed insert.
+    /// Prepared writes below the watermark are refused (Pesto App. B.3); committed ones are
+    /// installed (and collected by the next gc if shadowed).
     pub fn insert(
         &mut self,
         writer: TxnId,
@@ -122,13 +122,20 @@ impl RowStore {
         };
         self.validate(writes, catalog)?;
         if ts < self.watermark {
-            if !prepared_here {
-                return Err(StoreError::BelowWatermark { ts, watermark: self.watermark });
+            match (state, prepared_here) {
+                (VersionState::Prepared, false) => {
+                    return Err(StoreError::BelowWatermark { ts, watermark: self.watermark });
+                }
+                (VersionState::Prepared, true) => return Ok(()),
+                (VersionState::Committed, true) => {
+                    self.commit(&writer);
+                    return Ok(());
+                }
+                // Certified by a commit quorum, so concurrency control has nothing left to
+                // decide; without it this store would lack a current row (a replica that
+                // catches up after being down for longer than the gc lag).
+                (VersionState::Committed, false) => {}
             }
-            if state == VersionState::Committed {
-                self.commit(&writer);
-            }
-            return Ok(());
         }
         let cap = self.limits.version_cap;
         for (name, table_writes) in &writes.tables {

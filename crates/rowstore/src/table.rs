@@ -69,7 +69,12 @@ impl Table {
                 index.add(&self.schema, &key, row);
             }
         }
-        self.log.record(ts, writer, &key, LoggedWrite { state, row });
+        // A committed write below the trim point is not logged (as in `commit_version`).
+        if state == VersionState::Committed && ts < self.log.trimmed_to() {
+            self.log.note_trimmed(ts);
+        } else {
+            self.log.record(ts, writer, &key, LoggedWrite { state, row });
+        }
         self.enforce_cap(&key, cap);
         self.reschedule(&key);
         Some(key)

@@ -108,14 +108,24 @@ fn the_write_log_is_trimmed_below_the_watermark_but_table_versions_stay_exact() 
 }
 
 #[test]
-fn writes_below_the_watermark_are_refused() {
+fn prepared_writes_below_the_watermark_are_refused_committed_ones_installed() {
     let (catalog, mut store) = setup();
     prepare_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
     store.gc(ts(20));
     let before = format!("{store:?}");
-    let err = store.insert(txn(2), ts(15), &upsert(2, 2), VersionState::Committed, &catalog);
+    let err = store.insert(txn(2), ts(15), &upsert(2, 2), VersionState::Prepared, &catalog);
     assert_eq!(err, Err(StoreError::BelowWatermark { ts: ts(15), watermark: ts(20) }));
     assert_eq!(format!("{store:?}"), before);
+    // A certified commit this store missed (catch-up after a long downtime) is the key's
+    // current row: installed.
+    store.insert(txn(2), ts(15), &upsert(2, 2), VersionState::Committed, &catalog).expect("committed below");
+    assert_eq!(store.versions("t", &key(2)).map(|v| v.ts).collect::<Vec<_>>(), vec![ts(15)]);
+    // An older committed one under it is shadowed, and the next gc collects it.
+    store.insert(txn(3), ts(12), &upsert(2, 3), VersionState::Committed, &catalog).expect("committed below");
+    assert_eq!(store.versions("t", &key(2)).count(), 2);
+    store.gc(ts(21));
+    assert_eq!(store.versions("t", &key(2)).map(|v| v.ts).collect::<Vec<_>>(), vec![ts(15)]);
+    store.verify_invariants().expect("invariants");
     // A writer prepared here before the watermark passed it can still be decided by writeback.
     store.insert(txn(1), ts(10), &upsert(1, 1), VersionState::Committed, &catalog).expect("writeback");
     assert_eq!(store.versions("t", &key(1)).map(|v| v.state).collect::<Vec<_>>(), vec![VersionState::Committed]);

@@ -388,3 +388,30 @@ pub fn path_str(p: &Path) -> &str {
 pub fn buf(p: &Path) -> PathBuf {
     p.to_path_buf()
 }
+
+/// Starts `pistou gateway` and waits for its "listening" line.
+pub fn gateway(config: &str, port: u16, extra: &[&str]) -> Child {
+    let listen = format!("127.0.0.1:{port}");
+    let mut args = vec!["gateway", "--config", config, "--listen", &listen];
+    args.extend_from_slice(extra);
+    let mut child =
+        Command::new(PISTOU).args(&args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn gateway");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).expect("read the first line");
+    assert_eq!(first.trim(), format!("pistou gateway listening on {listen}"));
+    child
+}
+
+/// The line of a replica's log (in `dir/logs`) containing `needle`, waited for (bounded).
+pub async fn wait_for_log(dir: &std::path::Path, file: &str, needle: &str) -> String {
+    let path = dir.join("logs").join(file);
+    for _ in 0..200 {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| l.contains(needle)) {
+            return line.to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{} never contained {needle:?}", path.display());
+}
