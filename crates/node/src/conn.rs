@@ -5,14 +5,18 @@
 //! A client may open an authenticated session right after its hello (`SessionOpen`, see
 //! `pistou_crypto::SessionKey`): the reader checks its signature, answers with this side's
 //! key exchange value, tells the driver which client the connection is, and from then on
-//! accepts only frames with a valid tag.
+//! accepts only frames with a valid tag. A replica opens its link the same way
+//! (`PeerOpen`, signed with its replica key); with crypto on, a bare `HelloReplica` claim is
+//! refused. Frames are capped at `PRE_AUTH_FRAME_BYTES` until the connection has
+//! authenticated.
 
 use crate::counters::{NetCounters, NetReason};
 use futures::{SinkExt, StreamExt};
 use pistou_core::{ClientId, ClusterConfig, ReplicaId};
-use pistou_crypto::{Ephemeral, SessionKey};
+use pistou_crypto::{Ephemeral, SessionKey, Signature};
 use pistou_wire::{
-    decode_message, frame_codec, ClientSigned, FrameCodec, Message, MessageWriter, SessionOpen, Signable, WireError,
+    decode_message, frame_codec, ClientSigned, FrameCodec, Message, MessageWriter, PeerOpen, SessionOpen, Signable,
+    WireError,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +62,10 @@ pub(crate) enum Inbound {
 /// Replies written to the socket per flush; bounds the time one slow write holds replies.
 const WRITE_BATCH: usize = 256;
 
+/// Largest frame before a connection has proved who it is (hello, handshakes, and the
+/// individually signed requests of a connection without a session).
+pub const PRE_AUTH_FRAME_BYTES: usize = 64 * 1024;
+
 pub(crate) struct ConnParams {
     pub config: Arc<ClusterConfig>,
     /// This replica: another one may not claim its id.
@@ -79,7 +87,7 @@ pub(crate) async fn serve_connection(
     // Replies are small and latency-bound; Nagle would add tens of milliseconds.
     let _ = stream.set_nodelay(true);
     let (r, w) = stream.into_split();
-    let reader = FramedRead::new(r, frame_codec(params.max_frame_bytes));
+    let reader = FramedRead::new(r, frame_codec(params.max_frame_bytes.min(PRE_AUTH_FRAME_BYTES)));
     let writer = FramedWrite::new(w, MessageWriter::new(params.max_frame_bytes));
     tokio::select! {
         _ = read_loop(reader, token, &inbound, to_peer, &counters, &params) => {}
@@ -92,62 +100,95 @@ async fn read_loop(
     mut reader: FramedRead<OwnedReadHalf, FrameCodec>,
     token: Token,
     inbound: &mpsc::Sender<Inbound>,
-    // For the session handshake only: dropped right after it, so that the connection still
+    // For the handshakes only: dropped right after them, so that the connection still
     // ends when the driver drops its own sender (a slow peer).
     to_peer: mpsc::Sender<Message>,
     counters: &NetCounters,
     params: &ConnParams,
 ) {
-    // The first frame must say who is speaking (a client or a replica). Signatures on
-    // requests, or the session a client opens next, do the real authentication; this keeps
-    // port scanners and stray protocols out early. The hello itself goes to the replica,
-    // which may use the claim.
+    // The first frame must say who is speaking: a client, or a replica proving it is one
+    // (`PeerOpen`; a bare `HelloReplica` claim only without crypto). Until a connection has
+    // proved its identity, frames are capped at `PRE_AUTH_FRAME_BYTES`, so that sockets
+    // nobody vouches for cannot make a replica buffer large frames.
     let first = match tokio::time::timeout(params.hello_timeout, next_message(&mut reader, counters)).await {
         Ok(Some(m)) => m,
         Ok(None) | Err(_) => return,
     };
-    let from = match &first {
-        Message::HelloClient { .. } => Origin::Client(token),
+    let (from, client) = match first {
+        Message::HelloClient { client } => (Origin::Client(token), client),
         Message::HelloReplica { replica } => {
-            if params.config.replica(*replica).is_none() || *replica == params.me {
+            if params.config.crypto {
+                counters.record(NetReason::UnauthenticatedPeer);
+                return;
+            }
+            if !is_peer(replica, params) {
                 counters.record(NetReason::UnknownReplica);
                 return;
             }
-            Origin::Replica(*replica)
+            drop(to_peer);
+            reader.decoder_mut().set_max_frame_length(params.max_frame_bytes);
+            let from = Origin::Replica(replica);
+            if inbound.send(Inbound::Message { from, msg: Message::HelloReplica { replica } }).await.is_err() {
+                return;
+            }
+            return forward_plain(reader, from, inbound, counters).await;
+        }
+        Message::PeerOpen { open, sig } => {
+            if !is_peer(open.from, params) {
+                counters.record(NetReason::UnknownReplica);
+                return;
+            }
+            let Some((key, eph)) = accept_peer(&open, &sig, params) else {
+                counters.record(NetReason::BadSession);
+                return;
+            };
+            if to_peer.send(Message::SessionAccept { eph }).await.is_err() {
+                return;
+            }
+            drop(to_peer);
+            reader.decoder_mut().set_max_frame_length(params.max_frame_bytes);
+            let from = Origin::Replica(open.from);
+            // The driver learns of the peer as from a hello.
+            if inbound.send(Inbound::Message { from, msg: Message::HelloReplica { replica: open.from } }).await.is_err()
+            {
+                return;
+            }
+            return forward_sealed(reader, from, key, inbound, counters).await;
         }
         _ => {
             counters.record(NetReason::MissingHello);
             return;
         }
     };
-    if inbound.send(Inbound::Message { from, msg: first }).await.is_err() {
+    if inbound.send(Inbound::Message { from, msg: Message::HelloClient { client } }).await.is_err() {
         return;
     }
-    if let Origin::Client(_) = from {
-        let Some(msg) = next_message(&mut reader, counters).await else { return };
-        let Message::SessionOpen(open) = msg else {
-            drop(to_peer);
-            // No session: every request of this connection must carry its signature.
-            if inbound.send(Inbound::Message { from, msg }).await.is_err() {
-                return;
-            }
-            return forward_plain(reader, from, inbound, counters).await;
-        };
-        let Some((key, eph)) = accept_session(&open, params) else {
-            counters.record(NetReason::BadSession);
-            return;
-        };
-        if to_peer.send(Message::SessionAccept { eph }).await.is_err() {
-            return;
-        }
+    let Some(msg) = next_message(&mut reader, counters).await else { return };
+    let Message::SessionOpen(open) = msg else {
         drop(to_peer);
-        if inbound.send(Inbound::Session { token, client: open.client }).await.is_err() {
+        // No session: every request of this connection must carry its signature, and its
+        // frames stay capped unless the cluster runs without crypto (nothing to prove).
+        if !params.config.crypto {
+            reader.decoder_mut().set_max_frame_length(params.max_frame_bytes);
+        }
+        if inbound.send(Inbound::Message { from, msg }).await.is_err() {
             return;
         }
-        return forward_sealed(reader, from, key, inbound, counters).await;
+        return forward_plain(reader, from, inbound, counters).await;
+    };
+    let Some((key, eph)) = accept_session(&open, params) else {
+        counters.record(NetReason::BadSession);
+        return;
+    };
+    if to_peer.send(Message::SessionAccept { eph }).await.is_err() {
+        return;
     }
     drop(to_peer);
-    forward_plain(reader, from, inbound, counters).await
+    reader.decoder_mut().set_max_frame_length(params.max_frame_bytes);
+    if inbound.send(Inbound::Session { token, client: open.client }).await.is_err() {
+        return;
+    }
+    forward_sealed(reader, from, key, inbound, counters).await
 }
 
 async fn forward_plain(
@@ -183,6 +224,25 @@ async fn forward_sealed(
             return;
         }
     }
+}
+
+/// A replica of the configuration other than this one.
+fn is_peer(replica: ReplicaId, params: &ConnParams) -> bool {
+    params.config.replica(replica).is_some() && replica != params.me
+}
+
+/// The accepting half of a peer session: `None` unless crypto is on, the signature is the
+/// named replica's own over a request naming this replica, and the key exchange works.
+fn accept_peer(open: &PeerOpen, sig: &Signature, params: &ConnParams) -> Option<(SessionKey, [u8; 32])> {
+    let pk = &params.config.replica(open.from)?.public_key;
+    if !params.config.crypto || open.to != params.me {
+        return None;
+    }
+    pistou_crypto::verify(pk, &open.signing_hash(), sig).ok()?;
+    let mine = Ephemeral::generate().ok()?;
+    let eph = mine.public();
+    let key = mine.agree(&open.eph, &open.transcript(&eph)).ok()?;
+    Some((key, eph))
 }
 
 /// The replica's half of a session handshake: `None` unless the client is known, the

@@ -13,7 +13,7 @@ pub enum NetReason {
     Malformed,
     /// A valid message followed by extra bytes in the same frame.
     TrailingBytes,
-    /// The first frame on a connection was not `HelloClient` or `HelloReplica`.
+    /// The first frame on a connection was not `HelloClient`, `PeerOpen` or `HelloReplica`.
     MissingHello,
     /// Refused at accept time: the connection cap was reached.
     ConnectionCap,
@@ -28,10 +28,13 @@ pub enum NetReason {
     BadSession,
     /// A frame of an authenticated session whose tag is wrong (forged, altered, replayed).
     BadTag,
+    /// A `HelloReplica` claim without proof in a cluster with crypto on (peers must open
+    /// their connection with a signed `PeerOpen`).
+    UnauthenticatedPeer,
 }
 
 impl NetReason {
-    pub const ALL: [NetReason; 11] = [
+    pub const ALL: [NetReason; 12] = [
         NetReason::FrameTooLarge,
         NetReason::Io,
         NetReason::Malformed,
@@ -43,6 +46,7 @@ impl NetReason {
         NetReason::PeerQueueFull,
         NetReason::BadSession,
         NetReason::BadTag,
+        NetReason::UnauthenticatedPeer,
     ];
 
     pub fn as_str(&self) -> &'static str {
@@ -58,6 +62,7 @@ impl NetReason {
             NetReason::PeerQueueFull => "peer-queue-full",
             NetReason::BadSession => "bad-session",
             NetReason::BadTag => "bad-session-tag",
+            NetReason::UnauthenticatedPeer => "unauthenticated-peer",
         }
     }
 }

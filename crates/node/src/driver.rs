@@ -6,6 +6,7 @@ use crate::counters::{NetCounters, NetReason};
 use crate::peers::{run_peer_link, PeerLink};
 use crate::server::NodeOptions;
 use pistou_core::{ClusterConfig, ReplicaId};
+use pistou_crypto::SecretKey;
 use pistou_txn::{RejectReason, Rejections, Replica, ReplicaStats};
 use pistou_wire::Message;
 use std::collections::HashMap;
@@ -27,6 +28,8 @@ pub(crate) struct Driver {
     peers: HashMap<ReplicaId, mpsc::Sender<Message>>,
     peer_queue: usize,
     max_frame_bytes: usize,
+    /// Proves this replica's identity to its peers (`PeerOpen`); `None` without crypto.
+    peer_key: Option<SecretKey>,
     counters: Arc<NetCounters>,
     /// Counters as last logged, to log only changes.
     logged: Counts,
@@ -52,6 +55,7 @@ impl Driver {
         config: Arc<ClusterConfig>,
         counters: Arc<NetCounters>,
         options: &NodeOptions,
+        peer_key: Option<SecretKey>,
     ) -> Driver {
         Driver {
             replica,
@@ -60,6 +64,7 @@ impl Driver {
             peers: HashMap::new(),
             peer_queue: options.peer_queue.max(1),
             max_frame_bytes: options.max_frame_bytes,
+            peer_key,
             counters,
             logged: (Vec::new(), Vec::new()),
             fault: None,
@@ -217,7 +222,13 @@ impl Driver {
         let (tx, rx) = mpsc::channel(self.peer_queue);
         // The replica only addresses members; an unknown one gets a link that never connects.
         let addr = self.config.replica(to).map(|r| r.addr.clone()).unwrap_or_default();
-        let link = PeerLink { me: self.replica.id(), to, addr, max_frame_bytes: self.max_frame_bytes };
+        let link = PeerLink {
+            me: self.replica.id(),
+            to,
+            addr,
+            max_frame_bytes: self.max_frame_bytes,
+            key: self.peer_key.clone(),
+        };
         tokio::spawn(run_peer_link(link, rx));
         self.peers.insert(to, tx.clone());
         tx

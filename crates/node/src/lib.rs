@@ -11,13 +11,16 @@
 //!                                                  drain input, flush(), route outputs, tick
 //!                                                       │ replica outputs (Basil §5 fallback)
 //!                                                       ▼
-//!                                          one outgoing link per peer replica (HelloReplica)
+//!                                          one outgoing link per peer replica (PeerOpen)
 //! ```
 //!
 //! A connection says who it is in its first frame: `HelloClient` (its messages go to
-//! `Replica::handle`, replies come back on it) or `HelloReplica` (its messages go to
-//! `Replica::handle_replica`; this replica answers over its own outgoing link). The claim
-//! is not trusted for anything but routing: every replica message is signed.
+//! `Replica::handle`, replies come back on it; with crypto on it then opens a session or
+//! signs each request) or, from a replica, `PeerOpen`, a signed handshake after which every
+//! frame carries the session's tag (its messages go to `Replica::handle_replica`; this
+//! replica answers over its own outgoing link). A bare `HelloReplica` claim is accepted
+//! only without crypto. Until a connection has authenticated, its frames are capped at
+//! `PRE_AUTH_FRAME_BYTES`.
 //!
 //! Hostile input stays local: a framing or decoding error is counted by reason and closes
 //! only the connection that sent it. A peer that does not read its replies fast enough is
@@ -32,6 +35,7 @@ mod peers;
 mod server;
 
 pub use clock::now_us;
+pub use conn::PRE_AUTH_FRAME_BYTES;
 pub use counters::{NetCounters, NetReason};
 pub use driver::ReplicaReport;
 pub use server::{run_replica, Fault, NodeError, NodeOptions, ReplicaServer};

@@ -1,19 +1,29 @@
 //! Outgoing links to other replicas (Basil §5 fallback: ELECTFB to the leader, DECFB
-//! from it). One task per destination, started on first use: connect, send
-//! `HelloReplica`, then write what the driver queues; reconnect with back-off. Replicas
-//! answer each other over their own outgoing links, so these connections only write
-//! (what arrives on them is drained and ignored). Undeliverable messages are dropped:
-//! the fallback protocol retries on its own timers.
+//! from it; SYNC/SUPPLY; catch-up). One task per destination, started on first use:
+//! connect, prove who we are, then write what the driver queues; reconnect with back-off.
+//! Replicas answer each other over their own outgoing links, so these connections only
+//! write (what arrives on them after the handshake is drained and ignored). Undeliverable
+//! messages are dropped: the protocol retries on its own timers.
+//!
+//! With crypto on, a link opens with `PeerOpen` (signed with this replica's key) and seals
+//! every later frame with the session key (`pistou_crypto::SessionKey`): the peer acts on a
+//! message only from a connection authenticated as its sender. Without crypto, the first
+//! frame is a bare `HelloReplica` claim.
 
+use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use pistou_core::ReplicaId;
-use pistou_wire::{frame_codec, Message, MessageWriter};
+use pistou_crypto::{Ephemeral, SecretKey, SessionKey};
+use pistou_wire::{decode_message, encode_message, frame_codec, FrameCodec, Message, PeerOpen, Signable};
 use std::time::Duration;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// Time the peer has to answer `PeerOpen`.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
@@ -22,6 +32,8 @@ pub(crate) struct PeerLink {
     pub to: ReplicaId,
     pub addr: String,
     pub max_frame_bytes: usize,
+    /// This replica's key: `Some` exactly when crypto is on.
+    pub key: Option<SecretKey>,
 }
 
 /// Runs until the driver drops the sending side of `outgoing`.
@@ -53,14 +65,34 @@ async fn session(link: &PeerLink, stream: TcpStream, outgoing: &mut mpsc::Receiv
     let _ = stream.set_nodelay(true);
     let (r, w) = stream.into_split();
     let mut reader = FramedRead::new(r, frame_codec(link.max_frame_bytes));
-    let mut writer = FramedWrite::new(w, MessageWriter::new(link.max_frame_bytes));
-    if writer.send(&Message::HelloReplica { replica: link.me }).await.is_err() {
-        return true;
-    }
+    let mut writer = FramedWrite::new(w, frame_codec(link.max_frame_bytes));
+    let mut sealer = match &link.key {
+        Some(key) => {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, open_peer(link, key, &mut reader, &mut writer)).await {
+                Ok(Some(sealer)) => Some(sealer),
+                Ok(None) | Err(_) => {
+                    tracing::debug!(peer = %link.to, "peer session refused");
+                    return true;
+                }
+            }
+        }
+        None => {
+            let hello = encode_message(&Message::HelloReplica { replica: link.me });
+            if writer.send(Bytes::from(hello)).await.is_err() {
+                return true;
+            }
+            None
+        }
+    };
     let drain = async { while let Some(Ok(_)) = reader.next().await {} };
     let write = async {
         while let Some(msg) = outgoing.recv().await {
-            if writer.send(&msg).await.is_err() {
+            let body = encode_message(&msg);
+            let frame = match &mut sealer {
+                Some(k) => k.seal(&body),
+                None => body,
+            };
+            if writer.send(Bytes::from(frame)).await.is_err() {
                 return true;
             }
         }
@@ -70,6 +102,24 @@ async fn session(link: &PeerLink, stream: TcpStream, outgoing: &mut mpsc::Receiv
         _ = drain => true,
         keep_going = write => keep_going,
     }
+}
+
+/// The opening half of a peer session: a signed ephemeral value for `link.to`, then the
+/// peer's value, which must be the first frame back. `None` if the peer refuses.
+async fn open_peer(
+    link: &PeerLink,
+    key: &SecretKey,
+    reader: &mut FramedRead<OwnedReadHalf, FrameCodec>,
+    writer: &mut FramedWrite<OwnedWriteHalf, FrameCodec>,
+) -> Option<SessionKey> {
+    let mine = Ephemeral::generate().ok()?;
+    let open = PeerOpen { from: link.me, to: link.to, eph: mine.public() };
+    let sig = key.sign(&open.signing_hash());
+    let hello = Message::PeerOpen { open: open.clone(), sig };
+    writer.send(Bytes::from(encode_message(&hello))).await.ok()?;
+    let frame = reader.next().await?.ok()?;
+    let Ok(Message::SessionAccept { eph }) = decode_message(&frame) else { return None };
+    mine.agree(&eph, &open.transcript(&eph)).ok()
 }
 
 #[cfg(test)]
@@ -102,7 +152,7 @@ mod tests {
         let me = ReplicaId { shard: ShardId(0), index: 1 };
         let to = ReplicaId { shard: ShardId(0), index: 2 };
         let (tx, rx) = mpsc::channel(16);
-        let link = PeerLink { me, to, addr: addr.to_string(), max_frame_bytes: 1 << 20 };
+        let link = PeerLink { me, to, addr: addr.to_string(), max_frame_bytes: 1 << 20, key: None };
         let task = tokio::spawn(run_peer_link(link, rx));
         let ack = |n: u8| Message::WritebackAck { txn: TxnId([n; 32]) };
 

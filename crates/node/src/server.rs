@@ -84,6 +84,8 @@ pub struct ReplicaServer {
     options: NodeOptions,
     counters: Arc<NetCounters>,
     fault: Option<Fault>,
+    /// A copy of the replica's key for peer session handshakes (crypto on only).
+    peer_key: Option<SecretKey>,
 }
 
 /// A deliberately Byzantine replica (testing and benchmarks only): what it sends is
@@ -118,6 +120,7 @@ impl ReplicaServer {
         key: Option<SecretKey>,
         options: NodeOptions,
     ) -> Result<ReplicaServer, NodeError> {
+        let peer_key = if config.crypto { key.clone() } else { None };
         let mut replica = Replica::new(config.clone(), id, key).map_err(NodeError::Config)?;
         if let Some(dir) = &options.data_dir {
             recover(&mut replica, dir, config.storage.sync)?;
@@ -129,6 +132,7 @@ impl ReplicaServer {
             options,
             counters: Arc::new(NetCounters::default()),
             fault: None,
+            peer_key,
         })
     }
 
@@ -149,12 +153,12 @@ impl ReplicaServer {
 
     /// Serves until `shutdown` completes, then closes every connection.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> ReplicaReport {
-        let ReplicaServer { listener, config, replica, options, counters, fault } = self;
+        let ReplicaServer { listener, config, replica, options, counters, fault, peer_key } = self;
         let id = replica.id();
         let (tx, rx) = mpsc::channel(options.inbound_queue);
         let acceptor = tokio::spawn(accept_loop(listener, config.clone(), id, tx, counters.clone(), options.clone()));
         tracing::info!(replica = %id, "serving");
-        let mut driver = Driver::new(replica, config, counters, &options);
+        let mut driver = Driver::new(replica, config, counters, &options, peer_key);
         if let Some(fault) = fault {
             tracing::warn!(replica = %id, fault = ?fault.kind, "running as a BYZANTINE replica (testing only)");
             driver.set_fault(fault);

@@ -4,10 +4,12 @@
 use pistou_core::TxnId;
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp};
 use pistou_crypto::{Ephemeral, SecretKey, SessionKey};
-use pistou_node::{now_us, NetCounters, NetReason, NodeOptions, ReplicaServer};
+use pistou_node::{now_us, NetCounters, NetReason, NodeOptions, ReplicaServer, PRE_AUTH_FRAME_BYTES};
 use pistou_txn::sign_client;
 use pistou_txn::RejectReason;
-use pistou_wire::{decode_message, encode_message, DecFb, Decision, Message, ReadRequest, SessionOpen};
+use pistou_wire::{
+    decode_message, encode_message, DecFb, Decision, Message, PeerOpen, ReadRequest, SessionOpen, Signable,
+};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -204,38 +206,133 @@ async fn peers_that_do_not_read_are_disconnected() {
     tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
 }
 
+fn replica_id(index: u32) -> ReplicaId {
+    ReplicaId { shard: ShardId(0), index }
+}
+
+/// Replica `index`'s key in `start`'s configuration.
+fn replica_key(index: u32) -> SecretKey {
+    SecretKey::from_seed([index as u8 + 1; 32])
+}
+
 fn hello_replica(index: u32) -> Vec<u8> {
-    frame(&encode_message(&Message::HelloReplica { replica: ReplicaId { shard: ShardId(0), index } }))
+    frame(&encode_message(&Message::HelloReplica { replica: replica_id(index) }))
 }
 
-fn bogus_dec_fb() -> Vec<u8> {
+fn bogus_dec_fb() -> Message {
     let dec = DecFb { txn: TxnId([7; 32]), decision: Decision::Commit, view: 1, proofs: Vec::new() };
-    frame(&encode_message(&Message::DecFb(dec)))
+    Message::DecFb(dec)
 }
 
-/// A connection that says HelloReplica is routed to `Replica::handle_replica` (which
-/// checks a DECFB's proofs: bad-certificate); the same message from a client connection
-/// is unexpected. Claims of unknown replicas, or of this one, are refused.
+/// A signed `PeerOpen` from replica `from` (signed with `key`) to replica `to`.
+fn peer_open(from: u32, to: u32, key: &SecretKey, mine: &Ephemeral) -> (PeerOpen, Vec<u8>) {
+    let open = PeerOpen { from: replica_id(from), to: replica_id(to), eph: mine.public() };
+    let sig = key.sign(&open.signing_hash());
+    let bytes = frame(&encode_message(&Message::PeerOpen { open: open.clone(), sig }));
+    (open, bytes)
+}
+
+/// Reads one frame and decodes it (bounded in time).
+async fn read_message(s: &mut TcpStream) -> Option<Message> {
+    let mut len = [0u8; 4];
+    tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut len)).await.ok()?.ok()?;
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).await.ok()?;
+    decode_message(&body).ok()
+}
+
+/// Opens a peer session as replica `from` with `key`; the connection and its session key,
+/// or `None` if the replica refused.
+async fn open_peer(addr: SocketAddr, from: u32, key: &SecretKey) -> Option<(TcpStream, SessionKey)> {
+    let mine = Ephemeral::from_seed([6; 32]);
+    let (open, bytes) = peer_open(from, 0, key, &mine);
+    let mut s = send(addr, &bytes).await;
+    let Some(Message::SessionAccept { eph }) = read_message(&mut s).await else { return None };
+    Some((s, mine.agree(&eph, &open.transcript(&eph)).unwrap()))
+}
+
+/// A peer session (signed `PeerOpen`) is routed to `Replica::handle_replica` (which checks
+/// a DECFB's proofs: bad-certificate); the same message from a client connection is
+/// unexpected. With crypto on, a bare `HelloReplica` claim is refused; so are claims of
+/// unknown replicas, of this one, `PeerOpen`s signed with another key or for another replica.
 #[tokio::test]
 async fn replica_connections_are_routed_to_handle_replica() {
     let run = async {
         let t = start(NodeOptions::default()).await;
-        let mut bytes = hello_replica(1);
-        bytes.extend(bogus_dec_fb());
-        let _peer = send(t.addr, &bytes).await;
+        let (mut peer, mut key) = open_peer(t.addr, 1, &replica_key(1)).await.expect("peer session refused");
+        peer.write_all(&frame(&key.seal(&encode_message(&bogus_dec_fb())))).await.unwrap();
         let mut bytes = hello();
-        bytes.extend(bogus_dec_fb());
+        bytes.extend(frame(&encode_message(&bogus_dec_fb())));
         let _client = send(t.addr, &bytes).await;
 
-        expect_closed(send(t.addr, &hello_replica(9)).await).await;
-        expect_closed(send(t.addr, &hello_replica(0)).await).await;
+        let mut claim = hello_replica(1);
+        claim.extend(frame(&encode_message(&bogus_dec_fb())));
+        expect_closed(send(t.addr, &claim).await).await;
+        wait_count(&t.counters, NetReason::UnauthenticatedPeer, 1).await;
+        let mine = Ephemeral::from_seed([8; 32]);
+        expect_closed(send(t.addr, &peer_open(9, 0, &replica_key(9), &mine).1).await).await;
+        expect_closed(send(t.addr, &peer_open(0, 0, &replica_key(0), &mine).1).await).await;
         wait_count(&t.counters, NetReason::UnknownReplica, 2).await;
+        assert!(open_peer(t.addr, 1, &replica_key(2)).await.is_none(), "signed with another replica's key");
+        expect_closed(send(t.addr, &peer_open(1, 3, &replica_key(1), &mine).1).await).await;
+        wait_count(&t.counters, NetReason::BadSession, 2).await;
 
         tokio::time::sleep(Duration::from_millis(100)).await;
         let _ = t.stop.send(());
         let report = t.task.await.unwrap();
         assert_eq!(report.rejections.count(RejectReason::BadCertificate), 1, "{:?}", report.rejections);
         assert_eq!(report.rejections.count(RejectReason::Unexpected), 1, "{:?}", report.rejections);
+    };
+    tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
+}
+
+/// A recorded `PeerOpen` replayed by someone without the replica's ephemeral secret opens
+/// nothing: the replica answers with a fresh value, and every frame the attacker can make
+/// (unsealed, or sealed under a guessed key) fails the tag check and ends the connection.
+#[tokio::test]
+async fn a_replayed_peer_handshake_cannot_speak_for_the_peer() {
+    let run = async {
+        let t = start(NodeOptions::default()).await;
+        let recorded = peer_open(1, 0, &replica_key(1), &Ephemeral::from_seed([6; 32])).1;
+        let mut s = send(t.addr, &recorded).await;
+        assert!(matches!(read_message(&mut s).await, Some(Message::SessionAccept { .. })));
+        s.write_all(&frame(&encode_message(&bogus_dec_fb()))).await.unwrap();
+        expect_closed(s).await;
+        let mut s = send(t.addr, &recorded).await;
+        let Some(Message::SessionAccept { eph }) = read_message(&mut s).await else { panic!("no answer") };
+        let (open, _) = peer_open(1, 0, &replica_key(1), &Ephemeral::from_seed([6; 32]));
+        let mut guessed = Ephemeral::from_seed([7; 32]).agree(&eph, &open.transcript(&eph)).unwrap();
+        s.write_all(&frame(&guessed.seal(&encode_message(&bogus_dec_fb())))).await.unwrap();
+        expect_closed(s).await;
+        wait_count(&t.counters, NetReason::BadTag, 2).await;
+        let _ = t.stop.send(());
+        let report = t.task.await.unwrap();
+        assert_eq!(report.rejections.count(RejectReason::BadCertificate), 0, "no replayed frame reached the replica");
+    };
+    tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
+}
+
+/// Until a connection has authenticated, a frame may not exceed `PRE_AUTH_FRAME_BYTES`
+/// (a hello-only socket cannot make the replica buffer 8 MiB); over a session the
+/// configured limit applies.
+#[tokio::test]
+async fn unauthenticated_connections_cannot_send_large_frames() {
+    let run = async {
+        let t = start(NodeOptions::default()).await;
+        let big = PRE_AUTH_FRAME_BYTES as u32 + 1;
+        let mut bytes = hello();
+        bytes.extend(big.to_be_bytes());
+        expect_closed(send(t.addr, &bytes).await).await;
+        wait_count(&t.counters, NetReason::FrameTooLarge, 1).await;
+        // A peer that opened a session may send a 1 MiB frame: it is read in full (and,
+        // being garbage, fails its tag check instead of the size check).
+        let (mut peer, _) = open_peer(t.addr, 1, &replica_key(1)).await.expect("peer session refused");
+        peer.write_all(&frame(&vec![0u8; 1 << 20])).await.unwrap();
+        expect_closed(peer).await;
+        wait_count(&t.counters, NetReason::BadTag, 1).await;
+        assert_eq!(t.counters.count(NetReason::FrameTooLarge), 1);
+        let _ = t.stop.send(());
+        t.task.await.unwrap();
     };
     tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
 }

@@ -378,6 +378,7 @@ impl Replica {
             | Message::Waiting { .. }
             | Message::HelloReplica { .. }
             | Message::SessionOpen(_)
+            | Message::PeerOpen { .. }
             | Message::SessionAccept { .. } => Err(RejectReason::Unexpected),
         };
         if let Err(reason) = result {
@@ -1151,6 +1152,7 @@ fn client_signature(m: &Message) -> Option<(pistou_core::ClientId, Hash, pistou_
         | Message::CatchUpPage { .. }
         // Verified by the connection layer, which handles the session handshake.
         | Message::SessionOpen(_)
+        | Message::PeerOpen { .. }
         | Message::SessionAccept { .. } => None,
     }
 }

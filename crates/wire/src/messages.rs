@@ -575,10 +575,34 @@ pub enum Message {
     /// Right after `HelloClient`: the client asks for an authenticated connection. The
     /// connection layer answers and handles it; the protocol never sees it.
     SessionOpen(ClientSigned<SessionOpen>),
-    /// The replica's half of the handshake.
+    /// The accepting side's half of a handshake (`SessionOpen` or `PeerOpen`).
     SessionAccept {
         eph: [u8; 32],
     },
+    /// First frame of a replica-to-replica connection when crypto is on, instead of
+    /// `HelloReplica`: the opening replica proves who it is, and the connection becomes an
+    /// authenticated session. The connection layer handles it; the protocol never sees it.
+    PeerOpen {
+        open: PeerOpen,
+        sig: pistou_crypto::Signature,
+    },
+}
+
+/// A replica's half of a peer session handshake: its ephemeral X25519 value for replica
+/// `to`, signed with `from`'s key. A replayed one is useless: the session key also depends
+/// on the acceptor's fresh value and on the opener's ephemeral secret.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerOpen {
+    pub from: pistou_core::ReplicaId,
+    pub to: pistou_core::ReplicaId,
+    pub eph: [u8; 32],
+}
+
+impl PeerOpen {
+    /// The handshake transcript both sides bind the session key to.
+    pub fn transcript(&self, acceptor_eph: &[u8; 32]) -> pistou_crypto::Hash {
+        pistou_crypto::hash_parts(&[b"pistou-peer-session-v1", &self.signing_hash(), acceptor_eph])
+    }
 }
 
 /// A client's half of the session handshake (see `pistou_crypto::SessionKey`): its
@@ -629,6 +653,7 @@ impl Message {
             Message::CatchUpPage { .. } => "catch-up-page",
             Message::SessionOpen(_) => "session-open",
             Message::SessionAccept { .. } => "session-accept",
+            Message::PeerOpen { .. } => "peer-open",
         }
     }
 }
@@ -659,6 +684,9 @@ impl Signable for InvokeFb {
 }
 impl Signable for SessionOpen {
     const DOMAIN: &'static [u8] = b"pistou-session-open-v1";
+}
+impl Signable for PeerOpen {
+    const DOMAIN: &'static [u8] = b"pistou-peer-open-v1";
 }
 impl Signable for RangeRead {
     const DOMAIN: &'static [u8] = b"pistou-range-read-v1";
