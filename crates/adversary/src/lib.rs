@@ -314,6 +314,11 @@ impl ByzClient {
         self
     }
 
+    /// Its signing key (for its connections' session handshakes).
+    pub fn key(&self) -> &SecretKey {
+        &self.key
+    }
+
     /// Faulty transactions started so far.
     pub fn started(&self) -> usize {
         self.started

@@ -6,7 +6,8 @@ use anyhow::{Context, Result};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use pistou_core::{ClientId, ClusterConfig, ReplicaId};
-use pistou_wire::{decode_message, encode_message, frame_codec, Message, DEFAULT_MAX_FRAME_BYTES};
+use pistou_crypto::Ephemeral;
+use pistou_wire::{decode_message, encode_message, frame_codec, Message, SessionOpen, DEFAULT_MAX_FRAME_BYTES};
 use rand::SeedableRng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,6 +37,21 @@ pub async fn drive(
         stream.set_nodelay(true)?;
         let (mut sink, mut frames) = Framed::new(stream, frame_codec(DEFAULT_MAX_FRAME_BYTES)).split();
         sink.send(Bytes::from(encode_message(&Message::HelloClient { client }))).await?;
+        // A faulty client is still an authenticated one: with crypto on, replicas serve a
+        // connection only after its session handshake.
+        let session = if config.crypto {
+            let mine = Ephemeral::generate().map_err(|e| anyhow::anyhow!("ephemeral key: {e:?}"))?;
+            let open = SessionOpen::signed(client, r, actor.key(), mine.public());
+            sink.send(Bytes::from(encode_message(&Message::SessionOpen(open.clone())))).await?;
+            let frame = frames.next().await.context("replica closed the connection")??;
+            let Ok(Message::SessionAccept { eph }) = decode_message(&frame) else {
+                anyhow::bail!("replica {r} refused the session");
+            };
+            let key = mine.agree(&eph, &open.body.transcript(client, &eph));
+            Some(key.map_err(|e| anyhow::anyhow!("session key: {e:?}"))?)
+        } else {
+            None
+        };
         let tx = tx.clone();
         tokio::spawn(async move {
             while let Some(Ok(frame)) = frames.next().await {
@@ -45,7 +61,7 @@ pub async fn drive(
                 }
             }
         });
-        sinks.insert(r, sink);
+        sinks.insert(r, (sink, session));
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut tick = tokio::time::interval(Duration::from_millis(1));
@@ -60,9 +76,14 @@ pub async fn drive(
             }
         }
         for (r, m) in out {
-            if let Some(s) = sinks.get_mut(&r) {
+            if let Some((sink, session)) = sinks.get_mut(&r) {
+                let body = encode_message(&m);
+                let frame = match session {
+                    Some(k) => k.seal(&body),
+                    None => body,
+                };
                 // A replica that closed the connection just misses this faulty message.
-                let _ = s.send(Bytes::from(encode_message(&m))).await;
+                let _ = sink.send(Bytes::from(frame)).await;
             }
         }
     }

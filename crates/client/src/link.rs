@@ -7,9 +7,7 @@ use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use pistou_core::{ClientId, ReplicaId};
 use pistou_crypto::{Ephemeral, SecretKey, SessionKey};
-use pistou_wire::{
-    decode_message, encode_message, frame_codec, ClientSigned, FrameCodec, Message, SessionOpen, Signable,
-};
+use pistou_wire::{decode_message, encode_message, frame_codec, FrameCodec, Message, SessionOpen};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -203,9 +201,7 @@ async fn open_session(
     writer: &mut FramedWrite<OwnedWriteHalf, FrameCodec>,
 ) -> Option<SessionKey> {
     let mine = Ephemeral::generate().ok()?;
-    let body = SessionOpen { replica: p.replica, eph: mine.public() };
-    let sig = key.sign(&body.signing_hash());
-    let open = ClientSigned { client: p.client, body, sig: Some(sig) };
+    let open = SessionOpen::signed(p.client, p.replica, key, mine.public());
     writer.send(Bytes::from(encode_message(&Message::SessionOpen(open.clone())))).await.ok()?;
     let frame = reader.next().await?.ok()?;
     let Ok(Message::SessionAccept { eph }) = decode_message(&frame) else { return None };

@@ -6,9 +6,10 @@
 //! `pistou_crypto::SessionKey`): the reader checks its signature, answers with this side's
 //! key exchange value, tells the driver which client the connection is, and from then on
 //! accepts only frames with a valid tag. A replica opens its link the same way
-//! (`PeerOpen`, signed with its replica key); with crypto on, a bare `HelloReplica` claim is
-//! refused. Frames are capped at `PRE_AUTH_FRAME_BYTES` until the connection has
-//! authenticated.
+//! (`PeerOpen`, signed with its replica key). With crypto on, a client without a session and
+//! a bare `HelloReplica` claim are refused. Until the handshake is done a connection holds a
+//! handshake slot (never an authenticated one's), has `hello_timeout` to finish, and its
+//! frames are capped at `PRE_AUTH_FRAME_BYTES`.
 
 use crate::counters::{NetCounters, NetReason};
 use futures::{SinkExt, StreamExt};
@@ -22,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodecError};
 
 /// Opaque per-connection token; the replica addresses replies to it.
@@ -71,8 +72,11 @@ pub(crate) struct ConnParams {
     /// This replica: another one may not claim its id.
     pub me: ReplicaId,
     pub max_frame_bytes: usize,
-    /// A peer must say hello within this time or lose its slot.
+    /// The whole handshake (hello and session) must be done within this time.
     pub hello_timeout: Duration,
+    /// Slots of authenticated connections; a connection takes one when its handshake
+    /// succeeds (until then it holds a handshake slot, taken at accept).
+    pub slots: Arc<Semaphore>,
 }
 
 pub(crate) async fn serve_connection(
@@ -82,6 +86,7 @@ pub(crate) async fn serve_connection(
     replies: (mpsc::Sender<Message>, mpsc::Receiver<Message>),
     counters: Arc<NetCounters>,
     params: ConnParams,
+    handshake_slot: OwnedSemaphorePermit,
 ) {
     let (to_peer, replies) = replies;
     // Replies are small and latency-bound; Nagle would add tens of milliseconds.
@@ -90,7 +95,7 @@ pub(crate) async fn serve_connection(
     let reader = FramedRead::new(r, frame_codec(params.max_frame_bytes.min(PRE_AUTH_FRAME_BYTES)));
     let writer = FramedWrite::new(w, MessageWriter::new(params.max_frame_bytes));
     tokio::select! {
-        _ = read_loop(reader, token, &inbound, to_peer, &counters, &params) => {}
+        _ = read_loop(reader, token, &inbound, to_peer, &counters, &params, handshake_slot) => {}
         _ = write_loop(writer, replies, &counters) => {}
     }
     let _ = inbound.send(Inbound::Closed { token }).await;
@@ -105,90 +110,102 @@ async fn read_loop(
     to_peer: mpsc::Sender<Message>,
     counters: &NetCounters,
     params: &ConnParams,
+    handshake_slot: OwnedSemaphorePermit,
 ) {
-    // The first frame must say who is speaking: a client, or a replica proving it is one
-    // (`PeerOpen`; a bare `HelloReplica` claim only without crypto). Until a connection has
-    // proved its identity, frames are capped at `PRE_AUTH_FRAME_BYTES`, so that sockets
-    // nobody vouches for cannot make a replica buffer large frames.
-    let first = match tokio::time::timeout(params.hello_timeout, next_message(&mut reader, counters)).await {
-        Ok(Some(m)) => m,
-        Ok(None) | Err(_) => return,
+    // Until a connection has proved who it is, it holds one of a few handshake slots (never
+    // an authenticated connection's), has `hello_timeout` to finish, and its frames are
+    // capped at `PRE_AUTH_FRAME_BYTES`.
+    let handshake =
+        tokio::time::timeout(params.hello_timeout, handshake(&mut reader, token, &to_peer, counters, params));
+    let Ok(Some((from, hello, proof))) = handshake.await else { return };
+    drop(to_peer);
+    let Ok(_slot) = params.slots.clone().try_acquire_owned() else {
+        counters.record(NetReason::ConnectionCap);
+        return;
     };
-    let (from, client) = match first {
-        Message::HelloClient { client } => (Origin::Client(token), client),
-        Message::HelloReplica { replica } => {
-            if params.config.crypto {
-                counters.record(NetReason::UnauthenticatedPeer);
+    drop(handshake_slot);
+    reader.decoder_mut().set_max_frame_length(params.max_frame_bytes);
+    if inbound.send(Inbound::Message { from, msg: hello }).await.is_err() {
+        return;
+    }
+    match proof {
+        Proof::ClientSession(client, key) => {
+            if inbound.send(Inbound::Session { token, client }).await.is_err() {
                 return;
+            }
+            forward_sealed(reader, from, key, inbound, counters).await
+        }
+        Proof::PeerSession(key) => forward_sealed(reader, from, key, inbound, counters).await,
+        Proof::NoCrypto => forward_plain(reader, from, inbound, counters).await,
+    }
+}
+
+/// How a connection proved who it is.
+enum Proof {
+    ClientSession(ClientId, SessionKey),
+    PeerSession(SessionKey),
+    /// Nothing to prove: the cluster runs without crypto (a measurement mode).
+    NoCrypto,
+}
+
+/// A connection's handshake: who it is, the hello to give the driver, and its proof.
+/// `None`: refused (counted).
+async fn handshake(
+    reader: &mut FramedRead<OwnedReadHalf, FrameCodec>,
+    token: Token,
+    to_peer: &mpsc::Sender<Message>,
+    counters: &NetCounters,
+    params: &ConnParams,
+) -> Option<(Origin, Message, Proof)> {
+    let crypto = params.config.crypto;
+    match next_message(reader, counters).await? {
+        Message::HelloClient { client } if !crypto => {
+            Some((Origin::Client(token), Message::HelloClient { client }, Proof::NoCrypto))
+        }
+        Message::HelloClient { client } => {
+            // With crypto on, a client must open a session: requests then need no signature
+            // of their own, and the connection has proved its key before it costs anything.
+            let Message::SessionOpen(open) = next_message(reader, counters).await? else {
+                counters.record(NetReason::NoSession);
+                return None;
+            };
+            let Some((key, eph)) = accept_session(&open, params) else {
+                counters.record(NetReason::BadSession);
+                return None;
+            };
+            to_peer.send(Message::SessionAccept { eph }).await.ok()?;
+            Some((Origin::Client(token), Message::HelloClient { client }, Proof::ClientSession(open.client, key)))
+        }
+        Message::HelloReplica { replica } => {
+            if crypto {
+                counters.record(NetReason::UnauthenticatedPeer);
+                return None;
             }
             if !is_peer(replica, params) {
                 counters.record(NetReason::UnknownReplica);
-                return;
+                return None;
             }
-            drop(to_peer);
-            reader.decoder_mut().set_max_frame_length(params.max_frame_bytes);
-            let from = Origin::Replica(replica);
-            if inbound.send(Inbound::Message { from, msg: Message::HelloReplica { replica } }).await.is_err() {
-                return;
-            }
-            return forward_plain(reader, from, inbound, counters).await;
+            Some((Origin::Replica(replica), Message::HelloReplica { replica }, Proof::NoCrypto))
         }
         Message::PeerOpen { open, sig } => {
             if !is_peer(open.from, params) {
                 counters.record(NetReason::UnknownReplica);
-                return;
+                return None;
             }
             let Some((key, eph)) = accept_peer(&open, &sig, params) else {
                 counters.record(NetReason::BadSession);
-                return;
+                return None;
             };
-            if to_peer.send(Message::SessionAccept { eph }).await.is_err() {
-                return;
-            }
-            drop(to_peer);
-            reader.decoder_mut().set_max_frame_length(params.max_frame_bytes);
-            let from = Origin::Replica(open.from);
+            to_peer.send(Message::SessionAccept { eph }).await.ok()?;
             // The driver learns of the peer as from a hello.
-            if inbound.send(Inbound::Message { from, msg: Message::HelloReplica { replica: open.from } }).await.is_err()
-            {
-                return;
-            }
-            return forward_sealed(reader, from, key, inbound, counters).await;
+            let hello = Message::HelloReplica { replica: open.from };
+            Some((Origin::Replica(open.from), hello, Proof::PeerSession(key)))
         }
         _ => {
             counters.record(NetReason::MissingHello);
-            return;
+            None
         }
-    };
-    if inbound.send(Inbound::Message { from, msg: Message::HelloClient { client } }).await.is_err() {
-        return;
     }
-    let Some(msg) = next_message(&mut reader, counters).await else { return };
-    let Message::SessionOpen(open) = msg else {
-        drop(to_peer);
-        // No session: every request of this connection must carry its signature, and its
-        // frames stay capped unless the cluster runs without crypto (nothing to prove).
-        if !params.config.crypto {
-            reader.decoder_mut().set_max_frame_length(params.max_frame_bytes);
-        }
-        if inbound.send(Inbound::Message { from, msg }).await.is_err() {
-            return;
-        }
-        return forward_plain(reader, from, inbound, counters).await;
-    };
-    let Some((key, eph)) = accept_session(&open, params) else {
-        counters.record(NetReason::BadSession);
-        return;
-    };
-    if to_peer.send(Message::SessionAccept { eph }).await.is_err() {
-        return;
-    }
-    drop(to_peer);
-    reader.decoder_mut().set_max_frame_length(params.max_frame_bytes);
-    if inbound.send(Inbound::Session { token, client: open.client }).await.is_err() {
-        return;
-    }
-    forward_sealed(reader, from, key, inbound, counters).await
 }
 
 async fn forward_plain(

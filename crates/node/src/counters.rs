@@ -31,10 +31,14 @@ pub enum NetReason {
     /// A `HelloReplica` claim without proof in a cluster with crypto on (peers must open
     /// their connection with a signed `PeerOpen`).
     UnauthenticatedPeer,
+    /// With crypto on, a client connection that did not open a session after its hello.
+    NoSession,
+    /// Refused at accept time: every handshake slot was taken.
+    HandshakeCap,
 }
 
 impl NetReason {
-    pub const ALL: [NetReason; 12] = [
+    pub const ALL: [NetReason; 14] = [
         NetReason::FrameTooLarge,
         NetReason::Io,
         NetReason::Malformed,
@@ -47,6 +51,8 @@ impl NetReason {
         NetReason::BadSession,
         NetReason::BadTag,
         NetReason::UnauthenticatedPeer,
+        NetReason::NoSession,
+        NetReason::HandshakeCap,
     ];
 
     pub fn as_str(&self) -> &'static str {
@@ -63,6 +69,8 @@ impl NetReason {
             NetReason::BadSession => "bad-session",
             NetReason::BadTag => "bad-session-tag",
             NetReason::UnauthenticatedPeer => "unauthenticated-peer",
+            NetReason::NoSession => "no-session",
+            NetReason::HandshakeCap => "handshake-cap",
         }
     }
 }

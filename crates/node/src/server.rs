@@ -18,7 +18,8 @@ use tokio::sync::{mpsc, Semaphore};
 /// clients.
 #[derive(Clone, Debug)]
 pub struct NodeOptions {
-    /// Simultaneous connections; further ones are closed at accept (and counted).
+    /// Simultaneous authenticated connections; one more is closed when its handshake ends
+    /// (and counted).
     pub max_connections: usize,
     /// Largest frame a peer may send.
     pub max_frame_bytes: usize,
@@ -30,8 +31,12 @@ pub struct NodeOptions {
     pub tick_interval: Duration,
     /// How often rejection counters are checked and logged when they changed.
     pub stats_interval: Duration,
-    /// Time a new connection has to send its hello.
+    /// Time a new connection has to finish its handshake (hello and session).
     pub hello_timeout: Duration,
+    /// Connections still in their handshake; further ones are closed at accept (and
+    /// counted). Apart from `max_connections`, so that sockets that never authenticate
+    /// cannot take the slots of those that did.
+    pub max_handshakes: usize,
     /// Messages queued per outgoing link to another replica.
     pub peer_queue: usize,
     /// After the first input of a batch, wait this long for more before handling and
@@ -56,7 +61,8 @@ impl Default for NodeOptions {
             outbound_queue: 1024,
             tick_interval: Duration::from_millis(10),
             stats_interval: Duration::from_secs(5),
-            hello_timeout: Duration::from_secs(10),
+            hello_timeout: Duration::from_secs(5),
+            max_handshakes: 64,
             batch_window: Duration::from_micros(500),
             peer_queue: 1024,
             data_dir: None,
@@ -219,6 +225,7 @@ async fn accept_loop(
     options: NodeOptions,
 ) {
     let slots = Arc::new(Semaphore::new(options.max_connections));
+    let handshakes = Arc::new(Semaphore::new(options.max_handshakes));
     let mut next: Token = 0;
     loop {
         let stream = match listener.accept().await {
@@ -230,8 +237,8 @@ async fn accept_loop(
                 continue;
             }
         };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            counters.record(NetReason::ConnectionCap);
+        let Ok(handshake_slot) = handshakes.clone().try_acquire_owned() else {
+            counters.record(NetReason::HandshakeCap);
             continue; // dropping the stream closes it
         };
         next += 1;
@@ -246,11 +253,11 @@ async fn accept_loop(
             me,
             max_frame_bytes: options.max_frame_bytes,
             hello_timeout: options.hello_timeout,
+            slots: slots.clone(),
         };
         let (inbound, counters) = (inbound.clone(), counters.clone());
         tokio::spawn(async move {
-            serve_connection(stream, token, inbound, (tx, rx), counters, params).await;
-            drop(permit);
+            serve_connection(stream, token, inbound, (tx, rx), counters, params, handshake_slot).await;
         });
     }
 }

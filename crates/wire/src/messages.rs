@@ -617,6 +617,18 @@ pub struct SessionOpen {
 }
 
 impl SessionOpen {
+    /// Client `client`'s signed request for a session with `replica`, offering `eph`.
+    pub fn signed(
+        client: pistou_core::ClientId,
+        replica: pistou_core::ReplicaId,
+        key: &pistou_crypto::SecretKey,
+        eph: [u8; 32],
+    ) -> ClientSigned<SessionOpen> {
+        let body = SessionOpen { replica, eph };
+        let sig = key.sign(&body.signing_hash());
+        ClientSigned { client, body, sig: Some(sig) }
+    }
+
     /// The handshake transcript both sides bind the session key to.
     pub fn transcript(&self, client: pistou_core::ClientId, replica_eph: &[u8; 32]) -> pistou_crypto::Hash {
         pistou_crypto::hash_parts(&[b"pistou-session-v1", &client.0.to_le_bytes(), &self.signing_hash(), replica_eph])
