@@ -169,3 +169,52 @@ async fn a_stalled_byzantine_write_does_not_block_readers() {
     });
     tokio::time::timeout(Duration::from_secs(180), run).await.expect("test timed out").expect("test panicked");
 }
+
+/// A forced equivocation makes the replicas elect a fallback leader, which receives its own
+/// ELECTFB like everyone else's: delivered inside the replica, never by connecting to its
+/// own port (which used to loop forever, refused as `unknown-replica`, ~19 times a second).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fallback_leader_hears_its_own_vote_without_dialling_itself() {
+    let run = tokio::task::spawn_blocking(|| {
+        let dir = temp_dir();
+        init_cluster(dir.path(), 1, 3);
+        let cluster = ClusterProc::up(dir.path());
+        let config = format!("{}/cluster.toml", path_str(dir.path()));
+        let r = pistou(&["kv", "--config", &config, "put", "alice", "1"], LIMIT);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let byz = [
+            "byzantine-client",
+            "--config",
+            &config,
+            "--client",
+            "3",
+            "--fault",
+            "forced-equivocate",
+            "--keys",
+            "alice",
+            "--txns",
+            "2",
+        ];
+        let r = pistou(&byz, LIMIT);
+        assert_eq!((r.code, r.stdout.trim()), (Some(0), "started 2 faulty transactions"), "{}", r.stderr);
+        // A reader of alice depends on the equivocated writes and finishes them; it may
+        // abort (exit 3) and retry.
+        let done =
+            (0..5).any(|_| pistou(&["kv", "--config", &config, "txn", "get alice; put bob 2"], LIMIT).code == Some(0));
+        assert!(done, "the reader never committed");
+        assert!(cluster.stop().success());
+        let mut adoptions = 0;
+        for entry in std::fs::read_dir(dir.path().join("logs")).expect("logs") {
+            let text = std::fs::read_to_string(entry.expect("entry").path()).unwrap_or_default();
+            assert!(!text.contains("unknown-replica="), "a replica dialled itself:\n{text}");
+            adoptions += text
+                .lines()
+                .filter(|l| l.contains("stopped"))
+                .filter_map(|l| l.split("fallback_adoptions=").nth(1))
+                .filter_map(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                .sum::<u64>();
+        }
+        assert!(adoptions > 0, "no fallback decision was adopted: the test did not exercise the election");
+    });
+    tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out").expect("test panicked");
+}

@@ -15,7 +15,7 @@ trap 'cleanup; rm -rf "$work"' EXIT
 $pistou init --dir "$work/c" --base-port $base > /dev/null
 $pistou cluster up --dir "$work/c" > "$work/up.log" 2>&1 & pids+=($!)
 for _ in $(seq 300); do grep -q "pistou cluster ready" "$work/up.log" && break; sleep 0.2; done
-$pistou gateway --config "$work/c/cluster.toml" --listen 127.0.0.1:$port > "$work/gw.log" 2>&1 & pids+=($!)
+$pistou gateway --config "$work/c/cluster.toml" --listen 127.0.0.1:$port --timeout 120 > "$work/gw.log" 2>&1 & pids+=($!)
 for _ in $(seq 100); do pg_isready -q -h 127.0.0.1 -p $port && break; sleep 0.2; done
 psql -q -h 127.0.0.1 -p $port -U pistou pistou -c "CREATE TABLE items (id BIGINT PRIMARY KEY, grp INT NOT NULL, label TEXT NOT NULL)"
 python3 - "$rows" "$batch" > "$work/load.sql" <<'PY'

@@ -30,6 +30,9 @@ pub(crate) struct Driver {
     max_frame_bytes: usize,
     /// Proves this replica's identity to its peers (`PeerOpen`); `None` without crypto.
     peer_key: Option<SecretKey>,
+    /// Messages the replica addressed to itself (a fallback leader's own ELECTFB): handed
+    /// back with the next input or tick, never sent over a socket to its own port.
+    loopback: Vec<Message>,
     counters: Arc<NetCounters>,
     /// Counters as last logged, to log only changes.
     logged: Counts,
@@ -65,6 +68,7 @@ impl Driver {
             peer_queue: options.peer_queue.max(1),
             max_frame_bytes: options.max_frame_bytes,
             peer_key,
+            loopback: Vec::new(),
             counters,
             logged: (Vec::new(), Vec::new()),
             fault: None,
@@ -98,6 +102,7 @@ impl Driver {
                 biased;
                 _ = &mut shutdown => break,
                 _ = tick.tick() => {
+                    self.deliver_loopback();
                     self.replica.tick(now_us());
                     if let Err(e) = self.flush_and_route() {
                         failure = Some(e);
@@ -109,6 +114,7 @@ impl Driver {
                     let Some(item) = item else { break };
                     // Natural batching: everything already queued is verified in one
                     // ed25519 batch (`handle_many`) and answered in one signed flush.
+                    self.deliver_loopback();
                     let mut batch = Vec::new();
                     self.apply(item, &mut batch);
                     if !self.batch_window.is_zero() {
@@ -202,6 +208,10 @@ impl Driver {
                 },
                 None => msg,
             };
+            if to == me {
+                self.loopback.push(msg);
+                continue;
+            }
             match self.peer(to).try_send(msg) {
                 Ok(()) => {}
                 // The peer is down or slow; the fallback protocol retries on its timers.
@@ -212,6 +222,13 @@ impl Driver {
             }
         }
         Ok(())
+    }
+
+    fn deliver_loopback(&mut self) {
+        let me = self.replica.id();
+        for msg in std::mem::take(&mut self.loopback) {
+            self.replica.handle_replica(now_us(), me, msg);
+        }
     }
 
     /// The link to replica `to`, started if needed.

@@ -171,7 +171,12 @@ impl ReplicaServer {
         }
         let report = driver.run(rx, shutdown, options.tick_interval, options.stats_interval).await;
         acceptor.abort();
-        tracing::info!(replica = %id, commits = report.stats.commits_applied, "stopped");
+        tracing::info!(
+            replica = %id,
+            commits = report.stats.commits_applied,
+            fallback_adoptions = report.stats.fallback_adoptions,
+            "stopped"
+        );
         report
     }
 }
