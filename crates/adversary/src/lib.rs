@@ -5,6 +5,8 @@
 //! anything a client can sign, but cannot forge replicas' signatures. A Byzantine *replica*
 //! runs the real replica code and rewrites what it sends, re-signing with its own key.
 
+#![deny(clippy::iter_over_hash_type)]
+
 pub mod net;
 
 use pistou_core::{ClientId, ClusterConfig, ReplicaId, ShardId, Timestamp, TxnId};

@@ -21,10 +21,15 @@ pub struct GatewayArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:5433")]
     listen: String,
-    /// Require this user name (with --password); without both, anyone may connect.
-    #[arg(long, requires = "password")]
+    /// Require this user name, with a password from --password-file, the environment variable
+    /// PISTOU_GATEWAY_PASSWORD, or --password; without a user, anyone may connect.
+    #[arg(long)]
     user: Option<String>,
-    /// Require this password (with --user).
+    /// File holding the password (its first line).
+    #[arg(long, requires = "user", conflicts_with = "password")]
+    password_file: Option<PathBuf>,
+    /// The password itself. Visible to every local user in `ps`: prefer --password-file or
+    /// PISTOU_GATEWAY_PASSWORD.
     #[arg(long, requires = "user")]
     password: Option<String>,
     /// How the password is checked: scram (SCRAM-SHA-256) or cleartext.
@@ -47,9 +52,9 @@ fn config_of(a: &GatewayArgs) -> Result<GatewayConfig, Usage> {
         "cleartext" | "password" => PasswordMethod::Cleartext,
         other => return Err(Usage(format!("--password-method must be scram or cleartext, not {other:?}"))),
     };
-    let auth = match (&a.user, &a.password) {
-        (Some(user), Some(password)) => Auth::Password { user: user.clone(), password: password.clone(), method },
-        _ => Auth::Trust,
+    let auth = match &a.user {
+        Some(user) => Auth::Password { user: user.clone(), password: password_of(a)?, method },
+        None => Auth::Trust,
     };
     if a.idle_timeout == 0 || a.timeout == 0 || a.max_connections == 0 {
         return Err(Usage("--idle-timeout, --timeout and --max-connections must be at least 1".into()));
@@ -62,6 +67,41 @@ fn config_of(a: &GatewayArgs) -> Result<GatewayConfig, Usage> {
     };
     config.validate().map_err(Usage)?;
     Ok(config)
+}
+
+/// Environment variable with the gateway's password (kept out of the process list).
+const PASSWORD_ENV: &str = "PISTOU_GATEWAY_PASSWORD";
+/// Longest accepted password file.
+const MAX_PASSWORD_FILE_BYTES: u64 = 4096;
+
+/// The password for `--user`: from `--password-file`, else `PISTOU_GATEWAY_PASSWORD`, else
+/// `--password`; one of them is required.
+fn password_of(a: &GatewayArgs) -> Result<String, Usage> {
+    if let Some(path) = &a.password_file {
+        let shown = path.display();
+        let size = std::fs::metadata(path).map_err(|e| Usage(format!("--password-file {shown}: {e}")))?.len();
+        if size > MAX_PASSWORD_FILE_BYTES {
+            return Err(Usage(format!("--password-file {shown}: larger than {MAX_PASSWORD_FILE_BYTES} bytes")));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| Usage(format!("--password-file {shown}: {e}")))?;
+        let password = text.lines().next().unwrap_or("").to_string();
+        if password.is_empty() {
+            return Err(Usage(format!("--password-file {shown}: the first line is empty")));
+        }
+        return Ok(password);
+    }
+    if let Ok(password) = std::env::var(PASSWORD_ENV) {
+        if !password.is_empty() {
+            return Ok(password);
+        }
+    }
+    match &a.password {
+        Some(p) => {
+            tracing::warn!("--password is visible to every local user (ps); prefer --password-file or {PASSWORD_ENV}");
+            Ok(p.clone())
+        }
+        None => Err(Usage(format!("--user needs a password: --password-file, {PASSWORD_ENV} or --password"))),
+    }
 }
 
 pub async fn run(a: GatewayArgs) -> Result<()> {

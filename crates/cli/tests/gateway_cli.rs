@@ -30,7 +30,10 @@ async fn gateway_subcommand_serves_sql_and_checks_passwords() {
         let cluster = ClusterProc::up(dir.path());
         let config = format!("{}/cluster.toml", path_str(dir.path()));
         let port = free_base_port(1);
-        let gw = gateway(&config, port, &["--user", "app", "--password", "s3cret"]);
+        // The password from a file, not the command line (where `ps` shows it).
+        let secret = dir.path().join("gateway.password");
+        std::fs::write(&secret, "s3cret\n").expect("password file");
+        let gw = gateway(&config, port, &["--user", "app", "--password-file", path_str(&secret)]);
         let url = format!("postgres://app:s3cret@127.0.0.1:{port}/pistou");
         let script = "CREATE TABLE kv (k TEXT PRIMARY KEY, v INT NOT NULL);\n\
                       INSERT INTO kv VALUES ('a', 1), ('b', 2);\n\
@@ -55,6 +58,13 @@ async fn gateway_subcommand_serves_sql_and_checks_passwords() {
         );
         assert_eq!(r.code, Some(2), "{}", r.stderr);
         assert!(r.stderr.contains("--password-method must be scram or cleartext"), "{}", r.stderr);
+        let r = pistou(&["gateway", "--config", &config, "--user", "u"], LIMIT);
+        assert_eq!(r.code, Some(2), "{}", r.stderr);
+        assert!(r.stderr.contains("--user needs a password"), "{}", r.stderr);
+        let missing = dir.path().join("no-such-file");
+        let r = pistou(&["gateway", "--config", &config, "--user", "u", "--password-file", path_str(&missing)], LIMIT);
+        assert_eq!(r.code, Some(2), "{}", r.stderr);
+        assert!(r.stderr.contains("--password-file"), "{}", r.stderr);
         assert!(cluster.stop().success());
     });
     tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out").expect("test panicked");

@@ -1,6 +1,8 @@
 //! Core types shared by every Pistou crate: identifiers, timestamps, keys and values,
 //! quorum arithmetic and the cluster configuration.
 
+#![deny(clippy::iter_over_hash_type)]
+
 mod config;
 mod ids;
 mod quorum;

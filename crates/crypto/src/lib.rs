@@ -71,6 +71,8 @@
 //! signatures accepted here but rejected by dalek's `verify_strict` are ones whose
 //! creator deliberately mixed torsion into `R` or `A`; they still require the secret key.
 
+#![deny(clippy::iter_over_hash_type)]
+
 mod batch;
 mod merkle;
 mod session;

@@ -122,6 +122,7 @@
 //! panics on any input.
 
 #![warn(missing_docs)]
+#![deny(clippy::iter_over_hash_type)]
 
 mod audit;
 mod chain;

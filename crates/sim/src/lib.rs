@@ -8,6 +8,8 @@
 //! committed SQL transactions on a model database and checks every statement's result. The
 //! same seed always produces the same run.
 
+#![deny(clippy::iter_over_hash_type)]
+
 pub mod ledger_audit;
 pub mod network;
 pub mod oracle;
@@ -29,5 +31,12 @@ pub fn seeds(count: u64, first: u64) -> Vec<u64> {
     }
     let scale = std::env::var("SIM_SEEDS_SCALE").ok().and_then(|s| s.parse::<u64>().ok()).unwrap_or(1).clamp(1, 1000);
     (first..first + count * scale).collect()
+}
+/// Determinism: runs `s` again and panics unless the run is the very same as `first`
+/// (same trace digest over every delivered message). The test suites call it once per
+/// scenario family, on its first seed.
+pub fn assert_replays(s: &Scenario, first: &Outcome) {
+    let again = run(s).unwrap_or_else(|e| panic!("replay of {} seed {}: {e}", s.name, s.seed));
+    assert!(again.trace == first.trace, "{} seed {}: the same seed gave another run", s.name, s.seed);
 }
 pub use sql_workload::SqlSpec;

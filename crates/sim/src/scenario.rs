@@ -117,6 +117,10 @@ impl Scenario {
 
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
+    /// BLAKE3 chain over every delivered message (time, sender, receiver, bytes): two runs
+    /// of one seed must agree on it exactly (determinism of the whole run, not only of its
+    /// totals).
+    pub trace: [u8; 32],
     /// Replicas that crashed and restarted from their logs.
     pub restarts: usize,
     /// Log entries garbage collection removed from the replicas' disks.
@@ -697,14 +701,35 @@ impl World {
     }
 }
 
+/// A node's identity for the trace digest.
+fn node_bytes(n: Node) -> [u8; 9] {
+    let mut b = [0u8; 9];
+    match n {
+        Node::Replica(r) => {
+            b[1..5].copy_from_slice(&r.shard.0.to_le_bytes());
+            b[5..9].copy_from_slice(&r.index.to_le_bytes());
+        }
+        Node::Client(c) => {
+            b[0] = 1;
+            b[1..9].copy_from_slice(&(c as u64).to_le_bytes());
+        }
+    }
+    b
+}
+
 /// Runs a scenario to completion and checks it: every correct client finishes its
 /// transactions (liveness), and the oracle accepts the history (safety).
 pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
     let mut w = build(s)?;
     let unsafe_err = |detail: String| SimError::Unsafe { scenario: s.name, seed: s.seed, detail };
     let mut now = EPOCH_US;
+    let mut trace = [0u8; 32];
     while let Some((at, ev)) = w.queue.pop() {
         now = at;
+        if let Event::Deliver { from, to, frame } = &ev {
+            trace =
+                pistou_crypto::hash_parts(&[&trace, &at.to_le_bytes(), &node_bytes(*from), &node_bytes(*to), frame]);
+        }
         if now - EPOCH_US >= s.crash_at_us && !w.to_crash.is_empty() {
             if let Some(after) = s.restart_after_us {
                 w.to_restart.extend(w.to_crash.iter().map(|id| (*id, now + after)));
@@ -854,6 +879,7 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
     let (caught_up_commits, restarted_keys_behind) = check_restarted(&w).map_err(unsafe_err)?;
     let correct_replicas = w.replicas.iter().filter(|(id, _)| !w.crashed.contains(id));
     Ok(Outcome {
+        trace,
         committed,
         aborted: logs.len() + sql_committed + sql_aborted - committed,
         fast_commits: logs.iter().filter(|l| l.decision == Some(Decision::Commit) && l.fast).count(),

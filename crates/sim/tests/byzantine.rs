@@ -3,20 +3,17 @@
 //! correct replicas, Byzantine independence, and recovery liveness (every run must finish).
 //! `SIM_SEED=<seed>` re-runs one seed.
 
-use pistou_sim::{run, ClientFault, Outcome, ReplicaFault, Scenario};
+use pistou_sim::{assert_replays, run, ClientFault, Outcome, ReplicaFault, Scenario};
 
 fn seeds(count: u64, salt: u64) -> Vec<u64> {
     pistou_sim::seeds(count, salt * 7_919)
 }
 
 fn run_all(make: impl Fn(u64) -> Scenario, count: u64, salt: u64) -> Vec<Outcome> {
-    seeds(count, salt)
-        .into_iter()
-        .map(|seed| {
-            let s = make(seed);
-            run(&s).unwrap_or_else(|e| panic!("{e}"))
-        })
-        .collect()
+    let seeds = seeds(count, salt);
+    let outcomes: Vec<Outcome> = seeds.iter().map(|&seed| run(&make(seed)).unwrap_or_else(|e| panic!("{e}"))).collect();
+    assert_replays(&make(seeds[0]), &outcomes[0]);
+    outcomes
 }
 
 /// Correct clients on a small hot set, so that they read what Byzantine clients wrote.

@@ -35,7 +35,7 @@
 //! (2PC); every committed audit must see the conserved total changed by exactly what the
 //! committed Byzantine writes ordered before it changed (`pistou_sim::ledger_audit`).
 
-use pistou_sim::{run, ClientFault, Outcome, ReplicaFault, Scenario, SqlSpec};
+use pistou_sim::{assert_replays, run, ClientFault, Outcome, ReplicaFault, Scenario, SqlSpec};
 use std::time::Instant;
 
 fn seeds(count: u64, salt: u64) -> Vec<u64> {
@@ -142,6 +142,7 @@ fn run_all(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_committed_
         }
     }
     assert!(committed >= runs * (2 + min_committed_per_seed), "only {committed} commits in {runs} runs");
+    assert_replays(&make(seeds(count, salt)[0]), &outcomes[0]);
     outcomes
 }
 

@@ -7,6 +7,8 @@
 //! [`CatalogChange`]. [`Database`] wires it to an in-memory store for standalone use.
 //! See `docs/sql.md` for the architecture and the key encoding.
 
+#![deny(clippy::iter_over_hash_type)]
+
 mod bind;
 mod cast;
 pub mod catalog;

@@ -116,6 +116,8 @@ impl Replica {
             inquiries: self.inquiries.len(),
             ..Footprint::default()
         };
+        // Sums only: the order does not matter.
+        #[allow(clippy::iter_over_hash_type)]
         for s in self.keys.values() {
             f.committed_versions += s.committed.len();
             f.prepared_versions += s.prepared.len();

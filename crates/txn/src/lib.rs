@@ -10,6 +10,7 @@
 
 // Quorum thresholds are written as in the papers (`>= 3f+1`), not as `> 3f`.
 #![allow(clippy::int_plus_one)]
+#![deny(clippy::iter_over_hash_type)]
 
 mod auth;
 mod catchup;

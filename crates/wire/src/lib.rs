@@ -2,6 +2,8 @@
 //! canonical encoding (postcard over types whose maps are sorted vectors), the
 //! authenticated envelopes, and length-prefixed framing with a hard size limit.
 
+#![deny(clippy::iter_over_hash_type)]
+
 mod codec;
 mod framing;
 mod messages;

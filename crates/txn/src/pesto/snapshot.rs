@@ -22,7 +22,7 @@ use crate::replica::{Dest, Peer, PendingReply, Replica, Status};
 use pistou_core::{ClientId, ReplicaId, TxnId};
 use pistou_crypto::Hash;
 use pistou_wire::{ClientSigned, Message, RangeRead, RangeReply, Signable, SsEntry, Writeback};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Queries one client may have parked at a replica.
 pub(crate) const MAX_PARKED_PER_CLIENT: usize = 16;
@@ -52,7 +52,9 @@ struct Fetch {
 pub(crate) struct Snapshots {
     /// By the request's signing hash: a retransmitted request replaces its copy.
     parked: BTreeMap<Hash, Parked>,
-    fetching: HashMap<TxnId, Fetch>,
+    /// Ordered: `snapshot_tick` sends SYNCs in this order, and outputs must not depend on
+    /// hash order (determinism of the simulator).
+    fetching: BTreeMap<TxnId, Fetch>,
 }
 
 impl Snapshots {
