@@ -323,8 +323,8 @@ mod tests {
     fn hostile_statements_do_not_crash_the_classifier() {
         let deep = format!("SELECT * FROM pg_class WHERE oid = {}1{}", "(".repeat(5000), ")".repeat(5000));
         assert_eq!(route(&deep), Route::Engine);
-        let chain = format!("SELECT version(){}", ", version()".repeat(32_000));
-        assert!(matches!(route(&chain), Route::Session(items) if items.len() == 32_001));
+        let chain = format!("SELECT version(){}", ", version()".repeat(5_000));
+        assert!(matches!(route(&chain), Route::Session(items) if items.len() == 5_001));
         // Longer than any catalog query: not classified.
         let chain = format!("SELECT 1{} FROM pg_catalog.pg_class", "+1".repeat(3_000_000));
         assert_eq!(route(&chain), Route::Engine);

@@ -134,7 +134,10 @@ async fn psql_describe_and_information_schema_match_postgres() {
              WHERE oid IN (16, 20, 21, 23, 25, 1043, 1700, 1007) ORDER BY oid"
                 .to_string(),
             "SELECT nspname FROM pg_namespace WHERE nspname !~ '^pg_' ORDER BY 1".to_string(),
-            format!("SELECT '{p}acct'::regclass::text, 'bigint'::regtype::text, 23::regtype"),
+            format!(
+                "SELECT c.relname, 23::regtype AS t, c.oid = '{p}acct'::regclass AS same, \
+                 '{p}acct'::regclass::oid >= 16384 AS user_oid FROM pg_class c WHERE c.oid = 'public.{p}acct'::regclass"
+            ),
         ];
         let port = h.addr.port().to_string();
         let mut mismatches = Vec::new();

@@ -454,6 +454,22 @@ pub const PG_CATALOG_RELATIONS: &[&str] = &[
     "pg_views",
 ];
 
+/// PostgreSQL's OIDs of the catalog tables clients name as `'pg_class'::regclass` (e.g.
+/// as `pg_description.classoid`).
+pub const SYSTEM_RELATION_OIDS: &[(i64, &str)] = &[
+    (1247, "pg_type"),
+    (1249, "pg_attribute"),
+    (1255, "pg_proc"),
+    (1259, "pg_class"),
+    (1262, "pg_database"),
+    (2601, "pg_am"),
+    (2604, "pg_attrdef"),
+    (2606, "pg_constraint"),
+    (2609, "pg_description"),
+    (2610, "pg_index"),
+    (2615, "pg_namespace"),
+];
+
 /// The information_schema relations Pistou computes.
 pub const INFORMATION_SCHEMA_RELATIONS: &[&str] =
     &["columns", "key_column_usage", "schemata", "table_constraints", "tables", "views"];
@@ -1506,7 +1522,10 @@ mod tests {
                 "16391|zt_code_key|u|16387|16390|{4}"
             ]
         );
-        assert_eq!(rows(&mut db, "SELECT 'zt'::regclass, 'public.a_pkey'::regclass"), ["16387|16385"]);
+        assert_eq!(
+            rows(&mut db, "SELECT 'zt'::regclass, 'public.a_pkey'::regclass, 'pg_class'::regclass"),
+            ["16387|16385|1259"]
+        );
         assert_eq!(rows(&mut db, "SELECT 16387::regclass, 23::regtype, 'integer'::regtype"), ["zt|integer|23"]);
         let missing = db.execute("SELECT 'nope'::regclass").expect_err("missing relation");
         assert_eq!(missing.state, crate::SqlState::UndefinedTable);
@@ -1593,6 +1612,15 @@ mod tests {
             ["public"]
         );
         assert_eq!(rows(&mut db, "SELECT pg_get_userbyid(10), pg_get_userbyid(1)"), ["pistou|unknown (OID=1)"]);
+        // pgjdbc's type lookup.
+        assert_eq!(
+            rows(
+                &mut db,
+                "SELECT n.nspname = ANY(current_schemas(true)), n.nspname, t.typname FROM pg_catalog.pg_type t \
+                 JOIN pg_catalog.pg_namespace n ON t.typnamespace = n.oid WHERE t.oid = '23'"
+            ),
+            ["true|pg_catalog|int4"]
+        );
         assert_eq!(
             rows(&mut db, "SELECT relname FROM pg_class WHERE relname = ANY(ARRAY['a', 'zt']) ORDER BY 1"),
             ["a", "zt"]

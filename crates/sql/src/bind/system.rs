@@ -172,7 +172,11 @@ impl Binder<'_> {
         let inner = self.expr(ast, scope, mode)?;
         let objects = Objects::of(self.catalog);
         let entries: Vec<(i64, String)> = match t {
-            "regclass" => objects.relations(),
+            "regclass" => {
+                let mut all = objects.relations();
+                all.extend(system::SYSTEM_RELATION_OIDS.iter().map(|(o, n)| (*o, n.to_string())));
+                all
+            }
             "regtype" => type_names(),
             "regnamespace" => system::namespace_names().into_iter().map(|(o, n)| (o, n.to_string())).collect(),
             "regrole" => system::role_names().into_iter().map(|(o, n)| (o, n.to_string())).collect(),
@@ -256,6 +260,8 @@ impl Binder<'_> {
             "pg_get_function_arguments",
             "pg_get_function_identity_arguments",
             "pg_relation_is_publishable",
+            "current_schemas",
+            "current_schema",
         ];
         if !NAMES.contains(&name) {
             return Ok(None);
@@ -396,6 +402,24 @@ impl Binder<'_> {
             "pg_get_function_result" | "pg_get_function_arguments" | "pg_get_function_identity_arguments" => {
                 arity(1, 1)?;
                 null_text
+            }
+            // Pistou's search path is fixed: pg_catalog, then public (as the gateway's
+            // session functions answer).
+            "current_schemas" => {
+                arity(1, 1)?;
+                let (Some(ast), Some(e)) = (args.first(), bound.into_iter().next()) else {
+                    return err(SqlState::UndefinedFunction, "current_schemas takes one argument");
+                };
+                let implicit = self.typed(e, ast, scope, mode, SqlType::Bool)?;
+                Expr::Case {
+                    operand: None,
+                    whens: vec![(implicit, Expr::Const(text("{pg_catalog,public}")))],
+                    otherwise: Some(Box::new(Expr::Const(text("{public}")))),
+                }
+            }
+            "current_schema" => {
+                arity(0, 0)?;
+                Expr::Const(text("public"))
             }
             "pg_relation_is_publishable" => {
                 arity(1, 1)?;
