@@ -6,23 +6,11 @@ use pistou_sql::types::cast;
 use pistou_sql::{temporal, SqlError, SqlState, SqlType, Value};
 use rust_decimal::Decimal;
 
-pub const OID_BOOL: u32 = 16;
-pub const OID_BYTEA: u32 = 17;
-pub const OID_NAME: u32 = 19;
-pub const OID_INT8: u32 = 20;
-pub const OID_INT2: u32 = 21;
-pub const OID_INT4: u32 = 23;
-pub const OID_TEXT: u32 = 25;
-pub const OID_OID: u32 = 26;
-pub const OID_FLOAT4: u32 = 700;
-pub const OID_FLOAT8: u32 = 701;
-pub const OID_UNKNOWN: u32 = 705;
-pub const OID_BPCHAR: u32 = 1042;
-pub const OID_VARCHAR: u32 = 1043;
-pub const OID_DATE: u32 = 1082;
-pub const OID_TIMESTAMP: u32 = 1114;
-pub const OID_TIMESTAMPTZ: u32 = 1184;
-pub const OID_NUMERIC: u32 = 1700;
+// The built-in type OIDs live with the system catalog, which the SQL engine computes.
+pub use pistou_sql::system::{
+    OID_BOOL, OID_BPCHAR, OID_BYTEA, OID_DATE, OID_FLOAT4, OID_FLOAT8, OID_INT2, OID_INT4, OID_INT8, OID_NAME,
+    OID_NUMERIC, OID_OID, OID_TEXT, OID_TIMESTAMP, OID_TIMESTAMPTZ, OID_UNKNOWN, OID_VARCHAR,
+};
 
 /// Days from 1970-01-01 (Pistou's epoch) to 2000-01-01 (PostgreSQL's binary epoch).
 const PG_EPOCH_DAYS: i32 = 10_957;
@@ -78,30 +66,6 @@ pub fn sql_type_of_oid(oid: u32) -> Option<SqlType> {
         OID_BYTEA => SqlType::Bytes,
         OID_DATE => SqlType::Date,
         OID_TIMESTAMP | OID_TIMESTAMPTZ => SqlType::Timestamp,
-        _ => return None,
-    })
-}
-
-/// Name of a well-known type OID (for pg_type lookups by drivers); None if unknown.
-pub fn type_name_of_oid(oid: u32) -> Option<&'static str> {
-    Some(match oid {
-        OID_BOOL => "bool",
-        OID_BYTEA => "bytea",
-        OID_NAME => "name",
-        OID_INT8 => "int8",
-        OID_INT2 => "int2",
-        OID_INT4 => "int4",
-        OID_TEXT => "text",
-        OID_OID => "oid",
-        OID_FLOAT4 => "float4",
-        OID_FLOAT8 => "float8",
-        OID_UNKNOWN => "unknown",
-        OID_BPCHAR => "bpchar",
-        OID_VARCHAR => "varchar",
-        OID_DATE => "date",
-        OID_TIMESTAMP => "timestamp",
-        OID_TIMESTAMPTZ => "timestamptz",
-        OID_NUMERIC => "numeric",
         _ => return None,
     })
 }

@@ -1,20 +1,15 @@
 //! Which statements the gateway answers itself, decided from the parse tree (sqlparser,
-//! PostgreSQL dialect) and never from the text: a string literal, comment, alias or column
-//! name that mentions `pg_type` or `pg_catalog.` cannot change where a statement goes.
-//!
-//! Only a read-only query whose relations (in FROM, joins, subqueries, CTEs, anywhere)
-//! include a catalog relation, or a FROM-less SELECT of session functions, is for the
-//! gateway. Writes, DDL, text that does not parse and queries that touch no catalog
-//! relation go to Pistou unchanged.
+//! PostgreSQL dialect) and never from the text: only a FROM-less SELECT made of session
+//! functions (`version()`, `current_user`, `set_config(…)`, …), which need the session's
+//! state. Everything else, catalog queries included (`pg_catalog` and `information_schema`
+//! are relations of the SQL engine, see crates/sql/src/system.rs), goes to Pistou unchanged.
 
 use sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, ObjectName, Query,
-    Select, SelectItem, SetExpr, Statement, TableFactor, Value, Visit, Visitor,
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident, ObjectName, Query, SelectItem, SetExpr,
+    Statement, Value,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::{Parser, ParserError};
-use std::collections::{BTreeSet, HashSet};
-use std::ops::ControlFlow;
 
 /// The parser's nesting limit (the SQL engine's default); a deeper statement goes to
 /// Pistou, which reports the error.
@@ -32,105 +27,6 @@ const MAX_PARSED_LEN: usize = 1 << 20;
 /// bounds the stack the classifier needs (also when `max_statement_bytes` is raised).
 const MAX_CLASSIFIED_LEN: usize = 64 * 1024;
 
-/// pg_catalog relations an unqualified name means (pg_catalog is searched before public).
-/// `pg_stat_*` and `pg_statio_*` views are recognized by prefix.
-const CATALOG_RELATIONS: &[&str] = &[
-    "pg_aggregate",
-    "pg_am",
-    "pg_amop",
-    "pg_amproc",
-    "pg_attrdef",
-    "pg_attribute",
-    "pg_auth_members",
-    "pg_authid",
-    "pg_available_extension_versions",
-    "pg_available_extensions",
-    "pg_cast",
-    "pg_class",
-    "pg_collation",
-    "pg_config",
-    "pg_constraint",
-    "pg_conversion",
-    "pg_cursors",
-    "pg_database",
-    "pg_db_role_setting",
-    "pg_default_acl",
-    "pg_depend",
-    "pg_description",
-    "pg_enum",
-    "pg_event_trigger",
-    "pg_extension",
-    "pg_file_settings",
-    "pg_foreign_data_wrapper",
-    "pg_foreign_server",
-    "pg_foreign_table",
-    "pg_group",
-    "pg_hba_file_rules",
-    "pg_index",
-    "pg_indexes",
-    "pg_inherits",
-    "pg_init_privs",
-    "pg_language",
-    "pg_largeobject",
-    "pg_largeobject_metadata",
-    "pg_locks",
-    "pg_matviews",
-    "pg_namespace",
-    "pg_opclass",
-    "pg_operator",
-    "pg_opfamily",
-    "pg_parameter_acl",
-    "pg_partitioned_table",
-    "pg_policies",
-    "pg_policy",
-    "pg_prepared_statements",
-    "pg_prepared_xacts",
-    "pg_proc",
-    "pg_publication",
-    "pg_publication_namespace",
-    "pg_publication_rel",
-    "pg_publication_tables",
-    "pg_range",
-    "pg_replication_origin",
-    "pg_replication_slots",
-    "pg_rewrite",
-    "pg_roles",
-    "pg_rules",
-    "pg_seclabel",
-    "pg_seclabels",
-    "pg_sequence",
-    "pg_sequences",
-    "pg_settings",
-    "pg_shadow",
-    "pg_shdepend",
-    "pg_shdescription",
-    "pg_shseclabel",
-    "pg_statistic",
-    "pg_statistic_ext",
-    "pg_statistic_ext_data",
-    "pg_stats",
-    "pg_stats_ext",
-    "pg_stats_ext_exprs",
-    "pg_subscription",
-    "pg_subscription_rel",
-    "pg_tables",
-    "pg_tablespace",
-    "pg_timezone_abbrevs",
-    "pg_timezone_names",
-    "pg_transform",
-    "pg_trigger",
-    "pg_ts_config",
-    "pg_ts_config_map",
-    "pg_ts_dict",
-    "pg_ts_parser",
-    "pg_ts_template",
-    "pg_type",
-    "pg_user",
-    "pg_user_mapping",
-    "pg_user_mappings",
-    "pg_views",
-];
-
 /// Where a statement goes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Route {
@@ -138,19 +34,6 @@ pub enum Route {
     Engine,
     /// A FROM-less SELECT made only of session functions.
     Session(Vec<SessionItem>),
-    /// A read-only query of catalog relations only.
-    Catalog(CatalogRead),
-    /// A query of catalog relations and other tables together: refused (`0A000`).
-    Mixed,
-}
-
-/// What a catalog query reads, for the answerer.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CatalogRead {
-    /// Qualified catalog relations: `pg_catalog.pg_type`, `information_schema.tables`.
-    pub relations: BTreeSet<String>,
-    /// N of the first `oid = N` / `x.oid = N` comparison with a constant.
-    pub oid: Option<i64>,
 }
 
 /// One item of a session-function SELECT.
@@ -258,17 +141,9 @@ fn route_parsed(parsed: Result<Vec<Statement>, ParserError>) -> Route {
     let Ok(statements) = parsed else { return Route::Engine };
     let [statement] = statements.as_slice() else { return Route::Engine };
     let Statement::Query(query) = statement else { return Route::Engine };
-    if let Some(items) = session_items(query) {
-        return Route::Session(items);
-    }
-    let mut reads = Reads::default();
-    if statement.visit(&mut reads).is_break() {
-        return Route::Engine;
-    }
-    match (reads.catalog.is_empty(), reads.other) {
-        (true, _) => Route::Engine,
-        (false, true) => Route::Mixed,
-        (false, false) => Route::Catalog(CatalogRead { relations: reads.catalog, oid: reads.oid }),
+    match session_items(query) {
+        Some(items) => Route::Session(items),
+        None => Route::Engine,
     }
 }
 
@@ -282,120 +157,6 @@ pub fn ident_name(ident: &Ident) -> String {
 
 fn name_parts(name: &ObjectName) -> Option<Vec<String>> {
     name.0.iter().map(|part| part.as_ident().map(ident_name)).collect()
-}
-
-/// The relations a query reads. Visiting stops (Break) at anything that writes: a
-/// data-modifying statement (also inside a CTE) or `SELECT … INTO`.
-#[derive(Default)]
-struct Reads {
-    catalog: BTreeSet<String>,
-    /// Reads a relation that is not a catalog relation (a user table, or unknown).
-    other: bool,
-    /// Names of WITH queries: a reference to one is not a table.
-    ctes: HashSet<String>,
-    oid: Option<i64>,
-}
-
-impl Reads {
-    fn relation(&mut self, parts: Option<Vec<String>>) {
-        match parts.as_deref() {
-            Some([.., schema, table]) if schema == "pg_catalog" || schema == "information_schema" => {
-                self.catalog.insert(format!("{schema}.{table}"));
-            }
-            Some([table]) if self.ctes.contains(table) => {}
-            Some([table]) if is_catalog_relation(table) => {
-                self.catalog.insert(format!("pg_catalog.{table}"));
-            }
-            _ => self.other = true,
-        }
-    }
-}
-
-fn is_catalog_relation(name: &str) -> bool {
-    CATALOG_RELATIONS.contains(&name) || name.starts_with("pg_stat_") || name.starts_with("pg_statio_")
-}
-
-impl Visitor for Reads {
-    type Break = ();
-
-    fn pre_visit_statement(&mut self, statement: &Statement) -> ControlFlow<()> {
-        match statement {
-            Statement::Query(_) => ControlFlow::Continue(()),
-            _ => ControlFlow::Break(()),
-        }
-    }
-
-    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
-        if let Some(with) = &query.with {
-            self.ctes.extend(with.cte_tables.iter().map(|cte| ident_name(&cte.alias.name)));
-        }
-        // `TABLE name` keeps its name as text, outside the visited relations. Set
-        // operations nest arbitrarily deep: walked with an explicit stack.
-        let mut bodies = vec![query.body.as_ref()];
-        while let Some(body) = bodies.pop() {
-            match body {
-                SetExpr::Table(t) => {
-                    let parts =
-                        t.table_name.iter().chain(&t.schema_name).rev().map(|s| s.to_ascii_lowercase()).collect();
-                    self.relation(Some(parts));
-                }
-                SetExpr::SetOperation { left, right, .. } => bodies.extend([left.as_ref(), right.as_ref()]),
-                _ => {}
-            }
-        }
-        ControlFlow::Continue(())
-    }
-
-    fn pre_visit_select(&mut self, select: &Select) -> ControlFlow<()> {
-        match select.into {
-            Some(_) => ControlFlow::Break(()),
-            None => ControlFlow::Continue(()),
-        }
-    }
-
-    fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
-        // A table with arguments is a set-returning function (`generate_series(…)`), not
-        // a relation.
-        if let TableFactor::Table { name, args: None, .. } = factor {
-            self.relation(name_parts(name));
-        }
-        ControlFlow::Continue(())
-    }
-
-    fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
-        if self.oid.is_none() {
-            self.oid = oid_comparison(expr);
-        }
-        ControlFlow::Continue(())
-    }
-}
-
-/// N in `oid = N`, `t.oid = 'N'`, `N = t.oid`, `t.oid = 'N'::oid`.
-fn oid_comparison(expr: &Expr) -> Option<i64> {
-    let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = expr else { return None };
-    let is_oid = |e: &Expr| match e {
-        Expr::Identifier(i) => ident_name(i) == "oid",
-        Expr::CompoundIdentifier(parts) => parts.last().is_some_and(|i| ident_name(i) == "oid"),
-        _ => false,
-    };
-    if is_oid(left) {
-        integer_constant(right)
-    } else if is_oid(right) {
-        integer_constant(left)
-    } else {
-        None
-    }
-}
-
-fn integer_constant(expr: &Expr) -> Option<i64> {
-    match expr {
-        Expr::Value(v) => match &v.value {
-            Value::Number(n, _) | Value::SingleQuotedString(n) => n.trim().parse().ok(),
-            _ => None,
-        },
-        Expr::Cast { expr, .. } | Expr::Nested(expr) => integer_constant(expr),
-        _ => None,
-    }
 }
 
 /// The items of `SELECT f(), g AS x, …` without FROM (or any other clause), when every
@@ -490,12 +251,8 @@ fn session_function(expr: &Expr) -> Option<(String, SessionFunction)> {
 mod tests {
     use super::*;
 
-    fn catalog(relations: &[&str], oid: Option<i64>) -> Route {
-        Route::Catalog(CatalogRead { relations: relations.iter().map(|r| r.to_string()).collect(), oid })
-    }
-
     #[test]
-    fn writes_are_never_intercepted_whatever_their_literals_say() {
+    fn only_session_functions_are_intercepted() {
         for sql in [
             "INSERT INTO notes VALUES (1, 'pg_type oid = 23')",
             "UPDATE notes SET body = 'pg_type oid = 23' WHERE id = 1",
@@ -528,44 +285,6 @@ mod tests {
         ] {
             assert_eq!(route(sql), Route::Engine, "{sql}");
         }
-    }
-
-    #[test]
-    fn catalog_relations_are_found_anywhere_in_the_query() {
-        assert_eq!(route("SELECT typname FROM pg_type WHERE oid = 23"), catalog(&["pg_catalog.pg_type"], Some(23)));
-        assert_eq!(
-            route("SELECT t.typname FROM PG_CATALOG.pg_type t JOIN pg_catalog.pg_namespace n ON t.typnamespace = n.oid WHERE t.oid = '23'::oid"),
-            catalog(&["pg_catalog.pg_namespace", "pg_catalog.pg_type"], Some(23))
-        );
-        assert_eq!(
-            route("SELECT 1 WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_am)"),
-            catalog(&["pg_catalog.pg_am"], None)
-        );
-        assert_eq!(
-            route("WITH c AS (SELECT * FROM pg_class) SELECT * FROM c"),
-            catalog(&["pg_catalog.pg_class"], None)
-        );
-        assert_eq!(
-            route("SELECT 1 UNION SELECT 2 FROM (TABLE pg_catalog.pg_roles) r"),
-            catalog(&["pg_catalog.pg_roles"], None)
-        );
-        assert_eq!(route("SELECT * FROM information_schema.tables"), catalog(&["information_schema.tables"], None));
-        assert_eq!(route("SELECT * FROM pg_stat_activity"), catalog(&["pg_catalog.pg_stat_activity"], None));
-        assert_eq!(
-            route("SELECT typname FROM pg_type WHERE typname = 'oid = 23'"),
-            catalog(&["pg_catalog.pg_type"], None)
-        );
-        // Parameters are placeholders when a statement is parsed, literals once bound.
-        assert_eq!(
-            route("SELECT typname FROM pg_catalog.pg_type WHERE oid = $1"),
-            catalog(&["pg_catalog.pg_type"], None)
-        );
-    }
-
-    #[test]
-    fn catalog_and_user_tables_together_are_refused() {
-        assert_eq!(route("SELECT * FROM notes JOIN pg_catalog.pg_class c ON c.relname = notes.body"), Route::Mixed);
-        assert_eq!(route("SELECT * FROM notes WHERE id IN (SELECT oid FROM pg_class)"), Route::Mixed);
     }
 
     #[test]
@@ -604,13 +323,13 @@ mod tests {
     fn hostile_statements_do_not_crash_the_classifier() {
         let deep = format!("SELECT * FROM pg_class WHERE oid = {}1{}", "(".repeat(5000), ")".repeat(5000));
         assert_eq!(route(&deep), Route::Engine);
-        let chain = format!("SELECT 1{} FROM pg_catalog.pg_class", "+1".repeat(32_000));
-        assert_eq!(route(&chain), catalog(&["pg_catalog.pg_class"], None));
+        let chain = format!("SELECT version(){}", ", version()".repeat(5_000));
+        assert!(matches!(route(&chain), Route::Session(items) if items.len() == 5_001));
         // Longer than any catalog query: not classified.
         let chain = format!("SELECT 1{} FROM pg_catalog.pg_class", "+1".repeat(3_000_000));
         assert_eq!(route(&chain), Route::Engine);
         let unions = format!("SELECT 1{}", " UNION SELECT oid FROM pg_class".repeat(2_000));
-        assert_eq!(route(&unions), catalog(&["pg_catalog.pg_class"], None));
+        assert_eq!(route(&unions), Route::Engine);
         assert_eq!(route("SELECT 'unterminated FROM pg_catalog.pg_class"), Route::Engine);
     }
 }

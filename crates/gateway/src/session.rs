@@ -220,7 +220,7 @@ impl Session {
             }
             Command::Intercepted => {
                 let sql = params.substitute(sql)?;
-                let local = self.intercepted(&sql).await?;
+                let local = self.intercepted(&sql)?;
                 Ok(rows_reply(local, "SELECT"))
             }
             Command::Sql => self.work(Work::Statement(sql, params)).await,
@@ -347,20 +347,19 @@ impl Session {
         SessionInfo { user: &self.user, database: &self.database, pid: self.pid, settings: &self.settings }
     }
 
-    async fn intercepted(&mut self, sql: &str) -> Result<LocalRows, PgError> {
+    fn intercepted(&mut self, sql: &str) -> Result<LocalRows, PgError> {
         // Routed again: parameters are bound by now.
         let route = crate::route::route(sql);
-        if let Route::Session(items) = &route {
-            return self.session_functions(&route, items, sql);
+        match &route {
+            Route::Session(items) => self.session_functions(&route, items),
+            Route::Engine => Err(PgError::new(errors::INTERNAL, "statement is not for the gateway")),
         }
-        let catalog = if matches!(route, Route::Catalog(_)) { Some(self.catalog().await?) } else { None };
-        intercept::answer(&route, sql, &self.info(), catalog.as_ref()).map_err(PgError::from)
     }
 
     /// Session functions, applying `set_config` calls: all or none (a bad value fails the
     /// statement). A local change is a `SET LOCAL`; outside a block it ends with the
     /// statement's implicit transaction.
-    fn session_functions(&mut self, route: &Route, items: &[SessionItem], sql: &str) -> Result<LocalRows, PgError> {
+    fn session_functions(&mut self, route: &Route, items: &[SessionItem]) -> Result<LocalRows, PgError> {
         let in_block = !matches!(self.txn, TxnState::Idle);
         let (mut shown, mut kept) = (self.settings.clone(), self.settings.clone());
         for item in items {
@@ -381,7 +380,7 @@ impl Session {
             }
         }
         let info = SessionInfo { settings: &shown, ..self.info() };
-        let rows = intercept::answer(route, sql, &info, None)?;
+        let rows = intercept::answer(route, &info)?;
         self.settings = kept;
         Ok(rows)
     }
@@ -421,7 +420,7 @@ impl Session {
                 Route::Session(items) => {
                     Some(intercept::session_columns(&items).into_iter().map(|(name, ty)| Field { name, ty }).collect())
                 }
-                _ => Some(fields_of(self.intercepted(sql).await?)),
+                Route::Engine => return Err(PgError::new(errors::INTERNAL, "statement is not for the gateway")),
             },
             Command::Sql => {
                 let catalog = self.catalog().await?;

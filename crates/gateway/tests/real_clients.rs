@@ -84,7 +84,8 @@ async fn psql_runs_a_script() {
             "2|60",
             "ERROR:  23505: duplicate key",
             "serializable",
-            "public|accounts|table|tester",
+            // Pistou's objects belong to role pistou (docs/sql.md, "System catalog").
+            "public|accounts|table|pistou",
             "Table \"public.accounts\"",
             "id|bigint||not null|",
             "owner|text||not null|",

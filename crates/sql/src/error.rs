@@ -49,6 +49,8 @@ pub enum SqlState {
     DatetimeFieldOverflow,
     /// ROLLBACK TO / RELEASE of a savepoint that does not exist (3B001).
     InvalidSavepointSpecification,
+    /// A malformed regular expression (2201B).
+    InvalidRegularExpression,
 }
 
 impl SqlState {
@@ -81,6 +83,7 @@ impl SqlState {
             AmbiguousFunction => "42725",
             DatetimeFieldOverflow => "22008",
             InvalidSavepointSpecification => "3B001",
+            InvalidRegularExpression => "2201B",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
             FeatureNotSupported => "0A000",

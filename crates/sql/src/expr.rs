@@ -82,6 +82,17 @@ pub enum Func {
     CurrentDate,
     /// `localtimestamp`: the transaction's time as a timestamp (UTC).
     LocalTimestamp,
+    // Appended variants (the wire form numbers variants in order).
+    /// `text ~ pattern`: POSIX-style regular expression match (the `regex` crate's syntax,
+    /// which covers the patterns psql and drivers write). Bound from operators only.
+    RegexMatch,
+    /// `text ~* pattern`: case-insensitive.
+    RegexIMatch,
+    /// `array_to_string(array, separator[, null_text])` over an array's text form.
+    ArrayToString,
+    /// `value = ANY(array)` over an array's text form, the value compared as text. Bound
+    /// from `= ANY(…)` only.
+    ArrayHas,
 }
 
 impl Func {
@@ -106,6 +117,7 @@ impl Func {
             "now" | "current_timestamp" | "transaction_timestamp" | "statement_timestamp" => Func::Now,
             "current_date" => Func::CurrentDate,
             "localtimestamp" => Func::LocalTimestamp,
+            "array_to_string" => Func::ArrayToString,
             _ => return None,
         })
     }
@@ -132,6 +144,10 @@ impl Func {
             Func::Now => "now",
             Func::CurrentDate => "current_date",
             Func::LocalTimestamp => "localtimestamp",
+            Func::RegexMatch => "textregexeq",
+            Func::RegexIMatch => "texticregexeq",
+            Func::ArrayToString => "array_to_string",
+            Func::ArrayHas => "arrayhas",
         }
     }
 
@@ -139,8 +155,10 @@ impl Func {
     pub fn arity(self) -> (usize, usize) {
         match self {
             Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => (1, usize::MAX),
-            Func::NullIf | Func::Position => (2, 2),
+            Func::NullIf | Func::Position | Func::RegexMatch | Func::RegexIMatch => (2, 2),
             Func::Replace => (3, 3),
+            Func::ArrayToString => (2, 3),
+            Func::ArrayHas => (2, 2),
             Func::Substr => (2, 3),
             Func::Round => (1, 2),
             Func::Now | Func::CurrentDate | Func::LocalTimestamp => (0, 0),
@@ -401,6 +419,28 @@ fn transaction_time(func: Func, env: &Env) -> Result<Value> {
     })
 }
 
+/// Longest regular expression accepted, and the compiled size bound (a pattern cannot make
+/// the engine use unbounded memory or time: the `regex` crate matches in linear time).
+const MAX_REGEX_LEN: usize = 4096;
+const MAX_REGEX_SIZE: usize = 1 << 20;
+
+fn regex_match(text: &str, pattern: &str, case_insensitive: bool) -> Result<bool> {
+    if pattern.len() > MAX_REGEX_LEN {
+        return err(SqlState::ProgramLimitExceeded, format!("regular expression longer than {MAX_REGEX_LEN} bytes"));
+    }
+    let re = regex::RegexBuilder::new(pattern)
+        .case_insensitive(case_insensitive)
+        .size_limit(MAX_REGEX_SIZE)
+        .build()
+        .map_err(|e| SqlError::new(SqlState::InvalidRegularExpression, format!("invalid regular expression: {e}")))?;
+    Ok(re.is_match(text))
+}
+
+fn array_items(s: &str) -> Result<Vec<Option<String>>> {
+    crate::system::parse_array_text(s)
+        .ok_or_else(|| SqlError::new(SqlState::InvalidTextRepresentation, format!("malformed array literal: \"{s}\"")))
+}
+
 fn call(func: Func, args: &[Value]) -> Result<Value> {
     let first = args.first().unwrap_or(&Value::Null);
     if func == Func::Coalesce {
@@ -507,6 +547,32 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
             Value::Float(f) => Value::Text((*f as f32).to_string()),
             other => Value::Text(other.to_string()),
         },
+        Func::RegexMatch | Func::RegexIMatch => {
+            let s = text_arg(first, func)?;
+            let pattern = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
+            Value::Bool(regex_match(s, pattern, func == Func::RegexIMatch)?)
+        }
+        Func::ArrayToString => {
+            let separator = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
+            let null_text = match args.get(2) {
+                Some(Value::Null) | None => None,
+                Some(v) => Some(text_arg(v, func)?),
+            };
+            let items = array_items(text_arg(first, func)?)?;
+            let shown: Vec<&str> = items.iter().filter_map(|i| i.as_deref().or(null_text)).collect();
+            Value::Text(shown.join(separator))
+        }
+        Func::ArrayHas => {
+            let wanted = text_arg(first, func)?;
+            let items = array_items(text_arg(args.get(1).unwrap_or(&Value::Null), func)?)?;
+            if items.iter().any(|i| i.as_deref() == Some(wanted)) {
+                Value::Bool(true)
+            } else if items.iter().any(Option::is_none) {
+                Value::Null
+            } else {
+                Value::Bool(false)
+            }
+        }
         Func::Coalesce | Func::NullIf | Func::Concat | Func::Greatest | Func::Least => Value::Null,
         Func::Now | Func::CurrentDate | Func::LocalTimestamp => {
             return Err(unbound("transaction time"));

@@ -25,6 +25,7 @@ pub mod predicate_wire;
 pub mod report;
 mod short_key;
 pub mod storage;
+pub mod system;
 pub mod temporal;
 pub mod types;
 

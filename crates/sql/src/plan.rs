@@ -285,6 +285,9 @@ pub(crate) enum SubqueryKind {
     Scalar,
     List,
     Exists,
+    /// `ARRAY(subquery)`: the column's values in order, as an array's text form (Pistou has
+    /// no array type; `{a,b}` is what PostgreSQL's text output shows).
+    Array,
 }
 
 /// Static type of an integer literal: PostgreSQL types it integer if it fits, else bigint.
@@ -452,6 +455,8 @@ pub(crate) fn expr_type_in(
             Func::Now => Some(SqlType::TimestampTz),
             Func::CurrentDate => Some(SqlType::Date),
             Func::LocalTimestamp => Some(SqlType::Timestamp),
+            Func::RegexMatch | Func::RegexIMatch | Func::ArrayHas => Some(SqlType::Bool),
+            Func::ArrayToString => Some(SqlType::Text),
         },
         Expr::InSubquery { .. }
         | Expr::Exists { .. }
@@ -513,7 +518,15 @@ pub(crate) fn infer_param_types(
             for (i, arg) in args.iter().enumerate() {
                 let t = match (func, i) {
                     (Func::Lower | Func::Upper | Func::Length | Func::Substr | Func::Trim, 0) => Some(SqlType::Text),
-                    (Func::Replace | Func::Position, _) => Some(SqlType::Text),
+                    (
+                        Func::Replace
+                        | Func::Position
+                        | Func::RegexMatch
+                        | Func::RegexIMatch
+                        | Func::ArrayToString
+                        | Func::ArrayHas,
+                        _,
+                    ) => Some(SqlType::Text),
                     (Func::Substr | Func::Round, _) => Some(SqlType::Int4),
                     _ => None,
                 };

@@ -1,5 +1,6 @@
 //! Binding of scalar expressions: names, operators, functions, aggregates, subqueries.
 
+use super::system::system_type_name;
 use super::*;
 
 impl Binder<'_> {
@@ -79,7 +80,10 @@ impl Binder<'_> {
             Expr::Enclosing { level, column } => {
                 self.outer_scopes.get(*level).and_then(|s| s.cols.get(*column)).and_then(|c| c.ty)
             }
-            Expr::Subquery(i) => self.subqueries.get(*i).and_then(|s| s.plan.types.first().copied().flatten()),
+            Expr::Subquery(i) => self.subqueries.get(*i).and_then(|s| match s.kind {
+                SubqueryKind::Array => Some(SqlType::Text),
+                _ => s.plan.types.first().copied().flatten(),
+            }),
             _ => None,
         }
     }
@@ -272,7 +276,7 @@ impl Binder<'_> {
     }
 
     /// A REAL operand becoming text is printed as a float4 (`0.1`, not its double image).
-    fn as_text(&self, e: Expr, scope: &Scope, mode: &Mode) -> Expr {
+    pub(super) fn as_text(&self, e: Expr, scope: &Scope, mode: &Mode) -> Expr {
         if self.type_of(&e, scope, mode) == Some(SqlType::Float4) {
             Expr::Call { func: Func::Float4Text, args: vec![e] }
         } else {
@@ -371,6 +375,19 @@ impl Binder<'_> {
                         Expr::Concat(Box::new(self.as_text(l, scope, mode)), Box::new(self.as_text(r, scope, mode)))
                     }
                     (_, _, B::And) => Expr::And(Box::new(l), Box::new(r)),
+                    (_, _, B::PGRegexMatch | B::PGRegexIMatch | B::PGRegexNotMatch | B::PGRegexNotIMatch) => {
+                        self.regex(op, (left, l), (right, r), scope, mode)?
+                    }
+                    (_, _, B::PGCustomBinaryOperator(parts)) => {
+                        let op = match parts.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+                            ["pg_catalog", "~"] | ["~"] => B::PGRegexMatch,
+                            ["pg_catalog", "~*"] | ["~*"] => B::PGRegexIMatch,
+                            ["pg_catalog", "!~"] | ["!~"] => B::PGRegexNotMatch,
+                            ["pg_catalog", "!~*"] | ["!~*"] => B::PGRegexNotIMatch,
+                            _ => return unsupported(format!("operator {op}")),
+                        };
+                        self.regex(&op, (left, l), (right, r), scope, mode)?
+                    }
                     (_, _, B::Or) => Expr::Or(Box::new(l), Box::new(r)),
                     (_, _, other) => return unsupported(format!("operator {other}")),
                 }
@@ -437,6 +454,50 @@ impl Binder<'_> {
             E::Case { operand, conditions, else_result, .. } => {
                 self.case(operand.as_deref(), conditions, else_result.as_deref(), scope, mode)?
             }
+            E::Cast { expr, data_type: t, format: None, .. } if system_type_name(t).is_some() => {
+                let name = system_type_name(t).unwrap_or_default();
+                self.system_cast(&name, expr, scope, mode)?
+            }
+            // Pistou compares text by code point, as the C collation does; the default
+            // collation here is C.
+            E::Collate { expr, collation } => {
+                let parts: Vec<String> =
+                    collation.0.iter().filter_map(|p| p.as_ident()).map(|i| i.value.clone()).collect();
+                match parts.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+                    ["default"] | ["pg_catalog", "default"] | ["C"] | ["pg_catalog", "C"] | ["POSIX"] => {
+                        self.expr(expr, scope, mode)?
+                    }
+                    _ => return unsupported(format!("COLLATE {collation}")),
+                }
+            }
+            E::AnyOp { left, compare_op, right, is_some: _ } => match (compare_op, right.as_ref()) {
+                (sql::BinaryOperator::Eq, sql::Expr::Array(array)) => {
+                    let list = sql::Expr::InList { expr: left.clone(), list: array.elem.clone(), negated: false };
+                    self.expr(&list, scope, mode)?
+                }
+                (sql::BinaryOperator::Eq, array) => {
+                    // Arrays are text here (see `SubqueryKind::Array`): the value is
+                    // compared with the elements as text.
+                    let x = self.expr(left, scope, mode)?;
+                    let x = self.as_text(x, scope, mode);
+                    let x = cast_to(x, SqlType::Text);
+                    let a = self.expr(array, scope, mode)?;
+                    match self.type_of(&a, scope, mode) {
+                        Some(t) if !t.is_text() => {
+                            return err(SqlState::DatatypeMismatch, "op ANY/ALL (array) requires array on right side")
+                        }
+                        _ => Expr::Call { func: Func::ArrayHas, args: vec![x, cast_to(a, SqlType::Text)] },
+                    }
+                }
+                _ => return unsupported(format!("{compare_op} ANY (only = ANY is supported)")),
+            },
+            E::AllOp { compare_op, right, left } => match (compare_op, right.as_ref()) {
+                (sql::BinaryOperator::NotEq, sql::Expr::Array(array)) => {
+                    let list = sql::Expr::InList { expr: left.clone(), list: array.elem.clone(), negated: true };
+                    self.expr(&list, scope, mode)?
+                }
+                _ => return unsupported(format!("{compare_op} ALL over a non-literal array")),
+            },
             E::Cast { expr, data_type: t, format: None, .. } => {
                 let (ty, limits) = data_type(t)?;
                 let mut inner = self.expr(expr, scope, mode)?;
@@ -500,6 +561,31 @@ impl Binder<'_> {
             }
             other => return unsupported(format!("expression {other}")),
         })
+    }
+
+    /// `a ~ b`, `a ~* b`, `a !~ b`, `a !~* b`: regular-expression matches of text.
+    fn regex(
+        &mut self,
+        op: &sql::BinaryOperator,
+        (left, l): (&sql::Expr, Expr),
+        (right, r): (&sql::Expr, Expr),
+        scope: &Scope,
+        mode: &Mode,
+    ) -> Result<Expr> {
+        use sql::BinaryOperator as B;
+        let mut operands = Vec::with_capacity(2);
+        for (ast, e) in [(left, l), (right, r)] {
+            match self.input_type(ast, &e, scope, mode) {
+                InputType::Known(t) if !t.is_text() => {
+                    return err(SqlState::UndefinedFunction, format!("operator does not exist: {t} {op} text"))
+                }
+                input => operands.push(coerce(e, input, SqlType::Text)?),
+            }
+        }
+        let func =
+            if matches!(op, B::PGRegexIMatch | B::PGRegexNotIMatch) { Func::RegexIMatch } else { Func::RegexMatch };
+        let call = Expr::Call { func, args: operands };
+        Ok(if matches!(op, B::PGRegexNotMatch | B::PGRegexNotIMatch) { Expr::Not(Box::new(call)) } else { call })
     }
 
     pub(super) fn placeholder(&mut self, p: &str) -> Result<Expr> {
@@ -722,7 +808,13 @@ impl Binder<'_> {
     }
 
     pub(super) fn function(&mut self, f: &sql::Function, scope: &Scope, mode: &mut Mode) -> Result<Expr> {
-        let name = object_name(&f.name)?;
+        let name = function_name(&f.name)?;
+        if let ("array", sql::FunctionArguments::Subquery(q)) = (name.as_str(), &f.args) {
+            return Ok(match self.nested_subquery(q, scope, mode, SubqueryKind::Array)? {
+                Some(i) => Expr::Subquery(i),
+                None => Expr::Const(Value::Null),
+            });
+        }
         if f.over.is_some() || f.filter.is_some() || !f.within_group.is_empty() || f.null_treatment.is_some() {
             return unsupported(format!("function syntax in {f}"));
         }
@@ -790,6 +882,11 @@ impl Binder<'_> {
                     Ok(Expr::Column(ctx.group_bound.len() + pos))
                 }
             };
+        }
+        if let Some(asts) = args.iter().copied().collect::<Option<Vec<_>>>() {
+            if let Some(e) = self.system_function(&name, &asts, scope, mode)? {
+                return Ok(e);
+            }
         }
         let Some(func) = Func::by_name(&name) else {
             return match name.as_str() {

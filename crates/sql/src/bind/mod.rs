@@ -4,6 +4,7 @@ mod ddl;
 mod dml;
 mod expr;
 mod query;
+mod system;
 
 use crate::catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
 use crate::error::{err, Result, SqlError, SqlState};
@@ -29,6 +30,16 @@ fn object_name(n: &sql::ObjectName) -> Result<String> {
         [name] => Ok(ident(name)),
         [schema, name] if ident(schema) == "public" => Ok(ident(name)),
         _ => Err(SqlError::unsupported(format!("qualified name {n}"))),
+    }
+}
+
+/// A function name, possibly qualified with pg_catalog (where every built-in function is).
+fn function_name(n: &sql::ObjectName) -> Result<String> {
+    let parts: Vec<&sql::Ident> = n.0.iter().filter_map(|p| p.as_ident()).collect();
+    match parts.as_slice() {
+        [name] => Ok(ident(name)),
+        [schema, name] if ident(schema) == "pg_catalog" => Ok(ident(name)),
+        _ => Err(SqlError::unsupported(format!("function {n}"))),
     }
 }
 
@@ -411,6 +422,48 @@ impl<'c> Binder<'c> {
             .table(&name)
             .cloned()
             .ok_or_else(|| SqlError::new(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist")))
+    }
+
+    /// The system relation (see `crate::system`) a FROM name refers to, as a constant derived
+    /// table with its default alias: `pg_catalog.x`, `information_schema.x`, or an
+    /// unqualified `x` of pg_catalog (searched before public, as in PostgreSQL). A name in
+    /// those schemas that Pistou does not compute, or an unqualified `pg_…` name that is no
+    /// table, fails with 0A000.
+    fn system_relation(&self, n: &sql::ObjectName) -> Result<Option<(String, QueryPlan)>> {
+        let parts: Vec<String> = n.0.iter().filter_map(|p| p.as_ident()).map(ident).collect();
+        let (schema, name) = match parts.as_slice() {
+            [name] => ("pg_catalog", name.as_str()),
+            [schema, name] if schema == "pg_catalog" || schema == "information_schema" => {
+                (schema.as_str(), name.as_str())
+            }
+            _ => return Ok(None),
+        };
+        let Some(relation) = crate::system::relation(self.catalog, schema, name) else {
+            if parts.len() == 2 || (name.starts_with("pg_") && self.catalog.table(name).is_none()) {
+                return unsupported(format!(
+                    "system relation {schema}.{name} (docs/sql.md lists the pg_catalog and information_schema relations Pistou has)"
+                ));
+            }
+            return Ok(None);
+        };
+        let width = relation.columns.len();
+        let rows =
+            relation.rows.into_iter().map(|r| r.into_iter().map(Expr::Const).collect::<Vec<_>>()).collect::<Vec<_>>();
+        if rows.iter().any(|r| r.len() != width) {
+            return err(SqlState::InternalError, format!("system relation {schema}.{name} has a malformed row"));
+        }
+        let plan = QueryPlan {
+            body: QueryBody::Values(rows),
+            order_by: Vec::new(),
+            limit: None,
+            offset: None,
+            names: relation.columns.iter().map(|(n, _)| n.to_string()).collect(),
+            types: relation.columns.iter().map(|(_, t)| Some(*t)).collect(),
+            limits: vec![TypeLimits::default(); width],
+            untyped: vec![false; width],
+            depth: self.outer_scopes.len(),
+        };
+        Ok(Some((name.to_string(), plan)))
     }
 
     fn enter(&mut self) -> Result<()> {

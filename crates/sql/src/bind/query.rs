@@ -250,10 +250,20 @@ impl Binder<'_> {
             Some(sql::Distinct::On(_)) => return unsupported("DISTINCT ON"),
         };
         let (scope, from_items) = self.bind_from(&s.from)?;
+        // Inner-joined with an empty system relation (Pistou has no policies, publications,
+        // extended statistics…): the query has no row, so an expression it never evaluates
+        // that uses a feature Pistou lacks is a NULL instead of an error (psql's `\d` asks
+        // about such objects with array functions).
+        let empty_input = from_items.iter().any(|i| {
+            i.kind == JoinKind::Inner
+                && i.derived.as_deref().is_some_and(|d| matches!(&d.body, QueryBody::Values(rows) if rows.is_empty()))
+        });
         let where_conjuncts = match &s.selection {
             Some(w) => {
                 let mut v = Vec::new();
-                conjuncts(self.expr(w, &scope, &mut Mode::Plain("WHERE"))?, &mut v);
+                let bound =
+                    self.never_evaluated(empty_input, |this| this.expr(w, &scope, &mut Mode::Plain("WHERE")))?;
+                conjuncts(bound, &mut v);
                 v
             }
             None => Vec::new(),
@@ -338,7 +348,8 @@ impl Binder<'_> {
                 }
             } else {
                 match (e, col) {
-                    (Some(e), _) => self.expr(e, &scope, &mut Mode::Plain("this context"))?,
+                    (Some(e), _) => self
+                        .never_evaluated(empty_input, |this| this.expr(e, &scope, &mut Mode::Plain("this context")))?,
                     (None, Some(c)) => Expr::Column(*c),
                     (None, None) => return err(SqlState::InternalError, "empty select item"),
                 }
@@ -391,6 +402,21 @@ impl Binder<'_> {
         let (from, filter) = self.plan_from(from_items, where_conjuncts)?;
         let aggregate = aggregating.then_some(AggPlan { group_by: ctx.group_bound, calls: ctx.calls });
         Ok((SelectCore { from, filter, aggregate, having, output, distinct }, (names, types, limits, untyped), keys))
+    }
+
+    /// Binds an expression of a query whose input is known to be empty (see `select`): a
+    /// missing feature (0A000) or function (42883) gives a NULL, and whatever the failed
+    /// binding had recorded is undone.
+    fn never_evaluated(&mut self, empty_input: bool, bind: impl FnOnce(&mut Self) -> Result<Expr>) -> Result<Expr> {
+        let saved = (self.subqueries.len(), self.anonymous_params, self.min_level, self.param_count);
+        match bind(self) {
+            Err(e) if empty_input && matches!(e.state, SqlState::FeatureNotSupported | SqlState::UndefinedFunction) => {
+                self.subqueries.truncate(saved.0);
+                (self.anonymous_params, self.min_level, self.param_count) = (saved.1, saved.2, saved.3);
+                Ok(typed_null(SqlType::Text))
+            }
+            other => other,
+        }
     }
 
     /// GROUP BY item: a position or output alias refers to the select list.
@@ -479,6 +505,16 @@ impl Binder<'_> {
                             ident(&a.name)
                         }
                         None => object_name(name)?,
+                    };
+                    return this.add_derived(plan, alias_name, kind, scope, items);
+                }
+                if let Some((relname, mut plan)) = this.system_relation(name)? {
+                    let alias_name = match alias {
+                        Some(a) => {
+                            rename_columns(&mut plan, a)?;
+                            ident(&a.name)
+                        }
+                        None => relname,
                     };
                     return this.add_derived(plan, alias_name, kind, scope, items);
                 }

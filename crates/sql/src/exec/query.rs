@@ -53,6 +53,9 @@ impl<'a> Exec<'a> {
         let rows = self.query(&sub.plan)?;
         Ok(match sub.kind {
             SubqueryKind::Exists => SubqueryValue::Exists(!rows.is_empty()),
+            SubqueryKind::Array => SubqueryValue::Scalar(crate::system::array_text(
+                rows.iter().map(|r| r.first().cloned().unwrap_or(Value::Null)),
+            )),
             SubqueryKind::Scalar => match rows.as_slice() {
                 [] => SubqueryValue::Scalar(Value::Null),
                 [row] => SubqueryValue::Scalar(row.first().cloned().unwrap_or(Value::Null)),
