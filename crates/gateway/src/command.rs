@@ -55,8 +55,41 @@ pub enum Command {
     Deallocate(Option<String>),
     /// Refused before running (e.g. a malformed PREPARE): this error is the answer.
     Refused(PgError),
+    /// `COPY … FROM STDIN` / `COPY … TO STDOUT` (`crate::copy`).
+    Copy(Box<CopyCommand>),
+    /// `VACUUM` / `ANALYZE` of the named tables (all when none): PostgreSQL's space
+    /// reclamation and planner statistics, which Pistou does not have (old versions go with
+    /// garbage collection; plans do not depend on data), so there is nothing to do once
+    /// the tables are found. `tag` is the command tag.
+    Maintenance {
+        tag: &'static str,
+        tables: Vec<String>,
+    },
+    /// `ALTER TABLE t ADD [CONSTRAINT t_pkey] PRIMARY KEY (cols)`: existing rows are checked
+    /// (NULLs, duplicates) before the schema change runs.
+    AddPrimaryKey {
+        table: String,
+        columns: Vec<String>,
+    },
     /// Sent to Pistou as is.
     Sql,
+}
+
+/// Where COPY reads or writes rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CopySource {
+    /// A table (as written) and the listed columns (as written; empty: all).
+    Table { name: String, columns: Vec<String> },
+    /// `COPY (query) TO STDOUT`.
+    Query(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CopyCommand {
+    /// FROM STDIN (else TO STDOUT).
+    pub from: bool,
+    pub source: CopySource,
+    pub options: crate::copy::CopyOptions,
 }
 
 /// Lowercase words and punctuation of a statement, for recognizing its shape.
@@ -133,6 +166,10 @@ pub fn classify(sql: &str) -> Command {
             (name, _) => Command::Show(canonical_name(name)),
         },
         "discard" if second == "all" => Command::Discard,
+        "copy" => copy_command(sql),
+        "vacuum" => maintenance_command("VACUUM", &w[1..]),
+        "analyze" | "analyse" => maintenance_command("ANALYZE", &w[1..]),
+        "alter" if second == "table" && w.iter().any(|x| x == "primary") => add_primary_key_command(sql),
         "prepare" if second != "transaction" => crate::prepared::classify(sql),
         "execute" | "deallocate" => crate::prepared::classify(sql),
         // Only a query can be answered by the gateway: other statements are not parsed here.
@@ -184,6 +221,120 @@ fn drop_tables_command(sql: &str) -> Command {
             Some(Command::DropTables(names.iter().map(|n| format!("DROP TABLE {if_exists}{n}")).collect()))
         }
         _ => None,
+    })
+}
+
+/// COPY's boolean options as PostgreSQL spells them (`FREEZE on`, `HEADER 1`), rewritten
+/// token by token to the `true` / `false` sqlparser reads (other text is kept as is).
+fn copy_booleans(sql: &str) -> Option<String> {
+    use sqlparser::dialect::PostgreSqlDialect;
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let mut out = String::with_capacity(sql.len());
+    let mut after_option = false;
+    for token in tokens {
+        let text = match &token {
+            Token::Word(w) if after_option && w.quote_style.is_none() => match w.value.to_ascii_lowercase().as_str() {
+                "on" | "yes" => "true".to_string(),
+                "off" | "no" => "false".to_string(),
+                _ => token.to_string(),
+            },
+            Token::Number(n, _) if after_option && (n == "1" || n == "0") => {
+                if n == "1" { "true" } else { "false" }.to_string()
+            }
+            _ => token.to_string(),
+        };
+        match &token {
+            Token::Whitespace(_) => {}
+            Token::Word(w) if w.quote_style.is_none() => {
+                after_option = matches!(w.value.to_ascii_lowercase().as_str(), "freeze" | "header");
+            }
+            _ => after_option = false,
+        }
+        out.push_str(&text);
+    }
+    Some(out)
+}
+
+fn copy_command(sql: &str) -> Command {
+    use sqlparser::ast::{CopySource as Source, CopyTarget};
+    let Some(sql) = copy_booleans(sql) else {
+        return Command::Refused(PgError::new(errors::SYNTAX_ERROR, "syntax error in COPY"));
+    };
+    let sql = sql.as_str();
+    let parsed = crate::route::with_parsed(sql, |parsed| match parsed.as_deref() {
+        Ok([Statement::Copy { source, to, target, options, legacy_options, values }]) => {
+            if !values.is_empty() {
+                return Err(PgError::new(errors::FEATURE_NOT_SUPPORTED, "COPY with inline data is not supported"));
+            }
+            match (to, target) {
+                (false, CopyTarget::Stdin) | (true, CopyTarget::Stdout) => {}
+                _ => {
+                    return Err(PgError::new(
+                        errors::FEATURE_NOT_SUPPORTED,
+                        "COPY to or from a file or program is not supported: use STDIN / STDOUT (psql's \\copy)",
+                    ))
+                }
+            }
+            let source = match source {
+                Source::Table { table_name, columns } => CopySource::Table {
+                    name: table_name.to_string(),
+                    columns: columns.iter().map(ToString::to_string).collect(),
+                },
+                Source::Query(_) if !to => {
+                    return Err(PgError::new(errors::SYNTAX_ERROR, "COPY FROM cannot read into a query"))
+                }
+                Source::Query(q) => CopySource::Query(q.to_string()),
+            };
+            let options = crate::copy::CopyOptions::parse(options, legacy_options)?;
+            Ok(Command::Copy(Box::new(CopyCommand { from: !to, source, options })))
+        }
+        Ok(_) => Err(PgError::new(errors::SYNTAX_ERROR, "COPY must be a single statement")),
+        Err(e) => Err(PgError::new(errors::SYNTAX_ERROR, e.to_string())),
+    });
+    match parsed {
+        Some(Ok(command)) => command,
+        Some(Err(e)) => Command::Refused(e),
+        None => Command::Refused(PgError::new(errors::PROGRAM_LIMIT, "statement too long to parse")),
+    }
+}
+
+/// `VACUUM [FULL] [FREEZE] [VERBOSE] [ANALYZE] [(options)] [t [(cols)], …]`, `ANALYZE
+/// [VERBOSE] [(options)] [t [(cols)], …]`: the table names.
+fn maintenance_command(tag: &'static str, words: &[String]) -> Command {
+    const OPTIONS: [&str; 6] = ["full", "freeze", "verbose", "analyze", "analyse", "skip_locked"];
+    let mut tables = Vec::new();
+    let mut depth = 0usize;
+    let mut expect_name = true;
+    for w in words {
+        match w.as_str() {
+            "(" => depth += 1,
+            ")" => depth = depth.saturating_sub(1),
+            _ if depth > 0 => {}
+            "," => expect_name = true,
+            ";" => {}
+            word if tables.is_empty() && expect_name && OPTIONS.contains(&word) => {}
+            word if expect_name => {
+                tables.push(word.strip_prefix("public.").unwrap_or(word).to_string());
+                expect_name = false;
+            }
+            _ => return Command::Refused(PgError::new(errors::SYNTAX_ERROR, format!("syntax error in {tag}"))),
+        }
+    }
+    Command::Maintenance { tag, tables }
+}
+
+fn add_primary_key_command(sql: &str) -> Command {
+    use sqlparser::ast::{AlterTableOperation, TableConstraint};
+    parsed_command(sql, |statement| {
+        let Statement::AlterTable(a) = statement else { return None };
+        let [AlterTableOperation::AddConstraint { constraint: TableConstraint::PrimaryKey(p), not_valid: false }] =
+            a.operations.as_slice()
+        else {
+            return None;
+        };
+        let columns = p.columns.iter().map(|c| c.column.expr.to_string()).collect();
+        Some(Command::AddPrimaryKey { table: a.name.to_string(), columns })
     })
 }
 
@@ -307,7 +458,35 @@ mod tests {
             Command::Truncate(tables(&["a", "public.b"]))
         );
         assert_eq!(classify("TRUNCATE"), Command::Sql);
+        assert_eq!(
+            classify("vacuum analyze pgbench_branches, public.t"),
+            Command::Maintenance { tag: "VACUUM", tables: tables(&["pgbench_branches", "t"]) }
+        );
+        assert_eq!(classify("VACUUM (VERBOSE, ANALYZE)"), Command::Maintenance { tag: "VACUUM", tables: vec![] });
+        assert_eq!(classify("analyze t (a, b)"), Command::Maintenance { tag: "ANALYZE", tables: tables(&["t"]) });
+        assert_eq!(
+            classify("alter table pgbench_accounts add primary key (aid)"),
+            Command::AddPrimaryKey { table: "pgbench_accounts".into(), columns: tables(&["aid"]) }
+        );
         assert_eq!(classify("TRUNCATE a; TRUNCATE b"), Command::Sql);
+    }
+
+    #[test]
+    fn copy_statements() {
+        let Command::Copy(c) = classify("copy pgbench_accounts from stdin with (freeze on)") else { panic!("copy") };
+        assert!(c.from);
+        assert_eq!(c.source, CopySource::Table { name: "pgbench_accounts".into(), columns: vec![] });
+        let Command::Copy(c) = classify("COPY t (a, \"B\") FROM STDIN WITH (FORMAT csv, HEADER 1, NULL 'on')") else {
+            panic!("copy")
+        };
+        assert_eq!(c.source, CopySource::Table { name: "t".into(), columns: vec!["a".into(), "\"B\"".into()] });
+        assert!(c.options.header);
+        assert_eq!(c.options.null, "on");
+        let Command::Copy(c) = classify("COPY (SELECT 1) TO STDOUT CSV HEADER") else { panic!("copy") };
+        assert!(!c.from && c.options.header);
+        assert!(matches!(classify("COPY t FROM '/etc/passwd'"), Command::Refused(e) if e.code == "0A000"));
+        assert!(matches!(classify("COPY t FROM STDIN WITH (FORMAT binary)"), Command::Refused(e) if e.code == "0A000"));
+        assert!(matches!(classify("COPY t FROM"), Command::Refused(e) if e.code == "42601"));
     }
 
     #[test]

@@ -2,10 +2,12 @@
 //! exchange, then the simple and extended query protocols over a [`Session`].
 
 use crate::auth::Authenticator;
-use crate::command::{classify, Command};
+use crate::command::{classify, Command, CopyCommand, CopySource};
 use crate::config::GatewayConfig;
+use crate::copy::{format_record, CopyIn};
 use crate::errors::{self, PgError};
 use crate::params::RawParams;
+use crate::pgtypes::decode_param;
 use crate::pgtypes::{encode_value, pg_type};
 use crate::session::{Description, Field, Reply, Session, Status};
 use crate::settings::Settings;
@@ -16,6 +18,7 @@ use pgwire::api::{
     ClientInfo, ClientPortalStore, DefaultClient, PgWireConnectionState, METADATA_DATABASE, METADATA_USER,
 };
 use pgwire::error::{ErrorInfo, PgWireError};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyInResponse, CopyOutResponse};
 use pgwire::messages::data::{DataRow, FieldDescription, NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{
     Bind, BindComplete, Close, CloseComplete, Describe, Execute, Parse, ParseComplete, PortalSuspended,
@@ -29,7 +32,9 @@ use pgwire::messages::{
     DecodeContext, PgWireBackendMessage, PgWireFrontendMessage, ProtocolVersion, SslNegotiationMetaMessage,
 };
 use pgwire::tokio::tokio_rustls::rustls::pki_types::CertificateDer;
+use pistou_sql::Value;
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -351,9 +356,9 @@ impl Protocol {
             M::Describe(d) => self.describe(d).await,
             M::Execute(e) => self.execute(e).await,
             M::Close(c) => self.close(c).await,
-            M::CopyData(_) | M::CopyDone(_) | M::CopyFail(_) => {
-                Err(PgError::new("0A000", "COPY is not supported by the Pistou gateway"))
-            }
+            // Outside COPY FROM STDIN these are what is left of a COPY that failed: dropped,
+            // as PostgreSQL does.
+            M::CopyData(_) | M::CopyDone(_) | M::CopyFail(_) => return Ok(true),
             other => {
                 let text = format!("unexpected message in this state: {other:?}");
                 self.conn.fatal(errors::PROTOCOL_VIOLATION, &text.chars().take(200).collect::<String>()).await;
@@ -466,6 +471,10 @@ impl Protocol {
         let result = match command {
             Command::Prepare { name, statement, declared } => self.prepare(name, statement, declared).await,
             Command::Execute { name, args } => self.execute_prepared(name, args).await,
+            Command::Copy(copy) => match self.session.check_not_failed(command) {
+                Ok(()) => self.copy(copy).await,
+                Err(e) => Err(e),
+            },
             Command::Deallocate(name) => {
                 self.session.check_not_failed(command).and_then(|()| self.deallocate(name.as_deref()))
             }
@@ -754,6 +763,197 @@ impl Protocol {
         }
         self.conn.feed(PgWireBackendMessage::CloseComplete(CloseComplete::new())).await.map_err(io_error)
     }
+}
+
+/// COPY's bounds: the longest input record, and per batch (one INSERT statement, one
+/// transaction) the rows, the bytes of their values and the statement's text.
+const COPY_MAX_RECORD: usize = 1 << 20;
+const COPY_BATCH_ROWS: usize = 2_000;
+const COPY_BATCH_BYTES: usize = 1 << 20;
+const COPY_BATCH_SQL: usize = 48 * 1024;
+
+/// The COPY sub-protocol (docs/gateway.md, "COPY"), for the simple and extended query
+/// protocols alike: the reply is COPY's CommandComplete.
+impl Protocol {
+    async fn copy(&mut self, copy: &CopyCommand) -> Result<Reply, PgError> {
+        let select = match &copy.source {
+            CopySource::Table { name, columns } if columns.is_empty() => format!("SELECT * FROM {name}"),
+            CopySource::Table { name, columns } => format!("SELECT {} FROM {name}", columns.join(", ")),
+            CopySource::Query(query) => query.clone(),
+        };
+        match (&copy.source, copy.from) {
+            (CopySource::Table { name, .. }, true) => self.copy_in(copy, name, &select).await,
+            _ => self.copy_out(copy, &select).await,
+        }
+    }
+
+    /// COPY FROM STDIN: CopyInResponse, then CopyData until CopyDone (or CopyFail), rows
+    /// inserted in batches of their own transactions as they come.
+    async fn copy_in(&mut self, copy: &CopyCommand, table: &str, select: &str) -> Result<Reply, PgError> {
+        let catalog = self.session.catalog().await?;
+        let prepared = self.session.prepare(&catalog, select)?;
+        let (Some(names), Some(types)) = (prepared.columns(), prepared.column_types()) else {
+            return Err(PgError::new(errors::INTERNAL, "COPY target has no columns"));
+        };
+        let (names, types) = (names.to_vec(), types.to_vec());
+        let quoted: Vec<String> = names.iter().map(|n| format!("\"{}\"", n.replace('"', "\"\""))).collect();
+        let insert_head = format!("INSERT INTO {table} ({}) VALUES ", quoted.join(", "));
+        let per_row = names.len() * 8 + 4;
+        let batch_rows = (COPY_BATCH_SQL.saturating_sub(insert_head.len()) / per_row).clamp(1, COPY_BATCH_ROWS);
+        let count = i16::try_from(names.len()).map_err(|_| PgError::new(errors::PROGRAM_LIMIT, "too many columns"))?;
+        let response = CopyInResponse::new(0, count, vec![0; names.len()]);
+        self.conn.send(PgWireBackendMessage::CopyInResponse(response)).await.map_err(io_error)?;
+        let mut parser = CopyIn::new(copy.options.clone(), names.clone(), COPY_MAX_RECORD);
+        let mut batch = CopyBatch { values: Vec::new(), rows: 0, bytes: 0, committed: 0 };
+        let context = |line: u64, committed: u64| {
+            let done = if committed > 0 { format!("; {committed} rows were already committed") } else { String::new() };
+            format!(" (COPY {table}, line {line}{done})")
+        };
+        loop {
+            let next = tokio::time::timeout(self.config.idle_timeout, self.conn.next()).await;
+            let at_end = match next {
+                Ok(Some(Ok(PgWireFrontendMessage::CopyData(data)))) => {
+                    parser.push(&data.data);
+                    false
+                }
+                Ok(Some(Ok(PgWireFrontendMessage::CopyDone(_)))) => true,
+                Ok(Some(Ok(PgWireFrontendMessage::CopyFail(fail)))) => {
+                    return Err(PgError::new(
+                        errors::QUERY_CANCELED,
+                        format!("COPY from stdin failed: {}{}", fail.message, context(parser.line(), batch.committed)),
+                    ))
+                }
+                // Ignored during COPY IN, as in PostgreSQL (tokio-postgres sends its Sync
+                // before the data).
+                Ok(Some(Ok(PgWireFrontendMessage::Flush(_) | PgWireFrontendMessage::Sync(_)))) => continue,
+                Ok(Some(Ok(other))) => {
+                    let text = format!("unexpected message during COPY from stdin: {other:?}");
+                    return Err(PgError::new(errors::PROTOCOL_VIOLATION, text.chars().take(200).collect::<String>()));
+                }
+                Ok(Some(Err(e))) => {
+                    return Err(PgError::new(errors::PROTOCOL_VIOLATION, format!("invalid message during COPY: {e}")))
+                }
+                Ok(None) => return Err(PgError::new("08006", "the client closed the connection during COPY")),
+                Err(_) => return Err(PgError::new("57P05", "no COPY data within the idle timeout")),
+            };
+            loop {
+                let line = parser.line();
+                let record = match parser.next_record(at_end) {
+                    Ok(Some(record)) => record,
+                    Ok(None) => break,
+                    Err(e) => {
+                        return Err(PgError::new(e.code, format!("{}{}", e.message, context(line, batch.committed))))
+                    }
+                };
+                for ((field, ty), name) in record.iter().zip(&types).zip(&names) {
+                    let value = match field {
+                        None => Value::Null,
+                        Some(text) => copy_value(text, *ty).map_err(|e| {
+                            let e = PgError::from(e);
+                            let shown: String = text.chars().take(64).collect();
+                            PgError::new(
+                                e.code,
+                                format!("{}{} column {name}: \"{shown}\"", e.message, context(line, batch.committed)),
+                            )
+                        })?,
+                    };
+                    batch.bytes += field.as_ref().map_or(1, String::len);
+                    batch.values.push(value);
+                }
+                batch.rows += 1;
+                if batch.rows >= batch_rows || batch.bytes >= COPY_BATCH_BYTES {
+                    self.copy_flush(&insert_head, names.len(), &mut batch).await.map_err(|e| {
+                        PgError::new(e.code, format!("{}{}", e.message, context(line, batch.committed)))
+                    })?;
+                }
+            }
+            if at_end {
+                let line = parser.line();
+                self.copy_flush(&insert_head, names.len(), &mut batch)
+                    .await
+                    .map_err(|e| PgError::new(e.code, format!("{}{}", e.message, context(line, batch.committed))))?;
+                return Ok(Reply::Command { tag: format!("COPY {}", batch.committed), notice: None });
+            }
+        }
+    }
+
+    async fn copy_flush(&mut self, head: &str, columns: usize, batch: &mut CopyBatch) -> Result<(), PgError> {
+        if batch.rows == 0 {
+            return Ok(());
+        }
+        let mut sql = String::with_capacity(head.len() + batch.rows * (columns * 8 + 4));
+        sql.push_str(head);
+        let mut n = 0usize;
+        for row in 0..batch.rows {
+            sql.push_str(if row == 0 { "(" } else { ", (" });
+            for column in 0..columns {
+                n += 1;
+                let _ = write!(sql, "{}${n}", if column == 0 { "" } else { ", " });
+            }
+            sql.push(')');
+        }
+        let inserted = self.session.copy_batch(&sql, &batch.values).await?;
+        batch.committed += inserted;
+        batch.values.clear();
+        batch.rows = 0;
+        batch.bytes = 0;
+        Ok(())
+    }
+
+    /// COPY TO STDOUT: the rows of a query (bounded like any query), as CopyData.
+    async fn copy_out(&mut self, copy: &CopyCommand, select: &str) -> Result<Reply, PgError> {
+        let (fields, rows) = match self.session.run(select, &Command::Sql, &RawParams::default()).await? {
+            Reply::Rows { fields, rows, .. } => (fields, rows),
+            Reply::Command { .. } => {
+                return Err(PgError::new(errors::FEATURE_NOT_SUPPORTED, "COPY TO of a statement without result rows"))
+            }
+        };
+        let mut lines = Vec::with_capacity(rows.len() + 1);
+        if copy.options.header {
+            let mut out = Vec::new();
+            format_record(&copy.options, fields.iter().map(|f| Some(f.name.as_str())), &mut out);
+            lines.push(out);
+        }
+        for row in &rows {
+            let mut texts = Vec::with_capacity(row.len());
+            for (i, value) in row.iter().enumerate() {
+                let ty = fields.get(i).and_then(|f| f.ty);
+                let bytes = encode_value(value, ty, false)?;
+                texts.push(bytes.map(|b| String::from_utf8_lossy(&b).into_owned()));
+            }
+            let mut out = Vec::new();
+            format_record(&copy.options, texts.iter().map(|t| t.as_deref()), &mut out);
+            lines.push(out);
+        }
+        let count = i16::try_from(fields.len()).map_err(|_| PgError::new(errors::PROGRAM_LIMIT, "too many columns"))?;
+        let response = CopyOutResponse::new(0, count, vec![0; fields.len()]);
+        self.conn.feed(PgWireBackendMessage::CopyOutResponse(response)).await.map_err(io_error)?;
+        for line in lines {
+            self.conn.feed(PgWireBackendMessage::CopyData(CopyData::new(line.into()))).await.map_err(io_error)?;
+        }
+        self.conn.feed(PgWireBackendMessage::CopyDone(CopyDone::new())).await.map_err(io_error)?;
+        Ok(Reply::Command { tag: format!("COPY {}", rows.len()), notice: None })
+    }
+}
+
+/// A COPY FROM field as a value of its column's type: as Bind reads a text parameter,
+/// except that timestamps are read as the SQL engine reads a timestamp literal (PostgreSQL's
+/// input function: 22007 / 22008 for a malformed or out-of-range one).
+fn copy_value(text: &str, ty: Option<pistou_sql::SqlType>) -> Result<Value, pistou_sql::SqlError> {
+    match ty {
+        Some(pistou_sql::SqlType::Timestamp) => {
+            pistou_sql::types::cast(&Value::Text(text.to_string()), pistou_sql::SqlType::Timestamp)
+        }
+        _ => decode_param(text.as_bytes(), 0, ty, false),
+    }
+}
+
+/// COPY FROM rows not yet inserted, and the count of those that were.
+struct CopyBatch {
+    values: Vec<Value>,
+    rows: usize,
+    bytes: usize,
+    committed: u64,
 }
 
 /// Completes when the gateway stops (or its stop signal is gone).

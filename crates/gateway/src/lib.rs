@@ -21,6 +21,7 @@ mod auth;
 mod command;
 mod config;
 mod conn;
+mod copy;
 mod errors;
 mod intercept;
 mod params;

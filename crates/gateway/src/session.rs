@@ -16,6 +16,9 @@ use rand::Rng;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long ADD PRIMARY KEY's duplicate check may take before it is given up.
+const DUPLICATE_CHECK_LIMIT: Duration = Duration::from_secs(5);
+
 /// A result column.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Field {
@@ -225,6 +228,17 @@ impl Session {
             }
             Command::Sql => self.work(Work::Statement(sql, params)).await,
             Command::Truncate(tables) => self.work(Work::Truncate(tables)).await,
+            Command::Maintenance { tag, tables } => self.maintenance(tag, tables).await,
+            Command::AddPrimaryKey { table, columns } => {
+                if matches!(self.txn, TxnState::Idle) {
+                    // As in PostgreSQL, duplicates are reported before NULLs.
+                    self.check_new_primary_key(table, columns).await?;
+                    self.check_no_nulls(table, columns).await?;
+                }
+                self.work(Work::Statement(sql, params)).await
+            }
+            // Run by the connection, which owns the COPY sub-protocol.
+            Command::Copy(_) => Err(PgError::new(errors::INTERNAL, "COPY outside the connection")),
             Command::DropTables(drops) => self.drop_tables(drops).await,
         }
     }
@@ -238,6 +252,79 @@ impl Session {
                 within(limit, work.run(&engine, txn)).await
             }
             _ => self.autocommit(work).await,
+        }
+    }
+
+    /// VACUUM / ANALYZE: nothing to do once the tables are known (`Command::Maintenance`).
+    async fn maintenance(&mut self, tag: &'static str, tables: &[String]) -> Result<Reply, PgError> {
+        if tag == "VACUUM" && !matches!(self.txn, TxnState::Idle) {
+            return Err(PgError::new(errors::ACTIVE_TRANSACTION, "VACUUM cannot run inside a transaction block"));
+        }
+        if !tables.is_empty() {
+            let catalog = self.catalog().await?;
+            if let Some(missing) = tables.iter().find(|t| catalog.table(t).is_none()) {
+                return Err(PgError::new("42P01", format!("relation \"{missing}\" does not exist")));
+            }
+        }
+        Ok(command_reply(tag))
+    }
+
+    /// Before `ALTER TABLE t ADD PRIMARY KEY (cols)`: no existing row may have a NULL in
+    /// the columns (23502) or share their values with another (23505), as PostgreSQL
+    /// checks while building the index. Each check is a read-only transaction before the
+    /// schema change's own (a schema change is alone in its transaction), so a row written
+    /// concurrently in between is not checked. The duplicate check reads every row; a table
+    /// larger than one transaction may read (54000), or whose check takes longer than
+    /// `DUPLICATE_CHECK_LIMIT`, is not checked for duplicates.
+    async fn check_new_primary_key(&mut self, table: &str, columns: &[String]) -> Result<(), PgError> {
+        let none = RawParams::default();
+        let list = columns.join(", ");
+        let query = format!("SELECT {list} FROM {table} GROUP BY {list} HAVING count(*) > 1 LIMIT 1");
+        // Reading a large table's every row can take long: the check gives up after a bound.
+        let check = tokio::time::timeout(DUPLICATE_CHECK_LIMIT, self.autocommit(Work::Statement(&query, &none))).await;
+        let Ok(check) = check else { return Ok(()) };
+        match check {
+            Ok(Reply::Rows { rows, .. }) if !rows.is_empty() => {
+                let values: Vec<String> =
+                    rows.first().into_iter().flatten().map(|v| crate::pgtypes::text_of(v, None)).collect();
+                Err(PgError::new(
+                    "23505",
+                    format!(
+                        "could not create unique index \"{}_pkey\": key ({list})=({}) is duplicated",
+                        table.trim_matches('"'),
+                        values.join(", ")
+                    ),
+                ))
+            }
+            Ok(_) => Ok(()),
+            Err(e) if e.code == errors::PROGRAM_LIMIT => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn check_no_nulls(&mut self, table: &str, columns: &[String]) -> Result<(), PgError> {
+        let none = RawParams::default();
+        for column in columns {
+            let query = format!("SELECT 1 FROM {table} WHERE {column} IS NULL LIMIT 1");
+            if let Reply::Rows { rows, .. } = self.autocommit(Work::Statement(&query, &none)).await? {
+                if !rows.is_empty() {
+                    return Err(PgError::new(
+                        "23502",
+                        format!("column \"{}\" of relation \"{table}\" contains null values", column.trim_matches('"')),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One batch of COPY FROM rows: an INSERT of `values` in its own transaction
+    /// (retried on serialization failure), whether or not a block is open. Returns the
+    /// number of rows inserted.
+    pub async fn copy_batch(&mut self, sql: &str, values: &[Value]) -> Result<u64, PgError> {
+        match self.autocommit(Work::Values(sql, values)).await? {
+            Reply::Command { tag, .. } => Ok(tag.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0)),
+            Reply::Rows { .. } => Err(PgError::new(errors::INTERNAL, "COPY batch returned rows")),
         }
     }
 
@@ -331,8 +418,13 @@ impl Session {
         }
     }
 
+    /// Plans `sql` against `catalog` (for COPY's column list).
+    pub fn prepare(&self, catalog: &Catalog, sql: &str) -> Result<Arc<pistou_sql::Prepared>, PgError> {
+        self.engine.prepare(catalog, sql).map_err(PgError::from)
+    }
+
     /// The schema, read in the open transaction or in a short read-only one.
-    async fn catalog(&mut self) -> Result<Catalog, PgError> {
+    pub async fn catalog(&mut self) -> Result<Catalog, PgError> {
         if matches!(self.txn, TxnState::Open(_)) {
             let txn = self.open_txn().await?;
             return txn.catalog().await.map_err(from_client);
@@ -469,12 +561,15 @@ enum Work<'a> {
     /// TRUNCATE: every row of these tables is deleted, as `DELETE FROM` would (so the
     /// work is bounded by the transaction's row limit, 54000 beyond it).
     Truncate(&'a [String]),
+    /// A statement with its parameters already decoded (COPY's batches).
+    Values(&'a str, &'a [Value]),
 }
 
 impl Work<'_> {
     async fn run(self, engine: &Engine, txn: &mut Txn) -> Result<Reply, PgError> {
         match self {
             Work::Statement(sql, params) => execute_in(engine, txn, sql, params).await,
+            Work::Values(sql, values) => Ok(reply_of(txn.query(sql, values).await.map_err(from_client)?, sql)),
             Work::Truncate(tables) => {
                 for table in tables {
                     execute_in(engine, txn, &format!("DELETE FROM {table}"), &RawParams::default()).await?;

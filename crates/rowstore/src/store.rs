@@ -63,7 +63,7 @@ impl RowStore {
                 self.tables.insert(schema.name.clone(), Table::new(schema));
             }
             CatalogChange::DropTable { table } => self.drop_table(table),
-            CatalogChange::CreateIndex { table, index } => {
+            CatalogChange::CreateIndex { table, index } | CatalogChange::AddPrimaryKey { table, index } => {
                 let (Some(schema), Some(t)) = (catalog_after.table(table), self.tables.get_mut(table)) else { return };
                 let index = schema.index(&index.name).cloned().unwrap_or_else(|| index.clone());
                 t.create_index(schema.clone(), index);

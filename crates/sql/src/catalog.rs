@@ -18,6 +18,35 @@ pub struct Column {
     pub default: Option<Value>,
 }
 
+/// Name of the hidden row-id column of a table created without a primary key (see
+/// docs/sql.md, "Tables without a primary key"). No SQL identifier can name it: identifiers
+/// cannot contain NUL (the binder refuses them), so it is never resolved, expanded by `*`,
+/// assigned, or described.
+pub const ROW_ID_COLUMN: &str = "\0row_id";
+
+impl Column {
+    /// The hidden row-id column of a table without a declared primary key.
+    pub fn is_hidden(&self) -> bool {
+        self.name == ROW_ID_COLUMN
+    }
+}
+
+/// The row id of the `n`-th row a transaction inserts into a table without a primary key,
+/// from the transaction's Basil timestamp: (time, client, seq) is unique per transaction
+/// and `n` per row within it, so ids never collide across clients and no counter is
+/// shared. Each number is written as a length byte and its minimal big-endian bytes, so ids
+/// sort by (time, client, seq, n): rows of a table come back in insertion order.
+pub fn row_id(ts: &pistou_core::Timestamp, n: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24);
+    for v in [ts.time, ts.client.0, ts.seq, n] {
+        let bytes = v.to_be_bytes();
+        let skip = bytes.iter().take_while(|b| **b == 0).count();
+        out.push((8 - skip) as u8);
+        out.extend_from_slice(&bytes[skip..]);
+    }
+    out
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IndexSchema {
     pub name: String,
@@ -42,8 +71,34 @@ pub struct TableSchema {
 }
 
 impl TableSchema {
+    /// Position of the visible column `name` (the hidden row id is never found).
     pub fn column_index(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c.name == name)
+        self.columns.iter().position(|c| c.name == name && !c.is_hidden())
+    }
+
+    /// Position of the hidden row-id column when the table has no declared primary key
+    /// (it is then the whole primary key).
+    pub fn row_id_column(&self) -> Option<usize> {
+        match self.primary_key.as_slice() {
+            [only] if self.columns.get(*only).is_some_and(Column::is_hidden) => Some(*only),
+            _ => None,
+        }
+    }
+
+    /// Positions of the columns SQL sees (`SELECT *`, INSERT without a column list, COPY,
+    /// Describe): all but the hidden row id.
+    pub fn visible_columns(&self) -> impl Iterator<Item = (usize, &Column)> {
+        self.columns.iter().enumerate().filter(|(_, c)| !c.is_hidden())
+    }
+
+    /// The primary key's name and columns as SQL sees them: the declared primary key, or
+    /// the unique index ALTER TABLE ... ADD PRIMARY KEY made on a table created without
+    /// one (named `<table>_pkey`).
+    pub fn declared_primary_key(&self) -> Option<Vec<usize>> {
+        if self.row_id_column().is_none() {
+            return Some(self.primary_key.clone());
+        }
+        self.index(&format!("{}_pkey", self.name)).filter(|i| i.unique).map(|i| i.columns.clone())
     }
 
     /// Encoded primary key of a full row.
@@ -90,6 +145,13 @@ pub enum CatalogChange {
     AddColumn {
         table: String,
         column: Column,
+    },
+    /// `ALTER TABLE ... ADD PRIMARY KEY (cols)` on a table created without one: a unique
+    /// index named `<table>_pkey` over the columns, which become NOT NULL. Rows keep their
+    /// hidden row-id keys.
+    AddPrimaryKey {
+        table: String,
+        index: IndexSchema,
     },
 }
 
@@ -160,6 +222,34 @@ impl Catalog {
                     );
                 }
                 Arc::make_mut(schema).columns.push(column.clone());
+            }
+            CatalogChange::AddPrimaryKey { table, index } => {
+                self.check_new_index_name(&index.name)?;
+                let Some(schema) = self.tables.get_mut(table) else {
+                    return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
+                };
+                if schema.declared_primary_key().is_some() {
+                    return err(
+                        SqlState::InvalidTableDefinition,
+                        format!("multiple primary keys for table \"{table}\" are not allowed"),
+                    );
+                }
+                if !index.unique
+                    || index.columns.is_empty()
+                    || index.columns.iter().any(|c| schema.columns.get(*c).is_none_or(Column::is_hidden))
+                {
+                    return err(
+                        SqlState::InvalidTableDefinition,
+                        "a primary key is a unique index over visible columns",
+                    );
+                }
+                let schema = Arc::make_mut(schema);
+                for c in &index.columns {
+                    if let Some(column) = schema.columns.get_mut(*c) {
+                        column.nullable = false;
+                    }
+                }
+                schema.indexes.push(index.clone());
             }
             CatalogChange::DropIndex { table, index } => {
                 let Some(schema) = self.tables.get_mut(table) else {

@@ -134,7 +134,8 @@ impl Database {
         }
         let mut next = self.catalog.clone();
         next.apply(change)?;
-        if let CatalogChange::CreateIndex { table, index } = change {
+        if let CatalogChange::CreateIndex { table, index } | CatalogChange::AddPrimaryKey { table, index } = change {
+            let primary = matches!(change, CatalogChange::AddPrimaryKey { .. });
             if index.unique {
                 if let Some(schema) = next.table(table) {
                     let rows = self.store.scan(
@@ -144,8 +145,14 @@ impl Database {
                         usize::MAX,
                     )?;
                     let mut seen = BTreeSet::new();
+                    let mut null_column: Option<usize> = None;
                     for r in rows {
                         let values: Vec<&Value> = index.columns.iter().filter_map(|c| r.row.get(*c)).collect();
+                        // As in PostgreSQL, duplicates are reported before NULLs.
+                        if primary && null_column.is_none() {
+                            null_column =
+                                index.columns.iter().copied().find(|c| r.row.get(*c).is_none_or(Value::is_null));
+                        }
                         if values.iter().any(|v| v.is_null()) {
                             continue;
                         }
@@ -155,6 +162,13 @@ impl Database {
                                 format!("could not create unique index \"{}\": duplicate key", index.name),
                             );
                         }
+                    }
+                    if let Some(c) = null_column {
+                        let column = schema.columns.get(c).map(|c| c.name.as_str()).unwrap_or("?");
+                        return err(
+                            SqlState::NotNullViolation,
+                            format!("column \"{column}\" of relation \"{table}\" contains null values"),
+                        );
                     }
                 }
             }

@@ -45,7 +45,7 @@ fn ddl_command(change: &CatalogChange) -> &'static str {
         CatalogChange::DropTable { .. } => "DROP TABLE",
         CatalogChange::CreateIndex { .. } => "CREATE INDEX",
         CatalogChange::DropIndex { .. } => "DROP INDEX",
-        CatalogChange::AddColumn { .. } => "ALTER TABLE",
+        CatalogChange::AddColumn { .. } | CatalogChange::AddPrimaryKey { .. } => "ALTER TABLE",
     }
 }
 

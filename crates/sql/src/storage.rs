@@ -356,7 +356,7 @@ impl MemStore {
             DropTable { table } => {
                 self.tables.remove(table);
             }
-            CreateIndex { table, index } => {
+            CreateIndex { table, index } | AddPrimaryKey { table, index } => {
                 let (Some(schema), Some(mem)) = (catalog_after.table(table), self.tables.get_mut(table)) else {
                     return;
                 };

@@ -37,6 +37,7 @@ impl Binder<'_> {
         if c.or_replace || c.temporary || c.external {
             return unsupported("this CREATE TABLE form");
         }
+        storage_parameters(&c.table_options)?;
         let name = object_name(&c.name)?;
         if self.catalog.table(&name).is_some() {
             return if c.if_not_exists {
@@ -86,8 +87,19 @@ impl Binder<'_> {
                 other => return unsupported(format!("table constraint {other}")),
             }
         }
-        let Some(pk) = pk else {
-            return unsupported("a table without PRIMARY KEY (rows are keyed by their primary key)");
+        let pk = match pk {
+            Some(pk) => pk,
+            None => {
+                // Rows are keyed by a hidden row id (docs/sql.md, "Tables without a primary key").
+                table.columns.push(Column {
+                    name: crate::catalog::ROW_ID_COLUMN.to_string(),
+                    ty: SqlType::Bytes,
+                    limits: TypeLimits::default(),
+                    nullable: false,
+                    default: None,
+                });
+                vec![table.columns.len() - 1]
+            }
         };
         for &p in &pk {
             if let Some(col) = table.columns.get_mut(p) {
@@ -110,6 +122,9 @@ impl Binder<'_> {
     /// One column definition of CREATE TABLE / ALTER TABLE ADD COLUMN.
     pub(super) fn column_def(&mut self, def: &sql::ColumnDef, table: &TableSchema) -> Result<(Column, ColumnKey)> {
         let col_name = ident(&def.name);
+        if col_name.contains('\0') {
+            return err(SqlState::SyntaxError, "a column name cannot contain NUL");
+        }
         if table.columns.iter().any(|c| c.name == col_name) {
             return err(SqlState::DuplicateColumn, format!("column \"{col_name}\" specified more than once"));
         }
@@ -157,10 +172,17 @@ impl Binder<'_> {
                 return err(SqlState::UndefinedTable, format!("relation \"{}\" does not exist", object_name(&a.name)?))
             }
         };
+        if let [sql::AlterTableOperation::AddConstraint {
+            constraint: sql::TableConstraint::PrimaryKey(p),
+            not_valid: false,
+        }] = a.operations.as_slice()
+        {
+            return self.add_primary_key(&table, p).map(Some);
+        }
         let [sql::AlterTableOperation::AddColumn { if_not_exists, column_def, column_position: None, .. }] =
             a.operations.as_slice()
         else {
-            return unsupported("ALTER TABLE other than a single ADD COLUMN");
+            return unsupported("ALTER TABLE other than a single ADD COLUMN or ADD PRIMARY KEY");
         };
         if *if_not_exists && table.column_index(&ident(&column_def.name)).is_some() {
             return Ok(None);
@@ -173,6 +195,37 @@ impl Binder<'_> {
             return unsupported("adding a NOT NULL column without a DEFAULT");
         }
         Ok(Some(CatalogChange::AddColumn { table: table.name.clone(), column }))
+    }
+
+    /// `ALTER TABLE t ADD [CONSTRAINT t_pkey] PRIMARY KEY (cols)` on a table created without
+    /// a primary key: a unique index `t_pkey`, the columns becoming NOT NULL (the rows keep
+    /// their row-id keys). Existing rows are checked where the change is applied
+    /// (`Database`) or by the caller (the gateway) before it is committed.
+    fn add_primary_key(&mut self, table: &TableSchema, p: &sql::PrimaryKeyConstraint) -> Result<CatalogChange> {
+        if p.index_name.is_some() || p.index_type.is_some() || !p.include.is_empty() || !p.index_options.is_empty() {
+            return unsupported("this ADD PRIMARY KEY form");
+        }
+        if table.declared_primary_key().is_some() {
+            return err(
+                SqlState::InvalidTableDefinition,
+                format!("multiple primary keys for table \"{}\" are not allowed", table.name),
+            );
+        }
+        let name = match &p.name {
+            Some(n) => ident(n),
+            None => format!("{}_pkey", table.name),
+        };
+        if name != format!("{}_pkey", table.name) {
+            return unsupported("a primary key constraint not named <table>_pkey");
+        }
+        if self.catalog.table_of_index(&name).is_some() || self.catalog.table(&name).is_some() {
+            return err(SqlState::DuplicateTable, format!("relation \"{name}\" already exists"));
+        }
+        let columns = self.index_columns(table, &p.columns, &table.columns)?;
+        Ok(CatalogChange::AddPrimaryKey {
+            table: table.name.clone(),
+            index: IndexSchema { name, columns, unique: true },
+        })
     }
 
     pub(super) fn create_index(&mut self, c: &sql::CreateIndex) -> Result<Option<CatalogChange>> {
@@ -231,4 +284,40 @@ impl Binder<'_> {
             other => unsupported(format!("DROP {other}")),
         }
     }
+}
+
+/// `CREATE TABLE ... WITH (...)`: PostgreSQL's storage parameters. `fillfactor` (how full
+/// PostgreSQL packs heap pages) has no meaning for Pistou's row store and is accepted and
+/// ignored, after PostgreSQL's range check; any other parameter is refused.
+fn storage_parameters(options: &sql::CreateTableOptions) -> Result<()> {
+    let with = match options {
+        sql::CreateTableOptions::None => return Ok(()),
+        sql::CreateTableOptions::With(with) => with,
+        _ => return unsupported("these table options"),
+    };
+    for option in with {
+        let sql::SqlOption::KeyValue { key, value } = option else {
+            return unsupported(format!("table option {option}"));
+        };
+        if ident(key) != "fillfactor" {
+            return unsupported(format!("storage parameter \"{}\" (only fillfactor is accepted)", ident(key)));
+        }
+        let n = match value {
+            sql::Expr::Value(v) => match &v.value {
+                sql::Value::Number(n, _) => n.parse::<i64>().ok(),
+                _ => None,
+            },
+            _ => None,
+        };
+        match n {
+            Some(10..=100) => {}
+            _ => {
+                return err(
+                    SqlState::InvalidParameterValue,
+                    format!("value {value} out of bounds for option \"fillfactor\""),
+                )
+            }
+        }
+    }
+    Ok(())
 }

@@ -25,8 +25,10 @@ impl Binder<'_> {
                     names.push(ident(alias));
                 }
                 sql::SelectItem::Wildcard(_) => {
-                    exprs.extend((0..table.columns.len()).map(Expr::Column));
-                    names.extend(table.columns.iter().map(|c| c.name.clone()));
+                    for (i, c) in table.visible_columns() {
+                        exprs.push(Expr::Column(i));
+                        names.push(c.name.clone());
+                    }
                 }
                 other => return unsupported(format!("RETURNING item {other}")),
             }
@@ -58,7 +60,7 @@ impl Binder<'_> {
         let sql::TableObject::TableName(name) = &i.table else { return unsupported("INSERT into a table function") };
         let table = self.table(name)?;
         let targets: Vec<usize> = if i.columns.is_empty() {
-            (0..table.columns.len()).collect()
+            table.visible_columns().map(|(i, _)| i).collect()
         } else {
             let mut t = Vec::new();
             for c in &i.columns {

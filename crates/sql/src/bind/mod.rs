@@ -312,7 +312,9 @@ impl Scope {
         self.cols
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.name == name && table.is_none_or(|t| t == c.table))
+            .filter(|(_, c)| {
+                c.name == name && c.name != crate::catalog::ROW_ID_COLUMN && table.is_none_or(|t| t == c.table)
+            })
             .map(|(i, _)| i)
             .collect()
     }

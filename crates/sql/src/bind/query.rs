@@ -1,6 +1,7 @@
 //! Binding of queries: SELECT, set operations, ORDER BY/LIMIT, FROM and join planning.
 
 use super::*;
+use crate::catalog::ROW_ID_COLUMN;
 
 impl Binder<'_> {
     pub(crate) fn query(&mut self, q: &sql::Query) -> Result<QueryPlan> {
@@ -279,7 +280,14 @@ impl Binder<'_> {
                     if scope.cols.is_empty() {
                         return err(SqlState::SyntaxError, "SELECT * with no tables specified is not valid");
                     }
-                    items.extend(scope.cols.iter().enumerate().map(|(i, c)| (None, Some(i), c.name.clone())));
+                    items.extend(
+                        scope
+                            .cols
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, c)| c.name != ROW_ID_COLUMN)
+                            .map(|(i, c)| (None, Some(i), c.name.clone())),
+                    );
                 }
                 sql::SelectItem::QualifiedWildcard(sql::SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
                     let t = object_name(n)?;
@@ -289,7 +297,7 @@ impl Binder<'_> {
                             .cols
                             .iter()
                             .enumerate()
-                            .filter(|(_, c)| c.table == t)
+                            .filter(|(_, c)| c.table == t && c.name != ROW_ID_COLUMN)
                             .map(|(i, c)| (None, Some(i), c.name.clone())),
                     );
                     if items.len() == before {

@@ -1,6 +1,7 @@
 //! INSERT, UPDATE and DELETE: the writes a statement wants, plus the reads it relied on.
 
 use super::*;
+use crate::keycode::encode_key;
 
 impl Exec<'_> {
     /// Runs a point lookup of `key_values` on the primary key, or an index equality scan,
@@ -71,6 +72,11 @@ impl Exec<'_> {
         let mut local = WriteSet::default();
         let mut returned = Vec::new();
         let mut count = 0u64;
+        // Tables without a primary key: each row gets the next row id of this transaction
+        // not yet used in its pending writes (the same at the client and every replica).
+        let row_id = table.row_id_column();
+        let ts = self.reader.at.ts;
+        let mut next_id = self.reader.pending.tables.get(&table.name).map_or(0, |w| w.len() as u64);
         for values in source {
             let mut row: Row = table.columns.iter().map(|c| c.default.clone().unwrap_or(Value::Null)).collect();
             for (target, v) in plan.targets.iter().zip(values) {
@@ -79,6 +85,33 @@ impl Exec<'_> {
                 if let Some(slot) = row.get_mut(*target) {
                     *slot = v;
                 }
+            }
+            if let Some(slot) = row_id.and_then(|c| row.get_mut(c)) {
+                let key = loop {
+                    let key = encode_key([&Value::Bytes(crate::catalog::row_id(&ts, next_id))]);
+                    next_id += 1;
+                    if self.reader.pending.get(&table.name, &key).is_none() && local.get(&table.name, &key).is_none() {
+                        break key;
+                    }
+                };
+                *slot = Value::Bytes(crate::catalog::row_id(&ts, next_id - 1));
+                check_not_null(table, &row)?;
+                // A fresh row id names no stored row: no primary-key read is needed.
+                if let Some(constraint) = self.unique_conflict(&local, table, &key, &row, None)? {
+                    if matches!(plan.on_conflict, OnConflict::DoNothing) {
+                        continue;
+                    }
+                    return err(
+                        SqlState::UniqueViolation,
+                        format!("duplicate key value violates unique constraint \"{constraint}\""),
+                    );
+                }
+                if let Some(r) = &plan.returning {
+                    returned.push(self.project_row(&r.exprs, &row)?);
+                }
+                local.put(&table.name, key, Write::Upsert(row));
+                count += 1;
+                continue;
             }
             check_not_null(table, &row)?;
             let key = table.row_key(&row);
