@@ -197,7 +197,10 @@ impl Objects {
         for t in catalog.tables() {
             let oid = take();
             let mut indexes = Vec::new();
-            if !t.primary_key.is_empty() {
+            // A table created without a primary key is keyed by its hidden row id; its SQL
+            // primary key, if any, is the unique index ADD PRIMARY KEY made (`<t>_pkey`).
+            let row_id = t.row_id_column().is_some();
+            if !row_id && !t.primary_key.is_empty() {
                 let index_oid = take();
                 indexes.push(IndexObject {
                     oid: index_oid,
@@ -210,13 +213,14 @@ impl Objects {
             }
             for ix in &t.indexes {
                 let index_oid = take();
-                let constraint = is_constraint_index(t, ix).then(&mut take);
+                let primary = row_id && ix.unique && ix.name == format!("{}_pkey", t.name);
+                let constraint = (primary || is_constraint_index(t, ix)).then(&mut take);
                 indexes.push(IndexObject {
                     oid: index_oid,
                     name: ix.name.clone(),
                     columns: ix.columns.clone(),
                     unique: ix.unique,
-                    primary: false,
+                    primary,
                     constraint,
                 });
             }
@@ -541,7 +545,7 @@ fn pg_catalog(o: &Objects, relname: &str) -> Option<Relation> {
             let mut rows = Vec::new();
             let mut next = 0;
             for t in &o.tables {
-                for (i, c) in t.schema.columns.iter().enumerate() {
+                for (i, c) in t.schema.visible_columns() {
                     if let Some(text) = default_text(c) {
                         next += 1;
                         rows.push(vec![oid(t.oid * 1000 + next), oid(t.oid), int(i as i64 + 1), name(&text)]);
@@ -870,7 +874,7 @@ fn pg_class(o: &Objects) -> Relation {
     };
     let mut rows = Vec::new();
     for t in &o.tables {
-        rows.push(row(t.oid, &t.schema.name, AM_HEAP, !t.indexes.is_empty(), "r", t.schema.columns.len()));
+        rows.push(row(t.oid, &t.schema.name, AM_HEAP, !t.indexes.is_empty(), "r", t.schema.visible_columns().count()));
         for ix in &t.indexes {
             rows.push(row(ix.oid, &ix.name, AM_BTREE, false, "i", ix.columns.len()));
         }
@@ -942,7 +946,7 @@ fn pg_attribute(o: &Objects) -> Relation {
     };
     let mut rows = Vec::new();
     for t in &o.tables {
-        for (i, c) in t.schema.columns.iter().enumerate() {
+        for (i, c) in t.schema.visible_columns() {
             let notnull = !c.nullable || t.schema.primary_key.contains(&i);
             rows.push(row(t.oid, i + 1, c, notnull, c.default.is_some()));
         }
@@ -1321,7 +1325,7 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
         "columns" => {
             let mut rows = Vec::new();
             for t in &o.tables {
-                for (i, c) in t.schema.columns.iter().enumerate() {
+                for (i, c) in t.schema.visible_columns() {
                     let bt = builtin_type(c.ty);
                     let data_type = bt.display.to_string();
                     let text_type = matches!(c.ty, SqlType::Char | SqlType::Varchar | SqlType::Text);
@@ -1505,6 +1509,24 @@ mod tests {
                 .collect(),
             other => panic!("{sql}: {other:?}"),
         }
+    }
+
+    /// A table created without a primary key: its hidden row id is never listed, it has no
+    /// primary key until ADD PRIMARY KEY, whose index is then the primary key constraint.
+    #[test]
+    fn a_table_without_a_primary_key_shows_no_hidden_column() {
+        let mut db = Database::new();
+        db.execute("CREATE TABLE h (x INT NOT NULL, y TEXT)").expect("create");
+        let attrs = "SELECT attnum, attname FROM pg_attribute WHERE attrelid = 'h'::regclass ORDER BY attnum";
+        assert_eq!(rows(&mut db, attrs), ["1|x", "2|y"]);
+        assert_eq!(rows(&mut db, "SELECT relnatts FROM pg_class WHERE relname = 'h'"), ["2"]);
+        assert!(rows(&mut db, "SELECT conname FROM pg_constraint").is_empty());
+        let cols = "SELECT column_name FROM information_schema.columns WHERE table_name = 'h' ORDER BY ordinal_position";
+        assert_eq!(rows(&mut db, cols), ["x", "y"]);
+        db.execute("ALTER TABLE h ADD PRIMARY KEY (x)").expect("add primary key");
+        assert_eq!(rows(&mut db, "SELECT conname, contype, conkey FROM pg_constraint"), ["h_pkey|p|{1}"]);
+        assert_eq!(rows(&mut db, "SELECT relname FROM pg_class WHERE relkind = 'i'"), ["h_pkey"]);
+        assert_eq!(rows(&mut db, attrs), ["1|x", "2|y"]);
     }
 
     #[test]
