@@ -137,20 +137,7 @@ async fn a_stalled_byzantine_write_does_not_block_readers() {
         let config = format!("{}/cluster.toml", path_str(dir.path()));
         let r = pistou(&["kv", "--config", &config, "put", "alice", "1"], LIMIT);
         assert_eq!(r.code, Some(0), "{}", r.stderr);
-        let byz = [
-            "byzantine-client",
-            "--config",
-            &config,
-            "--client",
-            "3",
-            "--fault",
-            "stall-late",
-            "--keys",
-            "alice",
-            "--txns",
-            "1",
-        ];
-        let r = pistou(&byz, LIMIT);
+        let r = byzantine_client(&config, "stall-late", 1);
         assert_eq!((r.code, r.stdout.trim()), (Some(0), "started 1 faulty transactions"), "{}", r.stderr);
         let r = pistou(&["kv", "--config", &config, "txn", "get alice; put bob 2"], LIMIT);
         assert_eq!(r.code, Some(0), "stdout: {} stderr: {}", r.stdout, r.stderr);
@@ -182,20 +169,7 @@ async fn a_fallback_leader_hears_its_own_vote_without_dialling_itself() {
         let config = format!("{}/cluster.toml", path_str(dir.path()));
         let r = pistou(&["kv", "--config", &config, "put", "alice", "1"], LIMIT);
         assert_eq!(r.code, Some(0), "{}", r.stderr);
-        let byz = [
-            "byzantine-client",
-            "--config",
-            &config,
-            "--client",
-            "3",
-            "--fault",
-            "forced-equivocate",
-            "--keys",
-            "alice",
-            "--txns",
-            "2",
-        ];
-        let r = pistou(&byz, LIMIT);
+        let r = byzantine_client(&config, "forced-equivocate", 2);
         assert_eq!((r.code, r.stdout.trim()), (Some(0), "started 2 faulty transactions"), "{}", r.stderr);
         // A reader of alice depends on the equivocated writes and finishes them; it may
         // abort (exit 3) and retry.
@@ -217,4 +191,12 @@ async fn a_fallback_leader_hears_its_own_vote_without_dialling_itself() {
         assert!(adoptions > 0, "no fallback decision was adopted: the test did not exercise the election");
     });
     tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out").expect("test panicked");
+}
+
+/// `pistou byzantine-client` as client 3, writing `alice`.
+fn byzantine_client(config: &str, fault: &str, txns: u32) -> Run {
+    let txns = txns.to_string();
+    let args =
+        ["byzantine-client", "--config", config, "--client", "3", "--fault", fault, "--keys", "alice", "--txns", &txns];
+    pistou(&args, LIMIT)
 }

@@ -37,13 +37,16 @@ async fn connect(port: u16) -> Client {
     client
 }
 
-/// A one-shard cluster (`cluster up`, durable) with `pistou gateway` in front and the bank's
-/// tables created.
+/// A one-shard cluster (`cluster up`, durable) with `pistou gateway` in front, the bank's
+/// tables, and `WORKERS` clients transferring until `finish`.
 struct Setup {
     dir: tempfile::TempDir,
     cluster: ClusterProc,
     gateway: std::process::Child,
     port: u16,
+    bank: Arc<Bank>,
+    stop: Arc<AtomicBool>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Setup {
@@ -59,12 +62,19 @@ impl Setup {
         db.batch_execute("CREATE TABLE receipts (id TEXT PRIMARY KEY, amount BIGINT NOT NULL)").await.expect("create");
         let rows: Vec<String> = (0..ACCOUNTS).map(|i| format!("({i}, {START_BALANCE})")).collect();
         db.batch_execute(&format!("INSERT INTO accounts VALUES {}", rows.join(", "))).await.expect("insert");
-        Setup { dir, cluster, gateway, port }
+        let (bank, stop) = (Arc::new(Bank::default()), Arc::new(AtomicBool::new(false)));
+        let workers = (0..WORKERS).map(|i| tokio::spawn(worker(port, i, bank.clone(), stop.clone()))).collect();
+        Setup { dir, cluster, gateway, port, bank, stop, workers }
     }
 
-    /// The checks after the workload: total conserved, every acknowledged receipt stored,
+    /// Stops the workload, then checks: total conserved, every acknowledged receipt stored,
     /// no receipt without an acknowledged or ambiguous transfer; then a clean stop.
-    async fn finish(mut self, bank: &Bank) {
+    async fn finish(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for w in std::mem::take(&mut self.workers) {
+            w.await.expect("worker");
+        }
+        let bank = &self.bank;
         let db = connect(self.port).await;
         let total: i64 =
             db.query_one("SELECT CAST(sum(balance) AS BIGINT) FROM accounts", &[]).await.expect("sum").get(0);
@@ -173,16 +183,12 @@ async fn wait_for_acknowledged(bank: &Bank, count: usize) {
 async fn a_replica_killed_under_sql_transfers_rejoins_and_nothing_is_lost() {
     let run = async {
         let mut setup = Setup::start().await;
-        let bank = Arc::new(Bank::default());
-        let stop = Arc::new(AtomicBool::new(false));
-        let workers: Vec<_> =
-            (0..WORKERS).map(|i| tokio::spawn(worker(setup.port, i, bank.clone(), stop.clone()))).collect();
-        wait_for_acknowledged(&bank, 30).await;
+        wait_for_acknowledged(&setup.bank, 30).await;
         // Stopped for hundreds of transfers, then killed while the workload runs.
         let victim = setup.cluster.pids[2];
         signal(victim, libc::SIGSTOP);
-        let before = bank.acknowledged();
-        wait_for_acknowledged(&bank, before + 300).await;
+        let before = setup.bank.acknowledged();
+        wait_for_acknowledged(&setup.bank, before + 300).await;
         signal(victim, libc::SIGKILL);
         let line = tokio::task::block_in_place(|| {
             setup.cluster.wait_line("pistou replica restarted id=s0r2", Duration::from_secs(30))
@@ -191,20 +197,16 @@ async fn a_replica_killed_under_sql_transfers_rejoins_and_nothing_is_lost() {
         let caught_up = wait_for_log(setup.dir.path(), "replica-s0-r2.log", "caught up").await;
         assert!(!caught_up.contains("commits=0 "), "the restarted replica learnt nothing: {caught_up}");
         eprintln!("{caught_up}");
-        let rejoined = bank.acknowledged();
-        wait_for_acknowledged(&bank, rejoined + 50).await;
+        let rejoined = setup.bank.acknowledged();
+        wait_for_acknowledged(&setup.bank, rejoined + 50).await;
         // One more replica stopped: the five left, the restarted one among them, must all
         // log every decision.
         signal(setup.cluster.pids[4], libc::SIGSTOP);
-        let needed = bank.acknowledged();
-        wait_for_acknowledged(&bank, needed + 30).await;
+        let needed = setup.bank.acknowledged();
+        wait_for_acknowledged(&setup.bank, needed + 30).await;
         signal(setup.cluster.pids[4], libc::SIGCONT);
-        stop.store(true, Ordering::Relaxed);
-        for w in workers {
-            w.await.expect("worker");
-        }
 
-        setup.finish(&bank).await;
+        setup.finish().await;
     };
     tokio::time::timeout(Duration::from_secs(240), run).await.expect("test timed out");
 }
@@ -215,11 +217,7 @@ async fn a_replica_killed_under_sql_transfers_rejoins_and_nothing_is_lost() {
 async fn every_replica_killed_under_sql_transfers_loses_no_acknowledged_commit() {
     let run = async {
         let mut setup = Setup::start().await;
-        let bank = Arc::new(Bank::default());
-        let stop = Arc::new(AtomicBool::new(false));
-        let workers: Vec<_> =
-            (0..WORKERS).map(|i| tokio::spawn(worker(setup.port, i, bank.clone(), stop.clone()))).collect();
-        wait_for_acknowledged(&bank, 60).await;
+        wait_for_acknowledged(&setup.bank, 60).await;
         for pid in setup.cluster.pids.clone() {
             signal(pid, libc::SIGKILL);
         }
@@ -231,13 +229,9 @@ async fn every_replica_killed_under_sql_transfers_loses_no_acknowledged_commit()
             let id = line.split_whitespace().find_map(|w| w.strip_prefix("id=s0r")).expect("id");
             setup.cluster.note_restart(&line, id.parse().expect("index"));
         }
-        let restarted = bank.acknowledged();
-        wait_for_acknowledged(&bank, restarted + 30).await;
-        stop.store(true, Ordering::Relaxed);
-        for w in workers {
-            w.await.expect("worker");
-        }
-        setup.finish(&bank).await;
+        let restarted = setup.bank.acknowledged();
+        wait_for_acknowledged(&setup.bank, restarted + 30).await;
+        setup.finish().await;
     };
     tokio::time::timeout(Duration::from_secs(240), run).await.expect("test timed out");
 }

@@ -654,18 +654,28 @@ fn replicas_recovered_from_their_logs_serve_every_committed_row() {
     assert_eq!(cl.commit(0, h), Decision::Commit);
 }
 
-/// Catch-up (issue 27), rule by rule: a replica restarted from an old copy of its log has
-/// missed commits; it refuses forged and disordered pages and pages it did not ask for,
-/// applies the certified ones, and once n − 1 − f peers have answered in full it holds the
-/// same committed state as its peers.
-#[test]
-fn a_restarted_replica_catches_up_from_certified_pages_only() {
+/// The accounts, then two commits replica 5 will miss: it restarts from the copy of its log
+/// returned here, `downtime_us` later.
+fn two_commits_missed_by_replica_5(downtime_us: u64) -> (Cluster, Vec<pistou_txn::LogEntry>) {
     let mut cl = cluster(1);
     let logs = memory_logs(&mut cl);
     accounts(&mut cl);
     let before_crash = logs[5].entries();
     cl.autocommit(0, "UPDATE accounts SET balance = balance + 5 WHERE id = 2", vec![]);
     cl.autocommit(0, "INSERT INTO accounts VALUES (4, 'dee', 40)", vec![]);
+    if downtime_us > 0 {
+        cl.advance_by(downtime_us);
+    }
+    (cl, before_crash)
+}
+
+/// Catch-up (issue 27), rule by rule: a replica restarted from an old copy of its log has
+/// missed commits; it refuses forged and disordered pages and pages it did not ask for,
+/// applies the certified ones, and once n − 1 − f peers have answered in full it holds the
+/// same committed state as its peers.
+#[test]
+fn a_restarted_replica_catches_up_from_certified_pages_only() {
+    let (mut cl, before_crash) = two_commits_missed_by_replica_5(0);
     let id5 = ReplicaId { shard: ShardId(0), index: 5 };
     let id0 = ReplicaId { shard: ShardId(0), index: 0 };
     let mut restarted = Replica::new(cl.config.clone(), id5, Some(clone_key(&cl.keys[5]))).expect("replica");
@@ -727,14 +737,8 @@ fn a_restarted_replica_catches_up_from_certified_pages_only() {
 /// watermark does not apply, and without them its row store would lack current rows.
 #[test]
 fn catch_up_installs_sql_commits_older_than_the_row_store_watermark() {
-    let mut cl = cluster(1);
-    let logs = memory_logs(&mut cl);
-    accounts(&mut cl);
-    let before_crash = logs[5].entries();
-    cl.autocommit(0, "UPDATE accounts SET balance = balance + 5 WHERE id = 2", vec![]);
-    cl.autocommit(0, "INSERT INTO accounts VALUES (4, 'dee', 40)", vec![]);
-    let lag = cl.config.sql.gc_lag_us;
-    cl.advance_by(lag + 1_000_000); // the missed commits are now below every row store's watermark
+    // The missed commits end below every row store's watermark.
+    let (mut cl, before_crash) = two_commits_missed_by_replica_5(SqlConfig::default().gc_lag_us + 1_000_000);
     let id5 = ReplicaId { shard: ShardId(0), index: 5 };
     let mut restarted = Replica::new(cl.config.clone(), id5, Some(clone_key(&cl.keys[5]))).expect("replica");
     restarted.recover(cl.now, before_crash);
