@@ -20,6 +20,19 @@ pub struct Database {
     transaction: Option<WriteSet>,
 }
 
+/// A copy of the data and any open transaction, with an empty plan cache of its own.
+impl Clone for Database {
+    fn clone(&self) -> Self {
+        Database {
+            engine: Engine::new(self.engine.limits().clone()),
+            catalog: self.catalog.clone(),
+            store: self.store.clone(),
+            clock: self.clock,
+            transaction: self.transaction.clone(),
+        }
+    }
+}
+
 impl Default for Database {
     fn default() -> Self {
         Database::with_limits(Limits::default())

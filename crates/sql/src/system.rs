@@ -1521,7 +1521,8 @@ mod tests {
         assert_eq!(rows(&mut db, attrs), ["1|x", "2|y"]);
         assert_eq!(rows(&mut db, "SELECT relnatts FROM pg_class WHERE relname = 'h'"), ["2"]);
         assert!(rows(&mut db, "SELECT conname FROM pg_constraint").is_empty());
-        let cols = "SELECT column_name FROM information_schema.columns WHERE table_name = 'h' ORDER BY ordinal_position";
+        let cols =
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'h' ORDER BY ordinal_position";
         assert_eq!(rows(&mut db, cols), ["x", "y"]);
         db.execute("ALTER TABLE h ADD PRIMARY KEY (x)").expect("add primary key");
         assert_eq!(rows(&mut db, "SELECT conname, contype, conkey FROM pg_constraint"), ["h_pkey|p|{1}"]);
