@@ -3,20 +3,15 @@
 //! through the fallback protocol, whose ELECTFB/DECFB travel between replicas over the
 //! node's replica-to-replica links.
 
-use futures::{SinkExt, StreamExt};
 use pistou_adversary::{ByzClient, ClientFault};
 use pistou_client::{Client, ClientOptions};
 use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
 use pistou_crypto::SecretKey;
-use pistou_node::{now_us, NodeOptions, ReplicaReport, ReplicaServer};
-use pistou_wire::{decode_message, encode_message, frame_codec, Message};
-use rand::SeedableRng;
-use std::collections::HashMap;
+use pistou_node::{NodeOptions, ReplicaReport, ReplicaServer};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
-use tokio_util::codec::Framed;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
 
 async fn cluster(
 ) -> (Arc<ClusterConfig>, Vec<SecretKey>, watch::Sender<bool>, Vec<tokio::task::JoinHandle<ReplicaReport>>) {
@@ -61,51 +56,14 @@ async fn cluster(
     (config, client_keys, stop, tasks)
 }
 
-/// Drives the Byzantine client over one raw connection per replica until `until` passes.
+/// Drives the Byzantine client (its own sessions, one connection per replica) until `until`
+/// passes.
 async fn run_byzantine(config: Arc<ClusterConfig>, key: SecretKey, until: Duration) {
     let id = ClientId(2);
     let pick: pistou_adversary::KeyPicker = Box::new(|_| b"acct0".to_vec());
-    let mut byz = ByzClient::new(0, id, key, ClientFault::ForcedEquivocate, config.clone(), pick, 1, 1_000_000);
-    let (in_tx, mut in_rx) = mpsc::channel::<Message>(1024);
-    let mut senders: HashMap<ReplicaId, mpsc::Sender<Message>> = HashMap::new();
-    for r in config.all_replicas() {
-        let addr = config.replica(r).unwrap().addr.clone();
-        let mut framed = Framed::new(TcpStream::connect(addr).await.unwrap(), frame_codec(1 << 23));
-        framed.send(bytes::Bytes::from(encode_message(&Message::HelloClient { client: id }))).await.unwrap();
-        let (out_tx, mut out_rx) = mpsc::channel::<Message>(1024);
-        let in_tx = in_tx.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    m = out_rx.recv() => match m {
-                        Some(m) => if framed.send(bytes::Bytes::from(encode_message(&m))).await.is_err() { return },
-                        None => return,
-                    },
-                    f = framed.next() => match f {
-                        Some(Ok(f)) => if let Ok(m) = decode_message(&f) { let _ = in_tx.send(m).await; },
-                        _ => return,
-                    },
-                }
-            }
-        });
-        senders.insert(r, out_tx);
-    }
-    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-    let deadline = tokio::time::Instant::now() + until;
-    let mut tick = tokio::time::interval(Duration::from_millis(5));
-    while tokio::time::Instant::now() < deadline {
-        let mut out = Vec::new();
-        tokio::select! {
-            _ = tick.tick() => {
-                byz.step(now_us(), &mut rng, &mut out);
-                byz.tick(now_us(), 20_000, &mut out);
-            }
-            Some(m) = in_rx.recv() => byz.handle(m, &mut out),
-        }
-        for (to, m) in out {
-            let _ = senders[&to].send(m).await;
-        }
-    }
+    let byz = ByzClient::new(0, id, key, ClientFault::ForcedEquivocate, config.clone(), pick, 1, 1_000_000);
+    let until = std::time::Instant::now() + until;
+    pistou_adversary::net::drive(config, id, byz, until, 7).await.expect("the Byzantine client connects");
 }
 
 /// The honest client reads what the equivocating client wrote, so its transaction depends on
