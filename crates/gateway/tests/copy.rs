@@ -9,22 +9,8 @@ mod support;
 use bytes::Bytes;
 use futures::{SinkExt, TryStreamExt};
 use pistou_gateway::GatewayConfig;
-use std::time::Duration;
-use support::{bounded, connect, start};
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
-
-async fn postgres() -> Client {
-    let mut config = tokio_postgres::Config::new();
-    config.host("127.0.0.1").port(5432).user("postgres").dbname("test").connect_timeout(Duration::from_secs(10));
-    let (client, connection) = config
-        .connect(NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("this test compares with PostgreSQL at 127.0.0.1:5432 (database test): {e}"));
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
-}
+use support::{bounded, connect, postgres, start, Server};
+use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// Rows of a query as text (simple protocol), or the SQLSTATE.
 async fn rows(client: &Client, sql: &str) -> Result<Vec<Vec<Option<String>>>, String> {
@@ -61,8 +47,11 @@ async fn copy_out(client: &Client, sql: &str) -> Result<Vec<u8>, String> {
 const TABLE: &str =
     "CREATE TABLE copy_t (id INT, name TEXT, amount NUMERIC(10,2), at TIMESTAMP, code CHAR(4), ok BOOLEAN)";
 
-/// The statements of the comparison, run on one server.
-async fn script(client: &Client) -> Vec<String> {
+/// The statements of the comparison, run on one server. Each malformed COPY runs on a
+/// connection of its own: how a client library reports the state a failed COPY leaves its
+/// connection in depends on timing, and is not what this compares.
+async fn script(server: Server) -> Vec<String> {
+    let client = &server.connect().await;
     let mut out = Vec::new();
     let mut note = |what: &str, r: String| out.push(format!("{what}: {r}"));
     let _ = client.simple_query("DROP TABLE IF EXISTS copy_t").await;
@@ -116,7 +105,7 @@ async fn script(client: &Client) -> Vec<String> {
         ("no such column", "COPY copy_t (nope) FROM STDIN", b""),
         ("no such table", "COPY nope FROM STDIN", b""),
     ] {
-        note(what, format!("{:?}", copy_in(client, sql, &[data]).await));
+        note(what, format!("{:?}", copy_in(&server.connect().await, sql, &[data]).await));
     }
     note("count", format!("{:?}", rows(client, "SELECT count(*) FROM copy_t").await));
     // The simple query protocol: COPY TO inside a multi-statement query string.
@@ -135,12 +124,10 @@ fn sorted_lines(b: &[u8]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copy_behaves_as_in_postgres() {
     bounded(120, async {
-        let pg = postgres().await;
-        let expected = script(&pg).await;
-        let _ = pg.simple_query("DROP TABLE IF EXISTS copy_t").await;
+        let expected = script(Server::Postgres).await;
+        let _ = postgres().await.simple_query("DROP TABLE IF EXISTS copy_t").await;
         let h = start(GatewayConfig::default()).await;
-        let gw = connect(h.addr).await;
-        let got = script(&gw).await;
+        let got = script(Server::Gateway(h.addr)).await;
         // Options refused before any data (PostgreSQL reads the binary format, Pistou does
         // not). A new connection: tokio-postgres's simple_query gives up on the one above
         // after COPY TO's CopyOutResponse.

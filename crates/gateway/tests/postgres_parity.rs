@@ -7,8 +7,8 @@ mod support;
 use pistou_gateway::GatewayConfig;
 use std::process::Stdio;
 use std::time::Duration;
-use support::{bounded, connect, start};
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+use support::{bounded, connect, postgres, start};
+use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// What one statement gave.
 #[derive(Debug, PartialEq)]
@@ -20,19 +20,6 @@ enum Result {
         code: String,
         message: String,
     },
-}
-
-async fn postgres() -> Client {
-    let mut config = tokio_postgres::Config::new();
-    config.host("127.0.0.1").port(5432).user("postgres").dbname("test").connect_timeout(Duration::from_secs(10));
-    let (client, connection) = config
-        .connect(NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("this test compares with PostgreSQL at 127.0.0.1:5432 (database test): {e}"));
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
 }
 
 async fn run(client: &Client, sql: &str) -> Result {

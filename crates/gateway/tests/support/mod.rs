@@ -93,6 +93,37 @@ pub async fn start(config: GatewayConfig) -> Harness {
 }
 
 /// A tokio-postgres connection to the gateway (trust auth).
+/// A connection to the machine's PostgreSQL (127.0.0.1:5432, database `test`, trust auth),
+/// the reference the parity tests compare with; an unreachable PostgreSQL fails the test.
+pub async fn postgres() -> tokio_postgres::Client {
+    let mut config = tokio_postgres::Config::new();
+    config.host("127.0.0.1").port(5432).user("postgres").dbname("test").connect_timeout(Duration::from_secs(10));
+    let (client, connection) = config
+        .connect(tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("this test compares with PostgreSQL at 127.0.0.1:5432 (database test): {e}"));
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+/// Where a parity test runs its statements: the machine's PostgreSQL or a gateway.
+#[derive(Clone, Copy)]
+pub enum Server {
+    Postgres,
+    Gateway(SocketAddr),
+}
+
+impl Server {
+    pub async fn connect(self) -> tokio_postgres::Client {
+        match self {
+            Server::Postgres => postgres().await,
+            Server::Gateway(addr) => connect(addr).await,
+        }
+    }
+}
+
 pub async fn connect(addr: SocketAddr) -> tokio_postgres::Client {
     connect_as(addr, "tester", None).await.expect("connect to the gateway")
 }
