@@ -239,7 +239,7 @@ impl Session {
             }
             // Run by the connection, which owns the COPY sub-protocol.
             Command::Copy(_) => Err(PgError::new(errors::INTERNAL, "COPY outside the connection")),
-            Command::DropTables(drops) => self.drop_tables(drops).await,
+            Command::DropTables(drops) => self.work(Work::DropTables(drops)).await,
         }
     }
 
@@ -326,28 +326,6 @@ impl Session {
             Reply::Command { tag, .. } => Ok(tag.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0)),
             Reply::Rows { .. } => Err(PgError::new(errors::INTERNAL, "COPY batch returned rows")),
         }
-    }
-
-    /// `DROP TABLE a, b, …`: each table's DROP is a schema change, alone in its
-    /// transaction, so they run one after the other. All are first planned against the
-    /// schema, so that a missing table fails the statement before anything is dropped (as
-    /// in PostgreSQL); a later failure (a concurrent schema change) leaves the earlier
-    /// tables dropped.
-    async fn drop_tables(&mut self, drops: &[String]) -> Result<Reply, PgError> {
-        if !matches!(self.txn, TxnState::Idle) {
-            return Err(PgError::new(
-                errors::FEATURE_NOT_SUPPORTED,
-                "DROP TABLE of several tables inside a transaction block is not supported (each table's DROP is its own transaction)",
-            ));
-        }
-        let catalog = self.catalog().await?;
-        for drop in drops {
-            self.engine.prepare(&catalog, drop).map_err(PgError::from)?;
-        }
-        for drop in drops {
-            self.autocommit(Work::Statement(drop, &RawParams::default())).await?;
-        }
-        Ok(command_reply("DROP TABLE"))
     }
 
     async fn commit(&mut self) -> Result<Reply, PgError> {
@@ -563,6 +541,8 @@ enum Work<'a> {
     Truncate(&'a [String]),
     /// A statement with its parameters already decoded (COPY's batches).
     Values(&'a str, &'a [Value]),
+    /// `DROP TABLE a, b, …` as one DROP statement per table.
+    DropTables(&'a [String]),
 }
 
 impl Work<'_> {
@@ -575,6 +555,12 @@ impl Work<'_> {
                     execute_in(engine, txn, &format!("DELETE FROM {table}"), &RawParams::default()).await?;
                 }
                 Ok(command_reply("TRUNCATE TABLE"))
+            }
+            Work::DropTables(drops) => {
+                for drop in drops {
+                    execute_in(engine, txn, drop, &RawParams::default()).await?;
+                }
+                Ok(command_reply("DROP TABLE"))
             }
         }
     }

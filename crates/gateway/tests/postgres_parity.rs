@@ -405,14 +405,30 @@ async fn truncate_and_multi_table_drop_behave_as_in_postgres() {
             "drop table if exists parity_a, parity_nosuch, parity_b",
             "SELECT count(*) FROM parity_a",
             "SELECT count(*) FROM parity_c",
+            // Several schema changes in one block commit or roll back together.
+            "BEGIN",
+            "CREATE TABLE parity_d (id INT PRIMARY KEY)",
+            "CREATE INDEX parity_d_id ON parity_d (id)",
+            "DROP TABLE parity_c, parity_d",
+            "ROLLBACK",
+            "SELECT count(*) FROM parity_c",
+            "SELECT count(*) FROM parity_d",
+            "BEGIN",
+            "CREATE TABLE parity_d (id INT PRIMARY KEY)",
             "DROP TABLE parity_c",
+            "COMMIT",
+            "SELECT count(*) FROM parity_c",
+            "SELECT count(*) FROM parity_d",
+            "DROP TABLE parity_d",
         ];
-        let results = compare(&["DROP TABLE IF EXISTS parity_a, parity_b, parity_c"], &script).await;
+        let results = compare(&["DROP TABLE IF EXISTS parity_a, parity_b, parity_c, parity_d"], &script).await;
         let count = |n: &str| Result::Rows(vec![vec![Some(n.to_string())]]);
         assert_eq!((&results[6], &results[10], &results[12]), (&count("0"), &count("0"), &count("1")));
         assert!(error("42P01")(&results[13]) && error("42P01")(&results[14]) && error("42P01")(&results[16]));
         assert_eq!((&results[15], &results[17]), (&count("1"), &count("1")));
         assert!(error("42P01")(&results[19]));
+        assert_eq!((&results[26], &results[33]), (&count("0"), &count("0")));
+        assert!(error("42P01")(&results[27]) && error("42P01")(&results[32]));
     })
     .await;
 }

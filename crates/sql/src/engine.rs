@@ -295,6 +295,13 @@ impl Engine {
         Ok(prepared)
     }
 
+    /// Parses and plans one statement against a catalog that is not committed (a schema
+    /// change buffered by the transaction itself): never cached, since an uncommitted
+    /// catalog's version number may later name a different committed catalog.
+    pub fn prepare_uncommitted(&self, catalog: &Catalog, sql: &str) -> Result<Arc<Prepared>> {
+        self.plan(catalog, sql).map(Arc::new)
+    }
+
     fn plan(&self, catalog: &Catalog, sql: &str) -> Result<Prepared> {
         if sql.len() > self.limits.max_sql_len {
             return err(

@@ -96,7 +96,7 @@ fn fixture_with(sql: SqlConfig) -> Fixture {
     let change = CatalogChange::CreateTable(schema);
     let mut catalog = Catalog::new();
     catalog.apply(&change).expect("create table");
-    let value = CatalogWrite { change, catalog };
+    let value = CatalogWrite { changes: vec![change], catalog };
     let ddl = TxnMeta {
         ts: ts(1),
         read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: Timestamp::GENESIS }],
@@ -436,6 +436,51 @@ fn hostile_sql_content_gets_an_abort_vote() {
     assert_eq!(fx.prepare(&ok), Some(Vote::Commit));
 }
 
+/// A catalog write is accepted only if its changes, applied in order to the catalog read,
+/// give exactly the catalog it carries; one without changes is refused.
+#[test]
+fn a_catalog_write_must_be_the_result_of_its_changes() {
+    let mut fx = fixture();
+    let col = |name: &str| Column {
+        name: name.into(),
+        ty: SqlType::Int,
+        limits: Default::default(),
+        nullable: true,
+        default: None,
+    };
+    fx.load(20, &[(1, 5)]);
+    let written = fx.ddl.write_set[0].value.as_deref().expect("the fixture's catalog");
+    let before = postcard::from_bytes::<CatalogWrite>(written).expect("decode").catalog;
+    let add = |name: &str| CatalogChange::AddColumn { table: "t".into(), column: col(name) };
+    let mut two = before.clone();
+    two.apply(&add("b")).expect("b");
+    two.apply(&add("c")).expect("c");
+    let ddl = |t: u64, write: &CatalogWrite| TxnMeta {
+        ts: ts(t),
+        read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: ts(1) }],
+        write_set: vec![WriteEntry {
+            key: catalog_key(ShardId(0)),
+            value: Some(postcard::to_allocvec(write).expect("encode")),
+        }],
+        deps: vec![],
+        predicates: vec![],
+        late: false,
+        shards: vec![ShardId(0)],
+    };
+    let none = CatalogWrite { changes: vec![], catalog: before.clone() };
+    assert_eq!(fx.prepare(&ddl(30, &none)), Some(Vote::Abort), "no change");
+    let one_missing = CatalogWrite { changes: vec![add("b")], catalog: two.clone() };
+    assert_eq!(fx.prepare(&ddl(31, &one_missing)), Some(Vote::Abort), "a change left out");
+    let reordered = CatalogWrite { changes: vec![add("c"), add("b")], catalog: two.clone() };
+    assert_eq!(fx.prepare(&ddl(32, &reordered)), Some(Vote::Abort), "changes in another order");
+    let both = CatalogWrite { changes: vec![add("b"), add("c")], catalog: two };
+    assert_eq!(fx.prepare(&ddl(33, &both)), Some(Vote::Commit));
+    fx.commit(&ddl(33, &both));
+    fx.catalog = ts(33);
+    let reply = fx.range_read(50, "SELECT id, a, b, c FROM t", vec![]);
+    assert_eq!(rows_of(&reply), vec![vec![Value::Int(1), Value::Int(5), Value::Null, Value::Null]]);
+}
+
 impl Fixture {
     fn range_read(&mut self, t: u64, sql: &str, pending: Vec<WriteEntry>) -> RangeReply {
         let req = RangeRead {
@@ -619,7 +664,9 @@ fn a_writeback_arriving_after_a_later_schema_change_still_lands() {
         read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: fx.catalog }],
         write_set: vec![WriteEntry {
             key: catalog_key(ShardId(0)),
-            value: Some(postcard::to_allocvec(&CatalogWrite { change, catalog: after }).expect("encode")),
+            value: Some(
+                postcard::to_allocvec(&CatalogWrite { changes: vec![change], catalog: after }).expect("encode"),
+            ),
         }],
         deps: vec![],
         predicates: vec![],
@@ -1027,7 +1074,7 @@ fn a_commit_planned_against_a_schema_change_not_yet_here_waits_for_it() {
         read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: fx.catalog }],
         write_set: vec![WriteEntry {
             key: catalog_key(ShardId(0)),
-            value: Some(postcard::to_allocvec(&CatalogWrite { change, catalog }).expect("encode")),
+            value: Some(postcard::to_allocvec(&CatalogWrite { changes: vec![change], catalog }).expect("encode")),
         }],
         deps: vec![],
         predicates: vec![],

@@ -313,7 +313,37 @@ fn statement_errors_carry_sqlstates_and_ddl_stands_alone() {
     let h = cl.begin(0);
     cl.sql(0, h, "INSERT INTO accounts VALUES (9, 'x', 0)", vec![]).expect("insert");
     let e = cl.sql(0, h, "CREATE TABLE other (id INT PRIMARY KEY)", vec![]).expect_err("ddl after a write");
-    assert_eq!(e.state, SqlState::ActiveSqlTransaction);
+    assert_eq!(e.state, SqlState::FeatureNotSupported);
+    cl.clients[0].abort(h).expect("abort");
+}
+
+/// Several schema changes in one transaction (SQLAlchemy's create_all, a Django migration):
+/// each is planned against the catalog the earlier ones produce, all commit together, a
+/// savepoint undoes those after it, and other statements cannot follow them.
+#[test]
+fn several_schema_changes_commit_as_one_transaction() {
+    let mut cl = cluster(1);
+    accounts(&mut cl);
+    let h = cl.begin(0);
+    cl.sql(0, h, "CREATE TABLE parent (id INT PRIMARY KEY, name TEXT)", vec![]).expect("create parent");
+    cl.sql(0, h, "CREATE INDEX parent_name ON parent (name)", vec![]).expect("an index on the new table");
+    cl.clients[0].savepoint(h, pistou_txn::SavepointOp::Push).expect("savepoint");
+    cl.sql(0, h, "CREATE TABLE undone (id INT PRIMARY KEY)", vec![]).expect("create undone");
+    cl.clients[0].savepoint(h, pistou_txn::SavepointOp::RollbackTo { depth: 0 }).expect("rollback to");
+    cl.sql(0, h, "ALTER TABLE parent ADD COLUMN note TEXT", vec![]).expect("alter the new table");
+    cl.sql(0, h, "DROP TABLE accounts", vec![]).expect("drop an old table");
+    let e = cl.sql(0, h, "SELECT * FROM parent", vec![]).expect_err("a query after a schema change");
+    assert_eq!(e.state, SqlState::FeatureNotSupported);
+    assert_eq!(cl.commit(0, h), Decision::Commit);
+    let h = cl.begin(0);
+    cl.sql(0, h, "INSERT INTO parent VALUES (1, 'a', 'n')", vec![]).expect("the new table has three columns");
+    assert_eq!(cl.rows(0, h, "SELECT id FROM parent WHERE name = 'a'", vec![]), vec![vec![int(1)]]);
+    let e = cl.sql(0, h, "SELECT * FROM undone", vec![]).expect_err("rolled back to the savepoint");
+    assert_eq!(e.state, SqlState::UndefinedTable);
+    cl.clients[0].abort(h).expect("abort");
+    let h = cl.begin(0);
+    let e = cl.sql(0, h, "SELECT * FROM accounts", vec![]).expect_err("dropped with the others");
+    assert_eq!(e.state, SqlState::UndefinedTable);
     cl.clients[0].abort(h).expect("abort");
 }
 

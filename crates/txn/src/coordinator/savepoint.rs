@@ -3,6 +3,7 @@
 //! back. Reads made since stay in the read set (and predicates in PredSet): validating more
 //! reads than the application kept is still serializable, and it did see their results.
 
+use super::sql::PendingDdl;
 use super::{Coordinator, TxnError, TxnHandle};
 use pistou_core::{Key, Value};
 use pistou_sql::WriteSet;
@@ -15,8 +16,8 @@ pub const MAX_SAVEPOINT_WRITES: usize = 1 << 18;
 /// A savepoint's copy of the buffered writes.
 pub(super) struct WritesCopy {
     writes: BTreeMap<Key, Option<Value>>,
-    /// The SQL row writes and whether a schema change was buffered (`None`: no SQL yet).
-    sql: Option<(WriteSet, bool)>,
+    /// The SQL row writes and the buffered schema changes (`None`: no SQL yet).
+    sql: Option<(WriteSet, Option<PendingDdl>)>,
 }
 
 impl WritesCopy {
@@ -46,8 +47,10 @@ impl Coordinator {
         }
         match op {
             SavepointOp::Push => {
-                let copy =
-                    WritesCopy { writes: t.writes.clone(), sql: t.sql.as_ref().map(|s| (s.pending.clone(), s.ddl)) };
+                let copy = WritesCopy {
+                    writes: t.writes.clone(),
+                    sql: t.sql.as_ref().map(|s| (s.pending.clone(), s.ddl.clone())),
+                };
                 let held: usize = t.savepoints.iter().map(WritesCopy::size).sum();
                 if held + copy.size() > MAX_SAVEPOINT_WRITES {
                     return Err(TxnError::TooManyOps);

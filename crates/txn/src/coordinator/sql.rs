@@ -81,9 +81,17 @@ pub(super) struct SqlTxnState {
     /// same predicate evaluated by two statements stays two entries unless both read the
     /// same keys (replicas check each evaluation on its own).
     predicates: BTreeMap<(WirePredicate, Vec<Key>), Timestamp>,
-    /// A schema change is buffered: nothing else may follow.
-    pub(super) ddl: bool,
+    /// The schema changes buffered so far (only schema changes may follow them).
+    pub(super) ddl: Option<PendingDdl>,
     statement: Option<Statement>,
+}
+
+/// A transaction's buffered schema changes and the catalog they produce from the one it
+/// read (what its catalog-key writes will carry).
+#[derive(Clone)]
+pub(super) struct PendingDdl {
+    changes: Vec<pistou_sql::CatalogChange>,
+    catalog: Arc<Catalog>,
 }
 
 impl SqlTxnState {
@@ -314,7 +322,13 @@ impl Coordinator {
                 return self.sql_step(now, h);
             }
         };
-        let prepared = self.sql_engine.prepare(&planning.1, &sql)?;
+        // After a schema change of its own, the transaction plans against the catalog it will
+        // write (uncommitted, so never cached).
+        let pending = self.sql_state(h).and_then(|s| s.ddl.as_ref()).map(|d| d.catalog.clone());
+        let prepared = match &pending {
+            Some(catalog) => self.sql_engine.prepare_uncommitted(catalog, &sql)?,
+            None => self.sql_engine.prepare(&planning.1, &sql)?,
+        };
         let kind = prepared.kind();
         match &kind {
             StatementKind::Transaction(_) => {
@@ -326,10 +340,10 @@ impl Coordinator {
             StatementKind::Ddl(change) => return self.sql_ddl(now, h, planning, change.clone(), kind.command()),
             _ => {}
         }
-        if self.sql_state(h).is_some_and(|s| s.ddl) {
+        if pending.is_some() {
             return Err(sql_err(
-                SqlState::ActiveSqlTransaction,
-                "a schema change must be the only statement of its transaction",
+                SqlState::FeatureNotSupported,
+                "statements other than schema changes after a schema change in the same transaction",
             ));
         }
         let tables = prepared.tables();
@@ -496,14 +510,15 @@ impl Coordinator {
         command: &'static str,
     ) -> Result<Option<SqlOutput>, SqlError> {
         let Some(change) = change else { return Ok(Some(SqlOutput::Ddl { command })) };
+        let pending = self.sql_state(h).and_then(|s| s.ddl.clone());
         let busy = self.txns.get(&h).is_some_and(|t| {
-            !t.writes.is_empty()
-                || t.sql.as_ref().is_some_and(|s| s.ddl || !s.predicates.is_empty() || !s.range_reads.is_empty())
+            (pending.is_none() && !t.writes.is_empty())
+                || t.sql.as_ref().is_some_and(|s| !s.predicates.is_empty() || !s.range_reads.is_empty())
         });
         if busy {
             return Err(sql_err(
-                SqlState::ActiveSqlTransaction,
-                "a schema change must be the only statement of its transaction",
+                SqlState::FeatureNotSupported,
+                "a schema change after other statements in the same transaction",
             ));
         }
         let shards: Vec<ShardId> = (0..self.config().shards.len() as u32).map(ShardId).collect();
@@ -516,14 +531,25 @@ impl Coordinator {
         if state.catalogs.values().any(|(v, _)| *v != planning.0) {
             return Err(serialization("a schema change is in progress"));
         }
-        let mut next = (*planning.1).clone();
+        let (mut changes, mut next) = match pending {
+            Some(d) => (d.changes, (*d.catalog).clone()),
+            None => (Vec::new(), (*planning.1).clone()),
+        };
+        if changes.len() >= CatalogWrite::MAX_CHANGES {
+            return Err(sql_err(
+                SqlState::ProgramLimitExceeded,
+                format!("more than {} schema changes in one transaction", CatalogWrite::MAX_CHANGES),
+            ));
+        }
         next.apply(&change)?;
-        let value = postcard::to_allocvec(&CatalogWrite { change, catalog: next })
+        changes.push(change);
+        let write = CatalogWrite { changes, catalog: next };
+        let value = postcard::to_allocvec(&write)
             .map_err(|e| sql_err(SqlState::InternalError, format!("catalog encoding: {e}")))?;
         if value.len() > pistou_wire::MAX_VALUE_BYTES {
             return Err(sql_err(SqlState::ProgramLimitExceeded, "the catalog is too large"));
         }
-        state.ddl = true;
+        state.ddl = Some(PendingDdl { changes: write.changes, catalog: Arc::new(write.catalog) });
         let Some(t) = self.txns.get_mut(&h) else { return Ok(None) };
         for shard in shards {
             t.writes.insert(catalog_key(shard), Some(value.clone()));

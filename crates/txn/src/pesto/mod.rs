@@ -22,13 +22,34 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-/// The value of a catalog key: a schema change and the catalog it produces. Replicas accept
-/// it only if applying `change` to the catalog the transaction read gives exactly `catalog`,
-/// so a certified catalog-key value is a trustworthy schema.
+/// The value of a catalog key: the schema changes of one transaction, in statement order,
+/// and the catalog they produce. Replicas accept it only if applying `changes` in order to
+/// the catalog the transaction read gives exactly `catalog`, so a certified catalog-key
+/// value is a trustworthy schema.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CatalogWrite {
-    pub change: CatalogChange,
+    pub changes: Vec<CatalogChange>,
     pub catalog: Catalog,
+}
+
+impl CatalogWrite {
+    /// Most schema changes one transaction may make (each is re-applied by every replica).
+    pub const MAX_CHANGES: usize = 256;
+
+    /// `base` with `changes` applied in order, with the catalog after each change (the row
+    /// store applies each change against the schema it produced).
+    pub fn apply_to(&self, base: &Catalog) -> Result<Vec<(Catalog, &CatalogChange)>, String> {
+        if self.changes.is_empty() || self.changes.len() > Self::MAX_CHANGES {
+            return Err(format!("a catalog write carries 1 to {} changes", Self::MAX_CHANGES));
+        }
+        let mut steps: Vec<(Catalog, &CatalogChange)> = Vec::with_capacity(self.changes.len());
+        let mut next = base.clone();
+        for change in &self.changes {
+            next.apply(change).map_err(|e| e.message)?;
+            steps.push((next.clone(), change));
+        }
+        Ok(steps)
+    }
 }
 
 /// Why a transaction's SQL content cannot be accepted (it gets an abort vote).
@@ -254,9 +275,8 @@ impl SqlReplica {
         let version = txn.catalog_version.ok_or(SqlTxnError::NoCatalogRead)?;
         let catalog = self.catalog_at(version).ok_or(SqlTxnError::UnknownCatalog)?;
         if let Some(write) = &txn.catalog_change {
-            let mut next = (**catalog).clone();
-            next.apply(&write.change).map_err(|e| SqlTxnError::BadCatalogChange(e.message))?;
-            if next != write.catalog {
+            let steps = write.apply_to(catalog).map_err(SqlTxnError::BadCatalogChange)?;
+            if steps.last().map(|(after, _)| after) != Some(&write.catalog) {
                 return Err(SqlTxnError::BadCatalogChange(
                     "the catalog written is not the result of the change".into(),
                 ));
@@ -370,14 +390,19 @@ impl SqlReplica {
         if let Some(write) = &txn.catalog_change {
             // MVTSO made the catalog T read the newest below ts, so the change applies to it.
             let (_, base) = self.catalog_below(ts);
-            let mut next = (*base).clone();
-            next.apply(&write.change).map_err(|e| e.message)?;
-            if let CatalogChange::DropTable { table } = &write.change {
-                if let Some(schema) = base.table(table) {
-                    self.dropped.insert((ts, table.clone(), schema.id));
+            let steps = write.apply_to(&base)?;
+            let mut before = &*base;
+            for (after, change) in &steps {
+                if let CatalogChange::DropTable { table } = change {
+                    if let Some(schema) = before.table(table) {
+                        self.dropped.insert((ts, table.clone(), schema.id));
+                    }
                 }
+                self.store.apply_catalog_change(after, change);
+                before = after;
             }
-            self.store.apply_catalog_change(&next, &write.change);
+            let next =
+                steps.into_iter().next_back().map(|(after, _)| after).ok_or("a catalog write without changes")?;
             self.catalogs.insert(ts, Arc::new(next));
             return Ok(());
         }
