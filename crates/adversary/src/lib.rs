@@ -439,6 +439,7 @@ impl ByzClient {
                     params: vec![],
                     pending: vec![],
                     snapshot: Some(SsProp { txns }),
+                    sequences: vec![],
                 };
                 let req = std::sync::Arc::new(self.sign(body));
                 for r in self.config.replicas_of(ShardId(0)) {

@@ -1,15 +1,23 @@
 //! The user-facing handles: [`Client`] (cheap to clone) and [`Txn`].
 
-use crate::engine::{Command, Engine};
+use crate::engine::{Command, Engine, SequenceCurrents};
 use crate::error::{ClientError, Outcome};
 use crate::link::LinkCounters;
 use crate::options::ClientOptions;
-use pistou_core::sql_keys::catalog_key;
+use pistou_core::sql_keys::{catalog_key, sequence_key};
 use pistou_core::{ClientId, ClusterConfig, Key, ShardId, Value};
 use pistou_crypto::SecretKey;
-use pistou_sql::{Catalog, SqlError, SqlState, Value as SqlValue};
+use pistou_sql::{Catalog, SequenceBlock, SequenceSchema, SqlError, SqlState, Value as SqlValue};
 use pistou_txn::{CatalogWrite, Coordinator, SavepointOp, SqlOutput, TxnError, TxnHandle, MAX_SAVEPOINT_WRITES};
 use pistou_wire::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
+
+/// Values of a sequence a client first takes at once (a statement needing more takes
+/// four times as many, up to [`MAX_SEQUENCE_BLOCK`]); values a client holds when it stops
+/// are skipped, as PostgreSQL skips cached values after a crash.
+const SEQUENCE_BLOCK: u64 = 32;
+const MAX_SEQUENCE_BLOCK: u64 = 1 << 20;
+/// Blocks one statement may take before it fails.
+const SEQUENCE_REFILLS: usize = 12;
 use rand::Rng;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -94,6 +102,7 @@ impl Client {
             savepoints: Vec::new(),
             undo: Vec::new(),
             uncertain: false,
+            sequence_currents: SequenceCurrents::new(),
         })
     }
 
@@ -126,6 +135,31 @@ impl Client {
             backoff_ms = (backoff_ms * 2).min(200);
         }
         Err(ClientError::TooManyAborts(self.inner.options.max_attempts))
+    }
+
+    /// Takes up to `want` values of `sequence` from its counter, in a transaction of its own
+    /// (retried on conflict with other clients taking values).
+    async fn take_sequence_block(&self, sequence: &SequenceSchema, want: u64) -> Result<SequenceBlock, ClientError> {
+        let key = sequence_key(&sequence.name, sequence.id)
+            .ok_or_else(|| ClientError::Sql(SqlError::new(SqlState::ProgramLimitExceeded, "sequence name too long")))?;
+        self.run_txn(|txn| {
+            let (key, sequence) = (key.clone(), sequence.clone());
+            Box::pin(async move {
+                let next = match txn.get(&key).await? {
+                    None => None,
+                    Some(bytes) => Some(bytes.try_into().map(i128::from_be_bytes).map_err(|_| {
+                        ClientError::Sql(SqlError::new(
+                            SqlState::ProtocolViolation,
+                            format!("the counter of sequence \"{}\" cannot be decoded", sequence.name),
+                        ))
+                    })?),
+                };
+                let (block, after) = sequence.block(next, want).map_err(ClientError::Sql)?;
+                txn.put(&key, after.to_be_bytes().to_vec())?;
+                Ok(block)
+            })
+        })
+        .await
     }
 
     /// Stops this client (all its clones): waits until pending writebacks are
@@ -178,6 +212,8 @@ pub struct Txn {
     /// A statement ended without an answer (timeout, shutdown): it may still buffer
     /// writes, so no savepoint can be rolled back to any more.
     uncertain: bool,
+    /// currval of each sequence in the session this transaction belongs to.
+    sequence_currents: SequenceCurrents,
 }
 
 struct Savepoint {
@@ -306,19 +342,70 @@ impl Txn {
     /// statements of this transaction see them. A failed statement (`ClientError::Sql`,
     /// with its SQLSTATE) leaves the transaction to be rolled back.
     pub async fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<SqlOutput, ClientError> {
+        // A statement naming a sequence whose values this client has run out of: take a
+        // block from the sequence's counter (in a transaction of its own, so that writers
+        // never conflict on it) and run the statement again, with larger blocks if one was
+        // not enough (an INSERT ... SELECT of many rows).
+        let mut want = SEQUENCE_BLOCK;
+        for _ in 0..SEQUENCE_REFILLS {
+            match self.statement(sql, params).await {
+                Err(ClientError::Sql(e)) if e.state == SqlState::SequenceValuesNeeded => {
+                    let catalog = self.catalog().await?;
+                    let schema = catalog.sequence(&e.message).cloned().ok_or_else(|| {
+                        ClientError::Sql(SqlError::new(
+                            SqlState::UndefinedTable,
+                            format!("relation \"{}\" does not exist", e.message),
+                        ))
+                    })?;
+                    let block = self.client.take_sequence_block(&schema, want).await?;
+                    let (reply, rx) = oneshot::channel();
+                    let cmd = Command::AddSequenceValues { name: schema.name.clone(), id: schema.id, block, reply };
+                    self.client.call("sequence", cmd, rx).await?;
+                    want = (want * 4).min(MAX_SEQUENCE_BLOCK);
+                }
+                result => return result,
+            }
+        }
+        Err(ClientError::Sql(SqlError::new(
+            SqlState::ProgramLimitExceeded,
+            "a statement drew more sequence values than this client could take for it",
+        )))
+    }
+
+    async fn statement(&mut self, sql: &str, params: &[SqlValue]) -> Result<SqlOutput, ClientError> {
         self.check_active()?;
         let (reply, rx) = oneshot::channel();
-        let cmd = Command::Sql { txn: self.handle, sql: sql.to_string(), params: params.to_vec(), reply };
+        let cmd = Command::Sql {
+            txn: self.handle,
+            sql: sql.to_string(),
+            params: params.to_vec(),
+            currents: self.sequence_currents.clone(),
+            reply,
+        };
         // Uncertain until the answer arrives: a caller may drop this future (a statement
         // timeout), and the statement then still runs.
         let was_uncertain = std::mem::replace(&mut self.uncertain, true);
         let result = self.client.call("sql", cmd, rx).await;
         match &result {
             Ok(_) | Err(ClientError::Sql(_)) => {}
-            Err(_) => return result,
+            Err(_) => return result.map(|(out, _)| out),
         }
         self.uncertain = was_uncertain;
-        result
+        let (out, currents) = result?;
+        self.sequence_currents = currents;
+        Ok(out)
+    }
+
+    /// currval of each sequence in this transaction's session: the values given to
+    /// [`Txn::set_sequence_currents`] as its statements since have drawn on them.
+    pub fn sequence_currents(&self) -> &SequenceCurrents {
+        &self.sequence_currents
+    }
+
+    /// The session's currval of each sequence, for this transaction's statements (currval
+    /// belongs to a session, which outlives its transactions).
+    pub fn set_sequence_currents(&mut self, currents: SequenceCurrents) {
+        self.sequence_currents = currents;
     }
 
     /// The SQL schema this transaction sees: the catalog key of shard 0 (which holds the

@@ -21,6 +21,9 @@ type Writes = Vec<(Key, Option<Value>)>;
 /// Callers waiting for one key of one transaction.
 type ReadWaiters = HashMap<Key, Vec<Reply<Option<Value>>>>;
 
+/// currval of each sequence a session drew from.
+pub type SequenceCurrents = std::collections::BTreeMap<String, i64>;
+
 pub(crate) enum Command {
     Begin {
         reply: Reply<TxnHandle>,
@@ -44,7 +47,10 @@ pub(crate) enum Command {
         txn: TxnHandle,
         sql: String,
         params: Vec<pistou_sql::Value>,
-        reply: Reply<SqlOutput>,
+        /// The session's currval of each sequence before the statement; the reply carries
+        /// them after it.
+        currents: SequenceCurrents,
+        reply: Reply<(SqlOutput, SequenceCurrents)>,
     },
     /// SAVEPOINT / RELEASE / ROLLBACK TO on the writes the coordinator buffers.
     Savepoint {
@@ -54,6 +60,13 @@ pub(crate) enum Command {
     },
     RangeStats {
         reply: Reply<pistou_txn::RangeStats>,
+    },
+    /// Sequence values taken from a counter, for the coordinator's statements.
+    AddSequenceValues {
+        name: String,
+        id: u64,
+        block: pistou_sql::SequenceBlock,
+        reply: Reply<()>,
     },
     /// Stop taking commands; finish writebacks (bounded by `linger`), then answer.
     Shutdown {
@@ -89,7 +102,7 @@ pub(crate) struct Engine {
     /// Transactions begun and not yet aborted or decided.
     open: HashSet<TxnHandle>,
     /// Callers waiting for a SQL statement, by transaction (one statement at a time).
-    statements: HashMap<TxnHandle, Reply<SqlOutput>>,
+    statements: HashMap<TxnHandle, Reply<(SqlOutput, SequenceCurrents)>>,
 }
 
 impl Engine {
@@ -208,11 +221,12 @@ impl Engine {
                     let _ = reply.send(Err(e.into()));
                 }
             },
-            Command::Sql { txn, sql, params, reply } => {
+            Command::Sql { txn, sql, params, currents, reply } => {
                 if self.statements.contains_key(&txn) {
                     let _ = reply.send(Err(pistou_txn::TxnError::Busy.into()));
                     return;
                 }
+                self.coord.set_sequence_currents(txn, currents);
                 match self.coord.sql(now, txn, &sql, params) {
                     Ok(()) => {
                         self.statements.insert(txn, reply);
@@ -234,6 +248,10 @@ impl Engine {
             }
             Command::RangeStats { reply } => {
                 let _ = reply.send(Ok(self.coord.range_stats()));
+            }
+            Command::AddSequenceValues { name, id, block, reply } => {
+                self.coord.add_sequence_values(&name, id, block);
+                let _ = reply.send(Ok(()));
             }
             // Handled by the run loop.
             Command::Shutdown { done } => {
@@ -277,7 +295,8 @@ impl Engine {
                 CoordinatorEvent::ReadDone { txn, key, value } => self.read_done(txn, key, value),
                 CoordinatorEvent::SqlDone { txn, result } => {
                     if let Some(reply) = self.statements.remove(&txn) {
-                        let _ = reply.send(result.map_err(Into::into));
+                        let currents = self.coord.sequence_currents(txn);
+                        let _ = reply.send(result.map(|out| (out, currents)).map_err(Into::into));
                     }
                 }
                 CoordinatorEvent::Decided { txn, decision, fast, .. } => {

@@ -8,6 +8,9 @@
 //! - the catalog (schema) of shard `s` is key `02 s` (4 bytes, big-endian): every statement
 //!   reads it, every DDL transaction writes it on every shard, so MVTSO orders schema
 //!   changes against the statements planned with the previous schema;
+//! - the counter of sequence `s` with identity `id` is key `03 len(s) s id`: a plain key
+//!   (hash-placed, like any key-value key), read and written only by the short
+//!   transactions that take blocks of values from it (`pistou_sql::sequence`);
 //! - any other key is a plain key-value key.
 //!
 //! Tables are placed whole on one shard (`ClusterConfig::tables`, or a hash of the name), so a
@@ -17,6 +20,7 @@ use crate::ids::ShardId;
 
 const ROW_TAG: u8 = 0x01;
 const CATALOG_TAG: u8 = 0x02;
+const SEQUENCE_TAG: u8 = 0x03;
 /// Longest table name, in bytes (the length travels in one byte).
 pub const MAX_TABLE_NAME: usize = 255;
 
@@ -46,6 +50,20 @@ pub fn row_key(table: &str, table_id: u64, pk: &[u8]) -> Option<Vec<u8>> {
 /// All row keys of one table (name and identity) start with this prefix.
 pub fn table_prefix(table: &str, table_id: u64) -> Option<Vec<u8>> {
     row_key(table, table_id, &[])
+}
+
+/// The key holding the counter of sequence `name` with identity `id`; `None` if the name
+/// is empty or too long.
+pub fn sequence_key(name: &str, id: u64) -> Option<Vec<u8>> {
+    if name.is_empty() || name.len() > MAX_TABLE_NAME {
+        return None;
+    }
+    let mut key = Vec::with_capacity(2 + name.len() + 8);
+    key.push(SEQUENCE_TAG);
+    key.push(name.len() as u8);
+    key.extend_from_slice(name.as_bytes());
+    key.extend_from_slice(&id.to_be_bytes());
+    Some(key)
 }
 
 /// The key holding shard `shard`'s catalog.

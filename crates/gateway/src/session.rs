@@ -10,7 +10,7 @@ use crate::params::RawParams;
 use crate::pgtypes::{pg_type, OID_TEXT};
 use crate::route::{Route, SessionFunction, SessionItem};
 use crate::settings::Settings;
-use pistou_client::{Client, Outcome, SqlOutput, Txn};
+use pistou_client::{Client, Outcome, SequenceCurrents, SqlOutput, Txn};
 use pistou_sql::{Catalog, Engine, Row, SqlType, StatementKind, Value};
 use rand::Rng;
 use std::sync::Arc;
@@ -69,6 +69,9 @@ pub struct Session {
     pub user: String,
     pub database: String,
     pub pid: i32,
+    /// currval of each sequence this session drew from (not transactional: a rolled-back
+    /// transaction's draws count, as in PostgreSQL).
+    sequence_currents: SequenceCurrents,
 }
 
 fn outside_block(what: &str) -> PgError {
@@ -93,7 +96,18 @@ impl Session {
         database: String,
         pid: i32,
     ) -> Session {
-        Session { client, engine, config, txn: TxnState::Idle, settings, block_settings: None, user, database, pid }
+        Session {
+            client,
+            engine,
+            config,
+            txn: TxnState::Idle,
+            settings,
+            block_settings: None,
+            user,
+            database,
+            pid,
+            sequence_currents: SequenceCurrents::new(),
+        }
     }
 
     pub fn status(&self) -> Status {
@@ -249,7 +263,10 @@ impl Session {
             TxnState::Open(_) => {
                 let (engine, limit) = (self.engine.clone(), self.settings.statement_timeout());
                 let txn = self.open_txn().await?;
-                within(limit, work.run(&engine, txn)).await
+                let reply = within(limit, work.run(&engine, txn)).await;
+                let currents = txn.sequence_currents().clone();
+                self.sequence_currents = currents;
+                reply
             }
             _ => self.autocommit(work).await,
         }
@@ -362,7 +379,9 @@ impl Session {
     /// The block's Pistou transaction, begun by its first statement.
     async fn open_txn(&mut self) -> Result<&mut Txn, PgError> {
         if let TxnState::Open(slot @ None) = &mut self.txn {
-            *slot = Some(self.client.begin().await.map_err(from_client)?);
+            let mut txn = self.client.begin().await.map_err(from_client)?;
+            txn.set_sequence_currents(self.sequence_currents.clone());
+            *slot = Some(txn);
         }
         match &mut self.txn {
             TxnState::Open(Some(txn)) => Ok(txn),
@@ -376,8 +395,11 @@ impl Session {
         let mut attempt = 0u32;
         loop {
             let mut txn = self.client.begin().await.map_err(from_client)?;
+            txn.set_sequence_currents(self.sequence_currents.clone());
             let limit = self.settings.statement_timeout();
-            let error = match within(limit, work.run(&self.engine, &mut txn)).await {
+            let outcome = within(limit, work.run(&self.engine, &mut txn)).await;
+            self.sequence_currents = txn.sequence_currents().clone();
+            let error = match outcome {
                 Ok(reply) => match txn.commit().await {
                     Ok(Outcome::Committed { .. }) => return Ok(reply),
                     Ok(Outcome::Aborted) => serialization_failure(),

@@ -160,6 +160,7 @@ mod tests {
                 limits: Default::default(),
                 nullable: false,
                 default: None,
+                generated: None,
             })
             .collect();
         TableSchema { name: "t".into(), id: 0, columns, primary_key: (0..types.len()).collect(), indexes: vec![] }

@@ -57,6 +57,14 @@ impl RowStore {
     /// Changes naming a table the store does not have are ignored.
     pub fn apply_catalog_change(&mut self, catalog_after: &Catalog, change: &CatalogChange) {
         match change {
+            // One statement's changes (a table's sequences, then the table), in order.
+            CatalogChange::Several(changes) => {
+                for c in changes {
+                    self.apply_catalog_change(catalog_after, c);
+                }
+            }
+            // A sequence's counter is an ordinary key (`pistou_core::sql_keys::sequence_key`).
+            CatalogChange::CreateSequence(_) | CatalogChange::DropSequence { .. } => {}
             CatalogChange::CreateTable(schema) => {
                 let schema = catalog_after.table(&schema.name).cloned().unwrap_or_else(|| Arc::new(schema.clone()));
                 self.drop_table(&schema.name);

@@ -234,6 +234,7 @@ fn catalog_changes_are_mirrored() {
         limits: Default::default(),
         nullable: true,
         default: Some(Value::Int(7)),
+        generated: None,
     };
     let change = CatalogChange::AddColumn { table: "t".into(), column };
     catalog.apply(&change).expect("add column");

@@ -263,6 +263,7 @@ fn add_column_pads_capped_writes_in_the_log() {
         limits: Default::default(),
         nullable: true,
         default: None,
+        generated: None,
     };
     let change = pistou_sql::CatalogChange::AddColumn { table: "t".into(), column };
     catalog.apply(&change).expect("add column");

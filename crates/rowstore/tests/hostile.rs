@@ -13,7 +13,14 @@ use proptest::prelude::*;
 /// `t` and `u` from common, plus `lim (k INT PRIMARY KEY, s VARCHAR(3), n NUMERIC(4,1))`.
 fn hostile_setup() -> (Catalog, RowStore) {
     let (mut catalog, mut store) = setup();
-    let col = |name: &str, ty, limits| Column { name: name.into(), ty, limits, nullable: true, default: None };
+    let col = |name: &str, ty, limits| Column {
+        name: name.into(),
+        ty,
+        limits,
+        nullable: true,
+        default: None,
+        generated: None,
+    };
     let lim = TableSchema {
         name: "lim".into(),
         id: 0,
@@ -80,8 +87,14 @@ fn unknown_tables_are_refused() {
 fn a_catalog_out_of_sync_with_the_store_is_refused() {
     let (catalog, mut store) = hostile_setup();
     let mut ahead = catalog.clone();
-    let column =
-        Column { name: "c".into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default: None };
+    let column = Column {
+        name: "c".into(),
+        ty: SqlType::Int,
+        limits: Default::default(),
+        nullable: true,
+        default: None,
+        generated: None,
+    };
     ahead.apply(&CatalogChange::AddColumn { table: "t".into(), column }).expect("add column");
     let mut full = row(5, Some(5));
     full.push(Value::Int(1));

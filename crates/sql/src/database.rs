@@ -6,9 +6,10 @@ use crate::catalog::{Catalog, CatalogChange};
 use crate::engine::{Engine, ExecContext, Execution, Limits, Output, Prepared};
 use crate::error::{err, Result, SqlState};
 use crate::plan::TxnControl;
+use crate::sequence::{SequenceBlock, SequenceInput};
 use crate::storage::{KeyRange, MemStore, ReadAt, Storage, Version, WriteSet};
 use crate::types::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub struct Database {
     engine: Engine,
@@ -18,7 +19,21 @@ pub struct Database {
     clock: u64,
     /// Buffered writes of the open transaction, if any.
     transaction: Option<WriteSet>,
+    /// Each sequence's counter and currval (not transactional, as in PostgreSQL).
+    sequences: BTreeMap<String, SequenceState>,
 }
+
+/// A sequence's state in a [`Database`]: the identity it belongs to, the next value not yet
+/// handed out (None: never drawn), and the last value drawn (currval).
+#[derive(Clone, Debug, Default)]
+struct SequenceState {
+    id: u64,
+    next: Option<i128>,
+    current: Option<i64>,
+}
+
+/// Values a [`Database`] hands each statement per sequence it names.
+const SEQUENCE_BLOCK: u64 = 1 << 16;
 
 /// A copy of the data and any open transaction, with an empty plan cache of its own.
 impl Clone for Database {
@@ -29,6 +44,7 @@ impl Clone for Database {
             store: self.store.clone(),
             clock: self.clock,
             transaction: self.transaction.clone(),
+            sequences: self.sequences.clone(),
         }
     }
 }
@@ -52,6 +68,7 @@ impl Database {
             store: MemStore::newest_only(),
             clock: 0,
             transaction: None,
+            sequences: BTreeMap::new(),
         }
     }
 
@@ -90,12 +107,19 @@ impl Database {
     /// Runs a prepared statement and applies its effects.
     pub fn execute_prepared(&mut self, prepared: &Prepared, params: &[Value]) -> Result<Execution> {
         let empty = WriteSet::default();
+        let inputs = self.sequence_inputs(prepared)?;
         let ctx = ExecContext {
             storage: &self.store,
             at: ReadAt::latest_before(pistou_core::Timestamp::at(self.clock + 1)),
             pending: self.transaction.as_ref().unwrap_or(&empty),
+            sequences: &inputs,
         };
-        let execution = self.engine.execute(&self.catalog, prepared, params, &ctx)?;
+        let execution = match self.engine.execute(&self.catalog, prepared, params, &ctx) {
+            Ok(e) => e,
+            Err(e) if e.state == SqlState::SequenceValuesNeeded => return Err(self.sequence_limit(&e.message)),
+            Err(e) => return Err(e),
+        };
+        self.sequences_drawn(&inputs, &execution.sequences_used);
         match &execution.output {
             Output::Catalog(Some(change)) => self.apply_catalog_change(change)?,
             Output::Transaction(t) => self.transaction_control(*t)?,
@@ -108,6 +132,44 @@ impl Database {
             }
         }
         Ok(execution)
+    }
+
+    /// A block of each sequence the statement names (empty once a sequence is used up).
+    fn sequence_inputs(&self, prepared: &Prepared) -> Result<Vec<SequenceInput>> {
+        let mut inputs = Vec::new();
+        for name in prepared.sequences() {
+            let Some(schema) = self.catalog.sequence(name) else {
+                return err(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist"));
+            };
+            let state = self.sequences.get(name).filter(|s| s.id == schema.id).cloned().unwrap_or_default();
+            let values = match schema.block(state.next, SEQUENCE_BLOCK) {
+                Ok((block, _)) => block,
+                Err(_) => SequenceBlock { first: 0, increment: schema.increment, count: 0 },
+            };
+            inputs.push(SequenceInput { sequence: name.clone(), values, current: state.current });
+        }
+        Ok(inputs)
+    }
+
+    /// The error of a statement that drew past the end of `sequence`.
+    fn sequence_limit(&self, sequence: &str) -> crate::SqlError {
+        let state = self.sequences.get(sequence).and_then(|s| s.next);
+        match self.catalog.sequence(sequence).map(|s| s.block(state, SEQUENCE_BLOCK + 1)) {
+            Some(Err(e)) => e,
+            _ => crate::SqlError::new(SqlState::ProgramLimitExceeded, "a statement drew too many sequence values"),
+        }
+    }
+
+    fn sequences_drawn(&mut self, inputs: &[SequenceInput], used: &[u64]) {
+        for (input, &n) in inputs.iter().zip(used).filter(|(_, n)| **n > 0) {
+            let Some(schema) = self.catalog.sequence(&input.sequence) else { continue };
+            let state = self.sequences.entry(input.sequence.clone()).or_default();
+            if state.id != schema.id {
+                *state = SequenceState { id: schema.id, ..SequenceState::default() };
+            }
+            state.current = input.values.value(n - 1);
+            state.next = Some(input.values.first as i128 + n as i128 * input.values.increment as i128);
+        }
     }
 
     fn commit_writes(&mut self, writes: &WriteSet) -> Result<()> {

@@ -46,6 +46,10 @@ fn ddl_command(change: &CatalogChange) -> &'static str {
         CatalogChange::CreateIndex { .. } => "CREATE INDEX",
         CatalogChange::DropIndex { .. } => "DROP INDEX",
         CatalogChange::AddColumn { .. } | CatalogChange::AddPrimaryKey { .. } => "ALTER TABLE",
+        CatalogChange::CreateSequence(_) => "CREATE SEQUENCE",
+        CatalogChange::DropSequence { .. } => "DROP SEQUENCE",
+        // CREATE TABLE with SERIAL columns: its sequences, then the table.
+        CatalogChange::Several(changes) => changes.last().map_or("DDL", ddl_command),
     }
 }
 

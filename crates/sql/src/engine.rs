@@ -7,6 +7,7 @@ use crate::exec::{key_range, Exec, Reader};
 use crate::expr::Env;
 use crate::plan::{explain, Plan, QueryBody, Returning, Statement, TxnControl};
 use crate::report::ReadReport;
+use crate::sequence::{SequenceDraws, SequenceInput};
 use crate::storage::{ReadAt, Storage, WriteSet};
 use crate::types::{Row, SqlType, TypeLimits, Value};
 use sqlparser::dialect::PostgreSqlDialect;
@@ -131,6 +132,12 @@ impl Prepared {
         Ok(Some(PointKey { table: scan.table.name.clone(), table_id: scan.table.id, key }))
     }
 
+    /// Sequences the statement draws from or reads: the caller hands it values of each
+    /// (`ExecContext::sequences`).
+    pub fn sequences(&self) -> &[String] {
+        &self.plan.sequences
+    }
+
     pub(crate) fn plan(&self) -> &Plan {
         &self.plan
     }
@@ -187,6 +194,8 @@ pub struct ExecContext<'a> {
     pub storage: &'a dyn Storage,
     pub at: ReadAt<'a>,
     pub pending: &'a WriteSet,
+    /// Values of the sequences the statement names ([`Prepared::sequences`]), in that order.
+    pub sequences: &'a [SequenceInput],
 }
 
 /// The statement's visible result.
@@ -210,6 +219,8 @@ pub struct Execution {
     pub reads: ReadReport,
     /// Writes the statement wants to make (not applied anywhere).
     pub writes: WriteSet,
+    /// Values drawn from each of `ExecContext::sequences`.
+    pub sequences_used: Vec<u64>,
 }
 
 /// Plans by catalog version, then by statement text (nested so that a lookup borrows the
@@ -398,7 +409,9 @@ impl Engine {
             max_rows: self.limits.max_rows,
             rows_read: Default::default(),
         };
+        let draws = SequenceDraws::new(ctx.sequences);
         let mut exec = Exec::new(reader, params, &plan.subqueries);
+        exec.sequences = Some(&draws);
         if !matches!(plan.statement, Statement::Explain(_) | Statement::Ddl(_) | Statement::Txn(_)) {
             exec.run_subqueries()?;
         }
@@ -438,7 +451,8 @@ impl Engine {
             },
             Statement::Txn(t) => Output::Transaction(*t),
         };
-        Ok(Execution { output, reads: exec.reads, writes })
+        let sequences_used = draws.used();
+        Ok(Execution { output, reads: exec.reads, writes, sequences_used })
     }
 }
 

@@ -51,6 +51,17 @@ pub enum SqlState {
     InvalidSavepointSpecification,
     /// A malformed regular expression (2201B).
     InvalidRegularExpression,
+    /// nextval past a sequence's MAXVALUE / MINVALUE (2200H).
+    SequenceGeneratorLimitExceeded,
+    /// currval before nextval in the session (55000).
+    ObjectNotInPrerequisiteState,
+    /// An explicit value for a GENERATED ALWAYS identity column (428C9).
+    GeneratedAlways,
+    /// DROP of an object another one needs (2BP01).
+    DependentObjectsStillExist,
+    /// Internal: a statement needs more values of the sequence named in the message than
+    /// its client handed it; the client takes a block and runs it again (`sequence.rs`).
+    SequenceValuesNeeded,
 }
 
 impl SqlState {
@@ -84,6 +95,11 @@ impl SqlState {
             DatetimeFieldOverflow => "22008",
             InvalidSavepointSpecification => "3B001",
             InvalidRegularExpression => "2201B",
+            SequenceGeneratorLimitExceeded => "2200H",
+            ObjectNotInPrerequisiteState => "55000",
+            GeneratedAlways => "428C9",
+            DependentObjectsStillExist => "2BP01",
+            SequenceValuesNeeded => "XX000",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
             FeatureNotSupported => "0A000",

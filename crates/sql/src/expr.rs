@@ -93,6 +93,9 @@ pub enum Func {
     /// `value = ANY(array)` over an array's text form, the value compared as text. Bound
     /// from `= ANY(…)` only.
     ArrayHas,
+    /// Appended (the serialized index of each variant is part of the wire format).
+    NextVal,
+    CurrVal,
 }
 
 impl Func {
@@ -148,6 +151,8 @@ impl Func {
             Func::RegexIMatch => "texticregexeq",
             Func::ArrayToString => "array_to_string",
             Func::ArrayHas => "arrayhas",
+            Func::NextVal => "nextval",
+            Func::CurrVal => "currval",
         }
     }
 
@@ -272,6 +277,8 @@ pub struct Env<'a> {
     /// chosen by the client and sent with every statement, so that every replica computes
     /// the same `now()`. None where no transaction runs (planning).
     pub now: Option<i64>,
+    /// The sequence values the statement may draw (None where no statement runs).
+    pub sequences: Option<&'a crate::sequence::SequenceDraws<'a>>,
 }
 
 fn unbound(what: &str) -> SqlError {
@@ -405,6 +412,19 @@ fn int_arg(v: &Value, func: Func) -> Result<i64> {
 }
 
 /// `now()` and its relatives.
+/// nextval / currval of the sequence named by the call's constant argument, from the
+/// values the statement was given (`Env::sequences`).
+fn sequence_call(func: Func, args: &[Expr], env: &Env) -> Result<Value> {
+    let (Some(draws), [Expr::Const(Value::Text(sequence))]) = (env.sequences, args) else {
+        return Err(SqlError::new(
+            SqlState::FeatureNotSupported,
+            format!("{}() outside a statement's execution (e.g. in a constant DEFAULT)", func.name()),
+        ));
+    };
+    let v = if func == Func::NextVal { draws.next(sequence)? } else { draws.current(sequence)? };
+    Ok(Value::Int(v))
+}
+
 fn transaction_time(func: Func, env: &Env) -> Result<Value> {
     let Some(now) = env.now else {
         return Err(SqlError::new(
@@ -577,6 +597,7 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         Func::Now | Func::CurrentDate | Func::LocalTimestamp => {
             return Err(unbound("transaction time"));
         }
+        Func::NextVal | Func::CurrVal => return Err(unbound("sequence value")),
     })
 }
 
@@ -720,6 +741,7 @@ impl Expr {
             }
             Call { func, args } => match func {
                 Func::Now | Func::CurrentDate | Func::LocalTimestamp => transaction_time(*func, env)?,
+                Func::NextVal | Func::CurrVal => sequence_call(*func, args, env)?,
                 _ => {
                     let values = args.iter().map(|a| a.eval(row, env)).collect::<Result<Vec<_>>>()?;
                     call(*func, &values)?

@@ -23,6 +23,7 @@ pub mod keycode;
 mod plan;
 pub mod predicate_wire;
 pub mod report;
+pub mod sequence;
 mod short_key;
 pub mod storage;
 pub mod system;
@@ -38,6 +39,7 @@ pub use expr::{Expr, Predicate};
 pub use plan::TxnControl;
 pub use predicate_wire::WirePredicate;
 pub use report::{Access, ReadReport, ReadRow, ScanRead};
+pub use sequence::{SequenceBlock, SequenceInput, SequenceSchema};
 pub use short_key::ShortKey;
 pub use storage::{
     KeyRange, MemStore, ReadAt, RowRef, Storage, StoredRow, Timestamp, TxnId, Version, Visitor, Write, WriteSet,

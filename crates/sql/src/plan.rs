@@ -257,6 +257,8 @@ pub(crate) struct Plan {
     pub param_count: usize,
     /// Inferred type of each parameter (None where the context gives no type).
     pub param_types: Vec<Option<SqlType>>,
+    /// Sequences the statement draws from (nextval, SERIAL) or reads (currval).
+    pub sequences: Vec<String>,
 }
 
 /// A subquery of a statement. Uncorrelated ones run once before the statement; correlated
@@ -457,6 +459,7 @@ pub(crate) fn expr_type_in(
             Func::LocalTimestamp => Some(SqlType::Timestamp),
             Func::RegexMatch | Func::RegexIMatch | Func::ArrayHas => Some(SqlType::Bool),
             Func::ArrayToString => Some(SqlType::Text),
+            Func::NextVal | Func::CurrVal => Some(SqlType::Int),
         },
         Expr::InSubquery { .. }
         | Expr::Exists { .. }
@@ -844,6 +847,7 @@ mod tests {
             limits: Default::default(),
             nullable: true,
             default: None,
+            generated: None,
         };
         TableSchema {
             name: "t".into(),

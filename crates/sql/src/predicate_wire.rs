@@ -178,6 +178,11 @@ fn flatten(e: &Expr, out: &mut Vec<Node>) -> Result<()> {
                 Node::CastLimited(*ty, limits.clone())
             }
         }
+        Expr::Call { func: Func::NextVal | Func::CurrVal, .. } => {
+            // A predicate is re-evaluated by replicas against other transactions' rows,
+            // where no sequence values exist.
+            return Err(crate::SqlError::unsupported("nextval or currval in a WHERE clause"));
+        }
         Expr::Call { func, args } => {
             args.iter().try_for_each(|x| flatten(x, out))?;
             Node::Call { func: *func, args: count(args.len())? }
@@ -277,6 +282,7 @@ fn rebuild(nodes: Vec<Node>, columns: usize) -> Result<Expr> {
             }
             Node::Cast(ty) => unary(pop(1)?, |a| Expr::Cast { expr: Box::new(a), ty, limits: TypeLimits::default() }),
             Node::CastLimited(ty, limits) => unary(pop(1)?, |a| Expr::Cast { expr: Box::new(a), ty, limits }),
+            Node::Call { func: Func::NextVal | Func::CurrVal, .. } => return Err(bad("a sequence function")),
             Node::Call { func, args } => {
                 let (args, depth) = pop(args as usize)?;
                 (Expr::Call { func, args }, depth)
@@ -313,7 +319,12 @@ mod tests {
         db.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT, s TEXT)").expect("create");
         db.execute("INSERT INTO t VALUES (1, 5, 'x'), (2, NULL, 'yy')").expect("insert");
         let empty = WriteSet::default();
-        let ctx = ExecContext { storage: db.store(), at: ReadAt::latest_before(Timestamp::MAX), pending: &empty };
+        let ctx = ExecContext {
+            storage: db.store(),
+            at: ReadAt::latest_before(Timestamp::MAX),
+            pending: &empty,
+            sequences: &[],
+        };
         let exec = db.engine().run(db.catalog(), sql, &[], &ctx).expect("run");
         exec.reads.scans.into_iter().map(|s| s.predicate).collect()
     }

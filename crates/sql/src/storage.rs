@@ -346,6 +346,14 @@ impl MemStore {
     pub fn apply_catalog_change(&mut self, catalog_after: &Catalog, change: &crate::catalog::CatalogChange) {
         use crate::catalog::CatalogChange::*;
         match change {
+            // Applied in order, each against the final catalog: a statement's changes
+            // (sequences, then their table) do not undo one another.
+            Several(changes) => {
+                for c in changes {
+                    self.apply_catalog_change(catalog_after, c);
+                }
+            }
+            CreateSequence(_) | DropSequence { .. } => {}
             CreateTable(schema) => {
                 let mut table = MemTable::default();
                 for index in &schema.indexes {
@@ -608,6 +616,7 @@ mod tests {
             limits: Default::default(),
             nullable: true,
             default: None,
+            generated: None,
         };
         let schema = TableSchema {
             name: "t".into(),

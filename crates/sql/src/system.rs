@@ -174,6 +174,8 @@ pub struct TableObject {
 /// Every user object of a catalog with its OID, in OID order.
 pub struct Objects {
     pub tables: Vec<TableObject>,
+    /// (OID, name) of each sequence.
+    pub sequences: Vec<(i64, String)>,
 }
 
 /// True when `index` is the one a UNIQUE constraint of `table` created (its name is the one
@@ -226,7 +228,8 @@ impl Objects {
             }
             tables.push(TableObject { oid, schema: t.clone(), indexes });
         }
-        Objects { tables }
+        let sequences = catalog.sequences().map(|s| (take(), s.name.clone())).collect();
+        Objects { tables, sequences }
     }
 
     /// (OID, name) of every relation: tables and indexes.
@@ -236,6 +239,7 @@ impl Objects {
             out.push((t.oid, t.schema.name.clone()));
             out.extend(t.indexes.iter().map(|i| (i.oid, i.name.clone())));
         }
+        out.extend(self.sequences.iter().cloned());
         out
     }
 
@@ -374,9 +378,22 @@ fn is_reserved(s: &str) -> bool {
     RESERVED.contains(&s)
 }
 
+/// pg_attribute.attidentity: `a` (ALWAYS), `d` (BY DEFAULT) or empty.
+fn identity_code(c: &Column) -> &'static str {
+    match c.generated.as_ref().and_then(|g| g.identity) {
+        Some(crate::catalog::Identity::Always) => "a",
+        Some(crate::catalog::Identity::ByDefault) => "d",
+        None => "",
+    }
+}
+
 /// A column default as `pg_get_expr` shows it: numbers and booleans bare, other values
 /// quoted and cast to the column type.
 pub fn default_text(c: &Column) -> Option<String> {
+    if let Some(g) = &c.generated {
+        // SERIAL is a default drawing from its sequence; IDENTITY columns have none.
+        return g.identity.is_none().then(|| format!("nextval('{}'::regclass)", g.sequence));
+    }
     let v = c.default.as_ref()?;
     let quoted = |s: &str| format!("'{}'", s.replace('\'', "''"));
     let typed = |s: &str| {
@@ -879,6 +896,9 @@ fn pg_class(o: &Objects) -> Relation {
             rows.push(row(ix.oid, &ix.name, AM_BTREE, false, "i", ix.columns.len()));
         }
     }
+    for (oid_, sequence) in &o.sequences {
+        rows.push(row(*oid_, sequence, 0, false, "S", 3));
+    }
     relation_of(&columns, rows)
 }
 
@@ -933,7 +953,7 @@ fn pg_attribute(o: &Objects) -> Relation {
             b(notnull),
             b(hasdef),
             b(false),
-            name(""),
+            name(identity_code(c)),
             name(""),
             b(false),
             b(true),
@@ -948,7 +968,7 @@ fn pg_attribute(o: &Objects) -> Relation {
     for t in &o.tables {
         for (i, c) in t.schema.visible_columns() {
             let notnull = !c.nullable || t.schema.primary_key.contains(&i);
-            rows.push(row(t.oid, i + 1, c, notnull, c.default.is_some()));
+            rows.push(row(t.oid, i + 1, c, notnull, default_text(c).is_some()));
         }
         for ix in &t.indexes {
             for (k, &col) in ix.columns.iter().enumerate() {
@@ -1366,7 +1386,7 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                         name(bt.typname),
                         int(i as i64 + 1),
                         name("NO"),
-                        name("NO"),
+                        yes_no(!identity_code(c).is_empty()),
                         name("NEVER"),
                         name("YES"),
                     ]);

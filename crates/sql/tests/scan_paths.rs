@@ -13,7 +13,7 @@ fn db(statements: &[&str]) -> Database {
 }
 
 fn run_on(storage: &dyn Storage, db: &Database, sql: &str, params: &[Value], pending: &WriteSet) -> Execution {
-    let ctx = ExecContext { storage, at: ReadAt::latest_before(Timestamp::MAX), pending };
+    let ctx = ExecContext { storage, at: ReadAt::latest_before(Timestamp::MAX), pending, sequences: &[] };
     db.engine().run(db.catalog(), sql, params, &ctx).unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
@@ -73,7 +73,12 @@ fn own_writes_merge_into_key_and_index_order_and_are_not_reported() {
         db.catalog(),
         "INSERT INTO t VALUES (2, 2, 20), (6, 1, 60)",
         &[],
-        &ExecContext { storage: db.store(), at: ReadAt::latest_before(Timestamp::MAX), pending: &WriteSet::default() },
+        &ExecContext {
+            storage: db.store(),
+            at: ReadAt::latest_before(Timestamp::MAX),
+            pending: &WriteSet::default(),
+            sequences: &[],
+        },
     );
     let mut pending = insert.expect("insert").writes;
     let delete = run_on(db.store(), &db, "DELETE FROM t WHERE id = 3", &[], &pending);

@@ -21,7 +21,7 @@ fn setup() -> Database {
 
 fn run(db: &Database, sql: &str, time: u64) -> Result<Execution, SqlError> {
     let empty = WriteSet::default();
-    let ctx = ExecContext { storage: db.store(), at: ReadAt::latest_before(at(time)), pending: &empty };
+    let ctx = ExecContext { storage: db.store(), at: ReadAt::latest_before(at(time)), pending: &empty, sequences: &[] };
     db.engine().run(db.catalog(), sql, &[], &ctx)
 }
 

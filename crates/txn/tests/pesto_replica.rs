@@ -85,6 +85,7 @@ fn fixture_with(sql: SqlConfig) -> Fixture {
         limits: Default::default(),
         nullable: true,
         default: None,
+        generated: None,
     };
     let schema = TableSchema {
         name: "t".into(),
@@ -447,6 +448,7 @@ fn a_catalog_write_must_be_the_result_of_its_changes() {
         limits: Default::default(),
         nullable: true,
         default: None,
+        generated: None,
     };
     fx.load(20, &[(1, 5)]);
     let written = fx.ddl.write_set[0].value.as_deref().expect("the fixture's catalog");
@@ -490,6 +492,7 @@ impl Fixture {
             params: vec![],
             pending,
             snapshot: None,
+            sequences: vec![],
         };
         let out = self.send(Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&self.client), req))));
         match out.as_slice() {
@@ -646,6 +649,7 @@ fn a_writeback_arriving_after_a_later_schema_change_still_lands() {
         limits: Default::default(),
         nullable: true,
         default,
+        generated: None,
     };
     before
         .apply(&CatalogChange::CreateTable(TableSchema {
@@ -700,6 +704,7 @@ fn gc_refuses_reads_below_the_watermark_and_keeps_the_latest_version() {
             params: vec![],
             pending: vec![],
             snapshot: None,
+            sequences: vec![],
         };
         fx.replica.handle(
             now,
@@ -861,6 +866,7 @@ impl Fixture {
             params: vec![],
             pending: vec![],
             snapshot: Some(SsProp { txns }),
+            sequences: vec![],
         };
         self.send(Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&self.client), req))))
     }
@@ -1056,6 +1062,7 @@ fn a_commit_planned_against_a_schema_change_not_yet_here_waits_for_it() {
         limits: Default::default(),
         nullable: true,
         default: None,
+        generated: None,
     };
     let change = CatalogChange::CreateTable(TableSchema {
         name: "u".into(),
@@ -1123,6 +1130,7 @@ fn fx_create_t() -> CatalogChange {
         limits: Default::default(),
         nullable: true,
         default: None,
+        generated: None,
     };
     CatalogChange::CreateTable(TableSchema {
         name: "t".into(),

@@ -387,6 +387,9 @@ pub struct RangeRead {
     /// SS-PROP (§5.5 step 4): present on the snapshot path. The replica first applies every
     /// transaction named (fetching missing ones with SYNC), then executes.
     pub snapshot: Option<SsProp>,
+    /// Values of the sequences the statement names, which it draws in order
+    /// (`pistou_sql::sequence`); at most `pistou_sql::sequence::MAX_STATEMENT_SEQUENCES`.
+    pub sequences: Vec<pistou_sql::SequenceInput>,
 }
 
 /// Most transactions one SS-PROP may name.
@@ -478,6 +481,8 @@ pub struct RangeResult {
     /// Q-PRED, each with this replica's table version (which may legitimately differ
     /// between replicas; clients take the smallest, App. B.8).
     pub predicates: Vec<PredicateRead>,
+    /// Values drawn from each of the request's sequences.
+    pub sequences_used: Vec<u64>,
 }
 
 /// RANGE-RESP ⟨Q-RES, Q-READ, Q-DEP, Q-PRED, SS-VOTE⟩_σR, bound to its request by `request`

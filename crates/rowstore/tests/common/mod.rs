@@ -18,6 +18,7 @@ pub fn schemas() -> Vec<TableSchema> {
         limits: Default::default(),
         nullable,
         default: None,
+        generated: None,
     };
     vec![
         TableSchema {
@@ -145,7 +146,12 @@ impl SqlOverRowStore {
 
     pub fn execute(&mut self, sql: &str) -> Result<Output, String> {
         let empty = WriteSet::default();
-        let ctx = ExecContext { storage: &self.store, at: ReadAt::latest_before(ts(self.clock + 1)), pending: &empty };
+        let ctx = ExecContext {
+            storage: &self.store,
+            at: ReadAt::latest_before(ts(self.clock + 1)),
+            pending: &empty,
+            sequences: &[],
+        };
         let execution = self.engine.run(&self.catalog, sql, &[], &ctx).map_err(|e| e.to_string())?;
         if let Output::Catalog(Some(change)) = &execution.output {
             self.catalog.apply(change).map_err(|e| e.to_string())?;

@@ -1,6 +1,8 @@
 //! Binding of CREATE/DROP TABLE, CREATE/DROP INDEX and ALTER TABLE.
 
 use super::*;
+use crate::catalog::Identity;
+use crate::sequence::SequenceSchema;
 
 impl Binder<'_> {
     pub(super) fn index_columns(
@@ -55,6 +57,7 @@ impl Binder<'_> {
         };
         let mut unique_sets: Vec<Vec<usize>> = Vec::new();
         let mut pk: Option<Vec<usize>> = None;
+        let mut sequences = Vec::new();
         let set_pk = |pk: &mut Option<Vec<usize>>, cols: Vec<usize>| {
             if pk.is_some() {
                 return err(
@@ -67,7 +70,8 @@ impl Binder<'_> {
         };
         for def in &c.columns {
             let pos = table.columns.len();
-            let (column, key) = self.column_def(def, &table)?;
+            let (column, key, sequence) = self.column_def(def, &table)?;
+            sequences.extend(sequence.map(CatalogChange::CreateSequence));
             match key {
                 ColumnKey::None => {}
                 ColumnKey::Primary => set_pk(&mut pk, vec![pos])?,
@@ -97,6 +101,7 @@ impl Binder<'_> {
                     limits: TypeLimits::default(),
                     nullable: false,
                     default: None,
+                    generated: None,
                 });
                 vec![table.columns.len() - 1]
             }
@@ -116,11 +121,20 @@ impl Binder<'_> {
             let index_name = format!("{name}_{}_key", col_names.join("_"));
             table.indexes.push(IndexSchema { name: index_name, columns: cols, unique: true });
         }
-        Ok(Some(CatalogChange::CreateTable(table)))
+        if sequences.is_empty() {
+            return Ok(Some(CatalogChange::CreateTable(table)));
+        }
+        sequences.push(CatalogChange::CreateTable(table));
+        Ok(Some(CatalogChange::Several(sequences)))
     }
 
-    /// One column definition of CREATE TABLE / ALTER TABLE ADD COLUMN.
-    pub(super) fn column_def(&mut self, def: &sql::ColumnDef, table: &TableSchema) -> Result<(Column, ColumnKey)> {
+    /// One column definition of CREATE TABLE / ALTER TABLE ADD COLUMN, with the sequence a
+    /// SERIAL or IDENTITY column needs.
+    pub(super) fn column_def(
+        &mut self,
+        def: &sql::ColumnDef,
+        table: &TableSchema,
+    ) -> Result<(Column, ColumnKey, Option<SequenceSchema>)> {
         let col_name = ident(&def.name);
         if col_name.contains('\0') {
             return err(SqlState::SyntaxError, "a column name cannot contain NUL");
@@ -128,15 +142,38 @@ impl Binder<'_> {
         if table.columns.iter().any(|c| c.name == col_name) {
             return err(SqlState::DuplicateColumn, format!("column \"{col_name}\" specified more than once"));
         }
-        let (ty, limits) = data_type(&def.data_type)?;
+        let serial = super::sequence::serial_type(&def.data_type);
+        let (ty, limits) = match serial {
+            Some(ty) => (ty, TypeLimits::default()),
+            None => data_type(&def.data_type)?,
+        };
         if ty == SqlType::TimestampTz {
             // Replicas check primary keys by column type (pistou-rowstore), which knows none.
             return unsupported("timestamp with time zone columns (use timestamp; now() converts to it)");
         }
-        let mut column = Column { name: col_name, ty, limits, nullable: true, default: None };
+        let mut column = Column { name: col_name, ty, limits, nullable: true, default: None, generated: None };
         let mut key = ColumnKey::None;
+        let mut identity = None;
         for opt in &def.options {
             match &opt.option {
+                sql::ColumnOption::Generated {
+                    generated_as: generated_as @ (sql::GeneratedAs::Always | sql::GeneratedAs::ByDefault),
+                    sequence_options,
+                    generation_expr: None,
+                    ..
+                } => {
+                    if identity.is_some() || serial.is_some() {
+                        return err(
+                            SqlState::SyntaxError,
+                            format!("multiple identity specifications for column \"{}\"", column.name),
+                        );
+                    }
+                    let kind = match generated_as {
+                        sql::GeneratedAs::Always => Identity::Always,
+                        _ => Identity::ByDefault,
+                    };
+                    identity = Some((kind, sequence_options.clone().unwrap_or_default()));
+                }
                 sql::ColumnOption::Null => column.nullable = true,
                 sql::ColumnOption::NotNull => column.nullable = false,
                 sql::ColumnOption::Default(e) => {
@@ -161,7 +198,22 @@ impl Binder<'_> {
                 other => return unsupported(format!("column option {other}")),
             }
         }
-        Ok((column, key))
+        let generated = match (serial, identity) {
+            (Some(_), _) => Some((None, Vec::new())),
+            (None, Some((kind, options))) => Some((Some(kind), options)),
+            (None, None) => None,
+        };
+        let Some((kind, options)) = generated else { return Ok((column, key, None)) };
+        if column.default.is_some() {
+            return err(
+                SqlState::SyntaxError,
+                format!("multiple default values specified for column \"{}\" of table \"{}\"", column.name, table.name),
+            );
+        }
+        column.nullable = false;
+        let (generated, sequence) = self.column_sequence(&table.name, &column, kind, &options)?;
+        column.generated = Some(generated);
+        Ok((column, key, Some(sequence)))
     }
 
     pub(super) fn alter_table(&mut self, a: &sql::AlterTable) -> Result<Option<CatalogChange>> {
@@ -187,7 +239,10 @@ impl Binder<'_> {
         if *if_not_exists && table.column_index(&ident(&column_def.name)).is_some() {
             return Ok(None);
         }
-        let (column, key) = self.column_def(column_def, &table)?;
+        let (column, key, sequence) = self.column_def(column_def, &table)?;
+        if sequence.is_some() {
+            return unsupported("adding a SERIAL or IDENTITY column");
+        }
         if key != ColumnKey::None {
             return unsupported("adding a PRIMARY KEY or UNIQUE column");
         }
@@ -275,6 +330,11 @@ impl Binder<'_> {
                 Some(_) => Ok(Some(CatalogChange::DropTable { table: name })),
                 None if if_exists => Ok(None),
                 None => err(SqlState::UndefinedTable, format!("table \"{name}\" does not exist")),
+            },
+            sql::ObjectType::Sequence => match self.catalog.sequence(&name) {
+                Some(_) => Ok(Some(CatalogChange::DropSequence { sequence: name })),
+                None if if_exists => Ok(None),
+                None => err(SqlState::UndefinedTable, format!("sequence \"{name}\" does not exist")),
             },
             sql::ObjectType::Index => match self.catalog.table_of_index(&name) {
                 Some(t) => Ok(Some(CatalogChange::DropIndex { table: t.name.clone(), index: name })),

@@ -1,6 +1,7 @@
 //! Binding of INSERT, UPDATE and DELETE.
 
 use super::*;
+use crate::catalog::{Generated, Identity};
 
 impl Binder<'_> {
     pub(super) fn returning(
@@ -78,6 +79,12 @@ impl Binder<'_> {
             }
             t
         };
+        // Omitted SERIAL / IDENTITY columns draw from their sequences (`Exec::insert`).
+        for (pos, c) in table.columns.iter().enumerate() {
+            if let (Some(g), false) = (&c.generated, targets.contains(&pos)) {
+                self.sequence_call(Func::NextVal, g.sequence.clone());
+            }
+        }
         let Some(source) = &i.source else { return unsupported("INSERT without VALUES or SELECT") };
         let source = match &*source.body {
             sql::SetExpr::Values(values)
@@ -89,10 +96,18 @@ impl Binder<'_> {
                     for (i, x) in r.content.iter().enumerate() {
                         let default_keyword = matches!(x, sql::Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"));
                         let column = targets.get(i).and_then(|t| table.columns.get(*t));
-                        row.push(if default_keyword {
-                            Expr::Const(column.and_then(|c| c.default.clone()).unwrap_or(Value::Null))
-                        } else {
-                            assigned(x, self.constant_expr(x, "VALUES")?, column)?
+                        let generated = column.and_then(|c| c.generated.as_ref());
+                        row.push(match (default_keyword, generated) {
+                            (true, Some(g)) => self.sequence_call(Func::NextVal, g.sequence.clone()),
+                            (true, None) => Expr::Const(column.and_then(|c| c.default.clone()).unwrap_or(Value::Null)),
+                            (false, _) => {
+                                if let (Some(c), Some(Generated { identity: Some(Identity::Always), .. })) =
+                                    (column, generated)
+                                {
+                                    return generated_always(&c.name);
+                                }
+                                assigned(x, self.constant_expr(x, "VALUES")?, column)?
+                            }
                         });
                     }
                     rows.push(row);
@@ -115,6 +130,13 @@ impl Binder<'_> {
                 InsertSource::Values(rows)
             }
             _ => {
+                let always = targets
+                    .iter()
+                    .filter_map(|t| table.columns.get(*t))
+                    .find(|c| matches!(c.generated, Some(Generated { identity: Some(Identity::Always), .. })));
+                if let Some(c) = always {
+                    return generated_always(&c.name);
+                }
                 let mut q = self.query(source)?;
                 if q.names.len() != targets.len() {
                     return err(
@@ -282,4 +304,10 @@ pub(super) fn assigned(ast: &sql::Expr, bound: Expr, column: Option<&Column>) ->
         }
         (_, bound) => Ok(bound),
     }
+}
+
+/// An explicit value for a GENERATED ALWAYS identity column (OVERRIDING SYSTEM VALUE is not
+/// supported).
+fn generated_always<T>(column: &str) -> Result<T> {
+    err(SqlState::GeneratedAlways, format!("cannot insert a non-DEFAULT value into column \"{column}\""))
 }

@@ -883,6 +883,9 @@ impl Binder<'_> {
                 }
             };
         }
+        if let Some(e) = self.sequence_function(&name, &args)? {
+            return Ok(e);
+        }
         if let Some(asts) = args.iter().copied().collect::<Option<Vec<_>>>() {
             if let Some(e) = self.system_function(&name, &asts, scope, mode)? {
                 return Ok(e);

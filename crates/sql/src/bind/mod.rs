@@ -4,6 +4,7 @@ mod ddl;
 mod dml;
 mod expr;
 mod query;
+mod sequence;
 mod system;
 
 use crate::catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
@@ -381,6 +382,8 @@ pub(crate) struct Binder<'c> {
     ctes: Vec<(String, QueryPlan)>,
     param_count: usize,
     param_types: Vec<Option<SqlType>>,
+    /// Sequences the statement draws from or reads, in order of first use.
+    sequences: Vec<String>,
     /// Nesting of expression binding within the current (sub)query; parameter types are
     /// inferred once per outermost expression.
     expr_nesting: usize,
@@ -407,6 +410,7 @@ impl<'c> Binder<'c> {
             ctes: Vec::new(),
             param_count: 0,
             param_types: Vec::new(),
+            sequences: Vec::new(),
             expr_nesting: 0,
             anonymous_params: 0,
             outer_scopes: Vec::new(),
@@ -484,7 +488,13 @@ impl<'c> Binder<'c> {
         let statement = statement?;
         let mut param_types = self.param_types;
         param_types.resize(self.param_count, None);
-        Ok(Plan { statement, subqueries: self.subqueries, param_count: self.param_count, param_types })
+        Ok(Plan {
+            statement,
+            subqueries: self.subqueries,
+            param_count: self.param_count,
+            param_types,
+            sequences: self.sequences,
+        })
     }
 
     fn statement(&mut self, stmt: &sql::Statement) -> Result<Statement> {
@@ -497,6 +507,16 @@ impl<'c> Binder<'c> {
             S::CreateTable(c) => Statement::Ddl(self.create_table(c)?),
             S::CreateIndex(c) => Statement::Ddl(self.create_index(c)?),
             S::AlterTable(a) => Statement::Ddl(self.alter_table(a)?),
+            S::CreateSequence { temporary, if_not_exists, name, data_type, sequence_options, owned_by } => {
+                Statement::Ddl(self.create_sequence(
+                    *if_not_exists,
+                    *temporary,
+                    name,
+                    data_type.as_ref(),
+                    sequence_options,
+                    owned_by.as_ref(),
+                )?)
+            }
             S::Drop { object_type, if_exists, names, cascade, .. } => {
                 if *cascade {
                     return unsupported("DROP ... CASCADE");

@@ -600,6 +600,7 @@ impl Binder<'_> {
                 limits: l.clone(),
                 nullable: true,
                 default: None,
+                generated: None,
             })
             .collect();
         let table =

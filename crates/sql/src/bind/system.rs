@@ -243,6 +243,7 @@ impl Binder<'_> {
             "pg_get_indexdef",
             "pg_get_constraintdef",
             "pg_get_expr",
+            "pg_get_serial_sequence",
             "obj_description",
             "col_description",
             "shobj_description",
@@ -378,6 +379,34 @@ impl Binder<'_> {
                     return err(SqlState::UndefinedFunction, "pg_get_expr needs arguments");
                 };
                 self.typed(e, ast, scope, mode, SqlType::Text)?
+            }
+            // The sequence of a SERIAL or IDENTITY column: (table, column) → 'public.seq'.
+            "pg_get_serial_sequence" => {
+                arity(2, 2)?;
+                let [table, column] = <[Expr; 2]>::try_from(bound).map_err(|_| {
+                    SqlError::new(SqlState::UndefinedFunction, "pg_get_serial_sequence needs arguments")
+                })?;
+                let mut whens = Vec::new();
+                for t in self.catalog.tables() {
+                    for c in &t.columns {
+                        let Some(g) = &c.generated else { continue };
+                        for table_name in [t.name.clone(), format!("public.{}", t.name)] {
+                            let eq = |e: &Expr, v: String| {
+                                Expr::Cmp(CmpOp::Eq, Box::new(e.clone()), Box::new(Expr::Const(text(v))))
+                            };
+                            let at = Expr::and(eq(&table, table_name), eq(&column, c.name.clone()));
+                            whens.push((at, Expr::Const(text(format!("public.{}", g.sequence)))));
+                        }
+                    }
+                }
+                if whens.len() > MAX_LOOKUP_ENTRIES {
+                    return err(SqlState::ProgramLimitExceeded, "the catalog has too many sequences");
+                }
+                if whens.is_empty() {
+                    null_text
+                } else {
+                    Expr::Case { operand: None, whens, otherwise: Some(Box::new(null_text)) }
+                }
             }
             // Pistou keeps no comments (pg_description is empty).
             "obj_description" | "shobj_description" => {

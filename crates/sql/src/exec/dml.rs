@@ -78,7 +78,19 @@ impl Exec<'_> {
         let ts = self.reader.at.ts;
         let mut next_id = self.reader.pending.tables.get(&table.name).map_or(0, |w| w.len() as u64);
         for values in source {
-            let mut row: Row = table.columns.iter().map(|c| c.default.clone().unwrap_or(Value::Null)).collect();
+            let mut row: Row = Vec::with_capacity(table.columns.len());
+            for (pos, c) in table.columns.iter().enumerate() {
+                row.push(match &c.generated {
+                    // An omitted SERIAL / IDENTITY column: the next value of its sequence.
+                    Some(g) if !plan.targets.contains(&pos) => {
+                        let draws = self.sequences.ok_or_else(|| {
+                            SqlError::new(SqlState::InternalError, "no sequence values for this statement")
+                        })?;
+                        to_column(&Value::Int(draws.next(&g.sequence)?), c)?
+                    }
+                    _ => c.default.clone().unwrap_or(Value::Null),
+                });
+            }
             for (target, v) in plan.targets.iter().zip(values) {
                 let Some(col) = table.columns.get(*target) else { continue };
                 let v = to_column(&v, col)?;

@@ -487,6 +487,7 @@ mod primary_key_range_tests {
             limits: Default::default(),
             nullable: true,
             default: None,
+            generated: None,
         };
         TableSchema {
             name: "t".into(),

@@ -14,11 +14,21 @@ pub(crate) struct Exec<'a> {
     /// Rows of the enclosing queries while correlated subqueries run, outermost first.
     pub enclosing: Vec<Row>,
     pub reads: ReadReport,
+    /// Values of the sequences the statement may draw.
+    pub sequences: Option<&'a crate::sequence::SequenceDraws<'a>>,
 }
 
 impl<'a> Exec<'a> {
     pub fn new(reader: Reader<'a>, params: &'a [Value], plans: &'a [Subquery]) -> Self {
-        Exec { reader, params, plans, subqueries: Rc::default(), enclosing: Vec::new(), reads: ReadReport::default() }
+        Exec {
+            reader,
+            params,
+            plans,
+            subqueries: Rc::default(),
+            enclosing: Vec::new(),
+            reads: ReadReport::default(),
+            sequences: None,
+        }
     }
 
     pub(super) fn env(&self) -> Env<'_> {
@@ -31,7 +41,15 @@ impl<'a> Exec<'a> {
     where
         'a: 'e,
     {
-        Env { params: self.params, subqueries, correlated: &[], outer: &[], enclosing, now: self.now() }
+        Env {
+            params: self.params,
+            subqueries,
+            correlated: &[],
+            outer: &[],
+            enclosing,
+            now: self.now(),
+            sequences: self.sequences,
+        }
     }
 
     /// The transaction's time (see `Env::now`): the time of the timestamp it reads at.

@@ -211,6 +211,9 @@ pub struct Coordinator {
     /// shard's catalog a transaction's first statement should read (tables are placed by
     /// name); statements are always planned against a catalog the transaction read itself.
     catalog_hint: Option<(Timestamp, Arc<pistou_sql::Catalog>)>,
+    /// Sequence values this client holds, by sequence (name, identity): blocks taken from
+    /// the sequences' counters and not yet handed to a statement (`sql/sequences.rs`).
+    sequence_cache: BTreeMap<(String, u64), Vec<pistou_sql::SequenceBlock>>,
     /// False forces every range read onto the snapshot path (stress mode of Pesto Fig. 8).
     eager_range_reads: bool,
     /// Writebacks skip this many replicas of each shard (the highest indexes): a stress mode
@@ -260,6 +263,7 @@ impl Coordinator {
             recoveries: 0,
             sql_engine: pistou_sql::Engine::new(pistou_sql::Limits::default()),
             catalog_hint: None,
+            sequence_cache: BTreeMap::new(),
             eager_range_reads: true,
             writeback_omissions: 0,
             range_stats: RangeStats::default(),

@@ -20,14 +20,15 @@ use pistou_core::sql_keys::{catalog_key, key_kind, row_key, KeyKind};
 use pistou_core::{Key, ReplicaId, ShardId, Timestamp};
 use pistou_crypto::{BatchSignature, Hash};
 use pistou_sql::{
-    Catalog, ExecContext, IndexSchema, KeyRange, Output, Prepared, ReadAt, Row, SqlError, SqlState, SqlType,
-    StatementKind, Storage, StoredRow, TableSchema, Version, Write, WriteSet,
+    Catalog, ExecContext, IndexSchema, KeyRange, Output, Prepared, ReadAt, Row, SequenceInput, SqlError, SqlState,
+    SqlType, StatementKind, Storage, StoredRow, TableSchema, Version, Write, WriteSet,
 };
 use pistou_wire::{Message, PredicateRead, QueryOutput, RangeRead, RangeReply, ReplicaSigned, WirePredicate};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 pub(crate) mod range;
+mod sequences;
 
 use range::{range_targets, Choice, Chosen, Phase, RangeOp};
 
@@ -81,6 +82,8 @@ pub(super) struct SqlTxnState {
     /// same predicate evaluated by two statements stays two entries unless both read the
     /// same keys (replicas check each evaluation on its own).
     predicates: BTreeMap<(WirePredicate, Vec<Key>), Timestamp>,
+    /// currval of each sequence: the session's, then as this transaction's statements draw.
+    sequence_currents: BTreeMap<String, i64>,
     /// The schema changes buffered so far (only schema changes may follow them).
     pub(super) ddl: Option<PendingDdl>,
     statement: Option<Statement>,
@@ -105,6 +108,17 @@ struct Statement {
     sql: String,
     params: Vec<pistou_sql::Value>,
     step: Step,
+    /// Blocks of the sequences the statement names, taken from the client's cache for it
+    /// (None until planned), and the values it drew from each once known.
+    sequences: Option<Vec<(u64, SequenceInput)>>,
+    sequences_used: Option<Vec<u64>>,
+}
+
+impl Statement {
+    /// The sequence values as the engine and the replicas take them.
+    fn sequence_inputs(&self) -> Vec<SequenceInput> {
+        self.sequences.iter().flatten().map(|(_, input)| input.clone()).collect()
+    }
 }
 
 enum Step {
@@ -222,7 +236,8 @@ impl Coordinator {
         if state.statement.is_some() {
             return Err(TxnError::Busy);
         }
-        state.statement = Some(Statement { sql: sql.to_string(), params, step: Step::Plan });
+        state.statement =
+            Some(Statement { sql: sql.to_string(), params, step: Step::Plan, sequences: None, sequences_used: None });
         self.sql_advance(now, h);
         Ok(())
     }
@@ -232,8 +247,9 @@ impl Coordinator {
     }
 
     fn sql_done(&mut self, h: TxnHandle, result: Result<SqlOutput, SqlError>) {
-        if let Some(state) = self.sql_state(h) {
-            state.statement = None;
+        let finished = self.sql_state(h).and_then(|state| state.statement.take());
+        if let (Some(stmt), true) = (finished, result.is_ok()) {
+            self.sequences_drawn(h, stmt);
         }
         self.events.push_back(CoordinatorEvent::SqlDone { txn: h, result });
     }
@@ -346,6 +362,7 @@ impl Coordinator {
                 "statements other than schema changes after a schema change in the same transaction",
             ));
         }
+        self.take_sequence_values(h, &planning.1, &prepared)?;
         let tables = prepared.tables();
         if tables.is_empty() {
             // EXPLAIN, or a statement over no table (SELECT 1): nothing to read.
@@ -402,8 +419,13 @@ impl Coordinator {
         let Some(t) = self.txns.get(&h) else { return Err(sql_err(SqlState::InternalError, "transaction vanished")) };
         let empty = WriteSet::default();
         let pending = t.sql.as_ref().map(|s| &s.pending).unwrap_or(&empty);
-        let ctx = ExecContext { storage, at: ReadAt::latest_before(t.ts), pending };
+        let sequences = t.sql.as_ref().and_then(|s| s.statement.as_ref()).map(Statement::sequence_inputs);
+        let sequences = sequences.unwrap_or_default();
+        let ctx = ExecContext { storage, at: ReadAt::latest_before(t.ts), pending, sequences: &sequences };
         let exec = self.sql_engine.execute(catalog, prepared, params, &ctx)?;
+        if let Some(stmt) = self.sql_state(h).and_then(|s| s.statement.as_mut()) {
+            stmt.sequences_used = Some(exec.sequences_used.clone());
+        }
         let output = match &exec.output {
             Output::Rows { columns, rows } => SqlOutput::Rows {
                 columns: columns.clone(),
@@ -585,6 +607,7 @@ impl Coordinator {
             params: stmt.params.clone(),
             pending,
             snapshot: None,
+            sequences: stmt.sequence_inputs(),
         };
         let request = Arc::new(self.sign_read(body));
         let q = self.config().quorums();
@@ -762,6 +785,9 @@ impl Coordinator {
             *tv = (*tv).min(p.table_version);
         }
         t.deps.extend(chosen.deps);
+        if let Some(stmt) = state.statement.as_mut() {
+            stmt.sequences_used = Some(chosen.sequences_used);
+        }
         self.sql_buffer_writes(h, &writes, &catalog)?;
         Ok(match chosen.output {
             QueryOutput::Rows(rows) => SqlOutput::Rows {

@@ -74,10 +74,17 @@ impl SqlReplica {
             return Err(sql_err(SqlState::SerializationFailure, "the schema changed since this statement was planned"));
         }
         let prepared = self.engine.prepare(&catalog, &req.sql)?;
+        if req.sequences.len() > pistou_sql::sequence::MAX_STATEMENT_SEQUENCES {
+            return Err(sql_err(SqlState::ProgramLimitExceeded, "too many sequences in one statement"));
+        }
         let pending = self.pending_writes(config, req, &catalog, prepared.tables())?;
         let committed = |v: &pistou_sql::Version| v.prepared_by.is_none();
-        let ctx =
-            ExecContext { storage: &self.store, at: ReadAt { ts: req.ts, visible: &committed }, pending: &pending };
+        let ctx = ExecContext {
+            storage: &self.store,
+            at: ReadAt { ts: req.ts, visible: &committed },
+            pending: &pending,
+            sequences: &req.sequences,
+        };
         let exec = self.engine.execute(&catalog, &prepared, &req.params, &ctx)?;
         let touched = exec.reads.scans.iter().map(|s| s.table()).chain(exec.writes.tables.keys().map(String::as_str));
         for table in touched {
@@ -165,7 +172,7 @@ impl SqlReplica {
             .collect();
         let reads =
             reads.into_iter().map(|(key, (version, prepared_by))| ActiveRead { key, version, prepared_by }).collect();
-        let result = RangeResult { output, writes, reads, predicates };
+        let result = RangeResult { output, writes, reads, predicates, sequences_used: exec.sequences_used };
         Ok((result, versions, negative))
     }
 

@@ -87,6 +87,8 @@ pub(crate) struct Chosen {
     /// Valid, necessary dependencies.
     pub(crate) deps: Vec<Dep>,
     pub(crate) predicates: Vec<PredicateRead>,
+    /// Values drawn from each of the request's sequences.
+    pub(crate) sequences_used: Vec<u64>,
 }
 
 #[derive(Debug)]
@@ -353,7 +355,7 @@ fn matching_key(reply: &RangeReply) -> Vec<u8> {
             let reads: Vec<(&Key, Timestamp)> = r.reads.iter().map(|a| (&a.key, a.version)).collect();
             let preds: Vec<(&WirePredicate, &Vec<Key>)> =
                 r.predicates.iter().map(|p| (&p.predicate, &p.active)).collect();
-            postcard::to_allocvec(&(0u8, &r.output, &r.writes, reads, preds))
+            postcard::to_allocvec(&(0u8, &r.output, &r.writes, reads, preds, &r.sequences_used))
         }
         Err(e) => postcard::to_allocvec(&(1u8, e.sqlstate(), &e.message)),
     };
@@ -418,6 +420,7 @@ pub(crate) fn choose(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: 
             reads: result.reads.iter().map(|a| (a.key.clone(), a.version)).collect(),
             deps,
             predicates,
+            sequences_used: result.sequences_used.clone(),
         }));
     }
     Choice::Wait
@@ -546,6 +549,7 @@ mod tests {
             writes: vec![],
             reads,
             predicates: vec![PredicateRead { predicate: pred(1), table_version: ts(tv), active }],
+            sequences_used: vec![],
         };
         RangeReply { request: [0u8; 32], result: Ok(result), ss_vote: vec![] }
     }
@@ -605,6 +609,7 @@ mod tests {
                 params: vec![],
                 pending: vec![],
                 snapshot: None,
+                sequences: vec![],
             },
             sig: None,
         };
@@ -789,6 +794,7 @@ mod tests {
             params: vec![],
             pending: vec![],
             snapshot: None,
+            sequences: vec![],
         };
         let request = ClientSigned { client: ClientId(1), body, sig: None };
         let prepared = pistou_sql::Engine::new(pistou_sql::Limits::default())
