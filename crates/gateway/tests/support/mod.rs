@@ -20,6 +20,8 @@ pub struct Harness {
     stop_gateway: Option<tokio::sync::oneshot::Sender<()>>,
     gateway: Option<tokio::task::JoinHandle<Result<(), pistou_gateway::GatewayError>>>,
     pub client: Client,
+    /// A second client of the cluster (its own coordinator and caches), beside the gateway.
+    pub other: Client,
 }
 
 impl Harness {
@@ -33,6 +35,7 @@ impl Harness {
             assert!(matches!(result, Ok(Ok(Ok(())))), "gateway did not stop cleanly: {result:?}");
         }
         self.client.shutdown().await;
+        self.other.shutdown().await;
         let _ = self.stop_cluster.send(true);
     }
 }
@@ -58,6 +61,7 @@ pub async fn start(config: GatewayConfig) -> Harness {
         keys.push(key);
     }
     let client_key = SecretKey::generate();
+    let other_key = SecretKey::generate();
     let cluster = ClusterConfig {
         f,
         delta_us: 200_000,
@@ -65,7 +69,10 @@ pub async fn start(config: GatewayConfig) -> Harness {
         crypto: true,
         reply_batch: 16,
         shards: vec![ShardConfig { replicas }],
-        clients: vec![ClientConfig { id: 1, public_key: client_key.public() }],
+        clients: vec![
+            ClientConfig { id: 1, public_key: client_key.public() },
+            ClientConfig { id: 2, public_key: other_key.public() },
+        ],
         tables: Default::default(),
         sql: Default::default(),
         storage: Default::default(),
@@ -82,6 +89,9 @@ pub async fn start(config: GatewayConfig) -> Harness {
         }));
     }
     let options = ClientOptions { op_timeout: Duration::from_secs(20), ..ClientOptions::default() };
+    let other = Client::connect_with(cluster.clone(), ClientId(2), Some(other_key), options.clone())
+        .await
+        .expect("second client");
     let client = Client::connect_with(cluster, ClientId(1), Some(client_key), options).await.expect("client");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind gateway");
     let addr = listener.local_addr().expect("gateway addr");
@@ -89,10 +99,9 @@ pub async fn start(config: GatewayConfig) -> Harness {
     let gateway = tokio::spawn(serve(listener, client.clone(), config, async move {
         let _ = stopped.await;
     }));
-    Harness { addr, stop_cluster, stop_gateway: Some(stop_gateway), gateway: Some(gateway), client }
+    Harness { addr, stop_cluster, stop_gateway: Some(stop_gateway), gateway: Some(gateway), client, other }
 }
 
-/// A tokio-postgres connection to the gateway (trust auth).
 /// A connection to the machine's PostgreSQL (127.0.0.1:5432, database `test`, trust auth),
 /// the reference the parity tests compare with; an unreachable PostgreSQL fails the test.
 pub async fn postgres() -> tokio_postgres::Client {
@@ -124,6 +133,7 @@ impl Server {
     }
 }
 
+/// A tokio-postgres connection to the gateway (trust auth).
 pub async fn connect(addr: SocketAddr) -> tokio_postgres::Client {
     connect_as(addr, "tester", None).await.expect("connect to the gateway")
 }
