@@ -244,6 +244,8 @@ impl Binder<'_> {
             "pg_get_constraintdef",
             "pg_get_expr",
             "pg_get_serial_sequence",
+            "to_regtype",
+            "to_regclass",
             "obj_description",
             "col_description",
             "shobj_description",
@@ -379,6 +381,30 @@ impl Binder<'_> {
                     return err(SqlState::UndefinedFunction, "pg_get_expr needs arguments");
                 };
                 self.typed(e, ast, scope, mode, SqlType::Text)?
+            }
+            // A name's OID, or NULL where the `::regtype` / `::regclass` cast would fail.
+            "to_regtype" | "to_regclass" => {
+                arity(1, 1)?;
+                let entries = if name == "to_regtype" {
+                    type_names()
+                } else {
+                    let mut all = objects.relations();
+                    all.extend(system::SYSTEM_RELATION_OIDS.iter().map(|(o, n)| (*o, n.to_string())));
+                    all
+                };
+                match bound.pop() {
+                    Some(Expr::Const(Value::Text(s))) => {
+                        let found = if name == "to_regtype" {
+                            type_oid_by_name(&s)
+                        } else {
+                            let wanted = relation_name(&s);
+                            entries.iter().find(|(_, n)| *n == wanted).map(|(o, _)| *o)
+                        };
+                        found.map_or(typed_null(SqlType::Int4), |o| cast_to(Expr::Const(Value::Int(o)), SqlType::Int4))
+                    }
+                    Some(e) => lookup_by_name(cast_to(e, SqlType::Text), entries),
+                    None => return err(SqlState::UndefinedFunction, format!("function {name} needs an argument")),
+                }
             }
             // The sequence of a SERIAL or IDENTITY column: (table, column) → 'public.seq'.
             "pg_get_serial_sequence" => {
