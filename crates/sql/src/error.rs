@@ -51,6 +51,18 @@ pub enum SqlState {
     InvalidSavepointSpecification,
     /// A malformed regular expression (2201B).
     InvalidRegularExpression,
+    /// A window function where none is allowed, nested, or a bad window definition (42P20).
+    WindowingError,
+    /// OVER on a function that is neither a window function nor an aggregate (42809).
+    WrongObjectType,
+    /// A NULL frame offset (22004).
+    NullValueNotAllowed,
+    /// A negative frame offset (22013).
+    InvalidPrecedingOrFollowingSize,
+    /// ntile(n) with n <= 0 (22014).
+    InvalidArgumentForNtile,
+    /// nth_value(x, n) with n <= 0 (22016).
+    InvalidArgumentForNthValue,
 }
 
 impl SqlState {
@@ -84,6 +96,12 @@ impl SqlState {
             DatetimeFieldOverflow => "22008",
             InvalidSavepointSpecification => "3B001",
             InvalidRegularExpression => "2201B",
+            WindowingError => "42P20",
+            WrongObjectType => "42809",
+            NullValueNotAllowed => "22004",
+            InvalidPrecedingOrFollowingSize => "22013",
+            InvalidArgumentForNtile => "22014",
+            InvalidArgumentForNthValue => "22016",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
             FeatureNotSupported => "0A000",

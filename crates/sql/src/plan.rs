@@ -128,6 +128,9 @@ pub(crate) struct SelectCore {
     pub filter: Option<Expr>,
     pub aggregate: Option<AggPlan>,
     pub having: Option<Expr>,
+    /// Window calls, computed over the rows after WHERE (or GROUP BY / HAVING): call `k`
+    /// appends column `width + k` to each row, which `output` reads.
+    pub windows: Vec<crate::window::WindowCall>,
     /// Output expressions, including hidden sort columns after the visible ones.
     pub output: Vec<Expr>,
     pub distinct: bool,
@@ -435,7 +438,9 @@ pub(crate) fn expr_type_in(
     let ty = |x: &Expr| expr_type_in(x, input, placeholder);
     match e {
         Expr::Const(v) => literal_type(v),
-        Expr::Column(i) => input.get(*i).copied().flatten(),
+        // A window call's placeholder column (see `window::WINDOW_COLUMN_BASE`) is typed by
+        // the binder.
+        Expr::Column(i) => input.get(*i).copied().flatten().or_else(|| placeholder(e)),
         Expr::Enclosing { .. } | Expr::Subquery(_) => placeholder(e),
         Expr::Outer(_) | Expr::Param(_) => None,
         Expr::Neg(x) => ty(x),

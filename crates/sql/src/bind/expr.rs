@@ -84,6 +84,7 @@ impl Binder<'_> {
                 SubqueryKind::Array => Some(SqlType::Text),
                 _ => s.plan.types.first().copied().flatten(),
             }),
+            Expr::Column(_) => self.window_type(e),
             _ => None,
         }
     }
@@ -815,7 +816,10 @@ impl Binder<'_> {
                 None => Expr::Const(Value::Null),
             });
         }
-        if f.over.is_some() || f.filter.is_some() || !f.within_group.is_empty() || f.null_treatment.is_some() {
+        if let Some(over) = &f.over {
+            return self.window_function(f, over, &name, scope, mode);
+        }
+        if f.filter.is_some() || !f.within_group.is_empty() || f.null_treatment.is_some() {
             return unsupported(format!("function syntax in {f}"));
         }
         let (args, distinct) = match &f.args {

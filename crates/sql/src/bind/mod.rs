@@ -5,6 +5,7 @@ mod dml;
 mod expr;
 mod query;
 mod system;
+mod window;
 
 use crate::catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
 use crate::error::{err, Result, SqlError, SqlState};
@@ -396,6 +397,8 @@ pub(crate) struct Binder<'c> {
     max_depth: usize,
     /// Statement text, for error messages that must not render a (possibly huge) AST.
     sql: &'c str,
+    /// Whether window calls are allowed where binding is, and those of the current SELECT.
+    windows: window::WindowState,
 }
 
 impl<'c> Binder<'c> {
@@ -415,6 +418,7 @@ impl<'c> Binder<'c> {
             depth: 0,
             max_depth,
             sql,
+            windows: window::WindowState::Denied("this context"),
         }
     }
 

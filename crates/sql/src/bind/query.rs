@@ -230,6 +230,14 @@ impl Binder<'_> {
     }
 
     pub(super) fn select(&mut self, s: &sql::Select, order_by: &[sql::OrderByExpr]) -> Result<SelectWithColumns> {
+        // Window calls belong to the SELECT they appear in: an enclosing one's are put back.
+        let enclosing = std::mem::replace(&mut self.windows, window::WindowState::Denied("this context"));
+        let result = self.select_inner(s, order_by);
+        self.windows = enclosing;
+        result
+    }
+
+    fn select_inner(&mut self, s: &sql::Select, order_by: &[sql::OrderByExpr]) -> Result<SelectWithColumns> {
         if s.top.is_some()
             || s.into.is_some()
             || !s.lateral_views.is_empty()
@@ -238,7 +246,6 @@ impl Binder<'_> {
             || !s.cluster_by.is_empty()
             || !s.distribute_by.is_empty()
             || !s.sort_by.is_empty()
-            || !s.named_window.is_empty()
             || s.qualify.is_some()
             || s.exclude.is_some()
             || s.value_table_mode.is_some()
@@ -334,6 +341,7 @@ impl Binder<'_> {
             }
             ctx.group_ast = group_ast;
         }
+        self.allow_windows(&s.named_window)?;
         let mut output = Vec::with_capacity(items.len());
         for (e, col, _) in &items {
             let bound = if aggregating {
@@ -364,10 +372,12 @@ impl Binder<'_> {
             };
             output.push(bound);
         }
+        let windows = std::mem::replace(&mut self.windows, window::WindowState::Denied("HAVING"));
         let having = match &s.having {
             Some(h) if aggregating => Some(self.expr(h, &scope, &mut Mode::Agg(&mut ctx))?),
             _ => None,
         };
+        self.windows = windows;
         let mut keys = Vec::new();
         for o in order_by {
             let (desc, nulls_first) = Self::sort_options(o)?;
@@ -399,6 +409,18 @@ impl Binder<'_> {
         let output_scope = if aggregating { self.grouped(&scope, &ctx) } else { scope.clone() };
         let types = output.iter().take(names.len()).map(|e| self.type_of(e, &output_scope, &Mode::Plain(""))).collect();
         let limits = output.iter().take(names.len()).map(|e| self.char_limits(e, &output_scope)).collect();
+        // Window calls read the row after WHERE (or the grouped row); their values follow it.
+        let windows = match std::mem::replace(&mut self.windows, window::WindowState::Denied("this context")) {
+            window::WindowState::Allowed(w) => w.calls,
+            _ => Vec::new(),
+        };
+        if !windows.is_empty() {
+            let width = if aggregating { ctx.group_bound.len() + ctx.calls.len() } else { scope.cols.len() };
+            let base = crate::window::WINDOW_COLUMN_BASE;
+            for e in &mut output {
+                *e = e.map_columns(&|c| Expr::Column(if c >= base { width + (c - base) } else { c }));
+            }
+        }
         // Bare quoted or NULL literals: a set operation or INSERT gives them their type.
         let untyped = items
             .iter()
@@ -409,7 +431,7 @@ impl Binder<'_> {
             .collect();
         let (from, filter) = self.plan_from(from_items, where_conjuncts)?;
         let aggregate = aggregating.then_some(AggPlan { group_by: ctx.group_bound, calls: ctx.calls });
-        Ok((SelectCore { from, filter, aggregate, having, output, distinct }, (names, types, limits, untyped), keys))
+        Ok((SelectCore { from, filter, aggregate, having, windows, output, distinct }, (names, types, limits, untyped), keys))
     }
 
     /// Binds an expression of a query whose input is known to be empty (see `select`): a

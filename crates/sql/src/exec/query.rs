@@ -199,7 +199,7 @@ impl<'a> Exec<'a> {
     /// its rows can then be filtered and projected or aggregated where the scan lends them.
     fn streams(&self, core: &SelectCore) -> bool {
         let Some(first) = &core.from.first else { return false };
-        if first.derived.is_some() || !core.from.joins.is_empty() {
+        if first.derived.is_some() || !core.windows.is_empty() || !core.from.joins.is_empty() {
             return false;
         }
         let per_row = |e: &Expr| self.per_row(e);
@@ -273,6 +273,7 @@ impl<'a> Exec<'a> {
             rows = self.aggregate(rows, agg)?;
             return self.having_and_project(core, rows);
         }
+        let rows = self.windows(rows, &core.windows)?;
         rows.iter().map(|r| self.project_row(&core.output, r)).collect()
     }
 
@@ -287,6 +288,7 @@ impl<'a> Exec<'a> {
             }
             rows = kept;
         }
+        let rows = self.windows(rows, &core.windows)?;
         rows.iter().map(|r| self.project_row(&core.output, r)).collect()
     }
 
