@@ -63,6 +63,8 @@ pub enum SqlState {
     InvalidArgumentForNtile,
     /// nth_value(x, n) with n <= 0 (22016).
     InvalidArgumentForNthValue,
+    /// A malformed WITH RECURSIVE query (42P19).
+    InvalidRecursion,
 }
 
 impl SqlState {
@@ -102,6 +104,7 @@ impl SqlState {
             InvalidPrecedingOrFollowingSize => "22013",
             InvalidArgumentForNtile => "22014",
             InvalidArgumentForNthValue => "22016",
+            InvalidRecursion => "42P19",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
             FeatureNotSupported => "0A000",

@@ -148,6 +148,11 @@ pub(crate) enum QueryBody {
     Select(Box<SelectCore>),
     Values(Vec<Vec<Expr>>),
     SetOp { op: SetOp, all: bool, left: Box<QueryBody>, right: Box<QueryBody> },
+    /// `WITH RECURSIVE name AS (base UNION [ALL] step)`: `step` runs again over the rows the
+    /// previous run produced (read through `WorkingTable(id)`) until it produces no new row.
+    Recursive { id: usize, name: String, all: bool, base: Box<QueryBody>, step: Box<QueryBody> },
+    /// The rows of the previous iteration of recursive query `id`.
+    WorkingTable(usize),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -731,6 +736,14 @@ fn describe_body(out: &mut String, indent: usize, body: &QueryBody) {
             let _ = writeln!(out, "{:indent$}{op:?}{}", "", if *all { " ALL" } else { "" });
             describe_body(out, indent + 2, left);
             describe_body(out, indent + 2, right);
+        }
+        QueryBody::Recursive { name, all, base, step, .. } => {
+            let _ = writeln!(out, "{:indent$}Recursive {name}{}", "", if *all { " (UNION ALL)" } else { " (UNION)" });
+            describe_body(out, indent + 2, base);
+            describe_body(out, indent + 2, step);
+        }
+        QueryBody::WorkingTable(_) => {
+            let _ = writeln!(out, "{:indent$}WorkingTable", "");
         }
         QueryBody::Select(core) => {
             let _ = writeln!(

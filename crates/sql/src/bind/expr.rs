@@ -410,6 +410,35 @@ impl Binder<'_> {
                     negated: matches!(e, E::IsNotDistinctFrom(..)),
                 }
             }
+            E::InList { expr, list, negated } if matches!(&**expr, E::Tuple(_)) => {
+                // A row compared with rows: `(a, b) = (1, 2)` is `a = 1 AND b = 2` (three-valued,
+                // as PostgreSQL's row comparison), and IN is the OR of those.
+                let E::Tuple(left) = &**expr else { return err(SqlState::InternalError, "row value") };
+                let mut alternatives = Vec::with_capacity(list.len());
+                for item in list {
+                    let E::Tuple(right) = item else {
+                        return unsupported("IN with a row value and a non-row list item");
+                    };
+                    if right.len() != left.len() {
+                        return err(SqlState::SyntaxError, "row comparison needs rows of the same length");
+                    }
+                    let mut parts = Vec::with_capacity(left.len());
+                    for (a, b) in left.iter().zip(right) {
+                        let (l, r) = (self.expr(a, scope, mode)?, self.expr(b, scope, mode)?);
+                        parts.push(self.compare(CmpOp::Eq, (a, l), (b, r), scope, mode)?);
+                    }
+                    alternatives.push(Expr::conjunction(parts));
+                }
+                let any = alternatives
+                    .into_iter()
+                    .reduce(|a, b| Expr::Or(Box::new(a), Box::new(b)))
+                    .unwrap_or(Expr::Const(Value::Bool(false)));
+                if *negated {
+                    Expr::Not(Box::new(any))
+                } else {
+                    any
+                }
+            }
             E::InList { expr, list, negated } => {
                 let x = self.expr(expr, scope, mode)?;
                 let mut bound = Vec::with_capacity(list.len());
