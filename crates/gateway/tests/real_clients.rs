@@ -440,7 +440,8 @@ async fn pgjdbc_get_columns_matches_postgres() {
             let classpath = classpath.clone();
             async move {
                 let (ok, out) =
-                    run(Command::new("java").arg("-cp").arg(classpath).arg("JdbcColumns").arg(url).arg(user), 120).await;
+                    run(Command::new("java").arg("-cp").arg(classpath).arg("JdbcColumns").arg(url).arg(user), 120)
+                        .await;
                 assert!(ok && out.contains("COLUMNS DONE"), "getColumns failed:\n{out}");
                 out
             }

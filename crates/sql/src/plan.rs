@@ -147,10 +147,21 @@ pub(crate) enum SetOp {
 pub(crate) enum QueryBody {
     Select(Box<SelectCore>),
     Values(Vec<Vec<Expr>>),
-    SetOp { op: SetOp, all: bool, left: Box<QueryBody>, right: Box<QueryBody> },
+    SetOp {
+        op: SetOp,
+        all: bool,
+        left: Box<QueryBody>,
+        right: Box<QueryBody>,
+    },
     /// `WITH RECURSIVE name AS (base UNION [ALL] step)`: `step` runs again over the rows the
     /// previous run produced (read through `WorkingTable(id)`) until it produces no new row.
-    Recursive { id: usize, name: String, all: bool, base: Box<QueryBody>, step: Box<QueryBody> },
+    Recursive {
+        id: usize,
+        name: String,
+        all: bool,
+        base: Box<QueryBody>,
+        step: Box<QueryBody>,
+    },
     /// The rows of the previous iteration of recursive query `id`.
     WorkingTable(usize),
 }

@@ -453,7 +453,11 @@ impl Binder<'_> {
             .collect();
         let (from, filter) = self.plan_from(from_items, where_conjuncts)?;
         let aggregate = aggregating.then_some(AggPlan { group_by: ctx.group_bound, calls: ctx.calls });
-        Ok((SelectCore { from, filter, aggregate, having, windows, output, distinct }, (names, types, limits, untyped), keys))
+        Ok((
+            SelectCore { from, filter, aggregate, having, windows, output, distinct },
+            (names, types, limits, untyped),
+            keys,
+        ))
     }
 
     /// Binds an expression of a query whose input is known to be empty (see `select`): a

@@ -67,15 +67,13 @@ impl Binder<'_> {
             match step_ty {
                 _ if *literal => coerce_column(&mut step, i, InputType::Literal, ty)?,
                 None => coerce_column(&mut step, i, InputType::Opaque, ty)?,
-                Some(s) if *s != ty => {
-                    return err(
-                        SqlState::DatatypeMismatch,
-                        format!(
-                            "recursive query \"{name}\" column {} has type {ty} in non-recursive term but type {s} overall",
-                            i + 1
-                        ),
-                    )
-                }
+                Some(s) if *s != ty => return err(
+                    SqlState::DatatypeMismatch,
+                    format!(
+                        "recursive query \"{name}\" column {} has type {ty} in non-recursive term but type {s} overall",
+                        i + 1
+                    ),
+                ),
                 Some(_) => {}
             }
         }
@@ -101,7 +99,9 @@ impl Binder<'_> {
             return Ok(());
         };
         if entry.2 != depth {
-            return recursion_error(format!("recursive reference to query \"{name}\" must not appear within a subquery"));
+            return recursion_error(format!(
+                "recursive reference to query \"{name}\" must not appear within a subquery"
+            ));
         }
         entry.1 += 1;
         if entry.1 > 1 {

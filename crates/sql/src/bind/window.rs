@@ -173,8 +173,8 @@ impl Binder<'_> {
                 return windowing_error(message);
             }
         };
-        let call = resolve(&ctx.named, over)
-            .and_then(|spec| self.window_call(f, name, (&args, distinct), &spec, scope, mode));
+        let call =
+            resolve(&ctx.named, over).and_then(|spec| self.window_call(f, name, (&args, distinct), &spec, scope, mode));
         let mut ctx = ctx;
         let result = call.map(|call| match ctx.calls.iter().position(|c| *c == call) {
             Some(k) => k,
@@ -323,13 +323,17 @@ impl Binder<'_> {
                     return err(SqlState::UndefinedFunction, format!("function {name} does not exist"));
                 };
                 let call = match (agg, args) {
-                    (AggFunc::Count, [None]) => AggCall { func: AggFunc::CountStar, arg: None, distinct, arg_type: None },
+                    (AggFunc::Count, [None]) => {
+                        AggCall { func: AggFunc::CountStar, arg: None, distinct, arg_type: None }
+                    }
                     (_, [Some(arg)]) => {
                         let arg = self.expr(arg, scope, mode)?;
                         let arg_type = self.type_of(&arg, scope, mode);
                         AggCall { func: agg, arg: Some(arg), distinct, arg_type }
                     }
-                    _ => return err(SqlState::UndefinedFunction, format!("function {name} takes exactly one argument")),
+                    _ => {
+                        return err(SqlState::UndefinedFunction, format!("function {name} takes exactly one argument"))
+                    }
                 };
                 let ty = aggregate_type(&call);
                 (WindowFunc::Aggregate(call), ty)

@@ -20,7 +20,12 @@ pub(crate) struct Exec<'a> {
 
 impl<'a> Exec<'a> {
     pub fn new(reader: Reader<'a>, params: &'a [Value], plans: &'a [Subquery]) -> Self {
-        Exec { reader, params, plans, subqueries: Rc::default(), enclosing: Vec::new(),
+        Exec {
+            reader,
+            params,
+            plans,
+            subqueries: Rc::default(),
+            enclosing: Vec::new(),
             reads: ReadReport::default(),
             working: Vec::new(),
         }

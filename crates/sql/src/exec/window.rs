@@ -77,7 +77,8 @@ impl Exec<'_> {
                 .then_with(|| compare_rows(okey(a), okey(b), &sort))
                 .then(a.cmp(&b))
         });
-        let (start, end) = (self.frame_bound(&call.frame.start, "starting")?, self.frame_bound(&call.frame.end, "ending")?);
+        let (start, end) =
+            (self.frame_bound(&call.frame.start, "starting")?, self.frame_bound(&call.frame.end, "ending")?);
         let mut values = vec![Value::Null; n];
         let mut lo = 0;
         while lo < n {
@@ -113,7 +114,9 @@ impl Exec<'_> {
                 Value::Int(i) => u64::try_from(i).or_else(|_| {
                     err(SqlState::InvalidPrecedingOrFollowingSize, format!("frame {which} offset must not be negative"))
                 }),
-                other => err(SqlState::DatatypeMismatch, format!("frame {which} offset must be an integer, got {other}")),
+                other => {
+                    err(SqlState::DatatypeMismatch, format!("frame {which} offset must be an integer, got {other}"))
+                }
             }
         };
         Ok(match b {
@@ -157,9 +160,9 @@ impl Exec<'_> {
             WindowFunc::DenseRank => {
                 out.extend((0..len).map(|p| int(peers.group.get(p).copied().unwrap_or(0) + 1)));
             }
-            WindowFunc::PercentRank => out.extend((0..len).map(|p| {
-                Value::Float(if len > 1 { peer_start(p) as f64 / (len - 1) as f64 } else { 0.0 })
-            })),
+            WindowFunc::PercentRank => out.extend(
+                (0..len).map(|p| Value::Float(if len > 1 { peer_start(p) as f64 / (len - 1) as f64 } else { 0.0 })),
+            ),
             WindowFunc::CumeDist => out.extend((0..len).map(|p| Value::Float(peer_end(p) as f64 / len as f64))),
             WindowFunc::Ntile => {
                 // The bucket count is read at the partition's first row, as in PostgreSQL.
@@ -208,7 +211,10 @@ impl Exec<'_> {
                                 )
                             }
                             other => {
-                                return err(SqlState::DatatypeMismatch, format!("nth_value needs an integer, got {other}"))
+                                return err(
+                                    SqlState::DatatypeMismatch,
+                                    format!("nth_value needs an integer, got {other}"),
+                                )
                             }
                         },
                     };
