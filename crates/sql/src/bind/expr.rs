@@ -75,7 +75,7 @@ impl Binder<'_> {
     }
 
     /// Static type of an enclosing query's column or of a scalar subquery (its column's).
-    fn placeholder_type(&self, e: &Expr) -> Option<SqlType> {
+    pub(super) fn placeholder_type(&self, e: &Expr) -> Option<SqlType> {
         match e {
             Expr::Enclosing { level, column } => {
                 self.outer_scopes.get(*level).and_then(|s| s.cols.get(*column)).and_then(|c| c.ty)

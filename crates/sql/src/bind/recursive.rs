@@ -67,13 +67,15 @@ impl Binder<'_> {
             match step_ty {
                 _ if *literal => coerce_column(&mut step, i, InputType::Literal, ty)?,
                 None => coerce_column(&mut step, i, InputType::Opaque, ty)?,
-                Some(s) if *s != ty => return err(
-                    SqlState::DatatypeMismatch,
-                    format!(
+                Some(s) if *s != ty => {
+                    return err(
+                        SqlState::DatatypeMismatch,
+                        format!(
                         "recursive query \"{name}\" column {} has type {ty} in non-recursive term but type {s} overall",
                         i + 1
                     ),
-                ),
+                    )
+                }
                 Some(_) => {}
             }
         }

@@ -175,6 +175,9 @@ impl Binder<'_> {
         };
         let call =
             resolve(&ctx.named, over).and_then(|spec| self.window_call(f, name, (&args, distinct), &spec, scope, mode));
+        if let Ok(call) = &call {
+            self.infer_window_params(call, scope, mode);
+        }
         let mut ctx = ctx;
         let result = call.map(|call| match ctx.calls.iter().position(|c| *c == call) {
             Some(k) => k,
@@ -340,6 +343,25 @@ impl Binder<'_> {
             }
         };
         Ok(WindowCall { func, args: bound, partition, order, frame, ty })
+    }
+
+    /// Parameter types from the call's expressions (the select-list expression around the
+    /// call only sees its placeholder column).
+    fn infer_window_params(&mut self, call: &WindowCall, scope: &Scope, mode: &Mode) {
+        let input = match mode {
+            Mode::Agg(ctx) => self.grouped(scope, ctx).types(),
+            _ => scope.types(),
+        };
+        let agg_arg = match &call.func {
+            WindowFunc::Aggregate(c) => c.arg.as_ref(),
+            _ => None,
+        };
+        let mut types = std::mem::take(&mut self.param_types);
+        let exprs = call.args.iter().chain(agg_arg).chain(&call.partition).chain(call.order.iter().map(|o| &o.expr));
+        for e in exprs {
+            infer_param_types(e, &input, &|x| self.placeholder_type(x), &mut types);
+        }
+        self.param_types = types;
     }
 
     fn frame(&mut self, fr: &sql::WindowFrame, order_len: usize) -> Result<Frame> {
