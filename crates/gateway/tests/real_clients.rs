@@ -295,9 +295,7 @@ public class JdbcCheck {
                 check(rs.next() && rs.getString("TABLE_NAME").equals("j") && rs.getString("TABLE_TYPE").equals("TABLE"), "getTables");
                 check(!rs.next(), "one table named j");
             }
-            // getColumns numbers columns with row_number() OVER (...): window functions are
-            // not built yet (issue 26), and the engine says so. Printed so that the Rust side
-            // notices when this starts working and the full check below must come back.
+            // getColumns numbers columns with row_number() OVER (PARTITION BY ... ORDER BY ...).
             try (ResultSet rs = c.getMetaData().getColumns(null, "public", "j", "%")) {
                 String[] names = {"id", "name", "w"};
                 int[] types = {Types.BIGINT, Types.VARCHAR, Types.DOUBLE};
@@ -310,9 +308,6 @@ public class JdbcCheck {
                 }
                 check(!rs.next(), "three columns");
                 System.out.println("getColumns OK");
-            } catch (java.sql.SQLException e) {
-                check("0A000".equals(e.getSQLState()) && e.getMessage().contains("row_number() OVER"), "getColumns: " + e);
-                System.out.println("getColumns KNOWN GAP: window functions");
             }
             c.setAutoCommit(false);
             try (PreparedStatement p = c.prepareStatement("UPDATE j SET name = ? WHERE id = ?")) {
@@ -381,11 +376,84 @@ async fn pgjdbc_prepared_statements_metadata_and_transactions() {
         let url = format!("jdbc:postgresql://127.0.0.1:{}/pistou?sslmode=disable&connectTimeout=10", h.addr.port());
         let classpath = format!("{}:{}", jar.display(), dir.display());
         let (ok, out) = run(Command::new("java").arg("-cp").arg(classpath).arg("JdbcCheck").arg(url), 120).await;
-        assert!(ok && out.contains("JDBC OK"), "pgjdbc check failed:\n{out}");
-        // A known gap, asserted so that it cannot close unnoticed: when window functions work,
-        // this fails and getColumns is checked in full again (it prints "getColumns OK").
-        assert!(out.contains("getColumns KNOWN GAP: window functions"), "pgjdbc getColumns now answers:\n{out}");
+        assert!(ok && out.contains("JDBC OK") && out.contains("getColumns OK"), "pgjdbc check failed:\n{out}");
         h.stop().await;
+    })
+    .await;
+}
+
+/// Prints what pgjdbc's `DatabaseMetaData.getColumns` answers for a table of every column
+/// type Pistou has, one line per column with every field of the result set.
+const JDBC_COLUMNS_SOURCE: &str = r#"
+import java.sql.*;
+
+public class JdbcColumns {
+    public static void main(String[] args) throws Exception {
+        try (Connection c = DriverManager.getConnection(args[0], args[1], "")) {
+            try (Statement s = c.createStatement()) {
+                s.execute("DROP TABLE IF EXISTS win_jdbc_cols");
+                s.execute("CREATE TABLE win_jdbc_cols (id BIGINT PRIMARY KEY, name TEXT NOT NULL, w DOUBLE PRECISION, "
+                    + "n NUMERIC(10,2), v VARCHAR(20), ch CHAR(3), d DATE, ts TIMESTAMP, b BOOLEAN, si SMALLINT, "
+                    + "i INTEGER DEFAULT 7, r REAL, by BYTEA)");
+            }
+            for (String pattern : new String[] {"%", "n%"}) {
+                try (ResultSet rs = c.getMetaData().getColumns(null, "public", "win_jdbc_cols", pattern)) {
+                    ResultSetMetaData md = rs.getMetaData();
+                    while (rs.next()) {
+                        StringBuilder line = new StringBuilder();
+                        for (int i = 1; i <= md.getColumnCount(); i++) {
+                            String label = md.getColumnLabel(i);
+                            // The catalog is the database's name, which differs between the two servers.
+                            String value = label.equals("TABLE_CAT") ? "(database)" : rs.getString(i);
+                            line.append(label).append('=').append(value).append(' ');
+                        }
+                        System.out.println(line.toString().trim());
+                    }
+                }
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute("DROP TABLE win_jdbc_cols");
+            }
+        }
+        System.out.println("COLUMNS DONE");
+    }
+}
+"#;
+
+/// pgjdbc's getColumns (a query over pg_catalog numbering columns with `row_number() OVER
+/// (PARTITION BY a.attrelid ORDER BY a.attnum)`) answers on Pistou exactly as on PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pgjdbc_get_columns_matches_postgres() {
+    for tool in ["java", "javac"] {
+        require_tool(tool);
+    }
+    bounded(300, async {
+        let dir = work_dir("pgjdbc-columns");
+        let jar = pgjdbc_jar(&dir).await;
+        std::fs::write(dir.join("JdbcColumns.java"), JDBC_COLUMNS_SOURCE).expect("write source");
+        let (ok, out) =
+            run(Command::new("javac").arg("-cp").arg(&jar).arg("-d").arg(&dir).arg(dir.join("JdbcColumns.java")), 120)
+                .await;
+        assert!(ok, "javac failed:\n{out}");
+        let classpath = format!("{}:{}", jar.display(), dir.display());
+        let columns = |url: String, user: &'static str| {
+            let classpath = classpath.clone();
+            async move {
+                let (ok, out) =
+                    run(Command::new("java").arg("-cp").arg(classpath).arg("JdbcColumns").arg(url).arg(user), 120)
+                        .await;
+                assert!(ok && out.contains("COLUMNS DONE"), "getColumns failed:\n{out}");
+                out
+            }
+        };
+        let expected =
+            columns("jdbc:postgresql://127.0.0.1:5432/test?sslmode=disable&connectTimeout=10".into(), "postgres").await;
+        let h = start(GatewayConfig::default()).await;
+        let url = format!("jdbc:postgresql://127.0.0.1:{}/pistou?sslmode=disable&connectTimeout=10", h.addr.port());
+        let got = columns(url, "tester").await;
+        h.stop().await;
+        assert_eq!(expected.lines().count(), 13 + 2 + 1, "PostgreSQL's answer:\n{expected}");
+        assert_eq!(got, expected, "getColumns on Pistou (left) differs from PostgreSQL (right)");
     })
     .await;
 }

@@ -5,8 +5,8 @@
 
 mod support;
 
-use pistou_gateway::GatewayConfig;
 use pistou_client::SqlValue;
+use pistou_gateway::GatewayConfig;
 use support::{bounded, connect, start};
 
 const SESSIONS: usize = 4;
@@ -49,10 +49,7 @@ async fn concurrent_inserts_get_distinct_serial_values() {
         // One statement drawing far more values than a first block holds.
         let copied = admin.execute("INSERT INTO seq_c (src) SELECT 'copy' FROM seq_c", &[]).await.expect("copy");
         assert_eq!(copied as usize, total);
-        let row = admin
-            .query_one("SELECT count(*), count(DISTINCT id), min(id) FROM seq_c", &[])
-            .await
-            .expect("count");
+        let row = admin.query_one("SELECT count(*), count(DISTINCT id), min(id) FROM seq_c", &[]).await.expect("count");
         let (count, distinct, min): (i64, i64, i32) = (row.get(0), row.get(1), row.get(2));
         assert_eq!((count, distinct), (2 * total as i64, 2 * total as i64), "every row has its own id");
         assert!(min >= 1);

@@ -107,8 +107,8 @@ fn query_tables(q: &QueryPlan, out: &mut BTreeSet<String>) {
 fn body_tables(body: &QueryBody, out: &mut BTreeSet<String>) {
     match body {
         QueryBody::Select(core) => from_tables(&core.from, out),
-        QueryBody::Values(_) => {}
-        QueryBody::SetOp { left, right, .. } => {
+        QueryBody::Values(_) | QueryBody::WorkingTable(_) => {}
+        QueryBody::SetOp { left, right, .. } | QueryBody::Recursive { base: left, step: right, .. } => {
             body_tables(left, out);
             body_tables(right, out);
         }

@@ -356,11 +356,26 @@ impl Engine {
 
     fn parse_and_bind(&self, catalog: &Catalog, sql: &str) -> Result<Prepared> {
         let dialect = PostgreSqlDialect {};
-        let statements = Parser::new(&dialect)
+        let parsed = Parser::new(&dialect)
             .with_recursion_limit(self.limits.max_depth)
             .try_with_sql(sql)
-            .and_then(|mut p| p.parse_statements())
-            .map_err(parse_error)?;
+            .and_then(|mut p| p.parse_statements());
+        let statements = match parsed {
+            // sqlparser reads `TABLE x` as a query only where a query is expected.
+            Err(_) if sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("table ")) => {
+                Parser::new(&dialect)
+                    .with_recursion_limit(self.limits.max_depth)
+                    .try_with_sql(sql)
+                    .and_then(|mut p| {
+                        let query = p.parse_query()?;
+                        while p.consume_token(&sqlparser::tokenizer::Token::SemiColon) {}
+                        p.expect_token(&sqlparser::tokenizer::Token::EOF)?;
+                        Ok(vec![sqlparser::ast::Statement::Query(query)])
+                    })
+                    .map_err(parse_error)?
+            }
+            other => other.map_err(parse_error)?,
+        };
         let statement = match statements.as_slice() {
             [one] => one,
             [] => return err(SqlState::SyntaxError, "empty statement"),

@@ -62,6 +62,20 @@ pub enum SqlState {
     /// Internal: a statement needs more values of the sequence named in the message than
     /// its client handed it; the client takes a block and runs it again (`sequence.rs`).
     SequenceValuesNeeded,
+    /// A window function where none is allowed, nested, or a bad window definition (42P20).
+    WindowingError,
+    /// OVER on a function that is neither a window function nor an aggregate (42809).
+    WrongObjectType,
+    /// A NULL frame offset (22004).
+    NullValueNotAllowed,
+    /// A negative frame offset (22013).
+    InvalidPrecedingOrFollowingSize,
+    /// ntile(n) with n <= 0 (22014).
+    InvalidArgumentForNtile,
+    /// nth_value(x, n) with n <= 0 (22016).
+    InvalidArgumentForNthValue,
+    /// A malformed WITH RECURSIVE query (42P19).
+    InvalidRecursion,
 }
 
 impl SqlState {
@@ -100,6 +114,13 @@ impl SqlState {
             GeneratedAlways => "428C9",
             DependentObjectsStillExist => "2BP01",
             SequenceValuesNeeded => "XX000",
+            WindowingError => "42P20",
+            WrongObjectType => "42809",
+            NullValueNotAllowed => "22004",
+            InvalidPrecedingOrFollowingSize => "22013",
+            InvalidArgumentForNtile => "22014",
+            InvalidArgumentForNthValue => "22016",
+            InvalidRecursion => "42P19",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
             FeatureNotSupported => "0A000",

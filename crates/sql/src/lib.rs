@@ -29,6 +29,7 @@ pub mod storage;
 pub mod system;
 pub mod temporal;
 pub mod types;
+mod window;
 
 pub use catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
 pub use database::Database;

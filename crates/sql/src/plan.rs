@@ -128,6 +128,9 @@ pub(crate) struct SelectCore {
     pub filter: Option<Expr>,
     pub aggregate: Option<AggPlan>,
     pub having: Option<Expr>,
+    /// Window calls, computed over the rows after WHERE (or GROUP BY / HAVING): call `k`
+    /// appends column `width + k` to each row, which `output` reads.
+    pub windows: Vec<crate::window::WindowCall>,
     /// Output expressions, including hidden sort columns after the visible ones.
     pub output: Vec<Expr>,
     pub distinct: bool,
@@ -144,7 +147,23 @@ pub(crate) enum SetOp {
 pub(crate) enum QueryBody {
     Select(Box<SelectCore>),
     Values(Vec<Vec<Expr>>),
-    SetOp { op: SetOp, all: bool, left: Box<QueryBody>, right: Box<QueryBody> },
+    SetOp {
+        op: SetOp,
+        all: bool,
+        left: Box<QueryBody>,
+        right: Box<QueryBody>,
+    },
+    /// `WITH RECURSIVE name AS (base UNION [ALL] step)`: `step` runs again over the rows the
+    /// previous run produced (read through `WorkingTable(id)`) until it produces no new row.
+    Recursive {
+        id: usize,
+        name: String,
+        all: bool,
+        base: Box<QueryBody>,
+        step: Box<QueryBody>,
+    },
+    /// The rows of the previous iteration of recursive query `id`.
+    WorkingTable(usize),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -437,7 +456,9 @@ pub(crate) fn expr_type_in(
     let ty = |x: &Expr| expr_type_in(x, input, placeholder);
     match e {
         Expr::Const(v) => literal_type(v),
-        Expr::Column(i) => input.get(*i).copied().flatten(),
+        // A window call's placeholder column (see `window::WINDOW_COLUMN_BASE`) is typed by
+        // the binder.
+        Expr::Column(i) => input.get(*i).copied().flatten().or_else(|| placeholder(e)),
         Expr::Enclosing { .. } | Expr::Subquery(_) => placeholder(e),
         Expr::Outer(_) | Expr::Param(_) => None,
         Expr::Neg(x) => ty(x),
@@ -729,6 +750,14 @@ fn describe_body(out: &mut String, indent: usize, body: &QueryBody) {
             let _ = writeln!(out, "{:indent$}{op:?}{}", "", if *all { " ALL" } else { "" });
             describe_body(out, indent + 2, left);
             describe_body(out, indent + 2, right);
+        }
+        QueryBody::Recursive { name, all, base, step, .. } => {
+            let _ = writeln!(out, "{:indent$}Recursive {name}{}", "", if *all { " (UNION ALL)" } else { " (UNION)" });
+            describe_body(out, indent + 2, base);
+            describe_body(out, indent + 2, step);
+        }
+        QueryBody::WorkingTable(_) => {
+            let _ = writeln!(out, "{:indent$}WorkingTable", "");
         }
         QueryBody::Select(core) => {
             let _ = writeln!(

@@ -149,3 +149,29 @@ fn per_row_subqueries_are_bounded_by_total_rows_read() {
     );
     assert_eq!(state(&mut db, "SELECT id, (SELECT count(*) FROM n m WHERE m.v > n.v) FROM n"), "54000");
 }
+
+/// A window frame that moves (its start changes from row to row) is refolded for each row:
+/// the frame rows visited are bounded like a join's pairs (64 × max_rows, 54000 beyond),
+/// while frames that only grow (the default, running totals) are folded once.
+#[test]
+fn window_frames_are_bounded_by_the_work_limit() {
+    let mut db = Database::with_limits(Limits { max_rows: 1_000, ..Limits::default() });
+    db.execute("CREATE TABLE w (id INT PRIMARY KEY, v INT)").expect("create");
+    let values: Vec<String> = (0..900).map(|i| format!("({i}, {})", i % 7)).collect();
+    db.execute(&format!("INSERT INTO w VALUES {}", values.join(","))).expect("insert");
+    // Growing frames: 900 visits each.
+    for sql in [
+        "SELECT sum(v) OVER (ORDER BY id) FROM w",
+        "SELECT count(*) OVER (), max(v) OVER (PARTITION BY v) FROM w",
+        "SELECT sum(v) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND 5 FOLLOWING) FROM w",
+        // A small moving frame: 900 × 11 visits, under 64,000.
+        "SELECT sum(v) OVER (ORDER BY id ROWS BETWEEN 5 PRECEDING AND 5 FOLLOWING) FROM w",
+    ] {
+        assert_eq!(state(&mut db, sql), "ok", "{sql}");
+    }
+    // 900 × ~200 frame rows: over the bound.
+    let moving = "SELECT sum(v) OVER (ORDER BY id ROWS BETWEEN 100 PRECEDING AND 100 FOLLOWING) FROM w";
+    assert_eq!(state(&mut db, moving), "54000");
+    let moving = "SELECT min(v) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM w";
+    assert_eq!(state(&mut db, moving), "54000");
+}

@@ -418,3 +418,20 @@ fn char_results_of_expressions_are_padded_and_scalar_subqueries_are_typed() {
     let q = db.prepare("SELECT id FROM codes WHERE s = (SELECT s FROM codes WHERE id = $1) + $2").expect("prepare");
     assert_eq!(q.param_types(), &[Some(Int4), Some(Int2)][..], "a parameter next to a subquery takes its type");
 }
+
+/// Parameters inside window calls get their types (the select-list expression around a call
+/// only sees its value), and window results have PostgreSQL's types.
+#[test]
+fn window_call_parameters_and_result_types() {
+    let db = setup();
+    use SqlType::*;
+    let p = db
+        .prepare(
+            "SELECT lag(name, $1) OVER (PARTITION BY age + $2 ORDER BY id), \
+             sum(age) OVER (ORDER BY id ROWS BETWEEN $3 PRECEDING AND CURRENT ROW), \
+             row_number() OVER (), ntile(2) OVER (), cume_dist() OVER (), avg(age) OVER () FROM people",
+        )
+        .expect("prepare");
+    assert_eq!(p.param_types(), &[Some(Int4), Some(Int4), Some(Int)][..]);
+    assert_eq!(p.column_types(), Some(&[Some(Text), Some(Int), Some(Int), Some(Int4), Some(Float), Some(Numeric)][..]));
+}

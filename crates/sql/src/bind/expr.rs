@@ -75,7 +75,7 @@ impl Binder<'_> {
     }
 
     /// Static type of an enclosing query's column or of a scalar subquery (its column's).
-    fn placeholder_type(&self, e: &Expr) -> Option<SqlType> {
+    pub(super) fn placeholder_type(&self, e: &Expr) -> Option<SqlType> {
         match e {
             Expr::Enclosing { level, column } => {
                 self.outer_scopes.get(*level).and_then(|s| s.cols.get(*column)).and_then(|c| c.ty)
@@ -84,6 +84,7 @@ impl Binder<'_> {
                 SubqueryKind::Array => Some(SqlType::Text),
                 _ => s.plan.types.first().copied().flatten(),
             }),
+            Expr::Column(_) => self.window_type(e),
             _ => None,
         }
     }
@@ -407,6 +408,35 @@ impl Binder<'_> {
                     left: Box::new(l),
                     right: Box::new(r),
                     negated: matches!(e, E::IsNotDistinctFrom(..)),
+                }
+            }
+            E::InList { expr, list, negated } if matches!(&**expr, E::Tuple(_)) => {
+                // A row compared with rows: `(a, b) = (1, 2)` is `a = 1 AND b = 2` (three-valued,
+                // as PostgreSQL's row comparison), and IN is the OR of those.
+                let E::Tuple(left) = &**expr else { return err(SqlState::InternalError, "row value") };
+                let mut alternatives = Vec::with_capacity(list.len());
+                for item in list {
+                    let E::Tuple(right) = item else {
+                        return unsupported("IN with a row value and a non-row list item");
+                    };
+                    if right.len() != left.len() {
+                        return err(SqlState::SyntaxError, "row comparison needs rows of the same length");
+                    }
+                    let mut parts = Vec::with_capacity(left.len());
+                    for (a, b) in left.iter().zip(right) {
+                        let (l, r) = (self.expr(a, scope, mode)?, self.expr(b, scope, mode)?);
+                        parts.push(self.compare(CmpOp::Eq, (a, l), (b, r), scope, mode)?);
+                    }
+                    alternatives.push(Expr::conjunction(parts));
+                }
+                let any = alternatives
+                    .into_iter()
+                    .reduce(|a, b| Expr::Or(Box::new(a), Box::new(b)))
+                    .unwrap_or(Expr::Const(Value::Bool(false)));
+                if *negated {
+                    Expr::Not(Box::new(any))
+                } else {
+                    any
                 }
             }
             E::InList { expr, list, negated } => {
@@ -815,7 +845,10 @@ impl Binder<'_> {
                 None => Expr::Const(Value::Null),
             });
         }
-        if f.over.is_some() || f.filter.is_some() || !f.within_group.is_empty() || f.null_treatment.is_some() {
+        if let Some(over) = &f.over {
+            return self.window_function(f, over, &name, scope, mode);
+        }
+        if f.filter.is_some() || !f.within_group.is_empty() || f.null_treatment.is_some() {
             return unsupported(format!("function syntax in {f}"));
         }
         let (args, distinct) = match &f.args {

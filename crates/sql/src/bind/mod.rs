@@ -4,8 +4,10 @@ mod ddl;
 mod dml;
 mod expr;
 mod query;
+mod recursive;
 mod sequence;
 mod system;
+mod window;
 
 use crate::catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
 use crate::error::{err, Result, SqlError, SqlState};
@@ -233,10 +235,11 @@ fn coerce_column(body: &mut QueryBody, i: usize, from: InputType, to: SqlType) -
         QueryBody::Values(rows) => {
             rows.iter_mut().filter_map(|r| r.get_mut(i)).try_for_each(|e| coerce_in_place(e, from, to))
         }
-        QueryBody::SetOp { left, right, .. } => {
+        QueryBody::SetOp { left, right, .. } | QueryBody::Recursive { base: left, step: right, .. } => {
             coerce_column(left, i, from, to)?;
             coerce_column(right, i, from, to)
         }
+        QueryBody::WorkingTable(_) => Ok(()),
     }
 }
 
@@ -399,6 +402,13 @@ pub(crate) struct Binder<'c> {
     max_depth: usize,
     /// Statement text, for error messages that must not render a (possibly huge) AST.
     sql: &'c str,
+    /// Whether window calls are allowed where binding is, and those of the current SELECT.
+    windows: window::WindowState,
+    /// Ids given to recursive queries' working tables so far.
+    next_working_id: usize,
+    /// Recursive queries whose recursive term is being bound: (working table id, references
+    /// seen, subquery depth of the term).
+    working_refs: Vec<(usize, usize, usize)>,
 }
 
 impl<'c> Binder<'c> {
@@ -419,6 +429,9 @@ impl<'c> Binder<'c> {
             depth: 0,
             max_depth,
             sql,
+            windows: window::WindowState::Denied("this context"),
+            next_working_id: 0,
+            working_refs: Vec::new(),
         }
     }
 

@@ -13,18 +13,20 @@ impl Binder<'_> {
 
     pub(super) fn query_inner(&mut self, q: &sql::Query) -> Result<QueryPlan> {
         let Some(with) = &q.with else { return self.query_body(q) };
-        if with.recursive {
-            return unsupported("WITH RECURSIVE");
-        }
         let outer_ctes = self.ctes.len();
         let result = (|| {
             for cte in &with.cte_tables {
                 if cte.from.is_some() {
                     return unsupported("CTE FROM");
                 }
-                let mut plan = self.query(&cte.query)?;
+                let name = ident(&cte.alias.name);
+                let recursive = if with.recursive { self.recursive_cte(&name, &cte.query, &cte.alias)? } else { None };
+                let mut plan = match recursive {
+                    Some(plan) => plan,
+                    None => self.query(&cte.query)?,
+                };
                 rename_columns(&mut plan, &cte.alias)?;
-                self.ctes.push((ident(&cte.alias.name), plan));
+                self.ctes.push((name, plan));
             }
             self.query_body(q)
         })();
@@ -181,6 +183,26 @@ impl Binder<'_> {
                 let untyped = vec![false; names.len()];
                 (QueryBody::SetOp { op, all, left: Box::new(l), right: Box::new(r) }, names, types, limits, untyped)
             }
+            // `TABLE x` is `SELECT * FROM x`.
+            sql::SetExpr::Table(t) => {
+                let Some(name) = &t.table_name else { return err(SqlState::SyntaxError, "TABLE needs a table name") };
+                let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+                let relation = match &t.schema_name {
+                    Some(schema) => format!("{}.{}", quote(schema), quote(name)),
+                    None => quote(name),
+                };
+                let text = format!("SELECT * FROM {relation}");
+                let parsed = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &text)
+                    .map_err(|e| SqlError::new(SqlState::SyntaxError, e.to_string()))?;
+                let Some(sql::Statement::Query(q)) = parsed.first() else {
+                    return err(SqlState::InternalError, "TABLE did not parse as a query");
+                };
+                let sql::SetExpr::Select(s) = &*q.body else {
+                    return err(SqlState::InternalError, "TABLE did not parse as a SELECT");
+                };
+                let (core, (names, types, limits, untyped), _) = self.select(s, &[])?;
+                (QueryBody::Select(Box::new(core)), names, types, limits, untyped)
+            }
             other => return unsupported(format!("query body {other}")),
         })
     }
@@ -230,6 +252,14 @@ impl Binder<'_> {
     }
 
     pub(super) fn select(&mut self, s: &sql::Select, order_by: &[sql::OrderByExpr]) -> Result<SelectWithColumns> {
+        // Window calls belong to the SELECT they appear in: an enclosing one's are put back.
+        let enclosing = std::mem::replace(&mut self.windows, window::WindowState::Denied("this context"));
+        let result = self.select_inner(s, order_by);
+        self.windows = enclosing;
+        result
+    }
+
+    fn select_inner(&mut self, s: &sql::Select, order_by: &[sql::OrderByExpr]) -> Result<SelectWithColumns> {
         if s.top.is_some()
             || s.into.is_some()
             || !s.lateral_views.is_empty()
@@ -238,7 +268,6 @@ impl Binder<'_> {
             || !s.cluster_by.is_empty()
             || !s.distribute_by.is_empty()
             || !s.sort_by.is_empty()
-            || !s.named_window.is_empty()
             || s.qualify.is_some()
             || s.exclude.is_some()
             || s.value_table_mode.is_some()
@@ -334,6 +363,7 @@ impl Binder<'_> {
             }
             ctx.group_ast = group_ast;
         }
+        self.allow_windows(&s.named_window)?;
         let mut output = Vec::with_capacity(items.len());
         for (e, col, _) in &items {
             let bound = if aggregating {
@@ -364,10 +394,12 @@ impl Binder<'_> {
             };
             output.push(bound);
         }
+        let windows = std::mem::replace(&mut self.windows, window::WindowState::Denied("HAVING"));
         let having = match &s.having {
             Some(h) if aggregating => Some(self.expr(h, &scope, &mut Mode::Agg(&mut ctx))?),
             _ => None,
         };
+        self.windows = windows;
         let mut keys = Vec::new();
         for o in order_by {
             let (desc, nulls_first) = Self::sort_options(o)?;
@@ -399,6 +431,18 @@ impl Binder<'_> {
         let output_scope = if aggregating { self.grouped(&scope, &ctx) } else { scope.clone() };
         let types = output.iter().take(names.len()).map(|e| self.type_of(e, &output_scope, &Mode::Plain(""))).collect();
         let limits = output.iter().take(names.len()).map(|e| self.char_limits(e, &output_scope)).collect();
+        // Window calls read the row after WHERE (or the grouped row); their values follow it.
+        let windows = match std::mem::replace(&mut self.windows, window::WindowState::Denied("this context")) {
+            window::WindowState::Allowed(w) => w.calls,
+            _ => Vec::new(),
+        };
+        if !windows.is_empty() {
+            let width = if aggregating { ctx.group_bound.len() + ctx.calls.len() } else { scope.cols.len() };
+            let base = crate::window::WINDOW_COLUMN_BASE;
+            for e in &mut output {
+                *e = e.map_columns(&|c| Expr::Column(if c >= base { width + (c - base) } else { c }));
+            }
+        }
         // Bare quoted or NULL literals: a set operation or INSERT gives them their type.
         let untyped = items
             .iter()
@@ -409,7 +453,11 @@ impl Binder<'_> {
             .collect();
         let (from, filter) = self.plan_from(from_items, where_conjuncts)?;
         let aggregate = aggregating.then_some(AggPlan { group_by: ctx.group_bound, calls: ctx.calls });
-        Ok((SelectCore { from, filter, aggregate, having, output, distinct }, (names, types, limits, untyped), keys))
+        Ok((
+            SelectCore { from, filter, aggregate, having, windows, output, distinct },
+            (names, types, limits, untyped),
+            keys,
+        ))
     }
 
     /// Binds an expression of a query whose input is known to be empty (see `select`): a
@@ -506,6 +554,9 @@ impl Binder<'_> {
                         .map(|(_, p)| p.clone()),
                     _ => None,
                 };
+                if let Some(QueryBody::WorkingTable(id)) = cte.as_ref().map(|p| &p.body) {
+                    this.working_reference(*id, name)?;
+                }
                 if let Some(mut plan) = cte {
                     let alias_name = match alias {
                         Some(a) => {
@@ -527,11 +578,23 @@ impl Binder<'_> {
                     return this.add_derived(plan, alias_name, kind, scope, items);
                 }
                 let table = this.table(name)?;
-                let alias = match alias {
-                    Some(a) if a.columns.is_empty() => ident(&a.name),
-                    Some(_) => return unsupported("column aliases in FROM"),
-                    None => table.name.clone(),
+                let (alias, renamed) = match alias {
+                    Some(a) => (ident(&a.name), a.columns.as_slice()),
+                    None => (table.name.clone(), &[][..]),
                 };
+                let visible = table.visible_columns().count();
+                if renamed.len() > visible {
+                    return err(
+                        SqlState::InvalidColumnReference,
+                        format!(
+                            "table \"{alias}\" has {visible} columns available but {} columns specified",
+                            renamed.len()
+                        ),
+                    );
+                }
+                if renamed.iter().any(|c| c.data_type.is_some()) {
+                    return unsupported("typed column aliases");
+                }
                 if items.iter().any(|i| i.alias == alias) {
                     return err(SqlState::DuplicateObject, format!("table name \"{alias}\" specified more than once"));
                 }
@@ -543,11 +606,21 @@ impl Binder<'_> {
                     on: Vec::new(),
                     derived: None,
                 });
+                let first = scope.cols.len();
                 scope.add_table(&table, &alias);
+                // `FROM t AS x (a, b)` renames the first visible columns.
+                let visible_cols = scope.cols.iter_mut().skip(first).filter(|c| c.name != ROW_ID_COLUMN);
+                for (col, name) in visible_cols.zip(renamed) {
+                    col.name = ident(&name.name);
+                }
                 Ok(())
             };
-            add(self, &twj.relation, JoinKind::Inner, &mut scope, &mut items)?;
-            for join in &twj.joins {
+            // Parenthesized joins without an alias are flattened where that keeps their
+            // meaning: at the start of a FROM item (joins are left-deep anyway), and on the
+            // right of an inner join when every join inside is inner too.
+            let (first, joins) = flatten_joins(twj);
+            add(self, first, JoinKind::Inner, &mut scope, &mut items)?;
+            for join in joins {
                 use sql::JoinOperator as J;
                 let (kind, constraint) = match &join.join_operator {
                     J::Join(c) | J::Inner(c) => (JoinKind::Inner, c),
@@ -557,6 +630,23 @@ impl Binder<'_> {
                         return unsupported(format!("join {other:?}").split('(').next().unwrap_or("join").to_string())
                     }
                 };
+                if let sql::TableFactor::NestedJoin { table_with_joins: nested, alias: None } = &join.relation {
+                    let (inner_first, inner_joins) = flatten_joins(nested);
+                    let all_inner = inner_joins
+                        .iter()
+                        .all(|j| matches!(j.join_operator, J::Join(_) | J::Inner(_) | J::CrossJoin(_)));
+                    if kind != JoinKind::Inner || !all_inner || matches!(constraint, sql::JoinConstraint::Using(_)) {
+                        return unsupported("a parenthesized join on the right of an outer join or with USING");
+                    }
+                    add(self, inner_first, JoinKind::Inner, &mut scope, &mut items)?;
+                    for j in inner_joins {
+                        let (J::Join(c) | J::Inner(c) | J::CrossJoin(c)) = &j.join_operator else { continue };
+                        add(self, &j.relation, JoinKind::Inner, &mut scope, &mut items)?;
+                        pending_on.push((items.len() - 1, c));
+                    }
+                    pending_on.push((items.len() - 1, constraint));
+                    continue;
+                }
                 add(self, &join.relation, kind, &mut scope, &mut items)?;
                 pending_on.push((items.len() - 1, constraint));
             }
@@ -571,7 +661,7 @@ impl Binder<'_> {
             let mut parts = Vec::new();
             conjuncts(conds, &mut parts);
             if let Some(item) = items.get_mut(step) {
-                item.on = parts;
+                item.on.extend(parts);
             }
         }
         Ok((scope, items))
@@ -823,4 +913,20 @@ fn with_implied_equalities(items: &[FromItem], mut conjuncts: Vec<Expr>) -> Vec<
             return conjuncts;
         }
     }
+}
+
+/// The first relation of a FROM item and its joins, with a parenthesized join without an
+/// alias at the start expanded: `(a JOIN b ON c) JOIN d` is `a JOIN b ON c JOIN d`.
+fn flatten_joins(twj: &sql::TableWithJoins) -> (&sql::TableFactor, Vec<&sql::Join>) {
+    let mut joins = Vec::new();
+    let first = match &twj.relation {
+        sql::TableFactor::NestedJoin { table_with_joins, alias: None } => {
+            let (first, inner) = flatten_joins(table_with_joins);
+            joins.extend(inner);
+            first
+        }
+        other => other,
+    };
+    joins.extend(&twj.joins);
+    (first, joins)
 }

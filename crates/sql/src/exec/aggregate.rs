@@ -213,12 +213,19 @@ impl<'p> Aggregator<'p> {
             .filter_map(|i| groups.get_mut(i).and_then(Option::take))
             .map(|g| {
                 let mut out = g.keys;
-                for (call, acc) in calls.iter().zip(g.accs) {
+                for (call, acc) in calls.iter().zip(&g.accs) {
                     out.push(finish_aggregate(call, g.rows, acc)?);
                 }
                 Ok(out)
             })
             .collect()
+    }
+
+    /// The aggregate values of the first group so far, without ending it (a window frame
+    /// that grows row by row reads its aggregate after each step).
+    pub fn current(&self) -> Result<Row> {
+        let Some(g) = self.groups.first() else { return Ok(Vec::new()) };
+        self.plan.calls.iter().zip(&g.accs).map(|(call, acc)| finish_aggregate(call, g.rows, acc)).collect()
     }
 }
 
@@ -285,12 +292,12 @@ fn wide_numeric(total: i128) -> Result<Value> {
         .map_err(|_| SqlError::new(SqlState::NumericValueOutOfRange, "numeric out of range"))
 }
 
-fn finish_aggregate(call: &AggCall, rows: usize, acc: Acc) -> Result<Value> {
-    let sum = match acc.sum {
+fn finish_aggregate(call: &AggCall, rows: usize, acc: &Acc) -> Result<Value> {
+    let sum = match &acc.sum {
         Sum::Empty => Value::Null,
-        Sum::Wide(total) => wide_numeric(total)?,
-        Sum::Value(v) => v,
-        Sum::Failed(e) => return Err(e),
+        Sum::Wide(total) => wide_numeric(*total)?,
+        Sum::Value(v) => v.clone(),
+        Sum::Failed(e) => return Err(e.clone()),
     };
     Ok(match call.func {
         AggFunc::CountStar => Value::Int(rows as i64),
@@ -308,6 +315,6 @@ fn finish_aggregate(call: &AggCall, rows: usize, acc: Acc) -> Result<Value> {
                 Value::Numeric(avg.round_dp(16).normalize())
             }
         },
-        AggFunc::Min | AggFunc::Max => acc.best.unwrap_or(Value::Null),
+        AggFunc::Min | AggFunc::Max => acc.best.clone().unwrap_or(Value::Null),
     })
 }

@@ -4,6 +4,7 @@
 mod aggregate;
 mod dml;
 mod query;
+mod window;
 
 use aggregate::{compare_rows, set_operation, Aggregator};
 pub(crate) use query::Exec;

@@ -16,6 +16,8 @@ pub(crate) struct Exec<'a> {
     pub reads: ReadReport,
     /// Values of the sequences the statement may draw.
     pub sequences: Option<&'a crate::sequence::SequenceDraws<'a>>,
+    /// Rows of the previous iteration of each recursive query running (by id).
+    pub working: Vec<(usize, Rc<Vec<Row>>)>,
 }
 
 impl<'a> Exec<'a> {
@@ -28,6 +30,7 @@ impl<'a> Exec<'a> {
             enclosing: Vec::new(),
             reads: ReadReport::default(),
             sequences: None,
+            working: Vec::new(),
         }
     }
 
@@ -201,7 +204,47 @@ impl<'a> Exec<'a> {
                 let r = self.body(right)?;
                 set_operation(*op, *all, l, r)
             }
+            QueryBody::Recursive { id, name, all, base, step } => self.recursive(*id, name, *all, base, step),
+            QueryBody::WorkingTable(id) => match self.working.iter().rev().find(|(w, _)| w == id) {
+                Some((_, rows)) => Ok(rows.as_ref().clone()),
+                None => err(SqlState::InternalError, "recursive query's working table read outside its loop"),
+            },
         }
+    }
+
+    /// Runs a recursive query: the base rows, then `step` over the previous iteration's new
+    /// rows until it yields none (UNION: rows already produced do not count as new). PostgreSQL
+    /// loops forever on a recursion that never ends; here the result is bounded by
+    /// `Limits::max_rows` (54000 beyond), and every iteration adds a row, so the loop ends.
+    fn recursive(&mut self, id: usize, name: &str, all: bool, base: &QueryBody, step: &QueryBody) -> Result<Vec<Row>> {
+        let max_rows = self.reader.max_rows;
+        let mut seen = BTreeSet::new();
+        let fresh = |rows: Vec<Row>, seen: &mut BTreeSet<Vec<u8>>| -> Vec<Row> {
+            if all {
+                rows
+            } else {
+                rows.into_iter().filter(|r| seen.insert(equality_key(r.iter()))).collect()
+            }
+        };
+        let first = self.body(base)?;
+        let mut working = fresh(first, &mut seen);
+        let mut result = working.clone();
+        while !working.is_empty() {
+            self.working.push((id, Rc::new(std::mem::take(&mut working))));
+            let produced = self.body(step);
+            self.working.pop();
+            working = fresh(produced?, &mut seen);
+            result.extend(working.iter().cloned());
+            if result.len() > max_rows {
+                return err(
+                    SqlState::ProgramLimitExceeded,
+                    format!(
+                        "recursive query \"{name}\" produced more than {max_rows} rows (it may never end; raise Limits::max_rows)"
+                    ),
+                );
+            }
+        }
+        Ok(result)
     }
 
     fn select(&mut self, core: &SelectCore) -> Result<Vec<Row>> {
@@ -217,7 +260,7 @@ impl<'a> Exec<'a> {
     /// its rows can then be filtered and projected or aggregated where the scan lends them.
     fn streams(&self, core: &SelectCore) -> bool {
         let Some(first) = &core.from.first else { return false };
-        if first.derived.is_some() || !core.from.joins.is_empty() {
+        if first.derived.is_some() || !core.windows.is_empty() || !core.from.joins.is_empty() {
             return false;
         }
         let per_row = |e: &Expr| self.per_row(e);
@@ -291,6 +334,7 @@ impl<'a> Exec<'a> {
             rows = self.aggregate(rows, agg)?;
             return self.having_and_project(core, rows);
         }
+        let rows = self.windows(rows, &core.windows)?;
         rows.iter().map(|r| self.project_row(&core.output, r)).collect()
     }
 
@@ -305,6 +349,7 @@ impl<'a> Exec<'a> {
             }
             rows = kept;
         }
+        let rows = self.windows(rows, &core.windows)?;
         rows.iter().map(|r| self.project_row(&core.output, r)).collect()
     }
 
