@@ -188,23 +188,29 @@ with psycopg.connect(conninfo) as c:
 print(f"PSYCOPG OK failures={failures}")
 "#;
 
-/// The directory psycopg 3 is importable from (installed there with pip when missing).
-async fn psycopg_site(dir: &Path) -> PathBuf {
+/// A directory Python can import `module` from: `packages` are installed there with pip
+/// when the import fails.
+async fn python_site(dir: &Path, module_check: &str, packages: &[&str]) -> PathBuf {
     let deps = dir.join("site");
     let mut importable = Command::new("python3");
-    importable.args(["-c", "import psycopg; psycopg.pq.version()"]).env("PYTHONPATH", &deps);
+    importable.args(["-c", module_check]).env("PYTHONPATH", &deps);
     if !run(&mut importable, 30).await.0 {
         let (ok, out) = run(
             Command::new("python3")
                 .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target"])
                 .arg(&deps)
-                .arg("psycopg[binary]"),
-            180,
+                .args(packages),
+            300,
         )
         .await;
-        assert!(ok, "cannot install psycopg with pip:\n{out}");
+        assert!(ok, "cannot install {packages:?} with pip:\n{out}");
     }
     deps
+}
+
+/// The directory psycopg 3 is importable from.
+async fn psycopg_site(dir: &Path) -> PathBuf {
+    python_site(dir, "import psycopg; psycopg.pq.version()", &["psycopg[binary]"]).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -532,6 +538,87 @@ async fn psycopg_applications_see_what_postgres_gives_them() {
             "{}",
             outputs[0]
         );
+        h.stop().await;
+    })
+    .await;
+}
+
+/// The program a SQLAlchemy 2 user writes first, with `create_engine` defaults (psycopg 3):
+/// declarative models with SERIAL and IDENTITY keys, an index and a UNIQUE column,
+/// `create_all` (several schema changes in one transaction), ORM inserts that read the
+/// generated keys back with RETURNING, queries, an update, a delete, and the inspector's
+/// table list. It prints what it saw; the output must be the same as on PostgreSQL.
+const SQLALCHEMY_SCRIPT: &str = r#"
+import sys
+from sqlalchemy import create_engine, String, BigInteger, Identity, select, inspect, func
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, Session
+
+class Base(DeclarativeBase):
+    pass
+
+class User(Base):
+    __tablename__ = "sa_users"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(50), index=True)
+    karma: Mapped[int] = mapped_column(default=0)
+
+class Tag(Base):
+    __tablename__ = "sa_tags"
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    label: Mapped[str] = mapped_column(String(20), unique=True)
+
+engine = create_engine(sys.argv[1])
+Base.metadata.drop_all(engine)
+Base.metadata.create_all(engine)
+with Session(engine) as s:
+    s.add_all([User(name="ann"), User(name="bob"), User(name="cy"), Tag(label="x"), Tag(label="y")])
+    s.commit()
+    print("users", [(u.id, u.name, u.karma) for u in s.scalars(select(User).order_by(User.id))])
+    print("tags", [(t.id, t.label) for t in s.scalars(select(Tag).order_by(Tag.id))])
+    bob = s.scalars(select(User).where(User.name == "bob")).one()
+    bob.karma = 5
+    s.delete(s.get(User, 3))
+    s.commit()
+    print("after", [(u.id, u.name, u.karma) for u in s.scalars(select(User).order_by(User.id))])
+    s.add(User(name="dee"))
+    s.commit()
+    print("next id", s.scalars(select(func.max(User.id))).one())
+try:
+    with Session(engine) as s:
+        s.add(Tag(label="x"))
+        s.commit()
+except Exception as e:
+    print("duplicate", type(e.orig).__name__)
+insp = inspect(engine)
+print("tables", sorted(t for t in insp.get_table_names() if t.startswith("sa_")))
+print("has_table", insp.has_table("sa_users"), insp.has_table("sa_nothing"))
+Base.metadata.drop_all(engine)
+print("SQLALCHEMY DONE")
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlalchemy_orm_program_behaves_as_on_postgres() {
+    require_tool("python3");
+    bounded(420, async {
+        let dir = work_dir("sqlalchemy");
+        let deps = python_site(
+            &dir,
+            "import sqlalchemy, psycopg; psycopg.pq.version()",
+            &["sqlalchemy>=2", "psycopg[binary]"],
+        )
+        .await;
+        let script = dir.join("program.py");
+        std::fs::write(&script, SQLALCHEMY_SCRIPT).expect("write script");
+        let program = |url: String| {
+            let (script, deps) = (script.clone(), deps.clone());
+            async move { run(Command::new("python3").arg(&script).arg(url).env("PYTHONPATH", &deps), 120).await }
+        };
+        let (ok, expected) = program("postgresql+psycopg://postgres@127.0.0.1:5432/test".into()).await;
+        assert!(ok && expected.contains("SQLALCHEMY DONE"), "the program fails on PostgreSQL:\n{expected}");
+        let h = start(GatewayConfig::default()).await;
+        let (ok, got) = program(format!("postgresql+psycopg://tester@127.0.0.1:{}/pistou", h.addr.port())).await;
+        assert!(ok, "the program fails on Pistou:\n{got}");
+        assert_eq!(got, expected, "SQLAlchemy program: Pistou (left) vs PostgreSQL (right)");
         h.stop().await;
     })
     .await;

@@ -174,8 +174,8 @@ pub struct TableObject {
 /// Every user object of a catalog with its OID, in OID order.
 pub struct Objects {
     pub tables: Vec<TableObject>,
-    /// (OID, name) of each sequence.
-    pub sequences: Vec<(i64, String)>,
+    /// Each sequence with its OID.
+    pub sequences: Vec<(i64, std::sync::Arc<crate::sequence::SequenceSchema>)>,
 }
 
 /// True when `index` is the one a UNIQUE constraint of `table` created (its name is the one
@@ -228,7 +228,7 @@ impl Objects {
             }
             tables.push(TableObject { oid, schema: t.clone(), indexes });
         }
-        let sequences = catalog.sequences().map(|s| (take(), s.name.clone())).collect();
+        let sequences = catalog.sequences().map(|s| (take(), s.clone())).collect();
         Objects { tables, sequences }
     }
 
@@ -239,7 +239,7 @@ impl Objects {
             out.push((t.oid, t.schema.name.clone()));
             out.extend(t.indexes.iter().map(|i| (i.oid, i.name.clone())));
         }
-        out.extend(self.sequences.iter().cloned());
+        out.extend(self.sequences.iter().map(|(o, s)| (*o, s.name.clone())));
         out
     }
 
@@ -428,6 +428,7 @@ const NAME: SqlType = SqlType::Text;
 const BOOL: SqlType = SqlType::Bool;
 const INT2: SqlType = SqlType::Int2;
 const INT4: SqlType = SqlType::Int4;
+const INT8: SqlType = SqlType::Int;
 const TEXT: SqlType = SqlType::Text;
 const FLOAT4: SqlType = SqlType::Float4;
 
@@ -466,6 +467,7 @@ pub const PG_CATALOG_RELATIONS: &[&str] = &[
     "pg_publication_namespace",
     "pg_publication_rel",
     "pg_roles",
+    "pg_sequence",
     "pg_settings",
     "pg_statistic_ext",
     "pg_tables",
@@ -704,6 +706,25 @@ fn pg_catalog(o: &Objects, relname: &str) -> Option<Relation> {
         "pg_description" => {
             relation_of(&[("objoid", OID), ("classoid", OID), ("objsubid", INT4), ("description", TEXT)], Vec::new())
         }
+        "pg_sequence" => relation_of(
+            &[
+                ("seqrelid", OID),
+                ("seqtypid", OID),
+                ("seqstart", INT8),
+                ("seqincrement", INT8),
+                ("seqmax", INT8),
+                ("seqmin", INT8),
+                ("seqcache", INT8),
+                ("seqcycle", BOOL),
+            ],
+            o.sequences
+                .iter()
+                .map(|(o, s)| {
+                    let ty = i64::from(builtin_type(s.ty).oid);
+                    vec![oid(*o), oid(ty), int(s.start), int(s.increment), int(s.max), int(s.min), int(1), b(false)]
+                })
+                .collect(),
+        ),
         "pg_collation" => relation_of(
             &[("oid", OID), ("collname", NAME), ("collnamespace", OID), ("collprovider", TEXT)],
             vec![
@@ -897,7 +918,7 @@ fn pg_class(o: &Objects) -> Relation {
         }
     }
     for (oid_, sequence) in &o.sequences {
-        rows.push(row(*oid_, sequence, 0, false, "S", 3));
+        rows.push(row(*oid_, &sequence.name, 0, false, "S", 3));
     }
     relation_of(&columns, rows)
 }

@@ -3,6 +3,12 @@
 use super::system::system_type_name;
 use super::*;
 
+/// Schemas a column reference may name (`schema.table.column`): the user's tables are in
+/// `public`, the system catalog's relations in the other two.
+fn known_schema(s: &str) -> bool {
+    matches!(s, "public" | "pg_catalog" | "information_schema")
+}
+
 impl Binder<'_> {
     pub(super) fn resolve(&self, scope: &Scope, table: Option<&str>, name: &str) -> Result<usize> {
         match scope.find(table, name).as_slice() {
@@ -23,7 +29,7 @@ impl Binder<'_> {
             sql::Expr::Identifier(i) => (None, ident(i)),
             sql::Expr::CompoundIdentifier(parts) => match parts.as_slice() {
                 [t, c] => (Some(ident(t)), ident(c)),
-                [s, t, c] if ident(s) == "public" => (Some(ident(t)), ident(c)),
+                [s, t, c] if known_schema(&ident(s)) => (Some(ident(t)), ident(c)),
                 _ => return Some(unsupported(format!("column reference {e}"))),
             },
             _ => return None,
@@ -38,6 +44,7 @@ impl Binder<'_> {
             sql::Expr::Identifier(i) => (None, ident(i)),
             sql::Expr::CompoundIdentifier(parts) => match parts.as_slice() {
                 [t, c] => (Some(ident(t)), ident(c)),
+                [s, t, c] if known_schema(&ident(s)) => (Some(ident(t)), ident(c)),
                 _ => return None,
             },
             _ => return None,
