@@ -79,14 +79,7 @@ fn fixture_with(sql: SqlConfig) -> Fixture {
         shards: vec![],
     };
     let mut fx = Fixture { keys, client, replica, catalog: ts(1), config, ddl: placeholder, now: NOW };
-    let col = |name: &str| Column {
-        name: name.into(),
-        ty: SqlType::Int,
-        limits: Default::default(),
-        nullable: true,
-        default: None,
-        generated: None,
-    };
+    let col = |name: &str| int_column(name, None);
     let schema = TableSchema {
         name: "t".into(),
         id: 0,
@@ -118,6 +111,11 @@ fn fixture_with(sql: SqlConfig) -> Fixture {
 
 /// Table t's identity: the fixture's CREATE TABLE is the catalog's first change.
 const T_ID: u64 = 1;
+
+/// A nullable integer column.
+fn int_column(name: &str, default: Option<Value>) -> Column {
+    Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default, generated: None }
+}
 
 fn key(id: i64) -> Vec<u8> {
     row_key("t", T_ID, &encode_key([&Value::Int(id)])).expect("key")
@@ -442,14 +440,7 @@ fn hostile_sql_content_gets_an_abort_vote() {
 #[test]
 fn a_catalog_write_must_be_the_result_of_its_changes() {
     let mut fx = fixture();
-    let col = |name: &str| Column {
-        name: name.into(),
-        ty: SqlType::Int,
-        limits: Default::default(),
-        nullable: true,
-        default: None,
-        generated: None,
-    };
+    let col = |name: &str| int_column(name, None);
     fx.load(20, &[(1, 5)]);
     let written = fx.ddl.write_set[0].value.as_deref().expect("the fixture's catalog");
     let before = postcard::from_bytes::<CatalogWrite>(written).expect("decode").catalog;
@@ -643,14 +634,7 @@ fn a_writeback_arriving_after_a_later_schema_change_still_lands() {
     assert_eq!(fx.prepare(&t), Some(Vote::Commit));
     // D (ts 30) adds a column with a default; it is ordered after T and commits first here.
     let mut before = Catalog::new();
-    let col = |name: &str, default: Option<Value>| Column {
-        name: name.into(),
-        ty: SqlType::Int,
-        limits: Default::default(),
-        nullable: true,
-        default,
-        generated: None,
-    };
+    let col = int_column;
     before
         .apply(&CatalogChange::CreateTable(TableSchema {
             name: "t".into(),
@@ -1056,14 +1040,7 @@ fn a_skipped_prepared_write_lowers_the_table_version_so_the_reader_checks_it() {
 #[test]
 fn a_commit_planned_against_a_schema_change_not_yet_here_waits_for_it() {
     let mut fx = fixture();
-    let col = |name: &str| Column {
-        name: name.into(),
-        ty: SqlType::Int,
-        limits: Default::default(),
-        nullable: true,
-        default: None,
-        generated: None,
-    };
+    let col = |name: &str| int_column(name, None);
     let change = CatalogChange::CreateTable(TableSchema {
         name: "u".into(),
         id: 0,
@@ -1124,14 +1101,7 @@ fn a_commit_planned_against_a_schema_change_not_yet_here_waits_for_it() {
 
 /// The fixture's `CREATE TABLE t (id INT, a INT)`.
 fn fx_create_t() -> CatalogChange {
-    let col = |name: &str| Column {
-        name: name.into(),
-        ty: SqlType::Int,
-        limits: Default::default(),
-        nullable: true,
-        default: None,
-        generated: None,
-    };
+    let col = |name: &str| int_column(name, None);
     CatalogChange::CreateTable(TableSchema {
         name: "t".into(),
         id: 0,

@@ -3,6 +3,29 @@
 use super::system::system_type_name;
 use super::*;
 
+/// A call's arguments (None for `*`) and whether it says DISTINCT.
+pub(super) fn function_args(f: &sql::Function) -> Result<(Vec<Option<&sql::Expr>>, bool)> {
+    match &f.args {
+        sql::FunctionArguments::None => Ok((Vec::new(), false)),
+        sql::FunctionArguments::List(list) => {
+            if !list.clauses.is_empty() {
+                return unsupported(format!("function argument clauses in {f}"));
+            }
+            let args = list
+                .args
+                .iter()
+                .map(|a| match a {
+                    sql::FunctionArg::Unnamed(sql::FunctionArgExpr::Expr(e)) => Ok(Some(e)),
+                    sql::FunctionArg::Unnamed(sql::FunctionArgExpr::Wildcard) => Ok(None),
+                    _ => unsupported(format!("function argument {a}")),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok((args, matches!(list.duplicate_treatment, Some(sql::DuplicateTreatment::Distinct))))
+        }
+        sql::FunctionArguments::Subquery(_) => unsupported("subquery as function argument"),
+    }
+}
+
 /// Schemas a column reference may name (`schema.table.column`): the user's tables are in
 /// `public`, the system catalog's relations in the other two.
 fn known_schema(s: &str) -> bool {
@@ -858,26 +881,7 @@ impl Binder<'_> {
         if f.filter.is_some() || !f.within_group.is_empty() || f.null_treatment.is_some() {
             return unsupported(format!("function syntax in {f}"));
         }
-        let (args, distinct) = match &f.args {
-            sql::FunctionArguments::None => (Vec::new(), false),
-            sql::FunctionArguments::List(list) => {
-                if !list.clauses.is_empty() {
-                    return unsupported(format!("function argument clauses in {f}"));
-                }
-                let distinct = matches!(list.duplicate_treatment, Some(sql::DuplicateTreatment::Distinct));
-                let args = list
-                    .args
-                    .iter()
-                    .map(|a| match a {
-                        sql::FunctionArg::Unnamed(sql::FunctionArgExpr::Expr(e)) => Ok(Some(e)),
-                        sql::FunctionArg::Unnamed(sql::FunctionArgExpr::Wildcard) => Ok(None),
-                        _ => unsupported(format!("function argument {a}")),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                (args, distinct)
-            }
-            sql::FunctionArguments::Subquery(_) => return unsupported("subquery as function argument"),
-        };
+        let (args, distinct) = function_args(f)?;
         if let Some(func) = aggregate_function(&name) {
             if let [Some(arg)] = args.as_slice() {
                 if let Some(outer) = self.outer_aggregate(func, arg, distinct, scope)? {

@@ -125,25 +125,7 @@ impl Binder<'_> {
         scope: &Scope,
         mode: &mut Mode,
     ) -> Result<Expr> {
-        let (args, distinct) = match &f.args {
-            sql::FunctionArguments::None => (Vec::new(), false),
-            sql::FunctionArguments::List(list) => {
-                if !list.clauses.is_empty() {
-                    return unsupported(format!("function argument clauses in {f}"));
-                }
-                let args = list
-                    .args
-                    .iter()
-                    .map(|a| match a {
-                        sql::FunctionArg::Unnamed(sql::FunctionArgExpr::Expr(e)) => Ok(Some(e)),
-                        sql::FunctionArg::Unnamed(sql::FunctionArgExpr::Wildcard) => Ok(None),
-                        _ => unsupported(format!("function argument {a}")),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                (args, matches!(list.duplicate_treatment, Some(sql::DuplicateTreatment::Distinct)))
-            }
-            sql::FunctionArguments::Subquery(_) => return unsupported("subquery as function argument"),
-        };
+        let (args, distinct) = super::expr::function_args(f)?;
         if let Mode::Detect(found) = mode {
             // Only aggregates in the arguments or the window make the query an aggregate one.
             let mut detect = Mode::Detect(found);
