@@ -41,6 +41,12 @@ pub struct GatewayConfig {
     pub max_retry_backoff: Duration,
     /// Time allowed to finish the startup and authentication exchange.
     pub startup_timeout: Duration,
+    /// Connections still in their startup exchange (not yet authenticated), apart from
+    /// `max_connections`: more are closed at once, so unauthenticated sockets can never take
+    /// the slots of authenticated ones.
+    pub max_handshakes: usize,
+    /// Of those, at most this many from one source address.
+    pub max_handshakes_per_source: usize,
 }
 
 impl Default for GatewayConfig {
@@ -55,15 +61,17 @@ impl Default for GatewayConfig {
             max_prepared: 1000,
             max_session_bytes: 32 * 1024 * 1024,
             max_retry_backoff: Duration::from_millis(200),
-            startup_timeout: Duration::from_secs(30),
+            startup_timeout: Duration::from_secs(10),
+            max_handshakes: 64,
+            max_handshakes_per_source: 8,
         }
     }
 }
 
 impl GatewayConfig {
     pub fn validate(&self) -> Result<(), String> {
-        if self.max_connections == 0 {
-            return Err("max_connections must be at least 1".into());
+        if self.max_connections == 0 || self.max_handshakes == 0 || self.max_handshakes_per_source == 0 {
+            return Err("max_connections, max_handshakes and max_handshakes_per_source must be at least 1".into());
         }
         if self.max_statement_bytes == 0 || self.max_message_bytes < self.max_statement_bytes {
             return Err("max_message_bytes must be at least max_statement_bytes (> 0)".into());

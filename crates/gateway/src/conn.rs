@@ -63,6 +63,13 @@ impl Decoder for GatewayCodec {
         };
         ctx.awaiting_frontend_ssl = ssl;
         ctx.awaiting_frontend_startup = startup;
+        // A startup packet has no type byte: its length comes first.
+        if startup && src.len() >= 4 {
+            let len = u32::from_be_bytes([src[0], src[1], src[2], src[3]]) as usize;
+            if len > self.max_message {
+                return Err(PgWireError::MessageTooLarge(self.max_message, len));
+            }
+        }
         if !startup && src.len() >= 5 {
             let len = u32::from_be_bytes([src[1], src[2], src[3], src[4]]) as usize;
             if len > self.max_message {
@@ -91,6 +98,17 @@ impl Conn {
         Conn { framed: Framed::new(stream, GatewayCodec { client: DefaultClient::new(addr, false), max_message }) }
     }
 
+    /// Sends a (FATAL) error and closes.
+    pub async fn send_error(&mut self, info: ErrorInfo) {
+        let _ = self.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
+        let _ = self.close().await;
+    }
+
+    /// Largest message accepted from now on (small until the client has authenticated).
+    pub fn set_max_message(&mut self, bytes: usize) {
+        self.framed.codec_mut().max_message = bytes;
+    }
+
     fn client(&self) -> &DefaultClient<()> {
         &self.framed.codec().client
     }
@@ -105,9 +123,7 @@ impl Conn {
 
     /// Sends a FATAL error and closes.
     pub async fn fatal(&mut self, code: &str, message: &str) {
-        let info = ErrorInfo::new("FATAL".into(), code.into(), message.into());
-        let _ = self.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
-        let _ = self.close().await;
+        self.send_error(ErrorInfo::new("FATAL".into(), code.into(), message.into())).await;
     }
 }
 
@@ -184,13 +200,27 @@ impl Sink<PgWireBackendMessage> for Conn {
 
 /// Runs the startup exchange (SSL refused, then authentication). True when the client
 /// is authenticated and ready for queries.
-pub async fn startup(conn: &mut Conn, auth: &Authenticator) -> bool {
+/// How a connection's startup ended.
+pub enum Startup {
+    /// Authenticated; ready for queries, in the connection slot it holds.
+    Ready(tokio::sync::OwnedSemaphorePermit),
+    /// Closed, cancelled or malformed (already answered).
+    Closed,
+    /// A wrong password: the error to send (the caller may wait first).
+    AuthFailed(ErrorInfo),
+}
+
+/// The startup exchange. Its startup packet must find a free connection slot in `slots`
+/// (else 53300, as PostgreSQL answers over max_connections); a socket that never sends one
+/// takes none.
+pub async fn startup(conn: &mut Conn, auth: &Authenticator, slots: &Arc<tokio::sync::Semaphore>) -> Startup {
+    let mut slot = None;
     loop {
         let message = match conn.next().await {
-            None => return false,
+            None => return Startup::Closed,
             Some(Err(e)) => {
                 conn.fatal(errors::PROTOCOL_VIOLATION, &format!("invalid startup message: {e}")).await;
-                return false;
+                return Startup::Closed;
             }
             Some(Ok(m)) => m,
         };
@@ -207,27 +237,39 @@ pub async fn startup(conn: &mut Conn, auth: &Authenticator) -> bool {
             }
             // Query cancellation is not supported: the request is dropped, like an
             // unknown key would be.
-            PgWireFrontendMessage::CancelRequest(_) => return false,
+            PgWireFrontendMessage::CancelRequest(_) => return Startup::Closed,
             other => {
+                if slot.is_none() {
+                    match slots.clone().try_acquire_owned() {
+                        Ok(permit) => slot = Some(permit),
+                        Err(_) => {
+                            conn.fatal("53300", "sorry, too many clients already").await;
+                            return Startup::Closed;
+                        }
+                    }
+                }
                 if let Err(e) = auth.on_startup(conn, other).await {
                     let mut info = ErrorInfo::from(e);
                     info.severity = "FATAL".into();
                     if info.code == "28P01" {
                         let user = conn.metadata().get(METADATA_USER).cloned().unwrap_or_default();
                         info.message = format!("password authentication failed for user \"{user}\"");
+                        return Startup::AuthFailed(info);
                     }
-                    let _ = conn.send(PgWireBackendMessage::ErrorResponse(info.into())).await;
-                    let _ = conn.close().await;
-                    return false;
+                    conn.send_error(info).await;
+                    return Startup::Closed;
                 }
                 if matches!(conn.state(), PgWireConnectionState::ReadyForQuery) {
-                    return true;
+                    return match slot.take() {
+                        Some(permit) => Startup::Ready(permit),
+                        None => Startup::Closed,
+                    };
                 }
                 continue;
             }
         };
         if conn.send(reply).await.is_err() {
-            return false;
+            return Startup::Closed;
         }
     }
 }

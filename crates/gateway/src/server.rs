@@ -1,30 +1,101 @@
-//! The accept loop: connection cap, per-connection tasks, shutdown.
+//! The accept loop: admission of unauthenticated connections (a budget apart from the
+//! connection cap, per source), failed-password delays, the connection cap, shutdown.
 
 use crate::auth::Authenticator;
 use crate::config::GatewayConfig;
-use crate::conn::{startup, Conn, Protocol};
+use crate::conn::{startup, Conn, Protocol, Startup};
 use crate::errors::GatewayError;
 use pistou_client::Client;
 use pistou_sql::{Engine, Limits};
+use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
-/// Refused connections being answered at once; beyond that they are just closed.
-const MAX_REJECTING: usize = 16;
-/// Time to read a refused client's startup packet before answering it.
-const REJECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Largest message before a connection has authenticated: a startup packet (PostgreSQL
+/// takes at most 10,000 bytes) or a password exchange.
+const PRE_AUTH_MESSAGE_BYTES: usize = 16 * 1024;
 /// How long shutdown waits for connections to say goodbye.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// A wrong password is answered after 100 ms, doubling with each further failure from the
+/// same source, up to 5 s; a success resets it.
+const FIRST_FAILURE_DELAY: Duration = Duration::from_millis(100);
+const MAX_FAILURE_DELAY: Duration = Duration::from_secs(5);
+/// Sources whose failures are remembered; past that the record starts over.
+const MAX_FAILING_SOURCES: usize = 4096;
 
 struct Shared {
     client: Client,
     engine: Arc<Engine>,
     config: Arc<GatewayConfig>,
     auth: Authenticator,
+    admission: Admission,
+}
+
+/// Who may start a startup exchange, and the failed passwords of each source.
+struct Admission {
+    handshakes: Arc<Semaphore>,
+    /// Startup exchanges in progress, by source address.
+    per_source: Mutex<BTreeMap<IpAddr, usize>>,
+    /// Consecutive failed passwords, by source address.
+    failures: Mutex<BTreeMap<IpAddr, u32>>,
+}
+
+/// A startup exchange in progress: its slot is given back when it ends.
+struct Handshake {
+    shared: Arc<Shared>,
+    source: IpAddr,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for Handshake {
+    fn drop(&mut self) {
+        let mut per_source = lock(&self.shared.admission.per_source);
+        if let Some(n) = per_source.get_mut(&self.source) {
+            *n -= 1;
+            if *n == 0 {
+                per_source.remove(&self.source);
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Admission {
+    /// A slot for a new unauthenticated connection from `source`, if the global and the
+    /// per-source budgets allow one.
+    fn admit(shared: &Arc<Shared>, source: IpAddr) -> Option<Handshake> {
+        let permit = shared.admission.handshakes.clone().try_acquire_owned().ok()?;
+        let mut per_source = lock(&shared.admission.per_source);
+        let n = per_source.entry(source).or_insert(0);
+        if *n >= shared.config.max_handshakes_per_source {
+            return None;
+        }
+        *n += 1;
+        Some(Handshake { shared: shared.clone(), source, _permit: permit })
+    }
+
+    /// Records a failed password from `source`; how long to wait before saying so.
+    fn failed(&self, source: IpAddr) -> Duration {
+        let mut failures = lock(&self.failures);
+        if failures.len() >= MAX_FAILING_SOURCES && !failures.contains_key(&source) {
+            failures.clear();
+        }
+        let n = failures.entry(source).or_insert(0);
+        *n = n.saturating_add(1);
+        FIRST_FAILURE_DELAY.saturating_mul(1 << (*n - 1).min(10)).min(MAX_FAILURE_DELAY)
+    }
+
+    fn succeeded(&self, source: IpAddr) {
+        lock(&self.failures).remove(&source);
+    }
 }
 
 /// Serves PostgreSQL clients on `listener` until `shutdown` completes, then closes every
@@ -41,10 +112,14 @@ pub async fn serve(
         client,
         engine: Arc::new(Engine::new(limits)),
         auth: Authenticator::new(&config.auth),
+        admission: Admission {
+            handshakes: Arc::new(Semaphore::new(config.max_handshakes)),
+            per_source: Mutex::new(BTreeMap::new()),
+            failures: Mutex::new(BTreeMap::new()),
+        },
         config: Arc::new(config),
     });
     let slots = Arc::new(Semaphore::new(shared.config.max_connections));
-    let rejecting = Arc::new(Semaphore::new(MAX_REJECTING));
     let (stop, stopped) = watch::channel(false);
     let mut tasks = JoinSet::new();
     tokio::pin!(shutdown);
@@ -64,24 +139,10 @@ pub async fn serve(
         // Reap finished connections so the set stays bounded.
         while tasks.try_join_next().is_some() {}
         let _ = stream.set_nodelay(true);
-        match slots.clone().try_acquire_owned() {
-            Ok(permit) => {
-                let (shared, stopped) = (shared.clone(), stopped.clone());
-                tasks.spawn(async move {
-                    serve_one(stream, addr, shared, stopped).await;
-                    drop(permit);
-                });
-            }
-            Err(_) => {
-                if let Ok(permit) = rejecting.clone().try_acquire_owned() {
-                    let max_message = shared.config.max_message_bytes;
-                    tasks.spawn(async move {
-                        reject(stream, addr, max_message).await;
-                        drop(permit);
-                    });
-                }
-            }
-        }
+        // Over the unauthenticated budget: closed before reading anything.
+        let Some(handshake) = Admission::admit(&shared, addr.ip()) else { continue };
+        let (slots, stopped) = (slots.clone(), stopped.clone());
+        tasks.spawn(serve_one(stream, addr, handshake, slots, stopped));
     }
     let _ = stop.send(true);
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, async { while tasks.join_next().await.is_some() {} }).await;
@@ -89,43 +150,36 @@ pub async fn serve(
     Ok(())
 }
 
-async fn serve_one(stream: TcpStream, addr: std::net::SocketAddr, shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
-    let mut conn = Conn::new(stream, addr, shared.config.max_message_bytes);
-    match tokio::time::timeout(shared.config.startup_timeout, startup(&mut conn, &shared.auth)).await {
-        Ok(true) => {}
-        Ok(false) => return,
+async fn serve_one(
+    stream: TcpStream,
+    addr: std::net::SocketAddr,
+    handshake: Handshake,
+    slots: Arc<Semaphore>,
+    stopped: watch::Receiver<bool>,
+) {
+    let shared = handshake.shared.clone();
+    let mut conn = Conn::new(stream, addr, PRE_AUTH_MESSAGE_BYTES.min(shared.config.max_message_bytes));
+    let slot = match tokio::time::timeout(shared.config.startup_timeout, startup(&mut conn, &shared.auth, &slots)).await
+    {
+        Ok(Startup::Ready(slot)) => {
+            shared.admission.succeeded(addr.ip());
+            slot
+        }
+        Ok(Startup::Closed) => return,
+        Ok(Startup::AuthFailed(info)) => {
+            // Each further failure from this source waits longer (guessing is slow).
+            tokio::time::sleep(shared.admission.failed(addr.ip())).await;
+            conn.send_error(info).await;
+            return;
+        }
         Err(_) => {
             conn.fatal("08P01", "startup timed out").await;
             return;
         }
-    }
+    };
+    drop(handshake);
+    conn.set_max_message(shared.config.max_message_bytes);
     let protocol = Protocol::new(conn, (shared.client.clone(), shared.engine.clone()), shared.config.clone());
     protocol.run(stopped).await;
-}
-
-/// Answers a connection over the cap the way PostgreSQL does: after its startup packet,
-/// "sorry, too many clients already" (53300), then closes.
-async fn reject(stream: TcpStream, addr: std::net::SocketAddr, max_message: usize) {
-    let mut conn = Conn::new(stream, addr, max_message);
-    let _ = tokio::time::timeout(REJECT_TIMEOUT, async {
-        use futures::SinkExt;
-        use pgwire::api::{ClientInfo, PgWireConnectionState};
-        use pgwire::messages::response::SslResponse;
-        use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage, SslNegotiationMetaMessage};
-        while let Some(Ok(message)) = conn.next().await {
-            match message {
-                PgWireFrontendMessage::SslNegotiation(SslNegotiationMetaMessage::PostgresSsl(_)) => {
-                    if conn.send(PgWireBackendMessage::SslResponse(SslResponse::Refuse)).await.is_err() {
-                        return;
-                    }
-                }
-                PgWireFrontendMessage::SslNegotiation(SslNegotiationMetaMessage::None) => {
-                    conn.set_state(PgWireConnectionState::AwaitingStartup);
-                }
-                _ => return,
-            }
-        }
-    })
-    .await;
-    conn.fatal("53300", "sorry, too many clients already").await;
+    drop(slot);
 }

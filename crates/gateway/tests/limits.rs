@@ -147,3 +147,73 @@ async fn password_authentication() {
     })
     .await;
 }
+
+/// A tokio-postgres connection to the gateway from source address `source` (a loopback
+/// address other than 127.0.0.1 stands for another machine).
+async fn connect_from(
+    source: std::net::IpAddr,
+    addr: std::net::SocketAddr,
+) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.bind(std::net::SocketAddr::new(source, 0)).expect("bind a loopback source address");
+    let stream = socket.connect(addr).await.expect("connect");
+    let mut config = tokio_postgres::Config::new();
+    config.user("tester").dbname("pistou");
+    let (client, connection) = config.connect_raw(stream, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+/// Sockets that connect and never send a startup packet take unauthenticated slots only,
+/// and one source gets few of them: they neither use up the connection cap nor keep
+/// another source out (before, 100 such sockets took every connection slot until the
+/// startup timeout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_sockets_do_not_lock_clients_out() {
+    bounded(60, async {
+        let h = start(GatewayConfig::default()).await;
+        // A startup packet announcing 1 MiB is refused before it is buffered.
+        let mut big = TcpStream::connect(h.addr).await.expect("connect");
+        big.write_all(&(1i32 << 20).to_be_bytes()).await.expect("length");
+        big.write_all(&[0; 1024]).await.expect("some of it");
+        assert!(closed(&mut big).await, "an oversized startup packet must close the connection");
+        let mut silent = Vec::new();
+        for _ in 0..150 {
+            silent.push(TcpStream::connect(h.addr).await.expect("connect"));
+        }
+        let other_source = std::net::IpAddr::from([127, 0, 0, 2]);
+        for i in 0..5 {
+            let c = connect_from(other_source, h.addr).await.expect("a client from another source gets in");
+            let n: i32 = c.query_one("SELECT $1::INT", &[&i]).await.expect("query").get(0);
+            assert_eq!(n, i);
+        }
+        drop(silent);
+        h.stop().await;
+    })
+    .await;
+}
+
+/// Wrong passwords are answered ever more slowly (100 ms, then doubling per further
+/// failure from the same source), so guessing is slow; the right password still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_passwords_are_answered_ever_more_slowly() {
+    bounded(60, async {
+        let auth =
+            Auth::Password { user: "app".into(), password: "s3cret".into(), method: PasswordMethod::ScramSha256 };
+        let h = start(GatewayConfig { auth, ..GatewayConfig::default() }).await;
+        let started = std::time::Instant::now();
+        for _ in 0..4 {
+            let e = connect_as(h.addr, "app", Some("guess")).await.expect_err("wrong password");
+            assert_eq!(sqlstate(&e), "28P01");
+        }
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(1_500),
+            "four failures took only {waited:?} (100+200+400+800 ms expected)"
+        );
+        let db = connect_as(h.addr, "app", Some("s3cret")).await.expect("right password");
+        assert_eq!(db.query_one("SELECT 1", &[]).await.expect("query").get::<_, i32>(0), 1);
+        h.stop().await;
+    })
+    .await;
+}
