@@ -207,7 +207,7 @@ pub enum Startup {
     /// Closed, cancelled or malformed (already answered).
     Closed,
     /// A wrong password: the error to send (the caller may wait first).
-    AuthFailed(ErrorInfo),
+    AuthFailed(Box<ErrorInfo>),
 }
 
 /// The startup exchange. Its startup packet must find a free connection slot in `slots`
@@ -254,7 +254,7 @@ pub async fn startup(conn: &mut Conn, auth: &Authenticator, slots: &Arc<tokio::s
                     if info.code == "28P01" {
                         let user = conn.metadata().get(METADATA_USER).cloned().unwrap_or_default();
                         info.message = format!("password authentication failed for user \"{user}\"");
-                        return Startup::AuthFailed(info);
+                        return Startup::AuthFailed(Box::new(info));
                     }
                     conn.send_error(info).await;
                     return Startup::Closed;

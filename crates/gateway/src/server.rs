@@ -169,7 +169,7 @@ async fn serve_one(
         Ok(Startup::AuthFailed(info)) => {
             // Each further failure from this source waits longer (guessing is slow).
             tokio::time::sleep(shared.admission.failed(addr.ip())).await;
-            conn.send_error(info).await;
+            conn.send_error(*info).await;
             return;
         }
         Err(_) => {
