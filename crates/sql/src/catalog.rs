@@ -1,6 +1,7 @@
 //! Table schemas and the versioned catalog. DDL never mutates a catalog behind the caller's
 //! back: planning a DDL statement yields a `CatalogChange`, which the caller applies.
 
+pub use crate::constraints::{AlterAction, CheckConstraint, Constraints, FkAction, ForeignKey};
 use crate::error::{err, Result, SqlState};
 use crate::keycode::encode_key;
 use crate::types::{SqlType, TypeLimits, Value};
@@ -26,8 +27,9 @@ pub const ROW_ID_COLUMN: &str = "\0row_id";
 
 impl Column {
     /// The hidden row-id column of a table without a declared primary key.
+    /// The hidden row id, or a dropped column (`constraints::DROPPED_PREFIX`).
     pub fn is_hidden(&self) -> bool {
-        self.name == ROW_ID_COLUMN
+        self.name.starts_with('\0')
     }
 }
 
@@ -68,6 +70,8 @@ pub struct TableSchema {
     pub primary_key: Vec<usize>,
     /// Secondary indexes, including those backing UNIQUE constraints.
     pub indexes: Vec<IndexSchema>,
+    /// FOREIGN KEY, CHECK and UNIQUE constraints (`crate::constraints`).
+    pub constraints: Constraints,
 }
 
 impl TableSchema {
@@ -80,7 +84,7 @@ impl TableSchema {
     /// (it is then the whole primary key).
     pub fn row_id_column(&self) -> Option<usize> {
         match self.primary_key.as_slice() {
-            [only] if self.columns.get(*only).is_some_and(Column::is_hidden) => Some(*only),
+            [only] if self.columns.get(*only).is_some_and(|c| c.name == ROW_ID_COLUMN) => Some(*only),
             _ => None,
         }
     }
@@ -153,6 +157,12 @@ pub enum CatalogChange {
         table: String,
         index: IndexSchema,
     },
+    /// ALTER TABLE actions other than ADD COLUMN / ADD PRIMARY KEY, applied in order
+    /// (`crate::constraints::AlterAction`).
+    AlterTable {
+        table: String,
+        actions: Vec<AlterAction>,
+    },
 }
 
 /// All table schemas plus a version number bumped by every applied change (plans are
@@ -195,11 +205,23 @@ impl Catalog {
                 for index in &schema.indexes {
                     self.check_new_index_name(&index.name)?;
                 }
+                crate::constraints::check_new_table(self, schema)?;
                 let mut schema = schema.clone();
                 schema.id = self.version + 1;
                 self.tables.insert(schema.name.clone(), Arc::new(schema));
             }
             CatalogChange::DropTable { table } => {
+                if let Some((child, fk)) =
+                    crate::constraints::referencing(self, table).into_iter().find(|(c, _)| c.name != *table)
+                {
+                    return err(
+                        SqlState::DependentObjectsStillExist,
+                        format!(
+                            "cannot drop table {table} because other objects depend on it (constraint {} on table {} depends on table {table})",
+                            fk.name, child.name
+                        ),
+                    );
+                }
                 if self.tables.remove(table).is_none() {
                     return err(SqlState::UndefinedTable, format!("table \"{table}\" does not exist"));
                 }
@@ -255,15 +277,32 @@ impl Catalog {
                 let Some(schema) = self.tables.get_mut(table) else {
                     return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
                 };
+                if schema.constraints.unique.contains(index) {
+                    return err(
+                        SqlState::DependentObjectsStillExist,
+                        format!("cannot drop index {index} because constraint {index} on table {table} requires it"),
+                    );
+                }
                 let before = schema.indexes.len();
                 Arc::make_mut(schema).indexes.retain(|i| &i.name != index);
                 if schema.indexes.len() == before {
                     return err(SqlState::UndefinedObject, format!("index \"{index}\" does not exist"));
                 }
             }
+            CatalogChange::AlterTable { table, actions } => {
+                // Applied to a copy: a failing action leaves the catalog as it was.
+                let mut next = self.clone();
+                crate::constraints::apply_alter(&mut next, table, actions)?;
+                self.tables = next.tables;
+            }
         }
         self.version += 1;
         Ok(())
+    }
+
+    /// Replaces a table's schema (ALTER TABLE actions).
+    pub(crate) fn replace_table(&mut self, schema: Arc<TableSchema>) {
+        self.tables.insert(schema.name.clone(), schema);
     }
 
     fn check_new_index_name(&self, name: &str) -> Result<()> {
@@ -286,7 +325,14 @@ mod tests {
             nullable: false,
             default: None,
         };
-        TableSchema { name: name.into(), id: 0, columns: vec![id], primary_key: vec![0], indexes: vec![] }
+        TableSchema {
+            name: name.into(),
+            id: 0,
+            columns: vec![id],
+            primary_key: vec![0],
+            indexes: vec![],
+            constraints: Default::default(),
+        }
     }
 
     #[test]

@@ -51,6 +51,11 @@ pub enum SqlState {
     InvalidSavepointSpecification,
     /// A malformed regular expression (2201B).
     InvalidRegularExpression,
+    ForeignKeyViolation,
+    CheckViolation,
+    InvalidForeignKey,
+    DependentObjectsStillExist,
+    InvalidName,
 }
 
 impl SqlState {
@@ -73,6 +78,11 @@ impl SqlState {
             InvalidColumnReference => "42P10",
             InvalidTableDefinition => "42P16",
             UniqueViolation => "23505",
+            ForeignKeyViolation => "23503",
+            CheckViolation => "23514",
+            InvalidForeignKey => "42830",
+            DependentObjectsStillExist => "2BP01",
+            InvalidName => "42602",
             NotNullViolation => "23502",
             DivisionByZero => "22012",
             NumericValueOutOfRange => "22003",
