@@ -211,15 +211,10 @@ impl Catalog {
                 self.tables.insert(schema.name.clone(), Arc::new(schema));
             }
             CatalogChange::DropTable { table } => {
-                if let Some((child, fk)) =
-                    crate::constraints::referencing(self, table).into_iter().find(|(c, _)| c.name != *table)
-                {
+                if crate::constraints::referencing(self, table).iter().any(|(c, _)| c.name != *table) {
                     return err(
                         SqlState::DependentObjectsStillExist,
-                        format!(
-                            "cannot drop table {table} because other objects depend on it (constraint {} on table {} depends on table {table})",
-                            fk.name, child.name
-                        ),
+                        format!("cannot drop table {table} because other objects depend on it"),
                     );
                 }
                 if self.tables.remove(table).is_none() {

@@ -11,7 +11,7 @@
 //! parser's recursion limit), so a hostile catalog write is refused with a SQLSTATE, never
 //! applied and never a panic.
 
-use crate::catalog::{Catalog, Column, IndexSchema, TableSchema};
+use crate::catalog::{Catalog, IndexSchema, TableSchema};
 use crate::error::{err, Result, SqlError, SqlState};
 use crate::expr::{Expr, Func};
 use crate::plan::Path;
@@ -545,7 +545,6 @@ fn declared_pk_has(t: &TableSchema, pos: usize) -> bool {
 #[derive(Clone, Debug)]
 pub(crate) struct ParentRef {
     pub name: String,
-    pub columns: Vec<usize>,
     pub parent: Arc<TableSchema>,
     /// Path on the parent, and for each of its key columns the child column giving its value.
     pub path: Path,
@@ -683,21 +682,6 @@ pub fn foreign_key_definition(child: &TableSchema, parent: Option<&TableSchema>,
         }
     }
     s
-}
-
-/// A value of a column for messages (`Key (a)=(1)`).
-pub(crate) fn key_text(row: &[Value], cols: &[usize], table: &TableSchema) -> String {
-    let values: Vec<String> = cols
-        .iter()
-        .map(|c| {
-            let ty = table.columns.get(*c).map(|c: &Column| c.ty);
-            row.get(*c).map_or_else(String::new, |v| match v {
-                Value::Null => "null".to_string(),
-                v => crate::types::output_text(v, ty),
-            })
-        })
-        .collect();
-    values.join(", ")
 }
 
 /// Queries that find an existing row violating a constraint an ALTER TABLE adds (none for

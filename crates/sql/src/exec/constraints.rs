@@ -4,7 +4,7 @@
 //! referencing table) and validated by the concurrency control like any other read.
 
 use super::*;
-use crate::constraints::{key_text, ChildRef, Enforcement, FkAction};
+use crate::constraints::{ChildRef, Enforcement, FkAction};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -51,12 +51,8 @@ impl Exec<'_> {
                     return err(
                         SqlState::ForeignKeyViolation,
                         format!(
-                            "insert or update on table \"{}\" violates foreign key constraint \"{}\" (Key ({})=({}) is not present in table \"{}\")",
-                            table.name,
-                            p.name,
-                            crate::constraints::column_list(table, &p.columns),
-                            key_text(row, &p.columns, table),
-                            p.parent.name
+                            "insert or update on table \"{}\" violates foreign key constraint \"{}\"",
+                            table.name, p.name
                         ),
                     );
                 }
@@ -88,17 +84,12 @@ impl Exec<'_> {
         self.reader.scan_rows(local, &scan, &Env::default(), &mut self.reads)
     }
 
-    fn still_referenced(parent: &TableSchema, fk: &ChildRef, row: &[Value]) -> SqlError {
+    fn still_referenced(parent: &TableSchema, fk: &ChildRef) -> SqlError {
         SqlError::new(
             SqlState::ForeignKeyViolation,
             format!(
-                "update or delete on table \"{}\" violates foreign key constraint \"{}\" on table \"{}\" (Key ({})=({}) is still referenced from table \"{}\")",
-                parent.name,
-                fk.name,
-                fk.child.name,
-                crate::constraints::column_list(parent, &fk.parent_columns),
-                key_text(row, &fk.parent_columns, parent),
-                fk.child.name
+                "update or delete on table \"{}\" violates foreign key constraint \"{}\" on table \"{}\"",
+                parent.name, fk.name, fk.child.name
             ),
         )
     }
@@ -118,7 +109,7 @@ impl Exec<'_> {
                     continue;
                 }
                 if !self.referencing_rows(local, fk, old)?.is_empty() {
-                    return Err(Self::still_referenced(table, fk, old));
+                    return Err(Self::still_referenced(table, fk));
                 }
             }
         }
@@ -150,7 +141,7 @@ impl Exec<'_> {
                 }
                 let child_enforce = root.cascades.get(&fk.child.name);
                 match fk.on_delete {
-                    FkAction::NoAction | FkAction::Restrict => return Err(Self::still_referenced(&parent, fk, &row)),
+                    FkAction::NoAction | FkAction::Restrict => return Err(Self::still_referenced(&parent, fk)),
                     FkAction::Cascade => {
                         let grandchildren = Arc::new(child_enforce.map(|e| e.children.clone()).unwrap_or_default());
                         for (key, r) in rows {

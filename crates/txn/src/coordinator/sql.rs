@@ -518,6 +518,21 @@ impl Coordinator {
         }
         let mut next = (*planning.1).clone();
         next.apply(&change)?;
+        // A foreign key is checked by the statements writing either table, and a statement
+        // reads one shard: both tables must be on one.
+        for t in next.tables() {
+            for fk in &t.constraints.foreign_keys {
+                if self.config().table_shard(&t.name) != self.config().table_shard(&fk.parent) {
+                    return Err(sql_err(
+                        SqlState::FeatureNotSupported,
+                        format!(
+                            "foreign key \"{}\" of table \"{}\" references table \"{}\" on another shard (a statement reads one shard; place both tables on one)",
+                            fk.name, t.name, fk.parent
+                        ),
+                    ));
+                }
+            }
+        }
         let value = postcard::to_allocvec(&CatalogWrite { change, catalog: next })
             .map_err(|e| sql_err(SqlState::InternalError, format!("catalog encoding: {e}")))?;
         if value.len() > pistou_wire::MAX_VALUE_BYTES {
