@@ -226,7 +226,12 @@ impl Session {
                 let local = self.intercepted(&sql)?;
                 Ok(rows_reply(local, "SELECT"))
             }
-            Command::Sql => self.work(Work::Statement(sql, params)).await,
+            Command::Sql => {
+                if matches!(self.txn, TxnState::Idle) && starts_with_words(sql, "alter table") {
+                    self.check_new_constraints(sql).await?;
+                }
+                self.work(Work::Statement(sql, params)).await
+            }
             Command::Truncate(tables) => self.work(Work::Truncate(tables)).await,
             Command::Maintenance { tag, tables } => self.maintenance(tag, tables).await,
             Command::AddPrimaryKey { table, columns } => {
@@ -300,6 +305,27 @@ impl Session {
             Err(e) if e.code == errors::PROGRAM_LIMIT => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// Before `ALTER TABLE … ADD CONSTRAINT` (FOREIGN KEY, CHECK, UNIQUE): the existing rows
+    /// must satisfy it (`pistou_sql::constraints::validation_queries`). As for ADD PRIMARY
+    /// KEY, each check is a read-only transaction before the schema change's own, so a row
+    /// written concurrently in between is not checked (docs/sql.md, "Constraints").
+    async fn check_new_constraints(&mut self, sql: &str) -> Result<(), PgError> {
+        let catalog = self.catalog().await?;
+        let Ok(prepared) = self.engine.prepare(&catalog, sql) else { return Ok(()) };
+        let pistou_sql::StatementKind::Ddl(Some(change)) = prepared.kind() else { return Ok(()) };
+        let none = RawParams::default();
+        for (query, violation) in pistou_sql::constraints::validation_queries(&catalog, &change) {
+            match self.autocommit(Work::Statement(&query, &none)).await {
+                Ok(Reply::Rows { rows, .. }) if !rows.is_empty() => return Err(violation.into()),
+                Ok(_) => {}
+                // Too large to read in one transaction: not checked (the same gap).
+                Err(e) if e.code == errors::PROGRAM_LIMIT => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     async fn check_no_nulls(&mut self, table: &str, columns: &[String]) -> Result<(), PgError> {
@@ -691,4 +717,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+}
+
+/// Whether `sql` starts with the words `words` (case-insensitive, any whitespace between).
+fn starts_with_words(sql: &str, words: &str) -> bool {
+    let mut tokens = sql.split_whitespace();
+    words.split(' ').all(|w| tokens.next().is_some_and(|t| t.eq_ignore_ascii_case(w)))
 }

@@ -612,7 +612,7 @@ fn enforcement_of(catalog: &Catalog, table: &TableSchema) -> Result<Enforcement>
             .iter()
             .filter_map(|k| fk.parent_columns.iter().position(|p| p == k).and_then(|i| fk.columns.get(i).copied()))
             .collect();
-        e.parents.push(ParentRef { name: fk.name.clone(), columns: fk.columns.clone(), parent, path, value_columns });
+        e.parents.push(ParentRef { name: fk.name.clone(), parent, path, value_columns });
     }
     for (child, fk) in referencing(catalog, &table.name) {
         e.children.push(ChildRef {

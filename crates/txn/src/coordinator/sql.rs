@@ -538,6 +538,7 @@ impl Coordinator {
         if value.len() > pistou_wire::MAX_VALUE_BYTES {
             return Err(sql_err(SqlState::ProgramLimitExceeded, "the catalog is too large"));
         }
+        let Some(state) = self.sql_state(h) else { return Ok(None) };
         state.ddl = true;
         let Some(t) = self.txns.get_mut(&h) else { return Ok(None) };
         for shard in shards {
