@@ -687,6 +687,12 @@ fn ddl_tag(sql: &str) -> String {
     words.iter().take(2).map(|w| w.to_ascii_uppercase()).collect::<Vec<_>>().join(" ")
 }
 
+/// Whether `sql` starts with the words `words` (case-insensitive, any whitespace between).
+fn starts_with_words(sql: &str, words: &str) -> bool {
+    let mut tokens = sql.split_whitespace();
+    words.split(' ').all(|w| tokens.next().is_some_and(|t| t.eq_ignore_ascii_case(w)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -717,10 +723,4 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
-}
-
-/// Whether `sql` starts with the words `words` (case-insensitive, any whitespace between).
-fn starts_with_words(sql: &str, words: &str) -> bool {
-    let mut tokens = sql.split_whitespace();
-    words.split(' ').all(|w| tokens.next().is_some_and(|t| t.eq_ignore_ascii_case(w)))
 }

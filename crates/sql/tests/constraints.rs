@@ -157,12 +157,12 @@ fn check_constraints_pass_true_and_null() {
     ]);
     ok(&mut db, "INSERT INTO k VALUES (1, 5, 1, 2)");
     ok(&mut db, "INSERT INTO k VALUES (2, NULL, NULL, 2)");
-    let e = db.execute("INSERT INTO k VALUES (3, 0, 1, 2)").err().expect("fails");
+    let e = db.execute("INSERT INTO k VALUES (3, 0, 1, 2)").expect_err("fails");
     assert_eq!(
         (e.sqlstate(), e.message.as_str()),
         ("23514", "new row for relation \"k\" violates check constraint \"k_price_check\"")
     );
-    let e = db.execute("UPDATE k SET lo = 9 WHERE id = 1").err().expect("fails");
+    let e = db.execute("UPDATE k SET lo = 9 WHERE id = 1").expect_err("fails");
     assert_eq!(e.message, "new row for relation \"k\" violates check constraint \"range_ok\"");
     assert_eq!(state(&mut db, "CREATE TABLE k2 (a INT CHECK (a))"), Some("42804"), "not boolean");
     assert_eq!(state(&mut db, "CREATE TABLE k2 (a INT CHECK (b > 0))"), Some("42703"));
@@ -179,7 +179,7 @@ fn check_constraints_pass_true_and_null() {
 fn unique_constraints_named_and_added() {
     let mut db = db(&["CREATE TABLE u (id INT PRIMARY KEY, a INT, b INT, CONSTRAINT ab UNIQUE (a, b))"]);
     ok(&mut db, "INSERT INTO u VALUES (1, 1, 1), (2, 1, NULL), (3, 1, NULL)");
-    let e = db.execute("INSERT INTO u VALUES (4, 1, 1)").err().expect("fails");
+    let e = db.execute("INSERT INTO u VALUES (4, 1, 1)").expect_err("fails");
     assert_eq!(e.message, "duplicate key value violates unique constraint \"ab\"");
     assert_eq!(state(&mut db, "ALTER TABLE u ADD CONSTRAINT a_only UNIQUE (a)"), Some("23505"), "existing rows");
     ok(&mut db, "ALTER TABLE u ADD CONSTRAINT b_only UNIQUE (b)");
