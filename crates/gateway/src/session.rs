@@ -240,7 +240,12 @@ impl Session {
                 let local = self.intercepted(&sql)?;
                 Ok(rows_reply(local, "SELECT"))
             }
-            Command::Sql => self.work(Work::Statement(sql, params)).await,
+            Command::Sql => {
+                if matches!(self.txn, TxnState::Idle) && starts_with_words(sql, "alter table") {
+                    self.check_new_constraints(sql).await?;
+                }
+                self.work(Work::Statement(sql, params)).await
+            }
             Command::Truncate(tables) => self.work(Work::Truncate(tables)).await,
             Command::Maintenance { tag, tables } => self.maintenance(tag, tables).await,
             Command::AddPrimaryKey { table, columns } => {
@@ -317,6 +322,27 @@ impl Session {
             Err(e) if e.code == errors::PROGRAM_LIMIT => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// Before `ALTER TABLE … ADD CONSTRAINT` (FOREIGN KEY, CHECK, UNIQUE): the existing rows
+    /// must satisfy it (`pistou_sql::constraints::validation_queries`). As for ADD PRIMARY
+    /// KEY, each check is a read-only transaction before the schema change's own, so a row
+    /// written concurrently in between is not checked (docs/sql.md, "Constraints").
+    async fn check_new_constraints(&mut self, sql: &str) -> Result<(), PgError> {
+        let catalog = self.catalog().await?;
+        let Ok(prepared) = self.engine.prepare(&catalog, sql) else { return Ok(()) };
+        let pistou_sql::StatementKind::Ddl(Some(change)) = prepared.kind() else { return Ok(()) };
+        let none = RawParams::default();
+        for (query, violation) in pistou_sql::constraints::validation_queries(&catalog, &change) {
+            match self.autocommit(Work::Statement(&query, &none)).await {
+                Ok(Reply::Rows { rows, .. }) if !rows.is_empty() => return Err(violation.into()),
+                Ok(_) => {}
+                // Too large to read in one transaction: not checked (the same gap).
+                Err(e) if e.code == errors::PROGRAM_LIMIT => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     async fn check_no_nulls(&mut self, table: &str, columns: &[String]) -> Result<(), PgError> {
@@ -667,6 +693,12 @@ fn uniform_type(rows: &[Row], i: usize) -> Option<SqlType> {
 fn ddl_tag(sql: &str) -> String {
     let words = crate::command::words(sql);
     words.iter().take(2).map(|w| w.to_ascii_uppercase()).collect::<Vec<_>>().join(" ")
+}
+
+/// Whether `sql` starts with the words `words` (case-insensitive, any whitespace between).
+fn starts_with_words(sql: &str, words: &str) -> bool {
+    let mut tokens = sql.split_whitespace();
+    words.split(' ').all(|w| tokens.next().is_some_and(|t| t.eq_ignore_ascii_case(w)))
 }
 
 #[cfg(test)]

@@ -163,7 +163,14 @@ mod tests {
                 generated: None,
             })
             .collect();
-        TableSchema { name: "t".into(), id: 0, columns, primary_key: (0..types.len()).collect(), indexes: vec![] }
+        TableSchema {
+            name: "t".into(),
+            id: 0,
+            columns,
+            primary_key: (0..types.len()).collect(),
+            indexes: vec![],
+            constraints: Default::default(),
+        }
     }
 
     fn numeric(s: &str) -> Value {

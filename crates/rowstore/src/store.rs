@@ -81,6 +81,20 @@ impl RowStore {
                     t.drop_index(catalog_after.table(table).cloned(), index);
                 }
             }
+            CatalogChange::AlterTable { table, .. } => {
+                // No stored row changes (a dropped column stays in rows, hidden); indexes the
+                // actions dropped go, those they added (UNIQUE constraints) are built.
+                let (Some(schema), Some(t)) = (catalog_after.table(table), self.tables.get_mut(table)) else { return };
+                let gone: Vec<String> = t.index_names().into_iter().filter(|n| schema.index(n).is_none()).collect();
+                for name in gone {
+                    t.drop_index(Some(schema.clone()), &name);
+                }
+                let have = t.index_names();
+                for index in schema.indexes.iter().filter(|i| !have.contains(&i.name)) {
+                    t.create_index(schema.clone(), index.clone());
+                }
+                t.drop_index(Some(schema.clone()), "");
+            }
             CatalogChange::AddColumn { table, column } => {
                 let (Some(schema), Some(t)) = (catalog_after.table(table), self.tables.get_mut(table)) else { return };
                 t.add_column(schema.clone(), column.default.clone().unwrap_or(Value::Null));

@@ -232,6 +232,11 @@ impl Table {
         self.indexes.push(built);
     }
 
+    /// Names of the table's secondary indexes.
+    pub fn index_names(&self) -> Vec<String> {
+        self.indexes.iter().map(|i| i.schema.name.clone()).collect()
+    }
+
     /// DROP INDEX.
     pub fn drop_index(&mut self, schema: Option<Arc<TableSchema>>, name: &str) {
         if let Some(schema) = schema {

@@ -31,6 +31,7 @@ fn hostile_setup() -> (Catalog, RowStore) {
         ],
         primary_key: vec![0],
         indexes: vec![],
+        constraints: Default::default(),
     };
     let change = CatalogChange::CreateTable(lim);
     catalog.apply(&change).expect("create lim");

@@ -1,6 +1,7 @@
 //! Table schemas and the versioned catalog. DDL never mutates a catalog behind the caller's
 //! back: planning a DDL statement yields a `CatalogChange`, which the caller applies.
 
+pub use crate::constraints::{AlterAction, CheckConstraint, Constraints, FkAction, ForeignKey};
 use crate::error::{err, Result, SqlState};
 use crate::keycode::encode_key;
 use crate::sequence::SequenceSchema;
@@ -46,8 +47,9 @@ pub const ROW_ID_COLUMN: &str = "\0row_id";
 
 impl Column {
     /// The hidden row-id column of a table without a declared primary key.
+    /// The hidden row id, or a dropped column (`constraints::DROPPED_PREFIX`).
     pub fn is_hidden(&self) -> bool {
-        self.name == ROW_ID_COLUMN
+        self.name.starts_with('\0')
     }
 }
 
@@ -88,6 +90,8 @@ pub struct TableSchema {
     pub primary_key: Vec<usize>,
     /// Secondary indexes, including those backing UNIQUE constraints.
     pub indexes: Vec<IndexSchema>,
+    /// FOREIGN KEY, CHECK and UNIQUE constraints (`crate::constraints`).
+    pub constraints: Constraints,
 }
 
 impl TableSchema {
@@ -100,7 +104,7 @@ impl TableSchema {
     /// (it is then the whole primary key).
     pub fn row_id_column(&self) -> Option<usize> {
         match self.primary_key.as_slice() {
-            [only] if self.columns.get(*only).is_some_and(Column::is_hidden) => Some(*only),
+            [only] if self.columns.get(*only).is_some_and(|c| c.name == ROW_ID_COLUMN) => Some(*only),
             _ => None,
         }
     }
@@ -180,6 +184,12 @@ pub enum CatalogChange {
     /// One statement's changes, in order (CREATE TABLE with SERIAL columns creates their
     /// sequences first). Not nested, at most [`MAX_STATEMENT_CHANGES`].
     Several(Vec<CatalogChange>),
+    /// ALTER TABLE actions other than ADD COLUMN / ADD PRIMARY KEY, applied in order
+    /// (`crate::constraints::AlterAction`).
+    AlterTable {
+        table: String,
+        actions: Vec<AlterAction>,
+    },
 }
 
 /// Most changes one statement makes (`CatalogChange::Several`).
@@ -287,11 +297,18 @@ impl Catalog {
                 for index in &schema.indexes {
                     self.check_new_index_name(&index.name)?;
                 }
+                crate::constraints::check_new_table(self, schema)?;
                 let mut schema = schema.clone();
                 schema.id = self.version + 1;
                 self.tables.insert(schema.name.clone(), Arc::new(schema));
             }
             CatalogChange::DropTable { table } => {
+                if crate::constraints::referencing(self, table).iter().any(|(c, _)| c.name != *table) {
+                    return err(
+                        SqlState::DependentObjectsStillExist,
+                        format!("cannot drop table {table} because other objects depend on it"),
+                    );
+                }
                 if self.tables.remove(table).is_none() {
                     return err(SqlState::UndefinedTable, format!("table \"{table}\" does not exist"));
                 }
@@ -351,20 +368,61 @@ impl Catalog {
                 let Some(schema) = self.tables.get_mut(table) else {
                     return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
                 };
+                if schema.constraints.unique.contains(index) {
+                    return err(
+                        SqlState::DependentObjectsStillExist,
+                        format!("cannot drop index {index} because constraint {index} on table {table} requires it"),
+                    );
+                }
                 let before = schema.indexes.len();
                 Arc::make_mut(schema).indexes.retain(|i| &i.name != index);
                 if schema.indexes.len() == before {
                     return err(SqlState::UndefinedObject, format!("index \"{index}\" does not exist"));
                 }
             }
+            CatalogChange::AlterTable { table, actions } => {
+                // Applied to a copy: a failing action leaves the catalog as it was.
+                let mut next = self.clone();
+                crate::constraints::apply_alter(&mut next, table, actions)?;
+                self.tables = next.tables;
+                self.follow_owned_sequences(table);
+            }
         }
         self.version += 1;
         Ok(())
     }
 
+    /// After ALTER TABLE: a sequence owned by a column follows it when it is renamed, and
+    /// goes when it is dropped (as in PostgreSQL).
+    fn follow_owned_sequences(&mut self, table: &str) {
+        let Some(schema) = self.tables.get(table).cloned() else { return };
+        self.sequences.retain(|name, s| {
+            let Some((owner, _)) = &s.owned_by else { return true };
+            if owner != table {
+                return true;
+            }
+            let column = schema
+                .visible_columns()
+                .find(|(_, c)| c.generated.as_ref().is_some_and(|g| &g.sequence == name))
+                .map(|(_, c)| c.name.clone());
+            match column {
+                Some(column) => {
+                    Arc::make_mut(s).owned_by = Some((table.to_string(), column));
+                    true
+                }
+                None => false,
+            }
+        });
+    }
+
     /// Tables, indexes and sequences share one namespace, as PostgreSQL's relations do.
     fn check_new_relation_name(&self, name: &str) -> Result<()> {
         self.check_new_index_name(name)
+    }
+
+    /// Replaces a table's schema (ALTER TABLE actions).
+    pub(crate) fn replace_table(&mut self, schema: Arc<TableSchema>) {
+        self.tables.insert(schema.name.clone(), schema);
     }
 
     fn check_new_index_name(&self, name: &str) -> Result<()> {
@@ -388,7 +446,14 @@ mod tests {
             default: None,
             generated: None,
         };
-        TableSchema { name: name.into(), id: 0, columns: vec![id], primary_key: vec![0], indexes: vec![] }
+        TableSchema {
+            name: name.into(),
+            id: 0,
+            columns: vec![id],
+            primary_key: vec![0],
+            indexes: vec![],
+            constraints: Default::default(),
+        }
     }
 
     #[test]

@@ -209,6 +209,16 @@ impl Database {
         }
         let mut next = self.catalog.clone();
         next.apply(change)?;
+        // Constraints ALTER TABLE adds must hold on the existing rows.
+        for (query, violation) in crate::constraints::validation_queries(&self.catalog, change) {
+            let at = ReadAt::latest_before(pistou_core::Timestamp::at(self.clock + 1));
+            let empty = WriteSet::default();
+            let ctx = crate::engine::ExecContext { storage: &self.store, at, pending: &empty, sequences: &[] };
+            match self.engine.run(&self.catalog, &query, &[], &ctx)?.output {
+                crate::engine::Output::Rows { rows, .. } if !rows.is_empty() => return Err(violation),
+                _ => {}
+            }
+        }
         if let CatalogChange::CreateIndex { table, index } | CatalogChange::AddPrimaryKey { table, index } = change {
             let primary = matches!(change, CatalogChange::AddPrimaryKey { .. });
             if index.unique {

@@ -45,11 +45,13 @@ fn ddl_command(change: &CatalogChange) -> &'static str {
         CatalogChange::DropTable { .. } => "DROP TABLE",
         CatalogChange::CreateIndex { .. } => "CREATE INDEX",
         CatalogChange::DropIndex { .. } => "DROP INDEX",
-        CatalogChange::AddColumn { .. } | CatalogChange::AddPrimaryKey { .. } => "ALTER TABLE",
         CatalogChange::CreateSequence(_) => "CREATE SEQUENCE",
         CatalogChange::DropSequence { .. } => "DROP SEQUENCE",
         // CREATE TABLE with SERIAL columns: its sequences, then the table.
         CatalogChange::Several(changes) => changes.last().map_or("DDL", ddl_command),
+        CatalogChange::AddColumn { .. } | CatalogChange::AddPrimaryKey { .. } | CatalogChange::AlterTable { .. } => {
+            "ALTER TABLE"
+        }
     }
 }
 
@@ -86,12 +88,20 @@ pub(crate) fn plan_tables(plan: &Plan) -> Vec<String> {
         Statement::Query(q) => query_tables(q, &mut out),
         Statement::Insert(i) => {
             out.insert(i.table.name.clone());
+            i.enforce.tables(&mut out);
             if let crate::plan::InsertSource::Query(q) = &i.source {
                 query_tables(q, &mut out);
             }
         }
-        Statement::Update(u) => scan_tables(&u.scan, &mut out),
-        Statement::Delete(d) => scan_tables(&d.scan, &mut out),
+        // Constraint checks read the referenced and referencing tables (`constraints`).
+        Statement::Update(u) => {
+            scan_tables(&u.scan, &mut out);
+            u.enforce.tables(&mut out);
+        }
+        Statement::Delete(d) => {
+            scan_tables(&d.scan, &mut out);
+            d.enforce.tables(&mut out);
+        }
         Statement::Ddl(_) | Statement::Explain(_) | Statement::Txn(_) => return Vec::new(),
     }
     for sub in &plan.subqueries {

@@ -76,6 +76,10 @@ pub enum SqlState {
     InvalidArgumentForNthValue,
     /// A malformed WITH RECURSIVE query (42P19).
     InvalidRecursion,
+    ForeignKeyViolation,
+    CheckViolation,
+    InvalidForeignKey,
+    InvalidName,
 }
 
 impl SqlState {
@@ -98,6 +102,11 @@ impl SqlState {
             InvalidColumnReference => "42P10",
             InvalidTableDefinition => "42P16",
             UniqueViolation => "23505",
+            ForeignKeyViolation => "23503",
+            CheckViolation => "23514",
+            InvalidForeignKey => "42830",
+            DependentObjectsStillExist => "2BP01",
+            InvalidName => "42602",
             NotNullViolation => "23502",
             DivisionByZero => "22012",
             NumericValueOutOfRange => "22003",
@@ -112,7 +121,6 @@ impl SqlState {
             SequenceGeneratorLimitExceeded => "2200H",
             ObjectNotInPrerequisiteState => "55000",
             GeneratedAlways => "428C9",
-            DependentObjectsStillExist => "2BP01",
             SequenceValuesNeeded => "XX000",
             WindowingError => "42P20",
             WrongObjectType => "42809",

@@ -12,6 +12,7 @@
 mod bind;
 mod cast;
 pub mod catalog;
+pub mod constraints;
 pub mod database;
 mod decimal_wire;
 mod describe;

@@ -215,6 +215,8 @@ pub(crate) struct InsertPlan {
     pub source: InsertSource,
     pub on_conflict: OnConflict,
     pub returning: Option<Returning>,
+    /// CHECK and FOREIGN KEY checks of the written rows.
+    pub enforce: Arc<crate::constraints::Enforcement>,
 }
 
 /// What INSERT does when a row's key is taken.
@@ -238,6 +240,7 @@ pub(crate) struct UpdatePlan {
     /// (column, new value over the old row).
     pub assignments: Vec<(usize, Expr)>,
     pub returning: Option<Returning>,
+    pub enforce: Arc<crate::constraints::Enforcement>,
 }
 
 #[derive(Clone, Debug)]
@@ -246,6 +249,7 @@ pub(crate) struct DeletePlan {
     /// As in `UpdatePlan`.
     pub residual: Option<Expr>,
     pub returning: Option<Returning>,
+    pub enforce: Arc<crate::constraints::Enforcement>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -887,6 +891,7 @@ mod tests {
                 IndexSchema { name: "t_c".into(), columns: vec![2], unique: false },
                 IndexSchema { name: "t_cd".into(), columns: vec![2, 3], unique: true },
             ],
+            constraints: Default::default(),
         }
     }
 

@@ -383,6 +383,28 @@ impl MemStore {
                     mem.indexes.remove(index);
                 }
             }
+            AlterTable { table, .. } => {
+                // Indexes the actions added (UNIQUE constraints) are built; dropped ones go.
+                let (Some(schema), Some(mem)) = (catalog_after.table(table), self.tables.get_mut(table)) else {
+                    return;
+                };
+                mem.indexes.retain(|name, _| schema.index(name).is_some());
+                for index in &schema.indexes {
+                    if mem.indexes.contains_key(&index.name) {
+                        continue;
+                    }
+                    let mut entries = BTreeMap::new();
+                    for (key, &slot) in &mem.rows {
+                        for row in
+                            mem.slots.get(slot).into_iter().flat_map(Versions::as_slice).filter_map(|(_, r)| r.as_ref())
+                        {
+                            entries
+                                .insert((ShortKey::from(schema.index_key(index, row).as_slice()), key.clone()), slot);
+                        }
+                    }
+                    mem.indexes.insert(index.name.clone(), entries);
+                }
+            }
             AddColumn { table, column } => {
                 if let Some(mem) = self.tables.get_mut(table) {
                     let default = column.default.clone().unwrap_or(crate::types::Value::Null);
@@ -624,6 +646,7 @@ mod tests {
             columns: vec![col("id"), col("a")],
             primary_key: vec![0],
             indexes: vec![IndexSchema { name: "t_a".into(), columns: vec![1], unique: false }],
+            constraints: Default::default(),
         };
         let mut catalog = Catalog::new();
         let change = CatalogChange::CreateTable(schema.clone());

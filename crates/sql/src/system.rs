@@ -169,6 +169,10 @@ pub struct TableObject {
     pub oid: i64,
     pub schema: Arc<TableSchema>,
     pub indexes: Vec<IndexObject>,
+    /// CHECK constraints with their OIDs.
+    pub checks: Vec<(i64, crate::constraints::CheckConstraint)>,
+    /// FOREIGN KEY constraints with their OIDs and the referenced table's OID.
+    pub foreign_keys: Vec<(i64, crate::constraints::ForeignKey)>,
 }
 
 /// Every user object of a catalog with its OID, in OID order.
@@ -185,7 +189,7 @@ fn is_constraint_index(table: &TableSchema, index: &IndexSchema) -> bool {
         return false;
     }
     let cols: Vec<&str> = index.columns.iter().filter_map(|&i| table.columns.get(i)).map(|c| c.name.as_str()).collect();
-    index.name == format!("{}_{}_key", table.name, cols.join("_"))
+    index.name == format!("{}_{}_key", table.name, cols.join("_")) || table.constraints.unique.contains(&index.name)
 }
 
 impl Objects {
@@ -226,10 +230,17 @@ impl Objects {
                     constraint,
                 });
             }
-            tables.push(TableObject { oid, schema: t.clone(), indexes });
+            let checks = t.constraints.checks.iter().map(|c| (take(), c.clone())).collect();
+            let foreign_keys = t.constraints.foreign_keys.iter().map(|f| (take(), f.clone())).collect();
+            tables.push(TableObject { oid, schema: t.clone(), indexes, checks, foreign_keys });
         }
         let sequences = catalog.sequences().map(|s| (take(), s.clone())).collect();
         Objects { tables, sequences }
+    }
+
+    /// The table named `name`.
+    pub fn table(&self, name: &str) -> Option<&TableObject> {
+        self.tables.iter().find(|t| t.schema.name == name)
     }
 
     /// (OID, name) of every relation: tables and indexes.
@@ -273,6 +284,13 @@ impl Objects {
                     let kind = if ix.primary { "PRIMARY KEY" } else { "UNIQUE" };
                     out.push((oid, format!("{kind} ({cols})")));
                 }
+            }
+            for (oid, c) in &t.checks {
+                out.push((*oid, format!("CHECK ({})", c.expr)));
+            }
+            for (oid, f) in &t.foreign_keys {
+                let parent = self.table(&f.parent).map(|p| &*p.schema);
+                out.push((*oid, crate::constraints::foreign_key_definition(&t.schema, parent, f)));
             }
         }
         out
@@ -494,8 +512,17 @@ pub const SYSTEM_RELATION_OIDS: &[(i64, &str)] = &[
 ];
 
 /// The information_schema relations Pistou computes.
-pub const INFORMATION_SCHEMA_RELATIONS: &[&str] =
-    &["columns", "key_column_usage", "schemata", "table_constraints", "tables", "views"];
+pub const INFORMATION_SCHEMA_RELATIONS: &[&str] = &[
+    "check_constraints",
+    "columns",
+    "constraint_column_usage",
+    "key_column_usage",
+    "referential_constraints",
+    "schemata",
+    "table_constraints",
+    "tables",
+    "views",
+];
 
 /// Settings pg_settings shows: the server's fixed ones (the gateway's session settings are
 /// SHOW's and current_setting's).
@@ -1298,8 +1325,79 @@ fn pg_constraint(o: &Objects) -> Relation {
                 NULL,
             ]);
         }
+        for (con, c) in &t.checks {
+            rows.push(vec![
+                oid(*con),
+                name(&c.name),
+                oid(NAMESPACE_PUBLIC),
+                name("c"),
+                b(false),
+                b(false),
+                b(true),
+                oid(t.oid),
+                oid(0),
+                oid(0),
+                oid(0),
+                oid(0),
+                name(" "),
+                name(" "),
+                name(" "),
+                b(true),
+                int(0),
+                b(false),
+                array_text(check_columns(o, t, c).into_iter().map(|c| int(c as i64 + 1))),
+                NULL,
+                Value::Text(c.expr.clone()),
+            ]);
+        }
+        for (con, f) in &t.foreign_keys {
+            let parent = o.table(&f.parent);
+            // The index of the referenced key (its primary key or unique index).
+            let index = parent.and_then(|p| {
+                p.indexes.iter().find(|ix| {
+                    ix.unique
+                        && ix.columns.len() == f.parent_columns.len()
+                        && ix.columns.iter().all(|c| f.parent_columns.contains(c))
+                })
+            });
+            rows.push(vec![
+                oid(*con),
+                name(&f.name),
+                oid(NAMESPACE_PUBLIC),
+                name("f"),
+                b(f.deferrable),
+                b(f.initially_deferred),
+                b(true),
+                oid(t.oid),
+                oid(0),
+                oid(index.map_or(0, |i| i.oid)),
+                oid(0),
+                oid(parent.map_or(0, |p| p.oid)),
+                name(f.on_update.code()),
+                name(f.on_delete.code()),
+                name("s"),
+                b(true),
+                int(0),
+                b(true),
+                array_text(f.columns.iter().map(|c| int(*c as i64 + 1))),
+                array_text(f.parent_columns.iter().map(|c| int(*c as i64 + 1))),
+                NULL,
+            ]);
+        }
     }
     relation_of(&columns, rows)
+}
+
+/// Positions of the columns a CHECK constraint uses, sorted and distinct (`conkey`).
+fn check_columns(o: &Objects, t: &TableObject, c: &crate::constraints::CheckConstraint) -> Vec<usize> {
+    let _ = o;
+    let mut cols = Vec::new();
+    if let Ok(e) = crate::constraints::bind_check(&Catalog::new(), &t.schema, &c.expr) {
+        crate::bind::collect_all_columns(&e, &mut cols);
+    }
+    cols.sort_unstable();
+    cols.dedup();
+    cols
 }
 
 fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
@@ -1459,6 +1557,36 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                         name("YES"),
                     ]);
                 }
+                for (_, f) in &t.foreign_keys {
+                    rows.push(vec![
+                        catalog_name(),
+                        name("public"),
+                        name(&f.name),
+                        catalog_name(),
+                        name("public"),
+                        name(&t.schema.name),
+                        name("FOREIGN KEY"),
+                        yes_no(f.deferrable),
+                        yes_no(f.initially_deferred),
+                        name("YES"),
+                        NULL,
+                    ]);
+                }
+                for (_, c) in &t.checks {
+                    rows.push(vec![
+                        catalog_name(),
+                        name("public"),
+                        name(&c.name),
+                        catalog_name(),
+                        name("public"),
+                        name(&t.schema.name),
+                        name("CHECK"),
+                        name("NO"),
+                        name("NO"),
+                        name("YES"),
+                        NULL,
+                    ]);
+                }
             }
             relation_of(
                 &[
@@ -1495,6 +1623,24 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                         ]);
                     }
                 }
+                for (_, f) in &t.foreign_keys {
+                    let key =
+                        o.table(&f.parent).and_then(|p| crate::constraints::parent_key(&p.schema, &f.parent_columns));
+                    for (k, (c, p)) in f.columns.iter().zip(&f.parent_columns).enumerate() {
+                        let in_unique = key.as_ref().and_then(|(_, cols)| cols.iter().position(|x| x == p));
+                        rows.push(vec![
+                            catalog_name(),
+                            name("public"),
+                            name(&f.name),
+                            catalog_name(),
+                            name("public"),
+                            name(&t.schema.name),
+                            name(&column_names(&t.schema, &[*c]).concat()),
+                            int(k as i64 + 1),
+                            in_unique.map_or(NULL, |i| int(i as i64 + 1)),
+                        ]);
+                    }
+                }
             }
             relation_of(
                 &[
@@ -1507,6 +1653,110 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                     ("column_name", NAME),
                     ("ordinal_position", INT4),
                     ("position_in_unique_constraint", INT4),
+                ],
+                rows,
+            )
+        }
+        "referential_constraints" => {
+            let mut rows = Vec::new();
+            for t in &o.tables {
+                for (_, f) in &t.foreign_keys {
+                    let parent = o.table(&f.parent);
+                    let unique = parent.and_then(|p| {
+                        p.indexes.iter().find(|ix| {
+                            ix.constraint.is_some()
+                                && ix.columns.len() == f.parent_columns.len()
+                                && ix.columns.iter().all(|c| f.parent_columns.contains(c))
+                        })
+                    });
+                    rows.push(vec![
+                        catalog_name(),
+                        name("public"),
+                        name(&f.name),
+                        unique.map_or(NULL, |_| catalog_name()),
+                        unique.map_or(NULL, |_| name("public")),
+                        unique.map_or(NULL, |u| name(&u.name)),
+                        name("NONE"),
+                        name(f.on_update.rule()),
+                        name(f.on_delete.rule()),
+                    ]);
+                }
+            }
+            relation_of(
+                &[
+                    ("constraint_catalog", NAME),
+                    ("constraint_schema", NAME),
+                    ("constraint_name", NAME),
+                    ("unique_constraint_catalog", NAME),
+                    ("unique_constraint_schema", NAME),
+                    ("unique_constraint_name", NAME),
+                    ("match_option", TEXT),
+                    ("update_rule", TEXT),
+                    ("delete_rule", TEXT),
+                ],
+                rows,
+            )
+        }
+        "constraint_column_usage" => {
+            // The columns each constraint uses: its own for PRIMARY KEY / UNIQUE / CHECK, the
+            // referenced ones for FOREIGN KEY (as PostgreSQL).
+            let mut rows = Vec::new();
+            let mut push = |table: &str, column: String, constraint: &str| {
+                rows.push(vec![
+                    catalog_name(),
+                    name("public"),
+                    name(table),
+                    name(&column),
+                    catalog_name(),
+                    name("public"),
+                    name(constraint),
+                ]);
+            };
+            for t in &o.tables {
+                for ix in t.indexes.iter().filter(|ix| ix.constraint.is_some()) {
+                    for c in column_names(&t.schema, &ix.columns) {
+                        push(&t.schema.name, c, &ix.name);
+                    }
+                }
+                for (_, c) in &t.checks {
+                    for col in check_columns(o, t, c) {
+                        push(&t.schema.name, column_names(&t.schema, &[col]).concat(), &c.name);
+                    }
+                }
+                for (_, f) in &t.foreign_keys {
+                    if let Some(p) = o.table(&f.parent) {
+                        for c in column_names(&p.schema, &f.parent_columns) {
+                            push(&p.schema.name, c, &f.name);
+                        }
+                    }
+                }
+            }
+            relation_of(
+                &[
+                    ("table_catalog", NAME),
+                    ("table_schema", NAME),
+                    ("table_name", NAME),
+                    ("column_name", NAME),
+                    ("constraint_catalog", NAME),
+                    ("constraint_schema", NAME),
+                    ("constraint_name", NAME),
+                ],
+                rows,
+            )
+        }
+        "check_constraints" => {
+            let mut rows = Vec::new();
+            for t in &o.tables {
+                for (_, c) in &t.checks {
+                    rows.push(vec![catalog_name(), name("public"), name(&c.name), Value::Text(c.expr.clone())]);
+                }
+            }
+            relation_of(
+                &[
+                    ("constraint_catalog", NAME),
+                    ("constraint_schema", NAME),
+                    ("constraint_name", NAME),
+                    ("check_clause", TEXT),
                 ],
                 rows,
             )

@@ -86,6 +86,7 @@ fn fixture_with(sql: SqlConfig) -> Fixture {
         columns: vec![col("id"), col("a")],
         primary_key: vec![0],
         indexes: vec![],
+        constraints: Default::default(),
     };
     let change = CatalogChange::CreateTable(schema);
     let mut catalog = Catalog::new();
@@ -642,6 +643,7 @@ fn a_writeback_arriving_after_a_later_schema_change_still_lands() {
             columns: vec![col("id", None), col("a", None)],
             primary_key: vec![0],
             indexes: vec![],
+            constraints: Default::default(),
         }))
         .expect("create");
     let change = CatalogChange::AddColumn { table: "t".into(), column: col("b", Some(Value::Int(7))) };
@@ -1047,6 +1049,7 @@ fn a_commit_planned_against_a_schema_change_not_yet_here_waits_for_it() {
         columns: vec![col("id"), col("a")],
         primary_key: vec![0],
         indexes: vec![],
+        constraints: Default::default(),
     });
     let mut catalog = Catalog::new();
     for c in [&fx_create_t(), &change] {
@@ -1108,5 +1111,6 @@ fn fx_create_t() -> CatalogChange {
         columns: vec![col("id"), col("a")],
         primary_key: vec![0],
         indexes: vec![],
+        constraints: Default::default(),
     })
 }

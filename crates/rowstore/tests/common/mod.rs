@@ -27,6 +27,7 @@ pub fn schemas() -> Vec<TableSchema> {
             columns: vec![col("id", SqlType::Int, false), col("a", SqlType::Int, true), col("b", SqlType::Text, false)],
             primary_key: vec![0],
             indexes: vec![IndexSchema { name: "t_a".into(), columns: vec![1], unique: false }],
+            constraints: Default::default(),
         },
         TableSchema {
             name: "u".into(),
@@ -34,6 +35,7 @@ pub fn schemas() -> Vec<TableSchema> {
             columns: vec![col("k", SqlType::Text, false), col("v", SqlType::Int, true)],
             primary_key: vec![0],
             indexes: vec![],
+            constraints: Default::default(),
         },
     ]
 }

@@ -54,8 +54,10 @@ impl Binder<'_> {
             columns: Vec::new(),
             primary_key: Vec::new(),
             indexes: Vec::new(),
+            constraints: Default::default(),
         };
-        let mut unique_sets: Vec<Vec<usize>> = Vec::new();
+        let mut unique_sets: Vec<(Vec<usize>, Option<String>)> = Vec::new();
+        let mut deferred: Vec<&sql::TableConstraint> = Vec::new();
         let mut pk: Option<Vec<usize>> = None;
         let mut sequences = Vec::new();
         let set_pk = |pk: &mut Option<Vec<usize>>, cols: Vec<usize>| {
@@ -75,7 +77,7 @@ impl Binder<'_> {
             match key {
                 ColumnKey::None => {}
                 ColumnKey::Primary => set_pk(&mut pk, vec![pos])?,
-                ColumnKey::Unique => unique_sets.push(vec![pos]),
+                ColumnKey::Unique => unique_sets.push((vec![pos], None)),
             }
             table.columns.push(column);
         }
@@ -85,9 +87,9 @@ impl Binder<'_> {
                     let cols = self.index_columns(&table, &p.columns, &table.columns)?;
                     set_pk(&mut pk, cols)?;
                 }
-                sql::TableConstraint::Unique(u) => {
-                    unique_sets.push(self.index_columns(&table, &u.columns, &table.columns)?)
-                }
+                sql::TableConstraint::Unique(u) => unique_sets
+                    .push((self.index_columns(&table, &u.columns, &table.columns)?, u.name.as_ref().map(ident))),
+                sql::TableConstraint::Check(_) | sql::TableConstraint::ForeignKey(_) => deferred.push(constraint),
                 other => return unsupported(format!("table constraint {other}")),
             }
         }
@@ -112,14 +114,19 @@ impl Binder<'_> {
             }
         }
         table.primary_key = pk;
-        for cols in unique_sets {
+        for (cols, constraint_name) in unique_sets {
             if cols == table.primary_key || table.indexes.iter().any(|i| i.columns == cols) {
                 continue;
             }
             let col_names: Vec<&str> =
                 cols.iter().filter_map(|c| table.columns.get(*c)).map(|c| c.name.as_str()).collect();
-            let index_name = format!("{name}_{}_key", col_names.join("_"));
+            let index_name = constraint_name.unwrap_or_else(|| format!("{name}_{}_key", col_names.join("_")));
+            table.constraints.unique.push(index_name.clone());
             table.indexes.push(IndexSchema { name: index_name, columns: cols, unique: true });
+        }
+        self.column_constraints(&mut table, &c.columns)?;
+        for constraint in deferred {
+            self.table_constraint(&mut table, constraint)?;
         }
         if sequences.is_empty() {
             return Ok(Some(CatalogChange::CreateTable(table)));
@@ -195,6 +202,8 @@ impl Binder<'_> {
                 }
                 sql::ColumnOption::PrimaryKey(_) => key = ColumnKey::Primary,
                 sql::ColumnOption::Unique(_) => key = ColumnKey::Unique,
+                // Bound once the whole table is known (`column_constraints`).
+                sql::ColumnOption::Check(_) | sql::ColumnOption::ForeignKey(_) => {}
                 other => return unsupported(format!("column option {other}")),
             }
         }
@@ -234,8 +243,18 @@ impl Binder<'_> {
         let [sql::AlterTableOperation::AddColumn { if_not_exists, column_def, column_position: None, .. }] =
             a.operations.as_slice()
         else {
-            return unsupported("ALTER TABLE other than a single ADD COLUMN or ADD PRIMARY KEY");
+            if a.operations.iter().any(|op| matches!(op, sql::AlterTableOperation::AddColumn { .. })) {
+                return unsupported("ADD COLUMN together with other ALTER TABLE actions (use one ALTER TABLE each)");
+            }
+            return self.alter_actions(&table, &a.operations);
         };
+        if column_def
+            .options
+            .iter()
+            .any(|o| matches!(o.option, sql::ColumnOption::Check(_) | sql::ColumnOption::ForeignKey(_)))
+        {
+            return unsupported("CHECK or REFERENCES in ADD COLUMN (add the column, then ADD CONSTRAINT)");
+        }
         if *if_not_exists && table.column_index(&ident(&column_def.name)).is_some() {
             return Ok(None);
         }

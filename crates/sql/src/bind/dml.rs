@@ -183,7 +183,8 @@ impl Binder<'_> {
             Some(_) => return unsupported("ON DUPLICATE KEY UPDATE"),
         };
         let returning = self.returning(&i.returning, &table)?;
-        Ok(InsertPlan { table, targets, source, on_conflict, returning })
+        let enforce = crate::constraints::enforcement(self.catalog, &table)?;
+        Ok(InsertPlan { table, targets, source, on_conflict, returning, enforce })
     }
 
     pub(super) fn conflict_update(&mut self, table: &TableSchema, update: &sql::DoUpdate) -> Result<OnConflict> {
@@ -271,7 +272,8 @@ impl Binder<'_> {
         }
         let (scan, residual) = self.where_scan(table.clone(), &u.selection)?;
         let returning = self.returning(&u.returning, &table)?;
-        Ok(UpdatePlan { scan, residual, assignments, returning })
+        let enforce = crate::constraints::enforcement(self.catalog, &table)?;
+        Ok(UpdatePlan { scan, residual, assignments, returning, enforce })
     }
 
     pub(super) fn delete(&mut self, d: &sql::Delete) -> Result<DeletePlan> {
@@ -290,7 +292,8 @@ impl Binder<'_> {
         let table = self.single_table(twj)?;
         let (scan, residual) = self.where_scan(table.clone(), &d.selection)?;
         let returning = self.returning(&d.returning, &table)?;
-        Ok(DeletePlan { scan, residual, returning })
+        let enforce = crate::constraints::enforcement(self.catalog, &table)?;
+        Ok(DeletePlan { scan, residual, returning, enforce })
     }
 }
 

@@ -1,5 +1,6 @@
 //! Binding: resolves names in sqlparser's AST against the catalog and builds plans.
 
+mod constraints;
 mod ddl;
 mod dml;
 mod expr;
@@ -316,9 +317,7 @@ impl Scope {
         self.cols
             .iter()
             .enumerate()
-            .filter(|(_, c)| {
-                c.name == name && c.name != crate::catalog::ROW_ID_COLUMN && table.is_none_or(|t| t == c.table)
-            })
+            .filter(|(_, c)| c.name == name && !c.name.starts_with('\0') && table.is_none_or(|t| t == c.table))
             .map(|(i, _)| i)
             .collect()
     }
@@ -625,4 +624,41 @@ fn rename_columns(plan: &mut QueryPlan, alias: &sql::TableAlias) -> Result<()> {
         *name = ident(&col.name);
     }
     Ok(())
+}
+
+/// Binds the SQL expression `text` over the columns of `table` (a CHECK constraint).
+pub(crate) fn bind_table_expr(
+    catalog: &Catalog,
+    table: &TableSchema,
+    text: &str,
+    clause: &'static str,
+) -> Result<Expr> {
+    let dialect = sqlparser::dialect::PostgreSqlDialect {};
+    let depth = crate::engine::Limits::default().max_depth;
+    let ast = sqlparser::parser::Parser::new(&dialect)
+        .with_recursion_limit(depth)
+        .try_with_sql(text)
+        .and_then(|mut p| {
+            let e = p.parse_expr()?;
+            p.expect_token(&sqlparser::tokenizer::Token::EOF)?;
+            Ok(e)
+        })
+        .map_err(|e| SqlError::new(SqlState::SyntaxError, format!("{clause} expression: {e}")))?;
+    let mut binder = Binder::new(catalog, depth * 4, text);
+    let scope = Scope::of_table(table, &table.name);
+    let e = binder.expr(&ast, &scope, &mut Mode::Plain(clause))?;
+    if !binder.subqueries.is_empty() || binder.param_count > 0 {
+        return unsupported(format!("a subquery or parameter in a {clause} constraint"));
+    }
+    Ok(e)
+}
+
+/// Every column position an expression references (with repeats).
+pub(crate) fn collect_all_columns(e: &Expr, out: &mut Vec<usize>) {
+    if let Expr::Column(c) = e {
+        out.push(*c);
+    }
+    for child in e.children() {
+        collect_all_columns(child, out);
+    }
 }

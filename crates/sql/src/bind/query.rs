@@ -1,7 +1,6 @@
 //! Binding of queries: SELECT, set operations, ORDER BY/LIMIT, FROM and join planning.
 
 use super::*;
-use crate::catalog::ROW_ID_COLUMN;
 
 impl Binder<'_> {
     pub(crate) fn query(&mut self, q: &sql::Query) -> Result<QueryPlan> {
@@ -314,7 +313,7 @@ impl Binder<'_> {
                             .cols
                             .iter()
                             .enumerate()
-                            .filter(|(_, c)| c.name != ROW_ID_COLUMN)
+                            .filter(|(_, c)| !c.name.starts_with('\0')) // hidden: row id, dropped columns
                             .map(|(i, c)| (None, Some(i), c.name.clone())),
                     );
                 }
@@ -326,7 +325,7 @@ impl Binder<'_> {
                             .cols
                             .iter()
                             .enumerate()
-                            .filter(|(_, c)| c.table == t && c.name != ROW_ID_COLUMN)
+                            .filter(|(_, c)| c.table == t && !c.name.starts_with('\0'))
                             .map(|(i, c)| (None, Some(i), c.name.clone())),
                     );
                     if items.len() == before {
@@ -609,7 +608,7 @@ impl Binder<'_> {
                 let first = scope.cols.len();
                 scope.add_table(&table, &alias);
                 // `FROM t AS x (a, b)` renames the first visible columns.
-                let visible_cols = scope.cols.iter_mut().skip(first).filter(|c| c.name != ROW_ID_COLUMN);
+                let visible_cols = scope.cols.iter_mut().skip(first).filter(|c| !c.name.starts_with('\0'));
                 for (col, name) in visible_cols.zip(renamed) {
                     col.name = ident(&name.name);
                 }
@@ -693,8 +692,14 @@ impl Binder<'_> {
                 generated: None,
             })
             .collect();
-        let table =
-            Arc::new(TableSchema { name: alias.clone(), id: 0, columns, primary_key: Vec::new(), indexes: Vec::new() });
+        let table = Arc::new(TableSchema {
+            name: alias.clone(),
+            id: 0,
+            columns,
+            primary_key: Vec::new(),
+            indexes: Vec::new(),
+            constraints: Default::default(),
+        });
         let offset = scope.cols.len();
         scope.add_derived(&alias, &plan);
         items.push(FromItem { offset, table, alias, kind, on: Vec::new(), derived: Some(Box::new(plan)) });

@@ -6,7 +6,7 @@ use crate::keycode::encode_key;
 impl Exec<'_> {
     /// Runs a point lookup of `key_values` on the primary key, or an index equality scan,
     /// recording it; returns the rows found.
-    fn lookup(
+    pub(super) fn lookup(
         &mut self,
         local: &WriteSet,
         table: &std::sync::Arc<TableSchema>,
@@ -77,6 +77,8 @@ impl Exec<'_> {
         let row_id = table.row_id_column();
         let ts = self.reader.at.ts;
         let mut next_id = self.reader.pending.tables.get(&table.name).map_or(0, |w| w.len() as u64);
+        // (old, new) rows ON CONFLICT DO UPDATE changed.
+        let mut upserted: Vec<(Row, Row)> = Vec::new();
         for values in source {
             let mut row: Row = Vec::with_capacity(table.columns.len());
             for (pos, c) in table.columns.iter().enumerate() {
@@ -108,6 +110,7 @@ impl Exec<'_> {
                 };
                 *slot = Value::Bytes(crate::catalog::row_id(&ts, next_id - 1));
                 check_not_null(table, &row)?;
+                self.check_constraints(&plan.enforce, table, &row)?;
                 // A fresh row id names no stored row: no primary-key read is needed.
                 if let Some(constraint) = self.unique_conflict(&local, table, &key, &row, None)? {
                     if matches!(plan.on_conflict, OnConflict::DoNothing) {
@@ -126,6 +129,7 @@ impl Exec<'_> {
                 continue;
             }
             check_not_null(table, &row)?;
+            self.check_constraints(&plan.enforce, table, &row)?;
             let key = table.row_key(&row);
             let pk_values: Vec<Value> = table.primary_key.iter().filter_map(|c| row.get(*c).cloned()).collect();
             let existing = self.lookup(&local, table, Path::PrimaryKey, &pk_values)?;
@@ -154,7 +158,9 @@ impl Exec<'_> {
                     }
                 }
                 check_not_null(table, &updated)?;
+                self.check_constraints(&plan.enforce, table, &updated)?;
                 let old = old.clone();
+                upserted.push((old.clone(), updated.clone()));
                 if let Some(constraint) = self.unique_conflict(&local, table, &key, &updated, Some(&old))? {
                     return err(
                         SqlState::UniqueViolation,
@@ -188,6 +194,8 @@ impl Exec<'_> {
             local.put(&table.name, key, Write::Upsert(row));
             count += 1;
         }
+        self.check_parents(&local, table, &plan.enforce)?;
+        self.check_updated_parents(&local, table, &plan.enforce, &upserted)?;
         Ok((count, returned, local))
     }
 
@@ -224,6 +232,7 @@ impl Exec<'_> {
                 }
             }
             check_not_null(table, &new)?;
+            self.check_constraints(&plan.enforce, table, &new)?;
             let new_key = table.row_key(&new);
             changes.push((key, new_key, old, new));
         }
@@ -270,6 +279,11 @@ impl Exec<'_> {
                 returned.push(self.project_row(&r.exprs, new)?);
             }
         }
+        if !plan.enforce.is_empty() {
+            self.check_parents(&local, table, &plan.enforce)?;
+            let pairs: Vec<(Row, Row)> = changes.iter().map(|(_, _, old, new)| (old.clone(), new.clone())).collect();
+            self.check_updated_parents(&local, table, &plan.enforce, &pairs)?;
+        }
         Ok((changes.len() as u64, returned, local))
     }
 
@@ -283,11 +297,14 @@ impl Exec<'_> {
             }
             local.put(&plan.scan.table.name, key.clone(), Write::Delete);
         }
-        Ok((matches.len() as u64, returned, local))
+        let count = matches.len() as u64;
+        let deleted = matches.into_iter().map(|(_, row)| row).collect();
+        self.on_delete(&mut local, &plan.scan.table, &plan.enforce, deleted)?;
+        Ok((count, returned, local))
     }
 }
 
-fn check_not_null(table: &TableSchema, row: &[Value]) -> Result<()> {
+pub(super) fn check_not_null(table: &TableSchema, row: &[Value]) -> Result<()> {
     for (col, v) in table.columns.iter().zip(row) {
         if !col.nullable && v.is_null() {
             return err(

@@ -2,6 +2,7 @@
 //! read report and a write set. Nothing here mutates storage.
 
 mod aggregate;
+mod constraints;
 mod dml;
 mod query;
 mod window;
@@ -496,6 +497,7 @@ mod primary_key_range_tests {
             columns: vec![col("a", SqlType::Int), col("b", SqlType::Int), col("c", SqlType::Text)],
             primary_key,
             indexes: vec![],
+            constraints: Default::default(),
         }
     }
 

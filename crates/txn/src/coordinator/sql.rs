@@ -564,6 +564,21 @@ impl Coordinator {
             ));
         }
         next.apply(&change)?;
+        // A foreign key is checked by the statements writing either table, and a statement
+        // reads one shard: both tables must be on one.
+        for t in next.tables() {
+            for fk in &t.constraints.foreign_keys {
+                if self.config().table_shard(&t.name) != self.config().table_shard(&fk.parent) {
+                    return Err(sql_err(
+                        SqlState::FeatureNotSupported,
+                        format!(
+                            "foreign key \"{}\" of table \"{}\" references table \"{}\" on another shard (a statement reads one shard; place both tables on one)",
+                            fk.name, t.name, fk.parent
+                        ),
+                    ));
+                }
+            }
+        }
         changes.push(change);
         let write = CatalogWrite { changes, catalog: next };
         let value = postcard::to_allocvec(&write)
@@ -571,6 +586,7 @@ impl Coordinator {
         if value.len() > pistou_wire::MAX_VALUE_BYTES {
             return Err(sql_err(SqlState::ProgramLimitExceeded, "the catalog is too large"));
         }
+        let Some(state) = self.sql_state(h) else { return Ok(None) };
         state.ddl = Some(PendingDdl { changes: write.changes, catalog: Arc::new(write.catalog) });
         let Some(t) = self.txns.get_mut(&h) else { return Ok(None) };
         for shard in shards {

@@ -333,12 +333,19 @@ impl SqlReplica {
             for (pk, write) in rows {
                 let write = match write {
                     Write::Upsert(row) if row.len() < schema.columns.len() => {
+                        // Each added column reads the default it had when it was added (a
+                        // later SET DEFAULT must not change rows older than it, or replicas
+                        // receiving this writeback before and after it would differ).
                         let mut row = row.clone();
-                        row.extend(
-                            schema.columns[row.len()..]
-                                .iter()
-                                .map(|c| c.default.clone().unwrap_or(pistou_sql::Value::Null)),
-                        );
+                        for pos in row.len()..schema.columns.len() {
+                            let added = self
+                                .catalogs
+                                .range((std::ops::Bound::Excluded(read), std::ops::Bound::Unbounded))
+                                .filter_map(|(_, c)| c.table(table).filter(|t| t.id == schema.id))
+                                .find_map(|t| t.columns.get(pos))
+                                .or_else(|| schema.columns.get(pos));
+                            row.push(added.and_then(|c| c.default.clone()).unwrap_or(pistou_sql::Value::Null));
+                        }
                         Write::Upsert(row)
                     }
                     other => other.clone(),
