@@ -41,7 +41,8 @@ impl StoredVersion {
 pub(crate) struct Chain {
     pub versions: Vec<StoredVersion>,
     /// The threshold this key is queued under in its table's gc queue (always
-    /// `gc_threshold()` once the table has rescheduled the key).
+    /// `gc_threshold()` once the table has rescheduled the key, or later for a tombstone
+    /// kept past it: `StoreLimits::tombstone_keep_us`).
     pub gc_due: Option<Timestamp>,
     /// Reads below this timestamp are refused because the version cap deleted versions they
     /// could have needed (GENESIS while the cap never fired).

@@ -139,6 +139,6 @@ mod timestamp;
 mod validate;
 
 pub use error::StoreError;
-pub use limits::{GcStats, StoreLimits, StoreStats};
+pub use limits::{GcStats, StoreLimits, StoreStats, DEFAULT_TOMBSTONE_KEEP_US};
 pub use refs::{VersionRef, VersionState, WriteRef};
 pub use store::RowStore;

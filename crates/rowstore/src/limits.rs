@@ -10,11 +10,20 @@ pub struct StoreLimits {
     /// Committed writes within this many microseconds of a table's newest committed write
     /// stay in its write log when the watermark passes them (see [`crate::RowStore::gc`]).
     pub log_keep_us: u64,
+    /// A key whose newest version is a committed deletion below the watermark keeps that
+    /// deletion (a tombstone) this many microseconds past it before the key goes: a late
+    /// committed write of the key below the watermark (a catch-up, a delayed writeback) is
+    /// then still hidden by the newer deletion. Committed writes older than the watermark by
+    /// more than this are refused, as no tombstone may be left to hide them.
+    pub tombstone_keep_us: u64,
 }
+
+/// One hour.
+pub const DEFAULT_TOMBSTONE_KEEP_US: u64 = 3_600_000_000;
 
 impl Default for StoreLimits {
     fn default() -> Self {
-        StoreLimits { version_cap: 64, log_keep_us: 0 }
+        StoreLimits { version_cap: 64, log_keep_us: 0, tombstone_keep_us: DEFAULT_TOMBSTONE_KEEP_US }
     }
 }
 

@@ -156,7 +156,11 @@ impl RowStore {
                 // Certified by a commit quorum, so concurrency control has nothing left to
                 // decide; without it this store would lack a current row (a replica that
                 // catches up after being down for longer than the gc lag).
-                (VersionState::Committed, false) => {}
+                (VersionState::Committed, false) => {
+                    if ts.time.saturating_add(self.limits.tombstone_keep_us) < self.watermark.time {
+                        return Err(StoreError::BelowWatermark { ts, watermark: self.watermark });
+                    }
+                }
             }
         }
         let cap = self.limits.version_cap;
@@ -321,7 +325,7 @@ impl RowStore {
         self.watermark = self.watermark.max(watermark);
         let mut stats = GcStats::default();
         for table in self.tables.values_mut() {
-            stats.add(table.collect(self.watermark, self.limits.log_keep_us));
+            stats.add(table.collect(self.watermark, self.limits.log_keep_us, self.limits.tombstone_keep_us));
         }
         stats
     }

@@ -161,7 +161,8 @@ impl Table {
     /// GC at `watermark`: examines exactly the queued keys whose threshold lies below it,
     /// then trims committed log writes below it (except the last `log_keep_us`, see
     /// `WriteLog::trim`).
-    pub fn collect(&mut self, watermark: Timestamp, log_keep_us: u64) -> GcStats {
+    pub fn collect(&mut self, watermark: Timestamp, log_keep_us: u64, tombstone_keep_us: u64) -> GcStats {
+        let horizon = Timestamp::at(watermark.time.saturating_sub(tombstone_keep_us));
         let mut stats = GcStats::default();
         let not_due = self.gc_queue.split_off(&(watermark, Key::from(&[][..])));
         let due = std::mem::replace(&mut self.gc_queue, not_due);
@@ -170,13 +171,21 @@ impl Table {
             let Some(chain) = self.rows.get_mut(&key) else { continue };
             chain.gc_due = None;
             let removed = chain.collect(watermark);
-            let dead = chain.is_dead(watermark);
+            let dead = chain.is_dead(horizon);
+            // A tombstone not old enough to go: looked at again when it is.
+            let tombstone = chain.is_dead(watermark).then(|| chain.versions.first().map(|v| v.ts)).flatten();
             stats.versions_removed += removed.len();
             self.forget(&key, &removed);
             if dead {
                 stats.versions_removed += 1;
                 stats.keys_removed += 1;
                 self.drop_key(&key);
+            } else if let Some(ts) = tombstone {
+                let due = Timestamp { time: ts.time.saturating_add(tombstone_keep_us), ..ts };
+                if let Some(chain) = self.rows.get_mut(&key) {
+                    chain.gc_due = Some(due);
+                }
+                self.gc_queue.insert((due, key));
             } else {
                 self.reschedule(&key);
             }

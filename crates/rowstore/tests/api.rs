@@ -305,7 +305,10 @@ fn stats_count_every_structure() {
     assert_eq!(s.gc_queue, 0, "no key has two committed versions yet");
     store.commit(&txn(2));
     assert_eq!(store.stats().gc_queue, 2, "key 1 (two committed versions) and key 3 (lone deletion)");
-    assert_eq!(RowStore::default().limits(), StoreLimits { version_cap: 64, log_keep_us: 0 });
+    assert_eq!(
+        RowStore::default().limits(),
+        StoreLimits { version_cap: 64, log_keep_us: 0, tombstone_keep_us: pistou_rowstore::DEFAULT_TOMBSTONE_KEEP_US }
+    );
 }
 
 /// The engine's own writes (numerics with limits, varchar, defaults, updates of the primary

@@ -61,7 +61,7 @@ fn prepared_versions_below_the_watermark_leave_only_by_abort() {
 
 #[test]
 fn a_key_whose_only_version_is_an_old_committed_deletion_is_dropped() {
-    let (catalog, mut store) = setup();
+    let (catalog, mut store) = setup_with(StoreLimits { tombstone_keep_us: 0, ..StoreLimits::default() });
     commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
     commit_at(&mut store, &catalog, 2, 20, &delete(1));
     commit_at(&mut store, &catalog, 3, 10, &upsert(2, 2));
@@ -162,7 +162,7 @@ fn gc_examines_only_keys_with_work() {
 
 #[test]
 fn the_version_cap_deletes_oldest_committed_and_raises_oldest_readable() {
-    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 3, log_keep_us: 0 });
+    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 3, log_keep_us: 0, tombstone_keep_us: 0 });
     prepare_at(&mut store, &catalog, 100, 5, &upsert(1, 5));
     for time in [10, 20, 30, 40, 50] {
         commit_at(&mut store, &catalog, time, time, &upsert(1, time as i64));
@@ -184,7 +184,7 @@ fn the_version_cap_deletes_oldest_committed_and_raises_oldest_readable() {
 
 #[test]
 fn the_version_cap_never_deletes_prepared_or_the_newest_committed_version() {
-    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 2, log_keep_us: 0 });
+    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 2, log_keep_us: 0, tombstone_keep_us: 0 });
     commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
     for writer in 2..6 {
         prepare_at(&mut store, &catalog, writer, 10 + writer, &upsert(1, writer as i64));
@@ -239,7 +239,7 @@ fn memory_stays_flat_under_a_moving_watermark() {
 
 #[test]
 fn a_repeated_write_whose_version_was_capped_is_not_resurrected() {
-    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 1, log_keep_us: 0 });
+    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 1, log_keep_us: 0, tombstone_keep_us: 0 });
     commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
     commit_at(&mut store, &catalog, 2, 20, &upsert(1, 2));
     assert_eq!(times(&store, 1), vec![20]);
@@ -254,7 +254,7 @@ fn a_repeated_write_whose_version_was_capped_is_not_resurrected() {
 
 #[test]
 fn add_column_pads_capped_writes_in_the_log() {
-    let (mut catalog, mut store) = setup_with(StoreLimits { version_cap: 1, log_keep_us: 0 });
+    let (mut catalog, mut store) = setup_with(StoreLimits { version_cap: 1, log_keep_us: 0, tombstone_keep_us: 0 });
     commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
     commit_at(&mut store, &catalog, 2, 20, &upsert(1, 2));
     let column = pistou_sql::Column {
@@ -275,7 +275,7 @@ fn add_column_pads_capped_writes_in_the_log() {
 
 #[test]
 fn the_log_keeps_a_quiet_tables_last_writes_within_log_keep() {
-    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 64, log_keep_us: 10 });
+    let (catalog, mut store) = setup_with(StoreLimits { version_cap: 64, log_keep_us: 10, tombstone_keep_us: 0 });
     for (writer, time) in [(1, 10), (2, 20), (3, 95), (4, 100)] {
         commit_at(&mut store, &catalog, writer, time, &upsert(writer as i64, time as i64));
     }
@@ -293,5 +293,27 @@ fn the_log_keeps_a_quiet_tables_last_writes_within_log_keep() {
     store.gc(ts(170));
     let logged: Vec<u64> = store.writes_between("t", ts(0), ts(200)).map(|w| w.ts.time).collect();
     assert_eq!(logged, vec![160]);
+    store.verify_invariants().expect("invariants");
+}
+
+/// A deletion below the watermark stays as a tombstone for `tombstone_keep_us`, so a late
+/// committed write of the key older than it (a catch-up) stays hidden; then the key goes,
+/// and committed writes older than any tombstone still kept are refused.
+#[test]
+fn a_tombstone_hides_late_older_writes_until_it_expires() {
+    let (catalog, mut store) = setup_with(StoreLimits { tombstone_keep_us: 10, ..StoreLimits::default() });
+    commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
+    commit_at(&mut store, &catalog, 2, 20, &delete(1));
+    assert_eq!(store.gc(ts(25)).keys_removed, 0, "the deletion is kept as a tombstone");
+    assert_eq!(times(&store, 1), vec![20]);
+    // A late committed write below the watermark, older than the deletion: installed, hidden.
+    store.insert(txn(3), ts(15), &upsert(1, 3), VersionState::Committed, &catalog).expect("late commit");
+    assert_eq!(scan_t(&store, &catalog, &latest(99)), vec![], "the newer deletion hides it");
+    assert_eq!(store.gc(ts(31)).keys_removed, 1, "expired: the key goes");
+    assert!(
+        store.insert(txn(4), ts(18), &upsert(1, 4), VersionState::Committed, &catalog).is_err(),
+        "older than any tombstone still kept: refused"
+    );
+    assert_eq!(scan_t(&store, &catalog, &latest(99)), vec![]);
     store.verify_invariants().expect("invariants");
 }

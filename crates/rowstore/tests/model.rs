@@ -46,14 +46,20 @@ impl Model {
         if self.prepared.get(&writer).is_some_and(|&p| p != ts) {
             return false;
         }
+        // Below the watermark a prepared write is refused (no reader may still depend on
+        // it), a writer already prepared here may commit, and a committed write that never
+        // prepared here (a late writeback, catch-up) is installed like any other.
         if ts < self.watermark {
-            if !self.prepared.contains_key(&writer) {
+            if self.prepared.contains_key(&writer) {
+                if committed {
+                    self.commit(writer);
+                }
+                return true;
+            }
+            // Older than any tombstone still kept: refused.
+            if !committed || ts.time + TOMBSTONE_KEEP_US < self.watermark.time {
                 return false;
             }
-            if committed {
-                self.commit(writer);
-            }
-            return true;
         }
         for (table, writes) in &ws.tables {
             for (key, write) in writes {
@@ -254,7 +260,9 @@ fn check(store: &RowStore, model: &Model, catalog: &Catalog, capped: bool) -> Re
                     let want = model.visible(t, k, &at);
                     // A key whose only version was a committed deletion below the watermark is
                     // dropped: the reader sees no version instead of a deletion, i.e. no row.
-                    let dropped = got.is_none() && want.is_some_and(|v| v.committed && v.row.is_none() && v.ts < wm);
+                    let dropped = got.is_none()
+                        && want
+                            .is_some_and(|v| v.committed && v.row.is_none() && v.ts.time + TOMBSTONE_KEEP_US < wm.time);
                     let want = want.map(|v| (v.ts, v.writer, v.row.clone()));
                     prop_assert!(dropped || got == want, "version_below {} at {}: {:?} vs {:?}", name, read, got, want);
                 }
@@ -363,8 +371,12 @@ fn check(store: &RowStore, model: &Model, catalog: &Catalog, capped: bool) -> Re
     Ok(())
 }
 
+/// Short enough that the operations' GC advances both keep and expire tombstones.
+const TOMBSTONE_KEEP_US: u64 = 6;
+
 fn run(ops: Vec<Op>, cap: usize) -> Result<(), TestCaseError> {
-    let (catalog, mut store) = setup_with(StoreLimits { version_cap: cap, log_keep_us: 0 });
+    let (catalog, mut store) =
+        setup_with(StoreLimits { version_cap: cap, log_keep_us: 0, tombstone_keep_us: TOMBSTONE_KEEP_US });
     let mut model = Model::new();
     let mut history: Vec<(TxnId, Timestamp, WriteSet)> = Vec::new();
     for op in ops {

@@ -153,6 +153,7 @@ impl SqlReplica {
             store: RowStore::new(StoreLimits {
                 version_cap: config.sql.version_cap,
                 log_keep_us: config.sql.late_grace_us,
+                tombstone_keep_us: pistou_rowstore::DEFAULT_TOMBSTONE_KEEP_US,
             }),
             catalogs,
             readers: HashMap::new(),
