@@ -312,21 +312,8 @@ impl Binder<'_> {
                         let Some(col) = table.column_index(&column).and_then(|p| table.columns.get(p)) else {
                             return Ok(None);
                         };
-                        let bound = self.constant_expr(value, "DEFAULT")?;
-                        if bound.any(&|n| {
-                            matches!(
-                                n,
-                                Expr::Param(_)
-                                    | Expr::Subquery(_)
-                                    | Expr::InSubquery { .. }
-                                    | Expr::Exists { .. }
-                                    | Expr::Call { func: Func::Now | Func::CurrentDate | Func::LocalTimestamp, .. }
-                            )
-                        }) {
-                            return unsupported("non-constant DEFAULT");
-                        }
-                        let v = super::dml::assigned(value, bound, Some(col))?.eval(&[], &Env::default())?;
-                        AlterAction::SetDefault { column, default: Some(crate::types::to_column(&v, col)?) }
+                        let col = col.clone();
+                        AlterAction::SetDefault { column, default: Some(self.constant_default(value, &col)?) }
                     }
                     sql::AlterColumnOperation::SetDataType { data_type: dt, using: None, .. } => {
                         let (ty, limits) = data_type(dt)?;

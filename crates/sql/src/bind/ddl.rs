@@ -183,23 +183,7 @@ impl Binder<'_> {
                 }
                 sql::ColumnOption::Null => column.nullable = true,
                 sql::ColumnOption::NotNull => column.nullable = false,
-                sql::ColumnOption::Default(e) => {
-                    let bound = self.constant_expr(e, "DEFAULT")?;
-                    if bound.any(&|n| {
-                        matches!(
-                            n,
-                            Expr::Param(_)
-                                | Expr::Subquery(_)
-                                | Expr::InSubquery { .. }
-                                | Expr::Exists { .. }
-                                | Expr::Call { func: Func::Now | Func::CurrentDate | Func::LocalTimestamp, .. }
-                        )
-                    }) {
-                        return unsupported("non-constant DEFAULT");
-                    }
-                    let v = super::dml::assigned(e, bound, Some(&column))?.eval(&[], &Env::default())?;
-                    column.default = Some(crate::types::to_column(&v, &column)?);
-                }
+                sql::ColumnOption::Default(e) => column.default = Some(self.constant_default(e, &column)?),
                 sql::ColumnOption::PrimaryKey(_) => key = ColumnKey::Primary,
                 sql::ColumnOption::Unique(_) => key = ColumnKey::Unique,
                 // Bound once the whole table is known (`column_constraints`).
@@ -223,6 +207,26 @@ impl Binder<'_> {
         let (generated, sequence) = self.column_sequence(&table.name, &column, kind, &options)?;
         column.generated = Some(generated);
         Ok((column, key, Some(sequence)))
+    }
+
+    /// A column's DEFAULT: a constant expression (no parameter, subquery or transaction
+    /// time), evaluated once and converted to the column's type.
+    pub(super) fn constant_default(&mut self, e: &sql::Expr, column: &Column) -> Result<Value> {
+        let bound = self.constant_expr(e, "DEFAULT")?;
+        if bound.any(&|n| {
+            matches!(
+                n,
+                Expr::Param(_)
+                    | Expr::Subquery(_)
+                    | Expr::InSubquery { .. }
+                    | Expr::Exists { .. }
+                    | Expr::Call { func: Func::Now | Func::CurrentDate | Func::LocalTimestamp, .. }
+            )
+        }) {
+            return unsupported("non-constant DEFAULT");
+        }
+        let v = super::dml::assigned(e, bound, Some(column))?.eval(&[], &Env::default())?;
+        crate::types::to_column(&v, column)
     }
 
     pub(super) fn alter_table(&mut self, a: &sql::AlterTable) -> Result<Option<CatalogChange>> {
