@@ -142,3 +142,4 @@ pub use error::StoreError;
 pub use limits::{GcStats, StoreLimits, StoreStats, DEFAULT_TOMBSTONE_KEEP_US};
 pub use refs::{VersionRef, VersionState, WriteRef};
 pub use store::RowStore;
+pub use validate::check_writes;

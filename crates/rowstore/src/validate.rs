@@ -5,6 +5,18 @@ use crate::keycheck::is_primary_key;
 use pistou_sql::types::stored_value_problem;
 use pistou_sql::{Column, TableSchema, Value, Write};
 
+/// Checks every write against its table's schema in `catalog` (as [`crate::RowStore::insert`]
+/// does), for rows of tables the store does not hold yet: those a transaction creates.
+pub fn check_writes(writes: &pistou_sql::WriteSet, catalog: &pistou_sql::Catalog) -> Result<(), StoreError> {
+    for (name, table_writes) in &writes.tables {
+        let schema = catalog.table(name).ok_or_else(|| StoreError::UnknownTable { table: name.clone() })?;
+        for (key, write) in table_writes {
+            check_write(schema, key, write)?;
+        }
+    }
+    Ok(())
+}
+
 /// Checks one write: an upsert must be a well-typed full row of the current schema whose
 /// primary key encodes to exactly `key`; a deletion's key must be a well-formed primary key.
 pub(crate) fn check_write(schema: &TableSchema, key: &[u8], write: &Write) -> Result<(), StoreError> {

@@ -475,6 +475,63 @@ fn a_catalog_write_must_be_the_result_of_its_changes() {
     assert_eq!(rows_of(&reply), vec![vec![Value::Int(1), Value::Int(5), Value::Null, Value::Null]]);
 }
 
+/// A transaction may write rows with its schema changes: rows in the schema it writes
+/// (those of a table it creates are installed at commit), checked before its vote.
+#[test]
+fn rows_written_with_a_schema_change_are_in_the_schema_written() {
+    let mut fx = fixture();
+    fx.load(20, &[(1, 5)]);
+    let written = fx.ddl.write_set[0].value.as_deref().expect("the fixture's catalog");
+    let before = postcard::from_bytes::<CatalogWrite>(written).expect("decode").catalog;
+    let create = CatalogChange::CreateTable(TableSchema {
+        name: "n".into(),
+        id: 0,
+        columns: vec![int_column("id", None), int_column("v", None)],
+        primary_key: vec![0],
+        indexes: vec![],
+        constraints: Default::default(),
+    });
+    let mut after = before.clone();
+    after.apply(&create).expect("create n");
+    let n_id = after.table("n").expect("n").id;
+    let write = CatalogWrite { changes: vec![create], catalog: after };
+    let row = |table: &str, id: u64, values: Vec<Value>| WriteEntry {
+        key: row_key(table, id, &encode_key([&values[0]])).expect("key"),
+        value: Some(postcard::to_allocvec(&values).expect("row")),
+    };
+    let txn = |t: u64, rows: Vec<WriteEntry>| {
+        let mut write_set = rows;
+        write_set.push(WriteEntry {
+            key: catalog_key(ShardId(0)),
+            value: Some(postcard::to_allocvec(&write).expect("encode")),
+        });
+        write_set.sort_by(|a, b| a.key.cmp(&b.key));
+        TxnMeta {
+            ts: ts(t),
+            read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: ts(1) }],
+            write_set,
+            deps: vec![],
+            predicates: vec![],
+            late: false,
+            shards: vec![ShardId(0)],
+        }
+    };
+    let short = txn(30, vec![row("n", n_id, vec![Value::Int(1)])]);
+    assert_eq!(fx.prepare(&short), Some(Vote::Abort), "a row without the new table's columns");
+    let unknown = txn(31, vec![row("n", n_id + 1, vec![Value::Int(1), Value::Int(2)])]);
+    assert_eq!(fx.prepare(&unknown), Some(Vote::Abort), "a row of another table identity");
+    let ok = txn(
+        32,
+        vec![row("n", n_id, vec![Value::Int(1), Value::Int(2)]), row("t", T_ID, vec![Value::Int(2), Value::Int(7)])],
+    );
+    assert_eq!(fx.prepare(&ok), Some(Vote::Commit));
+    fx.commit(&ok);
+    fx.catalog = ts(32);
+    assert_eq!(rows_of(&fx.range_read(50, "SELECT id, v FROM n", vec![])), vec![vec![Value::Int(1), Value::Int(2)]]);
+    let t_rows = rows_of(&fx.range_read(50, "SELECT id, a FROM t ORDER BY id", vec![]));
+    assert_eq!(t_rows, vec![vec![Value::Int(1), Value::Int(5)], vec![Value::Int(2), Value::Int(7)]]);
+}
+
 impl Fixture {
     fn range_read(&mut self, t: u64, sql: &str, pending: Vec<WriteEntry>) -> RangeReply {
         let req = RangeRead {

@@ -140,6 +140,59 @@ fn serialization(msg: impl Into<String>) -> SqlError {
     sql_err(SqlState::SerializationFailure, msg)
 }
 
+/// Where a statement after a schema change of its own transaction runs.
+enum AfterSchemaChange {
+    /// Every table it reads or writes was created by this transaction.
+    OnCreatedTables,
+    /// Every table it reads or writes is as the transaction read it: the replicas' committed
+    /// schema plans it the same.
+    OnUnchangedTables,
+}
+
+/// Classifies `prepared` (planned against `pending`, the schema this transaction will write,
+/// from `committed`, the one it read). The rest fails with 0A000 (docs/sql.md, "Schema
+/// changes in transactions").
+fn after_schema_change(
+    committed: &Catalog,
+    pending: &Catalog,
+    prepared: &Prepared,
+) -> Result<AfterSchemaChange, SqlError> {
+    let (mut created, mut unchanged) = (Vec::new(), Vec::new());
+    for table in prepared.tables() {
+        let before = committed.table(table);
+        let after = pending.table(table);
+        match (before, after) {
+            (Some(b), Some(a)) if **b == **a => unchanged.push(table.as_str()),
+            (Some(b), Some(a)) if b.id == a.id => {
+                return Err(sql_err(
+                    SqlState::FeatureNotSupported,
+                    format!("reading or writing table \"{table}\" after changing its schema in the same transaction"),
+                ))
+            }
+            _ => created.push(table.as_str()),
+        }
+    }
+    let new_sequences = prepared.sequences().iter().any(|name| committed.sequence(name) != pending.sequence(name));
+    if new_sequences {
+        return Err(sql_err(
+            SqlState::FeatureNotSupported,
+            "values of a sequence created or changed in the same transaction (commit the schema change first)",
+        ));
+    }
+    match (created.is_empty(), unchanged.is_empty()) {
+        (false, false) => Err(sql_err(
+            SqlState::FeatureNotSupported,
+            format!(
+                "a statement over both tables created in this transaction ({}) and tables that existed before it ({})",
+                created.join(", "),
+                unchanged.join(", ")
+            ),
+        )),
+        (false, true) => Ok(AfterSchemaChange::OnCreatedTables),
+        (true, _) => Ok(AfterSchemaChange::OnUnchangedTables),
+    }
+}
+
 /// The empty store: what statements that read no table run against.
 struct NoRows;
 
@@ -356,17 +409,25 @@ impl Coordinator {
             StatementKind::Ddl(change) => return self.sql_ddl(now, h, planning, change.clone(), kind.command()),
             _ => {}
         }
-        if pending.is_some() {
-            return Err(sql_err(
-                SqlState::FeatureNotSupported,
-                "statements other than schema changes after a schema change in the same transaction",
-            ));
+        if let Some(catalog) = &pending {
+            match after_schema_change(&planning.1, catalog, &prepared)? {
+                // Tables this transaction created hold only its own rows: it runs here.
+                AfterSchemaChange::OnCreatedTables => {
+                    self.take_sequence_values(h, catalog, &prepared)?;
+                    let (out, exec) = self.sql_local(h, catalog, &prepared, &params, &NoRows)?;
+                    self.sql_buffer_writes(h, &exec.writes, catalog)?;
+                    return Ok(out);
+                }
+                AfterSchemaChange::OnUnchangedTables => {}
+            }
         }
         self.take_sequence_values(h, &planning.1, &prepared)?;
         let tables = prepared.tables();
         if tables.is_empty() {
-            // EXPLAIN, or a statement over no table (SELECT 1): nothing to read.
-            return self.sql_local(h, &planning.1, &prepared, &params, &NoRows).map(|(out, _)| out);
+            // EXPLAIN, or a statement over no table (SELECT 1, the system catalog): nothing
+            // to read; the system catalog shows this transaction's schema changes.
+            let catalog = pending.unwrap_or_else(|| planning.1.clone());
+            return self.sql_local(h, &catalog, &prepared, &params, &NoRows).map(|(out, _)| out);
         }
         let shards: BTreeSet<ShardId> = tables.iter().map(|t| self.config().table_shard(t)).collect();
         let shard = match shards.iter().next() {
@@ -533,16 +594,6 @@ impl Coordinator {
     ) -> Result<Option<SqlOutput>, SqlError> {
         let Some(change) = change else { return Ok(Some(SqlOutput::Ddl { command })) };
         let pending = self.sql_state(h).and_then(|s| s.ddl.clone());
-        let busy = self.txns.get(&h).is_some_and(|t| {
-            (pending.is_none() && !t.writes.is_empty())
-                || t.sql.as_ref().is_some_and(|s| !s.predicates.is_empty() || !s.range_reads.is_empty())
-        });
-        if busy {
-            return Err(sql_err(
-                SqlState::FeatureNotSupported,
-                "a schema change after other statements in the same transaction",
-            ));
-        }
         let shards: Vec<ShardId> = (0..self.config().shards.len() as u32).map(ShardId).collect();
         for shard in &shards {
             if !self.sql_catalog(now, h, *shard)? {
@@ -553,10 +604,9 @@ impl Coordinator {
         if state.catalogs.values().any(|(v, _)| *v != planning.0) {
             return Err(serialization("a schema change is in progress"));
         }
-        let (mut changes, mut next) = match pending {
-            Some(d) => (d.changes, (*d.catalog).clone()),
-            None => (Vec::new(), (*planning.1).clone()),
-        };
+        let before = pending.as_ref().map_or(planning.1.clone(), |d| d.catalog.clone());
+        let mut changes = pending.map(|d| d.changes).unwrap_or_default();
+        let mut next = (*before).clone();
         if changes.len() >= CatalogWrite::MAX_CHANGES {
             return Err(sql_err(
                 SqlState::ProgramLimitExceeded,
@@ -564,6 +614,15 @@ impl Coordinator {
             ));
         }
         next.apply(&change)?;
+        // Rows it wrote are in the schema it leaves (replicas check them against it), so a
+        // table it wrote keeps its schema.
+        let written = self.sql_state(h).map(|s| s.pending.tables.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
+        if let Some(table) = written.iter().find(|t| before.table(t) != next.table(t)) {
+            return Err(sql_err(
+                SqlState::FeatureNotSupported,
+                format!("changing the schema of table \"{table}\" after writing its rows in the same transaction"),
+            ));
+        }
         // A foreign key is checked by the statements writing either table, and a statement
         // reads one shard: both tables must be on one.
         for t in next.tables() {

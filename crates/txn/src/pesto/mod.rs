@@ -65,7 +65,7 @@ pub enum SqlTxnError {
     UnknownTable,
     #[error("malformed predicate: {0}")]
     BadPredicate(String),
-    #[error("a schema change must be the only write of its transaction")]
+    #[error("a schema change with key-value writes in one transaction")]
     MixedDdl,
     #[error("schema change does not apply: {0}")]
     BadCatalogChange(String),
@@ -239,7 +239,7 @@ impl SqlReplica {
     pub(crate) fn decode(&self, config: &ClusterConfig, meta: &TxnMeta) -> Result<Option<SqlTxn>, SqlTxnError> {
         let mut txn =
             SqlTxn { catalog_version: meta.read_of(&catalog_key(self.shard)).map(|r| r.version), ..SqlTxn::default() };
-        let mut other_writes = false;
+        let mut plain_writes = false;
         // Row keys name their table's identity, checked against the catalog read below.
         let mut row_tables: BTreeMap<&str, u64> = BTreeMap::new();
         for w in meta.write_set.iter().filter(|w| config.shard_of(&w.key) == self.shard) {
@@ -255,14 +255,13 @@ impl SqlReplica {
                         return Err(SqlTxnError::UnknownTable);
                     }
                     txn.writes.put(table, pk.to_vec(), write);
-                    other_writes = true;
                 }
                 KeyKind::Catalog(_) => {
                     let bytes = w.value.as_ref().ok_or(SqlTxnError::Undecodable)?;
                     let write: CatalogWrite = postcard::from_bytes(bytes).map_err(|_| SqlTxnError::Undecodable)?;
                     txn.catalog_change = Some(write);
                 }
-                KeyKind::Plain => other_writes = true,
+                KeyKind::Plain => plain_writes = true,
             }
         }
         let mine: Vec<_> =
@@ -270,11 +269,14 @@ impl SqlReplica {
         if txn.writes.is_empty() && mine.is_empty() && txn.catalog_change.is_none() {
             return Ok(None);
         }
-        if txn.catalog_change.is_some() && (other_writes || !mine.is_empty()) {
+        if txn.catalog_change.is_some() && plain_writes {
             return Err(SqlTxnError::MixedDdl);
         }
         let version = txn.catalog_version.ok_or(SqlTxnError::NoCatalogRead)?;
         let catalog = self.catalog_at(version).ok_or(SqlTxnError::UnknownCatalog)?;
+        // Rows are in the schema the transaction leaves (docs/sql.md, "Schema changes in
+        // transactions"): the one it wrote if it changes the schema, else the one it read.
+        let mut rows_catalog: &Catalog = catalog;
         if let Some(write) = &txn.catalog_change {
             let steps = write.apply_to(catalog).map_err(SqlTxnError::BadCatalogChange)?;
             if steps.last().map(|(after, _)| after) != Some(&write.catalog) {
@@ -282,9 +284,13 @@ impl SqlReplica {
                     "the catalog written is not the result of the change".into(),
                 ));
             }
+            rows_catalog = &write.catalog;
+            // Rows of tables it created or changed reach the store only at commit, after
+            // the change: check them now, so that a bad row gets an abort vote.
+            pistou_rowstore::check_writes(&txn.writes, rows_catalog).map_err(|_| SqlTxnError::Undecodable)?;
         }
         for (table, id) in row_tables {
-            if catalog.table(table).map(|t| t.id) != Some(id) {
+            if rows_catalog.table(table).map(|t| t.id) != Some(id) {
                 return Err(SqlTxnError::UnknownTable);
             }
         }
@@ -318,8 +324,24 @@ impl SqlReplica {
     /// padded with the defaults of columns added since, or dropped with their table if it
     /// was dropped since, even if a table of the same name was created after it (a dropped
     /// table's history goes with it).
+    ///
+    /// A transaction that changes the schema writes rows in the schema it leaves: before its
+    /// change takes effect here, only the rows of tables whose schema it left as they are
+    /// (prepared versions; no one can read a table it creates before it commits), and all
+    /// of them once the change has taken effect (commit).
     fn writes_for_store<'t>(&self, txn: &'t SqlTxn) -> (Cow<'t, WriteSet>, Arc<Catalog>) {
         let (current_version, current) = self.catalog_below(Timestamp::MAX);
+        if let Some(write) = &txn.catalog_change {
+            let mut out = WriteSet::default();
+            for (table, rows) in &txn.writes.tables {
+                if current.table(table).is_some_and(|now| write.catalog.table(table).is_some_and(|w| **w == **now)) {
+                    for (pk, write) in rows {
+                        out.put(table, pk.clone(), write.clone());
+                    }
+                }
+            }
+            return (Cow::Owned(out), current);
+        }
         let read = txn.catalog_version.unwrap_or(Timestamp::GENESIS);
         if read == current_version {
             return (Cow::Borrowed(&txn.writes), current);
@@ -362,7 +384,7 @@ impl SqlReplica {
         if !txn.writes.is_empty() {
             let (writes, catalog) = self.writes_for_store(txn);
             self.store.insert(id, ts, &writes, VersionState::Prepared, &catalog).map_err(|e| e.to_string())?;
-            for table in txn.writes.tables.keys() {
+            for table in writes.tables.keys() {
                 self.prepared_writes.entry(table.clone()).or_default().insert((ts, id));
             }
         }
@@ -412,7 +434,6 @@ impl SqlReplica {
             let next =
                 steps.into_iter().next_back().map(|(after, _)| after).ok_or("a catalog write without changes")?;
             self.catalogs.insert(ts, Arc::new(next));
-            return Ok(());
         }
         if !txn.writes.is_empty() {
             let (writes, catalog) = self.writes_for_store(txn);
