@@ -65,7 +65,8 @@ pub fn sql_type_of_oid(oid: u32) -> Option<SqlType> {
         OID_TEXT | OID_NAME => SqlType::Text,
         OID_BYTEA => SqlType::Bytes,
         OID_DATE => SqlType::Date,
-        OID_TIMESTAMP | OID_TIMESTAMPTZ => SqlType::Timestamp,
+        OID_TIMESTAMP => SqlType::Timestamp,
+        OID_TIMESTAMPTZ => SqlType::TimestampTz,
         _ => return None,
     })
 }

@@ -433,6 +433,47 @@ async fn truncate_and_multi_table_drop_behave_as_in_postgres() {
     .await;
 }
 
+/// Queries and writes around schema changes in one block, as a Django migration runs them
+/// (docs/sql.md, "Schema changes in transactions"): what Pistou runs answers as PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_and_schema_changes_in_one_block_behave_as_in_postgres() {
+    bounded(120, async {
+        let script = [
+            "CREATE TABLE parity_applied (id INT PRIMARY KEY, name TEXT NOT NULL)",
+            "INSERT INTO parity_applied VALUES (1, 'first')",
+            "BEGIN",
+            "SELECT count(*) FROM parity_applied",
+            "CREATE TABLE parity_new (id INT PRIMARY KEY, note TEXT UNIQUE, at TIMESTAMPTZ)",
+            "CREATE INDEX parity_new_at ON parity_new (at)",
+            "INSERT INTO parity_new VALUES (1, 'a', '2024-05-06 07:08:09+02'), (2, 'b', NULL)",
+            "UPDATE parity_new SET note = 'c' WHERE id = 2",
+            "INSERT INTO parity_new VALUES (3, 'a', NULL)",
+            "ROLLBACK",
+            "SELECT count(*) FROM parity_new",
+            "BEGIN",
+            "CREATE TABLE parity_new (id INT PRIMARY KEY, note TEXT UNIQUE, at TIMESTAMPTZ)",
+            "INSERT INTO parity_new VALUES (1, 'a', '2024-05-06 07:08:09+02'), (2, 'b', NULL)",
+            "DELETE FROM parity_new WHERE id = 2",
+            "SELECT id, note, at FROM parity_new ORDER BY id",
+            "INSERT INTO parity_applied VALUES (2, 'second')",
+            "SELECT name FROM parity_applied ORDER BY id",
+            "COMMIT",
+            "SELECT id, note, at FROM parity_new ORDER BY id",
+            "SELECT name FROM parity_applied ORDER BY id",
+            "DROP TABLE parity_new, parity_applied",
+        ];
+        let setup = ["SET TIME ZONE 'UTC'", "DROP TABLE IF EXISTS parity_applied, parity_new"];
+        let results = compare(&setup, &script).await;
+        assert!(error("23505")(&results[8]), "the new table's unique index holds: {:?}", results[8]);
+        assert!(error("42P01")(&results[10]), "rolled back with its block");
+        let kept = Result::Rows(vec![vec![Some("1".into()), Some("a".into()), Some("2024-05-06 05:08:09+00".into())]]);
+        assert_eq!((&results[15], &results[19]), (&kept, &kept));
+        let names = Result::Rows(vec![vec![Some("first".into())], vec![Some("second".into())]]);
+        assert_eq!(results[20], names);
+    })
+    .await;
+}
+
 /// Command tags as psql prints them (tokio-postgres does not show them).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn psql_prints_the_same_command_tags() {

@@ -58,6 +58,10 @@ fn decode_value(ty: SqlType, bytes: &[u8]) -> Option<(Value, &[u8])> {
             let (v, rest) = take_u64(rest)?;
             (Value::Timestamp((v ^ (1 << 63)) as i64), rest)
         }
+        (SqlType::TimestampTz, 0x0A) => {
+            let (v, rest) = take_u64(rest)?;
+            (Value::TimestampTz((v ^ (1 << 63)) as i64), rest)
+        }
         _ => return None,
     })
 }
@@ -217,6 +221,7 @@ mod tests {
             (SqlType::Bytes, vec![Value::Bytes(vec![]), Value::Bytes(vec![0, 0xFF, 1, 0])]),
             (SqlType::Date, vec![Value::Date(i32::MIN), Value::Date(0), Value::Date(19000)]),
             (SqlType::Timestamp, vec![Value::Timestamp(i64::MIN), Value::Timestamp(1_700_000_000_000_000)]),
+            (SqlType::TimestampTz, vec![Value::TimestampTz(-1), Value::TimestampTz(1_700_000_000_000_000)]),
         ];
         for (ty, values) in samples {
             let s = schema(&[ty]);

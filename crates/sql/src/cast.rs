@@ -175,8 +175,9 @@ pub fn assign_cast(v: &Value, ty: SqlType, column: &str) -> Result<Value> {
             cast(v, ty)
         }
         _ if v.sql_type() == Some(ty.storage()) => cast(v, ty),
-        (Value::Text(_), SqlType::Date | SqlType::Timestamp)
-        | (Value::Date(_), SqlType::Timestamp)
+        (Value::Text(_), SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz)
+        | (Value::Date(_), SqlType::Timestamp | SqlType::TimestampTz)
+        | (Value::Timestamp(_), SqlType::TimestampTz)
         | (Value::TimestampTz(_), SqlType::Date | SqlType::Timestamp) => cast(v, ty),
         _ => err(
             SqlState::DatatypeMismatch,
@@ -203,8 +204,8 @@ pub(crate) fn exact_cast(v: &Value, ty: SqlType) -> Option<Value> {
         }
         // Stored CHAR values have no trailing blanks, so a value with some equals none.
         (Value::Text(s), SqlType::Text) if ty == SqlType::Char && s.ends_with(' ') => None,
-        (Value::Text(_), SqlType::Date | SqlType::Timestamp) => cast(v, ty).ok(),
-        (Value::TimestampTz(_), SqlType::Timestamp) => cast(v, ty).ok(),
+        (Value::Text(_), SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz) => cast(v, ty).ok(),
+        (Value::TimestampTz(_), SqlType::Timestamp) | (Value::Timestamp(_), SqlType::TimestampTz) => cast(v, ty).ok(),
         _ if v.sql_type() == Some(ty.storage()) => Some(v.clone()),
         _ => None,
     }

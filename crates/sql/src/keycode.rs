@@ -54,7 +54,6 @@ pub fn encode_value(out: &mut Vec<u8>, v: &Value) {
             out.push(0x09);
             out.extend(((*t as u64) ^ (1 << 63)).to_be_bytes());
         }
-        // Never a column's value (no timestamptz columns); equality keys only.
         Value::TimestampTz(t) => {
             out.push(0x0A);
             out.extend(((*t as u64) ^ (1 << 63)).to_be_bytes());

@@ -211,8 +211,29 @@ impl Binder<'_> {
         // Bound against the table as the earlier actions leave it.
         let mut catalog = self.catalog.clone();
         let mut actions = Vec::new();
+        // DROP COLUMN ... CASCADE first drops the other tables' foreign keys on the column.
+        let mut cascaded = Vec::new();
         for op in ops {
             let Some(current) = catalog.table(&table.name).cloned() else { break };
+            if let sql::AlterTableOperation::DropColumn {
+                column_names,
+                drop_behavior: Some(sql::DropBehavior::Cascade),
+                ..
+            } = op
+            {
+                let positions: Vec<usize> =
+                    column_names.iter().filter_map(|c| current.column_index(&ident(c))).collect();
+                let dependents: Vec<(String, String)> = crate::constraints::referencing(&catalog, &table.name)
+                    .into_iter()
+                    .filter(|(_, fk)| fk.parent_columns.iter().any(|p| positions.contains(p)))
+                    .map(|(child, fk)| (child.name.clone(), fk.name.clone()))
+                    .collect();
+                for (child, name) in dependents {
+                    let drop = vec![AlterAction::DropConstraint { name }];
+                    crate::constraints::apply_alter(&mut catalog, &child, &drop)?;
+                    cascaded.push(CatalogChange::AlterTable { table: child, actions: drop });
+                }
+            }
             let action = {
                 let mut binder = Binder::new(&catalog, self.max_depth, self.sql);
                 binder.alter_action(&current, op)?
@@ -224,7 +245,12 @@ impl Binder<'_> {
         if actions.is_empty() {
             return Ok(None);
         }
-        Ok(Some(CatalogChange::AlterTable { table: table.name.clone(), actions }))
+        let change = CatalogChange::AlterTable { table: table.name.clone(), actions };
+        if cascaded.is_empty() {
+            return Ok(Some(change));
+        }
+        cascaded.push(change);
+        Ok(Some(CatalogChange::Several(cascaded)))
     }
 
     fn alter_action(&mut self, table: &TableSchema, op: &sql::AlterTableOperation) -> Result<Option<AlterAction>> {
@@ -278,10 +304,8 @@ impl Binder<'_> {
                 }
                 AlterAction::DropConstraint { name }
             }
-            Op::DropColumn { column_names, if_exists, drop_behavior, .. } => {
-                if matches!(drop_behavior, Some(sql::DropBehavior::Cascade)) {
-                    return unsupported("DROP COLUMN ... CASCADE");
-                }
+            // CASCADE: `alter_actions` dropped the foreign keys on the column already.
+            Op::DropColumn { column_names, if_exists, .. } => {
                 let [name] = column_names.as_slice() else {
                     return unsupported("dropping several columns in one action (use one DROP COLUMN each)");
                 };

@@ -4,6 +4,40 @@ use super::*;
 use crate::catalog::Identity;
 use crate::sequence::SequenceSchema;
 
+/// Checks an index column's operator class. Accepted: the column type's default class, and
+/// for text the `*_pattern_ops` classes (Django's LIKE indexes), which order text byte by
+/// byte as Pistou always does, so each behaves as the default. Not recorded: the catalog
+/// shows the index without it.
+fn operator_class(class: &sql::ObjectName, ty: SqlType) -> Result<()> {
+    let name = class.0.last().map(|p| p.to_string().trim_matches('"').to_ascii_lowercase()).unwrap_or_default();
+    const DEFAULTS: [(SqlType, &str); 11] = [
+        (SqlType::Bool, "bool_ops"),
+        (SqlType::Int2, "int2_ops"),
+        (SqlType::Int4, "int4_ops"),
+        (SqlType::Int, "int8_ops"),
+        (SqlType::Numeric, "numeric_ops"),
+        (SqlType::Float4, "float4_ops"),
+        (SqlType::Float, "float8_ops"),
+        (SqlType::Bytes, "bytea_ops"),
+        (SqlType::Date, "date_ops"),
+        (SqlType::Timestamp, "timestamp_ops"),
+        (SqlType::TimestampTz, "timestamptz_ops"),
+    ];
+    const TEXT: [&str; 6] =
+        ["text_ops", "varchar_ops", "bpchar_ops", "text_pattern_ops", "varchar_pattern_ops", "bpchar_pattern_ops"];
+    let fits = DEFAULTS.contains(&(ty, name.as_str())) || (ty.is_text() && TEXT.contains(&name.as_str()));
+    if fits {
+        return Ok(());
+    }
+    if TEXT.contains(&name.as_str()) || DEFAULTS.iter().any(|(_, n)| *n == name) {
+        return err(
+            SqlState::DatatypeMismatch,
+            format!("operator class \"{name}\" does not accept data type {}", ty.pg_name()),
+        );
+    }
+    err(SqlState::UndefinedObject, format!("operator class \"{name}\" does not exist for access method \"btree\""))
+}
+
 impl Binder<'_> {
     pub(super) fn index_columns(
         &self,
@@ -13,8 +47,11 @@ impl Binder<'_> {
     ) -> Result<Vec<usize>> {
         let mut out = Vec::new();
         for c in cols {
-            if c.operator_class.is_some() || c.column.options.sort.is_some() || c.column.options.nulls_first.is_some() {
-                return unsupported("index column options");
+            // ASC NULLS LAST is every index column's order; others would change what the
+            // catalog shows (pg_get_indexdef), which Pistou does not record.
+            let ascending = matches!(c.column.options.sort, None | Some(sql::OrderBySort::Asc));
+            if !ascending || c.column.options.nulls_first == Some(true) {
+                return unsupported("DESC or NULLS FIRST index columns");
             }
             let sql::Expr::Identifier(i) = &c.column.expr else { return unsupported("index on an expression") };
             let name = ident(i);
@@ -24,6 +61,9 @@ impl Binder<'_> {
                     format!("column \"{name}\" named in key does not exist in \"{}\"", table.name),
                 )
             })?;
+            if let (Some(class), Some(column)) = (&c.operator_class, columns.get(pos)) {
+                operator_class(class, column.ty)?;
+            }
             if out.contains(&pos) {
                 return err(SqlState::DuplicateColumn, format!("column \"{name}\" appears twice in key"));
             }
@@ -154,10 +194,6 @@ impl Binder<'_> {
             Some(ty) => (ty, TypeLimits::default()),
             None => data_type(&def.data_type)?,
         };
-        if ty == SqlType::TimestampTz {
-            // Replicas check primary keys by column type (pistou-rowstore), which knows none.
-            return unsupported("timestamp with time zone columns (use timestamp; now() converts to it)");
-        }
         let mut column = Column { name: col_name, ty, limits, nullable: true, default: None, generated: None };
         let mut key = ColumnKey::None;
         let mut identity = None;

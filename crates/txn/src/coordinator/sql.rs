@@ -616,7 +616,8 @@ impl Coordinator {
         next.apply(&change)?;
         // Rows it wrote are in the schema it leaves (replicas check them against it), so a
         // table it wrote keeps its schema.
-        let written = self.sql_state(h).map(|s| s.pending.tables.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
+        let written =
+            self.sql_state(h).map(|s| s.pending.tables.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
         if let Some(table) = written.iter().find(|t| before.table(t) != next.table(t)) {
             return Err(sql_err(
                 SqlState::FeatureNotSupported,
