@@ -361,6 +361,7 @@ impl Binder<'_> {
                 ctx.group_bound.push(bound);
             }
             ctx.group_ast = group_ast;
+            functionally_dependent_keys(&from_items, &mut ctx.group_bound);
         }
         self.allow_windows(&s.named_window)?;
         let mut output = Vec::with_capacity(items.len());
@@ -934,4 +935,22 @@ fn flatten_joins(twj: &sql::TableWithJoins) -> (&sql::TableFactor, Vec<&sql::Joi
     };
     joins.extend(&twj.joins);
     (first, joins)
+}
+
+/// Grouping by a table's whole primary key determines its other columns, which the query
+/// may then use ungrouped (PostgreSQL's functional dependency): they become grouping keys
+/// too, which splits no group.
+fn functionally_dependent_keys(from_items: &[FromItem], group_by: &mut Vec<Expr>) {
+    for item in from_items.iter().filter(|i| i.derived.is_none()) {
+        let key = &item.table.primary_key;
+        let grouped = |p: &usize| group_by.contains(&Expr::Column(item.offset + p));
+        if key.is_empty() || !key.iter().all(grouped) {
+            continue;
+        }
+        for position in item.offset..item.offset + item.table.columns.len() {
+            if !group_by.contains(&Expr::Column(position)) {
+                group_by.push(Expr::Column(position));
+            }
+        }
+    }
 }
