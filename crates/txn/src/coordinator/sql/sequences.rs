@@ -20,14 +20,18 @@ impl Coordinator {
         catalog: &Catalog,
         prepared: &Prepared,
     ) -> Result<(), SqlError> {
-        let Some(state) = self.sql_state(h) else { return Ok(()) };
-        let currents = state.sequence_currents.clone();
-        let Some(stmt) = state.statement.as_ref() else { return Ok(()) };
-        if stmt.sequences.is_some() || prepared.sequences().is_empty() {
+        if prepared.sequences().is_empty() {
             return Ok(());
         }
+        let Some(state) = self.sql_state(h) else { return Ok(()) };
+        let Some(stmt) = state.statement.as_ref() else { return Ok(()) };
+        if stmt.sequences.is_some() {
+            return Ok(());
+        }
+        let currents: Vec<Option<i64>> =
+            prepared.sequences().iter().map(|name| state.sequence_currents.get(name).copied()).collect();
         let mut taken: Vec<(u64, SequenceInput)> = Vec::with_capacity(prepared.sequences().len());
-        for name in prepared.sequences() {
+        for (name, current) in prepared.sequences().iter().zip(currents) {
             let Some(schema) = catalog.sequence(name) else {
                 self.return_blocks(taken);
                 return Err(sql_err(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist")));
@@ -37,7 +41,6 @@ impl Coordinator {
                 self.return_blocks(taken);
                 return Err(sql_err(SqlState::SequenceValuesNeeded, name.clone()));
             };
-            let current = currents.get(name).copied();
             taken.push((schema.id, SequenceInput { sequence: name.clone(), values, current }));
         }
         if let Some(stmt) = self.sql_state(h).and_then(|s| s.statement.as_mut()) {
