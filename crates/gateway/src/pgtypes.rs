@@ -7,6 +7,7 @@ use pistou_sql::{temporal, SqlError, SqlState, SqlType, Value};
 use rust_decimal::Decimal;
 
 // The built-in type OIDs live with the system catalog, which the SQL engine computes.
+use pistou_sql::system::{type_oid, OID_JSON};
 pub use pistou_sql::system::{
     OID_BOOL, OID_BPCHAR, OID_BYTEA, OID_DATE, OID_FLOAT4, OID_FLOAT8, OID_INT2, OID_INT4, OID_INT8, OID_NAME,
     OID_NUMERIC, OID_OID, OID_TEXT, OID_TIMESTAMP, OID_TIMESTAMPTZ, OID_UNKNOWN, OID_VARCHAR,
@@ -46,6 +47,10 @@ pub fn pg_type(ty: Option<SqlType>) -> PgType {
         Some(SqlType::Date) => PgType { oid: OID_DATE, size: 4, name: "date" },
         Some(SqlType::Timestamp) => PgType { oid: OID_TIMESTAMP, size: 8, name: "timestamp without time zone" },
         Some(SqlType::TimestampTz) => PgType { oid: OID_TIMESTAMPTZ, size: 8, name: "timestamp with time zone" },
+        Some(SqlType::Json) => PgType { oid: OID_JSON, size: -1, name: "json" },
+        Some(t @ (SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_))) => {
+            PgType { oid: type_oid(t), size: -1, name: t.pg_name() }
+        }
     }
 }
 
@@ -100,6 +105,10 @@ pub fn encode_value(value: &Value, ty: Option<SqlType>, binary: bool) -> Result<
     }
     let narrow = |what: &str| SqlError::new(SqlState::NumericValueOutOfRange, format!("{what} out of range"));
     let mut out = Vec::new();
+    if let Some(t @ (SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_))) = ty {
+        encode_array(value, t, &mut out)?;
+        return Ok(Some(out));
+    }
     match value {
         Value::Null => return Ok(None),
         Value::Bool(b) => out.push(u8::from(*b)),
@@ -216,11 +225,45 @@ fn decode_binary(bytes: &[u8], oid: u32, ty: Option<SqlType>) -> Result<Value, S
                 let micros = i64::from_be_bytes(fixed(bytes, "timestamptz")?);
                 Value::TimestampTz(micros.checked_add(PG_EPOCH_MICROS).ok_or_else(|| binary_error("timestamptz"))?)
             }
-            Some(SqlType::Text | SqlType::Varchar | SqlType::Char) | None => {
-                Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| invalid("text", "not valid UTF-8"))?)
-            }
+            Some(
+                SqlType::Text
+                | SqlType::Varchar
+                | SqlType::Char
+                | SqlType::Json
+                | SqlType::Int2Vector
+                | SqlType::OidVector
+                | SqlType::Array(_),
+            )
+            | None => Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| invalid("text", "not valid UTF-8"))?),
         },
     })
+}
+
+/// PostgreSQL's binary array (also the vector types'): dimensions, a NULL flag, the
+/// element type, each dimension's length and lower bound, then each element's length
+/// (-1 for NULL) and binary form.
+fn encode_array(value: &Value, ty: SqlType, out: &mut Vec<u8>) -> Result<(), SqlError> {
+    let element = ty.element().unwrap_or(SqlType::Text);
+    let items = pistou_sql::array::elements(value, ty)?;
+    let count = i32::try_from(items.len()).map_err(|_| binary_error("array"))?;
+    let lower = pistou_sql::array::lower_bound(ty) as i32;
+    out.extend_from_slice(&i32::from(!items.is_empty()).to_be_bytes());
+    out.extend_from_slice(&i32::from(items.iter().any(Value::is_null)).to_be_bytes());
+    out.extend_from_slice(&type_oid(element).to_be_bytes());
+    if !items.is_empty() {
+        out.extend_from_slice(&count.to_be_bytes());
+        out.extend_from_slice(&lower.to_be_bytes());
+    }
+    for item in &items {
+        match encode_value(item, Some(element), true)? {
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(bytes) => {
+                out.extend_from_slice(&i32::try_from(bytes.len()).map_err(|_| binary_error("array"))?.to_be_bytes());
+                out.extend_from_slice(&bytes);
+            }
+        }
+    }
+    Ok(())
 }
 
 const NUMERIC_POS: u16 = 0x0000;

@@ -253,8 +253,10 @@ impl Binder<'_> {
     pub(super) fn select(&mut self, s: &sql::Select, order_by: &[sql::OrderByExpr]) -> Result<SelectWithColumns> {
         // Window calls belong to the SELECT they appear in: an enclosing one's are put back.
         let enclosing = std::mem::replace(&mut self.windows, window::WindowState::Denied("this context"));
+        let enclosing_srfs = std::mem::replace(&mut self.srfs, srf::SrfState::Denied("this context"));
         let result = self.select_inner(s, order_by);
         self.windows = enclosing;
+        self.srfs = enclosing_srfs;
         result
     }
 
@@ -363,6 +365,9 @@ impl Binder<'_> {
             ctx.group_ast = group_ast;
         }
         self.allow_windows(&s.named_window)?;
+        if !aggregating {
+            self.srfs = srf::SrfState::Allowed(Vec::new());
+        }
         let mut output = Vec::with_capacity(items.len());
         for (e, col, _) in &items {
             let bound = if aggregating {
@@ -435,6 +440,21 @@ impl Binder<'_> {
             window::WindowState::Allowed(w) => w.calls,
             _ => Vec::new(),
         };
+        let srfs = match std::mem::replace(&mut self.srfs, srf::SrfState::Denied("this context")) {
+            srf::SrfState::Allowed(calls) => calls,
+            _ => Vec::new(),
+        };
+        if !srfs.is_empty() {
+            if !windows.is_empty() {
+                return unsupported("set-returning functions together with window functions");
+            }
+            // The calls' values follow the row after WHERE.
+            let width = scope.cols.len();
+            let base = srf::SRF_COLUMN_BASE;
+            for e in &mut output {
+                *e = e.map_columns(&|c| Expr::Column(if c >= base { width + (c - base) } else { c }));
+            }
+        }
         if !windows.is_empty() {
             let width = if aggregating { ctx.group_bound.len() + ctx.calls.len() } else { scope.cols.len() };
             let base = crate::window::WINDOW_COLUMN_BASE;
@@ -453,7 +473,7 @@ impl Binder<'_> {
         let (from, filter) = self.plan_from(from_items, where_conjuncts)?;
         let aggregate = aggregating.then_some(AggPlan { group_by: ctx.group_bound, calls: ctx.calls });
         Ok((
-            SelectCore { from, filter, aggregate, having, windows, output, distinct },
+            SelectCore { from, filter, aggregate, having, windows, srfs, output, distinct },
             (names, types, limits, untyped),
             keys,
         ))
