@@ -365,9 +365,7 @@ impl Binder<'_> {
             ctx.group_ast = group_ast;
         }
         self.allow_windows(&s.named_window)?;
-        if !aggregating {
-            self.srfs = srf::SrfState::Allowed(Vec::new());
-        }
+        self.srfs = srf::SrfState::Allowed(Vec::new());
         let mut output = Vec::with_capacity(items.len());
         for (e, col, _) in &items {
             let bound = if aggregating {
@@ -399,11 +397,13 @@ impl Binder<'_> {
             output.push(bound);
         }
         let windows = std::mem::replace(&mut self.windows, window::WindowState::Denied("HAVING"));
+        let srfs = std::mem::replace(&mut self.srfs, srf::SrfState::Denied("HAVING"));
         let having = match &s.having {
             Some(h) if aggregating => Some(self.expr(h, &scope, &mut Mode::Agg(&mut ctx))?),
             _ => None,
         };
         self.windows = windows;
+        self.srfs = srfs;
         let mut keys = Vec::new();
         for o in order_by {
             let (desc, nulls_first) = Self::sort_options(o)?;
@@ -448,8 +448,8 @@ impl Binder<'_> {
             if !windows.is_empty() {
                 return unsupported("set-returning functions together with window functions");
             }
-            // The calls' values follow the row after WHERE.
-            let width = scope.cols.len();
+            // The calls' values follow the row after WHERE (or the grouped row).
+            let width = if aggregating { ctx.group_bound.len() + ctx.calls.len() } else { scope.cols.len() };
             let base = srf::SRF_COLUMN_BASE;
             for e in &mut output {
                 *e = e.map_columns(&|c| Expr::Column(if c >= base { width + (c - base) } else { c }));

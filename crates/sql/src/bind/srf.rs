@@ -61,15 +61,24 @@ impl Binder<'_> {
                 )
             }
         }
+        // Looking for aggregates: they may be in the arguments.
+        if let Mode::Detect(_) = mode {
+            for a in &asts {
+                let _ = self.expr(a, scope, mode);
+            }
+            return Ok(Some(Expr::Const(Value::Null)));
+        }
+        // A clause that is not the select list (WHERE, an aggregate's arguments, ORDER BY).
+        if let Mode::Plain(clause) = mode {
+            if !clause.is_empty() && *clause != "this context" {
+                return not_allowed(format!("set-returning functions are not allowed in {clause}")).map(Some);
+            }
+        }
         let mut calls = match std::mem::replace(&mut self.srfs, SrfState::Nested) {
             SrfState::Allowed(calls) => calls,
             other => {
                 let message = match (&other, &*mode) {
                     (SrfState::Nested, _) => "set-returning functions must appear at top level of FROM or a select list (nested calls are not supported)".to_string(),
-                    (_, Mode::Agg(_)) => "set-returning functions in a query with aggregates or GROUP BY are not supported".to_string(),
-                    (_, Mode::Plain(clause)) if !clause.is_empty() && *clause != "this context" => {
-                        format!("set-returning functions are not allowed in {clause}")
-                    }
                     (SrfState::Denied(clause), _) => format!("set-returning functions are not allowed in {clause}"),
                     _ => "set-returning functions are not allowed here".to_string(),
                 };

@@ -360,6 +360,7 @@ impl<'a> Exec<'a> {
             rows = kept;
         }
         let rows = self.windows(rows, &core.windows)?;
+        let rows = self.set_returning(rows, &core.srfs)?;
         rows.iter().map(|r| self.project_row(&core.output, r)).collect()
     }
 
