@@ -906,7 +906,11 @@ impl Binder<'_> {
             return unsupported(format!("ORDER BY in the arguments of {name}()"));
         }
         if let Some(func) = aggregate {
-            // An ordered aggregate is the current query's (its ORDER BY is bound here).
+            if let (false, [Some(arg)]) = (order_by.is_empty(), args.as_slice()) {
+                if !self.outer_scopes.is_empty() && self.aggregate_level(arg, scope)?.is_some() {
+                    return unsupported("an aggregate with ORDER BY over enclosing queries' columns");
+                }
+            }
             if let (true, [Some(arg)]) = (order_by.is_empty(), args.as_slice()) {
                 if let Some(outer) = self.outer_aggregate(func, arg, distinct, scope)? {
                     return Ok(outer);
