@@ -372,6 +372,28 @@ mod tests {
     }
 
     #[test]
+    fn arrays_and_vectors_have_postgres_binary_form() {
+        use pistou_sql::types::ArrayElem;
+        let ty = SqlType::Array(ArrayElem::Int4);
+        let out = encode_value(&Value::Text("{7,NULL}".into()), Some(ty), true).unwrap().unwrap();
+        let mut expected = Vec::new();
+        for word in [1i32, 1, 23, 2, 1, 4, 7, -1] {
+            expected.extend_from_slice(&word.to_be_bytes());
+        }
+        assert_eq!(out, expected);
+        let empty = encode_value(&Value::Text("{}".into()), Some(ty), true).unwrap().unwrap();
+        assert_eq!(empty, [0i32, 0, 23].iter().flat_map(|w| w.to_be_bytes()).collect::<Vec<u8>>());
+        // int2vector: smallint elements, subscripts from 0.
+        let vector = encode_value(&Value::Text("3 1".into()), Some(SqlType::Int2Vector), true).unwrap().unwrap();
+        assert_eq!(&vector[..20], [1i32, 0, 21, 2, 0].iter().flat_map(|w| w.to_be_bytes()).collect::<Vec<u8>>());
+        assert_eq!(&vector[20..], [0, 0, 0, 2, 0, 3, 0, 0, 0, 2, 0, 1]);
+        assert_eq!(pg_type(Some(ty)).oid, 1007);
+        assert_eq!(pg_type(Some(SqlType::Json)).oid, OID_JSON);
+        let text = encode_value(&Value::Text("{a,\"b c\"}".into()), Some(SqlType::Array(ArrayElem::Text)), false);
+        assert_eq!(text.unwrap().unwrap(), b"{a,\"b c\"}");
+    }
+
+    #[test]
     fn numeric_binary_round_trips() {
         for s in [
             "0",

@@ -465,7 +465,8 @@ async fn pgjdbc_get_columns_matches_postgres() {
 }
 
 /// What psycopg 3 applications do (SQLAlchemy and Django on top of it): nested transactions
-/// (savepoints), set_config, timestamptz values, TRUNCATE and DROP TABLE of several tables.
+/// (savepoints), set_config, timestamptz values, arrays and json as psycopg loads them (text
+/// and binary results), TRUNCATE and DROP TABLE of several tables.
 /// The script prints what it saw; the output on Pistou must equal the output on PostgreSQL.
 const PSYCOPG_APPS_SCRIPT: &str = r#"
 import json, sys
@@ -474,9 +475,23 @@ import psycopg
 conninfo = sys.argv[1]
 trace = []
 with psycopg.connect(conninfo, autocommit=True) as c:
-    c.execute("DROP TABLE IF EXISTS py_sp, py_other")
+    c.execute("DROP TABLE IF EXISTS py_sp, py_other, py_arr")
     c.execute("CREATE TABLE py_sp (id INT PRIMARY KEY, body TEXT)")
     c.execute("CREATE TABLE py_other (id INT PRIMARY KEY)")
+    c.execute("CREATE TABLE py_arr (id INT PRIMARY KEY, name TEXT, ok BOOLEAN, r REAL)")
+    c.execute("INSERT INTO py_arr VALUES (1, 'a', true, 1.5), (2, NULL, false, NULL), (3, 'b c', NULL, 0.25)")
+    # Arrays and json come back as lists and dicts, in text and in binary format.
+    for binary in (False, True):
+        cur = c.cursor(binary=binary)
+        cur.execute(
+            "SELECT array_agg(id ORDER BY id), array_agg(name ORDER BY id), array_agg(ok ORDER BY id), "
+            "array_agg(r ORDER BY id), json_build_object('n', count(*), 'ids', array_agg(id ORDER BY id)) "
+            "FROM py_arr")
+        trace.append(["arrays", binary, list(cur.fetchone())])
+        cur.execute("SELECT unnest(a), generate_subscripts(a, 1) FROM (SELECT array_agg(name ORDER BY id DESC) AS a FROM py_arr) s")
+        trace.append(["unnest", binary, cur.fetchall()])
+        cur.execute("SELECT conkey FROM pg_constraint WHERE conname = 'py_arr_pkey'")
+        trace.append(["conkey", binary, cur.fetchall()])
 with psycopg.connect(conninfo) as c:
     c.execute("INSERT INTO py_sp VALUES (1, 'one')")
     # get_or_create: a nested transaction (SAVEPOINT "_pg3_1") around an INSERT that fails.
@@ -506,7 +521,7 @@ with psycopg.connect(conninfo, autocommit=True) as c:
     trace.append(["final", c.execute("SELECT id, body FROM py_sp ORDER BY id").fetchall()])
     c.execute("TRUNCATE py_sp")
     trace.append(["truncated", c.execute("SELECT count(*) FROM py_sp").fetchone()[0]])
-    c.execute("DROP TABLE IF EXISTS py_sp, py_nosuch, py_other")
+    c.execute("DROP TABLE IF EXISTS py_sp, py_nosuch, py_other, py_arr")
     try:
         c.execute("SELECT count(*) FROM py_other")
     except psycopg.errors.UndefinedTable as e:

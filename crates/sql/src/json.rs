@@ -70,7 +70,7 @@ fn push_value(out: &mut String, v: &Value, ty: Option<SqlType>) -> Result<()> {
 /// `json_build_object(k1, v1, …)`: keys (any non-NULL value, as text) and values of the
 /// given static types.
 pub(crate) fn build_object(args: &[Value], types: &[Option<SqlType>]) -> Result<Value> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return err(
             SqlState::InvalidParameterValue,
             "argument list must have even number of elements (json_build_object() takes alternating keys and values)",

@@ -12,11 +12,12 @@ pub(super) fn function_args(f: &sql::Function) -> Result<(Vec<Option<&sql::Expr>
     Ok((args, distinct))
 }
 
+/// A call's arguments (None for `*`), whether it says DISTINCT, and its ORDER BY.
+type OrderedArgs<'f> = (Vec<Option<&'f sql::Expr>>, bool, Vec<&'f sql::OrderByExpr>);
+
 /// A call's arguments (None for `*`), whether it says DISTINCT, and its ORDER BY
 /// (`array_agg(x ORDER BY y)`).
-pub(super) fn function_args_ordered(
-    f: &sql::Function,
-) -> Result<(Vec<Option<&sql::Expr>>, bool, Vec<&sql::OrderByExpr>)> {
+pub(super) fn function_args_ordered(f: &sql::Function) -> Result<OrderedArgs<'_>> {
     match &f.args {
         sql::FunctionArguments::None => Ok((Vec::new(), false, Vec::new())),
         sql::FunctionArguments::List(list) => {
