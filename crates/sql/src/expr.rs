@@ -100,6 +100,8 @@ pub enum Func {
     /// as a constant list of type names (`crate::json` needs them: json, arrays and REAL
     /// values are written by type).
     JsonBuildObject,
+    /// `ARRAY[e1, …]`: the binder puts the element type's name first (a constant).
+    ArrayConstruct,
 }
 
 impl Func {
@@ -159,6 +161,7 @@ impl Func {
             Func::NextVal => "nextval",
             Func::CurrVal => "currval",
             Func::JsonBuildObject => "json_build_object",
+            Func::ArrayConstruct => "array",
         }
     }
 
@@ -166,7 +169,7 @@ impl Func {
     pub fn arity(self) -> (usize, usize) {
         match self {
             Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => (1, usize::MAX),
-            Func::JsonBuildObject => (0, usize::MAX),
+            Func::JsonBuildObject | Func::ArrayConstruct => (0, usize::MAX),
             Func::NullIf | Func::Position | Func::RegexMatch | Func::RegexIMatch => (2, 2),
             Func::Replace => (3, 3),
             Func::ArrayToString => (2, 3),
@@ -503,6 +506,13 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         let types: Vec<Option<SqlType>> = types.split(',').map(SqlType::by_pg_name).collect();
         return crate::json::build_object(args, &types);
     }
+    if func == Func::ArrayConstruct {
+        let Some((Value::Text(element), items)) = args.split_first() else {
+            return Err(unbound("element type of ARRAY[]"));
+        };
+        let element = SqlType::by_pg_name(element).unwrap_or(SqlType::Text);
+        return Ok(Value::Text(crate::array::format(items, element)));
+    }
     if args.iter().any(Value::is_null) {
         return Ok(Value::Null);
     }
@@ -612,6 +622,7 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         }
         Func::NextVal | Func::CurrVal => return Err(unbound("sequence value")),
         Func::JsonBuildObject => return Err(unbound("argument types of json_build_object")),
+        Func::ArrayConstruct => return Err(unbound("element type of ARRAY[]")),
     })
 }
 

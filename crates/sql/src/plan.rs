@@ -522,6 +522,12 @@ pub(crate) fn expr_type_in(
             Func::ArrayToString => Some(SqlType::Text),
             Func::NextVal | Func::CurrVal => Some(SqlType::Int),
             Func::JsonBuildObject => Some(SqlType::Json),
+            Func::ArrayConstruct => match args.first() {
+                Some(Expr::Const(Value::Text(element))) => {
+                    SqlType::by_pg_name(element).and_then(ArrayElem::of).map(SqlType::Array)
+                }
+                _ => None,
+            },
         },
         Expr::InSubquery { .. }
         | Expr::Exists { .. }

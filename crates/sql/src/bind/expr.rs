@@ -596,6 +596,7 @@ impl Binder<'_> {
                 }
             }
             E::Function(f) => self.function(f, scope, mode)?,
+            E::Array(array) => self.array_constructor(&array.elem, scope, mode)?,
             E::Trim { expr, trim_where: None, trim_what: None, trim_characters: None } => {
                 Expr::Call { func: Func::Trim, args: vec![self.expr(expr, scope, mode)?] }
             }
@@ -1028,6 +1029,28 @@ impl Binder<'_> {
             _ => {}
         }
         Ok(Expr::Call { func, args })
+    }
+
+    /// `ARRAY[e1, …]`: the elements brought to their common type (as VALUES columns are),
+    /// which must be a scalar type.
+    fn array_constructor(&mut self, items: &[sql::Expr], scope: &Scope, mode: &mut Mode) -> Result<Expr> {
+        if items.is_empty() {
+            return err(SqlState::IndeterminateDatatype, "cannot determine type of empty array");
+        }
+        let mut args = Vec::with_capacity(items.len() + 1);
+        for item in items {
+            args.push(self.expr(item, scope, mode)?);
+        }
+        let inputs: Vec<InputType> = items.iter().zip(&args).map(|(a, e)| self.input_type(a, e, scope, mode)).collect();
+        let element = common_type("ARRAY", &inputs)?.unwrap_or(SqlType::Text);
+        if ArrayElem::of(element).is_none() {
+            return unsupported(format!("arrays of {element} (arrays have one dimension)"));
+        }
+        for (arg, input) in args.iter_mut().zip(&inputs) {
+            coerce_in_place(arg, *input, element)?;
+        }
+        args.insert(0, Expr::Const(Value::Text(element.pg_name().to_string())));
+        Ok(Expr::Call { func: Func::ArrayConstruct, args })
     }
 
     /// The ORDER BY of an aggregate's arguments, bound over the aggregated rows.
