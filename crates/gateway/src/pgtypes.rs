@@ -7,6 +7,7 @@ use pistou_sql::{temporal, SqlError, SqlState, SqlType, Value};
 use rust_decimal::Decimal;
 
 // The built-in type OIDs live with the system catalog, which the SQL engine computes.
+use pistou_sql::system::{type_oid, OID_JSON};
 pub use pistou_sql::system::{
     OID_BOOL, OID_BPCHAR, OID_BYTEA, OID_DATE, OID_FLOAT4, OID_FLOAT8, OID_INT2, OID_INT4, OID_INT8, OID_NAME,
     OID_NUMERIC, OID_OID, OID_TEXT, OID_TIMESTAMP, OID_TIMESTAMPTZ, OID_UNKNOWN, OID_VARCHAR,
@@ -46,6 +47,10 @@ pub fn pg_type(ty: Option<SqlType>) -> PgType {
         Some(SqlType::Date) => PgType { oid: OID_DATE, size: 4, name: "date" },
         Some(SqlType::Timestamp) => PgType { oid: OID_TIMESTAMP, size: 8, name: "timestamp without time zone" },
         Some(SqlType::TimestampTz) => PgType { oid: OID_TIMESTAMPTZ, size: 8, name: "timestamp with time zone" },
+        Some(SqlType::Json) => PgType { oid: OID_JSON, size: -1, name: "json" },
+        Some(t @ (SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_))) => {
+            PgType { oid: type_oid(t), size: -1, name: t.pg_name() }
+        }
     }
 }
 
@@ -101,6 +106,10 @@ pub fn encode_value(value: &Value, ty: Option<SqlType>, binary: bool) -> Result<
     }
     let narrow = |what: &str| SqlError::new(SqlState::NumericValueOutOfRange, format!("{what} out of range"));
     let mut out = Vec::new();
+    if let Some(t @ (SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_))) = ty {
+        encode_array(value, t, &mut out)?;
+        return Ok(Some(out));
+    }
     match value {
         Value::Null => return Ok(None),
         Value::Bool(b) => out.push(u8::from(*b)),
@@ -217,11 +226,45 @@ fn decode_binary(bytes: &[u8], oid: u32, ty: Option<SqlType>) -> Result<Value, S
                 let micros = i64::from_be_bytes(fixed(bytes, "timestamptz")?);
                 Value::TimestampTz(micros.checked_add(PG_EPOCH_MICROS).ok_or_else(|| binary_error("timestamptz"))?)
             }
-            Some(SqlType::Text | SqlType::Varchar | SqlType::Char) | None => {
-                Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| invalid("text", "not valid UTF-8"))?)
-            }
+            Some(
+                SqlType::Text
+                | SqlType::Varchar
+                | SqlType::Char
+                | SqlType::Json
+                | SqlType::Int2Vector
+                | SqlType::OidVector
+                | SqlType::Array(_),
+            )
+            | None => Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| invalid("text", "not valid UTF-8"))?),
         },
     })
+}
+
+/// PostgreSQL's binary array (also the vector types'): dimensions, a NULL flag, the
+/// element type, each dimension's length and lower bound, then each element's length
+/// (-1 for NULL) and binary form.
+fn encode_array(value: &Value, ty: SqlType, out: &mut Vec<u8>) -> Result<(), SqlError> {
+    let element = ty.element().unwrap_or(SqlType::Text);
+    let items = pistou_sql::array::elements(value, ty)?;
+    let count = i32::try_from(items.len()).map_err(|_| binary_error("array"))?;
+    let lower = pistou_sql::array::lower_bound(ty) as i32;
+    out.extend_from_slice(&i32::from(!items.is_empty()).to_be_bytes());
+    out.extend_from_slice(&i32::from(items.iter().any(Value::is_null)).to_be_bytes());
+    out.extend_from_slice(&type_oid(element).to_be_bytes());
+    if !items.is_empty() {
+        out.extend_from_slice(&count.to_be_bytes());
+        out.extend_from_slice(&lower.to_be_bytes());
+    }
+    for item in &items {
+        match encode_value(item, Some(element), true)? {
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(bytes) => {
+                out.extend_from_slice(&i32::try_from(bytes.len()).map_err(|_| binary_error("array"))?.to_be_bytes());
+                out.extend_from_slice(&bytes);
+            }
+        }
+    }
+    Ok(())
 }
 
 const NUMERIC_POS: u16 = 0x0000;
@@ -327,6 +370,28 @@ mod tests {
         let back = decode_numeric(&out).unwrap();
         assert_eq!(back, d, "{s}");
         assert_eq!(back.to_string(), d.to_string(), "{s}");
+    }
+
+    #[test]
+    fn arrays_and_vectors_have_postgres_binary_form() {
+        use pistou_sql::types::ArrayElem;
+        let ty = SqlType::Array(ArrayElem::Int4);
+        let out = encode_value(&Value::Text("{7,NULL}".into()), Some(ty), true).unwrap().unwrap();
+        let mut expected = Vec::new();
+        for word in [1i32, 1, 23, 2, 1, 4, 7, -1] {
+            expected.extend_from_slice(&word.to_be_bytes());
+        }
+        assert_eq!(out, expected);
+        let empty = encode_value(&Value::Text("{}".into()), Some(ty), true).unwrap().unwrap();
+        assert_eq!(empty, [0i32, 0, 23].iter().flat_map(|w| w.to_be_bytes()).collect::<Vec<u8>>());
+        // int2vector: smallint elements, subscripts from 0.
+        let vector = encode_value(&Value::Text("3 1".into()), Some(SqlType::Int2Vector), true).unwrap().unwrap();
+        assert_eq!(&vector[..20], [1i32, 0, 21, 2, 0].iter().flat_map(|w| w.to_be_bytes()).collect::<Vec<u8>>());
+        assert_eq!(&vector[20..], [0, 0, 0, 2, 0, 3, 0, 0, 0, 2, 0, 1]);
+        assert_eq!(pg_type(Some(ty)).oid, 1007);
+        assert_eq!(pg_type(Some(SqlType::Json)).oid, OID_JSON);
+        let text = encode_value(&Value::Text("{a,\"b c\"}".into()), Some(SqlType::Array(ArrayElem::Text)), false);
+        assert_eq!(text.unwrap().unwrap(), b"{a,\"b c\"}");
     }
 
     #[test]

@@ -465,7 +465,8 @@ async fn pgjdbc_get_columns_matches_postgres() {
 }
 
 /// What psycopg 3 applications do (SQLAlchemy and Django on top of it): nested transactions
-/// (savepoints), set_config, timestamptz values, TRUNCATE and DROP TABLE of several tables.
+/// (savepoints), set_config, timestamptz values, arrays and json as psycopg loads them (text
+/// and binary results), TRUNCATE and DROP TABLE of several tables.
 /// The script prints what it saw; the output on Pistou must equal the output on PostgreSQL.
 const PSYCOPG_APPS_SCRIPT: &str = r#"
 import json, sys
@@ -474,9 +475,23 @@ import psycopg
 conninfo = sys.argv[1]
 trace = []
 with psycopg.connect(conninfo, autocommit=True) as c:
-    c.execute("DROP TABLE IF EXISTS py_sp, py_other")
+    c.execute("DROP TABLE IF EXISTS py_sp, py_other, py_arr")
     c.execute("CREATE TABLE py_sp (id INT PRIMARY KEY, body TEXT)")
     c.execute("CREATE TABLE py_other (id INT PRIMARY KEY)")
+    c.execute("CREATE TABLE py_arr (id INT PRIMARY KEY, name TEXT, ok BOOLEAN, r REAL)")
+    c.execute("INSERT INTO py_arr VALUES (1, 'a', true, 1.5), (2, NULL, false, NULL), (3, 'b c', NULL, 0.25)")
+    # Arrays and json come back as lists and dicts, in text and in binary format.
+    for binary in (False, True):
+        cur = c.cursor(binary=binary)
+        cur.execute(
+            "SELECT array_agg(id ORDER BY id), array_agg(name ORDER BY id), array_agg(ok ORDER BY id), "
+            "array_agg(r ORDER BY id), json_build_object('n', count(*), 'ids', array_agg(id ORDER BY id)) "
+            "FROM py_arr")
+        trace.append(["arrays", binary, list(cur.fetchone())])
+        cur.execute("SELECT unnest(a), generate_subscripts(a, 1) FROM (SELECT array_agg(name ORDER BY id DESC) AS a FROM py_arr) s")
+        trace.append(["unnest", binary, cur.fetchall()])
+        cur.execute("SELECT conkey FROM pg_constraint WHERE conname = 'py_arr_pkey'")
+        trace.append(["conkey", binary, cur.fetchall()])
 with psycopg.connect(conninfo) as c:
     c.execute("INSERT INTO py_sp VALUES (1, 'one')")
     # get_or_create: a nested transaction (SAVEPOINT "_pg3_1") around an INSERT that fails.
@@ -506,7 +521,7 @@ with psycopg.connect(conninfo, autocommit=True) as c:
     trace.append(["final", c.execute("SELECT id, body FROM py_sp ORDER BY id").fetchall()])
     c.execute("TRUNCATE py_sp")
     trace.append(["truncated", c.execute("SELECT count(*) FROM py_sp").fetchone()[0]])
-    c.execute("DROP TABLE IF EXISTS py_sp, py_nosuch, py_other")
+    c.execute("DROP TABLE IF EXISTS py_sp, py_nosuch, py_other, py_arr")
     try:
         c.execute("SELECT count(*) FROM py_other")
     except psycopg.errors.UndefinedTable as e:
@@ -544,14 +559,22 @@ async fn psycopg_applications_see_what_postgres_gives_them() {
 }
 
 /// The program a SQLAlchemy 2 user writes first, with `create_engine` defaults (psycopg 3):
-/// declarative models with SERIAL and IDENTITY keys, an index and a UNIQUE column,
-/// `create_all` (several schema changes in one transaction), ORM inserts that read the
-/// generated keys back with RETURNING, queries, an update, a delete, and the inspector's
-/// table list. It prints what it saw; the output must be the same as on PostgreSQL.
+/// declarative models with SERIAL and IDENTITY keys, indexes, UNIQUE and CHECK constraints
+/// and a foreign key, `create_all` (several schema changes in one transaction), ORM inserts
+/// that read the generated keys back with RETURNING, queries, an update, a delete; a
+/// relationship (parents with children, loaded lazily, with `selectinload` and with
+/// `joinedload`, delete-orphan); two serializable connections that write the same row, one
+/// of which gets a serialization failure (40001) and retries; and the inspector's view of
+/// every table (`get_columns`, `get_pk_constraint`, `get_foreign_keys`, `get_indexes`,
+/// `get_unique_constraints`, `get_check_constraints`, `has_table`, `get_sequence_names`),
+/// whose catalog queries use unnest, generate_subscripts, array_agg, json_build_object and
+/// pg_opclass. It prints what it saw; the output must be the same as on PostgreSQL.
 const SQLALCHEMY_SCRIPT: &str = r#"
 import sys
-from sqlalchemy import create_engine, String, BigInteger, Identity, select, inspect, func
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, Session
+from sqlalchemy import (create_engine, String, BigInteger, Identity, select, update, inspect, func, ForeignKey,
+                        UniqueConstraint, CheckConstraint)
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, Session, relationship, selectinload, joinedload
 
 class Base(DeclarativeBase):
     pass
@@ -561,11 +584,33 @@ class User(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(50), index=True)
     karma: Mapped[int] = mapped_column(default=0)
+    __table_args__ = (CheckConstraint("karma >= 0", name="sa_users_karma_check"),)
 
 class Tag(Base):
     __tablename__ = "sa_tags"
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     label: Mapped[str] = mapped_column(String(20), unique=True)
+
+class Parent(Base):
+    __tablename__ = "sa_parents"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(50))
+    children: Mapped[list["Child"]] = relationship(
+        back_populates="parent", order_by="Child.pos", cascade="all, delete-orphan")
+
+class Child(Base):
+    __tablename__ = "sa_children"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    parent_id: Mapped[int] = mapped_column(ForeignKey("sa_parents.id"), index=True)
+    pos: Mapped[int]
+    label: Mapped[str] = mapped_column(String(20))
+    parent: Mapped[Parent] = relationship(back_populates="children")
+    __table_args__ = (UniqueConstraint("parent_id", "pos", name="sa_children_slot"),)
+
+class Counter(Base):
+    __tablename__ = "sa_counter"
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    n: Mapped[int]
 
 engine = create_engine(sys.argv[1])
 Base.metadata.drop_all(engine)
@@ -589,9 +634,73 @@ try:
         s.commit()
 except Exception as e:
     print("duplicate", type(e.orig).__name__)
+
+# An ORM relationship: parents with their children, loaded lazily, with selectinload
+# and with joinedload; removing a child from the collection deletes it (delete-orphan).
+with Session(engine) as s:
+    s.add_all([
+        Parent(name="p1", children=[Child(pos=2, label="b"), Child(pos=1, label="a")]),
+        Parent(name="p2", children=[Child(pos=1, label="c")]),
+        Parent(name="p3"),
+    ])
+    s.commit()
+with Session(engine) as s:
+    p1 = s.scalars(select(Parent).where(Parent.name == "p1")).one()
+    print("lazy", p1.name, [(c.pos, c.label) for c in p1.children])
+    first = p1.children[0]
+    p1.children.remove(first)
+    p1.children.append(Child(pos=3, label="d"))
+    s.commit()
+with Session(engine) as s:
+    parents = s.scalars(select(Parent).options(selectinload(Parent.children)).order_by(Parent.id)).all()
+    print("selectin", [(p.name, [(c.pos, c.label) for c in p.children]) for p in parents])
+    children = s.scalars(select(Child).options(joinedload(Child.parent)).order_by(Child.parent_id, Child.pos)).all()
+    print("joined", [(c.label, c.parent.name) for c in children])
+    print("join filter", s.scalars(
+        select(Parent.name).join(Parent.children).where(Child.label == "c")).all())
+
+# A serialization failure (40001) and its retry: two connections read the same row in
+# serializable transactions and both write it; one of them must fail, roll back and retry.
+with Session(engine) as s:
+    s.add(Counter(id=1, n=0))
+    s.commit()
+serializable = engine.execution_options(isolation_level="SERIALIZABLE")
+c1, c2 = serializable.connect(), serializable.connect()
+conflicts = 0
+pending = [c1, c2]
+for attempt in range(20):
+    if not pending:
+        break
+    reads = [(c, c.execute(select(Counter.n).where(Counter.id == 1)).scalar_one()) for c in pending]
+    done = []
+    for c, n in reads:
+        try:
+            c.execute(update(Counter).where(Counter.id == 1).values(n=n + 1))
+            c.commit()
+            done.append(c)
+        except DBAPIError as e:
+            assert e.orig.sqlstate == "40001", e
+            conflicts += 1
+            c.rollback()
+    pending = [c for c in pending if c not in done]
+c1.close()
+c2.close()
+assert not pending, "the increments never committed"
+with Session(engine) as s:
+    print("counter", s.get(Counter, 1).n, "conflicted", conflicts >= 1)
+
 insp = inspect(engine)
-print("tables", sorted(t for t in insp.get_table_names() if t.startswith("sa_")))
+tables = sorted(t for t in insp.get_table_names() if t.startswith("sa_"))
+print("tables", tables)
 print("has_table", insp.has_table("sa_users"), insp.has_table("sa_nothing"))
+print("sequences", sorted(q for q in insp.get_sequence_names() if q.startswith("sa_")))
+for t in tables:
+    print(t, "columns", insp.get_columns(t))
+    print(t, "pk", insp.get_pk_constraint(t))
+    print(t, "fks", insp.get_foreign_keys(t))
+    print(t, "indexes", insp.get_indexes(t))
+    print(t, "uniques", insp.get_unique_constraints(t))
+    print(t, "checks", insp.get_check_constraints(t))
 Base.metadata.drop_all(engine)
 print("SQLALCHEMY DONE")
 "#;

@@ -80,6 +80,8 @@ pub enum SqlState {
     CheckViolation,
     InvalidForeignKey,
     InvalidName,
+    /// An expression whose type cannot be determined, e.g. `ARRAY[]` (42P18).
+    IndeterminateDatatype,
 }
 
 impl SqlState {
@@ -129,6 +131,7 @@ impl SqlState {
             InvalidArgumentForNtile => "22014",
             InvalidArgumentForNthValue => "22016",
             InvalidRecursion => "42P19",
+            IndeterminateDatatype => "42P18",
             InvalidParameterValue => "22023",
             CardinalityViolation => "21000",
             FeatureNotSupported => "0A000",

@@ -96,6 +96,12 @@ pub enum Func {
     /// Appended (the serialized index of each variant is part of the wire format).
     NextVal,
     CurrVal,
+    /// `json_build_object(k1, v1, …)`. The binder puts the arguments' static types first,
+    /// as a constant list of type names (`crate::json` needs them: json, arrays and REAL
+    /// values are written by type).
+    JsonBuildObject,
+    /// `ARRAY[e1, …]`: the binder puts the element type's name first (a constant).
+    ArrayConstruct,
 }
 
 impl Func {
@@ -121,6 +127,7 @@ impl Func {
             "current_date" => Func::CurrentDate,
             "localtimestamp" => Func::LocalTimestamp,
             "array_to_string" => Func::ArrayToString,
+            "json_build_object" => Func::JsonBuildObject,
             _ => return None,
         })
     }
@@ -153,6 +160,8 @@ impl Func {
             Func::ArrayHas => "arrayhas",
             Func::NextVal => "nextval",
             Func::CurrVal => "currval",
+            Func::JsonBuildObject => "json_build_object",
+            Func::ArrayConstruct => "array",
         }
     }
 
@@ -160,6 +169,7 @@ impl Func {
     pub fn arity(self) -> (usize, usize) {
         match self {
             Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => (1, usize::MAX),
+            Func::JsonBuildObject | Func::ArrayConstruct => (0, usize::MAX),
             Func::NullIf | Func::Position | Func::RegexMatch | Func::RegexIMatch => (2, 2),
             Func::Replace => (3, 3),
             Func::ArrayToString => (2, 3),
@@ -457,8 +467,7 @@ fn regex_match(text: &str, pattern: &str, case_insensitive: bool) -> Result<bool
 }
 
 fn array_items(s: &str) -> Result<Vec<Option<String>>> {
-    crate::system::parse_array_text(s)
-        .ok_or_else(|| SqlError::new(SqlState::InvalidTextRepresentation, format!("malformed array literal: \"{s}\"")))
+    crate::array::items(s)
 }
 
 fn call(func: Func, args: &[Value]) -> Result<Value> {
@@ -489,6 +498,20 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
             Some(Ordering::Equal) => Value::Null,
             _ => first.clone(),
         });
+    }
+    if func == Func::JsonBuildObject {
+        let Some((Value::Text(types), args)) = args.split_first() else {
+            return Err(unbound("argument types of json_build_object"));
+        };
+        let types: Vec<Option<SqlType>> = types.split(',').map(SqlType::by_pg_name).collect();
+        return crate::json::build_object(args, &types);
+    }
+    if func == Func::ArrayConstruct {
+        let Some((Value::Text(element), items)) = args.split_first() else {
+            return Err(unbound("element type of ARRAY[]"));
+        };
+        let element = SqlType::by_pg_name(element).unwrap_or(SqlType::Text);
+        return Ok(Value::Text(crate::array::format(items, element)));
     }
     if args.iter().any(Value::is_null) {
         return Ok(Value::Null);
@@ -598,6 +621,8 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
             return Err(unbound("transaction time"));
         }
         Func::NextVal | Func::CurrVal => return Err(unbound("sequence value")),
+        Func::JsonBuildObject => return Err(unbound("argument types of json_build_object")),
+        Func::ArrayConstruct => return Err(unbound("element type of ARRAY[]")),
     })
 }
 

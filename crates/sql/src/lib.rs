@@ -9,6 +9,7 @@
 
 #![deny(clippy::iter_over_hash_type)]
 
+pub mod array;
 mod bind;
 mod cast;
 pub mod catalog;
@@ -20,6 +21,7 @@ pub mod engine;
 pub mod error;
 mod exec;
 pub mod expr;
+mod json;
 pub mod keycode;
 mod plan;
 pub mod predicate_wire;

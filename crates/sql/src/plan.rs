@@ -4,7 +4,7 @@
 use crate::catalog::{CatalogChange, TableSchema};
 use crate::error::{err, Result, SqlState};
 use crate::expr::{CmpOp, Expr, Func, Shown};
-use crate::types::{SqlType, TypeCategory, TypeLimits, Value};
+use crate::types::{ArrayElem, SqlType, TypeCategory, TypeLimits, Value};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -102,6 +102,18 @@ pub(crate) enum AggFunc {
     Avg,
     Min,
     Max,
+    /// `array_agg(x [ORDER BY …])`: every value, NULLs included, as an array.
+    ArrayAgg,
+    BoolAnd,
+    BoolOr,
+}
+
+/// A key of an aggregate's own ORDER BY (`array_agg(x ORDER BY y DESC)`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct AggOrder {
+    pub expr: Expr,
+    pub desc: bool,
+    pub nulls_first: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -112,6 +124,8 @@ pub(crate) struct AggCall {
     /// Static type of the argument: decides the result type (sum(bigint) is numeric,
     /// sum(real) accumulates in real).
     pub arg_type: Option<SqlType>,
+    /// The aggregate's ORDER BY: the order in which `array_agg` takes its values.
+    pub order_by: Vec<AggOrder>,
 }
 
 /// Grouping: output rows are `[group values..., aggregate values...]`, ordered by group key.
@@ -131,9 +145,31 @@ pub(crate) struct SelectCore {
     /// Window calls, computed over the rows after WHERE (or GROUP BY / HAVING): call `k`
     /// appends column `width + k` to each row, which `output` reads.
     pub windows: Vec<crate::window::WindowCall>,
+    /// Set-returning calls of the select list (`unnest`, `generate_subscripts`), run in
+    /// lockstep over each row after WHERE: call `k` appends column `width + k`, which
+    /// `output` reads; a row gives as many rows as its longest call.
+    pub srfs: Vec<SrfCall>,
     /// Output expressions, including hidden sort columns after the visible ones.
     pub output: Vec<Expr>,
     pub distinct: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum SrfKind {
+    /// `unnest(array)`: the elements.
+    Unnest,
+    /// `generate_subscripts(array, dim)`: the subscripts of dimension `dim`.
+    GenerateSubscripts,
+}
+
+/// One set-returning call: its array argument, the array's static type, and for
+/// `generate_subscripts` the dimension.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct SrfCall {
+    pub kind: SrfKind,
+    pub array: Expr,
+    pub array_type: SqlType,
+    pub dimension: Option<Expr>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -485,6 +521,13 @@ pub(crate) fn expr_type_in(
             Func::RegexMatch | Func::RegexIMatch | Func::ArrayHas => Some(SqlType::Bool),
             Func::ArrayToString => Some(SqlType::Text),
             Func::NextVal | Func::CurrVal => Some(SqlType::Int),
+            Func::JsonBuildObject => Some(SqlType::Json),
+            Func::ArrayConstruct => match args.first() {
+                Some(Expr::Const(Value::Text(element))) => {
+                    SqlType::by_pg_name(element).and_then(ArrayElem::of).map(SqlType::Array)
+                }
+                _ => None,
+            },
         },
         Expr::InSubquery { .. }
         | Expr::Exists { .. }
@@ -586,6 +629,8 @@ pub(crate) fn aggregate_type(call: &AggCall) -> Option<SqlType> {
         AggFunc::Min | AggFunc::Max => arg,
         AggFunc::Avg if matches!(arg, Some(SqlType::Float | SqlType::Float4)) => Some(SqlType::Float),
         AggFunc::Avg => Some(SqlType::Numeric),
+        AggFunc::ArrayAgg => arg.and_then(ArrayElem::of).map(SqlType::Array),
+        AggFunc::BoolAnd | AggFunc::BoolOr => Some(SqlType::Bool),
     }
 }
 

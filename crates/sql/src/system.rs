@@ -10,7 +10,7 @@
 //! removes an object that sorts before them, as PostgreSQL's would after a re-create.
 
 use crate::catalog::{Catalog, Column, IndexSchema, TableSchema};
-use crate::types::{SqlType, Value};
+use crate::types::{ArrayElem, SqlType, Value};
 use std::sync::Arc;
 
 pub const OID_BOOL: u32 = 16;
@@ -19,9 +19,12 @@ pub const OID_CHAR: u32 = 18;
 pub const OID_NAME: u32 = 19;
 pub const OID_INT8: u32 = 20;
 pub const OID_INT2: u32 = 21;
+pub const OID_INT2VECTOR: u32 = 22;
 pub const OID_INT4: u32 = 23;
 pub const OID_TEXT: u32 = 25;
 pub const OID_OID: u32 = 26;
+pub const OID_OIDVECTOR: u32 = 30;
+pub const OID_JSON: u32 = 114;
 pub const OID_FLOAT4: u32 = 700;
 pub const OID_FLOAT8: u32 = 701;
 pub const OID_UNKNOWN: u32 = 705;
@@ -49,6 +52,8 @@ const AM_HEAP: i64 = 2;
 const AM_BTREE: i64 = 403;
 const COLLATION_DEFAULT: i64 = 100;
 const COLLATION_C: i64 = 950;
+/// The collations (OID, name): text compares by code point under both.
+pub const COLLATIONS: [(i64, &str); 2] = [(COLLATION_DEFAULT, "default"), (COLLATION_C, "C")];
 const TABLESPACE_DEFAULT: i64 = 1663;
 
 /// A built-in type as pg_type describes it.
@@ -86,9 +91,12 @@ pub const BUILTIN_TYPES: &[BuiltinType] = &[
     ty(OID_NAME, "name", "name", (64, false), 'S', 1003, COLLATION_C),
     ty(OID_INT8, "int8", "bigint", (8, true), 'N', 1016, 0),
     ty(OID_INT2, "int2", "smallint", (2, true), 'N', 1005, 0),
+    ty(OID_INT2VECTOR, "int2vector", "int2vector", (-1, false), 'A', 1006, 0),
     ty(OID_INT4, "int4", "integer", (4, true), 'N', 1007, 0),
     ty(OID_TEXT, "text", "text", (-1, false), 'S', 1009, COLLATION_DEFAULT),
     ty(OID_OID, "oid", "oid", (4, true), 'N', 1028, 0),
+    ty(OID_OIDVECTOR, "oidvector", "oidvector", (-1, false), 'A', 1013, 0),
+    ty(OID_JSON, "json", "json", (-1, false), 'U', 199, 0),
     ty(OID_FLOAT4, "float4", "real", (4, true), 'N', 1021, 0),
     ty(OID_FLOAT8, "float8", "double precision", (8, true), 'N', 1022, 0),
     ty(OID_BPCHAR, "bpchar", "character", (-1, false), 'S', 1014, COLLATION_DEFAULT),
@@ -99,7 +107,41 @@ pub const BUILTIN_TYPES: &[BuiltinType] = &[
     ty(OID_NUMERIC, "numeric", "numeric", (-1, false), 'N', 1231, 0),
 ];
 
-/// The built-in type of a Pistou type.
+/// The default btree operator classes of the column types, as PostgreSQL 15 numbers them:
+/// (OID, name, family, input type). Every index of Pistou uses its columns' ones.
+const OPCLASSES: [(i64, &str, i64, u32); 12] = [
+    (1978, "int4_ops", 1976, OID_INT4),
+    (1979, "int2_ops", 1976, OID_INT2),
+    (3122, "date_ops", 434, OID_DATE),
+    (3123, "float8_ops", 1970, OID_FLOAT8),
+    (3124, "int8_ops", 1976, OID_INT8),
+    (3125, "numeric_ops", 1988, OID_NUMERIC),
+    (3126, "text_ops", 1994, OID_TEXT),
+    (3128, "timestamp_ops", 434, OID_TIMESTAMP),
+    (10003, "bool_ops", 424, OID_BOOL),
+    (10004, "bpchar_ops", 426, OID_BPCHAR),
+    (10006, "bytea_ops", 428, OID_BYTEA),
+    (10012, "float4_ops", 1970, OID_FLOAT4),
+];
+
+/// The operator class an index uses for a column of type `t` (varchar's is text_ops).
+fn opclass_of(t: SqlType) -> i64 {
+    let input = match t {
+        SqlType::Varchar => OID_TEXT,
+        other => type_oid(other),
+    };
+    OPCLASSES.iter().find(|o| o.3 == input).map_or(0, |o| o.0)
+}
+
+/// The OID of a Pistou type (an array's is its array type's).
+pub fn type_oid(t: SqlType) -> u32 {
+    match t {
+        SqlType::Array(e) => builtin_type(e.scalar()).array,
+        other => builtin_type(other).oid,
+    }
+}
+
+/// The built-in type of a Pistou type (of its element type for an array).
 pub fn builtin_type(t: SqlType) -> &'static BuiltinType {
     let oid = match t {
         SqlType::Bool => OID_BOOL,
@@ -116,6 +158,10 @@ pub fn builtin_type(t: SqlType) -> &'static BuiltinType {
         SqlType::Date => OID_DATE,
         SqlType::Timestamp => OID_TIMESTAMP,
         SqlType::TimestampTz => OID_TIMESTAMPTZ,
+        SqlType::Json => OID_JSON,
+        SqlType::Int2Vector => OID_INT2VECTOR,
+        SqlType::OidVector => OID_OIDVECTOR,
+        SqlType::Array(e) => return builtin_type(e.scalar()),
     };
     BUILTIN_TYPES.iter().find(|b| b.oid == oid).unwrap_or(&BUILTIN_TYPES[7])
 }
@@ -479,6 +525,7 @@ pub const PG_CATALOG_RELATIONS: &[&str] = &[
     "pg_indexes",
     "pg_inherits",
     "pg_namespace",
+    "pg_opclass",
     "pg_policy",
     "pg_proc",
     "pg_publication",
@@ -758,6 +805,27 @@ fn pg_catalog(o: &Objects, relname: &str) -> Option<Relation> {
                 vec![oid(COLLATION_DEFAULT), name("default"), oid(NAMESPACE_PG_CATALOG), name("d")],
                 vec![oid(COLLATION_C), name("C"), oid(NAMESPACE_PG_CATALOG), name("c")],
             ],
+        ),
+        "pg_opclass" => relation_of(
+            &[
+                ("oid", OID),
+                ("opcmethod", OID),
+                ("opcname", NAME),
+                ("opcnamespace", OID),
+                ("opcowner", OID),
+                ("opcfamily", OID),
+                ("opcintype", OID),
+                ("opcdefault", BOOL),
+                ("opckeytype", OID),
+            ],
+            OPCLASSES
+                .iter()
+                .map(|(o, n, family, input)| {
+                    let owner = oid(ROLE_OWNER);
+                    let (am, ns, input) = (oid(AM_BTREE), oid(NAMESPACE_PG_CATALOG), oid(i64::from(*input)));
+                    vec![oid(*o), am, name(n), ns, owner, oid(*family), input, b(true), oid(0)]
+                })
+                .collect(),
         ),
         "pg_inherits" => relation_of(
             &[("inhrelid", OID), ("inhparent", OID), ("inhseqno", INT4), ("inhdetachpending", BOOL)],
@@ -1232,10 +1300,10 @@ fn pg_index(o: &Objects) -> Relation {
         ("indisready", BOOL),
         ("indislive", BOOL),
         ("indisreplident", BOOL),
-        ("indkey", TEXT),
-        ("indcollation", TEXT),
-        ("indclass", TEXT),
-        ("indoption", TEXT),
+        ("indkey", SqlType::Int2Vector),
+        ("indcollation", SqlType::OidVector),
+        ("indclass", SqlType::OidVector),
+        ("indoption", SqlType::Int2Vector),
         ("indexprs", TEXT),
         ("indpred", TEXT),
     ];
@@ -1263,7 +1331,7 @@ fn pg_index(o: &Objects) -> Relation {
                 b(false),
                 vector_text(ix.columns.iter().map(|&c| c as i64 + 1)),
                 vector_text(collations),
-                vector_text(ix.columns.iter().map(|_| 0)),
+                vector_text(ix.columns.iter().map(|&c| t.schema.columns.get(c).map_or(0, |col| opclass_of(col.ty)))),
                 vector_text(ix.columns.iter().map(|_| 0)),
                 NULL,
                 NULL,
@@ -1293,8 +1361,8 @@ fn pg_constraint(o: &Objects) -> Relation {
         ("conislocal", BOOL),
         ("coninhcount", INT4),
         ("connoinherit", BOOL),
-        ("conkey", TEXT),
-        ("confkey", TEXT),
+        ("conkey", SqlType::Array(ArrayElem::Int2)),
+        ("confkey", SqlType::Array(ArrayElem::Int2)),
         ("conbin", TEXT),
     ];
     let mut rows = Vec::new();

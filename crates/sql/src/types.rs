@@ -43,6 +43,77 @@ pub enum SqlType {
     /// TIMESTAMP WITH TIME ZONE: the type of `now()`; not a column type. Values are instants,
     /// shown in UTC (the only time zone sessions may set).
     TimestampTz,
+    // Appended: types of computed values only (never of a column), whose values are
+    // `Value::Text` in PostgreSQL's output form (crate::array, crate::json).
+    /// json: a JSON document as `json_build_object` writes it.
+    Json,
+    /// int2vector (`pg_index.indkey`): integers separated by spaces, subscripts from 0.
+    Int2Vector,
+    /// oidvector (`pg_index.indclass`): OIDs separated by spaces, subscripts from 0.
+    OidVector,
+    /// A one-dimensional array `elem[]` (`array_agg`, `pg_constraint.conkey`): `{a,b}`.
+    Array(ArrayElem),
+}
+
+/// The element type of an array: the scalar types (an array of arrays is not a type here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ArrayElem {
+    Bool,
+    Int2,
+    Int4,
+    Int,
+    Numeric,
+    Float4,
+    Float,
+    Text,
+    Varchar,
+    Char,
+    Bytes,
+    Date,
+    Timestamp,
+    TimestampTz,
+}
+
+impl ArrayElem {
+    /// The element type of arrays of `t` (None: `t` is not a scalar type).
+    pub fn of(t: SqlType) -> Option<ArrayElem> {
+        Some(match t {
+            SqlType::Bool => ArrayElem::Bool,
+            SqlType::Int2 => ArrayElem::Int2,
+            SqlType::Int4 => ArrayElem::Int4,
+            SqlType::Int => ArrayElem::Int,
+            SqlType::Numeric => ArrayElem::Numeric,
+            SqlType::Float4 => ArrayElem::Float4,
+            SqlType::Float => ArrayElem::Float,
+            SqlType::Text => ArrayElem::Text,
+            SqlType::Varchar => ArrayElem::Varchar,
+            SqlType::Char => ArrayElem::Char,
+            SqlType::Bytes => ArrayElem::Bytes,
+            SqlType::Date => ArrayElem::Date,
+            SqlType::Timestamp => ArrayElem::Timestamp,
+            SqlType::TimestampTz => ArrayElem::TimestampTz,
+            SqlType::Json | SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) => return None,
+        })
+    }
+
+    pub fn scalar(self) -> SqlType {
+        match self {
+            ArrayElem::Bool => SqlType::Bool,
+            ArrayElem::Int2 => SqlType::Int2,
+            ArrayElem::Int4 => SqlType::Int4,
+            ArrayElem::Int => SqlType::Int,
+            ArrayElem::Numeric => SqlType::Numeric,
+            ArrayElem::Float4 => SqlType::Float4,
+            ArrayElem::Float => SqlType::Float,
+            ArrayElem::Text => SqlType::Text,
+            ArrayElem::Varchar => SqlType::Varchar,
+            ArrayElem::Char => SqlType::Char,
+            ArrayElem::Bytes => SqlType::Bytes,
+            ArrayElem::Date => SqlType::Date,
+            ArrayElem::Timestamp => SqlType::Timestamp,
+            ArrayElem::TimestampTz => SqlType::TimestampTz,
+        }
+    }
 }
 
 impl SqlType {
@@ -64,6 +135,44 @@ impl SqlType {
             SqlType::Date => "date",
             SqlType::Timestamp => "timestamp without time zone",
             SqlType::TimestampTz => "timestamp with time zone",
+            SqlType::Json => "json",
+            SqlType::Int2Vector => "int2vector",
+            SqlType::OidVector => "oidvector",
+            SqlType::Array(e) => match e {
+                ArrayElem::Bool => "boolean[]",
+                ArrayElem::Int2 => "smallint[]",
+                ArrayElem::Int4 => "integer[]",
+                ArrayElem::Int => "bigint[]",
+                ArrayElem::Numeric => "numeric[]",
+                ArrayElem::Float4 => "real[]",
+                ArrayElem::Float => "double precision[]",
+                ArrayElem::Text => "text[]",
+                ArrayElem::Varchar => "character varying[]",
+                ArrayElem::Char => "character[]",
+                ArrayElem::Bytes => "bytea[]",
+                ArrayElem::Date => "date[]",
+                ArrayElem::Timestamp => "timestamp without time zone[]",
+                ArrayElem::TimestampTz => "timestamp with time zone[]",
+            },
+        }
+    }
+
+    /// The type whose `pg_name` is `name` (None for any other name).
+    pub fn by_pg_name(name: &str) -> Option<SqlType> {
+        use SqlType::*;
+        const SCALARS: [SqlType; 14] =
+            [Bool, Int2, Int4, Int, Numeric, Float4, Float, Text, Varchar, Char, Bytes, Date, Timestamp, TimestampTz];
+        let arrays = SCALARS.iter().filter_map(|t| ArrayElem::of(*t)).map(Array);
+        SCALARS.into_iter().chain([Json, Int2Vector, OidVector]).chain(arrays).find(|t| t.pg_name() == name)
+    }
+
+    /// The element type of an array or vector type (None for other types).
+    pub fn element(self) -> Option<SqlType> {
+        match self {
+            SqlType::Array(e) => Some(e.scalar()),
+            SqlType::Int2Vector => Some(SqlType::Int2),
+            SqlType::OidVector => Some(SqlType::Int4),
+            _ => None,
         }
     }
 
@@ -73,6 +182,7 @@ impl SqlType {
             SqlType::Int2 | SqlType::Int4 => SqlType::Int,
             SqlType::Float4 => SqlType::Float,
             SqlType::Varchar | SqlType::Char => SqlType::Text,
+            SqlType::Json | SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) => SqlType::Text,
             other => other,
         }
     }
@@ -102,7 +212,8 @@ impl SqlType {
             }
             SqlType::Text | SqlType::Varchar | SqlType::Char => TypeCategory::String,
             SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz => TypeCategory::DateTime,
-            SqlType::Bytes => TypeCategory::UserDefined,
+            SqlType::Bytes | SqlType::Json => TypeCategory::UserDefined,
+            SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) => TypeCategory::Array,
         }
     }
 
@@ -148,8 +259,9 @@ pub(crate) enum TypeCategory {
     Numeric,
     String,
     DateTime,
-    /// bytea.
+    /// bytea, json.
     UserDefined,
+    Array,
 }
 
 impl fmt::Display for SqlType {

@@ -5,11 +5,28 @@ use super::*;
 
 /// A call's arguments (None for `*`) and whether it says DISTINCT.
 pub(super) fn function_args(f: &sql::Function) -> Result<(Vec<Option<&sql::Expr>>, bool)> {
+    let (args, distinct, order_by) = function_args_ordered(f)?;
+    if !order_by.is_empty() {
+        return unsupported(format!("function argument clauses in {f}"));
+    }
+    Ok((args, distinct))
+}
+
+/// A call's arguments (None for `*`), whether it says DISTINCT, and its ORDER BY.
+type OrderedArgs<'f> = (Vec<Option<&'f sql::Expr>>, bool, Vec<&'f sql::OrderByExpr>);
+
+/// A call's arguments (None for `*`), whether it says DISTINCT, and its ORDER BY
+/// (`array_agg(x ORDER BY y)`).
+pub(super) fn function_args_ordered(f: &sql::Function) -> Result<OrderedArgs<'_>> {
     match &f.args {
-        sql::FunctionArguments::None => Ok((Vec::new(), false)),
+        sql::FunctionArguments::None => Ok((Vec::new(), false, Vec::new())),
         sql::FunctionArguments::List(list) => {
-            if !list.clauses.is_empty() {
-                return unsupported(format!("function argument clauses in {f}"));
+            let mut order_by = Vec::new();
+            for clause in &list.clauses {
+                match clause {
+                    sql::FunctionArgumentClause::OrderBy(keys) => order_by.extend(keys.iter()),
+                    _ => return unsupported(format!("function argument clauses in {f}")),
+                }
             }
             let args = list
                 .args
@@ -20,7 +37,7 @@ pub(super) fn function_args(f: &sql::Function) -> Result<(Vec<Option<&sql::Expr>
                     _ => unsupported(format!("function argument {a}")),
                 })
                 .collect::<Result<Vec<_>>>()?;
-            Ok((args, matches!(list.duplicate_treatment, Some(sql::DuplicateTreatment::Distinct))))
+            Ok((args, matches!(list.duplicate_treatment, Some(sql::DuplicateTreatment::Distinct)), order_by))
         }
         sql::FunctionArguments::Subquery(_) => unsupported("subquery as function argument"),
     }
@@ -114,7 +131,7 @@ impl Binder<'_> {
                 SubqueryKind::Array => Some(SqlType::Text),
                 _ => s.plan.types.first().copied().flatten(),
             }),
-            Expr::Column(_) => self.window_type(e),
+            Expr::Column(_) => self.window_type(e).or_else(|| self.srf_type(e)),
             _ => None,
         }
     }
@@ -543,7 +560,7 @@ impl Binder<'_> {
                     let x = cast_to(x, SqlType::Text);
                     let a = self.expr(array, scope, mode)?;
                     match self.type_of(&a, scope, mode) {
-                        Some(t) if !t.is_text() => {
+                        Some(t) if !t.is_text() && t.element().is_none() => {
                             return err(SqlState::DatatypeMismatch, "op ANY/ALL (array) requires array on right side")
                         }
                         _ => Expr::Call { func: Func::ArrayHas, args: vec![x, cast_to(a, SqlType::Text)] },
@@ -579,6 +596,7 @@ impl Binder<'_> {
                 }
             }
             E::Function(f) => self.function(f, scope, mode)?,
+            E::Array(array) => self.array_constructor(&array.elem, scope, mode)?,
             E::Trim { expr, trim_where: None, trim_what: None, trim_characters: None } => {
                 Expr::Call { func: Func::Trim, args: vec![self.expr(expr, scope, mode)?] }
             }
@@ -835,7 +853,7 @@ impl Binder<'_> {
         let nesting = std::mem::take(&mut self.expr_nesting);
         let bound = self.expr(arg, &level_scope, &mut Mode::Plain("aggregate function calls")).map(|arg| {
             let arg_type = self.type_of(&arg, &level_scope, &Mode::Plain(""));
-            AggCall { func, arg: Some(arg), distinct, arg_type }
+            AggCall { func, arg: Some(arg), distinct, arg_type, order_by: Vec::new() }
         });
         self.expr_nesting = nesting;
         self.outer_scopes.extend(inner_scopes);
@@ -881,9 +899,21 @@ impl Binder<'_> {
         if f.filter.is_some() || !f.within_group.is_empty() || f.null_treatment.is_some() {
             return unsupported(format!("function syntax in {f}"));
         }
-        let (args, distinct) = function_args(f)?;
-        if let Some(func) = aggregate_function(&name) {
-            if let [Some(arg)] = args.as_slice() {
+        let (args, distinct, order_by) = function_args_ordered(f)?;
+        if let Some(e) = self.set_returning_function(&name, &args, scope, mode)? {
+            return Ok(e);
+        }
+        let aggregate = aggregate_function(&name);
+        if !order_by.is_empty() && aggregate != Some(AggFunc::ArrayAgg) {
+            return unsupported(format!("ORDER BY in the arguments of {name}()"));
+        }
+        if let Some(func) = aggregate {
+            if let (false, [Some(arg)]) = (order_by.is_empty(), args.as_slice()) {
+                if !self.outer_scopes.is_empty() && self.aggregate_level(arg, scope)?.is_some() {
+                    return unsupported("an aggregate with ORDER BY over enclosing queries' columns");
+                }
+            }
+            if let (true, [Some(arg)]) = (order_by.is_empty(), args.as_slice()) {
                 if let Some(outer) = self.outer_aggregate(func, arg, distinct, scope)? {
                     return Ok(outer);
                 }
@@ -898,13 +928,19 @@ impl Binder<'_> {
                 }
                 Mode::Agg(_) => {
                     let call = match (func, args.as_slice()) {
-                        (AggFunc::Count, [None]) if !distinct => {
-                            AggCall { func: AggFunc::CountStar, arg: None, distinct, arg_type: None }
-                        }
+                        (AggFunc::Count, [None]) if !distinct => AggCall {
+                            func: AggFunc::CountStar,
+                            arg: None,
+                            distinct,
+                            arg_type: None,
+                            order_by: Vec::new(),
+                        },
                         (_, [Some(arg)]) => {
                             let arg = self.expr(arg, scope, &mut Mode::Plain("aggregate function calls"))?;
                             let arg_type = self.type_of(&arg, scope, &Mode::Plain(""));
-                            AggCall { func, arg: Some(arg), distinct, arg_type }
+                            let order_by = self.aggregate_order(&order_by, scope)?;
+                            self.check_aggregate_argument(func, arg_type)?;
+                            AggCall { func, arg: Some(arg), distinct, arg_type, order_by }
                         }
                         _ => {
                             return err(
@@ -983,9 +1019,64 @@ impl Binder<'_> {
                     }
                 }
             }
+            // The value arguments are written by type (json, arrays, REAL): their static
+            // types go first, as a constant list of type names (see `Func::JsonBuildObject`).
+            (Func::JsonBuildObject, _, _) => {
+                let types: Vec<&str> =
+                    args.iter().map(|a| self.type_of(a, scope, mode).map_or("unknown", SqlType::pg_name)).collect();
+                args.insert(0, Expr::Const(Value::Text(types.join(","))));
+            }
             _ => {}
         }
         Ok(Expr::Call { func, args })
+    }
+
+    /// `ARRAY[e1, …]`: the elements brought to their common type (as VALUES columns are),
+    /// which must be a scalar type.
+    fn array_constructor(&mut self, items: &[sql::Expr], scope: &Scope, mode: &mut Mode) -> Result<Expr> {
+        if items.is_empty() {
+            return err(SqlState::IndeterminateDatatype, "cannot determine type of empty array");
+        }
+        let mut args = Vec::with_capacity(items.len() + 1);
+        for item in items {
+            args.push(self.expr(item, scope, mode)?);
+        }
+        let inputs: Vec<InputType> = items.iter().zip(&args).map(|(a, e)| self.input_type(a, e, scope, mode)).collect();
+        let element = common_type("ARRAY", &inputs)?.unwrap_or(SqlType::Text);
+        if ArrayElem::of(element).is_none() {
+            return unsupported(format!("arrays of {element} (arrays have one dimension)"));
+        }
+        for (arg, input) in args.iter_mut().zip(&inputs) {
+            coerce_in_place(arg, *input, element)?;
+        }
+        args.insert(0, Expr::Const(Value::Text(element.pg_name().to_string())));
+        Ok(Expr::Call { func: Func::ArrayConstruct, args })
+    }
+
+    /// The ORDER BY of an aggregate's arguments, bound over the aggregated rows.
+    fn aggregate_order(&mut self, order_by: &[&sql::OrderByExpr], scope: &Scope) -> Result<Vec<AggOrder>> {
+        let mut out = Vec::with_capacity(order_by.len());
+        for o in order_by {
+            let (desc, nulls_first) = Self::sort_options(o)?;
+            let expr = self.expr(&o.expr, scope, &mut Mode::Plain("aggregate function calls"))?;
+            out.push(AggOrder { expr, desc, nulls_first });
+        }
+        Ok(out)
+    }
+
+    /// The argument types the aggregates added for arrays and booleans accept.
+    fn check_aggregate_argument(&self, func: AggFunc, arg_type: Option<SqlType>) -> Result<()> {
+        let shown = arg_type.map_or("unknown", SqlType::pg_name);
+        match (func, arg_type) {
+            (AggFunc::BoolAnd | AggFunc::BoolOr, Some(t)) if t != SqlType::Bool => {
+                let name = if func == AggFunc::BoolAnd { "bool_and" } else { "bool_or" };
+                err(SqlState::UndefinedFunction, format!("function {name}({shown}) does not exist"))
+            }
+            (AggFunc::ArrayAgg, Some(t)) if ArrayElem::of(t).is_none() => {
+                unsupported(format!("array_agg of {shown} values (arrays of arrays and of json)"))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// CASE: WHEN values compared with the operand take its type where they are literals; the

@@ -7,6 +7,7 @@ mod expr;
 mod query;
 mod recursive;
 mod sequence;
+mod srf;
 mod system;
 mod window;
 
@@ -14,7 +15,7 @@ use crate::catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
 use crate::error::{err, Result, SqlError, SqlState};
 use crate::expr::{CmpOp, Env, Expr, Func};
 use crate::plan::*;
-use crate::types::{parse_decimal, ArithOp, SqlType, TypeLimits, Value};
+use crate::types::{parse_decimal, ArithOp, ArrayElem, SqlType, TypeLimits, Value};
 use sqlparser::ast as sql;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -359,6 +360,9 @@ fn aggregate_function(name: &str) -> Option<AggFunc> {
         "avg" => AggFunc::Avg,
         "min" => AggFunc::Min,
         "max" => AggFunc::Max,
+        "array_agg" => AggFunc::ArrayAgg,
+        "bool_and" | "every" => AggFunc::BoolAnd,
+        "bool_or" => AggFunc::BoolOr,
         _ => return None,
     })
 }
@@ -403,6 +407,9 @@ pub(crate) struct Binder<'c> {
     sql: &'c str,
     /// Whether window calls are allowed where binding is, and those of the current SELECT.
     windows: window::WindowState,
+    /// Whether set-returning calls are allowed where binding is, and those of the current
+    /// SELECT's select list.
+    srfs: srf::SrfState,
     /// Ids given to recursive queries' working tables so far.
     next_working_id: usize,
     /// Recursive queries whose recursive term is being bound: (working table id, references
@@ -429,6 +436,7 @@ impl<'c> Binder<'c> {
             max_depth,
             sql,
             windows: window::WindowState::Denied("this context"),
+            srfs: srf::SrfState::Denied("this context"),
             next_working_id: 0,
             working_refs: Vec::new(),
         }

@@ -253,8 +253,10 @@ impl Binder<'_> {
     pub(super) fn select(&mut self, s: &sql::Select, order_by: &[sql::OrderByExpr]) -> Result<SelectWithColumns> {
         // Window calls belong to the SELECT they appear in: an enclosing one's are put back.
         let enclosing = std::mem::replace(&mut self.windows, window::WindowState::Denied("this context"));
+        let enclosing_srfs = std::mem::replace(&mut self.srfs, srf::SrfState::Denied("this context"));
         let result = self.select_inner(s, order_by);
         self.windows = enclosing;
+        self.srfs = enclosing_srfs;
         result
     }
 
@@ -364,6 +366,7 @@ impl Binder<'_> {
             functionally_dependent_keys(&from_items, &mut ctx.group_bound);
         }
         self.allow_windows(&s.named_window)?;
+        self.srfs = srf::SrfState::Allowed(Vec::new());
         let mut output = Vec::with_capacity(items.len());
         for (e, col, _) in &items {
             let bound = if aggregating {
@@ -395,11 +398,13 @@ impl Binder<'_> {
             output.push(bound);
         }
         let windows = std::mem::replace(&mut self.windows, window::WindowState::Denied("HAVING"));
+        let srfs = std::mem::replace(&mut self.srfs, srf::SrfState::Denied("HAVING"));
         let having = match &s.having {
             Some(h) if aggregating => Some(self.expr(h, &scope, &mut Mode::Agg(&mut ctx))?),
             _ => None,
         };
         self.windows = windows;
+        self.srfs = srfs;
         let mut keys = Vec::new();
         for o in order_by {
             let (desc, nulls_first) = Self::sort_options(o)?;
@@ -436,6 +441,21 @@ impl Binder<'_> {
             window::WindowState::Allowed(w) => w.calls,
             _ => Vec::new(),
         };
+        let srfs = match std::mem::replace(&mut self.srfs, srf::SrfState::Denied("this context")) {
+            srf::SrfState::Allowed(calls) => calls,
+            _ => Vec::new(),
+        };
+        if !srfs.is_empty() {
+            if !windows.is_empty() {
+                return unsupported("set-returning functions together with window functions");
+            }
+            // The calls' values follow the row after WHERE (or the grouped row).
+            let width = if aggregating { ctx.group_bound.len() + ctx.calls.len() } else { scope.cols.len() };
+            let base = srf::SRF_COLUMN_BASE;
+            for e in &mut output {
+                *e = e.map_columns(&|c| Expr::Column(if c >= base { width + (c - base) } else { c }));
+            }
+        }
         if !windows.is_empty() {
             let width = if aggregating { ctx.group_bound.len() + ctx.calls.len() } else { scope.cols.len() };
             let base = crate::window::WINDOW_COLUMN_BASE;
@@ -454,7 +474,7 @@ impl Binder<'_> {
         let (from, filter) = self.plan_from(from_items, where_conjuncts)?;
         let aggregate = aggregating.then_some(AggPlan { group_by: ctx.group_bound, calls: ctx.calls });
         Ok((
-            SelectCore { from, filter, aggregate, having, windows, output, distinct },
+            SelectCore { from, filter, aggregate, having, windows, srfs, output, distinct },
             (names, types, limits, untyped),
             keys,
         ))

@@ -121,7 +121,21 @@ impl Binder<'_> {
         let func = match name {
             "nextval" => Func::NextVal,
             "currval" => Func::CurrVal,
-            "setval" | "lastval" => return unsupported(format!("{name}()")),
+            // Setting a sequence writes its counter key (the next value not yet handed out)
+            // in the statement's transaction, and every client holding cached blocks of the
+            // sequence would have to drop them: the transaction protocol does neither.
+            "setval" => return err(
+                SqlState::FeatureNotSupported,
+                "setval() is not supported: setting a sequence must write its counter key within the transaction and \
+                     invalidate the blocks of values clients have cached, which the transaction protocol \
+                     does not do",
+            ),
+            // The session carries currval per sequence, not which sequence it drew from last.
+            "lastval" => return err(
+                SqlState::FeatureNotSupported,
+                "lastval() is not supported: the session keeps each sequence's currval but not which sequence it drew \
+                     from last; use currval('sequence')",
+            ),
             _ => return Ok(None),
         };
         let [Some(arg)] = args else {

@@ -115,14 +115,36 @@ fn type_names() -> Vec<(i64, String)> {
 }
 
 /// A relation name as `regclass` input reads it: optionally schema-qualified, identifiers
-/// case-folded unless quoted.
+/// case-folded unless quoted (`Public."T"` is `public.T`).
 fn relation_name(input: &str) -> String {
-    let input = input.trim();
-    let unqualified = input.strip_prefix("public.").unwrap_or(input);
-    match unqualified.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+    let part = |p: &str| match p.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
         Some(quoted) => quoted.replace("\"\"", "\""),
-        None => unqualified.to_lowercase(),
+        None => p.to_lowercase(),
+    };
+    let input = input.trim();
+    match input.split_once('.') {
+        Some((schema, name)) if !schema.contains('"') || schema.ends_with('"') => {
+            format!("{}.{}", part(schema), part(name))
+        }
+        _ => part(input),
     }
+}
+
+/// Every relation `regclass` input may name, by OID: user relations as `name` and
+/// `public.name`, the system catalog's as `name` and `pg_catalog.name`.
+fn relation_names(objects: &Objects) -> Vec<(i64, String)> {
+    let mut all = Vec::new();
+    // The bare name first: an OID shows as it (`lookup` takes the first match).
+    for (o, n) in objects.relations() {
+        let qualified = format!("public.{n}");
+        all.push((o, n));
+        all.push((o, qualified));
+    }
+    for (o, n) in system::SYSTEM_RELATION_OIDS {
+        all.push((*o, n.to_string()));
+        all.push((*o, format!("pg_catalog.{n}")));
+    }
+    all
 }
 
 impl Binder<'_> {
@@ -135,7 +157,9 @@ impl Binder<'_> {
     pub(super) fn system_cast(&mut self, t: &str, ast: &sql::Expr, scope: &Scope, mode: &mut Mode) -> Result<Expr> {
         let plain = |ty: SqlType| -> Result<(SqlType, TypeLimits)> { Ok((ty, TypeLimits::default())) };
         let (ty, limits) = match t {
-            "text" | "name" | "char" | "int2vector" | "oidvector" => plain(SqlType::Text)?,
+            "text" | "name" | "char" => plain(SqlType::Text)?,
+            "int2vector" => plain(SqlType::Int2Vector)?,
+            "oidvector" => plain(SqlType::OidVector)?,
             "varchar" => plain(SqlType::Varchar)?,
             "bpchar" => plain(SqlType::Char)?,
             "int2" => plain(SqlType::Int2)?,
@@ -172,11 +196,7 @@ impl Binder<'_> {
         let inner = self.expr(ast, scope, mode)?;
         let objects = Objects::of(self.catalog);
         let entries: Vec<(i64, String)> = match t {
-            "regclass" => {
-                let mut all = objects.relations();
-                all.extend(system::SYSTEM_RELATION_OIDS.iter().map(|(o, n)| (*o, n.to_string())));
-                all
-            }
+            "regclass" => relation_names(&objects),
             "regtype" => type_names(),
             "regnamespace" => system::namespace_names().into_iter().map(|(o, n)| (o, n.to_string())).collect(),
             "regrole" => system::role_names().into_iter().map(|(o, n)| (o, n.to_string())).collect(),
@@ -238,6 +258,7 @@ impl Binder<'_> {
             "pg_table_is_visible",
             "pg_type_is_visible",
             "pg_function_is_visible",
+            "pg_collation_is_visible",
             "pg_get_userbyid",
             "format_type",
             "pg_get_indexdef",
@@ -293,12 +314,14 @@ impl Binder<'_> {
         };
         let null_text = typed_null(SqlType::Text);
         let expr = match name {
-            "pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" => {
+            "pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" | "pg_collation_is_visible" => {
                 arity(1, 1)?;
                 let key = first_oid(self, &mut bound)?;
                 let oids: Vec<i64> = match name {
                     "pg_table_is_visible" => objects.relations().into_iter().map(|(o, _)| o).collect(),
                     "pg_type_is_visible" => type_names().into_iter().map(|(o, _)| o).collect(),
+                    // Both collations are pg_catalog's, which is on the search path.
+                    "pg_collation_is_visible" => system::COLLATIONS.iter().map(|(o, _)| *o).collect(),
                     _ => Vec::new(),
                 };
                 if oids.len() > MAX_LOOKUP_ENTRIES {
@@ -385,13 +408,7 @@ impl Binder<'_> {
             // A name's OID, or NULL where the `::regtype` / `::regclass` cast would fail.
             "to_regtype" | "to_regclass" => {
                 arity(1, 1)?;
-                let entries = if name == "to_regtype" {
-                    type_names()
-                } else {
-                    let mut all = objects.relations();
-                    all.extend(system::SYSTEM_RELATION_OIDS.iter().map(|(o, n)| (*o, n.to_string())));
-                    all
-                };
+                let entries = if name == "to_regtype" { type_names() } else { relation_names(&objects) };
                 match bound.pop() {
                     Some(Expr::Const(Value::Text(s))) => {
                         let found = if name == "to_regtype" {

@@ -295,7 +295,9 @@ impl Binder<'_> {
                 (func, ty)
             }
             _ => {
-                let Some(agg) = aggregate_function(name) else {
+                let agg = aggregate_function(name)
+                    .filter(|a| !matches!(a, AggFunc::ArrayAgg | AggFunc::BoolAnd | AggFunc::BoolOr));
+                let Some(agg) = agg else {
                     if MISSING_AGGREGATES.contains(&name) {
                         return unsupported(format!("aggregate {name}"));
                     }
@@ -309,12 +311,12 @@ impl Binder<'_> {
                 };
                 let call = match (agg, args) {
                     (AggFunc::Count, [None]) => {
-                        AggCall { func: AggFunc::CountStar, arg: None, distinct, arg_type: None }
+                        AggCall { func: AggFunc::CountStar, arg: None, distinct, arg_type: None, order_by: Vec::new() }
                     }
                     (_, [Some(arg)]) => {
                         let arg = self.expr(arg, scope, mode)?;
                         let arg_type = self.type_of(&arg, scope, mode);
-                        AggCall { func: agg, arg: Some(arg), distinct, arg_type }
+                        AggCall { func: agg, arg: Some(arg), distinct, arg_type, order_by: Vec::new() }
                     }
                     _ => {
                         return err(SqlState::UndefinedFunction, format!("function {name} takes exactly one argument"))

@@ -108,8 +108,10 @@ struct Acc {
     count: usize,
     seen: Option<BTreeSet<Vec<u8>>>,
     sum: Sum,
-    /// min/max so far.
+    /// min/max (bool_and/bool_or) so far.
     best: Option<Value>,
+    /// array_agg's values with their ORDER BY keys, in input order.
+    values: Vec<(Row, Value)>,
 }
 
 /// Accumulated state of one group.
@@ -162,7 +164,13 @@ impl<'p> Aggregator<'p> {
                     .plan
                     .calls
                     .iter()
-                    .map(|c| Acc { count: 0, seen: c.distinct.then(BTreeSet::new), sum: Sum::Empty, best: None })
+                    .map(|c| Acc {
+                        count: 0,
+                        seen: c.distinct.then(BTreeSet::new),
+                        sum: Sum::Empty,
+                        best: None,
+                        values: Vec::new(),
+                    })
                     .collect();
                 self.groups.push(Group { keys: keys.to_vec(), rows: 0, accs });
                 self.by_key.insert(self.key_buf.clone(), slot);
@@ -174,12 +182,19 @@ impl<'p> Aggregator<'p> {
 
     /// Folds the value of call `call` for a row of group `slot`.
     pub fn add(&mut self, slot: usize, call: usize, v: Value) {
+        self.add_ordered(slot, call, v, Vec::new());
+    }
+
+    /// Folds the value of call `call` for a row of group `slot`, with the values of the
+    /// call's ORDER BY keys for that row.
+    pub fn add_ordered(&mut self, slot: usize, call: usize, v: Value, keys: Row) {
         let (Some(c), Some(acc)) =
             (self.plan.calls.get(call), self.groups.get_mut(slot).and_then(|g| g.accs.get_mut(call)))
         else {
             return;
         };
-        if v.is_null() {
+        // array_agg keeps NULLs (unless DISTINCT has seen one already).
+        if v.is_null() && c.func != AggFunc::ArrayAgg {
             return;
         }
         if let Some(seen) = &mut acc.seen {
@@ -202,6 +217,16 @@ impl<'p> Aggregator<'p> {
                     acc.best = Some(v);
                 }
             }
+            AggFunc::BoolAnd | AggFunc::BoolOr => {
+                let b = matches!(v, Value::Bool(true));
+                let folded = match (&acc.best, c.func) {
+                    (Some(Value::Bool(a)), AggFunc::BoolAnd) => *a && b,
+                    (Some(Value::Bool(a)), _) => *a || b,
+                    _ => b,
+                };
+                acc.best = Some(Value::Bool(folded));
+            }
+            AggFunc::ArrayAgg => acc.values.push((keys, v)),
         }
     }
 
@@ -238,7 +263,11 @@ impl Exec<'_> {
             for (i, call) in agg.calls.iter().enumerate() {
                 if let Some(arg) = &call.arg {
                     let v = self.eval_row(arg, row)?;
-                    acc.add(slot, i, v);
+                    let mut keys = Vec::with_capacity(call.order_by.len());
+                    for o in &call.order_by {
+                        keys.push(self.eval_row(&o.expr, row)?);
+                    }
+                    acc.add_ordered(slot, i, v, keys);
                 }
             }
         }
@@ -315,6 +344,20 @@ fn finish_aggregate(call: &AggCall, rows: usize, acc: &Acc) -> Result<Value> {
                 Value::Numeric(avg.round_dp(16).normalize())
             }
         },
-        AggFunc::Min | AggFunc::Max => acc.best.clone().unwrap_or(Value::Null),
+        AggFunc::Min | AggFunc::Max | AggFunc::BoolAnd | AggFunc::BoolOr => acc.best.clone().unwrap_or(Value::Null),
+        AggFunc::ArrayAgg if acc.values.is_empty() => Value::Null,
+        AggFunc::ArrayAgg => {
+            let keys: Vec<SortKey> = call
+                .order_by
+                .iter()
+                .enumerate()
+                .map(|(column, o)| SortKey { column, desc: o.desc, nulls_first: o.nulls_first })
+                .collect();
+            let mut sorted: Vec<&(Row, Value)> = acc.values.iter().collect();
+            // Stable: values with equal keys stay in input order.
+            sorted.sort_by(|a, b| compare_rows(&a.0, &b.0, &keys));
+            let values: Vec<Value> = sorted.into_iter().map(|(_, v)| v.clone()).collect();
+            Value::Text(crate::array::format(&values, call.arg_type.unwrap_or(SqlType::Text)))
+        }
     })
 }

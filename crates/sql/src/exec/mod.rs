@@ -5,6 +5,7 @@ mod aggregate;
 mod constraints;
 mod dml;
 mod query;
+mod srf;
 mod window;
 
 use aggregate::{compare_rows, set_operation, Aggregator};

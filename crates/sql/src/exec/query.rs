@@ -260,13 +260,18 @@ impl<'a> Exec<'a> {
     /// its rows can then be filtered and projected or aggregated where the scan lends them.
     fn streams(&self, core: &SelectCore) -> bool {
         let Some(first) = &core.from.first else { return false };
-        if first.derived.is_some() || !core.windows.is_empty() || !core.from.joins.is_empty() {
+        if first.derived.is_some() || !core.windows.is_empty() || !core.srfs.is_empty() || !core.from.joins.is_empty() {
             return false;
         }
         let per_row = |e: &Expr| self.per_row(e);
         let before_having = match &core.aggregate {
             None => core.output.iter().any(per_row),
-            Some(agg) => agg.group_by.iter().chain(agg.calls.iter().filter_map(|c| c.arg.as_ref())).any(per_row),
+            Some(agg) => agg
+                .group_by
+                .iter()
+                .chain(agg.calls.iter().filter_map(|c| c.arg.as_ref()))
+                .chain(agg.calls.iter().flat_map(|c| c.order_by.iter().map(|o| &o.expr)))
+                .any(per_row),
         };
         !before_having && !core.filter.as_ref().is_some_and(per_row)
     }
@@ -310,7 +315,11 @@ impl<'a> Exec<'a> {
             let slot = acc.row(&keys);
             for (i, call) in agg.calls.iter().enumerate() {
                 if let Some(arg) = &call.arg {
-                    acc.add(slot, i, arg.eval(row, &env)?);
+                    let mut order = Vec::with_capacity(call.order_by.len());
+                    for o in &call.order_by {
+                        order.push(o.expr.eval(row, &env)?);
+                    }
+                    acc.add_ordered(slot, i, arg.eval(row, &env)?, order);
                 }
             }
             Ok(())
@@ -335,6 +344,7 @@ impl<'a> Exec<'a> {
             return self.having_and_project(core, rows);
         }
         let rows = self.windows(rows, &core.windows)?;
+        let rows = self.set_returning(rows, &core.srfs)?;
         rows.iter().map(|r| self.project_row(&core.output, r)).collect()
     }
 
@@ -350,6 +360,7 @@ impl<'a> Exec<'a> {
             rows = kept;
         }
         let rows = self.windows(rows, &core.windows)?;
+        let rows = self.set_returning(rows, &core.srfs)?;
         rows.iter().map(|r| self.project_row(&core.output, r)).collect()
     }
 

@@ -1,0 +1,100 @@
+//! Arrays and the vector types as values: PostgreSQL's text form (`{a,"b c",NULL}` for
+//! arrays, `1 2` for int2vector / oidvector) is their runtime representation
+//! (`Value::Text`), their static type says what the elements are (`SqlType::Array`,
+//! `SqlType::Int2Vector`, `SqlType::OidVector`). Functions that take arrays apart
+//! (`unnest`, `generate_subscripts`, `= ANY`) parse the text; `array_agg` writes it.
+
+use crate::error::{Result, SqlError, SqlState};
+use crate::types::{cast, SqlType, Value};
+
+fn malformed(s: &str) -> SqlError {
+    SqlError::new(SqlState::InvalidTextRepresentation, format!("malformed array literal: \"{s}\""))
+}
+
+/// The elements of an array's text form (`{…}`) or of a vector's (space-separated), as
+/// text; NULL elements are None.
+pub fn items(s: &str) -> Result<Vec<Option<String>>> {
+    if !s.trim_start().starts_with('{') {
+        return Ok(s.split_whitespace().map(|i| Some(i.to_string())).collect());
+    }
+    crate::system::parse_array_text(s).ok_or_else(|| malformed(s))
+}
+
+/// The elements of `v`, a value of array or vector type `ty`, as values of its element type.
+pub fn elements(v: &Value, ty: SqlType) -> Result<Vec<Value>> {
+    let Value::Text(s) = v else {
+        return Ok(Vec::new());
+    };
+    let element = ty.element().unwrap_or(SqlType::Text);
+    items(s)?
+        .into_iter()
+        .map(|item| match item {
+            None => Ok(Value::Null),
+            Some(text) => cast(&Value::Text(text), element),
+        })
+        .collect()
+}
+
+/// The subscript of the first element: 0 for the vector types, 1 for arrays.
+pub fn lower_bound(ty: SqlType) -> i64 {
+    match ty {
+        SqlType::Int2Vector | SqlType::OidVector => 0,
+        _ => 1,
+    }
+}
+
+/// One element as array output writes it (booleans `t`/`f`, REAL as its shortest f32).
+fn element_text(v: &Value, ty: SqlType) -> String {
+    match v {
+        Value::Bool(b) => (if *b { "t" } else { "f" }).to_string(),
+        other => crate::types::output_text(other, Some(ty)),
+    }
+}
+
+/// The text form of an array of `elements` of type `element_type`: `{1,2}`, `{a,"b c",NULL}`.
+pub fn format(elements: &[Value], element_type: SqlType) -> String {
+    let items: Vec<String> = elements
+        .iter()
+        .map(|v| {
+            if v.is_null() {
+                return "NULL".to_string();
+            }
+            let s = element_text(v, element_type);
+            let plain = !s.is_empty()
+                && !s.eq_ignore_ascii_case("null")
+                && !s.chars().any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
+            if plain {
+                s
+            } else {
+                format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+            }
+        })
+        .collect();
+    format!("{{{}}}", items.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ArrayElem;
+
+    #[test]
+    fn arrays_and_vectors_round_trip_through_their_text_form() {
+        let text = SqlType::Array(ArrayElem::Text);
+        let values = vec![Value::Text("a".into()), Value::Null, Value::Text("b c".into()), Value::Text("".into())];
+        let s = format(&values, SqlType::Text);
+        assert_eq!(s, r#"{a,NULL,"b c",""}"#);
+        assert_eq!(elements(&Value::Text(s), text).expect("parse"), values);
+        let bools = format(&[Value::Bool(true), Value::Bool(false)], SqlType::Bool);
+        assert_eq!(bools, "{t,f}");
+        assert_eq!(
+            elements(&Value::Text(bools), SqlType::Array(ArrayElem::Bool)).expect("parse"),
+            vec![Value::Bool(true), Value::Bool(false)]
+        );
+        let vector = elements(&Value::Text("3 1".into()), SqlType::Int2Vector).expect("vector");
+        assert_eq!(vector, vec![Value::Int(3), Value::Int(1)]);
+        assert_eq!(lower_bound(SqlType::Int2Vector), 0);
+        assert!(elements(&Value::Text("{a".into()), text).is_err());
+        assert_eq!(elements(&Value::Null, text).expect("null"), Vec::<Value>::new());
+    }
+}

@@ -1,0 +1,128 @@
+//! Binding of set-returning functions in a select list (`unnest(array)`,
+//! `generate_subscripts(array, dim)`): each call becomes a placeholder column
+//! (`SRF_COLUMN_BASE + k`) that the SELECT renumbers once its input row's width is known;
+//! the executor appends the calls' values to each row (`exec::srf`).
+
+use super::*;
+
+/// Placeholder columns of set-returning calls, far beyond any real row (and apart from
+/// window calls' placeholders).
+pub(super) const SRF_COLUMN_BASE: usize = 1 << 41;
+
+/// Whether a set-returning call may appear where the binder is.
+pub(super) enum SrfState {
+    /// Not here: the clause, for the error when the binding mode does not name it.
+    Denied(&'static str),
+    /// In a set-returning call's arguments.
+    Nested,
+    /// In a select list: calls are collected here.
+    Allowed(Vec<SrfCall>),
+}
+
+fn not_allowed(message: String) -> Result<Expr> {
+    err(SqlState::FeatureNotSupported, message)
+}
+
+impl Binder<'_> {
+    /// Static type of a set-returning call's placeholder column.
+    pub(super) fn srf_type(&self, e: &Expr) -> Option<SqlType> {
+        let (Expr::Column(c), SrfState::Allowed(calls)) = (e, &self.srfs) else { return None };
+        let call = calls.get(c.checked_sub(SRF_COLUMN_BASE)?)?;
+        match call.kind {
+            SrfKind::Unnest => call.array_type.element(),
+            SrfKind::GenerateSubscripts => Some(SqlType::Int4),
+        }
+    }
+
+    /// `unnest(array)` or `generate_subscripts(array, dim)` (None for another name): a
+    /// placeholder column for the call's values.
+    pub(super) fn set_returning_function(
+        &mut self,
+        name: &str,
+        args: &[Option<&sql::Expr>],
+        scope: &Scope,
+        mode: &mut Mode,
+    ) -> Result<Option<Expr>> {
+        let kind = match name {
+            "unnest" => SrfKind::Unnest,
+            "generate_subscripts" => SrfKind::GenerateSubscripts,
+            _ => return Ok(None),
+        };
+        let asts: Vec<&sql::Expr> = args.iter().copied().collect::<Option<_>>().unwrap_or_default();
+        match (kind, asts.len()) {
+            (SrfKind::Unnest, 1) | (SrfKind::GenerateSubscripts, 2) => {}
+            (SrfKind::GenerateSubscripts, 3) => {
+                return unsupported("generate_subscripts(array, dim, reverse)").map(Some);
+            }
+            _ => {
+                return err(
+                    SqlState::UndefinedFunction,
+                    format!("function {name} does not take {} arguments", args.len()),
+                )
+            }
+        }
+        // Looking for aggregates: they may be in the arguments.
+        if let Mode::Detect(_) = mode {
+            for a in &asts {
+                let _ = self.expr(a, scope, mode);
+            }
+            return Ok(Some(Expr::Const(Value::Null)));
+        }
+        // A clause that is not the select list (WHERE, an aggregate's arguments, ORDER BY).
+        if let Mode::Plain(clause) = mode {
+            if !clause.is_empty() && *clause != "this context" {
+                return not_allowed(format!("set-returning functions are not allowed in {clause}")).map(Some);
+            }
+        }
+        let mut calls = match std::mem::replace(&mut self.srfs, SrfState::Nested) {
+            SrfState::Allowed(calls) => calls,
+            other => {
+                let message = match (&other, &*mode) {
+                    (SrfState::Nested, _) => "set-returning functions must appear at top level of FROM or a select list (nested calls are not supported)".to_string(),
+                    (SrfState::Denied(clause), _) => format!("set-returning functions are not allowed in {clause}"),
+                    _ => "set-returning functions are not allowed here".to_string(),
+                };
+                self.srfs = other;
+                return not_allowed(message).map(Some);
+            }
+        };
+        let bound = self.srf_arguments(name, &asts, scope, mode);
+        let call = bound.map(|(array, array_type, dimension)| SrfCall { kind, array, array_type, dimension });
+        let result = call.map(|call| {
+            calls.push(call);
+            Expr::Column(SRF_COLUMN_BASE + calls.len() - 1)
+        });
+        self.srfs = SrfState::Allowed(calls);
+        result.map(Some)
+    }
+
+    /// The array argument, its static type, and the dimension argument.
+    fn srf_arguments(
+        &mut self,
+        name: &str,
+        asts: &[&sql::Expr],
+        scope: &Scope,
+        mode: &mut Mode,
+    ) -> Result<(Expr, SqlType, Option<Expr>)> {
+        let Some(array_ast) = asts.first() else {
+            return err(SqlState::UndefinedFunction, format!("function {name} needs an argument"));
+        };
+        let array = self.expr(array_ast, scope, mode)?;
+        let array_type = match self.type_of(&array, scope, mode) {
+            Some(t) if t.element().is_some() => t,
+            other => {
+                let shown = other.map_or("unknown", SqlType::pg_name);
+                return err(SqlState::UndefinedFunction, format!("function {name}({shown}) does not exist"));
+            }
+        };
+        let dimension = match asts.get(1) {
+            Some(d) => {
+                let bound = self.expr(d, scope, mode)?;
+                let input = self.input_type(d, &bound, scope, mode);
+                Some(coerce(bound, input, SqlType::Int4)?)
+            }
+            None => None,
+        };
+        Ok((array, array_type, dimension))
+    }
+}
