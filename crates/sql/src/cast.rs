@@ -41,6 +41,30 @@ pub(crate) fn strip_blanks(s: &str) -> &str {
     s.trim_end_matches(' ')
 }
 
+/// An array's text form (arrays are their text, `crate::array`) from text or from another
+/// array: each element cast to `element`, written back in the canonical form.
+fn cast_to_array(v: &Value, ty: SqlType, element: SqlType) -> Result<Value> {
+    let s = match v {
+        Value::Null => return Ok(Value::Null),
+        Value::Text(s) => s,
+        other => {
+            let from = other.sql_type().map_or("unknown", SqlType::pg_name);
+            return err(SqlState::CannotCoerce, format!("cannot cast type {from} to {ty}"));
+        }
+    };
+    if !s.trim_start().starts_with('{') {
+        return err(SqlState::InvalidTextRepresentation, format!("malformed array literal: \"{s}\""));
+    }
+    let values = crate::array::items(s)?
+        .into_iter()
+        .map(|item| match item {
+            None => Ok(Value::Null),
+            Some(text) => cast(&Value::Text(text), element),
+        })
+        .collect::<Result<Vec<Value>>>()?;
+    Ok(Value::Text(crate::array::format(&values, element)))
+}
+
 /// Explicit `CAST(v AS ty)` without a length or precision modifier.
 pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
     use Value::*;
@@ -55,6 +79,9 @@ pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
             _ => syntax(SqlState::InvalidTextRepresentation),
         }
     };
+    if let SqlType::Array(element) = ty {
+        return cast_to_array(v, ty, element.scalar());
+    }
     let base = ty.storage();
     let converted = match (v, base) {
         (Null, _) => return Ok(Null),

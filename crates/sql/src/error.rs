@@ -82,6 +82,8 @@ pub enum SqlState {
     InvalidName,
     /// An expression whose type cannot be determined, e.g. `ARRAY[]` (42P18).
     IndeterminateDatatype,
+    /// A cast between types that have none (42846).
+    CannotCoerce,
 }
 
 impl SqlState {
@@ -143,6 +145,7 @@ impl SqlState {
             SerializationFailure => "40001",
             SnapshotTooOld => "72000",
             InternalError => "XX000",
+            CannotCoerce => "42846",
         }
     }
 }

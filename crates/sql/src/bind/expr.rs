@@ -576,7 +576,7 @@ impl Binder<'_> {
                 _ => return unsupported(format!("{compare_op} ALL over a non-literal array")),
             },
             E::Cast { expr, data_type: t, format: None, .. } => {
-                let (ty, limits) = data_type(t)?;
+                let (ty, limits) = cast_type(t)?;
                 let mut inner = self.expr(expr, scope, mode)?;
                 if ty.is_text() {
                     inner = self.as_text(inner, scope, mode);

@@ -142,6 +142,22 @@ pub(crate) fn data_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
     })
 }
 
+/// The type a CAST names: a column type, or a one-dimensional array of one (arrays are
+/// values, never columns).
+pub(crate) fn cast_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
+    use sql::ArrayElemTypeDef as A;
+    match t {
+        sql::DataType::Array(A::SquareBracket(inner, None) | A::AngleBracket(inner)) => {
+            let (element, _) = data_type(inner)?;
+            let element = ArrayElem::of(element).ok_or_else(|| {
+                SqlError::new(SqlState::FeatureNotSupported, format!("type {t} is not supported"))
+            })?;
+            Ok((SqlType::Array(element), TypeLimits::default()))
+        }
+        other => data_type(other),
+    }
+}
+
 fn literal(v: &sql::Value) -> Result<Value> {
     use sql::Value as V;
     Ok(match v {
