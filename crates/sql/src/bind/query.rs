@@ -548,6 +548,11 @@ impl Binder<'_> {
                     };
                     return this.add_derived(plan, alias_name, kind, scope, items);
                 }
+                if let sql::TableFactor::UNNEST { alias, array_exprs, with_offset, with_ordinality, .. } = factor {
+                    let (plan, alias_name) =
+                        this.unnest_in_from(alias.as_ref(), array_exprs, *with_offset || *with_ordinality)?;
+                    return this.add_derived(plan, alias_name, kind, scope, items);
+                }
                 let sql::TableFactor::Table {
                     name,
                     alias,
