@@ -206,30 +206,6 @@ impl Binder<'_> {
         })
     }
 
-    /// `FROM unnest(a, b, …) [AS t (x, y, …)]`: the arrays' elements side by side (the
-    /// shorter ones padded with NULLs), which is what `SELECT unnest(a), unnest(b), …` gives.
-    fn unnest_in_from(&mut self, arrays: &[sql::Expr], alias: Option<&sql::TableAlias>) -> Result<(QueryPlan, String)> {
-        if arrays.is_empty() {
-            return err(SqlState::SyntaxError, "unnest needs an array");
-        }
-        let calls: Vec<String> = arrays.iter().map(|a| format!("unnest({a})")).collect();
-        let text = format!("SELECT {}", calls.join(", "));
-        let parsed = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &text)
-            .map_err(|e| SqlError::new(SqlState::SyntaxError, e.to_string()))?;
-        let Some(sql::Statement::Query(q)) = parsed.first() else {
-            return err(SqlState::InternalError, "unnest did not parse as a query");
-        };
-        let mut plan = self.query(q)?;
-        let Some(a) = alias else { return Ok((plan, "unnest".to_string())) };
-        // A lone array's column takes the alias's name, as PostgreSQL names a scalar
-        // function's column.
-        if a.columns.is_empty() && arrays.len() == 1 {
-            plan.names = vec![ident(&a.name)];
-        }
-        rename_columns(&mut plan, a)?;
-        Ok((plan, ident(&a.name)))
-    }
-
     pub(super) fn sort_options(o: &sql::OrderByExpr) -> Result<(bool, bool)> {
         if o.with_fill.is_some() {
             return unsupported("WITH FILL");
@@ -573,15 +549,9 @@ impl Binder<'_> {
                     };
                     return this.add_derived(plan, alias_name, kind, scope, items);
                 }
-                if let sql::TableFactor::UNNEST {
-                    alias,
-                    array_exprs,
-                    with_offset: false,
-                    with_offset_alias: None,
-                    with_ordinality: false,
-                } = factor
-                {
-                    let (plan, alias_name) = this.unnest_in_from(array_exprs, alias.as_ref())?;
+                if let sql::TableFactor::UNNEST { alias, array_exprs, with_offset, with_ordinality, .. } = factor {
+                    let (plan, alias_name) =
+                        this.unnest_in_from(alias.as_ref(), array_exprs, *with_offset || *with_ordinality)?;
                     return this.add_derived(plan, alias_name, kind, scope, items);
                 }
                 let sql::TableFactor::Table {

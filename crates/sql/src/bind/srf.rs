@@ -126,3 +126,59 @@ impl Binder<'_> {
         Ok((array, array_type, dimension))
     }
 }
+
+impl Binder<'_> {
+    /// `FROM unnest(a1, …) [AS t [(c1, …)]]`: the derived table `(SELECT unnest(a1) AS c1,
+    /// …) AS t`, whose calls run in lockstep as PostgreSQL zips the arrays. The columns are
+    /// named by the alias's column list, else by the alias itself (one array), else
+    /// `unnest`. The arrays may not refer to other FROM items (no LATERAL).
+    pub(super) fn unnest_in_from(
+        &mut self,
+        alias: Option<&sql::TableAlias>,
+        arrays: &[sql::Expr],
+        numbered: bool,
+    ) -> Result<(QueryPlan, String)> {
+        if numbered {
+            return unsupported("WITH ORDINALITY / WITH OFFSET on unnest");
+        }
+        let columns = alias.map_or(&[][..], |a| a.columns.as_slice());
+        if columns.len() > arrays.len() {
+            return err(
+                SqlState::InvalidColumnReference,
+                format!("unnest has {} columns available but {} columns specified", arrays.len(), columns.len()),
+            );
+        }
+        if columns.iter().any(|c| c.data_type.is_some()) {
+            return unsupported("typed column aliases");
+        }
+        let table = alias.map_or_else(|| "unnest".to_string(), |a| ident(&a.name));
+        let items: Vec<String> = arrays
+            .iter()
+            .enumerate()
+            .map(|(i, array)| {
+                let name = match (columns.get(i), arrays.len()) {
+                    (Some(c), _) => ident(&c.name),
+                    (None, 1) if alias.is_some() => table.clone(),
+                    _ => "unnest".to_string(),
+                };
+                format!("unnest({array}) AS {}", crate::system::quote_ident(&name))
+            })
+            .collect();
+        let text = format!("SELECT {}", items.join(", "));
+        let dialect = sqlparser::dialect::PostgreSqlDialect {};
+        let query = sqlparser::parser::Parser::new(&dialect)
+            .with_recursion_limit(self.max_depth)
+            .try_with_sql(&text)
+            .and_then(|mut p| p.parse_query())
+            .map_err(|e| SqlError::new(SqlState::SyntaxError, format!("unnest in FROM: {e}")))?;
+        match self.query(&query) {
+            Ok(plan) => Ok((plan, table)),
+            // PostgreSQL's functions in FROM may read the FROM items before them (LATERAL).
+            Err(e) if matches!(e.state, SqlState::UndefinedTable | SqlState::UndefinedColumn) => err(
+                SqlState::FeatureNotSupported,
+                format!("unnest in FROM reading other FROM items (LATERAL) is not supported, or: {}", e.message),
+            ),
+            Err(e) => Err(e),
+        }
+    }
+}
