@@ -1,4 +1,4 @@
-//! Real PostgreSQL clients against the gateway: psql, Python psycopg 3 and Java pgjdbc.
+//! Real PostgreSQL clients against the gateway: psql, Python psycopg 3, SQLAlchemy, Django and Java pgjdbc.
 //! Missing client libraries are fetched into the target directory (PyPI, Maven Central)
 //! and cached there; a missing tool (psql, python3, java, mvn) fails the test.
 
@@ -728,6 +728,44 @@ async fn sqlalchemy_orm_program_behaves_as_on_postgres() {
         let (ok, got) = program(format!("postgresql+psycopg://tester@127.0.0.1:{}/pistou", h.addr.port())).await;
         assert!(ok, "the program fails on Pistou:\n{got}");
         assert_eq!(got, expected, "SQLAlchemy program: Pistou (left) vs PostgreSQL (right)");
+        h.stop().await;
+    })
+    .await;
+}
+
+/// A Django 5 project, as a user first writes one: `migrate` of contenttypes, auth and an
+/// app with two related models, then ORM queries; the output equals PostgreSQL's (on a
+/// database of its own there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn django_migrate_and_orm_behave_as_on_postgres() {
+    require_tool("python3");
+    bounded(600, async {
+        let dir = work_dir("django");
+        let deps =
+            python_site(&dir, "import django, psycopg; psycopg.pq.version()", &["django>=5,<6", "psycopg[binary]"])
+                .await;
+        let script = dir.join("program.py");
+        std::fs::write(&script, include_str!("clients/django_program.py")).expect("write script");
+        let program = |target: String, project: &str| {
+            let (script, deps, project) = (script.clone(), deps.clone(), dir.join(project));
+            async move {
+                let _ = std::fs::remove_dir_all(&project);
+                std::fs::create_dir_all(&project).expect("project dir");
+                run(Command::new("python3").arg(&script).arg(target).arg(&project).env("PYTHONPATH", &deps), 300).await
+            }
+        };
+        let database = format!("pistou_django_{}", std::process::id());
+        let pg = support::postgres().await;
+        let reset = format!("DROP DATABASE IF EXISTS {database}");
+        pg.batch_execute(&reset).await.expect("drop the Django database");
+        pg.batch_execute(&format!("CREATE DATABASE {database}")).await.expect("create the Django database");
+        let (ok, expected) = program(format!("127.0.0.1:5432/{database}/postgres"), "on-postgres").await;
+        pg.batch_execute(&reset).await.expect("drop the Django database");
+        assert!(ok && expected.contains("DJANGO DONE"), "the program fails on PostgreSQL:\n{expected}");
+        let h = start(GatewayConfig::default()).await;
+        let (ok, got) = program(format!("127.0.0.1:{}/pistou/tester", h.addr.port()), "on-pistou").await;
+        assert!(ok, "the program fails on Pistou:\n{got}");
+        assert_eq!(got, expected, "Django program: Pistou (left) vs PostgreSQL (right)");
         h.stop().await;
     })
     .await;

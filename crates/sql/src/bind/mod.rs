@@ -149,9 +149,8 @@ pub(crate) fn cast_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
     match t {
         sql::DataType::Array(A::SquareBracket(inner, None) | A::AngleBracket(inner)) => {
             let (element, _) = data_type(inner)?;
-            let element = ArrayElem::of(element).ok_or_else(|| {
-                SqlError::new(SqlState::FeatureNotSupported, format!("type {t} is not supported"))
-            })?;
+            let element = ArrayElem::of(element)
+                .ok_or_else(|| SqlError::new(SqlState::FeatureNotSupported, format!("type {t} is not supported")))?;
             Ok((SqlType::Array(element), TypeLimits::default()))
         }
         other => data_type(other),
