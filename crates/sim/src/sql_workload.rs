@@ -220,7 +220,7 @@ impl SqlScript {
             return self.ledger_plan(rng);
         }
         let id = |rng: &mut ChaCha8Rng| rng.gen_range(0..self.spec.id_space);
-        match rng.gen_range(0..if self.spec.recreate_tables { 10 } else { 6 }) {
+        match rng.gen_range(0..if self.spec.recreate_tables { 11 } else { 6 }) {
             6 => vec![stmt(if rng.gen_bool(0.5) { "DROP TABLE IF EXISTS scratch" } else { SCRATCH_CREATE }, vec![])],
             7 => {
                 let key = int(rng.gen_range(0..8));
@@ -230,6 +230,19 @@ impl SqlScript {
                         "INSERT INTO scratch VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v = scratch.v + 1",
                         vec![key, int(1)],
                     ),
+                ]
+            }
+            // Rows and schema changes in one transaction (docs/sql.md, "Schema changes in
+            // transactions"): read, recreate scratch with a row, write an old table.
+            10 => {
+                let (key, account) = (int(rng.gen_range(0..8)), int(id(rng)));
+                vec![
+                    stmt("SELECT count(*), CAST(coalesce(sum(v), 0) AS INT) FROM scratch", vec![]),
+                    stmt("DROP TABLE IF EXISTS scratch", vec![]),
+                    stmt(SCRATCH_CREATE, vec![]),
+                    stmt("INSERT INTO scratch VALUES ($1, 100)", vec![key.clone()]),
+                    stmt("SELECT id, v FROM scratch WHERE id = $1", vec![key]),
+                    stmt("UPDATE accounts SET balance = balance + 0 WHERE id = $1", vec![account]),
                 ]
             }
             // Read-only: a stale row read here commits, and the oracle sees it.
