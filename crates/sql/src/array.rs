@@ -53,13 +53,15 @@ fn element_text(v: &Value, ty: SqlType) -> String {
 
 /// The text form of an array of `elements` of type `element_type`: `{1,2}`, `{a,"b c",NULL}`.
 pub fn format(elements: &[Value], element_type: SqlType) -> String {
-    let items: Vec<String> = elements
-        .iter()
-        .map(|v| {
-            if v.is_null() {
-                return "NULL".to_string();
-            }
-            let s = element_text(v, element_type);
+    format_items(elements.iter().map(|v| (!v.is_null()).then(|| element_text(v, element_type))))
+}
+
+/// The text form of an array of elements given as text (None: NULL), quoted where array
+/// input would otherwise misread them.
+pub(crate) fn format_items(items: impl Iterator<Item = Option<String>>) -> String {
+    let items: Vec<String> = items
+        .map(|item| {
+            let Some(s) = item else { return "NULL".to_string() };
             let plain = !s.is_empty()
                 && !s.eq_ignore_ascii_case("null")
                 && !s.chars().any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());

@@ -1212,26 +1212,13 @@ fn vector_text(values: impl Iterator<Item = i64>) -> Value {
 
 /// An array's text form, as PostgreSQL's array output writes it: `{1,2}`, `{a,"b c",NULL}`.
 pub(crate) fn array_text(values: impl Iterator<Item = Value>) -> Value {
-    let items: Vec<String> = values
-        .map(|v| match v {
-            Value::Null => "NULL".to_string(),
-            other => {
-                let s = match crate::types::cast(&other, SqlType::Text) {
-                    Ok(Value::Text(s)) => s,
-                    _ => other.to_string(),
-                };
-                let plain = !s.is_empty()
-                    && !s.eq_ignore_ascii_case("null")
-                    && !s.chars().any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
-                if plain {
-                    s
-                } else {
-                    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
-                }
-            }
-        })
-        .collect();
-    Value::Text(format!("{{{}}}", items.join(",")))
+    Value::Text(crate::array::format_items(values.map(|v| match v {
+        Value::Null => None,
+        other => Some(match crate::types::cast(&other, SqlType::Text) {
+            Ok(Value::Text(s)) => s,
+            _ => other.to_string(),
+        }),
+    })))
 }
 
 /// The elements of an array's text form (None: not an array literal). NULL elements are None.
