@@ -65,6 +65,9 @@ fn schema(p: &str) -> Vec<String> {
              at TIMESTAMP, flag BOOLEAN DEFAULT true, tag CHAR(3), PRIMARY KEY (acct, n))"
         ),
         format!("CREATE UNIQUE INDEX {p}line_at ON {p}line (at, n)"),
+        format!(
+            "CREATE TABLE {p}ref (id INT PRIMARY KEY, acct BIGINT REFERENCES {p}acct (id), qty INT CHECK (qty > 0))"
+        ),
     ]
 }
 
@@ -78,7 +81,7 @@ async fn psql_describe_and_information_schema_match_postgres() {
             gw.batch_execute(&ddl).await.unwrap_or_else(|e| panic!("Pistou {ddl}: {e}"));
         }
         let setup: String = schema(&p).iter().map(|s| format!("{s};\n")).collect();
-        let drop = format!("DROP TABLE IF EXISTS {p}acct, {p}line;\n");
+        let drop = format!("DROP TABLE IF EXISTS {p}ref, {p}acct, {p}line;\n");
         let created = psql("5432", "test", "postgres", &format!("{drop}{setup}")).await;
         assert!(!created.contains("ERROR"), "PostgreSQL setup: {created}");
         let commands = [
@@ -88,6 +91,7 @@ async fn psql_describe_and_information_schema_match_postgres() {
             format!("\\dv {p}*"),
             format!("\\d {p}acct"),
             format!("\\d {p}line"),
+            format!("\\d {p}ref"),
             format!("\\d {p}acct_name"),
             format!("\\d {p}nosuch"),
             "\\dn".to_string(),

@@ -832,7 +832,14 @@ fn pg_catalog(o: &Objects, relname: &str) -> Option<Relation> {
             Vec::new(),
         ),
         "pg_trigger" => relation_of(
-            &[("oid", OID), ("tgrelid", OID), ("tgname", NAME), ("tgenabled", TEXT), ("tgisinternal", BOOL)],
+            &[
+                ("oid", OID),
+                ("tgrelid", OID),
+                ("tgparentid", OID),
+                ("tgname", NAME),
+                ("tgenabled", TEXT),
+                ("tgisinternal", BOOL),
+            ],
             Vec::new(),
         ),
         "pg_policy" => relation_of(
@@ -970,7 +977,14 @@ fn pg_class(o: &Objects) -> Relation {
         ("reloptions", TEXT),
         ("relpartbound", TEXT),
     ];
-    let row = |oid_: i64, relname: &str, am: i64, hasindex: bool, kind: &str, natts: usize| {
+    // relchecks counts CHECK constraints; relhastriggers is PostgreSQL's sign of foreign keys
+    // on or to the table (its FK triggers): psql lists those sections only when they are set.
+    let row = |oid_: i64,
+               relname: &str,
+               am: i64,
+               (hasindex, checks, triggers): (bool, usize, bool),
+               kind: &str,
+               natts: usize| {
         vec![
             oid(oid_),
             name(relname),
@@ -990,9 +1004,9 @@ fn pg_class(o: &Objects) -> Relation {
             name("p"),
             name(kind),
             int(natts as i64),
-            int(0),
+            int(checks as i64),
             b(false),
-            b(false),
+            b(triggers),
             b(false),
             b(false),
             b(false),
@@ -1007,13 +1021,15 @@ fn pg_class(o: &Objects) -> Relation {
     };
     let mut rows = Vec::new();
     for t in &o.tables {
-        rows.push(row(t.oid, &t.schema.name, AM_HEAP, !t.indexes.is_empty(), "r", t.schema.visible_columns().count()));
+        let referenced = o.tables.iter().any(|c| c.foreign_keys.iter().any(|(_, fk)| fk.parent == t.schema.name));
+        let flags = (!t.indexes.is_empty(), t.checks.len(), referenced || !t.foreign_keys.is_empty());
+        rows.push(row(t.oid, &t.schema.name, AM_HEAP, flags, "r", t.schema.visible_columns().count()));
         for ix in &t.indexes {
-            rows.push(row(ix.oid, &ix.name, AM_BTREE, false, "i", ix.columns.len()));
+            rows.push(row(ix.oid, &ix.name, AM_BTREE, (false, 0, false), "i", ix.columns.len()));
         }
     }
     for (oid_, sequence) in &o.sequences {
-        rows.push(row(*oid_, &sequence.name, 0, false, "S", 3));
+        rows.push(row(*oid_, &sequence.name, 0, (false, 0, false), "S", 3));
     }
     relation_of(&columns, rows)
 }

@@ -43,12 +43,22 @@ impl Binder<'_> {
         scope: &Scope,
         mode: &mut Mode,
     ) -> Result<Option<Expr>> {
-        let kind = match name {
-            "unnest" => SrfKind::Unnest,
-            "generate_subscripts" => SrfKind::GenerateSubscripts,
+        let (kind, ancestors) = match name {
+            "unnest" => (SrfKind::Unnest, false),
+            "generate_subscripts" => (SrfKind::GenerateSubscripts, false),
+            // A partition's ancestors: Pistou has no partitioned tables, so none (psql's `\d`
+            // asks for them), the elements of an empty array.
+            "pg_partition_ancestors" => (SrfKind::Unnest, true),
             _ => return Ok(None),
         };
         let asts: Vec<&sql::Expr> = args.iter().copied().collect::<Option<_>>().unwrap_or_default();
+        if ancestors {
+            let [relation] = asts.as_slice() else {
+                return err(SqlState::UndefinedFunction, "function pg_partition_ancestors takes one argument")
+                    .map(Some);
+            };
+            self.expr(relation, scope, mode)?;
+        }
         match (kind, asts.len()) {
             (SrfKind::Unnest, 1) | (SrfKind::GenerateSubscripts, 2) => {}
             (SrfKind::GenerateSubscripts, 3) => {
@@ -86,7 +96,10 @@ impl Binder<'_> {
                 return not_allowed(message).map(Some);
             }
         };
-        let bound = self.srf_arguments(name, &asts, scope, mode);
+        let bound = match ancestors {
+            true => Ok((Expr::Const(Value::Text("{}".into())), SqlType::Array(ArrayElem::Int4), None)),
+            false => self.srf_arguments(name, &asts, scope, mode),
+        };
         let call = bound.map(|(array, array_type, dimension)| SrfCall { kind, array, array_type, dimension });
         let result = call.map(|call| {
             calls.push(call);
