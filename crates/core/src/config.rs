@@ -67,10 +67,21 @@ pub struct ClusterConfig {
 }
 
 /// How replicas keep their state on disk (`[storage]` in cluster.toml).
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StorageConfig {
     pub sync: SyncMode,
+    /// A replica that heard from no client for longer than this (µs) may have been cut off
+    /// and missed writebacks, and catches up from its peers (catchup.rs). Keep it below the
+    /// clients' writeback resend span (5 × 500 ms by default), so that a shorter silence
+    /// loses nothing a resend does not bring again.
+    pub catch_up_after_silence_us: u64,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig { sync: SyncMode::default(), catch_up_after_silence_us: 2_000_000 }
+    }
 }
 
 /// When a replica's log reaches stable storage (`storage.sync`).
@@ -223,6 +234,9 @@ impl ClusterConfig {
         }
         if self.sql.version_cap < 2 {
             return bad("sql.version_cap must be at least 2".into());
+        }
+        if self.storage.catch_up_after_silence_us == 0 {
+            return bad("storage.catch_up_after_silence_us must be positive".into());
         }
         if self.sql.gc_lag_us <= self.max_txn_age_us {
             return bad("sql.gc_lag_us must be larger than max_txn_age_us".into());

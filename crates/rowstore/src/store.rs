@@ -135,6 +135,41 @@ impl RowStore {
         state: VersionState,
         catalog: &Catalog,
     ) -> Result<(), StoreError> {
+        self.install(writer, ts, writes, state, catalog, false)
+    }
+
+    /// True if [`RowStore::insert`] refuses a committed write at `ts` that never prepared
+    /// here: it is older than the tombstones this store keeps, so a deletion of its key may
+    /// have been collected already.
+    pub fn refuses_late_commit(&self, ts: Timestamp) -> bool {
+        ts < self.watermark && ts.time.saturating_add(self.limits.tombstone_keep_us) < self.watermark.time
+    }
+
+    /// Installs a certified commit that [`RowStore::insert`] refuses as too old (see
+    /// [`RowStore::refuses_late_commit`]). The caller passes only writes that are the newest
+    /// committed version of their key in a state that never forgets a key's newest version,
+    /// deletions included (a replica's Basil versions, gc.rs): no newer deletion of these
+    /// keys can have been collected, so none comes back. A replica catching up after a long
+    /// downtime needs this, else it would lack current rows.
+    pub fn insert_late_commit(
+        &mut self,
+        writer: TxnId,
+        ts: Timestamp,
+        writes: &WriteSet,
+        catalog: &Catalog,
+    ) -> Result<(), StoreError> {
+        self.install(writer, ts, writes, VersionState::Committed, catalog, true)
+    }
+
+    fn install(
+        &mut self,
+        writer: TxnId,
+        ts: Timestamp,
+        writes: &WriteSet,
+        state: VersionState,
+        catalog: &Catalog,
+        newest_checked_by_caller: bool,
+    ) -> Result<(), StoreError> {
         let prepared_here = match self.writers.get(&writer) {
             Some(p) if p.ts != ts => {
                 return Err(StoreError::WriterTimestampMismatch { writer, recorded: p.ts, given: ts });
@@ -157,7 +192,7 @@ impl RowStore {
                 // decide; without it this store would lack a current row (a replica that
                 // catches up after being down for longer than the gc lag).
                 (VersionState::Committed, false) => {
-                    if ts.time.saturating_add(self.limits.tombstone_keep_us) < self.watermark.time {
+                    if !newest_checked_by_caller && self.refuses_late_commit(ts) {
                         return Err(StoreError::BelowWatermark { ts, watermark: self.watermark });
                     }
                 }
@@ -342,6 +377,24 @@ impl RowStore {
     pub fn oldest_readable(&self, table: &str, key: &[u8]) -> Timestamp {
         let floor = self.tables.get(table).and_then(|t| t.rows.get(key)).map_or(Timestamp::GENESIS, |c| c.cap_floor);
         self.watermark.max(floor)
+    }
+
+    /// The newest committed version of every key whose newest committed version is a row,
+    /// not a deletion: (table, primary key) → (ts, writer). What replicas that agree on the
+    /// committed state agree on whatever each has collected (tests compare replicas with
+    /// it). O(keys).
+    pub fn live_rows(&self) -> BTreeMap<(String, Vec<u8>), (Timestamp, TxnId)> {
+        let mut out = BTreeMap::new();
+        for (name, table) in &self.tables {
+            for (key, chain) in &table.rows {
+                if let Some(v) = chain.versions.iter().rev().find(|v| v.is_committed()) {
+                    if v.row.is_some() {
+                        out.insert((name.clone(), key.as_slice().to_vec()), (v.ts, v.writer));
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Sizes of the store's structures: O(tables + indexes).

@@ -78,6 +78,9 @@ pub struct Scenario {
     /// until one of them finishes it (Basil §5); the oracle counts it if a correct replica
     /// committed it.
     pub sql_stalls: usize,
+    /// Replicas catch up after a silence from clients (`storage.catch_up_after_silence_us`);
+    /// false only to show that the cut-off tests fail without it.
+    pub catch_up_after_silence: bool,
 }
 
 impl Scenario {
@@ -111,6 +114,7 @@ impl Scenario {
             force_snapshot_path: false,
             tables: BTreeMap::new(),
             sql_stalls: 0,
+            catch_up_after_silence: true,
         }
     }
 }
@@ -130,6 +134,12 @@ pub struct Outcome {
     /// Keys on which a restarted replica ends the run behind the version that f+1 replicas
     /// which never crashed hold.
     pub restarted_keys_behind: usize,
+    /// The same for replicas a partition cut off, and the SQL rows on which either kind
+    /// holds a different newest row than f+1 such replicas.
+    pub cut_off_keys_behind: usize,
+    pub rows_behind: usize,
+    /// Catch-ups replicas started after hearing from no client for a while.
+    pub catch_ups_after_silence: u64,
     /// Inputs correct replicas refused for a certificate that did not verify.
     pub bad_certificates: u64,
     pub committed: usize,
@@ -449,12 +459,13 @@ impl World {
         *slot = crate::sql_byz::targets(&crate::sql_byz::tables(spec), &self.config, setup_ddl, committed);
     }
 
-    /// Every correct client is done and every restarted replica has caught up.
+    /// Every correct client is done and every restarted or cut-off replica has caught up.
     fn finished(&self) -> bool {
         let caught_up = self
             .restarted
             .iter()
-            .all(|id| self.crashed.contains(id) || self.replicas.get(id).is_none_or(|r| !r.catching_up()));
+            .chain(&self.isolated)
+            .all(|id| self.crashed.contains(id) || self.replicas.get(id).is_none_or(|r| !r.catch_up_running()));
         caught_up && self.clients.iter().all(|c| self.stalled.contains_key(&c.index) || (c.done() && !c.coord.busy()))
     }
 }
@@ -480,6 +491,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
             public_key: SecretKey::from_seed(seed_bytes(s.seed, 2, c as u64, 0)).public(),
         })
         .collect();
+    let round_trip = 2 * s.max_delay_us + 2 * TICK_US;
     let config = ClusterConfig {
         f: s.f,
         delta_us: 200_000,
@@ -490,7 +502,11 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         clients,
         tables: s.tables.clone(),
         sql: Default::default(),
-        storage: Default::default(),
+        // Below the clients' writeback resend span (`timeouts` below: 8 × 10 round trips).
+        storage: pistou_core::StorageConfig {
+            catch_up_after_silence_us: if s.catch_up_after_silence { 40 * round_trip } else { u64::MAX },
+            ..Default::default()
+        },
     };
     config.validate().map_err(|e| SimError::Setup(e.to_string()))?;
     let config = Arc::new(config);
@@ -502,7 +518,6 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         replicas.insert(id, new_replica(s, &config, id, disk.clone())?);
         disks.insert(id, disk);
     }
-    let round_trip = 2 * s.max_delay_us + 2 * TICK_US;
     let timeouts = CoordinatorTimeouts {
         fast_path_us: round_trip,
         retransmit_us: 10 * round_trip,
@@ -876,7 +891,9 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
     }
     let committed = logs.iter().filter(|l| l.decision == Some(Decision::Commit)).count() + sql_committed;
     let sql_aborted = sql_logs.len() - sql_committed;
-    let (caught_up_commits, restarted_keys_behind) = check_restarted(&w).map_err(unsafe_err)?;
+    let (caught_up_commits, restarted_keys_behind, restarted_rows_behind) =
+        check_caught_up(&w, &w.restarted).map_err(unsafe_err)?;
+    let (_, cut_off_keys_behind, cut_off_rows_behind) = check_caught_up(&w, &w.isolated).map_err(unsafe_err)?;
     let correct_replicas = w.replicas.iter().filter(|(id, _)| !w.crashed.contains(id));
     Ok(Outcome {
         trace,
@@ -913,41 +930,51 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         restarts: w.restarts,
         log_entries_forgotten: w.forgotten_by_old_disks + w.disks.values().map(MemoryLog::forgotten).sum::<usize>(),
         caught_up_commits,
+        cut_off_keys_behind,
+        rows_behind: restarted_rows_behind + cut_off_rows_behind,
+        catch_ups_after_silence: w.replicas.values().map(|r| r.catch_ups_after_silence()).sum(),
         restarted_keys_behind,
     })
 }
 
-/// Every restarted replica has finished catching up; returns the commits they learnt that
-/// way and the keys on which they are behind f+1 replicas that never crashed.
-fn check_restarted(w: &World) -> Result<(u64, usize), String> {
-    let mut learnt = 0;
-    let mut behind = 0;
-    for id in &w.restarted {
+/// Every replica of `which` (restarted or cut off) has finished catching up; returns the
+/// commits restarted replicas learnt that way, the keys on which they are behind f+1
+/// replicas that were never down or cut off, and the SQL rows on which they differ from f+1
+/// such replicas.
+fn check_caught_up(w: &World, which: &BTreeSet<ReplicaId>) -> Result<(u64, usize, usize), String> {
+    let (mut learnt, mut behind, mut rows_behind) = (0, 0, 0);
+    for id in which {
         let Some(r) = w.replicas.get(id).filter(|_| !w.crashed.contains(id)) else { continue };
-        if r.catching_up() {
-            return Err(format!("LIVENESS: restarted replica {id} never finished catching up"));
+        if r.catch_up_running() {
+            return Err(format!("LIVENESS: replica {id} never finished catching up"));
         }
         learnt += r.caught_up_commits();
+        let sound = |o: &ReplicaId| {
+            o.shard == id.shard
+                && !w.restarted.contains(o)
+                && !w.isolated.contains(o)
+                && !w.crashed.contains(o)
+                && !w.byz_replicas.contains_key(o)
+                && !w.lagging.contains(o)
+        };
+        let others: Vec<&Replica> = w.replicas.iter().filter(|(o, _)| sound(o)).map(|(_, o)| o).collect();
         let mine = r.newest_committed();
-        let others: Vec<_> = w
-            .replicas
-            .iter()
-            .filter(|(o, _)| o.shard == id.shard && !w.restarted.contains(o) && !w.crashed.contains(o))
-            .filter(|(o, _)| !w.byz_replicas.contains_key(o) && !w.lagging.contains(o))
-            .map(|(_, o)| o.newest_committed())
-            .collect();
-        let keys: BTreeSet<&Vec<u8>> = others.iter().flat_map(|m| m.keys()).collect();
+        let newest: Vec<_> = others.iter().map(|o| o.newest_committed()).collect();
+        let keys: BTreeSet<&Vec<u8>> = newest.iter().flat_map(|m| m.keys()).collect();
         for key in keys {
-            let mut newer = 0;
-            for other in &others {
-                if other.get(key).map(|v| v.0) > mine.get(key).map(|v| v.0) {
-                    newer += 1;
-                }
-            }
+            let newer = newest.iter().filter(|o| o.get(key).map(|v| v.0) > mine.get(key).map(|v| v.0)).count();
             if newer > w.s.f {
                 behind += 1;
             }
         }
+        let my_rows = r.live_rows();
+        let their_rows: Vec<_> = others.iter().map(|o| o.live_rows()).collect();
+        let rows: BTreeSet<_> = their_rows.iter().flat_map(|m| m.keys()).chain(my_rows.keys()).collect();
+        for row in rows {
+            if their_rows.iter().filter(|o| o.get(row) != my_rows.get(row)).count() > w.s.f {
+                rows_behind += 1;
+            }
+        }
     }
-    Ok((learnt, behind))
+    Ok((learnt, behind, rows_behind))
 }

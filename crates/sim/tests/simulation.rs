@@ -23,6 +23,7 @@ fn run_all_counting(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_c
     let mut caught_up = 0;
     let mut behind = 0;
     let mut bad_certificates = 0;
+    let (mut cut_off_behind, mut after_silence) = (0, 0);
     let mut committed = 0;
     let mut fast = 0;
     let mut total = 0;
@@ -43,6 +44,8 @@ fn run_all_counting(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_c
                 caught_up += o.caught_up_commits;
                 bad_certificates += o.bad_certificates;
                 behind += o.restarted_keys_behind;
+                cut_off_behind += o.cut_off_keys_behind;
+                after_silence += o.catch_ups_after_silence;
                 assert!(o.oracle.committed == o.committed);
             }
             Err(e) => panic!("{e}"),
@@ -52,8 +55,11 @@ fn run_all_counting(make: impl Fn(u64) -> Scenario, count: u64, salt: u64, min_c
     if restarts > 0 {
         eprintln!("{restarts} restarts; {caught_up} commits learnt by catching up; {behind} keys behind at the end");
     }
+    if after_silence > 0 || cut_off_behind > 0 {
+        eprintln!("{after_silence} catch-ups after a silence; {cut_off_behind} keys behind on cut-off replicas");
+    }
     assert!(committed * 100 >= total * min_commit_percent, "only {committed} of {total} transactions committed");
-    Counts { restarts, forgotten, caught_up, behind, bad_certificates }
+    Counts { restarts, forgotten, caught_up, behind, bad_certificates, cut_off_behind, after_silence }
 }
 
 struct Counts {
@@ -66,6 +72,10 @@ struct Counts {
     behind: usize,
     /// Inputs correct replicas refused for a bad certificate.
     bad_certificates: u64,
+    /// Keys replicas cut off by a partition ended behind on (`Outcome::cut_off_keys_behind`).
+    cut_off_behind: usize,
+    /// Catch-ups started after a silence from clients.
+    after_silence: u64,
 }
 
 #[test]
@@ -267,6 +277,42 @@ fn catch_up_refuses_forged_state_from_a_byzantine_peer() {
     assert!(counts.bad_certificates > 0, "no forged catch-up page reached a restarted replica");
     assert!(counts.caught_up > 0, "no restarted replica learnt anything by catching up");
     assert_eq!(counts.behind, 0, "restarted replicas ended behind on {} keys", counts.behind);
+}
+
+/// A replica cut off by a partition for longer than clients resend writebacks (8 resends,
+/// 400 ms here) misses commits; when it hears from clients again after a silence it catches
+/// up from its peers (`catchup.rs`) and ends the run behind on no key.
+#[test]
+fn a_replica_cut_off_for_long_catches_up_after_the_partition() {
+    let counts = run_all_counting(|seed| cut_off("partition-long", seed), 60, 15, 25);
+    assert!(counts.after_silence >= 60, "only {} catch-ups after a silence", counts.after_silence);
+    assert_eq!(counts.cut_off_behind, 0, "cut-off replicas ended behind on {} keys", counts.cut_off_behind);
+}
+
+/// Test of the test above: without catching up after a silence, some cut-off replica ends
+/// behind.
+#[test]
+fn without_catching_up_a_cut_off_replica_stays_behind() {
+    let counts = run_all_counting(
+        |seed| {
+            let mut s = cut_off("partition-long-no-catch-up", seed);
+            s.catch_up_after_silence = false;
+            s
+        },
+        10,
+        15,
+        25,
+    );
+    assert_eq!(counts.after_silence, 0);
+    assert!(counts.cut_off_behind > 0, "no cut-off replica missed a commit: the partition is too short to test");
+}
+
+fn cut_off(name: &'static str, seed: u64) -> Scenario {
+    let mut s = Scenario::base(name, seed);
+    s.workload.txns_per_client = 100;
+    let start = 30_000 + (seed % 5) * 20_000;
+    s.partition = Some((start, start + 600_000 + (seed % 4) * 100_000));
+    s
 }
 
 /// Test of the test above: a replica that loses the log entries it had not synced, as if the

@@ -298,6 +298,29 @@ fn sql_with_replicas_restarting_from_their_logs() {
         run_two_shards(|seed| with(two_shard_scenario("sql-2shards-crash-restart", seed), restart), 20, 541, 6, 50);
     let restarts: usize = one.iter().chain(&two).map(|o| o.restarts).sum();
     assert!(restarts >= 30 + 2 * 20, "only {restarts} replicas restarted");
+    // Caught up: the same current rows as the replicas that never crashed.
+    let rows_behind: usize = one.iter().chain(&two).map(|o| o.rows_behind).sum();
+    assert_eq!(rows_behind, 0, "restarted replicas ended with {rows_behind} rows unlike their peers'");
+}
+
+/// A replica per shard cut off by a partition for longer than clients resend writebacks
+/// misses SQL commits; after the silence it catches up and ends with the same rows.
+#[test]
+fn sql_with_a_replica_cut_off_for_long() {
+    let cut_off = |s: &mut Scenario| {
+        // Long enough to outlast the writeback resends (400 ms), short enough that clients
+        // still run afterwards: the replica hears from them again and catches up.
+        let start = 100_000 + (s.seed % 5) * 50_000;
+        s.partition = Some((start, start + 450_000 + (s.seed % 4) * 50_000));
+        if let Some(sql) = &mut s.sql {
+            sql.txns_per_client = 18;
+        }
+    };
+    let one = run_all(|seed| with(sql_scenario("sql-cut-off", seed), cut_off), 20, 542, 3);
+    let behind: usize = one.iter().map(|o| o.rows_behind + o.cut_off_keys_behind).sum();
+    assert_eq!(behind, 0, "cut-off replicas ended behind on {behind} keys or rows");
+    let after_silence: u64 = one.iter().map(|o| o.catch_ups_after_silence).sum();
+    assert!(after_silence >= 20, "only {after_silence} catch-ups after a silence");
 }
 
 #[test]

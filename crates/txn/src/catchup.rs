@@ -1,6 +1,8 @@
 //! Catch-up (issue 27): a replica that restarted from its log learns the commits it missed
 //! while it was down from the other replicas of its shard, before it answers reads or votes
-//! again.
+//! again. A replica that was cut off (it heard from no client for longer than clients
+//! resend writebacks, `storage.catch_up_after_silence_us`) does the same for the commits
+//! with timestamps since shortly before the silence, while it keeps serving.
 //!
 //! Garbage collection keeps, for every key, the record of the writer of its newest committed
 //! version below the watermark and every record above it, each with its commit certificate
@@ -29,8 +31,11 @@ const RETRY_US: u64 = 500_000;
 /// The requesting side's state.
 #[derive(Default)]
 pub(crate) struct CatchUp {
-    /// Catching up: reads and ST1 are refused.
+    /// Catching up after a restart: reads and ST1 are refused.
     pub(crate) active: bool,
+    /// Catching up after a silence (`heard_from_client`): the replica keeps serving, as any
+    /// correct replica that a writeback has not reached yet does.
+    background: bool,
     /// Peers still sending, with the cursor of the page asked from each.
     asking: BTreeMap<ReplicaId, Option<(Timestamp, TxnId)>>,
     /// Peers that sent their last page.
@@ -38,8 +43,13 @@ pub(crate) struct CatchUp {
     /// When the pending requests were last sent, and when catching up started (local µs).
     asked_at: u64,
     started_at: u64,
-    /// Commits learnt by catching up.
-    pub(crate) applied: u64,
+    /// When a client was last heard from (local µs).
+    heard_at: Option<u64>,
+    /// Commits learnt by catching up, since the replica started and before this catch-up.
+    applied: u64,
+    applied_before: u64,
+    /// Catch-ups started after a silence.
+    after_silence: u64,
 }
 
 /// A cheap upper estimate of a transaction's encoded size, to bound pages.
@@ -54,19 +64,42 @@ fn estimated_bytes(meta: &TxnMeta) -> usize {
 
 impl Replica {
     /// Starts catching up (called once, right after `recover`): asks every other replica of
-    /// the shard for its committed transactions.
+    /// the shard for all its committed transactions, and refuses reads and ST1 until enough
+    /// have answered.
     pub fn start_catch_up(&mut self, now: u64) {
+        self.begin_catch_up(now, None, true);
+    }
+
+    /// Every message from a client: after a silence longer than
+    /// `storage.catch_up_after_silence_us`, this replica may have been cut off while clients
+    /// gave up resending writebacks to it, so it asks its peers for the commits it may have
+    /// missed. Those have timestamps from `max_txn_age_us` + δ before the silence on (an
+    /// older transaction is refused by every correct replica), so only those are asked for.
+    pub(crate) fn heard_from_client(&mut self, now: u64) {
+        let Some(last) = self.catch_up.heard_at.replace(now) else { return };
+        let silence = self.config().storage.catch_up_after_silence_us;
+        if now > last.saturating_add(silence) && !self.catch_up_running() {
+            let config = self.config();
+            let from = last.saturating_sub(config.max_txn_age_us.saturating_add(config.delta_us));
+            self.catch_up.after_silence += 1;
+            tracing::debug!(replica = %self.id, silence_ms = (now - last) / 1_000, "no client heard from: catching up");
+            self.begin_catch_up(now, Some((Timestamp::at(from), TxnId([0; 32]))), false);
+        }
+    }
+
+    fn begin_catch_up(&mut self, now: u64, after: Option<(Timestamp, TxnId)>, blocking: bool) {
         let me = self.id;
         let peers: Vec<ReplicaId> = (0..self.config().quorums().n() as u32)
             .map(|index| ReplicaId { shard: me.shard, index })
             .filter(|r| *r != me)
             .collect();
-        self.catch_up = CatchUp {
-            active: true,
-            asking: peers.iter().map(|p| (*p, None)).collect(),
-            started_at: now,
-            ..CatchUp::default()
-        };
+        let c = &mut self.catch_up;
+        c.active = blocking;
+        c.background = !blocking;
+        c.asking = peers.iter().map(|p| (*p, after)).collect();
+        c.done.clear();
+        c.started_at = now;
+        c.applied_before = c.applied;
         self.ask_for_pages(now);
     }
 
@@ -75,9 +108,19 @@ impl Replica {
         self.catch_up.active
     }
 
+    /// True while this replica is catching up, either way (restart or silence).
+    pub fn catch_up_running(&self) -> bool {
+        self.catch_up.active || self.catch_up.background
+    }
+
     /// Commits learnt by catching up so far.
     pub fn caught_up_commits(&self) -> u64 {
         self.catch_up.applied
+    }
+
+    /// Catch-ups started after a silence from clients so far.
+    pub fn catch_ups_after_silence(&self) -> u64 {
+        self.catch_up.after_silence
     }
 
     fn ask_for_pages(&mut self, now: u64) {
@@ -89,7 +132,7 @@ impl Replica {
 
     /// Periodic: asks again the peers whose page has not come (lost, or the peer was down).
     pub(crate) fn catch_up_tick(&mut self, now: u64) {
-        if self.catch_up.active && now >= self.catch_up.asked_at.saturating_add(RETRY_US) {
+        if self.catch_up_running() && now >= self.catch_up.asked_at.saturating_add(RETRY_US) {
             self.ask_for_pages(now);
         }
     }
@@ -190,11 +233,15 @@ impl Replica {
     /// longer asked again.
     fn finish_catch_up_if_enough(&mut self, now: u64) {
         let needed = self.config().quorums().n() - 1 - self.config().f;
-        if self.catch_up.active && self.catch_up.done.len() >= needed {
-            self.catch_up.active = false;
+        if self.catch_up_running() && self.catch_up.done.len() >= needed {
             let ms = now.saturating_sub(self.catch_up.started_at) / 1_000;
-            let (commits, peers) = (self.catch_up.applied, self.catch_up.done.len());
-            tracing::info!(replica = %self.id, commits, peers, ms, "caught up");
+            let commits = self.catch_up.applied - self.catch_up.applied_before;
+            let peers = self.catch_up.done.len();
+            if commits > 0 || !self.catch_up.background {
+                tracing::info!(replica = %self.id, commits, peers, ms, "caught up");
+            }
+            self.catch_up.active = false;
+            self.catch_up.background = false;
         }
     }
 }

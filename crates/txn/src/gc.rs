@@ -136,6 +136,13 @@ impl Replica {
         self.keys.iter().filter_map(|(k, s)| Some((k.clone(), *s.committed.last()?))).collect()
     }
 
+    /// The SQL rows whose newest committed version is a row (not a deletion), by (table,
+    /// primary key): replicas with the same committed state have the same, whatever each has
+    /// collected. O(rows).
+    pub fn live_rows(&self) -> std::collections::BTreeMap<(String, Vec<u8>), (Timestamp, TxnId)> {
+        self.sql.store.live_rows()
+    }
+
     /// The current garbage-collection watermark (µs): reads and new transactions below it
     /// are refused.
     pub fn gc_watermark(&self) -> u64 {

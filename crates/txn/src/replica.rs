@@ -10,7 +10,7 @@ use crate::log::LogEntry;
 use crate::pesto::cc::CcAbort;
 use crate::pesto::{SqlReplica, SqlTxn, SqlTxnError};
 use crate::rejects::{RejectReason, Rejections};
-use pistou_core::sql_keys::catalog_key;
+use pistou_core::sql_keys::{catalog_key, key_kind, KeyKind};
 use pistou_core::{ClusterConfig, Key, ReplicaId, Timestamp, TxnId};
 use pistou_crypto::{BatchSigner, Hash, SecretKey};
 use pistou_wire::{
@@ -349,6 +349,7 @@ impl Replica {
     }
 
     pub fn handle(&mut self, now: u64, from: Peer, msg: Message) {
+        self.heard_from_client(now);
         let result = match msg {
             Message::Read(req) => self.on_read(now, from, req),
             Message::Prepare(req) => self.on_prepare(now, from, req),
@@ -1069,7 +1070,8 @@ impl Replica {
                     }
                 },
             };
-            if let Err(e) = self.sql.commit(id, meta.ts, &txn) {
+            let shadowed = self.sql.store.refuses_late_commit(meta.ts).then(|| self.shadowed_rows(id, &meta));
+            if let Err(e) = self.sql.commit(id, meta.ts, &txn, shadowed.as_ref()) {
                 tracing::error!(txn = ?id, "committed SQL transaction not applicable here: {e}");
                 self.stats.unapplied_sql_commits += 1;
                 continue;
@@ -1089,6 +1091,23 @@ impl Replica {
                 self.snapshot_progress(&id);
             }
         }
+    }
+
+    /// The (table, primary key) of T's row writes on this shard whose key has a committed
+    /// version newer than T's here. Basil's per-key versions keep every key's newest one,
+    /// deletions included (gc.rs), so this is exact even where the row store has collected
+    /// the deletion that overtakes T.
+    fn shadowed_rows(&self, id: TxnId, meta: &TxnMeta) -> BTreeSet<(String, Vec<u8>)> {
+        let version = (meta.ts, id);
+        let mut out = BTreeSet::new();
+        for w in &meta.write_set {
+            if let KeyKind::Row { table, pk, .. } = key_kind(&w.key) {
+                if self.keys.get(&w.key).and_then(|s| s.committed.last()).is_some_and(|newest| *newest > version) {
+                    out.insert((table.to_string(), pk.to_vec()));
+                }
+            }
+        }
+        out
     }
 
     /// Whether T's SQL content still waits for its catalog here (not applied yet).

@@ -763,6 +763,56 @@ fn two_commits_missed_by_replica_5(downtime_us: u64) -> (Cluster, Vec<pistou_txn
     (cl, before_crash)
 }
 
+/// Catch-up after a downtime longer than the row stores keep tombstones
+/// (`DEFAULT_TOMBSTONE_KEEP_US` past `sql.gc_lag_us`): the missed commits are older than
+/// anything the restarted replica's row store accepts as a late write, and the deletion
+/// that overtakes one of them may arrive first and be collected at once. The replica still
+/// installs every current row (Basil's per-key versions tell which writes are still the
+/// newest of their key) and brings back no deleted row.
+#[test]
+fn catch_up_after_a_downtime_longer_than_tombstones_are_kept() {
+    let mut cl = cluster(1);
+    let logs = memory_logs(&mut cl);
+    accounts(&mut cl);
+    let before_crash = logs[5].entries();
+    let row_3 = cl.replicas[0].live_rows().into_keys().nth(2).expect("rows 1 to 3, in key order");
+    // Missed by replica 5: a write of rows 1 and 3, then the deletion of row 3, then row 4.
+    cl.autocommit(0, "UPDATE accounts SET balance = balance + 1 WHERE id IN (1, 3)", vec![]);
+    cl.autocommit(0, "DELETE FROM accounts WHERE id = 3", vec![]);
+    cl.autocommit(0, "INSERT INTO accounts VALUES (4, 'dee', 40)", vec![]);
+    cl.advance_by(pistou_rowstore::DEFAULT_TOMBSTONE_KEEP_US + SqlConfig::default().gc_lag_us + 1_000_000);
+    cl.settle();
+    let expected = cl.replicas[0].live_rows();
+    assert_eq!(expected.len(), 3, "rows 1, 2 and 4");
+
+    let id5 = ReplicaId { shard: ShardId(0), index: 5 };
+    let id0 = ReplicaId { shard: ShardId(0), index: 0 };
+    let mut restarted = Replica::new(cl.config.clone(), id5, Some(clone_key(&cl.keys[5]))).expect("replica");
+    restarted.recover(cl.now, before_crash);
+    restarted.tick(cl.now);
+    restarted.start_catch_up(cl.now);
+    restarted.take_replica_outputs();
+    // Replica 0's page without the two-row write, as if replica 0 had missed it: the
+    // deletion of row 3 is installed first, and collected by the next tick.
+    cl.replicas[0].handle_replica(cl.now, id5, Message::CatchUp { after: None });
+    let page = cl.replicas[0].take_replica_outputs().pop().expect("a page").1;
+    let Message::CatchUpPage { commits, next: None } = page else { panic!("one page expected: {page:?}") };
+    let without_two_row_write: Vec<_> = commits.into_iter().filter(|wb| wb.meta.write_set.len() != 2).collect();
+    restarted.handle_replica(cl.now, id0, Message::CatchUpPage { commits: without_two_row_write, next: None });
+    cl.now += 1_000_000;
+    restarted.tick(cl.now);
+    assert_eq!(restarted.live_rows().get(&row_3), None, "row 3 deleted");
+    cl.replicas[5] = restarted;
+    cl.replicas[5].start_catch_up(cl.now); // the other peers, row 1's write among their pages
+    for _ in 0..5 {
+        cl.advance_by(600_000);
+        cl.settle();
+    }
+    assert!(!cl.replicas[5].catching_up());
+    assert_eq!(cl.replicas[5].stats().unapplied_sql_commits, 0, "every caught-up SQL commit is installed");
+    assert_eq!(cl.replicas[5].live_rows(), expected, "the same current rows as a replica that never stopped");
+}
+
 /// Catch-up (issue 27), rule by rule: a replica restarted from an old copy of its log has
 /// missed commits; it refuses forged and disordered pages and pages it did not ask for,
 /// applies the certified ones, and once n − 1 − f peers have answered in full it holds the

@@ -414,8 +414,17 @@ impl SqlReplica {
     }
 
     /// T committed: its versions become committed (installed now if it never prepared here),
-    /// its predicates stay registered, and a schema change takes effect.
-    pub(crate) fn commit(&mut self, id: TxnId, ts: Timestamp, txn: &SqlTxn) -> Result<(), String> {
+    /// its predicates stay registered, and a schema change takes effect. `shadowed`: for a
+    /// commit the row store refuses as too old (`RowStore::refuses_late_commit`), the
+    /// (table, primary key) of T's row writes that a newer committed version of the same key
+    /// overtakes here; the rest is installed anyway.
+    pub(crate) fn commit(
+        &mut self,
+        id: TxnId,
+        ts: Timestamp,
+        txn: &SqlTxn,
+        shadowed: Option<&BTreeSet<(String, Vec<u8>)>>,
+    ) -> Result<(), String> {
         self.forget_prepared(id, ts, txn);
         if let Some(write) = &txn.catalog_change {
             // MVTSO made the catalog T read the newest below ts, so the change applies to it.
@@ -437,7 +446,21 @@ impl SqlReplica {
         }
         if !txn.writes.is_empty() {
             let (writes, catalog) = self.writes_for_store(txn);
-            self.store.insert(id, ts, &writes, VersionState::Committed, &catalog).map_err(|e| e.to_string())?;
+            let installed = match shadowed {
+                None => self.store.insert(id, ts, &writes, VersionState::Committed, &catalog),
+                Some(shadowed) => {
+                    let mut newest = WriteSet::default();
+                    for (table, rows) in &writes.tables {
+                        for (pk, write) in rows {
+                            if !shadowed.contains(&(table.clone(), pk.clone())) {
+                                newest.put(table, pk.clone(), write.clone());
+                            }
+                        }
+                    }
+                    self.store.insert_late_commit(id, ts, &newest, &catalog)
+                }
+            };
+            installed.map_err(|e| e.to_string())?;
         }
         self.register_readers(id, ts, txn);
         Ok(())
