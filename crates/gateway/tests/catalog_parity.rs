@@ -92,6 +92,8 @@ async fn psql_describe_and_information_schema_match_postgres() {
             format!("\\d {p}acct"),
             format!("\\d {p}line"),
             format!("\\d {p}ref"),
+            format!("\\d+ {p}acct"),
+            format!("\\d+ {p}line"),
             format!("\\d {p}acct_name"),
             format!("\\d {p}nosuch"),
             "\\dn".to_string(),

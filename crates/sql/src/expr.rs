@@ -102,6 +102,10 @@ pub enum Func {
     JsonBuildObject,
     /// `ARRAY[e1, …]`: the binder puts the element type's name first (a constant).
     ArrayConstruct,
+    /// `array || array` (`array_cat`; an element on either side is bound as a one-element
+    /// array): the elements of both, a NULL array counting as empty. The binder puts the
+    /// element type's name first (a constant), as for `ArrayConstruct`.
+    ArrayCat,
 }
 
 impl Func {
@@ -162,6 +166,7 @@ impl Func {
             Func::CurrVal => "currval",
             Func::JsonBuildObject => "json_build_object",
             Func::ArrayConstruct => "array",
+            Func::ArrayCat => "array_cat",
         }
     }
 
@@ -173,6 +178,7 @@ impl Func {
             Func::NullIf | Func::Position | Func::RegexMatch | Func::RegexIMatch => (2, 2),
             Func::Replace => (3, 3),
             Func::ArrayToString => (2, 3),
+            Func::ArrayCat => (3, 3),
             Func::ArrayHas => (2, 2),
             Func::Substr => (2, 3),
             Func::Round => (1, 2),
@@ -513,6 +519,19 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         let element = SqlType::by_pg_name(element).unwrap_or(SqlType::Text);
         return Ok(Value::Text(crate::array::format(items, element)));
     }
+    if func == Func::ArrayCat {
+        let [_, left, right] = args else { return Err(unbound("element type of array_cat")) };
+        if left.is_null() && right.is_null() {
+            return Ok(Value::Null);
+        }
+        let mut items = Vec::new();
+        for side in [left, right] {
+            if let Value::Text(s) = side {
+                items.extend(crate::array::items(s)?);
+            }
+        }
+        return Ok(Value::Text(crate::array::format_items(items.into_iter())));
+    }
     if args.iter().any(Value::is_null) {
         return Ok(Value::Null);
     }
@@ -623,6 +642,7 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         Func::NextVal | Func::CurrVal => return Err(unbound("sequence value")),
         Func::JsonBuildObject => return Err(unbound("argument types of json_build_object")),
         Func::ArrayConstruct => return Err(unbound("element type of ARRAY[]")),
+        Func::ArrayCat => return Err(unbound("element type of array_cat")),
     })
 }
 

@@ -160,16 +160,18 @@ pub(crate) enum SrfKind {
     Unnest,
     /// `generate_subscripts(array, dim)`: the subscripts of dimension `dim`.
     GenerateSubscripts,
+    /// `generate_series(start, stop[, step])` over integers.
+    GenerateSeries,
 }
 
-/// One set-returning call: its array argument, the array's static type, and for
-/// `generate_subscripts` the dimension.
+/// One set-returning call: its arguments (`unnest`: the array; `generate_subscripts`: the
+/// array and the dimension; `generate_series`: start, stop and step) and their static type
+/// (the array's, or the series' integer type).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct SrfCall {
     pub kind: SrfKind,
-    pub array: Expr,
-    pub array_type: SqlType,
-    pub dimension: Option<Expr>,
+    pub args: Vec<Expr>,
+    pub arg_type: SqlType,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -522,7 +524,7 @@ pub(crate) fn expr_type_in(
             Func::ArrayToString => Some(SqlType::Text),
             Func::NextVal | Func::CurrVal => Some(SqlType::Int),
             Func::JsonBuildObject => Some(SqlType::Json),
-            Func::ArrayConstruct => match args.first() {
+            Func::ArrayConstruct | Func::ArrayCat => match args.first() {
                 Some(Expr::Const(Value::Text(element))) => {
                     SqlType::by_pg_name(element).and_then(ArrayElem::of).map(SqlType::Array)
                 }

@@ -71,6 +71,18 @@ pub struct BuiltinType {
     pub collation: i64,
 }
 
+impl BuiltinType {
+    /// `typstorage` / `attstorage`: plain for fixed-size types, main for numeric (kept
+    /// inline, compressed), extended for the other variable-size ones, as in PostgreSQL.
+    fn storage(&self) -> &'static str {
+        match (self.len, self.typname) {
+            (-1, "numeric") => "m",
+            (-1, _) => "x",
+            _ => "p",
+        }
+    }
+}
+
 const fn ty(
     oid: u32,
     typname: &'static str,
@@ -974,7 +986,7 @@ fn pg_class(o: &Objects) -> Relation {
         ("relispartition", BOOL),
         ("relrewrite", OID),
         ("relacl", TEXT),
-        ("reloptions", TEXT),
+        ("reloptions", SqlType::Array(ArrayElem::Text)),
         ("relpartbound", TEXT),
     ];
     // relchecks counts CHECK constraints; relhastriggers is PostgreSQL's sign of foreign keys
@@ -1080,7 +1092,7 @@ fn pg_attribute(o: &Objects) -> Relation {
                 1 => "c",
                 _ => "i",
             }),
-            name(if t.len == -1 { "x" } else { "p" }),
+            name(t.storage()),
             name(""),
             b(notnull),
             b(hasdef),
@@ -1153,7 +1165,7 @@ fn pg_type() -> Relation {
             1 => "c",
             _ => "i",
         };
-        let storage = if t.len == -1 { "x" } else { "p" };
+        let storage = t.storage();
         all.push(vec![
             oid(i64::from(t.oid)),
             name(t.typname),

@@ -128,7 +128,16 @@ impl Binder<'_> {
                 self.outer_scopes.get(*level).and_then(|s| s.cols.get(*column)).and_then(|c| c.ty)
             }
             Expr::Subquery(i) => self.subqueries.get(*i).and_then(|s| match s.kind {
-                SubqueryKind::Array => Some(SqlType::Text),
+                // `elem[]`; text (the array's text form) if the column's type is not known.
+                SubqueryKind::Array => Some(
+                    s.plan
+                        .types
+                        .first()
+                        .copied()
+                        .flatten()
+                        .and_then(ArrayElem::of)
+                        .map_or(SqlType::Text, SqlType::Array),
+                ),
                 _ => s.plan.types.first().copied().flatten(),
             }),
             Expr::Column(_) => self.window_type(e).or_else(|| self.srf_type(e)),
@@ -419,9 +428,7 @@ impl Binder<'_> {
                         self.arith(a, l, r, scope, mode)
                     }
                     (_, Some(c), _) => self.compare(c, (left, l), (right, r), scope, mode)?,
-                    (_, _, B::StringConcat) => {
-                        Expr::Concat(Box::new(self.as_text(l, scope, mode)), Box::new(self.as_text(r, scope, mode)))
-                    }
+                    (_, _, B::StringConcat) => self.concat((left, l), (right, r), scope, mode)?,
                     (_, _, B::And) => Expr::And(Box::new(l), Box::new(r)),
                     (_, _, B::PGRegexMatch | B::PGRegexIMatch | B::PGRegexNotMatch | B::PGRegexNotIMatch) => {
                         self.regex(op, (left, l), (right, r), scope, mode)?
@@ -1029,6 +1036,57 @@ impl Binder<'_> {
             _ => {}
         }
         Ok(Expr::Call { func, args })
+    }
+
+    /// `a || b`: text concatenation, or array concatenation when either side is an array
+    /// (PostgreSQL's `array || array`, `array || element`, `element || array`; a quoted
+    /// literal next to an array is read as an array of its type, as PostgreSQL resolves it).
+    fn concat(
+        &mut self,
+        (left_ast, left): (&sql::Expr, Expr),
+        (right_ast, right): (&sql::Expr, Expr),
+        scope: &Scope,
+        mode: &mut Mode,
+    ) -> Result<Expr> {
+        let array_of = |t: Option<SqlType>| t.filter(|t| matches!(t, SqlType::Array(_)));
+        let (left_type, right_type) = (self.type_of(&left, scope, mode), self.type_of(&right, scope, mode));
+        let array = match (array_of(left_type), array_of(right_type)) {
+            (None, None) => {
+                return Ok(Expr::Concat(
+                    Box::new(self.as_text(left, scope, mode)),
+                    Box::new(self.as_text(right, scope, mode)),
+                ))
+            }
+            (Some(a), Some(b)) if a != b => {
+                return err(
+                    SqlState::UndefinedFunction,
+                    format!("operator does not exist: {} || {}", a.pg_name(), b.pg_name()),
+                )
+            }
+            (Some(a), _) | (_, Some(a)) => a,
+        };
+        let element = array.element().unwrap_or(SqlType::Text);
+        let type_name = Expr::Const(Value::Text(element.pg_name().to_string()));
+        let operand = |ast: &sql::Expr, e: Expr, t: Option<SqlType>, this: &mut Self| -> Result<Expr> {
+            if t == Some(array) {
+                return Ok(e);
+            }
+            let input = this.input_type(ast, &e, scope, mode);
+            if input == InputType::Literal {
+                return coerce(e, input, array);
+            }
+            let item = coerce(e, input, element).map_err(|_| {
+                let shown = t.map_or("unknown", SqlType::pg_name);
+                SqlError::new(
+                    SqlState::UndefinedFunction,
+                    format!("operator does not exist: {} || {shown}", array.pg_name()),
+                )
+            })?;
+            Ok(Expr::Call { func: Func::ArrayConstruct, args: vec![type_name.clone(), item] })
+        };
+        let left = operand(left_ast, left, left_type, self)?;
+        let right = operand(right_ast, right, right_type, self)?;
+        Ok(Expr::Call { func: Func::ArrayCat, args: vec![type_name, left, right] })
     }
 
     /// `ARRAY[e1, …]`: the elements brought to their common type (as VALUES columns are),

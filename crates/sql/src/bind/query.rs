@@ -550,9 +550,27 @@ impl Binder<'_> {
                     return this.add_derived(plan, alias_name, kind, scope, items);
                 }
                 if let sql::TableFactor::UNNEST { alias, array_exprs, with_offset, with_ordinality, .. } = factor {
-                    let (plan, alias_name) =
-                        this.unnest_in_from(alias.as_ref(), array_exprs, *with_offset || *with_ordinality)?;
+                    let calls = array_exprs.iter().map(ToString::to_string).collect();
+                    let numbered = *with_offset || *with_ordinality;
+                    let (plan, alias_name) = this.function_in_from("unnest", alias.as_ref(), calls, numbered)?;
                     return this.add_derived(plan, alias_name, kind, scope, items);
+                }
+                if let sql::TableFactor::Table { name, alias, args: Some(args), with_ordinality, .. } = factor {
+                    let function = function_name(name).unwrap_or_default();
+                    if matches!(function.as_str(), "unnest" | "generate_series") && args.settings.is_none() {
+                        let mut texts = Vec::with_capacity(args.args.len());
+                        for a in &args.args {
+                            match a {
+                                sql::FunctionArg::Unnamed(sql::FunctionArgExpr::Expr(e)) => texts.push(e.to_string()),
+                                other => return unsupported(format!("argument {other} of {function} in FROM")),
+                            }
+                        }
+                        // unnest(a, b) zips its arrays; generate_series is one call.
+                        let calls = if function == "unnest" { texts } else { vec![texts.join(", ")] };
+                        let (plan, alias_name) =
+                            this.function_in_from(&function, alias.as_ref(), calls, *with_ordinality)?;
+                        return this.add_derived(plan, alias_name, kind, scope, items);
+                    }
                 }
                 let sql::TableFactor::Table {
                     name,

@@ -29,13 +29,14 @@ impl Binder<'_> {
         let (Expr::Column(c), SrfState::Allowed(calls)) = (e, &self.srfs) else { return None };
         let call = calls.get(c.checked_sub(SRF_COLUMN_BASE)?)?;
         match call.kind {
-            SrfKind::Unnest => call.array_type.element(),
+            SrfKind::Unnest => call.arg_type.element(),
             SrfKind::GenerateSubscripts => Some(SqlType::Int4),
+            SrfKind::GenerateSeries => Some(call.arg_type),
         }
     }
 
-    /// `unnest(array)` or `generate_subscripts(array, dim)` (None for another name): a
-    /// placeholder column for the call's values.
+    /// `unnest(array)`, `generate_subscripts(array, dim)` or `generate_series(start, stop[,
+    /// step])` (None for another name): a placeholder column for the call's values.
     pub(super) fn set_returning_function(
         &mut self,
         name: &str,
@@ -46,6 +47,7 @@ impl Binder<'_> {
         let (kind, ancestors) = match name {
             "unnest" => (SrfKind::Unnest, false),
             "generate_subscripts" => (SrfKind::GenerateSubscripts, false),
+            "generate_series" => (SrfKind::GenerateSeries, false),
             // A partition's ancestors: Pistou has no partitioned tables, so none (psql's `\d`
             // asks for them), the elements of an empty array.
             "pg_partition_ancestors" => (SrfKind::Unnest, true),
@@ -60,7 +62,7 @@ impl Binder<'_> {
             self.expr(relation, scope, mode)?;
         }
         match (kind, asts.len()) {
-            (SrfKind::Unnest, 1) | (SrfKind::GenerateSubscripts, 2) => {}
+            (SrfKind::Unnest, 1) | (SrfKind::GenerateSubscripts, 2) | (SrfKind::GenerateSeries, 2 | 3) => {}
             (SrfKind::GenerateSubscripts, 3) => {
                 return unsupported("generate_subscripts(array, dim, reverse)").map(Some);
             }
@@ -96,11 +98,12 @@ impl Binder<'_> {
                 return not_allowed(message).map(Some);
             }
         };
-        let bound = match ancestors {
-            true => Ok((Expr::Const(Value::Text("{}".into())), SqlType::Array(ArrayElem::Int4), None)),
-            false => self.srf_arguments(name, &asts, scope, mode),
+        let bound = match (ancestors, kind) {
+            (true, _) => Ok((vec![Expr::Const(Value::Text("{}".into()))], SqlType::Array(ArrayElem::Int4))),
+            (false, SrfKind::GenerateSeries) => self.series_arguments(&asts, scope, mode),
+            (false, _) => self.srf_arguments(name, &asts, scope, mode),
         };
-        let call = bound.map(|(array, array_type, dimension)| SrfCall { kind, array, array_type, dimension });
+        let call = bound.map(|(args, arg_type)| SrfCall { kind, args, arg_type });
         let result = call.map(|call| {
             calls.push(call);
             Expr::Column(SRF_COLUMN_BASE + calls.len() - 1)
@@ -109,14 +112,55 @@ impl Binder<'_> {
         result.map(Some)
     }
 
-    /// The array argument, its static type, and the dimension argument.
+    /// `generate_series`' arguments brought to their common integer type. Timestamps and
+    /// numerics are refused: they need intervals and decimal steps, which are not built.
+    fn series_arguments(
+        &mut self,
+        asts: &[&sql::Expr],
+        scope: &Scope,
+        mode: &mut Mode,
+    ) -> Result<(Vec<Expr>, SqlType)> {
+        let mut args = Vec::with_capacity(asts.len());
+        for a in asts {
+            args.push(self.expr(a, scope, mode)?);
+        }
+        let inputs: Vec<InputType> = asts.iter().zip(&args).map(|(a, e)| self.input_type(a, e, scope, mode)).collect();
+        let ty = match common_type("generate_series", &inputs)? {
+            None => SqlType::Int4, // literals and parameters only: PostgreSQL picks integer
+            Some(SqlType::Int2 | SqlType::Int4) => SqlType::Int4,
+            Some(SqlType::Int) => SqlType::Int,
+            Some(
+                other @ (SqlType::Numeric
+                | SqlType::Float
+                | SqlType::Float4
+                | SqlType::Date
+                | SqlType::Timestamp
+                | SqlType::TimestampTz),
+            ) => {
+                return unsupported(format!("generate_series over {} (only integer series)", other.pg_name()));
+            }
+            Some(other) => {
+                let name = other.pg_name();
+                return err(
+                    SqlState::UndefinedFunction,
+                    format!("function generate_series({name}, {name}) does not exist"),
+                );
+            }
+        };
+        for (arg, input) in args.iter_mut().zip(&inputs) {
+            coerce_in_place(arg, *input, ty)?;
+        }
+        Ok((args, ty))
+    }
+
+    /// The array argument and the dimension argument, and the array's static type.
     fn srf_arguments(
         &mut self,
         name: &str,
         asts: &[&sql::Expr],
         scope: &Scope,
         mode: &mut Mode,
-    ) -> Result<(Expr, SqlType, Option<Expr>)> {
+    ) -> Result<(Vec<Expr>, SqlType)> {
         let Some(array_ast) = asts.first() else {
             return err(SqlState::UndefinedFunction, format!("function {name} needs an argument"));
         };
@@ -128,53 +172,54 @@ impl Binder<'_> {
                 return err(SqlState::UndefinedFunction, format!("function {name}({shown}) does not exist"));
             }
         };
-        let dimension = match asts.get(1) {
-            Some(d) => {
-                let bound = self.expr(d, scope, mode)?;
-                let input = self.input_type(d, &bound, scope, mode);
-                Some(coerce(bound, input, SqlType::Int4)?)
-            }
-            None => None,
-        };
-        Ok((array, array_type, dimension))
+        let mut args = vec![array];
+        if let Some(d) = asts.get(1) {
+            let bound = self.expr(d, scope, mode)?;
+            let input = self.input_type(d, &bound, scope, mode);
+            args.push(coerce(bound, input, SqlType::Int4)?);
+        }
+        Ok((args, array_type))
     }
 }
 
 impl Binder<'_> {
-    /// `FROM unnest(a1, …) [AS t [(c1, …)]]`: the derived table `(SELECT unnest(a1) AS c1,
-    /// …) AS t`, whose calls run in lockstep as PostgreSQL zips the arrays. The columns are
-    /// named by the alias's column list, else by the alias itself (one array), else
-    /// `unnest`. The arrays may not refer to other FROM items (no LATERAL).
-    pub(super) fn unnest_in_from(
+    /// `FROM unnest(a1, …) [AS t [(c1, …)]]` and `FROM generate_series(…)`: the derived
+    /// table `(SELECT f(args1) AS c1, …) AS t`, one call per column, run in lockstep as
+    /// PostgreSQL zips unnest's arrays. The columns are named by the alias's column list,
+    /// else by the alias itself (one column), else by the function. The arguments may not
+    /// refer to other FROM items of the same query (no LATERAL); enclosing queries' are
+    /// fine.
+    pub(super) fn function_in_from(
         &mut self,
+        function: &str,
         alias: Option<&sql::TableAlias>,
-        arrays: &[sql::Expr],
+        calls: Vec<String>,
         numbered: bool,
     ) -> Result<(QueryPlan, String)> {
         if numbered {
-            return unsupported("WITH ORDINALITY / WITH OFFSET on unnest");
+            return unsupported(format!("WITH ORDINALITY / WITH OFFSET on {function}"));
         }
         let columns = alias.map_or(&[][..], |a| a.columns.as_slice());
-        if columns.len() > arrays.len() {
+        if columns.len() > calls.len() {
             return err(
                 SqlState::InvalidColumnReference,
-                format!("unnest has {} columns available but {} columns specified", arrays.len(), columns.len()),
+                format!("{function} has {} columns available but {} columns specified", calls.len(), columns.len()),
             );
         }
         if columns.iter().any(|c| c.data_type.is_some()) {
             return unsupported("typed column aliases");
         }
-        let table = alias.map_or_else(|| "unnest".to_string(), |a| ident(&a.name));
-        let items: Vec<String> = arrays
+        let table = alias.map_or_else(|| function.to_string(), |a| ident(&a.name));
+        let items: Vec<String> = calls
             .iter()
             .enumerate()
-            .map(|(i, array)| {
-                let name = match (columns.get(i), arrays.len()) {
+            .map(|(i, args)| {
+                let name = match (columns.get(i), calls.len()) {
                     (Some(c), _) => ident(&c.name),
                     (None, 1) if alias.is_some() => table.clone(),
-                    _ => "unnest".to_string(),
+                    _ => function.to_string(),
                 };
-                format!("unnest({array}) AS {}", crate::system::quote_ident(&name))
+                format!("{function}({args}) AS {}", crate::system::quote_ident(&name))
             })
             .collect();
         let text = format!("SELECT {}", items.join(", "));
@@ -183,13 +228,13 @@ impl Binder<'_> {
             .with_recursion_limit(self.max_depth)
             .try_with_sql(&text)
             .and_then(|mut p| p.parse_query())
-            .map_err(|e| SqlError::new(SqlState::SyntaxError, format!("unnest in FROM: {e}")))?;
+            .map_err(|e| SqlError::new(SqlState::SyntaxError, format!("{function} in FROM: {e}")))?;
         match self.query(&query) {
             Ok(plan) => Ok((plan, table)),
             // PostgreSQL's functions in FROM may read the FROM items before them (LATERAL).
             Err(e) if matches!(e.state, SqlState::UndefinedTable | SqlState::UndefinedColumn) => err(
                 SqlState::FeatureNotSupported,
-                format!("unnest in FROM reading other FROM items (LATERAL) is not supported, or: {}", e.message),
+                format!("{function} in FROM reading other FROM items (LATERAL) is not supported, or: {}", e.message),
             ),
             Err(e) => Err(e),
         }

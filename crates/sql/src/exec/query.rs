@@ -74,9 +74,13 @@ impl<'a> Exec<'a> {
         let rows = self.query(&sub.plan)?;
         Ok(match sub.kind {
             SubqueryKind::Exists => SubqueryValue::Exists(!rows.is_empty()),
-            SubqueryKind::Array => SubqueryValue::Scalar(crate::system::array_text(
-                rows.iter().map(|r| r.first().cloned().unwrap_or(Value::Null)),
-            )),
+            SubqueryKind::Array => {
+                let values = rows.iter().map(|r| r.first().cloned().unwrap_or(Value::Null));
+                SubqueryValue::Scalar(match sub.plan.types.first().copied().flatten() {
+                    Some(element) => Value::Text(crate::array::format(&values.collect::<Vec<_>>(), element)),
+                    None => crate::system::array_text(values),
+                })
+            }
             SubqueryKind::Scalar => match rows.as_slice() {
                 [] => SubqueryValue::Scalar(Value::Null),
                 [row] => SubqueryValue::Scalar(row.first().cloned().unwrap_or(Value::Null)),

@@ -1,11 +1,12 @@
-//! Set-returning functions of a select list (`unnest`, `generate_subscripts`), run as
-//! PostgreSQL 10+ runs them: all calls of the list in lockstep over each input row, which
-//! gives as many rows as its longest call (shorter calls give NULL after their end; a row
-//! whose calls are all empty or NULL gives none). The rows produced count against
+//! Set-returning functions of a select list (`unnest`, `generate_subscripts`,
+//! `generate_series`), run as PostgreSQL 10+ runs them: all calls of the list in lockstep
+//! over each input row, which gives as many rows as its longest call (shorter calls give
+//! NULL after their end; a row whose calls are all empty or NULL gives none). The rows produced count against
 //! `Limits::max_rows`, like any intermediate result.
 
 use super::*;
 use crate::plan::{SrfCall, SrfKind};
+use crate::SqlType;
 
 impl Exec<'_> {
     /// Each row of `rows` followed by the values of `calls`, once per value (see above).
@@ -17,7 +18,8 @@ impl Exec<'_> {
         for row in rows {
             let mut columns = Vec::with_capacity(calls.len());
             for call in calls {
-                columns.push(self.srf_values(call, &row)?);
+                let room = self.reader.max_rows.saturating_sub(out.len());
+                columns.push(self.srf_values(call, &row, room)?);
             }
             let n = columns.iter().map(Vec::len).max().unwrap_or(0);
             if out.len().saturating_add(n) > self.reader.max_rows {
@@ -39,24 +41,63 @@ impl Exec<'_> {
         Ok(out)
     }
 
-    /// The values one call returns for `row`.
-    fn srf_values(&mut self, call: &SrfCall, row: &[Value]) -> Result<Vec<Value>> {
-        let array = self.eval_row(&call.array, row)?;
-        let elements = crate::array::elements(&array, call.array_type)?;
+    /// The values one call returns for `row`; `room`: how many more rows the statement may
+    /// produce.
+    fn srf_values(&mut self, call: &SrfCall, row: &[Value], room: usize) -> Result<Vec<Value>> {
+        let mut args = Vec::with_capacity(call.args.len());
+        for a in &call.args {
+            args.push(self.eval_row(a, row)?);
+        }
+        let first = args.first().cloned().unwrap_or(Value::Null);
         match call.kind {
-            SrfKind::Unnest => Ok(elements),
+            SrfKind::Unnest => crate::array::elements(&first, call.arg_type),
             SrfKind::GenerateSubscripts => {
-                let dimension = match &call.dimension {
-                    Some(d) => self.eval_row(d, row)?,
-                    None => Value::Int(1),
-                };
+                let elements = crate::array::elements(&first, call.arg_type)?;
+                let dimension = args.get(1).cloned().unwrap_or(Value::Int(1));
                 // Arrays here have one dimension: any other has no subscripts.
-                if dimension != Value::Int(1) || array.is_null() {
+                if dimension != Value::Int(1) || first.is_null() {
                     return Ok(Vec::new());
                 }
-                let first = crate::array::lower_bound(call.array_type);
-                Ok((0..elements.len() as i64).map(|i| Value::Int(first + i)).collect())
+                let lower = crate::array::lower_bound(call.arg_type);
+                Ok((0..elements.len() as i64).map(|i| Value::Int(lower + i)).collect())
             }
+            SrfKind::GenerateSeries => series(&args, call.arg_type, room),
         }
     }
+}
+
+/// `generate_series(start, stop[, step])` over integers: no rows if an argument is NULL,
+/// 22023 for a zero step, 54000 beyond `room` rows (checked before any is made).
+fn series(args: &[Value], ty: SqlType, room: usize) -> Result<Vec<Value>> {
+    let int = |i: usize| match args.get(i) {
+        Some(Value::Int(v)) => Ok(Some(*v)),
+        Some(Value::Null) => Ok(None),
+        None => Ok(Some(1)), // the step's default
+        Some(other) => err(SqlState::DatatypeMismatch, format!("generate_series over {other:?}")),
+    };
+    let (Some(start), Some(stop), Some(step)) = (int(0)?, int(1)?, int(2)?) else { return Ok(Vec::new()) };
+    if step == 0 {
+        return err(SqlState::InvalidParameterValue, "step size cannot equal zero");
+    }
+    let span = if step > 0 { i128::from(stop) - i128::from(start) } else { i128::from(start) - i128::from(stop) };
+    let count = if span < 0 { 0 } else { span / i128::from(step).abs() + 1 };
+    if count > room as i128 {
+        return err(
+            SqlState::ProgramLimitExceeded,
+            format!("generate_series would produce {count} rows, more than {room} (raise Limits::max_rows)"),
+        );
+    }
+    let (lo, hi) = match ty {
+        SqlType::Int2 => (i64::from(i16::MIN), i64::from(i16::MAX)),
+        SqlType::Int4 => (i64::from(i32::MIN), i64::from(i32::MAX)),
+        _ => (i64::MIN, i64::MAX),
+    };
+    if !(lo..=hi).contains(&start) || !(lo..=hi).contains(&stop) {
+        return err(SqlState::NumericValueOutOfRange, format!("{} out of range", ty.pg_name()));
+    }
+    // Every value lies between start and stop, so it fits; the products may not, in i64.
+    let value = |i: i128| i64::try_from(i128::from(start) + i * i128::from(step)).map(Value::Int);
+    (0..count)
+        .map(|i| value(i).map_err(|_| SqlError::new(SqlState::NumericValueOutOfRange, "bigint out of range")))
+        .collect()
 }
