@@ -66,9 +66,9 @@ async fn a_killed_replica_is_restarted_from_its_log_and_nothing_is_lost() {
         signal(victim, libc::SIGSTOP);
         let after = Arc::new(Tally::default());
         let down = std::time::Instant::now();
-        run_transfers(&config, dir.path(), 4, 500, ACCOUNTS, &after).await;
-        eprintln!("2000 transfers with a replica stopped in {:?}", down.elapsed());
-        assert_eq!(after.slow.load(Ordering::Relaxed), 2000, "while a replica is down every commit is a slow-path one");
+        run_transfers(&config, dir.path(), 4, 750, ACCOUNTS, &after).await;
+        eprintln!("3000 transfers with a replica stopped in {:?}", down.elapsed());
+        assert_eq!(after.slow.load(Ordering::Relaxed), 3000, "while a replica is down every commit is a slow-path one");
         signal(victim, libc::SIGKILL);
         let line = cluster.wait_line("pistou replica restarted id=s0r2", Duration::from_secs(30));
         let line = line.expect("cluster up restarts the killed replica");
