@@ -86,6 +86,30 @@ pub fn init(dir: &Path, spec: &InitSpec) -> Result<ClusterConfig> {
     }
     let config = ClusterConfig::new(spec.f, shards, clients, spec.crypto);
     config.validate().context("generated configuration is invalid")?;
-    fs::write(&path, config.to_toml()).with_context(|| format!("cannot write {}", path.display()))?;
+    let text = config.to_toml().replacen(
+        "[storage]\n",
+        "[storage]\n# sync: \"always\" (fsync before replying) or \"none\", which is UNSAFE: a crash forgets\n\
+         # up to a second of what the replica signed, a Byzantine fault.\n",
+        1,
+    );
+    fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The written file reads back as the configuration returned, and says next to
+    /// `storage.sync` that `none` is unsafe.
+    #[test]
+    fn the_written_configuration_reads_back_and_labels_sync_none_unsafe() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let spec = InitSpec { shards: 1, f: 1, clients: 1, base_port: 17100, crypto: true, force: false };
+        let config = init(dir.path(), &spec).expect("init");
+        let text = fs::read_to_string(config_path(dir.path())).expect("read");
+        assert_eq!(ClusterConfig::from_toml(&text).expect("parse"), config);
+        let storage = text.split("[storage]").nth(1).expect("a [storage] section");
+        assert!(storage.contains("\"none\", which is UNSAFE"), "{storage}");
+    }
 }
