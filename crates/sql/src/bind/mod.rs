@@ -275,6 +275,12 @@ struct Scope {
     /// Columns that exist but may not be referenced: those of a grouped query that are not
     /// grouped, as seen from a subquery (named in the error).
     ungrouped: Vec<ScopeCol>,
+    /// Right-hand columns of USING / NATURAL joins: reachable only qualified (the bare name
+    /// is the join's merged column, the left one, as for inner and left joins in PostgreSQL)
+    /// and left out of `*`.
+    merged: BTreeSet<usize>,
+    /// The columns of `*` in order, once a USING join has moved its merged columns first.
+    star: Option<Vec<usize>>,
 }
 
 impl Scope {
@@ -333,9 +339,21 @@ impl Scope {
         self.cols
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.name == name && !c.name.starts_with('\0') && table.is_none_or(|t| t == c.table))
+            .filter(|(i, c)| {
+                c.name == name && !c.name.starts_with('\0') && table.map_or(!self.merged.contains(i), |t| t == c.table)
+            })
             .map(|(i, _)| i)
             .collect()
+    }
+
+    /// The columns `*` expands to, in order: hidden ones (row id, dropped columns) left out.
+    fn star_columns(&self) -> Vec<usize> {
+        match &self.star {
+            Some(order) => order.clone(),
+            None => {
+                (0..self.cols.len()).filter(|i| self.cols.get(*i).is_some_and(|c| !c.name.starts_with('\0'))).collect()
+            }
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Binding of queries: SELECT, set operations, ORDER BY/LIMIT, FROM and join planning.
 
 use super::*;
+use std::collections::BTreeMap;
 
 impl Binder<'_> {
     pub(crate) fn query(&mut self, q: &sql::Query) -> Result<QueryPlan> {
@@ -310,14 +311,10 @@ impl Binder<'_> {
                     if scope.cols.is_empty() {
                         return err(SqlState::SyntaxError, "SELECT * with no tables specified is not valid");
                     }
-                    items.extend(
-                        scope
-                            .cols
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, c)| !c.name.starts_with('\0')) // hidden: row id, dropped columns
-                            .map(|(i, c)| (None, Some(i), c.name.clone())),
-                    );
+                    for i in scope.star_columns() {
+                        let name = scope.cols.get(i).map(|c| c.name.clone()).unwrap_or_default();
+                        items.push((None, Some(i), name));
+                    }
                 }
                 sql::SelectItem::QualifiedWildcard(sql::SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
                     let t = object_name(n)?;
@@ -694,18 +691,28 @@ impl Binder<'_> {
                 pending_on.push((items.len() - 1, constraint));
             }
         }
+        let mut usings: BTreeMap<usize, Vec<(usize, usize)>> = BTreeMap::new();
         for (step, constraint) in pending_on {
             let conds = match constraint {
                 sql::JoinConstraint::On(e) => self.expr(e, &scope, &mut Mode::Plain("JOIN conditions"))?,
                 sql::JoinConstraint::None => continue,
-                sql::JoinConstraint::Using(cols) => self.using_condition(cols, &items, step, &scope)?,
-                sql::JoinConstraint::Natural => return unsupported("NATURAL JOIN"),
+                sql::JoinConstraint::Using(cols) => {
+                    let names = cols.iter().map(object_name).collect::<Result<Vec<_>>>()?;
+                    self.using_condition(&names, &items, step, &mut scope, &mut usings)?
+                }
+                sql::JoinConstraint::Natural => {
+                    let names = natural_columns(&items, step, &scope);
+                    self.using_condition(&names, &items, step, &mut scope, &mut usings)?
+                }
             };
             let mut parts = Vec::new();
             conjuncts(conds, &mut parts);
             if let Some(item) = items.get_mut(step) {
                 item.on.extend(parts);
             }
+        }
+        if !usings.is_empty() {
+            scope.star = Some(star_after_usings(&items, &scope, &usings));
         }
         Ok((scope, items))
     }
@@ -750,19 +757,29 @@ impl Binder<'_> {
         Ok(())
     }
 
-    pub(super) fn using_condition(
+    /// `USING (c1, …)` (or NATURAL's common columns) of join step `step`: the equalities of
+    /// each left column with the right one; the right ones become reachable only qualified
+    /// (`Scope::merged`), and `usings` records the pairs for `*`'s order.
+    fn using_condition(
         &self,
-        cols: &[sql::ObjectName],
+        names: &[String],
         items: &[FromItem],
         step: usize,
-        scope: &Scope,
+        scope: &mut Scope,
+        usings: &mut BTreeMap<usize, Vec<(usize, usize)>>,
     ) -> Result<Expr> {
         let right = items.get(step).ok_or_else(|| SqlError::new(SqlState::InternalError, "join step out of range"))?;
         let mut parts = Vec::new();
-        for c in cols {
-            let name = object_name(c)?;
-            let r = self.resolve(scope, Some(&right.alias), &name)?;
-            let left: Vec<usize> = scope.find(None, &name).into_iter().filter(|i| *i < right.offset).collect();
+        let mut pairs = Vec::new();
+        for name in names {
+            if pairs.iter().any(|(_, _, n)| n == name) {
+                return err(
+                    SqlState::DuplicateColumn,
+                    format!("column name \"{name}\" appears more than once in USING clause"),
+                );
+            }
+            let r = self.resolve(scope, Some(&right.alias), name)?;
+            let left: Vec<usize> = scope.find(None, name).into_iter().filter(|i| *i < right.offset).collect();
             let [l] = left.as_slice() else {
                 return err(
                     SqlState::UndefinedColumn,
@@ -770,6 +787,11 @@ impl Binder<'_> {
                 );
             };
             parts.push(Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(*l)), Box::new(Expr::Column(r))));
+            pairs.push((*l, r, name.clone()));
+        }
+        for (l, r, _) in &pairs {
+            scope.merged.insert(*r);
+            usings.entry(step).or_default().push((*l, *r));
         }
         Ok(Expr::conjunction(parts))
     }
@@ -996,4 +1018,49 @@ fn functionally_dependent_keys(from_items: &[FromItem], group_by: &mut Vec<Expr>
             }
         }
     }
+}
+
+/// The columns of join step `step` through the one before the next item, and the visible
+/// ones of `scope` in that range.
+fn item_columns(items: &[FromItem], step: usize, scope: &Scope) -> Vec<usize> {
+    let start = items.get(step).map_or(scope.cols.len(), |i| i.offset);
+    let end = items.get(step + 1).map_or(scope.cols.len(), |i| i.offset);
+    (start..end).filter(|i| scope.cols.get(*i).is_some_and(|c| !c.name.starts_with('\0'))).collect()
+}
+
+/// NATURAL JOIN's columns: the right item's column names that a bare name reaches on the
+/// left side, in the left side's order (none: a cross join).
+fn natural_columns(items: &[FromItem], step: usize, scope: &Scope) -> Vec<String> {
+    let offset = items.get(step).map_or(scope.cols.len(), |i| i.offset);
+    let right: BTreeSet<&str> =
+        item_columns(items, step, scope).iter().filter_map(|i| scope.cols.get(*i)).map(|c| c.name.as_str()).collect();
+    let mut names: Vec<String> = Vec::new();
+    for (i, c) in scope.cols.iter().enumerate().take(offset) {
+        let reachable = !c.name.starts_with('\0') && !scope.merged.contains(&i);
+        if reachable && right.contains(c.name.as_str()) && !names.contains(&c.name) {
+            names.push(c.name.clone());
+        }
+    }
+    names
+}
+
+/// `*` after USING joins, as PostgreSQL orders it: each such join puts its merged columns
+/// first (in USING order), then the other columns of its left side, then its right side's.
+fn star_after_usings(items: &[FromItem], scope: &Scope, usings: &BTreeMap<usize, Vec<(usize, usize)>>) -> Vec<usize> {
+    let mut star: Vec<usize> = Vec::new();
+    for step in 0..items.len() {
+        let right = item_columns(items, step, scope);
+        match usings.get(&step) {
+            None => star.extend(right),
+            Some(pairs) => {
+                let merged_left: Vec<usize> = pairs.iter().map(|(l, _)| *l).collect();
+                let merged_right: BTreeSet<usize> = pairs.iter().map(|(_, r)| *r).collect();
+                let mut next = merged_left.clone();
+                next.extend(star.iter().filter(|c| !merged_left.contains(c)));
+                next.extend(right.into_iter().filter(|c| !merged_right.contains(c)));
+                star = next;
+            }
+        }
+    }
+    star
 }
