@@ -126,7 +126,8 @@ impl RowStore {
     /// version is never turned back into a prepared one), missing ones are added. Inserting as
     /// committed also commits the writer's earlier prepared versions (writeback after prepare).
     /// Prepared writes below the watermark are refused (Pesto App. B.3); committed ones are
-    /// installed (and collected by the next gc if shadowed).
+    /// installed (and collected by the next gc if shadowed), unless older than the tombstones
+    /// kept (`refuses_late_commit`; see `insert_late_commit`).
     pub fn insert(
         &mut self,
         writer: TxnId,
