@@ -68,6 +68,8 @@ fn schema(p: &str) -> Vec<String> {
         format!(
             "CREATE TABLE {p}ref (id INT PRIMARY KEY, acct BIGINT REFERENCES {p}acct (id), qty INT CHECK (qty > 0))"
         ),
+        // DISTINCT makes it a view PostgreSQL cannot update either (Pistou's views are read-only).
+        format!("CREATE VIEW {p}rich (id, label) AS SELECT DISTINCT id, name, balance * 2 AS twice FROM {p}acct WHERE balance > 0"),
     ]
 }
 
@@ -81,7 +83,7 @@ async fn psql_describe_and_information_schema_match_postgres() {
             gw.batch_execute(&ddl).await.unwrap_or_else(|e| panic!("Pistou {ddl}: {e}"));
         }
         let setup: String = schema(&p).iter().map(|s| format!("{s};\n")).collect();
-        let drop = format!("DROP TABLE IF EXISTS {p}ref, {p}acct, {p}line;\n");
+        let drop = format!("DROP VIEW IF EXISTS {p}rich;\nDROP TABLE IF EXISTS {p}ref, {p}acct, {p}line;\n");
         let created = psql("5432", "test", "postgres", &format!("{drop}{setup}")).await;
         assert!(!created.contains("ERROR"), "PostgreSQL setup: {created}");
         let commands = [
@@ -92,6 +94,7 @@ async fn psql_describe_and_information_schema_match_postgres() {
             format!("\\d {p}acct"),
             format!("\\d {p}line"),
             format!("\\d {p}ref"),
+            format!("\\d {p}rich"),
             format!("\\d+ {p}acct"),
             format!("\\d+ {p}line"),
             format!("\\d {p}acct_name"),

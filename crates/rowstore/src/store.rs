@@ -64,7 +64,11 @@ impl RowStore {
                 }
             }
             // A sequence's counter is an ordinary key (`pistou_core::sql_keys::sequence_key`).
-            CatalogChange::CreateSequence(_) | CatalogChange::DropSequence { .. } => {}
+            // A view is catalog data only.
+            CatalogChange::CreateSequence(_)
+            | CatalogChange::DropSequence { .. }
+            | CatalogChange::CreateView(_)
+            | CatalogChange::DropView { .. } => {}
             CatalogChange::CreateTable(schema) => {
                 let schema = catalog_after.table(&schema.name).cloned().unwrap_or_else(|| Arc::new(schema.clone()));
                 self.drop_table(&schema.name);

@@ -6,6 +6,7 @@ use crate::error::{err, Result, SqlState};
 use crate::keycode::encode_key;
 use crate::sequence::SequenceSchema;
 use crate::types::{SqlType, TypeLimits, Value};
+pub use crate::view::{ViewDefinition, ViewSchema};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -190,6 +191,12 @@ pub enum CatalogChange {
         table: String,
         actions: Vec<AlterAction>,
     },
+    /// CREATE [OR REPLACE] VIEW: the columns and dependencies are computed where the change
+    /// is applied (`crate::view::define`).
+    CreateView(ViewDefinition),
+    DropView {
+        view: String,
+    },
 }
 
 /// Most changes one statement makes (`CatalogChange::Several`).
@@ -202,6 +209,7 @@ pub struct Catalog {
     version: u64,
     tables: BTreeMap<String, Arc<TableSchema>>,
     sequences: BTreeMap<String, Arc<SequenceSchema>>,
+    views: BTreeMap<String, Arc<ViewSchema>>,
 }
 
 impl Catalog {
@@ -227,6 +235,14 @@ impl Catalog {
 
     pub fn sequences(&self) -> impl Iterator<Item = &Arc<SequenceSchema>> {
         self.sequences.values()
+    }
+
+    pub fn view(&self, name: &str) -> Option<&Arc<ViewSchema>> {
+        self.views.get(name)
+    }
+
+    pub fn views(&self) -> impl Iterator<Item = &Arc<ViewSchema>> {
+        self.views.values()
     }
 
     /// The table owning index `name`, if any (index names are unique per catalog).
@@ -268,6 +284,7 @@ impl Catalog {
                 self.sequences.insert(sequence.name.clone(), Arc::new(sequence));
             }
             CatalogChange::DropSequence { sequence } => {
+                crate::view::check_no_dependent_views(self, sequence, &format!("drop sequence {sequence}"))?;
                 let Some(s) = self.sequences.get(sequence) else {
                     return err(SqlState::UndefinedTable, format!("sequence \"{sequence}\" does not exist"));
                 };
@@ -281,9 +298,7 @@ impl Catalog {
                 self.sequences.remove(sequence);
             }
             CatalogChange::CreateTable(schema) => {
-                if self.tables.contains_key(&schema.name) || self.sequences.contains_key(&schema.name) {
-                    return err(SqlState::DuplicateTable, format!("relation \"{}\" already exists", schema.name));
-                }
+                self.check_new_relation_name(&schema.name)?;
                 for column in &schema.columns {
                     let Some(g) = &column.generated else { continue };
                     let owned = (schema.name.clone(), column.name.clone());
@@ -303,6 +318,7 @@ impl Catalog {
                 self.tables.insert(schema.name.clone(), Arc::new(schema));
             }
             CatalogChange::DropTable { table } => {
+                crate::view::check_no_dependent_views(self, table, &format!("drop table {table}"))?;
                 if crate::constraints::referencing(self, table).iter().any(|(c, _)| c.name != *table) {
                     return err(
                         SqlState::DependentObjectsStillExist,
@@ -325,7 +341,7 @@ impl Catalog {
                 if column.generated.is_some() {
                     return err(SqlState::FeatureNotSupported, "adding a SERIAL or IDENTITY column");
                 }
-                let Some(schema) = self.tables.get_mut(table) else {
+                let Some(schema) = self.tables.get(table) else {
                     return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
                 };
                 if schema.column_index(&column.name).is_some() {
@@ -334,7 +350,12 @@ impl Catalog {
                         format!("column \"{}\" of relation \"{table}\" already exists", column.name),
                     );
                 }
-                Arc::make_mut(schema).columns.push(column.clone());
+                let mut widened = (**schema).clone();
+                widened.columns.push(column.clone());
+                let mut next = self.clone();
+                next.replace_table(Arc::new(widened));
+                crate::view::check_views_unchanged(self, &next, table)?;
+                self.tables = next.tables;
             }
             CatalogChange::AddPrimaryKey { table, index } => {
                 self.check_new_index_name(&index.name)?;
@@ -384,8 +405,29 @@ impl Catalog {
                 // Applied to a copy: a failing action leaves the catalog as it was.
                 let mut next = self.clone();
                 crate::constraints::apply_alter(&mut next, table, actions)?;
+                crate::view::check_views_unchanged(self, &next, table)?;
                 self.tables = next.tables;
                 self.follow_owned_sequences(table);
+            }
+            CatalogChange::CreateView(definition) => {
+                let mut view = crate::view::define(self, definition)?;
+                let replaced = self.view(&view.name).is_some();
+                if !replaced {
+                    self.check_new_relation_name(&view.name)?;
+                }
+                view.id = self.version + 1;
+                let mut next = self.clone();
+                next.views.insert(view.name.clone(), Arc::new(view));
+                if replaced {
+                    crate::view::check_views_unchanged(self, &next, &definition.name)?;
+                }
+                self.views = next.views;
+            }
+            CatalogChange::DropView { view } => {
+                crate::view::check_no_dependent_views(self, view, &format!("drop view {view}"))?;
+                if self.views.remove(view).is_none() {
+                    return err(SqlState::UndefinedTable, format!("view \"{view}\" does not exist"));
+                }
             }
         }
         self.version += 1;
@@ -426,7 +468,11 @@ impl Catalog {
     }
 
     fn check_new_index_name(&self, name: &str) -> Result<()> {
-        if self.table_of_index(name).is_some() || self.tables.contains_key(name) || self.sequences.contains_key(name) {
+        if self.table_of_index(name).is_some()
+            || self.tables.contains_key(name)
+            || self.sequences.contains_key(name)
+            || self.views.contains_key(name)
+        {
             return err(SqlState::DuplicateTable, format!("relation \"{name}\" already exists"));
         }
         Ok(())

@@ -47,6 +47,8 @@ fn ddl_command(change: &CatalogChange) -> &'static str {
         CatalogChange::DropIndex { .. } => "DROP INDEX",
         CatalogChange::CreateSequence(_) => "CREATE SEQUENCE",
         CatalogChange::DropSequence { .. } => "DROP SEQUENCE",
+        CatalogChange::CreateView(_) => "CREATE VIEW",
+        CatalogChange::DropView { .. } => "DROP VIEW",
         // CREATE TABLE with SERIAL columns: its sequences, then the table.
         CatalogChange::Several(changes) => changes.last().map_or("DDL", ddl_command),
         CatalogChange::AddColumn { .. } | CatalogChange::AddPrimaryKey { .. } | CatalogChange::AlterTable { .. } => {

@@ -138,6 +138,11 @@ impl Prepared {
         &self.plan.sequences
     }
 
+    /// Views the statement reads: their definitions are part of what it means.
+    pub fn views(&self) -> &[String] {
+        &self.plan.views
+    }
+
     pub(crate) fn plan(&self) -> &Plan {
         &self.plan
     }

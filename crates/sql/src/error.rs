@@ -84,6 +84,8 @@ pub enum SqlState {
     IndeterminateDatatype,
     /// A cast between types that have none (42846).
     CannotCoerce,
+    /// A view whose definition reads itself (42P17).
+    InvalidObjectDefinition,
 }
 
 impl SqlState {
@@ -146,6 +148,7 @@ impl SqlState {
             SnapshotTooOld => "72000",
             InternalError => "XX000",
             CannotCoerce => "42846",
+            InvalidObjectDefinition => "42P17",
         }
     }
 }

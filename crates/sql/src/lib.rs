@@ -32,6 +32,7 @@ pub mod storage;
 pub mod system;
 pub mod temporal;
 pub mod types;
+pub mod view;
 mod window;
 
 pub use catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};

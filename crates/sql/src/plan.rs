@@ -152,6 +152,15 @@ pub(crate) struct SelectCore {
     /// Output expressions, including hidden sort columns after the visible ones.
     pub output: Vec<Expr>,
     pub distinct: bool,
+    pub distinct_on: Option<DistinctOn>,
+}
+
+/// `SELECT DISTINCT ON (...)`: of the output rows equal in `columns`, the first in `order`
+/// (the query's ORDER BY, which starts with those columns) is kept.
+#[derive(Clone, Debug)]
+pub(crate) struct DistinctOn {
+    pub columns: Vec<usize>,
+    pub order: Vec<SortKey>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -320,6 +329,8 @@ pub(crate) struct Plan {
     pub param_types: Vec<Option<SqlType>>,
     /// Sequences the statement draws from (nextval, SERIAL) or reads (currval).
     pub sequences: Vec<String>,
+    /// Views the statement reads (expanded into it where named).
+    pub views: Vec<String>,
 }
 
 /// A subquery of a statement. Uncorrelated ones run once before the statement; correlated
@@ -816,7 +827,7 @@ fn describe_body(out: &mut String, indent: usize, body: &QueryBody) {
                 "{:indent$}Project ({} columns{})",
                 "",
                 core.output.len(),
-                if core.distinct { ", distinct" } else { "" }
+                if core.distinct || core.distinct_on.is_some() { ", distinct" } else { "" }
             );
             let inner = indent + 2;
             if let Some(h) = &core.having {

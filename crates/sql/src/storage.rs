@@ -353,7 +353,8 @@ impl MemStore {
                     self.apply_catalog_change(catalog_after, c);
                 }
             }
-            CreateSequence(_) | DropSequence { .. } => {}
+            // Views and sequences hold no rows here.
+            CreateSequence(_) | DropSequence { .. } | CreateView(_) | DropView { .. } => {}
             CreateTable(schema) => {
                 let mut table = MemTable::default();
                 for index in &schema.indexes {

@@ -238,6 +238,8 @@ pub struct Objects {
     pub tables: Vec<TableObject>,
     /// Each sequence with its OID.
     pub sequences: Vec<(i64, std::sync::Arc<crate::sequence::SequenceSchema>)>,
+    /// Each view with its OID.
+    pub views: Vec<(i64, std::sync::Arc<crate::view::ViewSchema>)>,
 }
 
 /// True when `index` is the one a UNIQUE constraint of `table` created (its name is the one
@@ -293,7 +295,8 @@ impl Objects {
             tables.push(TableObject { oid, schema: t.clone(), indexes, checks, foreign_keys });
         }
         let sequences = catalog.sequences().map(|s| (take(), s.clone())).collect();
-        Objects { tables, sequences }
+        let views = catalog.views().map(|v| (take(), v.clone())).collect();
+        Objects { tables, sequences, views }
     }
 
     /// The table named `name`.
@@ -309,7 +312,14 @@ impl Objects {
             out.extend(t.indexes.iter().map(|i| (i.oid, i.name.clone())));
         }
         out.extend(self.sequences.iter().map(|(o, s)| (*o, s.name.clone())));
+        out.extend(self.views.iter().map(|(o, v)| (*o, v.name.clone())));
         out
+    }
+
+    /// `pg_get_viewdef` of each view: (OID, definition). The query as Pistou's parser prints
+    /// it back, not PostgreSQL's reformatted text.
+    pub fn view_definitions(&self) -> Vec<(i64, String)> {
+        self.views.iter().map(|(o, v)| (*o, format!("{};", v.query))).collect()
     }
 
     /// `pg_get_indexdef` of each index: (OID, definition, column names).
@@ -902,7 +912,11 @@ fn pg_catalog(o: &Objects, relname: &str) -> Option<Relation> {
         ),
         "pg_views" => relation_of(
             &[("schemaname", NAME), ("viewname", NAME), ("viewowner", NAME), ("definition", TEXT)],
-            Vec::new(),
+            o.view_definitions()
+                .into_iter()
+                .zip(&o.views)
+                .map(|((_, def), (_, v))| vec![name("public"), name(&v.name), name(ROLE_OWNER_NAME), Value::Text(def)])
+                .collect(),
         ),
         "pg_tables" => relation_of(
             &[
@@ -1035,13 +1049,19 @@ fn pg_class(o: &Objects) -> Relation {
     for t in &o.tables {
         let referenced = o.tables.iter().any(|c| c.foreign_keys.iter().any(|(_, fk)| fk.parent == t.schema.name));
         let flags = (!t.indexes.is_empty(), t.checks.len(), referenced || !t.foreign_keys.is_empty());
-        rows.push(row(t.oid, &t.schema.name, AM_HEAP, flags, "r", t.schema.visible_columns().count()));
+        // relnatts counts dropped columns too (their attnums stay taken), not the row id.
+        let natts = t.schema.columns.iter().filter(|c| c.name != crate::catalog::ROW_ID_COLUMN).count();
+        rows.push(row(t.oid, &t.schema.name, AM_HEAP, flags, "r", natts));
         for ix in &t.indexes {
             rows.push(row(ix.oid, &ix.name, AM_BTREE, (false, 0, false), "i", ix.columns.len()));
         }
     }
     for (oid_, sequence) in &o.sequences {
         rows.push(row(*oid_, &sequence.name, 0, (false, 0, false), "S", 3));
+    }
+    // relhasrules stays false: Pistou has no pg_rewrite (a view is its query, not a rule).
+    for (oid_, view) in &o.views {
+        rows.push(row(*oid_, &view.name, 0, (false, 0, false), "v", view.columns.len()));
     }
     relation_of(&columns, rows)
 }
@@ -1120,6 +1140,11 @@ fn pg_attribute(o: &Objects) -> Relation {
                     rows.push(row(ix.oid, k + 1, c, false, false));
                 }
             }
+        }
+    }
+    for (view_oid, view) in &o.views {
+        for (i, c) in view.columns.iter().enumerate() {
+            rows.push(row(*view_oid, i + 1, c, false, false));
         }
     }
     relation_of(&columns, rows)
@@ -1520,34 +1545,63 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                 ("is_typed", TEXT),
                 ("commit_action", TEXT),
             ],
-            o.tables
-                .iter()
-                .map(|t| {
+            {
+                let row = |relation: &str, kind: &str, insertable: &str| {
                     vec![
                         catalog_name(),
                         name("public"),
-                        name(&t.schema.name),
-                        name("BASE TABLE"),
+                        name(relation),
+                        name(kind),
                         NULL,
                         NULL,
                         NULL,
                         NULL,
                         NULL,
-                        name("YES"),
+                        name(insertable),
                         name("NO"),
                         NULL,
                     ]
+                };
+                let tables = o.tables.iter().map(|t| row(&t.schema.name, "BASE TABLE", "YES"));
+                tables.chain(o.views.iter().map(|(_, v)| row(&v.name, "VIEW", "NO"))).collect()
+            },
+        ),
+        "views" => relation_of(
+            &[
+                ("table_catalog", NAME),
+                ("table_schema", NAME),
+                ("table_name", NAME),
+                ("view_definition", TEXT),
+                ("check_option", TEXT),
+                ("is_updatable", TEXT),
+                ("is_insertable_into", TEXT),
+                ("is_trigger_updatable", TEXT),
+                ("is_trigger_deletable", TEXT),
+                ("is_trigger_insertable_into", TEXT),
+            ],
+            o.view_definitions()
+                .into_iter()
+                .zip(&o.views)
+                .map(|((_, def), (_, v))| {
+                    let mut row = vec![catalog_name(), name("public"), name(&v.name), Value::Text(def), name("NONE")];
+                    row.extend((0..5).map(|_| name("NO")));
+                    row
                 })
                 .collect(),
         ),
-        "views" => relation_of(
-            &[("table_catalog", NAME), ("table_schema", NAME), ("table_name", NAME), ("view_definition", TEXT)],
-            Vec::new(),
-        ),
         "columns" => {
             let mut rows = Vec::new();
-            for t in &o.tables {
-                for (i, c) in t.schema.visible_columns() {
+            // (relation, [(position, column, NOT NULL)], updatable): tables, then views.
+            let tables = o.tables.iter().map(|t| {
+                let columns =
+                    t.schema.visible_columns().map(|(i, c)| (i, c, !c.nullable || t.schema.primary_key.contains(&i)));
+                (t.schema.name.as_str(), columns.collect::<Vec<_>>(), true)
+            });
+            let views = o.views.iter().map(|(_, v)| {
+                (v.name.as_str(), v.columns.iter().enumerate().map(|(i, c)| (i, c, false)).collect(), false)
+            });
+            for (relation, columns, updatable) in tables.chain(views) {
+                for (i, c, notnull) in columns {
                     let bt = builtin_type(c.ty);
                     let data_type = bt.display.to_string();
                     let text_type = matches!(c.ty, SqlType::Char | SqlType::Varchar | SqlType::Text);
@@ -1567,11 +1621,10 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                     };
                     let datetime_precision = matches!(c.ty, SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz)
                         .then(|| int(if c.ty == SqlType::Date { 0 } else { 6 }));
-                    let notnull = !c.nullable || t.schema.primary_key.contains(&i);
                     rows.push(vec![
                         catalog_name(),
                         name("public"),
-                        name(&t.schema.name),
+                        name(relation),
                         name(&c.name),
                         int(i as i64 + 1),
                         default_text(c).map_or(NULL, Value::Text),
@@ -1590,7 +1643,7 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                         name("NO"),
                         yes_no(!identity_code(c).is_empty()),
                         name("NEVER"),
-                        name("YES"),
+                        yes_no(updatable),
                     ]);
                 }
             }

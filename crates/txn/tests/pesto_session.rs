@@ -411,6 +411,47 @@ fn a_schema_change_after_a_stale_read_aborts() {
     cl.clients[0].abort(h).expect("abort");
 }
 
+/// Views through the replicas (docs/sql.md, "Views"): a view's query is expanded where it is
+/// named, so its reads carry predicates over the tables it reads. A write those predicates
+/// cover, ordered before the reader, aborts it; one outside them does not. A view created or
+/// replaced by the transaction itself cannot be read before it commits.
+#[test]
+fn reads_through_a_view_are_checked_as_reads_of_its_tables() {
+    let mut cl = cluster(2);
+    accounts(&mut cl);
+    let h = cl.begin(0);
+    cl.sql(0, h, "CREATE VIEW rich AS SELECT id, owner FROM accounts WHERE balance > 20", vec![]).expect("create view");
+    let e = cl.sql(0, h, "SELECT count(*) FROM rich", vec![]).expect_err("created in this transaction");
+    assert_eq!(e.state, SqlState::FeatureNotSupported, "{e:?}");
+    cl.clients[0].abort(h).expect("abort");
+    let h = cl.begin(0);
+    cl.sql(0, h, "CREATE VIEW rich AS SELECT id, owner FROM accounts WHERE balance > 20", vec![]).expect("create view");
+    assert_eq!(cl.commit(0, h), Decision::Commit);
+
+    for (id, balance, covered) in [(5, 900, true), (6, 5, false)] {
+        let w = cl.begin(1);
+        cl.now += 1_000;
+        let r = cl.begin(0);
+        let before = cl.rows(0, r, "SELECT count(*) FROM rich", vec![]);
+        let insert = format!("INSERT INTO accounts VALUES ({id}, 'new', {balance})");
+        cl.sql(1, w, &insert, vec![]).expect("insert");
+        assert_eq!(cl.commit(1, w), Decision::Commit);
+        cl.sql(0, r, "INSERT INTO accounts VALUES (100, 'mark', 0)", vec![]).expect("a write of the reader");
+        let expected = if covered { Decision::Abort } else { Decision::Commit };
+        assert_eq!(cl.commit(0, r), expected, "read {before:?} through the view; balance {balance} written before");
+        if !covered {
+            let h = cl.begin(0);
+            cl.sql(0, h, "DELETE FROM accounts WHERE id = 100", vec![]).expect("clean up");
+            assert_eq!(cl.commit(0, h), Decision::Commit);
+        }
+    }
+    let h = cl.begin(1);
+    assert_eq!(cl.rows(1, h, "SELECT count(*) FROM rich", vec![]), vec![vec![int(3)]]);
+    let e = cl.sql(1, h, "DROP TABLE accounts", vec![]).expect_err("the view reads it");
+    assert_eq!(e.state, SqlState::DependentObjectsStillExist, "{e:?}");
+    cl.clients[1].abort(h).expect("abort");
+}
+
 #[test]
 fn a_concurrent_insert_into_a_read_range_aborts_the_reader() {
     let mut cl = cluster(2);

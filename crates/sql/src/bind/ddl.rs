@@ -266,6 +266,9 @@ impl Binder<'_> {
     }
 
     pub(super) fn alter_table(&mut self, a: &sql::AlterTable) -> Result<Option<CatalogChange>> {
+        if self.catalog.view(&object_name(&a.name)?).is_some() {
+            return unsupported("ALTER TABLE of a view (drop and re-create it)");
+        }
         let table = match self.catalog.table(&object_name(&a.name)?) {
             Some(t) => t.clone(),
             None if a.if_exists => return Ok(None),
@@ -384,7 +387,17 @@ impl Binder<'_> {
         name: &sql::ObjectName,
     ) -> Result<Option<CatalogChange>> {
         let name = object_name(name)?;
+        let wrong_type = |what: &str, hint: &str| {
+            err(SqlState::WrongObjectType, format!("\"{name}\" is not {what} (use DROP {hint} to remove it)"))
+        };
         match object_type {
+            sql::ObjectType::Table if self.catalog.view(&name).is_some() => wrong_type("a table", "VIEW"),
+            sql::ObjectType::View if self.catalog.table(&name).is_some() => wrong_type("a view", "TABLE"),
+            sql::ObjectType::View => match self.catalog.view(&name) {
+                Some(_) => Ok(Some(CatalogChange::DropView { view: name })),
+                None if if_exists => Ok(None),
+                None => err(SqlState::UndefinedTable, format!("view \"{name}\" does not exist")),
+            },
             sql::ObjectType::Table => match self.catalog.table(&name) {
                 Some(_) => Ok(Some(CatalogChange::DropTable { table: name })),
                 None if if_exists => Ok(None),

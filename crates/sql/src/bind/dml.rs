@@ -214,7 +214,7 @@ impl Binder<'_> {
         Ok(OnConflict::DoUpdate { assignments, filter })
     }
 
-    pub(super) fn single_table(&self, twj: &sql::TableWithJoins) -> Result<Arc<TableSchema>> {
+    pub(super) fn single_table(&mut self, twj: &sql::TableWithJoins) -> Result<Arc<TableSchema>> {
         if !twj.joins.is_empty() {
             return unsupported("joins in UPDATE/DELETE");
         }

@@ -9,7 +9,10 @@ mod recursive;
 mod sequence;
 mod srf;
 mod system;
+mod view;
 mod window;
+
+pub(crate) use view::view_query;
 
 use crate::catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
 use crate::error::{err, Result, SqlError, SqlState};
@@ -448,6 +451,12 @@ pub(crate) struct Binder<'c> {
     /// Recursive queries whose recursive term is being bound: (working table id, references
     /// seen, subquery depth of the term).
     working_refs: Vec<(usize, usize, usize)>,
+    /// Views whose query is being bound where a FROM names them, innermost last.
+    expanding_views: Vec<String>,
+    /// Tables and views the statement names itself (outside the views it expands).
+    relations_named: BTreeSet<String>,
+    /// Every view the statement reads, in order of first use.
+    views_read: Vec<String>,
 }
 
 impl<'c> Binder<'c> {
@@ -472,11 +481,18 @@ impl<'c> Binder<'c> {
             srfs: srf::SrfState::Denied("this context"),
             next_working_id: 0,
             working_refs: Vec::new(),
+            expanding_views: Vec::new(),
+            relations_named: BTreeSet::new(),
+            views_read: Vec::new(),
         }
     }
 
-    fn table(&self, name: &sql::ObjectName) -> Result<Arc<TableSchema>> {
+    fn table(&mut self, name: &sql::ObjectName) -> Result<Arc<TableSchema>> {
         let name = object_name(name)?;
+        if self.catalog.view(&name).is_some() {
+            return unsupported(format!("writing, altering or indexing view \"{name}\" (views are read-only)"));
+        }
+        self.named_relation(&name);
         self.catalog
             .table(&name)
             .cloned()
@@ -498,7 +514,8 @@ impl<'c> Binder<'c> {
             _ => return Ok(None),
         };
         let Some(relation) = crate::system::relation(self.catalog, schema, name) else {
-            if parts.len() == 2 || (name.starts_with("pg_") && self.catalog.table(name).is_none()) {
+            let user_relation = self.catalog.table(name).is_some() || self.catalog.view(name).is_some();
+            if parts.len() == 2 || (name.starts_with("pg_") && !user_relation) {
                 return unsupported(format!(
                     "system relation {schema}.{name} (docs/sql.md lists the pg_catalog and information_schema relations Pistou has)"
                 ));
@@ -547,6 +564,7 @@ impl<'c> Binder<'c> {
             param_count: self.param_count,
             param_types,
             sequences: self.sequences,
+            views: self.views_read,
         })
     }
 
@@ -560,6 +578,7 @@ impl<'c> Binder<'c> {
             S::CreateTable(c) => Statement::Ddl(self.create_table(c)?),
             S::CreateIndex(c) => Statement::Ddl(self.create_index(c)?),
             S::AlterTable(a) => Statement::Ddl(self.alter_table(a)?),
+            S::CreateView(c) => Statement::Ddl(self.create_view(c)?),
             S::CreateSequence { temporary, if_not_exists, name, data_type, sequence_options, owned_by } => {
                 Statement::Ddl(self.create_sequence(
                     *if_not_exists,

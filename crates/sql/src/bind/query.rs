@@ -220,9 +220,10 @@ impl Binder<'_> {
         Ok((desc, o.options.nulls_first.unwrap_or(desc)))
     }
 
-    /// ORDER BY position or output column name (the only forms allowed over set operations).
-    pub(super) fn output_position(o: &sql::OrderByExpr, names: &[String]) -> Option<Result<usize>> {
-        match &o.expr {
+    /// ORDER BY (or DISTINCT ON) position or output column name (the only forms allowed over
+    /// set operations).
+    pub(super) fn output_position(e: &sql::Expr, names: &[String]) -> Option<Result<usize>> {
+        match e {
             sql::Expr::Value(v) => match &v.value {
                 sql::Value::Number(n, _) => Some(match n.parse::<usize>() {
                     Ok(p) if (1..=names.len()).contains(&p) => Ok(p - 1),
@@ -245,7 +246,7 @@ impl Binder<'_> {
 
     pub(super) fn output_sort_key(&mut self, o: &sql::OrderByExpr, names: &[String]) -> Result<SortKey> {
         let (desc, nulls_first) = Self::sort_options(o)?;
-        match Self::output_position(o, names) {
+        match Self::output_position(&o.expr, names) {
             Some(column) => Ok(SortKey { column: column?, desc, nulls_first }),
             None => unsupported("ORDER BY expressions over a set operation (use output column names or positions)"),
         }
@@ -276,10 +277,10 @@ impl Binder<'_> {
         {
             return unsupported("this SELECT clause");
         }
-        let distinct = match &s.distinct {
-            None | Some(sql::Distinct::All) => false,
-            Some(sql::Distinct::Distinct) => true,
-            Some(sql::Distinct::On(_)) => return unsupported("DISTINCT ON"),
+        let (distinct, distinct_on) = match &s.distinct {
+            None | Some(sql::Distinct::All) => (false, None),
+            Some(sql::Distinct::Distinct) => (true, None),
+            Some(sql::Distinct::On(on)) => (false, Some(on.as_slice())),
         };
         let (scope, from_items) = self.bind_from(&s.from)?;
         // Inner-joined with an empty system relation (Pistou has no policies, publications,
@@ -405,7 +406,7 @@ impl Binder<'_> {
         let mut keys = Vec::new();
         for o in order_by {
             let (desc, nulls_first) = Self::sort_options(o)?;
-            let column = match Self::output_position(o, &names) {
+            let column = match Self::output_position(&o.expr, &names) {
                 Some(p) => p?,
                 None => {
                     let bound = if aggregating {
@@ -430,6 +431,36 @@ impl Binder<'_> {
             };
             keys.push(SortKey { column, desc, nulls_first });
         }
+        let distinct_on = match distinct_on {
+            None => None,
+            Some(on) => {
+                let mut columns = Vec::with_capacity(on.len());
+                for e in on {
+                    let column = match Self::output_position(e, &names) {
+                        Some(p) => p?,
+                        None => {
+                            let bound = if aggregating {
+                                self.expr(e, &scope, &mut Mode::Agg(&mut ctx))?
+                            } else {
+                                self.expr(e, &scope, &mut Mode::Plain("DISTINCT ON"))?
+                            };
+                            match output.iter().position(|x| *x == bound) {
+                                Some(p) => p,
+                                None => {
+                                    output.push(bound);
+                                    output.len() - 1
+                                }
+                            }
+                        }
+                    };
+                    if !columns.contains(&column) {
+                        columns.push(column);
+                    }
+                }
+                check_distinct_on_order(&columns, &keys)?;
+                Some(DistinctOn { columns, order: keys.clone() })
+            }
+        };
         let output_scope = if aggregating { self.grouped(&scope, &ctx) } else { scope.clone() };
         let types = output.iter().take(names.len()).map(|e| self.type_of(e, &output_scope, &Mode::Plain(""))).collect();
         let limits = output.iter().take(names.len()).map(|e| self.char_limits(e, &output_scope)).collect();
@@ -471,7 +502,7 @@ impl Binder<'_> {
         let (from, filter) = self.plan_from(from_items, where_conjuncts)?;
         let aggregate = aggregating.then_some(AggPlan { group_by: ctx.group_bound, calls: ctx.calls });
         Ok((
-            SelectCore { from, filter, aggregate, having, windows, srfs, output, distinct },
+            SelectCore { from, filter, aggregate, having, windows, srfs, output, distinct, distinct_on },
             (names, types, limits, untyped),
             keys,
         ))
@@ -614,6 +645,17 @@ impl Binder<'_> {
                             ident(&a.name)
                         }
                         None => relname,
+                    };
+                    return this.add_derived(plan, alias_name, kind, scope, items);
+                }
+                if let Some(view) = this.view_named(name)? {
+                    let mut plan = this.expand_view(&view)?;
+                    let alias_name = match alias {
+                        Some(a) => {
+                            rename_columns(&mut plan, a)?;
+                            ident(&a.name)
+                        }
+                        None => view.name.clone(),
                     };
                     return this.add_derived(plan, alias_name, kind, scope, items);
                 }
@@ -932,6 +974,33 @@ impl Binder<'_> {
 /// the scan of a's table can use v as a key value (`c_w_id = w_id AND w_id = $1` lets the
 /// scan of c look up `c_w_id = $1`). Same-typed SQL equality is transitive, and the added
 /// conjunct is implied by the others, so results do not change.
+/// PostgreSQL's rule: an ORDER BY must start with the DISTINCT ON expressions (in any order),
+/// so that the row kept for each value is the first in the order asked for.
+fn check_distinct_on_order(columns: &[usize], keys: &[SortKey]) -> Result<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let mut left: Vec<usize> = columns.to_vec();
+    for key in keys {
+        if left.is_empty() {
+            break;
+        }
+        match left.iter().position(|c| *c == key.column) {
+            Some(i) => {
+                left.remove(i);
+            }
+            None if columns.contains(&key.column) => {}
+            None => {
+                return err(
+                    SqlState::InvalidColumnReference,
+                    "SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
+                )
+            }
+        }
+    }
+    Ok(())
+}
+
 fn with_implied_equalities(items: &[FromItem], mut conjuncts: Vec<Expr>) -> Vec<Expr> {
     let column_type = |c: usize| {
         let item = items.iter().rev().find(|i| i.offset <= c)?;

@@ -262,6 +262,7 @@ impl Binder<'_> {
             "pg_get_userbyid",
             "format_type",
             "pg_get_indexdef",
+            "pg_get_viewdef",
             "pg_get_constraintdef",
             "pg_get_expr",
             "pg_get_serial_sequence",
@@ -390,6 +391,13 @@ impl Binder<'_> {
                     }
                     _ => whole,
                 }
+            }
+            "pg_get_viewdef" => {
+                // pg_get_viewdef(oid [, pretty]): the pretty flag changes nothing here.
+                arity(1, 2)?;
+                let key = first_oid(self, &mut bound)?;
+                let defs = objects.view_definitions();
+                lookup(key, defs.into_iter().map(|(o, d)| (o, text(d))).collect(), null_text)?
             }
             "pg_get_constraintdef" => {
                 arity(1, 2)?;

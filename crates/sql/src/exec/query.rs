@@ -257,6 +257,12 @@ impl<'a> Exec<'a> {
             let mut seen = BTreeSet::new();
             out.retain(|r| seen.insert(equality_key(r.iter())));
         }
+        if let Some(on) = &core.distinct_on {
+            // A stable sort: the query's own ORDER BY then keeps this order among equals.
+            out.sort_by(|a, b| compare_rows(a, b, &on.order));
+            let mut seen = BTreeSet::new();
+            out.retain(|r| seen.insert(equality_key(on.columns.iter().map(|&c| r.get(c).unwrap_or(&Value::Null)))));
+        }
         Ok(out)
     }
 

@@ -172,6 +172,14 @@ fn after_schema_change(
             _ => created.push(table.as_str()),
         }
     }
+    // Replicas expand a view by their committed schema: one this transaction changed would
+    // read differently there.
+    if let Some(view) = prepared.views().iter().find(|v| committed.view(v) != pending.view(v)) {
+        return Err(sql_err(
+            SqlState::FeatureNotSupported,
+            format!("reading view \"{view}\" after creating or changing it in the same transaction (commit the schema change first)"),
+        ));
+    }
     let new_sequences = prepared.sequences().iter().any(|name| committed.sequence(name) != pending.sequence(name));
     if new_sequences {
         return Err(sql_err(

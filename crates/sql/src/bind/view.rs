@@ -1,0 +1,155 @@
+//! Binding views: their definition (`view_query`, for `crate::view`) and their expansion
+//! where a statement's FROM names one (`Binder::expand_view`).
+
+use super::*;
+use crate::view::{ViewDefinition, ViewSchema};
+
+/// How deeply views may read views (each level is one more expansion of the statement).
+const MAX_VIEW_NESTING: usize = 32;
+
+/// Parses a view's query text: exactly one query.
+fn parse_query(text: &str, max_depth: usize) -> Result<sql::Query> {
+    let dialect = sqlparser::dialect::PostgreSqlDialect {};
+    let mut statements = sqlparser::parser::Parser::new(&dialect)
+        .with_recursion_limit(max_depth)
+        .try_with_sql(text)
+        .and_then(|mut p| p.parse_statements())
+        .map_err(|e| SqlError::new(SqlState::SyntaxError, format!("view query: {e}")))?;
+    match (statements.pop(), statements.is_empty()) {
+        (Some(sql::Statement::Query(q)), true) => Ok(*q),
+        _ => err(SqlState::SyntaxError, "a view's definition is one SELECT, VALUES or TABLE query"),
+    }
+}
+
+/// Binds a view's query text against `catalog`: its output columns (nullable, typed, text
+/// where the query leaves a type open) and what it reads directly (tables, views and
+/// sequences, sorted).
+pub(crate) fn view_query(catalog: &Catalog, text: &str) -> Result<(Vec<Column>, Vec<String>)> {
+    let max_depth = crate::engine::Limits::default().max_depth;
+    let query = parse_query(text, max_depth)?;
+    let mut binder = Binder::new(catalog, max_depth * 4, text);
+    let plan = binder.query(&query)?;
+    if binder.param_count > 0 {
+        return err(SqlState::UndefinedParameter, "there is no parameter $1 in a view's definition");
+    }
+    if binder.rebinds > MAX_REBINDS {
+        return err(SqlState::StatementTooComplex, "statement nests too many subqueries with aggregates");
+    }
+    let columns = plan
+        .names
+        .iter()
+        .zip(&plan.types)
+        .zip(&plan.limits)
+        .map(|((name, ty), limits)| Column {
+            name: name.clone(),
+            ty: ty.unwrap_or(SqlType::Text),
+            limits: limits.clone(),
+            nullable: true,
+            default: None,
+            generated: None,
+        })
+        .collect();
+    let mut depends_on: Vec<String> = binder.relations_named.into_iter().collect();
+    depends_on.extend(binder.sequences);
+    depends_on.sort();
+    depends_on.dedup();
+    Ok((columns, depends_on))
+}
+
+impl Binder<'_> {
+    /// The view a FROM name refers to, if any (views live in the public schema).
+    pub(super) fn view_named(&self, name: &sql::ObjectName) -> Result<Option<Arc<ViewSchema>>> {
+        let parts: Vec<&sql::Ident> = name.0.iter().filter_map(|p| p.as_ident()).collect();
+        match parts.as_slice() {
+            [name] | [_, name] if parts.len() == 1 || ident(parts[0]) == "public" => {
+                Ok(self.catalog.view(&ident(name)).cloned())
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Records a relation named by the statement itself (not inside a view it expands): a
+    /// view's definition depends on these.
+    pub(super) fn named_relation(&mut self, name: &str) {
+        if self.expanding_views.is_empty() {
+            self.relations_named.insert(name.to_string());
+        }
+    }
+
+    /// A view's query, bound where its name stands, with the view's column names. It sees
+    /// none of the statement's WITH queries, and a view reading itself (which the catalog
+    /// prevents) fails instead of recursing.
+    pub(super) fn expand_view(&mut self, view: &ViewSchema) -> Result<QueryPlan> {
+        if self.expanding_views.iter().any(|v| *v == view.name) {
+            return err(
+                SqlState::InvalidObjectDefinition,
+                format!("infinite recursion detected in rules for relation \"{}\"", view.name),
+            );
+        }
+        if self.expanding_views.len() >= MAX_VIEW_NESTING {
+            return err(SqlState::StatementTooComplex, format!("views nested more than {MAX_VIEW_NESTING} deep"));
+        }
+        self.named_relation(&view.name);
+        if !self.views_read.contains(&view.name) {
+            self.views_read.push(view.name.clone());
+        }
+        let query = parse_query(&view.query, self.max_depth)?;
+        let ctes = std::mem::take(&mut self.ctes);
+        self.expanding_views.push(view.name.clone());
+        let plan = self.query(&query);
+        self.expanding_views.pop();
+        self.ctes = ctes;
+        let mut plan = plan?;
+        let k = view.columns.len();
+        let matches = plan.names.get(..k) == Some(&view.query_names[..])
+            && plan.types.iter().zip(&view.columns).all(|(t, c)| t.unwrap_or(SqlType::Text) == c.ty);
+        if !matches {
+            // The catalog refuses schema changes that would do this (`crate::view`).
+            return err(
+                SqlState::InternalError,
+                format!("view \"{}\" no longer binds to the columns it was created with", view.name),
+            );
+        }
+        // Columns a `*` in the view gained since it was created stay hidden, as if the view
+        // had listed its columns (PostgreSQL expands `*` when it creates a view).
+        for (i, name) in plan.names.iter_mut().enumerate() {
+            *name = match view.columns.get(i) {
+                Some(c) => c.name.clone(),
+                None => format!("\0{name}"),
+            };
+        }
+        plan.untyped = vec![false; plan.names.len()];
+        Ok(plan)
+    }
+
+    /// CREATE [OR REPLACE] VIEW: checked here as the catalog will check it when applied.
+    pub(super) fn create_view(&mut self, c: &sql::CreateView) -> Result<Option<CatalogChange>> {
+        if c.materialized {
+            return unsupported("CREATE MATERIALIZED VIEW");
+        }
+        if c.temporary {
+            return unsupported("CREATE TEMPORARY VIEW");
+        }
+        if c.or_alter || c.secure || c.to.is_some() || c.params.is_some() || !c.cluster_by.is_empty() {
+            return unsupported("this CREATE VIEW form");
+        }
+        if !matches!(c.options, sql::CreateTableOptions::None) {
+            return unsupported("view options (WITH (...))");
+        }
+        if c.columns.iter().any(|col| col.data_type.is_some() || col.options.is_some()) {
+            return unsupported("types or options in a view's column list");
+        }
+        let name = object_name(&c.name)?;
+        if c.if_not_exists && self.catalog.view(&name).is_some() {
+            return Ok(None);
+        }
+        let definition = ViewDefinition {
+            name,
+            query: c.query.to_string(),
+            column_names: c.columns.iter().map(|col| ident(&col.name)).collect(),
+            replace: c.or_replace,
+        };
+        crate::view::define(self.catalog, &definition)?;
+        Ok(Some(CatalogChange::CreateView(definition)))
+    }
+}
