@@ -106,6 +106,15 @@ pub enum Func {
     /// array): the elements of both, a NULL array counting as empty. The binder puts the
     /// element type's name first (a constant), as for `ArrayConstruct`.
     ArrayCat,
+    /// `split_part(text, delimiter, n)`: the n-th field (from the end when n < 0).
+    SplitPart,
+    /// `date_trunc(unit, value)` (`crate::temporal::truncate`).
+    DateTrunc,
+    /// `EXTRACT(unit FROM value)`: numeric (`crate::temporal::extract`).
+    Extract,
+    /// `date_part(unit, value)`: EXTRACT's value as double precision, a date read as a
+    /// timestamp.
+    DatePart,
 }
 
 impl Func {
@@ -132,6 +141,9 @@ impl Func {
             "localtimestamp" => Func::LocalTimestamp,
             "array_to_string" => Func::ArrayToString,
             "json_build_object" => Func::JsonBuildObject,
+            "split_part" => Func::SplitPart,
+            "date_trunc" => Func::DateTrunc,
+            "date_part" => Func::DatePart,
             _ => return None,
         })
     }
@@ -167,6 +179,10 @@ impl Func {
             Func::JsonBuildObject => "json_build_object",
             Func::ArrayConstruct => "array",
             Func::ArrayCat => "array_cat",
+            Func::SplitPart => "split_part",
+            Func::DateTrunc => "date_trunc",
+            Func::Extract => "extract",
+            Func::DatePart => "date_part",
         }
     }
 
@@ -176,7 +192,8 @@ impl Func {
             Func::Coalesce | Func::Concat | Func::Greatest | Func::Least => (1, usize::MAX),
             Func::JsonBuildObject | Func::ArrayConstruct => (0, usize::MAX),
             Func::NullIf | Func::Position | Func::RegexMatch | Func::RegexIMatch => (2, 2),
-            Func::Replace => (3, 3),
+            Func::Replace | Func::SplitPart => (3, 3),
+            Func::DateTrunc | Func::Extract | Func::DatePart => (2, 2),
             Func::ArrayToString => (2, 3),
             Func::ArrayCat => (3, 3),
             Func::ArrayHas => (2, 2),
@@ -420,6 +437,30 @@ fn text_arg(v: &Value, func: Func) -> Result<&str> {
     }
 }
 
+fn instant(v: &Value, func: Func) -> Result<crate::temporal::Instant> {
+    use crate::temporal::Instant;
+    match v {
+        Value::Date(d) => Ok(Instant::Date(*d)),
+        Value::Timestamp(t) => Ok(Instant::Timestamp(*t)),
+        Value::TimestampTz(t) => Ok(Instant::TimestampTz(*t)),
+        other => err(
+            SqlState::UndefinedFunction,
+            format!("function {}(text, {:?}) does not exist", func.name(), other.sql_type()),
+        ),
+    }
+}
+
+/// `split_part(s, delimiter, n)`, as PostgreSQL 15: fields counted from 1, or from the end
+/// for a negative n; an empty delimiter makes the whole string the only field.
+fn split_part(s: &str, delimiter: &str, n: i64) -> Result<Value> {
+    if n == 0 {
+        return err(SqlState::InvalidParameterValue, "field position must not be zero");
+    }
+    let fields: Vec<&str> = if delimiter.is_empty() { vec![s] } else { s.split(delimiter).collect() };
+    let index = if n > 0 { usize::try_from(n - 1).ok() } else { fields.len().checked_sub(n.unsigned_abs() as usize) };
+    Ok(Value::Text(index.and_then(|i| fields.get(i)).map_or(String::new(), |f| f.to_string())))
+}
+
 fn int_arg(v: &Value, func: Func) -> Result<i64> {
     match v {
         Value::Int(i) => Ok(*i),
@@ -603,6 +644,33 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
             let s = text_arg(first, func)?;
             let needle = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
             Value::Int(s.find(needle).map_or(0, |byte| s[..byte].chars().count() as i64 + 1))
+        }
+        Func::SplitPart => {
+            let delimiter = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
+            let n = int_arg(args.get(2).unwrap_or(&Value::Null), func)?;
+            split_part(text_arg(first, func)?, delimiter, n)?
+        }
+        Func::DateTrunc => {
+            let value = instant(args.get(1).unwrap_or(&Value::Null), func)?;
+            let truncated = crate::temporal::truncate(text_arg(first, func)?, value)?;
+            match value {
+                crate::temporal::Instant::Timestamp(_) => Value::Timestamp(truncated),
+                _ => Value::TimestampTz(truncated),
+            }
+        }
+        Func::Extract => {
+            let value = instant(args.get(1).unwrap_or(&Value::Null), func)?;
+            Value::Numeric(crate::temporal::extract(text_arg(first, func)?, value)?)
+        }
+        Func::DatePart => {
+            let value = match instant(args.get(1).unwrap_or(&Value::Null), func)? {
+                crate::temporal::Instant::Date(d) => {
+                    crate::temporal::Instant::Timestamp(crate::temporal::date_timestamp(d))
+                }
+                other => other,
+            };
+            let d = crate::temporal::extract(text_arg(first, func)?, value)?;
+            Value::Float(rust_decimal::prelude::ToPrimitive::to_f64(&d).unwrap_or(f64::NAN))
         }
         Func::Float4Text => match first {
             // f32 Display is the shortest text that reads back as the same f32.

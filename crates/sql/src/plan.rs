@@ -106,6 +106,8 @@ pub(crate) enum AggFunc {
     ArrayAgg,
     BoolAnd,
     BoolOr,
+    /// `string_agg(x, delimiter [ORDER BY …])`: the non-NULL values joined by the delimiter.
+    StringAgg,
 }
 
 /// A key of an aggregate's own ORDER BY (`array_agg(x ORDER BY y DESC)`).
@@ -126,6 +128,8 @@ pub(crate) struct AggCall {
     pub arg_type: Option<SqlType>,
     /// The aggregate's ORDER BY: the order in which `array_agg` takes its values.
     pub order_by: Vec<AggOrder>,
+    /// `string_agg`'s delimiter, a constant (empty for NULL and for other aggregates).
+    pub delimiter: String,
 }
 
 /// Grouping: output rows are `[group values..., aggregate values...]`, ordered by group key.
@@ -532,7 +536,13 @@ pub(crate) fn expr_type_in(
             Func::CurrentDate => Some(SqlType::Date),
             Func::LocalTimestamp => Some(SqlType::Timestamp),
             Func::RegexMatch | Func::RegexIMatch | Func::ArrayHas => Some(SqlType::Bool),
-            Func::ArrayToString => Some(SqlType::Text),
+            Func::ArrayToString | Func::SplitPart => Some(SqlType::Text),
+            Func::Extract => Some(SqlType::Numeric),
+            Func::DatePart => Some(SqlType::Float),
+            Func::DateTrunc => match args.get(1).and_then(ty) {
+                Some(SqlType::Timestamp) => Some(SqlType::Timestamp),
+                _ => Some(SqlType::TimestampTz),
+            },
             Func::NextVal | Func::CurrVal => Some(SqlType::Int),
             Func::JsonBuildObject => Some(SqlType::Json),
             Func::ArrayConstruct | Func::ArrayCat => match args.first() {
@@ -644,6 +654,7 @@ pub(crate) fn aggregate_type(call: &AggCall) -> Option<SqlType> {
         AggFunc::Avg => Some(SqlType::Numeric),
         AggFunc::ArrayAgg => arg.and_then(ArrayElem::of).map(SqlType::Array),
         AggFunc::BoolAnd | AggFunc::BoolOr => Some(SqlType::Bool),
+        AggFunc::StringAgg => Some(SqlType::Text),
     }
 }
 

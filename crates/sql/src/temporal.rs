@@ -1,6 +1,9 @@
 //! DATE (days since 1970-01-01) and TIMESTAMP (microseconds since 1970-01-01 00:00:00, no
 //! time zone): parsing and formatting of the ISO forms `YYYY-MM-DD[ HH:MM:SS[.ffffff]]`.
 
+use crate::error::{Result, SqlError, SqlState};
+use rust_decimal::Decimal;
+
 const MICROS_PER_DAY: i64 = 86_400_000_000;
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -164,6 +167,161 @@ pub fn timestamp_date(micros: i64) -> i32 {
 /// Midnight of a date.
 pub fn date_timestamp(days: i32) -> i64 {
     i64::from(days) * MICROS_PER_DAY
+}
+
+/// A date or time value EXTRACT, date_part and date_trunc take apart.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Instant {
+    Date(i32),
+    Timestamp(i64),
+    /// In the session's time zone, which is UTC.
+    TimestampTz(i64),
+}
+
+impl Instant {
+    fn type_name(self) -> &'static str {
+        match self {
+            Instant::Date(_) => "date",
+            Instant::Timestamp(_) => "timestamp without time zone",
+            Instant::TimestampTz(_) => "timestamp with time zone",
+        }
+    }
+
+    fn micros(self) -> i64 {
+        match self {
+            Instant::Date(d) => date_timestamp(d),
+            Instant::Timestamp(t) | Instant::TimestampTz(t) => t,
+        }
+    }
+}
+
+/// PostgreSQL's unit names (with their plurals and abbreviations) to one canonical name.
+fn canonical_unit(unit: &str) -> Option<&'static str> {
+    Some(match unit.trim().to_ascii_lowercase().as_str() {
+        "microsecond" | "microseconds" | "us" | "usec" | "usecs" | "usecond" | "useconds" => "microseconds",
+        "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "msecond" | "mseconds" => "milliseconds",
+        "second" | "seconds" | "s" | "sec" | "secs" => "second",
+        "minute" | "minutes" | "m" | "min" | "mins" => "minute",
+        "hour" | "hours" | "h" | "hr" | "hrs" => "hour",
+        "day" | "days" | "d" => "day",
+        "week" | "weeks" | "w" => "week",
+        "month" | "months" | "mon" | "mons" => "month",
+        "quarter" | "qtr" => "quarter",
+        "year" | "years" | "y" | "yr" | "yrs" => "year",
+        "decade" | "decades" | "dec" | "decs" => "decade",
+        "century" | "centuries" | "c" | "cent" => "century",
+        "millennium" | "millennia" | "millenniums" | "mil" | "mils" => "millennium",
+        "dow" => "dow",
+        "isodow" => "isodow",
+        "doy" => "doy",
+        "isoyear" => "isoyear",
+        "epoch" => "epoch",
+        "julian" | "j" => "julian",
+        "timezone" => "timezone",
+        "timezone_h" | "timezone_hour" => "timezone_hour",
+        "timezone_m" | "timezone_minute" => "timezone_minute",
+        _ => return None,
+    })
+}
+
+fn not_recognized(unit: &str, of: Instant) -> SqlError {
+    SqlError::new(
+        SqlState::InvalidParameterValue,
+        format!("unit \"{}\" not recognized for type {}", unit.trim(), of.type_name()),
+    )
+}
+
+fn not_supported(unit: &str, of: Instant) -> SqlError {
+    SqlError::new(
+        SqlState::FeatureNotSupported,
+        format!("unit \"{}\" not supported for type {}", unit.trim(), of.type_name()),
+    )
+}
+
+/// Monday-based day of the week, 1 to 7, of a day count.
+fn iso_day_of_week(days: i64) -> i64 {
+    (days + 3).rem_euclid(7) + 1
+}
+
+/// The ISO 8601 year and week of a day count: weeks start on Monday, and week 1 holds the
+/// year's first Thursday.
+fn iso_week(days: i64) -> (i64, i64) {
+    let thursday = days - (iso_day_of_week(days) - 1) + 3;
+    let (year, _, _) = civil_from_days(thursday);
+    (year, (thursday - days_from_civil(year, 1, 1)) / 7 + 1)
+}
+
+/// `EXTRACT(unit FROM value)`: the field as PostgreSQL 15's numeric result (scale 6 for
+/// second and epoch of timestamps, 3 for milliseconds, 0 otherwise).
+pub fn extract(unit: &str, value: Instant) -> Result<Decimal> {
+    let Some(canonical) = canonical_unit(unit) else { return Err(not_recognized(unit, value)) };
+    let micros = value.micros();
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    let time = micros.rem_euclid(MICROS_PER_DAY);
+    let (year, month, day) = civil_from_days(days);
+    let date = matches!(value, Instant::Date(_));
+    let whole = |n: i64| Ok(Decimal::from(n));
+    let seconds_micros = time % 60_000_000;
+    match canonical {
+        "microseconds" | "milliseconds" | "second" | "minute" | "hour" if date => Err(not_supported(unit, value)),
+        "timezone" | "timezone_hour" | "timezone_minute" if !matches!(value, Instant::TimestampTz(_)) => {
+            Err(not_supported(unit, value))
+        }
+        // Julian days of timestamps carry a day fraction PostgreSQL prints to 20 digits.
+        "julian" if !date => Err(not_supported(unit, value)),
+        "microseconds" => whole(seconds_micros),
+        "milliseconds" => Ok(Decimal::new(seconds_micros, 3)),
+        "second" => Ok(Decimal::new(seconds_micros, 6)),
+        "minute" => whole(time / 60_000_000 % 60),
+        "hour" => whole(time / 3_600_000_000),
+        "day" => whole(day),
+        "week" => whole(iso_week(days).1),
+        "month" => whole(month),
+        "quarter" => whole((month - 1) / 3 + 1),
+        "year" => whole(year),
+        "decade" => whole(year.div_euclid(10)),
+        "century" => whole((year - 1).div_euclid(100) + 1),
+        "millennium" => whole((year - 1).div_euclid(1000) + 1),
+        "dow" => whole(iso_day_of_week(days) % 7),
+        "isodow" => whole(iso_day_of_week(days)),
+        "doy" => whole(days - days_from_civil(year, 1, 1) + 1),
+        "isoyear" => whole(iso_week(days).0),
+        "epoch" if date => whole(days * 86_400),
+        "epoch" => Ok(Decimal::new(micros, 6)),
+        "julian" => whole(days + 2_440_588),
+        _ => whole(0),
+    }
+}
+
+/// `date_trunc(unit, value)`: the value with every field finer than the unit reset, as a
+/// timestamp (the value's type; a date is read as a timestamptz at midnight, as PostgreSQL's
+/// implicit cast does).
+pub fn truncate(unit: &str, value: Instant) -> Result<i64> {
+    let unknown = || {
+        not_recognized(unit, if let Instant::Date(d) = value { Instant::TimestampTz(date_timestamp(d)) } else { value })
+    };
+    let canonical = canonical_unit(unit).ok_or_else(unknown)?;
+    let micros = value.micros();
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    let (year, month, _) = civil_from_days(days);
+    let down = |step: i64| micros - micros.rem_euclid(step);
+    let first_of = |y: i64, m: i64| days_from_civil(y, m, 1) * MICROS_PER_DAY;
+    Ok(match canonical {
+        "microseconds" => micros,
+        "milliseconds" => down(1_000),
+        "second" => down(1_000_000),
+        "minute" => down(60_000_000),
+        "hour" => down(3_600_000_000),
+        "day" => down(MICROS_PER_DAY),
+        "week" => (days - iso_day_of_week(days) + 1) * MICROS_PER_DAY,
+        "month" => first_of(year, month),
+        "quarter" => first_of(year, (month - 1) / 3 * 3 + 1),
+        "year" => first_of(year, 1),
+        "decade" => first_of(year - year.rem_euclid(10), 1),
+        "century" => first_of((year - 1).div_euclid(100) * 100 + 1, 1),
+        "millennium" => first_of((year - 1).div_euclid(1000) * 1000 + 1, 1),
+        _ => return Err(unknown()),
+    })
 }
 
 #[cfg(test)]

@@ -607,6 +607,12 @@ impl Binder<'_> {
             E::Trim { expr, trim_where: None, trim_what: None, trim_characters: None } => {
                 Expr::Call { func: Func::Trim, args: vec![self.expr(expr, scope, mode)?] }
             }
+            E::Extract { field, syntax: sql::ExtractSyntax::From, expr } => {
+                let value = self.expr(expr, scope, mode)?;
+                let value = self.datetime_argument(expr, value, scope, mode, "extract")?;
+                let unit = Expr::Const(Value::Text(field.to_string().to_ascii_lowercase()));
+                Expr::Call { func: Func::Extract, args: vec![unit, value] }
+            }
             E::Position { expr, r#in } => Expr::Call {
                 func: Func::Position,
                 args: vec![self.expr(r#in, scope, mode)?, self.expr(expr, scope, mode)?],
@@ -860,7 +866,7 @@ impl Binder<'_> {
         let nesting = std::mem::take(&mut self.expr_nesting);
         let bound = self.expr(arg, &level_scope, &mut Mode::Plain("aggregate function calls")).map(|arg| {
             let arg_type = self.type_of(&arg, &level_scope, &Mode::Plain(""));
-            AggCall { func, arg: Some(arg), distinct, arg_type, order_by: Vec::new() }
+            AggCall { func, arg: Some(arg), distinct, arg_type, order_by: Vec::new(), delimiter: String::new() }
         });
         self.expr_nesting = nesting;
         self.outer_scopes.extend(inner_scopes);
@@ -911,7 +917,7 @@ impl Binder<'_> {
             return Ok(e);
         }
         let aggregate = aggregate_function(&name);
-        if !order_by.is_empty() && aggregate != Some(AggFunc::ArrayAgg) {
+        if !order_by.is_empty() && !matches!(aggregate, Some(AggFunc::ArrayAgg | AggFunc::StringAgg)) {
             return unsupported(format!("ORDER BY in the arguments of {name}()"));
         }
         if let Some(func) = aggregate {
@@ -941,13 +947,17 @@ impl Binder<'_> {
                             distinct,
                             arg_type: None,
                             order_by: Vec::new(),
+                            delimiter: String::new(),
                         },
+                        (AggFunc::StringAgg, [Some(arg), Some(delimiter)]) => {
+                            self.string_agg(arg, delimiter, distinct, &order_by, scope)?
+                        }
                         (_, [Some(arg)]) => {
                             let arg = self.expr(arg, scope, &mut Mode::Plain("aggregate function calls"))?;
                             let arg_type = self.type_of(&arg, scope, &Mode::Plain(""));
                             let order_by = self.aggregate_order(&order_by, scope)?;
                             self.check_aggregate_argument(func, arg_type)?;
-                            AggCall { func, arg: Some(arg), distinct, arg_type, order_by }
+                            AggCall { func, arg: Some(arg), distinct, arg_type, order_by, delimiter: String::new() }
                         }
                         _ => {
                             return err(
@@ -1025,6 +1035,10 @@ impl Binder<'_> {
                         coerce_in_place(b, *b_type, ty)?;
                     }
                 }
+            }
+            (Func::DateTrunc | Func::DatePart, [_, _], [_, value]) => {
+                let taken = std::mem::replace(value, Expr::Const(Value::Null));
+                *value = self.datetime_argument(asts[1], taken, scope, mode, &name)?;
             }
             // The value arguments are written by type (json, arrays, REAL): their static
             // types go first, as a constant list of type names (see `Func::JsonBuildObject`).
@@ -1120,6 +1134,68 @@ impl Binder<'_> {
             out.push(AggOrder { expr, desc, nulls_first });
         }
         Ok(out)
+    }
+
+    /// The date or time argument of EXTRACT, date_part or date_trunc: a quoted literal reads
+    /// as a timestamptz (PostgreSQL's preferred type of the category); other types fail as
+    /// PostgreSQL's missing function does.
+    fn datetime_argument(
+        &mut self,
+        ast: &sql::Expr,
+        value: Expr,
+        scope: &Scope,
+        mode: &mut Mode,
+        name: &str,
+    ) -> Result<Expr> {
+        let input = self.input_type(ast, &value, scope, mode);
+        match self.type_of(&value, scope, mode) {
+            Some(SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz) => Ok(value),
+            None if input == InputType::Literal => coerce(value, input, SqlType::TimestampTz),
+            None => Ok(value),
+            Some(other) => err(
+                SqlState::UndefinedFunction,
+                format!("function {name}(unknown, {}) does not exist", other.pg_name()),
+            ),
+        }
+    }
+
+    /// `string_agg(value, delimiter [ORDER BY …])` over this query's rows, the delimiter a
+    /// constant.
+    fn string_agg(
+        &mut self,
+        arg: &sql::Expr,
+        delimiter: &sql::Expr,
+        distinct: bool,
+        order_by: &[&sql::OrderByExpr],
+        scope: &Scope,
+    ) -> Result<AggCall> {
+        if !self.outer_scopes.is_empty() && self.aggregate_level(arg, scope)?.is_some() {
+            return unsupported("string_agg over enclosing queries' columns");
+        }
+        let value = self.expr(arg, scope, &mut Mode::Plain("aggregate function calls"))?;
+        let input = self.input_type(arg, &value, scope, &Mode::Plain(""));
+        let value = match self.type_of(&value, scope, &Mode::Plain("")) {
+            Some(t) if t.is_text() => value,
+            None if input == InputType::Literal => coerce(value, input, SqlType::Text)?,
+            other => {
+                let shown = other.map_or("unknown", SqlType::pg_name);
+                return err(SqlState::UndefinedFunction, format!("function string_agg({shown}, text) does not exist"));
+            }
+        };
+        let delimiter = match self.expr(delimiter, scope, &mut Mode::Plain("aggregate function calls"))? {
+            Expr::Const(Value::Text(d)) => d,
+            Expr::Const(Value::Null) => String::new(),
+            _ => return unsupported("string_agg with a delimiter that is not a constant text"),
+        };
+        let order_by = self.aggregate_order(order_by, scope)?;
+        Ok(AggCall {
+            func: AggFunc::StringAgg,
+            arg: Some(value),
+            distinct,
+            arg_type: Some(SqlType::Text),
+            order_by,
+            delimiter,
+        })
     }
 
     /// The argument types the aggregates added for arrays and booleans accept.

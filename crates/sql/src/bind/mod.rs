@@ -399,6 +399,7 @@ fn aggregate_function(name: &str) -> Option<AggFunc> {
         "array_agg" => AggFunc::ArrayAgg,
         "bool_and" | "every" => AggFunc::BoolAnd,
         "bool_or" => AggFunc::BoolOr,
+        "string_agg" => AggFunc::StringAgg,
         _ => return None,
     })
 }

@@ -295,8 +295,9 @@ impl Binder<'_> {
                 (func, ty)
             }
             _ => {
-                let agg = aggregate_function(name)
-                    .filter(|a| !matches!(a, AggFunc::ArrayAgg | AggFunc::BoolAnd | AggFunc::BoolOr));
+                let agg = aggregate_function(name).filter(|a| {
+                    !matches!(a, AggFunc::ArrayAgg | AggFunc::BoolAnd | AggFunc::BoolOr | AggFunc::StringAgg)
+                });
                 let Some(agg) = agg else {
                     if MISSING_AGGREGATES.contains(&name) {
                         return unsupported(format!("aggregate {name}"));
@@ -310,13 +311,25 @@ impl Binder<'_> {
                     return err(SqlState::UndefinedFunction, format!("function {name} does not exist"));
                 };
                 let call = match (agg, args) {
-                    (AggFunc::Count, [None]) => {
-                        AggCall { func: AggFunc::CountStar, arg: None, distinct, arg_type: None, order_by: Vec::new() }
-                    }
+                    (AggFunc::Count, [None]) => AggCall {
+                        func: AggFunc::CountStar,
+                        arg: None,
+                        distinct,
+                        arg_type: None,
+                        order_by: Vec::new(),
+                        delimiter: String::new(),
+                    },
                     (_, [Some(arg)]) => {
                         let arg = self.expr(arg, scope, mode)?;
                         let arg_type = self.type_of(&arg, scope, mode);
-                        AggCall { func: agg, arg: Some(arg), distinct, arg_type, order_by: Vec::new() }
+                        AggCall {
+                            func: agg,
+                            arg: Some(arg),
+                            distinct,
+                            arg_type,
+                            order_by: Vec::new(),
+                            delimiter: String::new(),
+                        }
                     }
                     _ => {
                         return err(SqlState::UndefinedFunction, format!("function {name} takes exactly one argument"))
