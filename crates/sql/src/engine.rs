@@ -27,11 +27,21 @@ pub struct Limits {
     pub max_rows: usize,
     /// Plans kept in the plan cache.
     pub plan_cache_entries: usize,
+    /// Most bytes of text a statement's expressions may compute in all (`||`, text
+    /// functions): what a hostile statement could otherwise grow without bound, e.g. by
+    /// doubling a string in a recursive query (`crate::expr::ComputeBudget`).
+    pub max_computed_bytes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_sql_len: 64 * 1024, max_depth: 64, max_rows: 1_000_000, plan_cache_entries: 512 }
+        Limits {
+            max_sql_len: 64 * 1024,
+            max_depth: 64,
+            max_rows: 1_000_000,
+            plan_cache_entries: 512,
+            max_computed_bytes: 256 << 20,
+        }
     }
 }
 
@@ -422,12 +432,14 @@ impl Engine {
                 format!("statement expects {} parameters, got {}", plan.param_count, params.len()),
             );
         }
+        let budget = crate::expr::ComputeBudget::new(self.limits.max_computed_bytes);
         let reader = Reader {
             storage: ctx.storage,
             at: ctx.at,
             pending: ctx.pending,
             max_rows: self.limits.max_rows,
             rows_read: Default::default(),
+            computed: &budget,
         };
         let draws = SequenceDraws::new(ctx.sequences);
         let mut exec = Exec::new(reader, params, &plan.subqueries);

@@ -312,6 +312,45 @@ pub struct Env<'a> {
     pub now: Option<i64>,
     /// The sequence values the statement may draw (None where no statement runs).
     pub sequences: Option<&'a crate::sequence::SequenceDraws<'a>>,
+    /// What the statement may still compute (None: unbounded, where no statement runs, e.g.
+    /// a predicate's test of one written row, whose text is bounded by the row's).
+    pub budget: Option<&'a ComputeBudget>,
+}
+
+/// Bytes of text a statement's expressions may still compute (`Limits::max_computed_bytes`).
+/// Each text an operator or function makes is charged when made, so a statement that makes
+/// too much fails (54000) before it can exhaust memory, whatever it keeps.
+#[derive(Debug)]
+pub struct ComputeBudget {
+    left: std::cell::Cell<usize>,
+    limit: usize,
+}
+
+impl ComputeBudget {
+    pub fn new(limit: usize) -> Self {
+        ComputeBudget { left: std::cell::Cell::new(limit), limit }
+    }
+
+    fn charge(&self, bytes: usize) -> Result<()> {
+        match self.left.get().checked_sub(bytes) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => err(
+                SqlState::ProgramLimitExceeded,
+                format!("statement computes more than {} bytes of text (Limits::max_computed_bytes)", self.limit),
+            ),
+        }
+    }
+}
+
+/// Charges a computed value to the statement's budget.
+fn charged(v: Value, env: &Env) -> Result<Value> {
+    if let (Value::Text(s), Some(budget)) = (&v, env.budget) {
+        budget.charge(s.len())?;
+    }
+    Ok(v)
 }
 
 fn unbound(what: &str) -> SqlError {
@@ -785,7 +824,7 @@ impl Expr {
             Arith(op, a, b) => arith(*op, &a.eval(row, env)?, &b.eval(row, env)?)?,
             Concat(a, b) => match (a.eval(row, env)?, b.eval(row, env)?) {
                 (Value::Null, _) | (_, Value::Null) => Value::Null,
-                (l, r) => Value::Text(format!("{l}{r}")),
+                (l, r) => charged(Value::Text(format!("{l}{r}")), env)?,
             },
             IsNull { expr, negated } => Value::Bool(expr.operand(row, env)?.is_null() != *negated),
             IsBool { expr, value, negated } => Value::Bool((expr.eval(row, env)?.truth()? == Some(*value)) != *negated),
@@ -857,7 +896,7 @@ impl Expr {
                 Func::NextVal | Func::CurrVal => sequence_call(*func, args, env)?,
                 _ => {
                     let values = args.iter().map(|a| a.eval(row, env)).collect::<Result<Vec<_>>>()?;
-                    call(*func, &values)?
+                    charged(call(*func, &values)?, env)?
                 }
             },
         })

@@ -175,3 +175,27 @@ fn window_frames_are_bounded_by_the_work_limit() {
     let moving = "SELECT min(v) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM w";
     assert_eq!(state(&mut db, moving), "54000");
 }
+
+/// Text a statement computes is charged to `Limits::max_computed_bytes`: a string doubled
+/// by a recursive query, or made long by a cross join, fails with 54000 once the statement
+/// has made that much, long before memory runs out; the same statements kept small run.
+#[test]
+fn computed_text_is_bounded_per_statement() {
+    let mut db = Database::with_limits(Limits { max_computed_bytes: 1 << 20, ..Limits::default() });
+    let doubling = |bound: usize| {
+        format!(
+            "WITH RECURSIVE r(s) AS (SELECT 'ab' UNION ALL SELECT s || s FROM r WHERE length(s) < {bound}) \
+             SELECT max(length(s)) FROM r"
+        )
+    };
+    assert_eq!(state(&mut db, &doubling(1_000)), "ok");
+    assert_eq!(state(&mut db, &doubling(1 << 40)), "54000");
+    db.execute("CREATE TABLE big (id INT PRIMARY KEY, s TEXT)").expect("create");
+    let text = "x".repeat(1_000);
+    for i in 0..100 {
+        db.execute(&format!("INSERT INTO big VALUES ({i}, '{text}')")).expect("insert");
+    }
+    assert_eq!(state(&mut db, "SELECT count(*) FROM big a, big b WHERE length(a.s || b.s) > 0"), "54000");
+    assert_eq!(state(&mut db, "SELECT count(*) FROM big a, big b WHERE a.id < 3 AND length(a.s || b.s) > 0"), "ok");
+    assert_eq!(state(&mut db, "SELECT count(*) FROM big WHERE length(upper(s)) = 1000"), "ok", "100 KB of text");
+}

@@ -34,6 +34,8 @@ pub(crate) struct Reader<'a> {
     /// Rows read from storage so far by this statement (bounded: per-row scans of joins and
     /// correlated subqueries multiply).
     pub rows_read: std::cell::Cell<usize>,
+    /// Bytes of text this statement's expressions may still compute.
+    pub computed: &'a crate::expr::ComputeBudget,
 }
 
 fn too_many_rows(max: usize) -> SqlError {

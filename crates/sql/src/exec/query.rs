@@ -52,6 +52,7 @@ impl<'a> Exec<'a> {
             enclosing,
             now: self.now(),
             sequences: self.sequences,
+            budget: Some(self.reader.computed),
         }
     }
 
