@@ -132,6 +132,13 @@ pub(crate) struct AggCall {
     pub delimiter: String,
 }
 
+impl AggCall {
+    /// A call over one argument, without ORDER BY.
+    pub fn over(func: AggFunc, arg: Option<Expr>, distinct: bool, arg_type: Option<SqlType>) -> Self {
+        AggCall { func, arg, distinct, arg_type, order_by: Vec::new(), delimiter: String::new() }
+    }
+}
+
 /// Grouping: output rows are `[group values..., aggregate values...]`, ordered by group key.
 #[derive(Clone, Debug)]
 pub(crate) struct AggPlan {

@@ -866,7 +866,7 @@ impl Binder<'_> {
         let nesting = std::mem::take(&mut self.expr_nesting);
         let bound = self.expr(arg, &level_scope, &mut Mode::Plain("aggregate function calls")).map(|arg| {
             let arg_type = self.type_of(&arg, &level_scope, &Mode::Plain(""));
-            AggCall { func, arg: Some(arg), distinct, arg_type, order_by: Vec::new(), delimiter: String::new() }
+            AggCall::over(func, Some(arg), distinct, arg_type)
         });
         self.expr_nesting = nesting;
         self.outer_scopes.extend(inner_scopes);
@@ -941,14 +941,7 @@ impl Binder<'_> {
                 }
                 Mode::Agg(_) => {
                     let call = match (func, args.as_slice()) {
-                        (AggFunc::Count, [None]) if !distinct => AggCall {
-                            func: AggFunc::CountStar,
-                            arg: None,
-                            distinct,
-                            arg_type: None,
-                            order_by: Vec::new(),
-                            delimiter: String::new(),
-                        },
+                        (AggFunc::Count, [None]) if !distinct => AggCall::over(AggFunc::CountStar, None, false, None),
                         (AggFunc::StringAgg, [Some(arg), Some(delimiter)]) => {
                             self.string_agg(arg, delimiter, distinct, &order_by, scope)?
                         }

@@ -311,25 +311,11 @@ impl Binder<'_> {
                     return err(SqlState::UndefinedFunction, format!("function {name} does not exist"));
                 };
                 let call = match (agg, args) {
-                    (AggFunc::Count, [None]) => AggCall {
-                        func: AggFunc::CountStar,
-                        arg: None,
-                        distinct,
-                        arg_type: None,
-                        order_by: Vec::new(),
-                        delimiter: String::new(),
-                    },
+                    (AggFunc::Count, [None]) => AggCall::over(AggFunc::CountStar, None, distinct, None),
                     (_, [Some(arg)]) => {
                         let arg = self.expr(arg, scope, mode)?;
                         let arg_type = self.type_of(&arg, scope, mode);
-                        AggCall {
-                            func: agg,
-                            arg: Some(arg),
-                            distinct,
-                            arg_type,
-                            order_by: Vec::new(),
-                            delimiter: String::new(),
-                        }
+                        AggCall::over(agg, Some(arg), distinct, arg_type)
                     }
                     _ => {
                         return err(SqlState::UndefinedFunction, format!("function {name} takes exactly one argument"))
