@@ -189,6 +189,29 @@ const STATEMENTS: &[&str] = &[
     "SELECT id FROM dt WHERE d < '2020-02-04' ORDER BY id",
     "DELETE FROM dt WHERE id IN ('10', '11')",
     "SELECT count(*) FROM dt",
+    // Found by random_differential.rs: round, floor and ceil of integers are double precision
+    // (round(x, n) numeric), round(double precision, n) does not exist, floats round to
+    // integers half to even (rint), min/max of varchar are text.
+    "SELECT floor(1), ceil(CAST(2 AS SMALLINT)), round(7), round(CAST(7 AS BIGINT), 1), floor(CAST(1.5 AS REAL))",
+    "SELECT round(CAST(2.5 AS DOUBLE PRECISION)), round(CAST(-2.5 AS DOUBLE PRECISION)), round(CAST(3.5 AS REAL))",
+    "SELECT round(CAST(2.5 AS DOUBLE PRECISION), 1)",
+    "SELECT round(CAST(2.5 AS REAL), 0)",
+    "SELECT CAST(CAST(2.5 AS DOUBLE PRECISION) AS INT), CAST(CAST(-3.5 AS DOUBLE PRECISION) AS BIGINT), CAST(CAST(0.5 AS REAL) AS SMALLINT)",
+    "SELECT round(s), floor(n), ceil(r), round(x, 1) FROM dt WHERE id = 3",
+    "SELECT max(v), min(v), max(c) FROM dt",
+    // ON CONFLICT (cols) DO NOTHING skips conflicts on that constraint only.
+    "CREATE TABLE doc (id INT PRIMARY KEY, u INT UNIQUE, x INT)",
+    "INSERT INTO doc VALUES (1, 1, 1)",
+    "INSERT INTO doc VALUES (2, 1, 2) ON CONFLICT (id) DO NOTHING",
+    "INSERT INTO doc VALUES (1, 5, 3) ON CONFLICT (u) DO NOTHING",
+    "INSERT INTO doc VALUES (1, 1, 4), (3, 3, 4) ON CONFLICT (u) DO NOTHING",
+    "INSERT INTO doc VALUES (1, 1, 5), (4, 4, 5) ON CONFLICT (id) DO NOTHING",
+    "INSERT INTO doc VALUES (5, 4, 6), (6, 6, 6) ON CONFLICT DO NOTHING",
+    "INSERT INTO doc VALUES (7, 7, 7) ON CONFLICT (x) DO NOTHING",
+    "INSERT INTO doc VALUES (8, 8, 8), (9, 8, 9) ON CONFLICT (u) DO NOTHING",
+    "SELECT * FROM doc",
+    "UPDATE doc SET x = CAST(2.5 AS DOUBLE PRECISION) WHERE id = 1",
+    "SELECT x FROM doc WHERE id = 1",
 ];
 
 /// Statements where Pistou still differs from PostgreSQL, by reason.
