@@ -212,6 +212,12 @@ const STATEMENTS: &[&str] = &[
     "SELECT * FROM doc",
     "UPDATE doc SET x = CAST(2.5 AS DOUBLE PRECISION) WHERE id = 1",
     "SELECT x FROM doc WHERE id = 1",
+    // A negated literal is typed after the negation; numeric has no negative zero.
+    "SELECT -9223372036854775808, -(9223372036854775808), -2147483648, -9223372036854775808.0",
+    "SELECT -CAST(0 AS NUMERIC), -(0.0), 0 * -1.5, round(-0.4)",
+    "SELECT n, -n FROM dt WHERE id = 5",
+    "UPDATE dt SET n = -0.001 WHERE id = 5",
+    "SELECT n, -n FROM dt WHERE id = 5",
 ];
 
 /// Statements where Pistou still differs from PostgreSQL, by reason.

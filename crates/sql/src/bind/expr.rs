@@ -396,6 +396,13 @@ impl Binder<'_> {
                 sql::UnaryOperator::Not => Expr::Not(bx(self, expr, mode)?),
                 sql::UnaryOperator::Plus => self.expr(expr, scope, mode)?,
                 sql::UnaryOperator::Minus => match self.expr(expr, scope, mode)? {
+                    // PostgreSQL negates a number literal before typing it: 9223372036854775808
+                    // is numeric, -9223372036854775808 bigint.
+                    Expr::Const(Value::Numeric(d))
+                        if is_number_literal(expr) && d.scale() == 0 && i64::try_from(-d).is_ok() =>
+                    {
+                        Expr::Const(Value::Int(i64::try_from(-d).unwrap_or_default()))
+                    }
                     Expr::Const(v) => Expr::Const(crate::types::negate(&v)?),
                     other => Expr::Neg(Box::new(other)),
                 },
@@ -1217,4 +1224,13 @@ fn rounding_argument(name: &str, arg: &mut Expr, input: InputType, with_digits: 
         _ => return Ok(()),
     };
     coerce_in_place(arg, input, to)
+}
+
+/// A number literal, possibly parenthesized.
+fn is_number_literal(e: &sql::Expr) -> bool {
+    match e {
+        sql::Expr::Nested(inner) => is_number_literal(inner),
+        sql::Expr::Value(v) => matches!(v.value, sql::Value::Number(..)),
+        _ => false,
+    }
 }
