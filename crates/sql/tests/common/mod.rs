@@ -52,6 +52,8 @@ pub mod pg {
                 panic!("PostgreSQL is not reachable at {address} ({e}); this test compares Pistou with the machine's PostgreSQL 15, which every machine runs")
             });
             stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+            // One message per statement each way: waiting for delayed ACKs would cost ~40 ms each.
+            stream.set_nodelay(true).expect("nodelay");
             let mut client = Client { stream };
             let mut body = Vec::new();
             body.extend_from_slice(&196_608u32.to_be_bytes());
@@ -180,10 +182,13 @@ pub mod pg {
 }
 
 /// Connects as `$USER` (or `postgres`) to `database` and sets what the comparison relies on:
-/// ISO dates, floats printed exactly (shortest round-trip form), no notices.
+/// ISO dates, floats printed exactly (shortest round-trip form), no notices; and no JIT: over
+/// tables never analyzed PostgreSQL estimates thousands of rows each, so a three-way join of
+/// a few rows gets JIT-compiled, which costs 0.1–1 s a statement.
 pub fn connect(database: &str) -> pg::Client {
     let mut client = pg::Client::connect(&user(), database);
-    for setting in ["SET DateStyle = ISO", "SET extra_float_digits = 1", "SET client_min_messages = warning"] {
+    let settings = ["SET DateStyle = ISO", "SET extra_float_digits = 1", "SET client_min_messages = warning", "SET jit = off"];
+    for setting in settings {
         client.query(setting).unwrap_or_else(|e| panic!("{setting}: {e:?}"));
     }
     client
@@ -214,8 +219,8 @@ pub enum Order {
 }
 
 /// A value's text, normalized: NULL spelled out, numbers compared by value (numeric to 13
-/// significant digits, whatever the scale; floats exactly, whatever the text form), CHAR
-/// without trailing blanks.
+/// significant digits, whatever the scale; floats exactly, whatever the text form, -0 as 0),
+/// CHAR without trailing blanks.
 pub fn normalize(text: Option<&str>, ty: &str) -> String {
     let Some(text) = text else {
         return "NULL".to_string();
@@ -223,7 +228,11 @@ pub fn normalize(text: Option<&str>, ty: &str) -> String {
     match ty {
         // PostgreSQL chooses the scale of a quotient differently: 13 significant digits.
         "numeric" => text.parse::<f64>().map_or_else(|_| text.to_string(), |f| format!("{f:.12e}")),
-        "real" | "double precision" => text.parse::<f64>().map_or_else(|_| text.to_string(), |f| format!("{f:e}")),
+        // -0 and 0 are one value: which one a DISTINCT / UNION / GROUP BY shows for the two
+        // is the first it meets, which is up to the plan (as with 1 and 1.0).
+        "real" | "double precision" => {
+            text.parse::<f64>().map_or_else(|_| text.to_string(), |f| format!("{:e}", if f == 0.0 { 0.0 } else { f }))
+        }
         "character" => text.trim_end_matches(' ').to_string(),
         _ => text.to_string(),
     }
