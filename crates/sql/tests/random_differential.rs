@@ -174,7 +174,12 @@ fn random_schema(rng: &mut StdRng) -> Vec<Table> {
             let mut columns = vec![Column { name: "id".into(), ty: key, unique: false, not_null: true }];
             for j in 1..=rng.gen_range(2..=5) {
                 let ty = random_ty(rng);
-                columns.push(Column { name: format!("c{j}"), ty, unique: rng.gen_bool(0.15), not_null: rng.gen_bool(0.15) });
+                columns.push(Column {
+                    name: format!("c{j}"),
+                    ty,
+                    unique: rng.gen_bool(0.15),
+                    not_null: rng.gen_bool(0.15),
+                });
             }
             Table { name: format!("t{i}"), columns }
         })
@@ -183,8 +188,13 @@ fn random_schema(rng: &mut StdRng) -> Vec<Table> {
 
 const TEXTS: &[&str] = &["", "a", "b", "ab", "abc", "A", "B", "a ", " a", "a%", "x_y", "hello", "Zz", "10", "a'b"];
 const DATES: &[&str] = &["2020-01-01", "2020-02-29", "1999-12-31", "2024-06-15", "2020-01-02", "1970-01-01"];
-const TIMESTAMPS: &[&str] =
-    &["2020-01-01 00:00:00", "2020-01-01 12:30:00", "2020-02-29 23:59:59.5", "1999-12-31 00:00:00", "2024-06-15 08:00:00"];
+const TIMESTAMPS: &[&str] = &[
+    "2020-01-01 00:00:00",
+    "2020-01-01 12:30:00",
+    "2020-02-29 23:59:59.5",
+    "1999-12-31 00:00:00",
+    "2024-06-15 08:00:00",
+];
 
 /// A non-NULL value of `ty`: usually small and colliding (duplicates make joins, GROUP BY and
 /// DISTINCT interesting), sometimes a range limit. `typed` spells dates and timestamps with
@@ -551,7 +561,8 @@ impl<'a> Gen<'a> {
             5 => Node::new(Cat::Num, "abs({})", vec![e(self)]),
             6 => Node::new(Cat::Num, "(- {})", vec![e(self)]),
             7 => {
-                let ty = pick(&mut self.rng, &["INT", "BIGINT", "SMALLINT", "NUMERIC(10,2)", "NUMERIC", "DOUBLE PRECISION"]);
+                let ty =
+                    pick(&mut self.rng, &["INT", "BIGINT", "SMALLINT", "NUMERIC(10,2)", "NUMERIC", "DOUBLE PRECISION"]);
                 Node::new(Cat::Num, &format!("CAST({{}} AS {ty})"), vec![e(self)])
             }
             8 => {
@@ -563,8 +574,14 @@ impl<'a> Gen<'a> {
                 Node::new(Cat::Num, f, vec![e(self)])
             }
             10 => Node::new(Cat::Num, "length({})", vec![self.expr(Cat::Text, scope, d)]),
-            11 => Node::new(Cat::Num, "({} - {})", vec![self.expr(Cat::Date, scope, d), self.expr(Cat::Date, scope, d)]),
-            12 => Node::new(Cat::Num, "position({} IN {})", vec![self.expr(Cat::Text, scope, d), self.expr(Cat::Text, scope, d)]),
+            11 => {
+                Node::new(Cat::Num, "({} - {})", vec![self.expr(Cat::Date, scope, d), self.expr(Cat::Date, scope, d)])
+            }
+            12 => Node::new(
+                Cat::Num,
+                "position({} IN {})",
+                vec![self.expr(Cat::Text, scope, d), self.expr(Cat::Text, scope, d)],
+            ),
             _ => self.leaf(Cat::Num, scope),
         }
     }
@@ -608,7 +625,11 @@ impl<'a> Gen<'a> {
             0 => Node::new(Cat::Ts, "CAST({} AS TIMESTAMP)", vec![self.expr(Cat::Date, scope, d)]),
             1 => {
                 let f = pick(&mut self.rng, &["GREATEST", "LEAST"]);
-                Node::new(Cat::Ts, &format!("{f}({{}}, {{}})"), vec![self.expr(Cat::Ts, scope, d), self.expr(Cat::Ts, scope, d)])
+                Node::new(
+                    Cat::Ts,
+                    &format!("{f}({{}}, {{}})"),
+                    vec![self.expr(Cat::Ts, scope, d), self.expr(Cat::Ts, scope, d)],
+                )
             }
             _ => self.leaf(Cat::Ts, scope),
         }
@@ -647,19 +668,28 @@ impl<'a> Gen<'a> {
                 // Leaves only: sqlparser 0.63 fails to parse a parenthesized subquery followed by
                 // more items in an IN list (`x IN ((SELECT ...), 1)`, 42601).
                 let items: Vec<Node> = (0..n).map(|_| self.leaf(cat, scope)).collect();
-                Node::new(Cat::Bool, &format!("({{}} {not}IN ({{}}))"), vec![self.expr(cat, scope, d), Node::list(items, ", ")])
+                Node::new(
+                    Cat::Bool,
+                    &format!("({{}} {not}IN ({{}}))"),
+                    vec![self.expr(cat, scope, d), Node::list(items, ", ")],
+                )
             }
             7 if subqueries => self.in_subquery(scope, d),
             8 if subqueries => self.exists(scope, d),
             9 => {
                 let op = pick(&mut self.rng, &["LIKE", "NOT LIKE", "ILIKE"]);
-                let pattern = pick(&mut self.rng, &["'a%'", "'%b'", "'_'", "'%'", "'a_c'", "''", "'%a%'", "'A%'", "'x\\_y'"]);
+                let pattern =
+                    pick(&mut self.rng, &["'a%'", "'%b'", "'_'", "'%'", "'a_c'", "''", "'%a%'", "'A%'", "'x\\_y'"]);
                 Node::new(Cat::Bool, &format!("({{}} {op} {pattern})"), vec![self.expr(Cat::Text, scope, d)])
             }
             10 => {
                 let cat = self.value_cat();
                 let op = pick(&mut self.rng, &["IS DISTINCT FROM", "IS NOT DISTINCT FROM"]);
-                Node::new(Cat::Bool, &format!("({{}} {op} {{}})"), vec![self.expr(cat, scope, d), self.expr(cat, scope, d)])
+                Node::new(
+                    Cat::Bool,
+                    &format!("({{}} {op} {{}})"),
+                    vec![self.expr(cat, scope, d), self.expr(cat, scope, d)],
+                )
             }
             11 => self.leaf(Cat::Bool, scope),
             _ => self.comparison(scope, d),
@@ -714,7 +744,12 @@ impl<'a> Gen<'a> {
                 let key_cat = own[0].1;
                 let key = Node::leaf(Cat::Other, own[0].0.clone());
                 let value = self.expr(key_cat, outer, d);
-                return Node::new(cat, &format!("(SELECT {{}} FROM {from} WHERE {{}} = {{}})"), vec![column, key, value]).opaque();
+                return Node::new(
+                    cat,
+                    &format!("(SELECT {{}} FROM {from} WHERE {{}} = {{}})"),
+                    vec![column, key, value],
+                )
+                .opaque();
             }
         }
         // The argument reads the subquery's own table: one over enclosing columns only would
@@ -885,7 +920,14 @@ impl<'a> Gen<'a> {
         self.select_with(&from, &scope, cats, depth, distinct_allowed)
     }
 
-    fn select_with(&mut self, from: &From, scope: &Scope, cats: Vec<Cat>, depth: u32, distinct_allowed: bool) -> Select {
+    fn select_with(
+        &mut self,
+        from: &From,
+        scope: &Scope,
+        cats: Vec<Cat>,
+        depth: u32,
+        distinct_allowed: bool,
+    ) -> Select {
         let items: Vec<Node> = cats.iter().map(|c| self.expr(*c, scope, depth)).collect();
         let distinct = if distinct_allowed && self.chance(0.2) { "DISTINCT " } else { "" };
         let filter = self.where_clause(scope, depth + 1);
@@ -1120,11 +1162,19 @@ impl<'a> Gen<'a> {
                 continue;
             }
             used.push(column.name.clone());
-            let value = if column.unique { Node::leaf(column.ty.cat(), value(&mut self.rng, column)) } else { self.expr(column.ty.cat(), &scope, 2) };
+            let value = if column.unique {
+                Node::leaf(column.ty.cat(), value(&mut self.rng, column))
+            } else {
+                self.expr(column.ty.cat(), &scope, 2)
+            };
             assignments.push(Node::new(Cat::Other, &format!("{} = {{}}", column.name), vec![value]));
         }
         let filter = self.where_clause(&scope, 3);
-        Node::new(Cat::Other, &format!("UPDATE {} SET {{}}{{}}", table.name), vec![Node::list(assignments, ", "), filter])
+        Node::new(
+            Cat::Other,
+            &format!("UPDATE {} SET {{}}{{}}", table.name),
+            vec![Node::list(assignments, ", "), filter],
+        )
     }
 
     fn delete(&mut self, table: &Table) -> Node {
@@ -1273,7 +1323,13 @@ fn kind(outcome: &Outcome) -> String {
 /// block: it runs under a savepoint, rolled back if it failed there (so that the comparison
 /// of the table can follow); a write that only one side could run (0A000 here, a data
 /// exception on one side) is undone on both, so that the two stay equal.
-fn perform(client: &mut pg::Client, db: &mut Database, check: &Check, node: &Node, stats: Option<&mut Stats>) -> Option<Difference> {
+fn perform(
+    client: &mut pg::Client,
+    db: &mut Database,
+    check: &Check,
+    node: &Node,
+    stats: Option<&mut Stats>,
+) -> Option<Difference> {
     let sql = node.render();
     match check {
         Check::Differential { order, written } => {
@@ -1319,9 +1375,12 @@ fn perform(client: &mut pg::Client, db: &mut Database, check: &Check, node: &Nod
                 }
             }
             match outcome {
-                Tlp::Differ(whole, parts) => {
-                    Some(Difference { sql: tlp_statements(&sql).join(";\n"), ours: whole, theirs: parts, kind: "tlp".into() })
-                }
+                Tlp::Differ(whole, parts) => Some(Difference {
+                    sql: tlp_statements(&sql).join(";\n"),
+                    ours: whole,
+                    theirs: parts,
+                    kind: "tlp".into(),
+                }),
                 _ => None,
             }
         }
@@ -1442,7 +1501,9 @@ impl Run<'_> {
                     out.push_str(&messages(client, &db, &d.sql));
                 }
             }
-            None => out.push_str(&format!("{};\n-- (the difference did not reproduce after shrinking)\n", node.render())),
+            None => {
+                out.push_str(&format!("{};\n-- (the difference did not reproduce after shrinking)\n", node.render()))
+            }
         }
         out.push_str(&format!("-- statement before shrinking: {original}\n"));
         out
@@ -1450,7 +1511,14 @@ impl Run<'_> {
 
     /// Drops data statements one at a time, last first, while a mismatch of the same kind
     /// remains.
-    fn shrink_setup(&self, client: &mut pg::Client, check: &Check, node: &Node, kind: &str, mut setup: Vec<String>) -> Vec<String> {
+    fn shrink_setup(
+        &self,
+        client: &mut pg::Client,
+        check: &Check,
+        node: &Node,
+        kind: &str,
+        mut setup: Vec<String>,
+    ) -> Vec<String> {
         let mut i = setup.len();
         while i > 0 {
             i -= 1;

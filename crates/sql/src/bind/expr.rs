@@ -1218,7 +1218,10 @@ fn rounding_argument(name: &str, arg: &mut Expr, input: InputType, with_digits: 
     let to = match ty {
         SqlType::Int2 | SqlType::Int4 | SqlType::Int if with_digits => SqlType::Numeric,
         SqlType::Float | SqlType::Float4 if with_digits => {
-            return err(SqlState::UndefinedFunction, format!("function {name}({}, integer) does not exist", ty.pg_name()));
+            return err(
+                SqlState::UndefinedFunction,
+                format!("function {name}({}, integer) does not exist", ty.pg_name()),
+            );
         }
         SqlType::Int2 | SqlType::Int4 | SqlType::Int | SqlType::Float4 => SqlType::Float,
         _ => return Ok(()),

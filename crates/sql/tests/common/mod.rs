@@ -187,7 +187,8 @@ pub mod pg {
 /// a few rows gets JIT-compiled, which costs 0.1–1 s a statement.
 pub fn connect(database: &str) -> pg::Client {
     let mut client = pg::Client::connect(&user(), database);
-    let settings = ["SET DateStyle = ISO", "SET extra_float_digits = 1", "SET client_min_messages = warning", "SET jit = off"];
+    let settings =
+        ["SET DateStyle = ISO", "SET extra_float_digits = 1", "SET client_min_messages = warning", "SET jit = off"];
     for setting in settings {
         client.query(setting).unwrap_or_else(|e| panic!("{setting}: {e:?}"));
     }
