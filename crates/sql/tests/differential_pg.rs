@@ -219,6 +219,7 @@ const STATEMENTS: &[&str] = &[
     "UPDATE dt SET n = -0.001 WHERE id = 5",
     "SELECT n, -n FROM dt WHERE id = 5",
     // Differences found by random_differential.rs and not fixed (see KNOWN).
+    "SELECT 9223372036854775807 = CAST(9223372036854775807 AS DOUBLE PRECISION)",
     "SELECT id FROM dt WHERE s NOT IN (SELECT NULL FROM dt)",
     "SELECT x = TRUE FROM (SELECT NULL) AS s (x)",
     "SELECT (SELECT NULL) UNION SELECT CAST('a' AS VARCHAR(3))",
@@ -234,6 +235,10 @@ const STATEMENTS: &[&str] = &[
 
 /// Statements where Pistou still differs from PostgreSQL, by reason.
 const KNOWN: &[(&str, &[&str])] = &[
+    (
+        "found by random_differential.rs, not fixed: PostgreSQL compares an integer with a float as two doubles; Pistou compares numbers of different types exactly (a total order for sorting), which differs beyond 2^53",
+        &["SELECT 9223372036854775807 = CAST(9223372036854775807 AS DOUBLE PRECISION)"],
+    ),
     (
         "found by random_differential.rs, not fixed: PostgreSQL makes a subquery's unknown output column (a quoted literal, NULL) text; Pistou types it by the enclosing context",
         &["SELECT id FROM dt WHERE s NOT IN (SELECT NULL FROM dt)", "SELECT x = TRUE FROM (SELECT NULL) AS s (x)", "SELECT (SELECT NULL) UNION SELECT CAST('a' AS VARCHAR(3))"],

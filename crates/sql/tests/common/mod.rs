@@ -220,7 +220,7 @@ pub enum Order {
 }
 
 /// A value's text, normalized: NULL spelled out, numbers compared by value (numeric to 13
-/// significant digits, whatever the scale; floats exactly, whatever the text form, -0 as 0),
+/// significant digits, whatever the scale; floats to 15, whatever the text form, -0 as 0),
 /// CHAR without trailing blanks.
 pub fn normalize(text: Option<&str>, ty: &str) -> String {
     let Some(text) = text else {
@@ -229,11 +229,13 @@ pub fn normalize(text: Option<&str>, ty: &str) -> String {
     match ty {
         // PostgreSQL chooses the scale of a quotient differently: 13 significant digits.
         "numeric" => text.parse::<f64>().map_or_else(|_| text.to_string(), |f| format!("{f:.12e}")),
-        // -0 and 0 are one value: which one a DISTINCT / UNION / GROUP BY shows for the two
-        // is the first it meets, which is up to the plan (as with 1 and 1.0).
-        "real" | "double precision" => {
-            text.parse::<f64>().map_or_else(|_| text.to_string(), |f| format!("{:e}", if f == 0.0 { 0.0 } else { f }))
-        }
+        // To 15 significant digits: a sum or avg of doubles depends on the order it adds them
+        // in (-279.40000000000003 or -279.4), which is up to the plan; a REAL printed as
+        // double (0.10000000149011612 for 0.1) still differs. -0 and 0 are one value: which
+        // one a DISTINCT / UNION / GROUP BY shows is the first it meets (as with 1 and 1.0).
+        "real" | "double precision" => text
+            .parse::<f64>()
+            .map_or_else(|_| text.to_string(), |f| format!("{:.14e}", if f == 0.0 { 0.0 } else { f })),
         "character" => text.trim_end_matches(' ').to_string(),
         _ => text.to_string(),
     }
