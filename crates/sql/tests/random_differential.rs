@@ -11,14 +11,14 @@
 //! PostgreSQL (a database of its own, `rd_<pid>`, with the C collation, dropped at the end).
 //!
 //! Comparison (`verdict`): the same result column types and rows (normalized as in
-//! `differential_pg.rs`: numeric to 13 significant digits, floats by value), compared in
-//! order only when the ORDER BY covers every output column (otherwise as sorted multisets), or
-//! the same number of rows written, or errors with the same SQLSTATE. Two exceptions, both
-//! deliberate: a statement Pistou refuses with 0A000 counts as "unsupported", not as a
+//! `differential_pg.rs`: numeric to 13 significant digits, floats to 15), compared in order
+//! only when the ORDER BY covers every output column (otherwise as sorted multisets), or the
+//! same number of rows written, or errors with the same SQLSTATE. Deliberate exceptions,
+//! counted and reported: a statement Pistou refuses with 0A000 is "unsupported", not a
 //! mismatch (the run fails if too few statements run on both sides, so the generator keeps
-//! to supported SQL); and two errors of class 22 (data exceptions) with different codes
-//! match, because which row fails first (a division by zero here, an overflow there) depends
-//! on evaluation order, which SQL leaves open.
+//! to supported SQL); errors of classes 21, 22 and 23 match each other whatever their codes,
+//! and on one side only are "evaluation-dependent", because which row fails first, and
+//! whether an expression is evaluated at all, depends on the plan (see `verdict`).
 //!
 //! A second oracle needs no PostgreSQL: ternary logic partitioning (TLP). For a query `q`
 //! and a predicate `p`, the rows of `q` are exactly the rows of `q WHERE p`, `q WHERE NOT p`
@@ -659,7 +659,8 @@ impl<'a> Gen<'a> {
                 Node::new(Cat::Bool, &format!("({{}} {test})"), vec![self.pred(scope, d)])
             }
             5 => {
-                let cat = self.ordered_cat();
+                // Every category has an order (booleans: false < true).
+                let cat = self.value_cat();
                 let not = if self.chance(0.3) { "NOT " } else { "" };
                 let kids = vec![self.expr(cat, scope, d), self.expr(cat, scope, d), self.expr(cat, scope, d)];
                 Node::new(Cat::Bool, &format!("({{}} {not}BETWEEN {{}} AND {{}})"), kids)
@@ -697,11 +698,6 @@ impl<'a> Gen<'a> {
             11 => self.leaf(Cat::Bool, scope),
             _ => self.comparison(scope, d),
         }
-    }
-
-    /// Categories with an order (all of them: booleans order false < true).
-    fn ordered_cat(&mut self) -> Cat {
-        self.value_cat()
     }
 
     fn comparison(&mut self, scope: &Scope, d: u32) -> Node {
@@ -1434,7 +1430,7 @@ fn tlp(db: &mut Database, rendered: &str, distinct: bool) -> Tlp {
     if whole == parts {
         Tlp::Agree
     } else {
-        Tlp::Differ(format!("whole: {whole:?}"), format!("parts: {parts:?}"))
+        Tlp::Differ(format!("{whole:?}"), format!("{parts:?}"))
     }
 }
 
@@ -1499,7 +1495,12 @@ impl Run<'_> {
         );
         match difference {
             Some(d) => {
-                out.push_str(&format!("{};\n-- pistou:     {}\n-- postgresql: {}\n", d.sql, d.ours, d.theirs));
+                // A TLP difference holds the whole query's rows and the parts' (both Pistou's).
+                let (a, b) = match check {
+                    Check::Differential { .. } => ("pistou:    ", "postgresql:"),
+                    Check::Tlp { .. } => ("rows of the whole query (Pistou):", "rows of its three parts (Pistou):"),
+                };
+                out.push_str(&format!("{};\n-- {a} {}\n-- {b} {}\n", d.sql, d.ours, d.theirs));
                 if let (Check::Differential { .. }, Some(db)) = (check, self.rebuild(client, &setup)) {
                     out.push_str(&messages(client, &db, &d.sql));
                 }
