@@ -109,8 +109,10 @@ pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
         (Int(i), SqlType::Bool) => Bool(*i != 0),
         (Numeric(d), SqlType::Int) => Int(decimal_to_int(*d)?),
         (Numeric(d), SqlType::Float) => Float(d.to_f64().ok_or_else(|| out_of_range(FLOAT_OVERFLOW))?),
+        // As PostgreSQL's rint: 2.5 becomes 2, 3.5 becomes 4 (numeric rounds halves away
+        // from zero, floats to even).
         (Float(f), SqlType::Int) => {
-            let r = f.round();
+            let r = f.round_ties_even();
             if !r.is_finite() || r < i64::MIN as f64 || r >= i64::MAX as f64 {
                 return Err(out_of_range("bigint out of range"));
             }

@@ -655,9 +655,11 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
                 Value::Numeric(d) => Value::Numeric(
                     d.round_dp_with_strategy(digits, rust_decimal::RoundingStrategy::MidpointAwayFromZero),
                 ),
+                // PostgreSQL's round(double precision) is rint: halves to even. (The binder
+                // refuses round(double precision, n), which PostgreSQL does not have.)
                 Value::Float(f) => {
                     let m = 10f64.powi(digits as i32);
-                    Value::Float((f * m).round() / m)
+                    Value::Float((f * m).round_ties_even() / m)
                 }
                 _ => return err(SqlState::UndefinedFunction, "function round expects a number"),
             }

@@ -282,11 +282,20 @@ pub(crate) struct InsertPlan {
 pub(crate) enum OnConflict {
     /// Unique violation (23505).
     Error,
-    /// Skip the row (any primary-key or unique conflict).
-    DoNothing,
+    /// Skip a row that conflicts with the arbiter (any primary-key or unique conflict when
+    /// None); a conflict on another constraint is still a unique violation, as in PostgreSQL.
+    DoNothing { arbiter: Option<Arbiter> },
     /// Update the existing row on a primary-key conflict. Expressions are over
     /// `[existing row..., excluded (proposed) row...]`.
     DoUpdate { assignments: Vec<(usize, Expr)>, filter: Option<Expr> },
+}
+
+/// The constraint an `ON CONFLICT (cols)` names by its columns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Arbiter {
+    PrimaryKey,
+    /// A unique index, by position in `TableSchema::indexes`.
+    Index(usize),
 }
 
 #[derive(Clone, Debug)]
@@ -656,6 +665,8 @@ pub(crate) fn aggregate_type(call: &AggCall) -> Option<SqlType> {
             SqlType::Int => Some(SqlType::Numeric),
             other => Some(other),
         },
+        // PostgreSQL has no min/max for varchar: they take the text version.
+        AggFunc::Min | AggFunc::Max if arg == Some(SqlType::Varchar) => Some(SqlType::Text),
         AggFunc::Min | AggFunc::Max => arg,
         AggFunc::Avg if matches!(arg, Some(SqlType::Float | SqlType::Float4)) => Some(SqlType::Float),
         AggFunc::Avg => Some(SqlType::Numeric),

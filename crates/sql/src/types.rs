@@ -344,6 +344,8 @@ impl fmt::Display for Value {
             Value::Null => f.write_str("NULL"),
             Value::Bool(b) => f.write_str(if *b { "true" } else { "false" }),
             Value::Int(i) => write!(f, "{i}"),
+            // PostgreSQL's numeric has no negative zero (`-(0::numeric)` prints 0).
+            Value::Numeric(d) if d.is_zero() => write!(f, "{}", d.abs()),
             Value::Numeric(d) => write!(f, "{d}"),
             Value::Float(x) => write!(f, "{x}"),
             Value::Text(s) => f.write_str(s),

@@ -157,9 +157,10 @@ impl Binder<'_> {
         };
         let on_conflict = match &i.on {
             None => OnConflict::Error,
-            Some(sql::OnInsert::OnConflict(sql::OnConflict { action: sql::OnConflictAction::DoNothing, .. })) => {
-                OnConflict::DoNothing
-            }
+            Some(sql::OnInsert::OnConflict(sql::OnConflict {
+                conflict_target,
+                action: sql::OnConflictAction::DoNothing,
+            })) => OnConflict::DoNothing { arbiter: conflict_arbiter(&table, conflict_target.as_ref())? },
             Some(sql::OnInsert::OnConflict(sql::OnConflict {
                 conflict_target,
                 action: sql::OnConflictAction::DoUpdate(update),
@@ -313,4 +314,38 @@ pub(super) fn assigned(ast: &sql::Expr, bound: Expr, column: Option<&Column>) ->
 /// supported).
 fn generated_always<T>(column: &str) -> Result<T> {
     err(SqlState::GeneratedAlways, format!("cannot insert a non-DEFAULT value into column \"{column}\""))
+}
+
+/// The constraint `ON CONFLICT (cols)` names: the primary key or a unique index over exactly
+/// those columns (42P10 if none, as in PostgreSQL); None without a target.
+fn conflict_arbiter(table: &TableSchema, target: Option<&sql::ConflictTarget>) -> Result<Option<Arbiter>> {
+    let cols = match target {
+        None => return Ok(None),
+        Some(sql::ConflictTarget::Columns(cols)) => cols,
+        Some(sql::ConflictTarget::OnConstraint(_)) => return unsupported("ON CONFLICT ON CONSTRAINT"),
+    };
+    let mut positions = Vec::with_capacity(cols.len());
+    for c in cols {
+        match table.column_index(&ident(c)) {
+            Some(i) => positions.push(i),
+            None => return err(SqlState::UndefinedColumn, format!("column \"{}\" does not exist", ident(c))),
+        }
+    }
+    positions.sort_unstable();
+    positions.dedup();
+    let same = |columns: &[usize]| {
+        let mut columns = columns.to_vec();
+        columns.sort_unstable();
+        columns == positions
+    };
+    if same(&table.primary_key) {
+        return Ok(Some(Arbiter::PrimaryKey));
+    }
+    match table.indexes.iter().position(|x| x.unique && same(&x.columns)) {
+        Some(i) => Ok(Some(Arbiter::Index(i))),
+        None => err(
+            SqlState::InvalidColumnReference,
+            "there is no unique or exclusion constraint matching the ON CONFLICT specification",
+        ),
+    }
 }

@@ -396,6 +396,13 @@ impl Binder<'_> {
                 sql::UnaryOperator::Not => Expr::Not(bx(self, expr, mode)?),
                 sql::UnaryOperator::Plus => self.expr(expr, scope, mode)?,
                 sql::UnaryOperator::Minus => match self.expr(expr, scope, mode)? {
+                    // PostgreSQL negates a number literal before typing it: 9223372036854775808
+                    // is numeric, -9223372036854775808 bigint.
+                    Expr::Const(Value::Numeric(d))
+                        if is_number_literal(expr) && d.scale() == 0 && i64::try_from(-d).is_ok() =>
+                    {
+                        Expr::Const(Value::Int(i64::try_from(-d).unwrap_or_default()))
+                    }
                     Expr::Const(v) => Expr::Const(crate::types::negate(&v)?),
                     other => Expr::Neg(Box::new(other)),
                 },
@@ -618,10 +625,16 @@ impl Binder<'_> {
                 args: vec![self.expr(r#in, scope, mode)?, self.expr(expr, scope, mode)?],
             },
             E::Floor { expr, field: sql::CeilFloorKind::DateTimeField(sql::DateTimeField::NoDateTime) } => {
-                Expr::Call { func: Func::Floor, args: vec![self.expr(expr, scope, mode)?] }
+                let mut arg = self.expr(expr, scope, mode)?;
+                let input = self.input_type(expr, &arg, scope, mode);
+                rounding_argument("floor", &mut arg, input, false)?;
+                Expr::Call { func: Func::Floor, args: vec![arg] }
             }
             E::Ceil { expr, field: sql::CeilFloorKind::DateTimeField(sql::DateTimeField::NoDateTime) } => {
-                Expr::Call { func: Func::Ceil, args: vec![self.expr(expr, scope, mode)?] }
+                let mut arg = self.expr(expr, scope, mode)?;
+                let input = self.input_type(expr, &arg, scope, mode);
+                rounding_argument("ceil", &mut arg, input, false)?;
+                Expr::Call { func: Func::Ceil, args: vec![arg] }
             }
             E::TypedString(t) => {
                 let (ty, limits) = data_type(&t.data_type)?;
@@ -1033,6 +1046,9 @@ impl Binder<'_> {
                 let taken = std::mem::replace(value, Expr::Const(Value::Null));
                 *value = self.datetime_argument(asts[1], taken, scope, mode, &name)?;
             }
+            (Func::Round | Func::Floor | Func::Ceil, [input, ..], [first, ..]) => {
+                rounding_argument(&name, first, *input, asts.len() > 1)?;
+            }
             // The value arguments are written by type (json, arrays, REAL): their static
             // types go first, as a constant list of type names (see `Func::JsonBuildObject`).
             (Func::JsonBuildObject, _, _) => {
@@ -1258,4 +1274,35 @@ impl Binder<'_> {
 fn mentions_aggregate(q: &sql::Query) -> bool {
     let text = q.to_string().to_lowercase();
     ["count(", "sum(", "avg(", "min(", "max("].iter().any(|f| text.contains(f))
+}
+
+/// PostgreSQL has round, floor and ceil for numeric and double precision only, and
+/// `round(x, n)` for numeric only: an integer or real argument is converted to double
+/// precision (the preferred numeric type; `floor(1)` is double precision), an integer `x` of
+/// `round(x, n)` to numeric, and a double or real `x` there has no function (42883).
+fn rounding_argument(name: &str, arg: &mut Expr, input: InputType, with_digits: bool) -> Result<()> {
+    let InputType::Known(ty) = input else {
+        return Ok(());
+    };
+    let to = match ty {
+        SqlType::Int2 | SqlType::Int4 | SqlType::Int if with_digits => SqlType::Numeric,
+        SqlType::Float | SqlType::Float4 if with_digits => {
+            return err(
+                SqlState::UndefinedFunction,
+                format!("function {name}({}, integer) does not exist", ty.pg_name()),
+            );
+        }
+        SqlType::Int2 | SqlType::Int4 | SqlType::Int | SqlType::Float4 => SqlType::Float,
+        _ => return Ok(()),
+    };
+    coerce_in_place(arg, input, to)
+}
+
+/// A number literal, possibly parenthesized.
+fn is_number_literal(e: &sql::Expr) -> bool {
+    match e {
+        sql::Expr::Nested(inner) => is_number_literal(inner),
+        sql::Expr::Value(v) => matches!(v.value, sql::Value::Number(..)),
+        _ => false,
+    }
 }

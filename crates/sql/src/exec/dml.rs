@@ -45,21 +45,53 @@ impl Exec<'_> {
         changed_only: Option<&Row>,
     ) -> Result<Option<String>> {
         for (i, index) in table.indexes.iter().enumerate().filter(|(_, x)| x.unique) {
-            let values: Vec<Value> = index.columns.iter().filter_map(|c| row.get(*c).cloned()).collect();
-            if values.iter().any(Value::is_null) {
-                continue;
-            }
             if let Some(old) = changed_only {
                 if index.columns.iter().all(|c| old.get(*c) == row.get(*c)) {
                     continue;
                 }
             }
-            let hits = self.lookup(local, table, Path::Index(i), &values)?;
-            if hits.iter().any(|(k, _)| k != key) {
+            if self.index_conflict(local, table, i, Some(key), row)? {
                 return Ok(Some(index.name.clone()));
             }
         }
         Ok(None)
+    }
+
+    /// Whether unique index `i` holds a row with `row`'s values (other than the row at key
+    /// `except`, the row an update changes).
+    fn index_conflict(
+        &mut self,
+        local: &WriteSet,
+        table: &std::sync::Arc<TableSchema>,
+        i: usize,
+        except: Option<&[u8]>,
+        row: &Row,
+    ) -> Result<bool> {
+        let Some(index) = table.indexes.get(i) else { return Ok(false) };
+        let values: Vec<Value> = index.columns.iter().filter_map(|c| row.get(*c).cloned()).collect();
+        if values.iter().any(Value::is_null) {
+            return Ok(false);
+        }
+        let hits = self.lookup(local, table, Path::Index(i), &values)?;
+        Ok(hits.iter().any(|(k, _)| Some(k.as_slice()) != except))
+    }
+
+    /// ON CONFLICT DO NOTHING: whether the row conflicts with the arbiter, and is skipped
+    /// before any other check (`pk_taken`: its primary key is taken).
+    fn conflicts_with_arbiter(
+        &mut self,
+        local: &WriteSet,
+        table: &std::sync::Arc<TableSchema>,
+        arbiter: Option<Arbiter>,
+        (key, row): (&[u8], &Row),
+        pk_taken: bool,
+    ) -> Result<bool> {
+        Ok(match arbiter {
+            None => pk_taken || self.unique_conflict(local, table, key, row, None)?.is_some(),
+            Some(Arbiter::PrimaryKey) => pk_taken,
+            // The row stored under the same key conflicts too: an insert replaces no row.
+            Some(Arbiter::Index(i)) => self.index_conflict(local, table, i, None, row)?,
+        })
     }
 
     pub fn insert(&mut self, plan: &InsertPlan) -> Result<(u64, Vec<Row>, WriteSet)> {
@@ -112,10 +144,12 @@ impl Exec<'_> {
                 check_not_null(table, &row)?;
                 self.check_constraints(&plan.enforce, table, &row)?;
                 // A fresh row id names no stored row: no primary-key read is needed.
-                if let Some(constraint) = self.unique_conflict(&local, table, &key, &row, None)? {
-                    if matches!(plan.on_conflict, OnConflict::DoNothing) {
+                if let OnConflict::DoNothing { arbiter } = plan.on_conflict {
+                    if self.conflicts_with_arbiter(&local, table, arbiter, (&key, &row), false)? {
                         continue;
                     }
+                }
+                if let Some(constraint) = self.unique_conflict(&local, table, &key, &row, None)? {
                     return err(
                         SqlState::UniqueViolation,
                         format!("duplicate key value violates unique constraint \"{constraint}\""),
@@ -133,6 +167,11 @@ impl Exec<'_> {
             let key = table.row_key(&row);
             let pk_values: Vec<Value> = table.primary_key.iter().filter_map(|c| row.get(*c).cloned()).collect();
             let existing = self.lookup(&local, table, Path::PrimaryKey, &pk_values)?;
+            if let OnConflict::DoNothing { arbiter } = plan.on_conflict {
+                if self.conflicts_with_arbiter(&local, table, arbiter, (&key, &row), !existing.is_empty())? {
+                    continue;
+                }
+            }
             if let (OnConflict::DoUpdate { assignments, filter }, Some((_, old))) =
                 (&plan.on_conflict, existing.first())
             {
@@ -180,9 +219,6 @@ impl Exec<'_> {
                 Some(format!("{}_pkey", table.name))
             };
             if let Some(constraint) = conflict {
-                if matches!(plan.on_conflict, OnConflict::DoNothing) {
-                    continue;
-                }
                 return err(
                     SqlState::UniqueViolation,
                     format!("duplicate key value violates unique constraint \"{constraint}\""),
