@@ -80,7 +80,7 @@ impl Binder<'_> {
     /// none of the statement's WITH queries, and a view reading itself (which the catalog
     /// prevents) fails instead of recursing.
     pub(super) fn expand_view(&mut self, view: &ViewSchema) -> Result<QueryPlan> {
-        if self.expanding_views.iter().any(|v| *v == view.name) {
+        if self.expanding_views.contains(&view.name) {
             return err(
                 SqlState::InvalidObjectDefinition,
                 format!("infinite recursion detected in rules for relation \"{}\"", view.name),
