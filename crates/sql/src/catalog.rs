@@ -352,10 +352,14 @@ impl Catalog {
                 }
                 let mut widened = (**schema).clone();
                 widened.columns.push(column.clone());
-                let mut next = self.clone();
-                next.replace_table(Arc::new(widened));
-                crate::view::check_views_unchanged(self, &next, table)?;
-                self.tables = next.tables;
+                if crate::view::dependent_views(self, table).is_empty() {
+                    self.replace_table(Arc::new(widened));
+                } else {
+                    let mut next = self.clone();
+                    next.replace_table(Arc::new(widened));
+                    crate::view::check_views_unchanged(self, &next, table)?;
+                    self.tables = next.tables;
+                }
             }
             CatalogChange::AddPrimaryKey { table, index } => {
                 self.check_new_index_name(&index.name)?;

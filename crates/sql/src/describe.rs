@@ -4,7 +4,7 @@
 
 use crate::catalog::CatalogChange;
 use crate::engine::Prepared;
-use crate::plan::{FromPlan, Plan, QueryBody, QueryPlan, ScanPlan, Statement, TxnControl};
+use crate::plan::{FromPlan, Plan, QueryBody, QueryPlan, ScanPlan, Statement, TargetRows, TxnControl};
 use std::collections::BTreeSet;
 
 /// The kind of a prepared statement.
@@ -97,11 +97,11 @@ pub(crate) fn plan_tables(plan: &Plan) -> Vec<String> {
         }
         // Constraint checks read the referenced and referencing tables (`constraints`).
         Statement::Update(u) => {
-            scan_tables(&u.scan, &mut out);
+            target_tables(&u.rows, &mut out);
             u.enforce.tables(&mut out);
         }
         Statement::Delete(d) => {
-            scan_tables(&d.scan, &mut out);
+            target_tables(&d.rows, &mut out);
             d.enforce.tables(&mut out);
         }
         Statement::Ddl(_) | Statement::Explain(_) | Statement::Txn(_) => return Vec::new(),
@@ -110,6 +110,13 @@ pub(crate) fn plan_tables(plan: &Plan) -> Vec<String> {
         query_tables(&sub.plan, &mut out);
     }
     out.into_iter().collect()
+}
+
+fn target_tables(rows: &TargetRows, out: &mut BTreeSet<String>) {
+    match rows {
+        TargetRows::Scan { scan, .. } => scan_tables(scan, out),
+        TargetRows::Join { from, .. } => from_tables(from, out),
+    }
 }
 
 fn query_tables(q: &QueryPlan, out: &mut BTreeSet<String>) {

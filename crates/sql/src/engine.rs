@@ -120,8 +120,8 @@ impl Prepared {
                 QueryBody::Select(core) if core.from.joins.is_empty() => core.from.first.as_ref(),
                 _ => None,
             },
-            Statement::Update(u) => Some(&u.scan),
-            Statement::Delete(d) => Some(&d.scan),
+            Statement::Update(u) => u.rows.single_scan(),
+            Statement::Delete(d) => d.rows.single_scan(),
             _ => None,
         };
         let Some(scan) = scan.filter(|s| s.derived.is_none() && s.access.is_point(&s.table)) else {

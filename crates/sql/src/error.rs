@@ -86,6 +86,8 @@ pub enum SqlState {
     CannotCoerce,
     /// A view whose definition reads itself (42P17).
     InvalidObjectDefinition,
+    /// A FROM list naming a table or alias twice (42712).
+    DuplicateAlias,
 }
 
 impl SqlState {
@@ -149,6 +151,7 @@ impl SqlState {
             InternalError => "XX000",
             CannotCoerce => "42846",
             InvalidObjectDefinition => "42P17",
+            DuplicateAlias => "42712",
         }
     }
 }

@@ -252,7 +252,8 @@ pub(crate) struct QueryPlan {
 
 #[derive(Clone, Debug)]
 pub(crate) struct Returning {
-    /// Over the written (new, or deleted) table row.
+    /// Over the written (new, or deleted) table row, followed by the joined columns of an
+    /// `UPDATE ... FROM` / `DELETE ... USING`.
     pub exprs: Vec<Expr>,
     pub names: Vec<String>,
     pub types: Vec<Option<SqlType>>,
@@ -298,23 +299,45 @@ pub(crate) enum Arbiter {
     Index(usize),
 }
 
+/// The rows an UPDATE or DELETE changes.
+#[derive(Clone, Debug)]
+pub(crate) enum TargetRows {
+    /// A scan of the target table, then the WHERE conjuncts with correlated subqueries,
+    /// checked per scanned row (not part of the scan's predicate).
+    Scan { scan: ScanPlan, residual: Option<Expr> },
+    /// `UPDATE ... FROM` / `DELETE ... USING`: the target table, the first FROM item, joined
+    /// with the others under WHERE (`filter`: the conjuncts left over the combined row). A
+    /// row is the target's row followed by the other items' columns; a target row that joins
+    /// several rows is changed once, with the first (PostgreSQL leaves which one unspecified).
+    Join { from: FromPlan, filter: Option<Expr> },
+}
+
+impl TargetRows {
+    /// The scan of the target table when it is the statement's only read.
+    pub fn single_scan(&self) -> Option<&ScanPlan> {
+        match self {
+            TargetRows::Scan { scan, .. } => Some(scan),
+            TargetRows::Join { .. } => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct UpdatePlan {
-    pub scan: ScanPlan,
-    /// WHERE conjuncts with correlated subqueries, checked per scanned row (not part of the
-    /// scan's predicate).
-    pub residual: Option<Expr>,
-    /// (column, new value over the old row).
+    pub table: Arc<TableSchema>,
+    pub rows: TargetRows,
+    /// (column, new value over the target row, followed by the joined columns).
     pub assignments: Vec<(usize, Expr)>,
+    /// Over the new target row, followed by the joined columns.
     pub returning: Option<Returning>,
     pub enforce: Arc<crate::constraints::Enforcement>,
 }
 
 #[derive(Clone, Debug)]
 pub(crate) struct DeletePlan {
-    pub scan: ScanPlan,
-    /// As in `UpdatePlan`.
-    pub residual: Option<Expr>,
+    pub table: Arc<TableSchema>,
+    pub rows: TargetRows,
+    /// Over the deleted row, followed by the joined columns.
     pub returning: Option<Returning>,
     pub enforce: Arc<crate::constraints::Enforcement>,
 }
@@ -871,40 +894,55 @@ fn describe_body(out: &mut String, indent: usize, body: &QueryBody) {
                     agg.calls.len()
                 );
             }
-            if let Some(f) = &core.filter {
-                let _ = writeln!(out, "{:inner$}Filter {f}", "");
-            }
-            match &core.from.first {
-                None => {
-                    let _ = writeln!(out, "{:inner$}One row", "");
-                }
-                Some(first) => {
-                    let combined: Vec<String> = std::iter::once(&first.table)
-                        .chain(core.from.joins.iter().map(|j| &j.right.table))
-                        .flat_map(|t| t.columns.iter().map(move |c| format!("{}.{}", t.name, c.name)))
-                        .collect();
-                    let names = |i: usize| combined.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
-                    describe_scan(out, inner, first);
-                    for step in &core.from.joins {
-                        let _ = writeln!(
-                            out,
-                            "{:inner$}{} join ({}){}",
-                            "",
-                            if step.kind == JoinKind::Left { "Left" } else { "Inner" },
-                            if step.per_outer_row {
-                                "index nested loop"
-                            } else if step.hash_keys.is_empty() {
-                                "nested loop"
-                            } else {
-                                "hash"
-                            },
-                            step.condition.as_ref().map_or(String::new(), |c| format!(" on {}", Shown(c, &names)))
-                        );
-                        describe_scan(out, inner + 2, &step.right);
-                    }
-                }
-            }
+            describe_from(out, inner, &core.from, core.filter.as_ref());
         }
+    }
+}
+
+/// A FROM list with the WHERE conjuncts left over the combined row.
+fn describe_from(out: &mut String, indent: usize, from: &FromPlan, filter: Option<&Expr>) {
+    if let Some(f) = filter {
+        let _ = writeln!(out, "{:indent$}Filter {f}", "");
+    }
+    let Some(first) = &from.first else {
+        let _ = writeln!(out, "{:indent$}One row", "");
+        return;
+    };
+    let combined: Vec<String> = std::iter::once(&first.table)
+        .chain(from.joins.iter().map(|j| &j.right.table))
+        .flat_map(|t| t.columns.iter().map(move |c| format!("{}.{}", t.name, c.name)))
+        .collect();
+    let names = |i: usize| combined.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+    describe_scan(out, indent, first);
+    for step in &from.joins {
+        let _ = writeln!(
+            out,
+            "{:indent$}{} join ({}){}",
+            "",
+            if step.kind == JoinKind::Left { "Left" } else { "Inner" },
+            if step.per_outer_row {
+                "index nested loop"
+            } else if step.hash_keys.is_empty() {
+                "nested loop"
+            } else {
+                "hash"
+            },
+            step.condition.as_ref().map_or(String::new(), |c| format!(" on {}", Shown(c, &names)))
+        );
+        describe_scan(out, indent + 2, &step.right);
+    }
+}
+
+/// The rows an UPDATE or DELETE changes.
+fn describe_target_rows(out: &mut String, indent: usize, rows: &TargetRows) {
+    match rows {
+        TargetRows::Scan { scan, residual } => {
+            if let Some(r) = residual {
+                let _ = writeln!(out, "{:indent$}Filter {r}", "");
+            }
+            describe_scan(out, indent, scan);
+        }
+        TargetRows::Join { from, filter } => describe_from(out, indent, from, filter.as_ref()),
     }
 }
 
@@ -936,12 +974,12 @@ pub(crate) fn explain(plan: &Plan) -> String {
             }
         }
         Statement::Update(p) => {
-            let _ = writeln!(out, "Update {}", p.scan.table.name);
-            describe_scan(&mut out, 2, &p.scan);
+            let _ = writeln!(out, "Update {}", p.table.name);
+            describe_target_rows(&mut out, 2, &p.rows);
         }
         Statement::Delete(p) => {
-            let _ = writeln!(out, "Delete from {}", p.scan.table.name);
-            describe_scan(&mut out, 2, &p.scan);
+            let _ = writeln!(out, "Delete from {}", p.table.name);
+            describe_target_rows(&mut out, 2, &p.rows);
         }
         Statement::Ddl(change) => {
             let _ = writeln!(out, "Catalog change {change:?}");

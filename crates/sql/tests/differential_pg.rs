@@ -264,14 +264,6 @@ const KNOWN: &[(&str, &[&str])] = &[
         &["SELECT 1 FROM dt AS a, dt AS b JOIN dt AS c ON a.id = c.id"],
     ),
     (
-        "found by random_differential.rs, not fixed: an unknown table qualifier is 42P01 in PostgreSQL, 42703 here",
-        &["SELECT zz.id FROM dt"],
-    ),
-    (
-        "found by random_differential.rs, not fixed: an aggregate whose argument reads an enclosing query's column only inside a nested subquery belongs to that enclosing query in PostgreSQL (one row here); Pistou aggregates at its own level instead of refusing it (0A000) - a wrong result",
-        &["SELECT (SELECT max((SELECT y.s FROM dt AS y WHERE y.id = x.id)) FROM dt AS z WHERE z.id = 3) FROM dt AS x"],
-    ),
-    (
         "PostgreSQL folds constant subexpressions while planning: 1 / 0 fails even where it is never evaluated",
         &["SELECT COALESCE(x, 1 / 0) FROM dt"],
     ),

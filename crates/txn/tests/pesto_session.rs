@@ -452,6 +452,36 @@ fn reads_through_a_view_are_checked_as_reads_of_its_tables() {
     cl.clients[1].abort(h).expect("abort");
 }
 
+/// UPDATE ... FROM reads the joined table as a SELECT would: a write ordered before the
+/// updater into what its join read aborts it; one outside the join's predicate does not.
+#[test]
+fn update_from_checks_its_reads_of_the_joined_table() {
+    let mut cl = cluster(2);
+    accounts(&mut cl);
+    cl.autocommit(0, "CREATE TABLE bonus (owner TEXT PRIMARY KEY, amount INT NOT NULL)", vec![]);
+    cl.autocommit(0, "INSERT INTO bonus VALUES ('ann', 20)", vec![]);
+    let update = "UPDATE accounts SET balance = balance + b.amount FROM bonus b \
+                  WHERE b.owner = accounts.owner AND b.amount > 10 RETURNING accounts.id, balance";
+    for (owner, amount, covered) in [("bob", 50, true), ("zed", 1, false)] {
+        let w = cl.begin(1);
+        cl.now += 1_000;
+        let r = cl.begin(0);
+        let before = cl.sql(0, r, update, vec![]).expect("update from");
+        let insert = format!("INSERT INTO bonus VALUES ('{owner}', {amount})");
+        cl.sql(1, w, &insert, vec![]).expect("insert");
+        assert_eq!(cl.commit(1, w), Decision::Commit);
+        let expected = if covered { Decision::Abort } else { Decision::Commit };
+        assert_eq!(cl.commit(0, r), expected, "updated {before:?}; bonus ({owner}, {amount}) written before");
+    }
+    let h = cl.begin(0);
+    assert_eq!(
+        cl.rows(0, h, "SELECT id, balance FROM accounts ORDER BY id", vec![]),
+        vec![vec![int(1), int(120)], vec![int(2), int(100)], vec![int(3), int(10)]],
+        "only the second run committed: ann's and bob's bonuses"
+    );
+    cl.clients[0].abort(h).expect("abort");
+}
+
 #[test]
 fn a_concurrent_insert_into_a_read_range_aborts_the_reader() {
     let mut cl = cluster(2);

@@ -4,13 +4,14 @@ use super::*;
 use crate::catalog::{Generated, Identity};
 
 impl Binder<'_> {
+    /// RETURNING over the row `scope` describes (the written or deleted row, followed by the
+    /// joined columns of an `UPDATE ... FROM` / `DELETE ... USING`).
     pub(super) fn returning(
         &mut self,
         items: &Option<Vec<sql::SelectItem>>,
-        table: &TableSchema,
+        scope: &Scope,
     ) -> Result<Option<Returning>> {
         let Some(items) = items else { return Ok(None) };
-        let scope = Scope::of_table(table, &table.name);
         let mut exprs = Vec::new();
         let mut names = Vec::new();
         let mut types = Vec::new();
@@ -18,24 +19,24 @@ impl Binder<'_> {
         for item in items {
             match item {
                 sql::SelectItem::UnnamedExpr(e) => {
-                    exprs.push(self.expr(e, &scope, &mut Mode::Plain("RETURNING"))?);
+                    exprs.push(self.expr(e, scope, &mut Mode::Plain("RETURNING"))?);
                     names.push(output_name(e));
                 }
                 sql::SelectItem::ExprWithAlias { expr, alias } => {
-                    exprs.push(self.expr(expr, &scope, &mut Mode::Plain("RETURNING"))?);
+                    exprs.push(self.expr(expr, scope, &mut Mode::Plain("RETURNING"))?);
                     names.push(ident(alias));
                 }
                 sql::SelectItem::Wildcard(_) => {
-                    for (i, c) in table.visible_columns() {
+                    for i in scope.star_columns() {
                         exprs.push(Expr::Column(i));
-                        names.push(c.name.clone());
+                        names.push(scope.cols.get(i).map(|c| c.name.clone()).unwrap_or_default());
                     }
                 }
                 other => return unsupported(format!("RETURNING item {other}")),
             }
             for e in exprs.iter().skip(types.len()) {
-                types.push(self.type_of(e, &scope, &Mode::Plain("")));
-                limits.push(self.char_limits(e, &scope));
+                types.push(self.type_of(e, scope, &Mode::Plain("")));
+                limits.push(self.char_limits(e, scope));
             }
         }
         Ok(Some(Returning { exprs, names, types, limits }))
@@ -183,7 +184,7 @@ impl Binder<'_> {
             }
             Some(_) => return unsupported("ON DUPLICATE KEY UPDATE"),
         };
-        let returning = self.returning(&i.returning, &table)?;
+        let returning = self.returning(&i.returning, &Scope::of_table(&table, &table.name))?;
         let enforce = crate::constraints::enforcement(self.catalog, &table)?;
         Ok(InsertPlan { table, targets, source, on_conflict, returning, enforce })
     }
@@ -215,26 +216,51 @@ impl Binder<'_> {
         Ok(OnConflict::DoUpdate { assignments, filter })
     }
 
-    pub(super) fn single_table(&mut self, twj: &sql::TableWithJoins) -> Result<Arc<TableSchema>> {
+    /// The table an UPDATE or DELETE changes, and the name its columns are qualified by.
+    fn target_table(&mut self, twj: &sql::TableWithJoins) -> Result<(Arc<TableSchema>, String)> {
         if !twj.joins.is_empty() {
-            return unsupported("joins in UPDATE/DELETE");
+            return unsupported("joins in the target of UPDATE/DELETE (use FROM / USING)");
         }
         match &twj.relation {
-            sql::TableFactor::Table { name, alias: None, args: None, .. } => self.table(name),
+            sql::TableFactor::Table { name, alias, args: None, with_hints, version: None, partitions, .. }
+                if with_hints.is_empty() && partitions.is_empty() =>
+            {
+                let table = self.table(name)?;
+                let qualifier = match alias {
+                    None => table.name.clone(),
+                    Some(a) if a.columns.is_empty() => ident(&a.name),
+                    Some(_) => return unsupported("a column list in the alias of an UPDATE/DELETE target"),
+                };
+                Ok((table, qualifier))
+            }
             other => unsupported(format!("target {other}")),
         }
     }
 
-    /// The scan of an UPDATE/DELETE target and the WHERE conjuncts that run correlated
-    /// subqueries, checked per scanned row.
-    pub(super) fn where_scan(
+    /// The rows an UPDATE/DELETE changes and the scope of each (see `TargetRows`): without a
+    /// FROM/USING list, a scan of the target with the WHERE conjuncts that run correlated
+    /// subqueries checked per scanned row; with one, the target joined with its items.
+    fn target_rows(
         &mut self,
-        table: Arc<TableSchema>,
+        target: &sql::TableWithJoins,
+        table: &Arc<TableSchema>,
+        qualifier: &str,
+        from: &[sql::TableWithJoins],
         selection: &Option<sql::Expr>,
-    ) -> Result<(ScanPlan, Option<Expr>)> {
+    ) -> Result<(TargetRows, Scope)> {
+        if !from.is_empty() {
+            let list: Vec<sql::TableWithJoins> = std::iter::once(target).chain(from).cloned().collect();
+            let (scope, items) = self.bind_from(&list)?;
+            let mut parts = Vec::new();
+            if let Some(w) = selection {
+                conjuncts(self.expr(w, &scope, &mut Mode::Plain("WHERE"))?, &mut parts);
+            }
+            let (from, filter) = self.plan_from(items, parts)?;
+            return Ok((TargetRows::Join { from, filter }, scope));
+        }
+        let scope = Scope::of_table(table, qualifier);
         let mut parts = Vec::new();
         if let Some(w) = selection {
-            let scope = Scope::of_table(&table, &table.name);
             conjuncts(self.expr(w, &scope, &mut Mode::Plain("WHERE"))?, &mut parts);
         }
         let (late, scanned): (Vec<Expr>, Vec<Expr>) = parts.into_iter().partition(|c| {
@@ -242,15 +268,21 @@ impl Binder<'_> {
             subquery_ids(c, &mut ids);
             ids.iter().any(|i| self.subqueries.get(*i).is_some_and(|s| s.correlated))
         });
-        Ok((scan_plan(table, scanned), (!late.is_empty()).then(|| Expr::conjunction(late))))
+        let residual = (!late.is_empty()).then(|| Expr::conjunction(late));
+        Ok((TargetRows::Scan { scan: scan_plan(table.clone(), scanned), residual }, scope))
     }
 
     pub(super) fn update(&mut self, u: &sql::Update) -> Result<UpdatePlan> {
-        if u.from.is_some() || u.or.is_some() || !u.order_by.is_empty() || u.limit.is_some() || u.output.is_some() {
+        if u.or.is_some() || !u.order_by.is_empty() || u.limit.is_some() || u.output.is_some() {
             return unsupported("this UPDATE form");
         }
-        let table = self.single_table(&u.table)?;
-        let scope = Scope::of_table(&table, &table.name);
+        let from = match &u.from {
+            None => &[][..],
+            Some(sql::UpdateTableFromKind::AfterSet(from)) => from.as_slice(),
+            Some(sql::UpdateTableFromKind::BeforeSet(_)) => return unsupported("UPDATE FROM before SET"),
+        };
+        let (table, qualifier) = self.target_table(&u.table)?;
+        let (rows, scope) = self.target_rows(&u.table, &table, &qualifier, from, &u.selection)?;
         let mut assignments: Vec<(usize, Expr)> = Vec::new();
         for a in &u.assignments {
             let sql::AssignmentTarget::ColumnName(name) = &a.target else { return unsupported("tuple assignment") };
@@ -271,30 +303,25 @@ impl Binder<'_> {
             }
             assignments.push((col, value));
         }
-        let (scan, residual) = self.where_scan(table.clone(), &u.selection)?;
-        let returning = self.returning(&u.returning, &table)?;
+        let returning = self.returning(&u.returning, &scope)?;
         let enforce = crate::constraints::enforcement(self.catalog, &table)?;
-        Ok(UpdatePlan { scan, residual, assignments, returning, enforce })
+        Ok(UpdatePlan { table, rows, assignments, returning, enforce })
     }
 
     pub(super) fn delete(&mut self, d: &sql::Delete) -> Result<DeletePlan> {
-        if !d.tables.is_empty()
-            || d.using.is_some()
-            || !d.order_by.is_empty()
-            || d.limit.is_some()
-            || d.output.is_some()
-        {
+        if !d.tables.is_empty() || !d.order_by.is_empty() || d.limit.is_some() || d.output.is_some() {
             return unsupported("this DELETE form");
         }
         let from = match &d.from {
             sql::FromTable::WithFromKeyword(v) | sql::FromTable::WithoutKeyword(v) => v,
         };
-        let [twj] = from.as_slice() else { return unsupported("DELETE from several tables") };
-        let table = self.single_table(twj)?;
-        let (scan, residual) = self.where_scan(table.clone(), &d.selection)?;
-        let returning = self.returning(&d.returning, &table)?;
+        let [target] = from.as_slice() else { return unsupported("DELETE from several tables (use USING)") };
+        let using = d.using.as_deref().unwrap_or_default();
+        let (table, qualifier) = self.target_table(target)?;
+        let (rows, scope) = self.target_rows(target, &table, &qualifier, using, &d.selection)?;
+        let returning = self.returning(&d.returning, &scope)?;
         let enforce = crate::constraints::enforcement(self.catalog, &table)?;
-        Ok(DeletePlan { scan, residual, returning, enforce })
+        Ok(DeletePlan { table, rows, returning, enforce })
     }
 }
 

@@ -57,6 +57,12 @@ impl Binder<'_> {
                 if self.outer_scopes.iter().any(|s| !s.find(table, name).is_empty()) {
                     return unsupported("correlated reference from this position");
                 }
+                if let Some(t) = table {
+                    let named = |s: &Scope| s.cols.iter().any(|c| c.table == t);
+                    if !named(scope) && !self.outer_scopes.iter().any(named) {
+                        return err(SqlState::UndefinedTable, format!("missing FROM-clause entry for table \"{t}\""));
+                    }
+                }
                 let full = table.map_or(name.to_string(), |t| format!("{t}.{name}"));
                 err(SqlState::UndefinedColumn, format!("column \"{full}\" does not exist"))
             }
@@ -362,8 +368,7 @@ impl Binder<'_> {
         use sql::Expr as E;
         if let Some(found) = self.outer_ref(e, scope) {
             let (level, column) = found?;
-            self.min_level = Some(self.min_level.map_or(level, |m| m.min(level)));
-            return Ok(Expr::Enclosing { level, column });
+            return Ok(self.enclosing(level, column));
         }
         if let Mode::Agg(ctx) = mode {
             if let Some(pos) = ctx.group_ast.iter().position(|g| g == e) {
@@ -804,8 +809,9 @@ impl Binder<'_> {
     }
 
     /// The enclosing query an aggregate argument belongs to when it references columns of
-    /// enclosing queries only: the innermost of them (None: the aggregate is the current
-    /// query's). Found by binding the argument with every enclosing query's FROM row visible.
+    /// enclosing queries only, directly or in subqueries of the argument: the innermost of
+    /// them (None: the aggregate is the current query's). Found by binding the argument with
+    /// every enclosing query's FROM row visible.
     fn aggregate_level(&mut self, arg: &sql::Expr, scope: &Scope) -> Result<Option<usize>> {
         if self.rebind() {
             return Ok(None);
@@ -821,30 +827,24 @@ impl Binder<'_> {
             .collect();
         let saved_scopes = std::mem::replace(&mut self.outer_scopes, full);
         let saved = (self.subqueries.len(), self.anonymous_params, self.min_level);
+        let enclosing_seen = self.levels_seen.replace(BTreeSet::new());
         let bound = self.expr(arg, scope, &mut Mode::Plain("aggregate function calls"));
+        let seen = std::mem::replace(&mut self.levels_seen, enclosing_seen).unwrap_or_default();
+        if let Some(enclosing_seen) = &mut self.levels_seen {
+            enclosing_seen.extend(&seen);
+        }
         self.outer_scopes = saved_scopes;
-        let nested_subquery = self.subqueries.len() > saved.0;
         self.subqueries.truncate(saved.0);
         (self.anonymous_params, self.min_level) = (saved.1, saved.2);
         // A failing argument fails again where the aggregate is bound.
         let Ok(bound) = bound else { return Ok(None) };
-        fn levels(e: &Expr, out: &mut Vec<usize>) {
-            if let Expr::Enclosing { level, .. } = e {
-                out.push(*level);
-            }
-            for c in e.children() {
-                levels(c, out);
-            }
-        }
-        let mut found = Vec::new();
-        levels(&bound, &mut found);
-        if bound.any(&|n| matches!(n, Expr::Column(_))) || found.is_empty() {
+        // Levels are absolute: this query is `current`; a subquery of the argument sees it as
+        // an enclosing query at that level, and itself deeper.
+        let current = self.outer_scopes.len();
+        if bound.any(&|n| matches!(n, Expr::Column(_))) || seen.contains(&current) {
             return Ok(None);
         }
-        if nested_subquery {
-            return unsupported("an aggregate over enclosing queries' columns with a subquery in its argument");
-        }
-        Ok(found.into_iter().max())
+        Ok(seen.range(..current).next_back().copied())
     }
 
     /// An aggregate inside a subquery whose argument references only enclosing queries'
@@ -907,8 +907,17 @@ impl Binder<'_> {
                 s.cols.push(ScopeCol { table: String::new(), name: String::new(), ty, limits: limits.clone() });
             }
         }
+        Ok(Some(self.enclosing(level, column)))
+    }
+
+    /// A reference to a column of the enclosing query at `level`, noted for correlation and
+    /// for finding aggregates' levels.
+    fn enclosing(&mut self, level: usize, column: usize) -> Expr {
         self.min_level = Some(self.min_level.map_or(level, |m| m.min(level)));
-        Ok(Some(Expr::Enclosing { level, column }))
+        if let Some(seen) = &mut self.levels_seen {
+            seen.insert(level);
+        }
+        Expr::Enclosing { level, column }
     }
 
     pub(super) fn function(&mut self, f: &sql::Function, scope: &Scope, mode: &mut Mode) -> Result<Expr> {
@@ -1043,8 +1052,9 @@ impl Binder<'_> {
                 }
             }
             (Func::DateTrunc | Func::DatePart, [_, _], [_, value]) => {
+                let [_, ast] = asts.as_slice() else { return err(SqlState::InternalError, "arity changed") };
                 let taken = std::mem::replace(value, Expr::Const(Value::Null));
-                *value = self.datetime_argument(asts[1], taken, scope, mode, &name)?;
+                *value = self.datetime_argument(ast, taken, scope, mode, &name)?;
             }
             (Func::Round | Func::Floor | Func::Ceil, [input, ..], [first, ..]) => {
                 rounding_argument(&name, first, *input, asts.len() > 1)?;

@@ -421,6 +421,9 @@ pub(crate) struct Binder<'c> {
     /// Lowest enclosing level referenced (`Expr::Enclosing`) since the innermost subquery
     /// being bound started: a subquery at depth d is correlated if this is below d.
     min_level: Option<usize>,
+    /// Enclosing levels referenced while an aggregate's argument is bound to find the query
+    /// it belongs to, nested subqueries included (see `aggregate_level`).
+    levels_seen: Option<BTreeSet<usize>>,
     /// WITH queries in scope, innermost last.
     ctes: Vec<(String, QueryPlan)>,
     param_count: usize,
@@ -466,6 +469,7 @@ impl<'c> Binder<'c> {
             catalog,
             subqueries: Vec::new(),
             min_level: None,
+            levels_seen: None,
             ctes: Vec::new(),
             param_count: 0,
             param_types: Vec::new(),

@@ -678,7 +678,7 @@ impl Binder<'_> {
                     return unsupported("typed column aliases");
                 }
                 if items.iter().any(|i| i.alias == alias) {
-                    return err(SqlState::DuplicateObject, format!("table name \"{alias}\" specified more than once"));
+                    return err(SqlState::DuplicateAlias, format!("table name \"{alias}\" specified more than once"));
                 }
                 items.push(FromItem {
                     offset: scope.cols.len(),
@@ -769,7 +769,7 @@ impl Binder<'_> {
         items: &mut Vec<FromItem>,
     ) -> Result<()> {
         if items.iter().any(|i| i.alias == alias) {
-            return err(SqlState::DuplicateObject, format!("table name \"{alias}\" specified more than once"));
+            return err(SqlState::DuplicateAlias, format!("table name \"{alias}\" specified more than once"));
         }
         let columns = plan
             .names

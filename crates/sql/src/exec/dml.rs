@@ -235,34 +235,56 @@ impl Exec<'_> {
         Ok((count, returned, local))
     }
 
-    /// Rows of an UPDATE/DELETE target: the scan (its predicate is what it reports), then the
-    /// WHERE conjuncts that run correlated subqueries per row.
-    fn where_rows(&mut self, scan: &ScanPlan, residual: Option<&Expr>) -> Result<Vec<(Vec<u8>, Row)>> {
-        let empty = WriteSet::default();
-        let subqueries = self.subqueries.clone();
-        let enclosing = self.enclosing.clone();
-        let env = self.env_over(&subqueries, &enclosing);
-        let matches = self.reader.scan_rows(&empty, scan, &env, &mut self.reads)?;
-        let Some(residual) = residual else { return Ok(matches) };
-        let mut kept = Vec::with_capacity(matches.len());
-        for (key, row) in matches {
-            if self.passes_row(residual, &row)? {
-                kept.push((key, row));
+    /// Rows an UPDATE/DELETE changes, with their keys: each is the target's row followed by
+    /// the joined columns of an `UPDATE ... FROM` / `DELETE ... USING` (see `TargetRows`).
+    fn target_rows(&mut self, table: &TableSchema, rows: &TargetRows) -> Result<Vec<(Vec<u8>, Row)>> {
+        match rows {
+            TargetRows::Scan { scan, residual } => {
+                let empty = WriteSet::default();
+                let subqueries = self.subqueries.clone();
+                let enclosing = self.enclosing.clone();
+                let env = self.env_over(&subqueries, &enclosing);
+                let matches = self.reader.scan_rows(&empty, scan, &env, &mut self.reads)?;
+                let Some(residual) = residual else { return Ok(matches) };
+                let mut kept = Vec::with_capacity(matches.len());
+                for (key, row) in matches {
+                    if self.passes_row(residual, &row)? {
+                        kept.push((key, row));
+                    }
+                }
+                Ok(kept)
+            }
+            TargetRows::Join { from, filter } => {
+                let width = table.columns.len();
+                let mut seen = BTreeSet::new();
+                let mut kept = Vec::new();
+                for row in self.from(from)? {
+                    if let Some(f) = filter {
+                        if !self.passes_row(f, &row)? {
+                            continue;
+                        }
+                    }
+                    let key = table.row_key(row.get(..width).unwrap_or_default());
+                    if seen.insert(key.clone()) {
+                        kept.push((key, row));
+                    }
+                }
+                Ok(kept)
             }
         }
-        Ok(kept)
     }
 
     pub fn update(&mut self, plan: &UpdatePlan) -> Result<(u64, Vec<Row>, WriteSet)> {
-        let table = &plan.scan.table;
+        let table = &plan.table;
+        let width = table.columns.len();
         let empty = WriteSet::default();
-        let matches = self.where_rows(&plan.scan, plan.residual.as_ref())?;
-        let mut changes: Vec<(Vec<u8>, Vec<u8>, Row, Row)> = Vec::with_capacity(matches.len());
-        for (key, old) in matches {
-            let mut new = old.clone();
+        let matches = self.target_rows(table, &plan.rows)?;
+        let mut changes: Vec<Change> = Vec::with_capacity(matches.len());
+        for (key, mut joined) in matches {
+            let mut new = joined.get(..width).unwrap_or_default().to_vec();
             for (col, e) in &plan.assignments {
                 let Some(column) = table.columns.get(*col) else { continue };
-                let v = to_column(&self.eval_row(e, &old)?, column)?;
+                let v = to_column(&self.eval_row(e, &joined)?, column)?;
                 if let Some(slot) = new.get_mut(*col) {
                     *slot = v;
                 }
@@ -270,16 +292,17 @@ impl Exec<'_> {
             check_not_null(table, &new)?;
             self.check_constraints(&plan.enforce, table, &new)?;
             let new_key = table.row_key(&new);
-            changes.push((key, new_key, old, new));
+            let joined_tail = joined.split_off(width.min(joined.len()));
+            changes.push(Change { key, new_key, old: joined, new, joined: joined_tail });
         }
         // Keys the statement moves away from (only looked up when a key changes).
-        let removed: BTreeSet<&[u8]> = if changes.iter().any(|(k, nk, _, _)| k != nk) {
-            changes.iter().map(|(k, _, _, _)| k.as_slice()).collect()
+        let removed: BTreeSet<&[u8]> = if changes.iter().any(|c| c.key != c.new_key) {
+            changes.iter().map(|c| c.key.as_slice()).collect()
         } else {
             BTreeSet::new()
         };
         let mut local = WriteSet::default();
-        for (key, new_key, _, new) in &changes {
+        for Change { key, new_key, new, .. } in &changes {
             if local.get(&table.name, new_key).is_some() {
                 return err(
                     SqlState::UniqueViolation,
@@ -297,13 +320,13 @@ impl Exec<'_> {
             }
             local.put(&table.name, new_key.clone(), Write::Upsert(new.clone()));
         }
-        for (key, _, _, _) in &changes {
-            if local.get(&table.name, key).is_none() {
-                local.put(&table.name, key.clone(), Write::Delete);
+        for c in &changes {
+            if local.get(&table.name, &c.key).is_none() {
+                local.put(&table.name, c.key.clone(), Write::Delete);
             }
         }
         let mut returned = Vec::new();
-        for (key, new_key, old, new) in &changes {
+        for Change { key, new_key, old, new, joined } in &changes {
             let unchanged_key = (key == new_key).then_some(old);
             if let Some(constraint) = self.unique_conflict(&local, table, new_key, new, unchanged_key)? {
                 return err(
@@ -312,32 +335,49 @@ impl Exec<'_> {
                 );
             }
             if let Some(r) = &plan.returning {
-                returned.push(self.project_row(&r.exprs, new)?);
+                let row: Row = new.iter().chain(joined).cloned().collect();
+                returned.push(self.project_row(&r.exprs, &row)?);
             }
         }
         if !plan.enforce.is_empty() {
             self.check_parents(&local, table, &plan.enforce)?;
-            let pairs: Vec<(Row, Row)> = changes.iter().map(|(_, _, old, new)| (old.clone(), new.clone())).collect();
+            let pairs: Vec<(Row, Row)> = changes.iter().map(|c| (c.old.clone(), c.new.clone())).collect();
             self.check_updated_parents(&local, table, &plan.enforce, &pairs)?;
         }
         Ok((changes.len() as u64, returned, local))
     }
 
     pub fn delete(&mut self, plan: &DeletePlan) -> Result<(u64, Vec<Row>, WriteSet)> {
-        let matches = self.where_rows(&plan.scan, plan.residual.as_ref())?;
+        let width = plan.table.columns.len();
+        let matches = self.target_rows(&plan.table, &plan.rows)?;
         let mut local = WriteSet::default();
         let mut returned = Vec::new();
-        for (key, old) in &matches {
+        for (key, joined) in &matches {
             if let Some(r) = &plan.returning {
-                returned.push(self.project_row(&r.exprs, old)?);
+                returned.push(self.project_row(&r.exprs, joined)?);
             }
-            local.put(&plan.scan.table.name, key.clone(), Write::Delete);
+            local.put(&plan.table.name, key.clone(), Write::Delete);
         }
         let count = matches.len() as u64;
-        let deleted = matches.into_iter().map(|(_, row)| row).collect();
-        self.on_delete(&mut local, &plan.scan.table, &plan.enforce, deleted)?;
+        let deleted = matches
+            .into_iter()
+            .map(|(_, mut row)| {
+                row.truncate(width);
+                row
+            })
+            .collect();
+        self.on_delete(&mut local, &plan.table, &plan.enforce, deleted)?;
         Ok((count, returned, local))
     }
+}
+
+/// A row an UPDATE changes: its key and row before and after, and the columns it joined.
+struct Change {
+    key: Vec<u8>,
+    new_key: Vec<u8>,
+    old: Row,
+    new: Row,
+    joined: Row,
 }
 
 pub(super) fn check_not_null(table: &TableSchema, row: &[Value]) -> Result<()> {

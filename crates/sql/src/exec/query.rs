@@ -416,7 +416,7 @@ impl<'a> Exec<'a> {
         Ok(rows)
     }
 
-    fn from(&mut self, from: &FromPlan) -> Result<Vec<Row>> {
+    pub(super) fn from(&mut self, from: &FromPlan) -> Result<Vec<Row>> {
         let Some(first) = &from.first else { return Ok(vec![Vec::new()]) };
         let derived = self.derived_rows(from)?;
         let derived_of = |i: usize| derived.get(i).and_then(Option::as_ref);
