@@ -440,6 +440,7 @@ impl ByzClient {
                     pending: vec![],
                     snapshot: Some(SsProp { txns }),
                     sequences: vec![],
+                    random_seed: [0; 32],
                 };
                 let req = std::sync::Arc::new(self.sign(body));
                 for r in self.config.replicas_of(ShardId(0)) {

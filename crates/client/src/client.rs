@@ -70,6 +70,8 @@ impl Client {
         coord.set_timeouts(options.timeouts);
         coord.set_eager_range_reads(options.eager_range_reads);
         coord.set_writeback_omissions(options.writeback_omissions);
+        // ThreadRng is a CSPRNG seeded by the operating system.
+        coord.set_random_secret(rand::thread_rng().gen());
         let counters = Arc::new(LinkCounters::default());
         let commands = Engine::spawn(coord, config, session_key, options.clone(), counters.clone());
         Ok(Client { inner: Arc::new(Inner { id, commands, options, counters }) })

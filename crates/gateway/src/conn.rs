@@ -421,7 +421,8 @@ impl Protocol {
     }
 
     async fn error(&mut self, e: &PgError) -> io::Result<()> {
-        let info = ErrorInfo::new("ERROR".into(), e.code.into(), e.message.clone());
+        let mut info = ErrorInfo::new("ERROR".into(), e.code.into(), e.message.clone());
+        info.constraint = e.constraint();
         self.conn.feed(PgWireBackendMessage::ErrorResponse(info.into())).await
     }
 

@@ -30,6 +30,17 @@ impl PgError {
         self
     }
 
+    /// The constraint an integrity violation names (PostgreSQL's error field `n`, which
+    /// drivers expose, e.g. node-postgres's `error.constraint`): the engine's messages name it
+    /// as PostgreSQL's do, `... constraint "name"`.
+    pub fn constraint(&self) -> Option<String> {
+        if !matches!(self.code, "23505" | "23503" | "23514" | "23P01") {
+            return None;
+        }
+        let rest = &self.message[self.message.find("constraint \"")? + "constraint \"".len()..];
+        Some(rest[..rest.find('"')?].to_string())
+    }
+
     pub fn is_serialization_failure(&self) -> bool {
         self.code == SERIALIZATION_FAILURE
     }
@@ -87,5 +98,21 @@ pub fn from_client(e: ClientError) -> PgError {
         ClientError::Closed => PgError::new(CANNOT_CONNECT_NOW, "the gateway's connection to the cluster is shut down"),
         ClientError::Txn(t) => PgError::new(PROGRAM_LIMIT, t.to_string()),
         other => PgError::new(INTERNAL, other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integrity_violations_name_their_constraint() {
+        let e = PgError::new("23505", "duplicate key value violates unique constraint \"t_pkey\"");
+        assert_eq!(e.constraint().as_deref(), Some("t_pkey"));
+        let e = PgError::new("23503", "insert or update on table \"c\" violates foreign key constraint \"c_p_fkey\"");
+        assert_eq!(e.constraint().as_deref(), Some("c_p_fkey"));
+        assert_eq!(PgError::new("23514", "violates check constraint \"é\"").constraint().as_deref(), Some("é"));
+        assert_eq!(PgError::new("23505", "constraint \"unterminated").constraint(), None);
+        assert_eq!(PgError::new("42P01", "constraint \"x\"").constraint(), None);
     }
 }

@@ -7,7 +7,7 @@ use pistou_sql::{temporal, SqlError, SqlState, SqlType, Value};
 use rust_decimal::Decimal;
 
 // The built-in type OIDs live with the system catalog, which the SQL engine computes.
-use pistou_sql::system::{type_oid, OID_JSON};
+use pistou_sql::system::{type_oid, OID_INTERVAL, OID_JSON, OID_UUID};
 pub use pistou_sql::system::{
     OID_BOOL, OID_BPCHAR, OID_BYTEA, OID_DATE, OID_FLOAT4, OID_FLOAT8, OID_INT2, OID_INT4, OID_INT8, OID_NAME,
     OID_NUMERIC, OID_OID, OID_TEXT, OID_TIMESTAMP, OID_TIMESTAMPTZ, OID_UNKNOWN, OID_VARCHAR,
@@ -48,6 +48,8 @@ pub fn pg_type(ty: Option<SqlType>) -> PgType {
         Some(SqlType::Timestamp) => PgType { oid: OID_TIMESTAMP, size: 8, name: "timestamp without time zone" },
         Some(SqlType::TimestampTz) => PgType { oid: OID_TIMESTAMPTZ, size: 8, name: "timestamp with time zone" },
         Some(SqlType::Json) => PgType { oid: OID_JSON, size: -1, name: "json" },
+        Some(SqlType::Uuid) => PgType { oid: OID_UUID, size: 16, name: "uuid" },
+        Some(SqlType::Interval) => PgType { oid: OID_INTERVAL, size: 16, name: "interval" },
         Some(t @ (SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_))) => {
             PgType { oid: type_oid(t), size: -1, name: t.pg_name() }
         }
@@ -72,6 +74,8 @@ pub fn sql_type_of_oid(oid: u32) -> Option<SqlType> {
         OID_DATE => SqlType::Date,
         OID_TIMESTAMP => SqlType::Timestamp,
         OID_TIMESTAMPTZ => SqlType::TimestampTz,
+        OID_UUID => SqlType::Uuid,
+        OID_INTERVAL => SqlType::Interval,
         _ => return None,
     })
 }
@@ -110,6 +114,10 @@ pub fn encode_value(value: &Value, ty: Option<SqlType>, binary: bool) -> Result<
         encode_array(value, t, &mut out)?;
         return Ok(Some(out));
     }
+    if let (Some(SqlType::Uuid), Value::Text(s)) = (ty, value) {
+        let bytes = pistou_sql::uuid::parse(s).ok_or_else(|| binary_error("uuid"))?;
+        return Ok(Some(bytes.to_vec()));
+    }
     match value {
         Value::Null => return Ok(None),
         Value::Bool(b) => out.push(u8::from(*b)),
@@ -131,6 +139,12 @@ pub fn encode_value(value: &Value, ty: Option<SqlType>, binary: bool) -> Result<
         Value::Date(d) => out.extend_from_slice(&d.saturating_sub(PG_EPOCH_DAYS).to_be_bytes()),
         Value::Timestamp(t) | Value::TimestampTz(t) => {
             out.extend_from_slice(&t.saturating_sub(PG_EPOCH_MICROS).to_be_bytes())
+        }
+        // PostgreSQL's layout: microseconds, days, months.
+        Value::Interval(i) => {
+            out.extend_from_slice(&i.micros.to_be_bytes());
+            out.extend_from_slice(&i.days.to_be_bytes());
+            out.extend_from_slice(&i.months.to_be_bytes());
         }
     }
     Ok(Some(out))
@@ -214,6 +228,17 @@ fn decode_binary(bytes: &[u8], oid: u32, ty: Option<SqlType>) -> Result<Value, S
             Some(SqlType::Float4) => Value::Float(f32::from_be_bytes(fixed(bytes, "real")?).into()),
             Some(SqlType::Numeric) => Value::Numeric(decode_numeric(bytes)?),
             Some(SqlType::Bytes) => Value::Bytes(bytes.to_vec()),
+            Some(SqlType::Uuid) => Value::Text(pistou_sql::uuid::format(&fixed(bytes, "uuid")?)),
+            Some(SqlType::Interval) => {
+                let raw: [u8; 16] = fixed(bytes, "interval")?;
+                let (micros, rest) = raw.split_at(8);
+                let (days, months) = rest.split_at(4);
+                Value::Interval(pistou_sql::interval::Interval {
+                    micros: i64::from_be_bytes(fixed(micros, "interval")?),
+                    days: i32::from_be_bytes(fixed(days, "interval")?),
+                    months: i32::from_be_bytes(fixed(months, "interval")?),
+                })
+            }
             Some(SqlType::Date) => {
                 let days = i32::from_be_bytes(fixed(bytes, "date")?);
                 Value::Date(days.checked_add(PG_EPOCH_DAYS).ok_or_else(|| binary_error("date"))?)

@@ -552,7 +552,7 @@ impl Session {
                         _ => ty.map_or(OID_TEXT, |t| pg_type(Some(t)).oid),
                     })
                     .collect();
-                return Ok(Description { params, fields: result_fields(&catalog, &prepared) });
+                return Ok(Description { params, fields: result_fields(&prepared) });
             }
             _ => None,
         };
@@ -560,24 +560,14 @@ impl Session {
     }
 }
 
-/// Result columns of a prepared statement: a query's, or RETURNING's (typed from the table
-/// when the item is a plain column).
-fn result_fields(catalog: &Catalog, prepared: &pistou_sql::Prepared) -> Option<Vec<Field>> {
+/// Result columns of a prepared statement: a query's, or RETURNING's.
+fn result_fields(prepared: &pistou_sql::Prepared) -> Option<Vec<Field>> {
     if let (Some(names), Some(types)) = (prepared.columns(), prepared.column_types()) {
         return Some(names.iter().zip(types).map(|(n, t)| Field { name: n.clone(), ty: *t }).collect());
     }
     let names = prepared.returning_columns()?;
-    let table = prepared.tables().first().and_then(|t| catalog.table(t).cloned());
-    Some(
-        names
-            .into_iter()
-            .map(|name| {
-                let ty =
-                    table.as_ref().and_then(|t| t.column_index(&name).and_then(|i| t.columns.get(i)).map(|c| c.ty));
-                Field { name, ty }
-            })
-            .collect(),
-    )
+    let types = prepared.returning_types().unwrap_or_default();
+    Some(names.into_iter().enumerate().map(|(i, name)| Field { name, ty: types.get(i).copied().flatten() }).collect())
 }
 
 /// What a statement runs in its transaction.
@@ -663,14 +653,17 @@ fn reply_of(output: SqlOutput, sql: &str) -> Reply {
             let tag = format!("SELECT {}", rows.len());
             Reply::Rows { fields, rows, tag }
         }
-        SqlOutput::Affected { command, count, returning } => {
+        SqlOutput::Affected { command, count, returning, returning_types } => {
             let tag = if command == "INSERT" { format!("INSERT 0 {count}") } else { format!("{command} {count}") };
             match returning {
                 Some((names, rows)) => {
                     let fields = names
                         .into_iter()
                         .enumerate()
-                        .map(|(i, name)| Field { name, ty: uniform_type(&rows, i) })
+                        .map(|(i, name)| Field {
+                            name,
+                            ty: returning_types.get(i).copied().flatten().or_else(|| uniform_type(&rows, i)),
+                        })
                         .collect();
                     Reply::Rows { fields, rows, tag }
                 }
@@ -708,11 +701,11 @@ mod tests {
     #[test]
     fn tags_follow_postgres() {
         assert_eq!(
-            reply_of(SqlOutput::Affected { command: "INSERT", count: 3, returning: None }, ""),
+            reply_of(SqlOutput::Affected { command: "INSERT", count: 3, returning: None, returning_types: vec![] }, ""),
             command_reply("INSERT 0 3")
         );
         assert_eq!(
-            reply_of(SqlOutput::Affected { command: "UPDATE", count: 2, returning: None }, ""),
+            reply_of(SqlOutput::Affected { command: "UPDATE", count: 2, returning: None, returning_types: vec![] }, ""),
             command_reply("UPDATE 2")
         );
         assert_eq!(reply_of(SqlOutput::Ddl { command: "DDL" }, "drop table if exists t"), command_reply("DROP TABLE"));

@@ -255,9 +255,7 @@ async fn transaction_time_behaves_as_in_postgres() {
         assert!(parse(&later) > parsed, "{later} after {first}");
         let began = before.duration_since(std::time::UNIX_EPOCH).expect("clock").as_micros() as i64;
         assert!((parsed - began).abs() < 5_000_000, "{first} is not the client's time");
-        for sql in ["SELECT clock_timestamp()", "SELECT now() - TIMESTAMP '2024-01-01'"] {
-            assert!(error("0A000")(&run(&gw, sql).await), "{sql}");
-        }
+        assert!(error("0A000")(&run(&gw, "SELECT clock_timestamp()").await), "no clock is read");
         h.stop().await;
     })
     .await;

@@ -1,6 +1,7 @@
-//! Real PostgreSQL clients against the gateway: psql, Python psycopg 3, SQLAlchemy, Django and Java pgjdbc.
-//! Missing client libraries are fetched into the target directory (PyPI, Maven Central)
-//! and cached there; a missing tool (psql, python3, java, mvn) fails the test.
+//! Real PostgreSQL clients against the gateway: psql, Python psycopg 3, SQLAlchemy, Django,
+//! node-postgres and Java pgjdbc. Missing client libraries are fetched into the target
+//! directory (PyPI, npm, Maven Central) and cached there; a missing tool (psql, python3,
+//! node, npm, java) fails the test.
 
 mod support;
 
@@ -728,6 +729,49 @@ async fn sqlalchemy_orm_program_behaves_as_on_postgres() {
         let (ok, got) = program(format!("postgresql+psycopg://tester@127.0.0.1:{}/pistou", h.addr.port())).await;
         assert!(ok, "the program fails on Pistou:\n{got}");
         assert_eq!(got, expected, "SQLAlchemy program: Pistou (left) vs PostgreSQL (right)");
+        h.stop().await;
+    })
+    .await;
+}
+
+/// A node-postgres program (`clients/node_program.js`): a schema with SERIAL, a foreign key,
+/// CHECK, uuid and timestamptz columns, parameterized and named prepared statements, a
+/// transaction with a savepoint, UPDATE ... FROM, errors with their SQLSTATEs and
+/// constraint names, and the information_schema / pg_catalog queries tools run. Its output,
+/// result column type OIDs included, equals the same program's on PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_postgres_program_behaves_as_on_postgres() {
+    require_tool("node");
+    require_tool("npm");
+    bounded(300, async {
+        let dir = work_dir("node");
+        if !dir.join("node_modules").join("pg").join("package.json").is_file() {
+            let (ok, out) = run(
+                Command::new("npm")
+                    .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+                    .arg(&dir)
+                    .arg("pg@8"),
+                240,
+            )
+            .await;
+            assert!(ok, "cannot install node-postgres with npm:\n{out}");
+        }
+        let script = dir.join("program.js");
+        std::fs::write(&script, include_str!("clients/node_program.js")).expect("write script");
+        let program = |url: String| {
+            let script = script.clone();
+            let modules = dir.join("node_modules");
+            async move { run(Command::new("node").arg(&script).arg(url).env("NODE_PATH", modules), 120).await }
+        };
+        let (ok, expected) = program("postgresql://postgres@127.0.0.1:5432/test".into()).await;
+        assert!(ok && expected.contains("NODE DONE"), "the program fails on PostgreSQL:\n{expected}");
+        let h = start(GatewayConfig::default()).await;
+        let (ok, got) = program(format!("postgresql://tester@127.0.0.1:{}/pistou", h.addr.port())).await;
+        assert!(ok, "the program fails on Pistou:\n{got}");
+        for (line, (g, e)) in got.lines().zip(expected.lines()).enumerate() {
+            assert_eq!(g, e, "node-postgres program, line {}: Pistou (left) vs PostgreSQL (right)", line + 1);
+        }
+        assert_eq!(got.lines().count(), expected.lines().count(), "node-postgres program output:\n{got}");
         h.stop().await;
     })
     .await;

@@ -165,6 +165,7 @@ mod tests {
                 nullable: false,
                 default: None,
                 generated: None,
+                volatile_default: None,
             })
             .collect();
         TableSchema {

@@ -90,7 +90,7 @@
 //! use pistou_rowstore::{RowStore, StoreLimits, VersionState};
 //! use pistou_sql::{Catalog, CatalogChange, Column, KeyRange, ReadAt, SqlType, Storage, TableSchema, Value, Write, WriteSet};
 //!
-//! let id = Column { name: "id".into(), ty: SqlType::Int, limits: Default::default(), nullable: false, default: None, generated: None };
+//! let id = Column { name: "id".into(), ty: SqlType::Int, limits: Default::default(), nullable: false, default: None, generated: None, volatile_default: None };
 //! let schema = TableSchema { name: "t".into(), id: 0, columns: vec![id], primary_key: vec![0], indexes: vec![], constraints: Default::default() };
 //! let (mut catalog, mut store) = (Catalog::new(), RowStore::new(StoreLimits::default()));
 //! let change = CatalogChange::CreateTable(schema);

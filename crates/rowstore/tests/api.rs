@@ -235,6 +235,7 @@ fn catalog_changes_are_mirrored() {
         nullable: true,
         default: Some(Value::Int(7)),
         generated: None,
+        volatile_default: None,
     };
     let change = CatalogChange::AddColumn { table: "t".into(), column };
     catalog.apply(&change).expect("add column");

@@ -264,6 +264,7 @@ fn add_column_pads_capped_writes_in_the_log() {
         nullable: true,
         default: None,
         generated: None,
+        volatile_default: None,
     };
     let change = pistou_sql::CatalogChange::AddColumn { table: "t".into(), column };
     catalog.apply(&change).expect("add column");

@@ -20,6 +20,7 @@ fn hostile_setup() -> (Catalog, RowStore) {
         nullable: true,
         default: None,
         generated: None,
+        volatile_default: None,
     };
     let lim = TableSchema {
         name: "lim".into(),
@@ -95,6 +96,7 @@ fn a_catalog_out_of_sync_with_the_store_is_refused() {
         nullable: true,
         default: None,
         generated: None,
+        volatile_default: None,
     };
     ahead.apply(&CatalogChange::AddColumn { table: "t".into(), column }).expect("add column");
     let mut full = row(5, Some(5));

@@ -534,6 +534,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         // Even clients rely on the session for their reads, as the client library does; odd
         // ones sign them, as over a connection without a session. Both paths run everywhere.
         coord.set_session_reads(c % 2 == 0);
+        coord.set_random_secret(seed_bytes(s.seed, 5, c as u64, 0));
         sim_clients.push(match &s.sql {
             Some(spec) => SimClient::new_sql(c, coord, spec.clone()),
             None => SimClient::new(c, coord, s.workload.clone()),

@@ -172,7 +172,7 @@ pub fn replay_log(meta: &TxnMeta) -> Result<Option<SqlTxnLog>, String> {
             return Err("a Byzantine transaction deleted a row, which the oracle cannot replay".into());
         };
         let row: Row = postcard::from_bytes(bytes).map_err(|e| format!("undecodable Byzantine row: {e}"))?;
-        let output = SqlOutput::Affected { command: "INSERT", count: 1, returning: None };
+        let output = SqlOutput::Affected { command: "INSERT", count: 1, returning: None, returning_types: vec![] };
         statements.push(StatementLog { sql: sql.to_string(), params: row, output });
     }
     if statements.is_empty() {

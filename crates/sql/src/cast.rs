@@ -82,6 +82,12 @@ pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
     if let SqlType::Array(element) = ty {
         return cast_to_array(v, ty, element.scalar());
     }
+    if ty == SqlType::Uuid && !matches!(v, Null | Text(_)) {
+        return err(
+            SqlState::CannotCoerce,
+            format!("cannot cast type {} to uuid", v.sql_type().map_or("unknown", SqlType::pg_name)),
+        );
+    }
     let base = ty.storage();
     let converted = match (v, base) {
         (Null, _) => return Ok(Null),
@@ -93,7 +99,9 @@ pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
         | (Bytes(_), SqlType::Bytes)
         | (Date(_), SqlType::Date)
         | (Timestamp(_), SqlType::Timestamp)
-        | (TimestampTz(_), SqlType::TimestampTz) => v.clone(),
+        | (TimestampTz(_), SqlType::TimestampTz)
+        | (Interval(_), SqlType::Interval) => v.clone(),
+        (Text(s), SqlType::Interval) => Interval(crate::interval::Interval::parse(s, None)?),
         // The session's time zone is UTC: local and UTC times are the same.
         (Text(s), SqlType::TimestampTz) => TimestampTz(temporal::parse_timestamptz(s).ok_or_else(|| invalid(s))?),
         (Date(d), SqlType::TimestampTz) => TimestampTz(temporal::date_timestamp(*d)),
@@ -168,6 +176,7 @@ fn narrow(v: Value, ty: SqlType) -> Result<Value> {
         (Value::Int(i), SqlType::Int2 | SqlType::Int4) => narrow_int(i, ty),
         (Value::Float(f), SqlType::Float4) => to_float4(f),
         (Value::Text(s), SqlType::Char) => Ok(Value::Text(strip_blanks(&s).to_string())),
+        (Value::Text(s), SqlType::Uuid) => crate::uuid::canonical(&s).map(Value::Text),
         (v, _) => Ok(v),
     }
 }
@@ -233,6 +242,7 @@ pub(crate) fn exact_cast(v: &Value, ty: SqlType) -> Option<Value> {
         }
         // Stored CHAR values have no trailing blanks, so a value with some equals none.
         (Value::Text(s), SqlType::Text) if ty == SqlType::Char && s.ends_with(' ') => None,
+        (Value::Text(_), SqlType::Text) if ty == SqlType::Uuid => cast(v, ty).ok(),
         (Value::Text(_), SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz) => cast(v, ty).ok(),
         (Value::TimestampTz(_), SqlType::Timestamp) | (Value::Timestamp(_), SqlType::TimestampTz) => cast(v, ty).ok(),
         _ if v.sql_type() == Some(ty.storage()) => Some(v.clone()),
@@ -296,6 +306,9 @@ pub fn stored_value_problem(ty: SqlType, limits: &TypeLimits, v: &Value) -> Opti
         Value::Text(s) => {
             if ty == SqlType::Char && s.ends_with(' ') {
                 return Some("character value stored with trailing blanks".to_string());
+            }
+            if ty == SqlType::Uuid && !crate::uuid::is_canonical(s) {
+                return Some("uuid value not stored in canonical form".to_string());
             }
             limits.max_len.filter(|&n| s.chars().count() > n as usize).map(|n| {
                 format!(

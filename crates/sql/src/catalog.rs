@@ -21,6 +21,9 @@ pub struct Column {
     pub default: Option<Value>,
     /// SERIAL or IDENTITY: INSERTs that omit the column draw its value from a sequence.
     pub generated: Option<Generated>,
+    /// A DEFAULT that calls now() (or its relatives) or gen_random_uuid(): each INSERT that
+    /// omits the column evaluates it with the statement's time and random values.
+    pub volatile_default: Option<crate::expr::Func>,
 }
 
 /// How a column's values come from a sequence.
@@ -341,6 +344,12 @@ impl Catalog {
                 if column.generated.is_some() {
                     return err(SqlState::FeatureNotSupported, "adding a SERIAL or IDENTITY column");
                 }
+                if column.volatile_default.is_some() {
+                    return err(
+                        SqlState::FeatureNotSupported,
+                        "adding a column whose DEFAULT calls now() or gen_random_uuid() (give it in CREATE TABLE)",
+                    );
+                }
                 let Some(schema) = self.tables.get(table) else {
                     return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
                 };
@@ -495,6 +504,7 @@ mod tests {
             nullable: false,
             default: None,
             generated: None,
+            volatile_default: None,
         };
         TableSchema {
             name: name.into(),

@@ -261,7 +261,7 @@ pub(crate) fn bind_check(catalog: &Catalog, table: &TableSchema, text: &str) -> 
                 | Expr::Exists { .. }
                 | Expr::Outer(_)
                 | Expr::Enclosing { .. }
-                | Expr::Call { func: Func::Now | Func::CurrentDate | Func::LocalTimestamp, .. }
+                | Expr::Call { func: Func::Now | Func::CurrentDate | Func::LocalTimestamp | Func::GenRandomUuid, .. }
         )
     });
     if volatile {

@@ -17,6 +17,8 @@ pub struct Database {
     store: MemStore,
     /// Timestamp of the last committed write.
     clock: u64,
+    /// Statements executed, which makes each one's random seed (`gen_random_uuid()`).
+    statements: u64,
     /// Buffered writes of the open transaction, if any.
     transaction: Option<WriteSet>,
     /// Each sequence's counter and currval (not transactional, as in PostgreSQL).
@@ -43,6 +45,7 @@ impl Clone for Database {
             catalog: self.catalog.clone(),
             store: self.store.clone(),
             clock: self.clock,
+            statements: self.statements,
             transaction: self.transaction.clone(),
             sequences: self.sequences.clone(),
         }
@@ -67,6 +70,7 @@ impl Database {
             catalog: Catalog::default(),
             store: MemStore::newest_only(),
             clock: 0,
+            statements: 0,
             transaction: None,
             sequences: BTreeMap::new(),
         }
@@ -113,7 +117,9 @@ impl Database {
             at: ReadAt::latest_before(pistou_core::Timestamp::at(self.clock + 1)),
             pending: self.transaction.as_ref().unwrap_or(&empty),
             sequences: &inputs,
+            random_seed: crate::uuid::statement_seed(&[0; 32], &self.statements.to_le_bytes()),
         };
+        self.statements += 1;
         let execution = match self.engine.execute(&self.catalog, prepared, params, &ctx) {
             Ok(e) => e,
             Err(e) if e.state == SqlState::SequenceValuesNeeded => return Err(self.sequence_limit(&e.message)),
@@ -213,7 +219,13 @@ impl Database {
         for (query, violation) in crate::constraints::validation_queries(&self.catalog, change) {
             let at = ReadAt::latest_before(pistou_core::Timestamp::at(self.clock + 1));
             let empty = WriteSet::default();
-            let ctx = crate::engine::ExecContext { storage: &self.store, at, pending: &empty, sequences: &[] };
+            let ctx = crate::engine::ExecContext {
+                storage: &self.store,
+                at,
+                pending: &empty,
+                sequences: &[],
+                random_seed: [0; 32],
+            };
             match self.engine.run(&self.catalog, &query, &[], &ctx)?.output {
                 crate::engine::Output::Rows { rows, .. } if !rows.is_empty() => return Err(violation),
                 _ => {}

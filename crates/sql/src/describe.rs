@@ -80,6 +80,17 @@ impl Prepared {
         };
         returning.map(|r| r.names.clone())
     }
+
+    /// Static types of RETURNING's columns (None where only known at run time).
+    pub fn returning_types(&self) -> Option<Vec<Option<crate::types::SqlType>>> {
+        let returning = match &self.plan().statement {
+            Statement::Insert(i) => i.returning.as_ref(),
+            Statement::Update(u) => u.returning.as_ref(),
+            Statement::Delete(d) => d.returning.as_ref(),
+            _ => None,
+        };
+        returning.map(|r| r.types.clone())
+    }
 }
 
 /// Names of the stored tables `plan` reads or writes (subqueries and derived tables

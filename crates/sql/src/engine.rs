@@ -211,6 +211,9 @@ pub struct ExecContext<'a> {
     pub pending: &'a WriteSet,
     /// Values of the sequences the statement names ([`Prepared::sequences`]), in that order.
     pub sequences: &'a [SequenceInput],
+    /// The statement's random seed, chosen by the client and sent with the statement so that
+    /// every replica computes the same `gen_random_uuid()` values (`crate::uuid`).
+    pub random_seed: [u8; 32],
 }
 
 /// The statement's visible result.
@@ -442,8 +445,10 @@ impl Engine {
             computed: &budget,
         };
         let draws = SequenceDraws::new(ctx.sequences);
+        let random = crate::uuid::StatementRandom::new(ctx.random_seed);
         let mut exec = Exec::new(reader, params, &plan.subqueries);
         exec.sequences = Some(&draws);
+        exec.random = Some(&random);
         if !matches!(plan.statement, Statement::Explain(_) | Statement::Ddl(_) | Statement::Txn(_)) {
             exec.run_subqueries()?;
         }

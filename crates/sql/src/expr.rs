@@ -115,6 +115,8 @@ pub enum Func {
     /// `date_part(unit, value)`: EXTRACT's value as double precision, a date read as a
     /// timestamp.
     DatePart,
+    /// `gen_random_uuid()`: the statement's next random uuid (`Env::random`).
+    GenRandomUuid,
 }
 
 impl Func {
@@ -144,6 +146,7 @@ impl Func {
             "split_part" => Func::SplitPart,
             "date_trunc" => Func::DateTrunc,
             "date_part" => Func::DatePart,
+            "gen_random_uuid" => Func::GenRandomUuid,
             _ => return None,
         })
     }
@@ -183,6 +186,7 @@ impl Func {
             Func::DateTrunc => "date_trunc",
             Func::Extract => "extract",
             Func::DatePart => "date_part",
+            Func::GenRandomUuid => "gen_random_uuid",
         }
     }
 
@@ -199,7 +203,7 @@ impl Func {
             Func::ArrayHas => (2, 2),
             Func::Substr => (2, 3),
             Func::Round => (1, 2),
-            Func::Now | Func::CurrentDate | Func::LocalTimestamp => (0, 0),
+            Func::Now | Func::CurrentDate | Func::LocalTimestamp | Func::GenRandomUuid => (0, 0),
             _ => (1, 1),
         }
     }
@@ -312,6 +316,8 @@ pub struct Env<'a> {
     pub now: Option<i64>,
     /// The sequence values the statement may draw (None where no statement runs).
     pub sequences: Option<&'a crate::sequence::SequenceDraws<'a>>,
+    /// The statement's random values (`gen_random_uuid()`; None where no statement runs).
+    pub random: Option<&'a crate::uuid::StatementRandom>,
     /// What the statement may still compute (None: unbounded, where no statement runs, e.g.
     /// a predicate's test of one written row, whose text is bounded by the row's).
     pub budget: Option<&'a ComputeBudget>,
@@ -699,6 +705,19 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
                 _ => Value::TimestampTz(truncated),
             }
         }
+        Func::Extract | Func::DatePart if matches!(args.get(1), Some(Value::Interval(_))) => {
+            let (Some(Value::Interval(i)), unit) = (args.get(1), text_arg(first, func)?) else {
+                return err(SqlState::InternalError, "interval argument vanished");
+            };
+            let is_epoch = crate::temporal::canonical_unit(unit) == Some("epoch");
+            match func {
+                Func::DatePart if is_epoch => Value::Float(crate::interval::date_part_epoch(i)),
+                Func::DatePart => Value::Float(
+                    rust_decimal::prelude::ToPrimitive::to_f64(&crate::interval::extract(unit, i)?).unwrap_or(f64::NAN),
+                ),
+                _ => Value::Numeric(crate::interval::extract(unit, i)?),
+            }
+        }
         Func::Extract => {
             let value = instant(args.get(1).unwrap_or(&Value::Null), func)?;
             Value::Numeric(crate::temporal::extract(text_arg(first, func)?, value)?)
@@ -749,6 +768,7 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
             return Err(unbound("transaction time"));
         }
         Func::NextVal | Func::CurrVal => return Err(unbound("sequence value")),
+        Func::GenRandomUuid => return Err(unbound("random value")),
         Func::JsonBuildObject => return Err(unbound("argument types of json_build_object")),
         Func::ArrayConstruct => return Err(unbound("element type of ARRAY[]")),
         Func::ArrayCat => return Err(unbound("element type of array_cat")),
@@ -896,6 +916,15 @@ impl Expr {
             Call { func, args } => match func {
                 Func::Now | Func::CurrentDate | Func::LocalTimestamp => transaction_time(*func, env)?,
                 Func::NextVal | Func::CurrVal => sequence_call(*func, args, env)?,
+                Func::GenRandomUuid => match env.random {
+                    Some(random) => Value::Text(random.next_uuid()),
+                    None => {
+                        return err(
+                            SqlState::FeatureNotSupported,
+                            "gen_random_uuid() outside a statement's execution (e.g. in a DEFAULT)",
+                        )
+                    }
+                },
                 _ => {
                     let values = args.iter().map(|a| a.eval(row, env)).collect::<Result<Vec<_>>>()?;
                     charged(call(*func, &values)?, env)?
@@ -992,6 +1021,10 @@ impl Expr {
             // becomes a constant, like a parameter.
             Call { func: func @ (Func::Now | Func::CurrentDate | Func::LocalTimestamp), .. } => {
                 Const(transaction_time(*func, env)?)
+            }
+            // A predicate is tested again later, where the statement's values are gone.
+            Call { func: Func::GenRandomUuid, .. } => {
+                return err(SqlState::FeatureNotSupported, "gen_random_uuid() in a condition on scanned rows")
             }
             Call { func, args } => {
                 Call { func: *func, args: args.iter().map(|e| e.instantiate(env)).collect::<Result<_>>()? }

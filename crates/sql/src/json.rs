@@ -36,7 +36,7 @@ fn push_value(out: &mut String, v: &Value, ty: Option<SqlType>) -> Result<()> {
         Value::Float(f) if f.is_finite() => out.push_str(&crate::types::output_text(v, ty)),
         Value::Float(f) if f.is_nan() => push_string(out, "NaN"),
         Value::Float(f) => push_string(out, if *f > 0.0 { "Infinity" } else { "-Infinity" }),
-        Value::Date(_) => push_string(out, &v.to_string()),
+        Value::Date(_) | Value::Interval(_) => push_string(out, &v.to_string()),
         Value::Timestamp(_) => push_string(out, &v.to_string().replacen(' ', "T", 1)),
         Value::TimestampTz(_) => {
             let text = v.to_string().replacen(' ', "T", 1);

@@ -15,6 +15,8 @@
 //! | bytes    | `07`, same escaping as text                                                |
 //! | date     | `08`, 4 bytes big-endian of the day number with its sign bit flipped       |
 //! | timestamp| `09`, 8 bytes big-endian of the microsecond count with its sign bit flipped |
+//! | timestamptz | `0A`, as timestamp                                                      |
+//! | interval | `0B`, 16 bytes big-endian of its length in microseconds (a month 30 days) with its sign bit flipped |
 
 use crate::types::Value;
 use rust_decimal::Decimal;
@@ -57,6 +59,11 @@ pub fn encode_value(out: &mut Vec<u8>, v: &Value) {
         Value::TimestampTz(t) => {
             out.push(0x0A);
             out.extend(((*t as u64) ^ (1 << 63)).to_be_bytes());
+        }
+        // By length (`Interval::span`), so `1 mon` and `30 days` share a key, as they are equal.
+        Value::Interval(i) => {
+            out.push(0x0B);
+            out.extend(((i.span() as u128) ^ (1 << 127)).to_be_bytes());
         }
     }
 }

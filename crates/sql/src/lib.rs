@@ -21,6 +21,7 @@ pub mod engine;
 pub mod error;
 mod exec;
 pub mod expr;
+pub mod interval;
 mod json;
 pub mod keycode;
 mod plan;
@@ -32,6 +33,7 @@ pub mod storage;
 pub mod system;
 pub mod temporal;
 pub mod types;
+pub mod uuid;
 pub mod view;
 mod window;
 

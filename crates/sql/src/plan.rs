@@ -434,6 +434,19 @@ pub(crate) fn arith_type(op: crate::types::ArithOp, a: SqlType, b: SqlType) -> O
         // date ± integer: there is no operator for bigint.
         (Date, Int2 | Int4) if matches!(op, ArithOp::Add | ArithOp::Sub) => Date,
         (Int2 | Int4, Date) if op == ArithOp::Add => Date,
+        (Date | Timestamp, Interval) if matches!(op, ArithOp::Add | ArithOp::Sub) => Timestamp,
+        (Interval, Date | Timestamp) if op == ArithOp::Add => Timestamp,
+        (TimestampTz, Interval) if matches!(op, ArithOp::Add | ArithOp::Sub) => TimestampTz,
+        (Interval, TimestampTz) if op == ArithOp::Add => TimestampTz,
+        // A date is read as its midnight, timestamp and timestamptz alike (the session is UTC).
+        (Date | Timestamp | TimestampTz, Timestamp | TimestampTz) | (Timestamp | TimestampTz, Date)
+            if op == ArithOp::Sub =>
+        {
+            Interval
+        }
+        (Interval, Interval) if matches!(op, ArithOp::Add | ArithOp::Sub) => Interval,
+        (Interval, n) | (n, Interval) if op == ArithOp::Mul && n.is_number() => Interval,
+        (Interval, n) if op == ArithOp::Div && n.is_number() => Interval,
         _ if a.is_integer() && b.is_integer() => {
             if int_width(a) >= int_width(b) {
                 a
@@ -584,6 +597,7 @@ pub(crate) fn expr_type_in(
             },
             Func::NextVal | Func::CurrVal => Some(SqlType::Int),
             Func::JsonBuildObject => Some(SqlType::Json),
+            Func::GenRandomUuid => Some(SqlType::Uuid),
             Func::ArrayConstruct | Func::ArrayCat => match args.first() {
                 Some(Expr::Const(Value::Text(element))) => {
                     SqlType::by_pg_name(element).and_then(ArrayElem::of).map(SqlType::Array)
@@ -1006,6 +1020,7 @@ mod tests {
             nullable: true,
             default: None,
             generated: None,
+            volatile_default: None,
         };
         TableSchema {
             name: "t".into(),

@@ -324,6 +324,7 @@ mod tests {
             at: ReadAt::latest_before(Timestamp::MAX),
             pending: &empty,
             sequences: &[],
+            random_seed: [0; 32],
         };
         let exec = db.engine().run(db.catalog(), sql, &[], &ctx).expect("run");
         exec.reads.scans.into_iter().map(|s| s.predicate).collect()

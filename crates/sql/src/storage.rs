@@ -640,6 +640,7 @@ mod tests {
             nullable: true,
             default: None,
             generated: None,
+            volatile_default: None,
         };
         let schema = TableSchema {
             name: "t".into(),

@@ -10,6 +10,7 @@
 //! removes an object that sorts before them, as PostgreSQL's would after a re-create.
 
 use crate::catalog::{Catalog, Column, IndexSchema, TableSchema};
+use crate::expr::Func;
 use crate::types::{ArrayElem, SqlType, Value};
 use std::sync::Arc;
 
@@ -33,7 +34,9 @@ pub const OID_VARCHAR: u32 = 1043;
 pub const OID_DATE: u32 = 1082;
 pub const OID_TIMESTAMP: u32 = 1114;
 pub const OID_TIMESTAMPTZ: u32 = 1184;
+pub const OID_INTERVAL: u32 = 1186;
 pub const OID_NUMERIC: u32 = 1700;
+pub const OID_UUID: u32 = 2950;
 
 /// First OID of user objects (PostgreSQL's `FirstNormalObjectId`).
 pub const FIRST_USER_OID: i64 = 16_384;
@@ -116,12 +119,14 @@ pub const BUILTIN_TYPES: &[BuiltinType] = &[
     ty(OID_DATE, "date", "date", (4, true), 'D', 1182, 0),
     ty(OID_TIMESTAMP, "timestamp", "timestamp without time zone", (8, true), 'D', 1115, 0),
     ty(OID_TIMESTAMPTZ, "timestamptz", "timestamp with time zone", (8, true), 'D', 1185, 0),
+    ty(OID_INTERVAL, "interval", "interval", (16, false), 'T', 1187, 0),
     ty(OID_NUMERIC, "numeric", "numeric", (-1, false), 'N', 1231, 0),
+    ty(OID_UUID, "uuid", "uuid", (16, false), 'U', 2951, 0),
 ];
 
 /// The default btree operator classes of the column types, as PostgreSQL 15 numbers them:
 /// (OID, name, family, input type). Every index of Pistou uses its columns' ones.
-const OPCLASSES: [(i64, &str, i64, u32); 12] = [
+const OPCLASSES: [(i64, &str, i64, u32); 13] = [
     (1978, "int4_ops", 1976, OID_INT4),
     (1979, "int2_ops", 1976, OID_INT2),
     (3122, "date_ops", 434, OID_DATE),
@@ -134,6 +139,7 @@ const OPCLASSES: [(i64, &str, i64, u32); 12] = [
     (10004, "bpchar_ops", 426, OID_BPCHAR),
     (10006, "bytea_ops", 428, OID_BYTEA),
     (10012, "float4_ops", 1970, OID_FLOAT4),
+    (10065, "uuid_ops", 2968, OID_UUID),
 ];
 
 /// The operator class an index uses for a column of type `t` (varchar's is text_ops).
@@ -173,6 +179,8 @@ pub fn builtin_type(t: SqlType) -> &'static BuiltinType {
         SqlType::Json => OID_JSON,
         SqlType::Int2Vector => OID_INT2VECTOR,
         SqlType::OidVector => OID_OIDVECTOR,
+        SqlType::Uuid => OID_UUID,
+        SqlType::Interval => OID_INTERVAL,
         SqlType::Array(e) => return builtin_type(e.scalar()),
     };
     BUILTIN_TYPES.iter().find(|b| b.oid == oid).unwrap_or(&BUILTIN_TYPES[7])
@@ -480,6 +488,13 @@ pub fn default_text(c: &Column) -> Option<String> {
         // SERIAL is a default drawing from its sequence; IDENTITY columns have none.
         return g.identity.is_none().then(|| format!("nextval('{}'::regclass)", g.sequence));
     }
+    if let Some(func) = c.volatile_default {
+        return Some(match func {
+            Func::CurrentDate => "CURRENT_DATE".to_string(),
+            Func::LocalTimestamp => "LOCALTIMESTAMP".to_string(),
+            other => format!("{}()", other.name()),
+        });
+    }
     let v = c.default.as_ref()?;
     let quoted = |s: &str| format!("'{}'", s.replace('\'', "''"));
     let typed = |s: &str| {
@@ -588,6 +603,7 @@ pub const INFORMATION_SCHEMA_RELATIONS: &[&str] = &[
     "key_column_usage",
     "referential_constraints",
     "schemata",
+    "sequences",
     "table_constraints",
     "tables",
     "views",
@@ -1565,6 +1581,47 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                 let tables = o.tables.iter().map(|t| row(&t.schema.name, "BASE TABLE", "YES"));
                 tables.chain(o.views.iter().map(|(_, v)| row(&v.name, "VIEW", "NO"))).collect()
             },
+        ),
+        "sequences" => relation_of(
+            &[
+                ("sequence_catalog", NAME),
+                ("sequence_schema", NAME),
+                ("sequence_name", NAME),
+                ("data_type", TEXT),
+                ("numeric_precision", INT4),
+                ("numeric_precision_radix", INT4),
+                ("numeric_scale", INT4),
+                ("start_value", TEXT),
+                ("minimum_value", TEXT),
+                ("maximum_value", TEXT),
+                ("increment", TEXT),
+                ("cycle_option", TEXT),
+            ],
+            o.sequences
+                .iter()
+                .map(|(_, s)| {
+                    let bits = match s.ty {
+                        SqlType::Int2 => 16,
+                        SqlType::Int4 => 32,
+                        _ => 64,
+                    };
+                    let text = |v: i64| Value::Text(v.to_string());
+                    vec![
+                        catalog_name(),
+                        name("public"),
+                        name(&s.name),
+                        Value::Text(s.ty.pg_name().to_string()),
+                        int(bits),
+                        int(2),
+                        int(0),
+                        text(s.start),
+                        text(s.min),
+                        text(s.max),
+                        text(s.increment),
+                        Value::Text("NO".to_string()),
+                    ]
+                })
+                .collect(),
         ),
         "views" => relation_of(
             &[

@@ -159,6 +159,22 @@ pub fn format_timestamp(micros: i64) -> String {
     }
 }
 
+/// A timestamp plus `months`, its day of month clamped to the new month's length
+/// (PostgreSQL's `timestamp_pl_interval`: January 31 plus a month is February 28 or 29).
+pub(crate) fn add_months(micros: i64, months: i32) -> Option<i64> {
+    let (days, time) = (micros.div_euclid(MICROS_PER_DAY), micros.rem_euclid(MICROS_PER_DAY));
+    let (year, month, day) = civil_from_days(days);
+    let total = (year * 12 + month - 1).checked_add(i64::from(months))?;
+    let (year, month) = (total.div_euclid(12), total.rem_euclid(12) + 1);
+    let day = day.min(days_in_month(year, month));
+    days_from_civil(year, month, day).checked_mul(MICROS_PER_DAY)?.checked_add(time)
+}
+
+/// Whether a timestamp is within the years 1..=9999 Pistou's dates and timestamps span.
+pub(crate) fn in_range(micros: i64) -> bool {
+    (-62_135_596_800_000_000..253_402_300_800_000_000).contains(&micros)
+}
+
 /// The date of a timestamp.
 pub fn timestamp_date(micros: i64) -> i32 {
     i32::try_from(micros.div_euclid(MICROS_PER_DAY)).unwrap_or(if micros < 0 { i32::MIN } else { i32::MAX })
@@ -196,7 +212,7 @@ impl Instant {
 }
 
 /// PostgreSQL's unit names (with their plurals and abbreviations) to one canonical name.
-fn canonical_unit(unit: &str) -> Option<&'static str> {
+pub(crate) fn canonical_unit(unit: &str) -> Option<&'static str> {
     Some(match unit.trim().to_ascii_lowercase().as_str() {
         "microsecond" | "microseconds" | "us" | "usec" | "usecs" | "usecond" | "useconds" => "microseconds",
         "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "msecond" | "mseconds" => "milliseconds",

@@ -53,6 +53,10 @@ pub enum SqlType {
     OidVector,
     /// A one-dimensional array `elem[]` (`array_agg`, `pg_constraint.conkey`): `{a,b}`.
     Array(ArrayElem),
+    /// uuid, a column type: `Value::Text` in canonical form (`crate::uuid`).
+    Uuid,
+    /// interval: a computed type (not a column's), `Value::Interval` (`crate::interval`).
+    Interval,
 }
 
 /// The element type of an array: the scalar types (an array of arrays is not a type here).
@@ -92,7 +96,12 @@ impl ArrayElem {
             SqlType::Date => ArrayElem::Date,
             SqlType::Timestamp => ArrayElem::Timestamp,
             SqlType::TimestampTz => ArrayElem::TimestampTz,
-            SqlType::Json | SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) => return None,
+            SqlType::Json
+            | SqlType::Int2Vector
+            | SqlType::OidVector
+            | SqlType::Array(_)
+            | SqlType::Uuid
+            | SqlType::Interval => return None,
         })
     }
 
@@ -138,6 +147,8 @@ impl SqlType {
             SqlType::Json => "json",
             SqlType::Int2Vector => "int2vector",
             SqlType::OidVector => "oidvector",
+            SqlType::Uuid => "uuid",
+            SqlType::Interval => "interval",
             SqlType::Array(e) => match e {
                 ArrayElem::Bool => "boolean[]",
                 ArrayElem::Int2 => "smallint[]",
@@ -163,7 +174,11 @@ impl SqlType {
         const SCALARS: [SqlType; 14] =
             [Bool, Int2, Int4, Int, Numeric, Float4, Float, Text, Varchar, Char, Bytes, Date, Timestamp, TimestampTz];
         let arrays = SCALARS.iter().filter_map(|t| ArrayElem::of(*t)).map(Array);
-        SCALARS.into_iter().chain([Json, Int2Vector, OidVector]).chain(arrays).find(|t| t.pg_name() == name)
+        SCALARS
+            .into_iter()
+            .chain([Json, Int2Vector, OidVector, Uuid, Interval])
+            .chain(arrays)
+            .find(|t| t.pg_name() == name)
     }
 
     /// The element type of an array or vector type (None for other types).
@@ -182,7 +197,9 @@ impl SqlType {
             SqlType::Int2 | SqlType::Int4 => SqlType::Int,
             SqlType::Float4 => SqlType::Float,
             SqlType::Varchar | SqlType::Char => SqlType::Text,
-            SqlType::Json | SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) => SqlType::Text,
+            SqlType::Json | SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) | SqlType::Uuid => {
+                SqlType::Text
+            }
             other => other,
         }
     }
@@ -212,7 +229,8 @@ impl SqlType {
             }
             SqlType::Text | SqlType::Varchar | SqlType::Char => TypeCategory::String,
             SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz => TypeCategory::DateTime,
-            SqlType::Bytes | SqlType::Json => TypeCategory::UserDefined,
+            SqlType::Bytes | SqlType::Json | SqlType::Uuid => TypeCategory::UserDefined,
+            SqlType::Interval => TypeCategory::Timespan,
             SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) => TypeCategory::Array,
         }
     }
@@ -261,6 +279,8 @@ pub(crate) enum TypeCategory {
     DateTime,
     /// bytea, json.
     UserDefined,
+    /// interval.
+    Timespan,
     Array,
 }
 
@@ -288,6 +308,8 @@ pub enum Value {
     Timestamp(i64),
     /// Microseconds since 1970-01-01 00:00:00 UTC.
     TimestampTz(i64),
+    /// Appended: months, days and microseconds (`crate::interval`).
+    Interval(crate::interval::Interval),
 }
 
 /// A row: one value per column, in schema (or output) column order.
@@ -318,6 +340,7 @@ impl Value {
             Value::Date(_) => SqlType::Date,
             Value::Timestamp(_) => SqlType::Timestamp,
             Value::TimestampTz(_) => SqlType::TimestampTz,
+            Value::Interval(_) => SqlType::Interval,
         })
     }
 
@@ -352,6 +375,7 @@ impl fmt::Display for Value {
             Value::Date(d) => f.write_str(&temporal::format_date(*d)),
             Value::Timestamp(t) => f.write_str(&temporal::format_timestamp(*t)),
             Value::TimestampTz(t) => f.write_str(&temporal::format_timestamptz(*t)),
+            Value::Interval(i) => f.write_str(&i.format()),
             Value::Bytes(b) => {
                 f.write_str("\\x")?;
                 b.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
@@ -379,6 +403,7 @@ fn type_rank(v: &Value) -> u8 {
         Value::Date(_) => 5,
         Value::Timestamp(_) => 6,
         Value::TimestampTz(_) => 7,
+        Value::Interval(_) => 8,
     }
 }
 
@@ -424,6 +449,7 @@ pub fn total_cmp(a: &Value, b: &Value) -> Ordering {
         (Bytes(x), Bytes(y)) => x.cmp(y),
         (Date(x), Date(y)) => x.cmp(y),
         (Timestamp(x), Timestamp(y)) | (TimestampTz(x), TimestampTz(y)) => x.cmp(y),
+        (Interval(x), Interval(y)) => x.cmp_span(y),
         _ => num_cmp(a, b).unwrap_or_else(|| type_rank(a).cmp(&type_rank(b))),
     }
 }
@@ -573,6 +599,9 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value> {
         }
         (Int(n), Date(d)) if op == ArithOp::Add => arith(op, &Date(*d), &Int(*n)),
         (Date(x), Date(y)) if op == ArithOp::Sub => Ok(Int(i64::from(*x) - i64::from(*y))),
+        (Date(_) | Timestamp(_) | TimestampTz(_) | Interval(_), _) | (_, Interval(_)) => {
+            crate::interval::arith(op, a, b)?.map_or_else(mismatch, Ok)
+        }
         (Int(_) | Numeric(_), Int(_) | Numeric(_)) => {
             let (Some(x), Some(y)) = (as_decimal(a), as_decimal(b)) else { return mismatch() };
             let r = match op {
@@ -604,6 +633,7 @@ pub fn negate(v: &Value) -> Result<Value> {
         Value::Int(i) => i.checked_neg().map(Value::Int).ok_or_else(|| out_of_range(BIGINT_RANGE)),
         Value::Numeric(d) => Ok(Value::Numeric(-*d)),
         Value::Float(f) => Ok(Value::Float(-*f)),
+        Value::Interval(i) => i.checked_neg().map(Value::Interval),
         other => err(SqlState::UndefinedFunction, format!("operator does not exist: -{}", other.type_name())),
     }
 }

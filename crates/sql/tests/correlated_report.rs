@@ -21,8 +21,13 @@ fn setup() -> Database {
 
 fn run(db: &Database, sql: &str) -> Execution {
     let empty = WriteSet::default();
-    let ctx =
-        ExecContext { storage: db.store(), at: ReadAt::latest_before(Timestamp::MAX), pending: &empty, sequences: &[] };
+    let ctx = ExecContext {
+        storage: db.store(),
+        at: ReadAt::latest_before(Timestamp::MAX),
+        pending: &empty,
+        sequences: &[],
+        random_seed: [0; 32],
+    };
     let e = db.engine().run(db.catalog(), sql, &[], &ctx).unwrap_or_else(|e| panic!("{sql}: {e}"));
     let again = db.engine().run(db.catalog(), sql, &[], &ctx).unwrap_or_else(|e| panic!("{sql}: {e}"));
     assert_eq!(e, again, "same rows, same result and report");

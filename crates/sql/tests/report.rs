@@ -20,7 +20,13 @@ fn setup() -> Database {
 }
 
 fn run(db: &Database, sql: &str, params: &[Value], pending: &WriteSet) -> Execution {
-    let ctx = ExecContext { storage: db.store(), at: ReadAt::latest_before(Timestamp::MAX), pending, sequences: &[] };
+    let ctx = ExecContext {
+        storage: db.store(),
+        at: ReadAt::latest_before(Timestamp::MAX),
+        pending,
+        sequences: &[],
+        random_seed: [0; 32],
+    };
     db.engine().run(db.catalog(), sql, params, &ctx).unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
@@ -183,7 +189,13 @@ fn version_policy_selects_what_a_read_may_see() {
     let empty = WriteSet::default();
     let committed_only = |v: &Version| v.prepared_by.is_none();
     let read = |visible: &dyn Fn(&Version) -> bool, ts| {
-        let ctx = ExecContext { storage: &store, at: ReadAt { ts, visible }, pending: &empty, sequences: &[] };
+        let ctx = ExecContext {
+            storage: &store,
+            at: ReadAt { ts, visible },
+            pending: &empty,
+            sequences: &[],
+            random_seed: [0; 32],
+        };
         db.engine().execute(&catalog, &prepared, &[], &ctx).expect("execute")
     };
     let all = |_: &Version| true;
@@ -200,8 +212,13 @@ fn version_policy_selects_what_a_read_may_see() {
         "reads see versions strictly below ts"
     );
     store.abort_prepared(&writer);
-    let ctx =
-        ExecContext { storage: &store, at: ReadAt::latest_before(Timestamp::at(100)), pending: &empty, sequences: &[] };
+    let ctx = ExecContext {
+        storage: &store,
+        at: ReadAt::latest_before(Timestamp::at(100)),
+        pending: &empty,
+        sequences: &[],
+        random_seed: [0; 32],
+    };
     assert_eq!(
         rows(&db.engine().execute(&catalog, &prepared, &[], &ctx).expect("execute")),
         vec![vec![Value::Int(30)]]

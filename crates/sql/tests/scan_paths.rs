@@ -13,7 +13,13 @@ fn db(statements: &[&str]) -> Database {
 }
 
 fn run_on(storage: &dyn Storage, db: &Database, sql: &str, params: &[Value], pending: &WriteSet) -> Execution {
-    let ctx = ExecContext { storage, at: ReadAt::latest_before(Timestamp::MAX), pending, sequences: &[] };
+    let ctx = ExecContext {
+        storage,
+        at: ReadAt::latest_before(Timestamp::MAX),
+        pending,
+        sequences: &[],
+        random_seed: [0; 32],
+    };
     db.engine().run(db.catalog(), sql, params, &ctx).unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
@@ -78,6 +84,7 @@ fn own_writes_merge_into_key_and_index_order_and_are_not_reported() {
             at: ReadAt::latest_before(Timestamp::MAX),
             pending: &WriteSet::default(),
             sequences: &[],
+            random_seed: [0; 32],
         },
     );
     let mut pending = insert.expect("insert").writes;

@@ -21,7 +21,13 @@ fn setup() -> Database {
 
 fn run(db: &Database, sql: &str, time: u64) -> Result<Execution, SqlError> {
     let empty = WriteSet::default();
-    let ctx = ExecContext { storage: db.store(), at: ReadAt::latest_before(at(time)), pending: &empty, sequences: &[] };
+    let ctx = ExecContext {
+        storage: db.store(),
+        at: ReadAt::latest_before(at(time)),
+        pending: &empty,
+        sequences: &[],
+        random_seed: [0; 32],
+    };
     db.engine().run(db.catalog(), sql, &[], &ctx)
 }
 
@@ -102,10 +108,42 @@ fn what_cannot_be_deterministic_is_refused() {
         let e = run(&db, sql, T).err().map(|e| e.state);
         assert_eq!(e, Some(SqlState::FeatureNotSupported), "{sql}");
     }
-    let e = db.execute("CREATE TABLE d (id INT PRIMARY KEY, at TIMESTAMP DEFAULT now())").err().map(|e| e.state);
-    assert_eq!(e, Some(SqlState::FeatureNotSupported), "a DEFAULT read at each replica");
+    let e = db.execute("CREATE TABLE d (id INT PRIMARY KEY, n INT DEFAULT 1 + now()::date - 5)").err().map(|e| e.state);
+    assert_eq!(e, Some(SqlState::FeatureNotSupported), "a non-constant DEFAULT other than the time or a uuid");
+}
+
+/// A DEFAULT now() is evaluated by the INSERT, with its transaction's time (the write set
+/// carries the value: replicas never evaluate it again), and interval arithmetic over now()
+/// is as exact as now().
+#[test]
+fn default_now_and_intervals_use_the_transaction_time() {
+    let mut db = setup();
+    db.execute("CREATE TABLE d (id INT PRIMARY KEY, at TIMESTAMPTZ DEFAULT now(), day DATE DEFAULT CURRENT_DATE)")
+        .unwrap();
+    let e = run(&db, "INSERT INTO d (id) VALUES (1)", T).unwrap();
+    let written: Vec<Row> = e
+        .writes
+        .tables
+        .values()
+        .flat_map(|w| w.values())
+        .filter_map(|w| match w {
+            pistou_sql::storage::Write::Upsert(row) => Some(row.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(written, vec![vec![Value::Int(1), Value::TimestampTz(T as i64), Value::Date(19849)]]);
+    let e = run(&db, "SELECT now() - TIMESTAMPTZ '2024-05-01 00:00:00+00', now() + INTERVAL '1 day'", T).unwrap();
+    let day = 86_400_000_000_i64;
     assert_eq!(
-        run(&db, "SELECT now() - TIMESTAMP '2024-01-01'", T).err().map(|e| e.state),
-        Some(SqlState::FeatureNotSupported)
+        rows(&e),
+        vec![vec![
+            Value::Interval(pistou_sql::interval::Interval {
+                months: 0,
+                days: 5,
+                micros: T as i64 - 1_714_521_600_000_000 - 5 * day,
+            }),
+            Value::TimestampTz(T as i64 + day),
+        ]]
     );
+    db.execute("DROP TABLE d").unwrap();
 }

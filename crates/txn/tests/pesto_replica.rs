@@ -115,7 +115,15 @@ const T_ID: u64 = 1;
 
 /// A nullable integer column.
 fn int_column(name: &str, default: Option<Value>) -> Column {
-    Column { name: name.into(), ty: SqlType::Int, limits: Default::default(), nullable: true, default, generated: None }
+    Column {
+        name: name.into(),
+        ty: SqlType::Int,
+        limits: Default::default(),
+        nullable: true,
+        default,
+        generated: None,
+        volatile_default: None,
+    }
 }
 
 fn key(id: i64) -> Vec<u8> {
@@ -542,6 +550,7 @@ impl Fixture {
             pending,
             snapshot: None,
             sequences: vec![],
+            random_seed: [0; 32],
         };
         let out = self.send(Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&self.client), req))));
         match out.as_slice() {
@@ -748,6 +757,7 @@ fn gc_refuses_reads_below_the_watermark_and_keeps_the_latest_version() {
             pending: vec![],
             snapshot: None,
             sequences: vec![],
+            random_seed: [0; 32],
         };
         fx.replica.handle(
             now,
@@ -910,6 +920,7 @@ impl Fixture {
             pending: vec![],
             snapshot: Some(SsProp { txns }),
             sequences: vec![],
+            random_seed: [0; 32],
         };
         self.send(Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&self.client), req))))
     }

@@ -482,6 +482,42 @@ fn update_from_checks_its_reads_of_the_joined_table() {
     cl.clients[0].abort(h).expect("abort");
 }
 
+/// gen_random_uuid() and DEFAULT now() run wherever the statement runs (the client or the
+/// replicas it asks): the values the client was shown are the values committed, distinct
+/// across statements, and another client reads them back.
+#[test]
+fn random_uuids_and_default_times_are_the_same_everywhere() {
+    let mut cl = cluster(2);
+    cl.autocommit(
+        0,
+        "CREATE TABLE tokens (id UUID PRIMARY KEY DEFAULT gen_random_uuid(), n INT, made TIMESTAMPTZ DEFAULT now())",
+        vec![],
+    );
+    let h = cl.begin(0);
+    let mut shown = Vec::new();
+    for sql in [
+        "INSERT INTO tokens (n) VALUES (1), (2) RETURNING id, made",
+        "INSERT INTO tokens (id, n) VALUES (gen_random_uuid(), 3) RETURNING id, made",
+        "INSERT INTO tokens (n) SELECT n + 10 FROM tokens RETURNING id, made",
+    ] {
+        match cl.sql(0, h, sql, vec![]).expect(sql) {
+            SqlOutput::Affected { returning: Some((_, rows)), .. } => shown.extend(rows),
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+    assert_eq!(cl.commit(0, h), Decision::Commit);
+    assert_eq!(shown.len(), 6);
+    let r = cl.begin(1);
+    let mut stored = cl.rows(1, r, "SELECT id, made FROM tokens", vec![]);
+    cl.clients[1].abort(r).expect("abort");
+    let sort = |rows: &mut Vec<Vec<Value>>| rows.sort_by_key(|row| format!("{row:?}"));
+    sort(&mut shown);
+    sort(&mut stored);
+    assert_eq!(stored, shown, "the rows committed are the rows the client was shown");
+    let ids: std::collections::BTreeSet<String> = stored.iter().map(|row| format!("{:?}", row[0])).collect();
+    assert_eq!(ids.len(), 6, "every call gave a new uuid: {stored:?}");
+}
+
 #[test]
 fn a_concurrent_insert_into_a_read_range_aborts_the_reader() {
     let mut cl = cluster(2);

@@ -390,6 +390,8 @@ pub struct RangeRead {
     /// Values of the sequences the statement names, which it draws in order
     /// (`pistou_sql::sequence`); at most `pistou_sql::sequence::MAX_STATEMENT_SEQUENCES`.
     pub sequences: Vec<pistou_sql::SequenceInput>,
+    /// The statement's random seed: its `gen_random_uuid()` values (`pistou_sql::uuid`).
+    pub random_seed: [u8; 32],
 }
 
 /// Most transactions one SS-PROP may name.

@@ -19,6 +19,7 @@ pub fn schemas() -> Vec<TableSchema> {
         nullable,
         default: None,
         generated: None,
+        volatile_default: None,
     };
     vec![
         TableSchema {
@@ -153,6 +154,7 @@ impl SqlOverRowStore {
             at: ReadAt::latest_before(ts(self.clock + 1)),
             pending: &empty,
             sequences: &[],
+            random_seed: [0; 32],
         };
         let execution = self.engine.run(&self.catalog, sql, &[], &ctx).map_err(|e| e.to_string())?;
         if let Output::Catalog(Some(change)) = &execution.output {

@@ -144,6 +144,7 @@ impl Binder<'_> {
                     nullable: false,
                     default: None,
                     generated: None,
+                    volatile_default: None,
                 });
                 vec![table.columns.len() - 1]
             }
@@ -194,7 +195,15 @@ impl Binder<'_> {
             Some(ty) => (ty, TypeLimits::default()),
             None => data_type(&def.data_type)?,
         };
-        let mut column = Column { name: col_name, ty, limits, nullable: true, default: None, generated: None };
+        let mut column = Column {
+            name: col_name,
+            ty,
+            limits,
+            nullable: true,
+            default: None,
+            generated: None,
+            volatile_default: None,
+        };
         let mut key = ColumnKey::None;
         let mut identity = None;
         for opt in &def.options {
@@ -219,7 +228,10 @@ impl Binder<'_> {
                 }
                 sql::ColumnOption::Null => column.nullable = true,
                 sql::ColumnOption::NotNull => column.nullable = false,
-                sql::ColumnOption::Default(e) => column.default = Some(self.constant_default(e, &column)?),
+                sql::ColumnOption::Default(e) => match self.volatile_default(e, &column)? {
+                    Some(func) => column.volatile_default = Some(func),
+                    None => column.default = Some(self.constant_default(e, &column)?),
+                },
                 sql::ColumnOption::PrimaryKey(_) => key = ColumnKey::Primary,
                 sql::ColumnOption::Unique(_) => key = ColumnKey::Unique,
                 // Bound once the whole table is known (`column_constraints`).
@@ -245,6 +257,37 @@ impl Binder<'_> {
         Ok((column, key, Some(sequence)))
     }
 
+    /// A DEFAULT that is a call of now() (or a relative) or gen_random_uuid(), evaluated by
+    /// each INSERT (None: another expression, which must be constant). Its value must be
+    /// assignable to the column (42804 otherwise, as PostgreSQL checks at CREATE TABLE).
+    fn volatile_default(&mut self, e: &sql::Expr, column: &Column) -> Result<Option<Func>> {
+        let Ok(Expr::Call { func, args }) = self.constant_expr(e, "DEFAULT") else { return Ok(None) };
+        let sample = match func {
+            Func::Now => Value::TimestampTz(0),
+            Func::CurrentDate => Value::Date(0),
+            Func::LocalTimestamp => Value::Timestamp(0),
+            Func::GenRandomUuid => Value::Text(crate::uuid::format(&[0; 16])),
+            _ => return Ok(None),
+        };
+        if !args.is_empty() {
+            return Ok(None);
+        }
+        if let Err(e) = crate::types::to_column(&sample, column) {
+            if e.state == SqlState::DatatypeMismatch {
+                let ty = sample.sql_type().map_or("unknown", SqlType::pg_name);
+                let ty = if func == Func::GenRandomUuid { "uuid" } else { ty };
+                return err(
+                    SqlState::DatatypeMismatch,
+                    format!(
+                        "column \"{}\" is of type {} but default expression is of type {ty}",
+                        column.name, column.ty
+                    ),
+                );
+            }
+        }
+        Ok(Some(func))
+    }
+
     /// A column's DEFAULT: a constant expression (no parameter, subquery or transaction
     /// time), evaluated once and converted to the column's type.
     pub(super) fn constant_default(&mut self, e: &sql::Expr, column: &Column) -> Result<Value> {
@@ -256,7 +299,10 @@ impl Binder<'_> {
                     | Expr::Subquery(_)
                     | Expr::InSubquery { .. }
                     | Expr::Exists { .. }
-                    | Expr::Call { func: Func::Now | Func::CurrentDate | Func::LocalTimestamp, .. }
+                    | Expr::Call {
+                        func: Func::Now | Func::CurrentDate | Func::LocalTimestamp | Func::GenRandomUuid,
+                        ..
+                    }
             )
         }) {
             return unsupported("non-constant DEFAULT");

@@ -100,7 +100,10 @@ impl Binder<'_> {
                         let generated = column.and_then(|c| c.generated.as_ref());
                         row.push(match (default_keyword, generated) {
                             (true, Some(g)) => self.sequence_call(Func::NextVal, g.sequence.clone()),
-                            (true, None) => Expr::Const(column.and_then(|c| c.default.clone()).unwrap_or(Value::Null)),
+                            (true, None) => match column.and_then(|c| c.volatile_default) {
+                                Some(func) => Expr::Call { func, args: Vec::new() },
+                                None => Expr::Const(column.and_then(|c| c.default.clone()).unwrap_or(Value::Null)),
+                            },
                             (false, _) => {
                                 if let (Some(c), Some(Generated { identity: Some(Identity::Always), .. })) =
                                     (column, generated)

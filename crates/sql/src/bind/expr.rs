@@ -305,7 +305,11 @@ impl Binder<'_> {
             match (t, op) {
                 // timestamp ± unknown reads the literal as an interval.
                 (SqlType::Timestamp | SqlType::TimestampTz, ArithOp::Add | ArithOp::Sub) => {
-                    unsupported("interval arithmetic")
+                    if matches!(e, Expr::Const(Value::Null)) {
+                        Ok(typed_null(SqlType::Interval))
+                    } else {
+                        coerce(e, InputType::Literal, SqlType::Interval)
+                    }
                 }
                 // date + unknown: integer, interval and time all fit.
                 (SqlType::Date, ArithOp::Add) => {
@@ -321,19 +325,9 @@ impl Binder<'_> {
             }
             (InputType::Literal, InputType::Known(t)) => Ok((literal_as(l, t, true)?, r)),
             (InputType::Known(t), InputType::Literal) => Ok((l, literal_as(r, t, false)?)),
-            (InputType::Known(a), InputType::Known(b)) if arith_type(op, a, b).is_none() => match (a, b) {
-                // PostgreSQL gives an interval.
-                (
-                    SqlType::Timestamp | SqlType::TimestampTz,
-                    SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz,
-                )
-                | (SqlType::Date, SqlType::Timestamp | SqlType::TimestampTz)
-                    if op == ArithOp::Sub =>
-                {
-                    unsupported("timestamp subtraction (intervals)")
-                }
-                _ => Err(missing(a.pg_name(), b.pg_name())),
-            },
+            (InputType::Known(a), InputType::Known(b)) if arith_type(op, a, b).is_none() => {
+                Err(missing(a.pg_name(), b.pg_name()))
+            }
             _ => Ok((l, r)),
         }
     }
@@ -642,8 +636,22 @@ impl Binder<'_> {
                 Expr::Call { func: Func::Ceil, args: vec![arg] }
             }
             E::TypedString(t) => {
-                let (ty, limits) = data_type(&t.data_type)?;
+                let (ty, limits) = super::cast_type(&t.data_type)?;
                 Expr::Const(crate::types::cast_with(&literal(&t.value.value)?, ty, &limits)?)
+            }
+            E::Interval(i) => {
+                let (E::Value(v), None, None) = (&*i.value, i.leading_precision, i.fractional_seconds_precision) else {
+                    return unsupported(format!("interval literal {i}"));
+                };
+                let Value::Text(text) = literal(&v.value)? else {
+                    return unsupported(format!("interval literal {i}"));
+                };
+                // `INTERVAL '3' DAY`: a bare number counts the leading field's unit.
+                let unit = match (&i.leading_field, &i.last_field) {
+                    (Some(field), None) => Some(field.to_string().to_lowercase()),
+                    _ => None,
+                };
+                Expr::Const(Value::Interval(crate::interval::Interval::parse(&text, unit.as_deref())?))
             }
             E::Substring { expr, substring_from: Some(from), substring_for, .. } => {
                 let mut args = vec![self.expr(expr, scope, mode)?, self.expr(from, scope, mode)?];
@@ -1169,6 +1177,8 @@ impl Binder<'_> {
         let input = self.input_type(ast, &value, scope, mode);
         match self.type_of(&value, scope, mode) {
             Some(SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz) => Ok(value),
+            Some(SqlType::Interval) if name != "date_trunc" => Ok(value),
+            Some(SqlType::Interval) => unsupported("date_trunc of an interval"),
             None if input == InputType::Literal => coerce(value, input, SqlType::TimestampTz),
             None => Ok(value),
             Some(other) => err(
@@ -1226,7 +1236,17 @@ impl Binder<'_> {
                 err(SqlState::UndefinedFunction, format!("function {name}({shown}) does not exist"))
             }
             (AggFunc::ArrayAgg, Some(t)) if ArrayElem::of(t).is_none() => {
-                unsupported(format!("array_agg of {shown} values (arrays of arrays and of json)"))
+                unsupported(format!("array_agg of {shown} values (arrays of arrays, of json and of uuid)"))
+            }
+            // PostgreSQL 15 has no ordering aggregate or arithmetic over uuid.
+            (AggFunc::Min | AggFunc::Max | AggFunc::Sum | AggFunc::Avg, Some(SqlType::Uuid)) => {
+                let name = match func {
+                    AggFunc::Min => "min",
+                    AggFunc::Max => "max",
+                    AggFunc::Sum => "sum",
+                    _ => "avg",
+                };
+                err(SqlState::UndefinedFunction, format!("function {name}(uuid) does not exist"))
             }
             _ => Ok(()),
         }

@@ -141,6 +141,8 @@ pub(crate) fn data_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
         D::Date => (SqlType::Date, none),
         D::Timestamp(_, sql::TimezoneInfo::None | sql::TimezoneInfo::WithoutTimeZone) => (SqlType::Timestamp, none),
         D::Timestamp(_, sql::TimezoneInfo::WithTimeZone | sql::TimezoneInfo::Tz) => (SqlType::TimestampTz, none),
+        D::Uuid => (SqlType::Uuid, none),
+        D::Interval { .. } => return unsupported("interval columns (interval is a type of computed values here)"),
         other => return unsupported(format!("type {other}")),
     })
 }
@@ -156,6 +158,7 @@ pub(crate) fn cast_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
                 .ok_or_else(|| SqlError::new(SqlState::FeatureNotSupported, format!("type {t} is not supported")))?;
             Ok((SqlType::Array(element), TypeLimits::default()))
         }
+        sql::DataType::Interval { fields: None, precision: None } => Ok((SqlType::Interval, TypeLimits::default())),
         other => data_type(other),
     }
 }

@@ -783,6 +783,7 @@ impl Binder<'_> {
                 nullable: true,
                 default: None,
                 generated: None,
+                volatile_default: None,
             })
             .collect();
         let table = Arc::new(TableSchema {

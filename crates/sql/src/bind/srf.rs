@@ -125,6 +125,25 @@ impl Binder<'_> {
             args.push(self.expr(a, scope, mode)?);
         }
         let inputs: Vec<InputType> = asts.iter().zip(&args).map(|(a, e)| self.input_type(a, e, scope, mode)).collect();
+        // generate_series(start, stop, interval) over timestamps (a date is read as a
+        // timestamptz, as PostgreSQL resolves it).
+        if let (Some(InputType::Known(SqlType::Interval) | InputType::Literal), Some(bounds)) =
+            (inputs.get(2), inputs.get(..2))
+        {
+            let step_is_interval = inputs.get(2) == Some(&InputType::Known(SqlType::Interval));
+            let ty = match common_type("generate_series", bounds)? {
+                Some(SqlType::Timestamp) => Some(SqlType::Timestamp),
+                Some(SqlType::TimestampTz | SqlType::Date) => Some(SqlType::TimestampTz),
+                None if step_is_interval => Some(SqlType::TimestampTz),
+                _ => None,
+            };
+            if let Some(ty) = ty {
+                for (i, (arg, input)) in args.iter_mut().zip(&inputs).enumerate() {
+                    coerce_in_place(arg, *input, if i == 2 { SqlType::Interval } else { ty })?;
+                }
+                return Ok((args, ty));
+            }
+        }
         let ty = match common_type("generate_series", &inputs)? {
             None => SqlType::Int4, // literals and parameters only: PostgreSQL picks integer
             Some(SqlType::Int2 | SqlType::Int4) => SqlType::Int4,
@@ -137,7 +156,10 @@ impl Binder<'_> {
                 | SqlType::Timestamp
                 | SqlType::TimestampTz),
             ) => {
-                return unsupported(format!("generate_series over {} (only integer series)", other.pg_name()));
+                return unsupported(format!(
+                    "generate_series over {} (integer series, and timestamp series with an interval step)",
+                    other.pg_name()
+                ));
             }
             Some(other) => {
                 let name = other.pg_name();

@@ -287,6 +287,7 @@ impl Binder<'_> {
             "pg_relation_is_publishable",
             "current_schemas",
             "current_schema",
+            "pg_typeof",
         ];
         if !NAMES.contains(&name) {
             return Ok(None);
@@ -315,6 +316,19 @@ impl Binder<'_> {
         };
         let null_text = typed_null(SqlType::Text);
         let expr = match name {
+            // The argument's static type, as regtype prints it (`unknown` for an untyped
+            // literal or NULL).
+            "pg_typeof" => {
+                arity(1, 1)?;
+                let (Some(ast), Some(e)) = (args.first(), bound.first()) else {
+                    return err(SqlState::UndefinedFunction, "function pg_typeof needs an argument");
+                };
+                let ty = match self.input_type(ast, e, scope, mode) {
+                    InputType::Known(t) => t.pg_name(),
+                    _ => "unknown",
+                };
+                Expr::Const(Value::Text(ty.to_string()))
+            }
             "pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" | "pg_collation_is_visible" => {
                 arity(1, 1)?;
                 let key = first_oid(self, &mut bound)?;

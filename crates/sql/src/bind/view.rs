@@ -47,6 +47,7 @@ pub(crate) fn view_query(catalog: &Catalog, text: &str) -> Result<(Vec<Column>, 
             nullable: true,
             default: None,
             generated: None,
+            volatile_default: None,
         })
         .collect();
     let mut depends_on: Vec<String> = binder.relations_named.into_iter().collect();

@@ -114,13 +114,18 @@ impl Exec<'_> {
         for values in source {
             let mut row: Row = Vec::with_capacity(table.columns.len());
             for (pos, c) in table.columns.iter().enumerate() {
-                row.push(match &c.generated {
+                let omitted = !plan.targets.contains(&pos);
+                row.push(match (&c.generated, c.volatile_default) {
                     // An omitted SERIAL / IDENTITY column: the next value of its sequence.
-                    Some(g) if !plan.targets.contains(&pos) => {
+                    (Some(g), _) if omitted => {
                         let draws = self.sequences.ok_or_else(|| {
                             SqlError::new(SqlState::InternalError, "no sequence values for this statement")
                         })?;
                         to_column(&Value::Int(draws.next(&g.sequence)?), c)?
+                    }
+                    // An omitted column whose DEFAULT is now() or gen_random_uuid().
+                    (None, Some(func)) if omitted => {
+                        to_column(&Expr::Call { func, args: Vec::new() }.eval(&[], &self.env())?, c)?
                     }
                     _ => c.default.clone().unwrap_or(Value::Null),
                 });

@@ -493,6 +493,7 @@ mod primary_key_range_tests {
             nullable: true,
             default: None,
             generated: None,
+            volatile_default: None,
         };
         TableSchema {
             name: "t".into(),

@@ -16,6 +16,8 @@ pub(crate) struct Exec<'a> {
     pub reads: ReadReport,
     /// Values of the sequences the statement may draw.
     pub sequences: Option<&'a crate::sequence::SequenceDraws<'a>>,
+    /// The statement's random values (`gen_random_uuid()`).
+    pub random: Option<&'a crate::uuid::StatementRandom>,
     /// Rows of the previous iteration of each recursive query running (by id).
     pub working: Vec<(usize, Rc<Vec<Row>>)>,
 }
@@ -30,6 +32,7 @@ impl<'a> Exec<'a> {
             enclosing: Vec::new(),
             reads: ReadReport::default(),
             sequences: None,
+            random: None,
             working: Vec::new(),
         }
     }
@@ -52,6 +55,7 @@ impl<'a> Exec<'a> {
             enclosing,
             now: self.now(),
             sequences: self.sequences,
+            random: self.random,
             budget: Some(self.reader.computed),
         }
     }

@@ -174,7 +174,10 @@ pub mod pg {
             1043 => "character varying",
             1082 => "date",
             1114 => "timestamp without time zone",
+            1184 => "timestamp with time zone",
+            1186 => "interval",
             1700 => "numeric",
+            2950 => "uuid",
             other => return format!("oid {other}"),
         }
         .to_string()

@@ -226,6 +226,8 @@ pub struct Coordinator {
     /// Every link to a replica is an authenticated session (`Replica::open_session`): reads
     /// go unsigned.
     session_reads: bool,
+    /// The client's secret behind its statements' random seeds (`set_random_secret`).
+    random_secret: [u8; 32],
 }
 
 impl Coordinator {
@@ -269,7 +271,15 @@ impl Coordinator {
             range_stats: RangeStats::default(),
             range_outliers: HashMap::new(),
             session_reads: false,
+            random_secret: [0; 32],
         })
+    }
+
+    /// The secret this client's statements derive their random seeds from
+    /// (`gen_random_uuid()`). The runtime sets it from the operating system's randomness;
+    /// without it values are still unique, but foreseeable.
+    pub fn set_random_secret(&mut self, secret: [u8; 32]) {
+        self.random_secret = secret;
     }
 
     pub fn set_timeouts(&mut self, t: CoordinatorTimeouts) {

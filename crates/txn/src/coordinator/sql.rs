@@ -57,11 +57,13 @@ pub enum SqlOutput {
         types: Vec<Option<SqlType>>,
         rows: Vec<Row>,
     },
-    /// INSERT / UPDATE / DELETE (buffered until commit), with RETURNING rows if asked.
+    /// INSERT / UPDATE / DELETE (buffered until commit), with RETURNING rows if asked and
+    /// their columns' static types.
     Affected {
         command: &'static str,
         count: u64,
         returning: Option<(Vec<String>, Vec<Row>)>,
+        returning_types: Vec<Option<SqlType>>,
     },
     /// A schema change (buffered until commit) or a no-op `IF [NOT] EXISTS`.
     Ddl {
@@ -87,6 +89,8 @@ pub(super) struct SqlTxnState {
     /// The schema changes buffered so far (only schema changes may follow them).
     pub(super) ddl: Option<PendingDdl>,
     statement: Option<Statement>,
+    /// Statements started so far: each one's number makes its random seed unique.
+    statements: u64,
 }
 
 /// A transaction's buffered schema changes and the catalog they produce from the one it
@@ -112,6 +116,9 @@ struct Statement {
     /// (None until planned), and the values it drew from each once known.
     sequences: Option<Vec<(u64, SequenceInput)>>,
     sequences_used: Option<Vec<u64>>,
+    /// Sent with the statement so that every replica computes the same `gen_random_uuid()`
+    /// values (`pistou_sql::uuid`).
+    random_seed: [u8; 32],
 }
 
 impl Statement {
@@ -292,13 +299,26 @@ impl Coordinator {
     /// (possibly already queued when this returns). One statement at a time per transaction.
     /// A statement that fails leaves the transaction open: callers abort it, as PostgreSQL does.
     pub fn sql(&mut self, now: u64, h: TxnHandle, sql: &str, params: Vec<pistou_sql::Value>) -> Result<(), TxnError> {
+        let secret = self.random_secret;
         let t = self.executing(h)?;
+        let ts = t.ts;
         let state = t.sql.get_or_insert_with(Box::default);
         if state.statement.is_some() {
             return Err(TxnError::Busy);
         }
-        state.statement =
-            Some(Statement { sql: sql.to_string(), params, step: Step::Plan, sequences: None, sequences_used: None });
+        let mut unique = Vec::with_capacity(32);
+        for part in [ts.time, ts.client.0, ts.seq, state.statements] {
+            unique.extend_from_slice(&part.to_le_bytes());
+        }
+        state.statements += 1;
+        state.statement = Some(Statement {
+            sql: sql.to_string(),
+            params,
+            step: Step::Plan,
+            sequences: None,
+            sequences_used: None,
+            random_seed: pistou_sql::uuid::statement_seed(&secret, &unique),
+        });
         self.sql_advance(now, h);
         Ok(())
     }
@@ -488,9 +508,10 @@ impl Coordinator {
         let Some(t) = self.txns.get(&h) else { return Err(sql_err(SqlState::InternalError, "transaction vanished")) };
         let empty = WriteSet::default();
         let pending = t.sql.as_ref().map(|s| &s.pending).unwrap_or(&empty);
-        let sequences = t.sql.as_ref().and_then(|s| s.statement.as_ref()).map(Statement::sequence_inputs);
-        let sequences = sequences.unwrap_or_default();
-        let ctx = ExecContext { storage, at: ReadAt::latest_before(t.ts), pending, sequences: &sequences };
+        let statement = t.sql.as_ref().and_then(|s| s.statement.as_ref());
+        let sequences = statement.map(Statement::sequence_inputs).unwrap_or_default();
+        let random_seed = statement.map_or([0; 32], |s| s.random_seed);
+        let ctx = ExecContext { storage, at: ReadAt::latest_before(t.ts), pending, sequences: &sequences, random_seed };
         let exec = self.sql_engine.execute(catalog, prepared, params, &ctx)?;
         if let Some(stmt) = self.sql_state(h).and_then(|s| s.statement.as_mut()) {
             stmt.sequences_used = Some(exec.sequences_used.clone());
@@ -501,9 +522,12 @@ impl Coordinator {
                 types: prepared.column_types().map(<[_]>::to_vec).unwrap_or_else(|| vec![None; columns.len()]),
                 rows: rows.clone(),
             },
-            Output::Affected { command, count, returning } => {
-                SqlOutput::Affected { command, count: *count, returning: returning.clone() }
-            }
+            Output::Affected { command, count, returning } => SqlOutput::Affected {
+                command,
+                count: *count,
+                returning: returning.clone(),
+                returning_types: prepared.returning_types().unwrap_or_default(),
+            },
             Output::Catalog(_) | Output::Transaction(_) => {
                 return Err(sql_err(SqlState::InternalError, "unexpected statement kind in local execution"))
             }
@@ -692,6 +716,7 @@ impl Coordinator {
             pending,
             snapshot: None,
             sequences: stmt.sequence_inputs(),
+            random_seed: stmt.random_seed,
         };
         let request = Arc::new(self.sign_read(body));
         let q = self.config().quorums();
@@ -885,6 +910,7 @@ impl Coordinator {
                     command: prepared.kind().command(),
                     count,
                     returning: names.map(|n| (n, returning)),
+                    returning_types: prepared.returning_types().unwrap_or_default(),
                 }
             }
         })

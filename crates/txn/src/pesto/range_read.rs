@@ -84,6 +84,7 @@ impl SqlReplica {
             at: ReadAt { ts: req.ts, visible: &committed },
             pending: &pending,
             sequences: &req.sequences,
+            random_seed: req.random_seed,
         };
         let exec = self.engine.execute(&catalog, &prepared, &req.params, &ctx)?;
         let touched = exec.reads.scans.iter().map(|s| s.table()).chain(exec.writes.tables.keys().map(String::as_str));

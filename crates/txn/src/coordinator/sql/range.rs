@@ -610,6 +610,7 @@ mod tests {
                 pending: vec![],
                 snapshot: None,
                 sequences: vec![],
+                random_seed: [0; 32],
             },
             sig: None,
         };
@@ -795,6 +796,7 @@ mod tests {
             pending: vec![],
             snapshot: None,
             sequences: vec![],
+            random_seed: [0; 32],
         };
         let request = ClientSigned { client: ClientId(1), body, sig: None };
         let prepared = pistou_sql::Engine::new(pistou_sql::Limits::default())
