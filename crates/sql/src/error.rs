@@ -86,6 +86,8 @@ pub enum SqlState {
     CannotCoerce,
     /// A view whose definition reads itself (42P17).
     InvalidObjectDefinition,
+    /// A character with no equivalent in the target encoding, e.g. `\u0000` in jsonb (22P05).
+    UntranslatableCharacter,
 }
 
 impl SqlState {
@@ -149,6 +151,7 @@ impl SqlState {
             InternalError => "XX000",
             CannotCoerce => "42846",
             InvalidObjectDefinition => "42P17",
+            UntranslatableCharacter => "22P05",
         }
     }
 }

@@ -41,7 +41,7 @@ impl CmpOp {
         }
     }
 
-    fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         match self {
             CmpOp::Eq => "=",
             CmpOp::NotEq => "<>",
@@ -115,6 +115,8 @@ pub enum Func {
     /// `date_part(unit, value)`: EXTRACT's value as double precision, a date read as a
     /// timestamp.
     DatePart,
+    /// The jsonb operators and functions (`crate::jsonb`).
+    Jsonb(crate::jsonb::JsonbFn),
 }
 
 impl Func {
@@ -144,7 +146,7 @@ impl Func {
             "split_part" => Func::SplitPart,
             "date_trunc" => Func::DateTrunc,
             "date_part" => Func::DatePart,
-            _ => return None,
+            other => return crate::jsonb::JsonbFn::by_name(other).map(Func::Jsonb),
         })
     }
 
@@ -183,6 +185,7 @@ impl Func {
             Func::DateTrunc => "date_trunc",
             Func::Extract => "extract",
             Func::DatePart => "date_part",
+            Func::Jsonb(f) => f.name(),
         }
     }
 
@@ -200,6 +203,7 @@ impl Func {
             Func::Substr => (2, 3),
             Func::Round => (1, 2),
             Func::Now | Func::CurrentDate | Func::LocalTimestamp => (0, 0),
+            Func::Jsonb(f) => f.arity(),
             _ => (1, 1),
         }
     }
@@ -612,6 +616,12 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         }
         return Ok(Value::Text(crate::array::format_items(items.into_iter())));
     }
+    if let Func::Jsonb(f) = func {
+        if f.strict() && args.iter().any(Value::is_null) {
+            return Ok(Value::Null);
+        }
+        return crate::jsonb::call(f, args);
+    }
     if args.iter().any(Value::is_null) {
         return Ok(Value::Null);
     }
@@ -752,6 +762,7 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         Func::JsonBuildObject => return Err(unbound("argument types of json_build_object")),
         Func::ArrayConstruct => return Err(unbound("element type of ARRAY[]")),
         Func::ArrayCat => return Err(unbound("element type of array_cat")),
+        Func::Jsonb(_) => return Err(unbound("jsonb function")),
     })
 }
 

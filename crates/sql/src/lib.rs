@@ -22,6 +22,7 @@ pub mod error;
 mod exec;
 pub mod expr;
 mod json;
+pub mod jsonb;
 pub mod keycode;
 mod plan;
 pub mod predicate_wire;

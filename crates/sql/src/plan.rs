@@ -561,6 +561,7 @@ pub(crate) fn expr_type_in(
             },
             Func::NextVal | Func::CurrVal => Some(SqlType::Int),
             Func::JsonBuildObject => Some(SqlType::Json),
+            Func::Jsonb(f) => Some(f.result_type()),
             Func::ArrayConstruct | Func::ArrayCat => match args.first() {
                 Some(Expr::Const(Value::Text(element))) => {
                     SqlType::by_pg_name(element).and_then(ArrayElem::of).map(SqlType::Array)

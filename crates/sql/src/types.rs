@@ -53,6 +53,9 @@ pub enum SqlType {
     OidVector,
     /// A one-dimensional array `elem[]` (`array_agg`, `pg_constraint.conkey`): `{a,b}`.
     Array(ArrayElem),
+    /// jsonb: a column type whose values are `Value::Text` holding the canonical document
+    /// (`crate::jsonb`), so that equal documents have equal texts.
+    Jsonb,
 }
 
 /// The element type of an array: the scalar types (an array of arrays is not a type here).
@@ -92,7 +95,9 @@ impl ArrayElem {
             SqlType::Date => ArrayElem::Date,
             SqlType::Timestamp => ArrayElem::Timestamp,
             SqlType::TimestampTz => ArrayElem::TimestampTz,
-            SqlType::Json | SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) => return None,
+            SqlType::Json | SqlType::Jsonb | SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) => {
+                return None
+            }
         })
     }
 
@@ -136,6 +141,7 @@ impl SqlType {
             SqlType::Timestamp => "timestamp without time zone",
             SqlType::TimestampTz => "timestamp with time zone",
             SqlType::Json => "json",
+            SqlType::Jsonb => "jsonb",
             SqlType::Int2Vector => "int2vector",
             SqlType::OidVector => "oidvector",
             SqlType::Array(e) => match e {
@@ -163,7 +169,7 @@ impl SqlType {
         const SCALARS: [SqlType; 14] =
             [Bool, Int2, Int4, Int, Numeric, Float4, Float, Text, Varchar, Char, Bytes, Date, Timestamp, TimestampTz];
         let arrays = SCALARS.iter().filter_map(|t| ArrayElem::of(*t)).map(Array);
-        SCALARS.into_iter().chain([Json, Int2Vector, OidVector]).chain(arrays).find(|t| t.pg_name() == name)
+        SCALARS.into_iter().chain([Json, Jsonb, Int2Vector, OidVector]).chain(arrays).find(|t| t.pg_name() == name)
     }
 
     /// The element type of an array or vector type (None for other types).
@@ -182,7 +188,9 @@ impl SqlType {
             SqlType::Int2 | SqlType::Int4 => SqlType::Int,
             SqlType::Float4 => SqlType::Float,
             SqlType::Varchar | SqlType::Char => SqlType::Text,
-            SqlType::Json | SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) => SqlType::Text,
+            SqlType::Json | SqlType::Jsonb | SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) => {
+                SqlType::Text
+            }
             other => other,
         }
     }
@@ -212,7 +220,7 @@ impl SqlType {
             }
             SqlType::Text | SqlType::Varchar | SqlType::Char => TypeCategory::String,
             SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz => TypeCategory::DateTime,
-            SqlType::Bytes | SqlType::Json => TypeCategory::UserDefined,
+            SqlType::Bytes | SqlType::Json | SqlType::Jsonb => TypeCategory::UserDefined,
             SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) => TypeCategory::Array,
         }
     }

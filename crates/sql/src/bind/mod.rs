@@ -138,6 +138,7 @@ pub(crate) fn data_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
         D::Char(len) | D::Character(len) => (SqlType::Char, text_len(len)?),
         D::Bool | D::Boolean => (SqlType::Bool, none),
         D::Bytea => (SqlType::Bytes, none),
+        D::JSONB => (SqlType::Jsonb, none),
         D::Date => (SqlType::Date, none),
         D::Timestamp(_, sql::TimezoneInfo::None | sql::TimezoneInfo::WithoutTimeZone) => (SqlType::Timestamp, none),
         D::Timestamp(_, sql::TimezoneInfo::WithTimeZone | sql::TimezoneInfo::Tz) => (SqlType::TimestampTz, none),
@@ -156,6 +157,8 @@ pub(crate) fn cast_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
                 .ok_or_else(|| SqlError::new(SqlState::FeatureNotSupported, format!("type {t} is not supported")))?;
             Ok((SqlType::Array(element), TypeLimits::default()))
         }
+        // json is a type of values, not of columns.
+        sql::DataType::JSON => Ok((SqlType::Json, TypeLimits::default())),
         other => data_type(other),
     }
 }
