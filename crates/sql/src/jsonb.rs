@@ -913,6 +913,43 @@ mod tests {
         assert_eq!(c(&big), "ERROR 54000");
     }
 
+    /// sqlparser 0.63's PostgreSQL dialect parses the jsonb operators to the operators the
+    /// binder maps (`bind::expr::jsonb_operator`), with PostgreSQL's left associativity and
+    /// below-comparison precedence where it matters (`d ->> 'k' = 'x'`).
+    #[test]
+    fn operators_parse_as_postgres_writes_them() {
+        use sqlparser::ast::{BinaryOperator as B, Expr, SelectItem, SetExpr, Statement};
+        let top = |sql: &str| -> (B, String, String) {
+            let parsed = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, sql);
+            let Ok(mut statements) = parsed else { panic!("{sql}: {parsed:?}") };
+            let Some(Statement::Query(q)) = statements.pop() else { panic!("{sql}: not a query") };
+            let SetExpr::Select(s) = *q.body else { panic!("{sql}: not a select") };
+            let Some(SelectItem::UnnamedExpr(Expr::BinaryOp { left, op, right })) = s.projection.first() else {
+                panic!("{sql}: not a binary operator")
+            };
+            (op.clone(), left.to_string(), right.to_string())
+        };
+        for (sql, op) in [
+            ("SELECT d -> 'a'", B::Arrow),
+            ("SELECT d ->> 'a'", B::LongArrow),
+            ("SELECT d #> '{a,b}'", B::HashArrow),
+            ("SELECT d #>> '{a,b}'", B::HashLongArrow),
+            ("SELECT d @> '{}'", B::AtArrow),
+            ("SELECT d <@ '{}'", B::ArrowAt),
+            ("SELECT d ? 'a'", B::Question),
+            ("SELECT d ?| ARRAY['a']", B::QuestionPipe),
+            ("SELECT d ?& ARRAY['a']", B::QuestionAnd),
+            ("SELECT d #- '{a}'", B::HashMinus),
+            ("SELECT d || '[1]'", B::StringConcat),
+            ("SELECT d - 'a'", B::Minus),
+        ] {
+            assert_eq!(top(sql).0, op, "{sql}");
+        }
+        assert_eq!(top("SELECT d -> 'a' -> 0"), (B::Arrow, "d -> 'a'".into(), "0".into()));
+        assert_eq!(top("SELECT d ->> 'k' = 'x'"), (B::Eq, "d ->> 'k'".into(), "'x'".into()));
+        assert_eq!(top("SELECT d @> '{}' AND true").0, B::And);
+    }
+
     #[test]
     fn containment_follows_postgres() {
         let has = |a: &str, b: &str| contains(&parse(a).expect("a"), &parse(b).expect("b"), true);

@@ -1396,6 +1396,11 @@ impl Binder<'_> {
                 let name = if func == AggFunc::BoolAnd { "bool_and" } else { "bool_or" };
                 err(SqlState::UndefinedFunction, format!("function {name}({shown}) does not exist"))
             }
+            // jsonb has no ordering here (nor min/max in PostgreSQL).
+            (AggFunc::Min | AggFunc::Max, Some(SqlType::Jsonb)) => err(
+                SqlState::UndefinedFunction,
+                format!("function {}(jsonb) does not exist", if func == AggFunc::Min { "min" } else { "max" }),
+            ),
             (AggFunc::ArrayAgg, Some(t)) if ArrayElem::of(t).is_none() => {
                 unsupported(format!("array_agg of {shown} values (arrays of arrays and of json)"))
             }
