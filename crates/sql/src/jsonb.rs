@@ -731,9 +731,7 @@ impl JsonbFn {
     pub fn arity(self) -> (usize, usize) {
         match self {
             JsonbFn::BuildObject | JsonbFn::BuildArray => (0, usize::MAX),
-            JsonbFn::ToJsonb | JsonbFn::Typeof | JsonbFn::ArrayLength | JsonbFn::StripNulls | JsonbFn::Pretty => {
-                (1, 1)
-            }
+            JsonbFn::ToJsonb | JsonbFn::Typeof | JsonbFn::ArrayLength | JsonbFn::StripNulls | JsonbFn::Pretty => (1, 1),
             JsonbFn::ExtractPath | JsonbFn::ExtractPathText => (1, usize::MAX),
             JsonbFn::Set => (3, 4),
             _ => (2, 2),
@@ -867,7 +865,10 @@ mod tests {
     fn keys_are_sorted_by_length_then_bytes_and_deduplicated() {
         assert_eq!(c(r#"{"bb":1,"a":2,"aa":3, "b":4}"#), r#"{"a": 2, "b": 4, "aa": 3, "bb": 1}"#);
         assert_eq!(c(r#"{"a":1,"a":2}"#), r#"{"a": 2}"#);
-        assert_eq!(c(r#"{"b":{"y":1,"x":[1, {"z":null,"z":true}]},"a":"s"}"#), r#"{"a": "s", "b": {"x": [1, {"z": true}], "y": 1}}"#);
+        assert_eq!(
+            c(r#"{"b":{"y":1,"x":[1, {"z":null,"z":true}]},"a":"s"}"#),
+            r#"{"a": "s", "b": {"x": [1, {"z": true}], "y": 1}}"#
+        );
         assert_eq!(c(" [ ] "), "[]");
         assert_eq!(c("{}"), "{}");
     }
@@ -895,7 +896,23 @@ mod tests {
 
     #[test]
     fn bad_input_is_22p02() {
-        for bad in ["", "[1,2", "[01]", "{\"a\" 1}", "tru", "nul", "[1,]", "\"a", "1 2", "'a'", "-", "1.", ".5", "+1", "\"\t\""] {
+        for bad in [
+            "",
+            "[1,2",
+            "[01]",
+            "{\"a\" 1}",
+            "tru",
+            "nul",
+            "[1,]",
+            "\"a",
+            "1 2",
+            "'a'",
+            "-",
+            "1.",
+            ".5",
+            "+1",
+            "\"\t\"",
+        ] {
             assert_eq!(c(bad), "ERROR 22P02", "{bad:?}");
         }
         assert_eq!(c(r#""\u0000""#), "ERROR 22P05");

@@ -1,8 +1,8 @@
 //! Binding of scalar expressions: names, operators, functions, aggregates, subqueries.
 
 use super::system::system_type_name;
-use crate::jsonb::JsonbFn;
 use super::*;
+use crate::jsonb::JsonbFn;
 
 /// A call's arguments (None for `*`) and whether it says DISTINCT.
 pub(super) fn function_args(f: &sql::Function) -> Result<(Vec<Option<&sql::Expr>>, bool)> {
@@ -1172,8 +1172,7 @@ impl Binder<'_> {
             _ if jsonb_only => {}
             // jsonb || text is text concatenation (PostgreSQL's anynonarray || text).
             B::StringConcat
-                if jsonb_side
-                    && !matches!((lt, rt), (Known(a), _) | (_, Known(a)) if a != SqlType::Jsonb) => {}
+                if jsonb_side && !matches!((lt, rt), (Known(a), _) | (_, Known(a)) if a != SqlType::Jsonb) => {}
             B::Minus if is(lt, SqlType::Jsonb) => {}
             _ => return Ok(Err((l, r))),
         }
