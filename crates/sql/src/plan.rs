@@ -108,6 +108,9 @@ pub(crate) enum AggFunc {
     BoolOr,
     /// `string_agg(x, delimiter [ORDER BY …])`: the non-NULL values joined by the delimiter.
     StringAgg,
+    /// `jsonb_agg(x [ORDER BY …])`: every value, NULLs included, as a jsonb array (each
+    /// value written as `to_jsonb` writes it).
+    JsonbAgg,
 }
 
 /// A key of an aggregate's own ORDER BY (`array_agg(x ORDER BY y DESC)`).
@@ -674,6 +677,7 @@ pub(crate) fn aggregate_type(call: &AggCall) -> Option<SqlType> {
         AggFunc::ArrayAgg => arg.and_then(ArrayElem::of).map(SqlType::Array),
         AggFunc::BoolAnd | AggFunc::BoolOr => Some(SqlType::Bool),
         AggFunc::StringAgg => Some(SqlType::Text),
+        AggFunc::JsonbAgg => Some(SqlType::Jsonb),
     }
 }
 

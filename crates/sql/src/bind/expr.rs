@@ -951,7 +951,9 @@ impl Binder<'_> {
             return Ok(e);
         }
         let aggregate = aggregate_function(&name);
-        if !order_by.is_empty() && !matches!(aggregate, Some(AggFunc::ArrayAgg | AggFunc::StringAgg)) {
+        if !order_by.is_empty()
+            && !matches!(aggregate, Some(AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonbAgg))
+        {
             return unsupported(format!("ORDER BY in the arguments of {name}()"));
         }
         if let Some(func) = aggregate {
@@ -1025,7 +1027,7 @@ impl Binder<'_> {
                 _ if is_missing_json_function(&name) => unsupported(format!(
                     "function {name}() (of the json functions Pistou has json_build_object, jsonb_build_object, \
                      jsonb_build_array, to_jsonb, jsonb_typeof, jsonb_array_length, jsonb_extract_path(_text), \
-                     jsonb_strip_nulls, jsonb_set and jsonb_pretty)"
+                     jsonb_strip_nulls, jsonb_set, jsonb_pretty and the aggregate jsonb_agg)"
                 )),
                 _ => err(SqlState::UndefinedFunction, format!("function {name} does not exist")),
             };

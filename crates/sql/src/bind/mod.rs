@@ -403,6 +403,7 @@ fn aggregate_function(name: &str) -> Option<AggFunc> {
         "bool_and" | "every" => AggFunc::BoolAnd,
         "bool_or" => AggFunc::BoolOr,
         "string_agg" => AggFunc::StringAgg,
+        "jsonb_agg" => AggFunc::JsonbAgg,
         _ => return None,
     })
 }

@@ -296,7 +296,10 @@ impl Binder<'_> {
             }
             _ => {
                 let agg = aggregate_function(name).filter(|a| {
-                    !matches!(a, AggFunc::ArrayAgg | AggFunc::BoolAnd | AggFunc::BoolOr | AggFunc::StringAgg)
+                    !matches!(
+                        a,
+                        AggFunc::ArrayAgg | AggFunc::BoolAnd | AggFunc::BoolOr | AggFunc::StringAgg | AggFunc::JsonbAgg
+                    )
                 });
                 let Some(agg) = agg else {
                     if MISSING_AGGREGATES.contains(&name) {
