@@ -1322,6 +1322,9 @@ impl Binder<'_> {
         for o in order_by {
             let (desc, nulls_first) = Self::sort_options(o)?;
             let expr = self.expr(&o.expr, scope, &mut Mode::Plain("aggregate function calls"))?;
+            if self.type_of(&expr, scope, &Mode::Plain("")) == Some(SqlType::Jsonb) {
+                return unsupported("ORDER BY a jsonb value (PostgreSQL's jsonb sort order is not implemented)");
+            }
             out.push(AggOrder { expr, desc, nulls_first });
         }
         Ok(out)

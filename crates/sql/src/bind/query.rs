@@ -71,7 +71,11 @@ impl Binder<'_> {
             }
             other => {
                 let body = self.set_expr(other)?;
-                let keys = order_by.iter().map(|o| self.output_sort_key(o, &body.1)).collect::<Result<_>>()?;
+                let keys: Vec<SortKey> =
+                    order_by.iter().map(|o| self.output_sort_key(o, &body.1)).collect::<Result<_>>()?;
+                if keys.iter().any(|k| body.2.get(k.column).copied().flatten() == Some(SqlType::Jsonb)) {
+                    return unsupported("ORDER BY a jsonb value (PostgreSQL's jsonb sort order is not implemented)");
+                }
                 (body, keys)
             }
         };
