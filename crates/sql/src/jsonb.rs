@@ -630,6 +630,48 @@ fn set(j: &mut Json, steps: &[Option<String>], new: &Json, create: bool, level: 
     Ok(())
 }
 
+/// `#-`: removes the field or element at `path`; a missing step leaves the document as it is.
+fn delete_path(j: &mut Json, steps: &[Option<String>], level: usize) -> Result<()> {
+    let Some((first, rest)) = steps.split_first() else { return Ok(()) };
+    let Some(key) = first else {
+        return err(SqlState::NullValueNotAllowed, format!("path element at position {} is null", level + 1));
+    };
+    match j {
+        Json::Object(members) => match members.iter().position(|(m, _)| m == key) {
+            Some(at) if rest.is_empty() => {
+                members.remove(at);
+            }
+            Some(at) => {
+                if let Some((_, v)) = members.get_mut(at) {
+                    delete_path(v, rest, level + 1)?;
+                }
+            }
+            None => {}
+        },
+        Json::Array(items) => {
+            let i: i64 = key.trim().parse().map_err(|_| {
+                SqlError::new(
+                    SqlState::InvalidTextRepresentation,
+                    format!("path element at position {} is not an integer: \"{key}\"", level + 1),
+                )
+            })?;
+            match index(items.len(), i) {
+                Some(at) if rest.is_empty() => {
+                    items.remove(at);
+                }
+                Some(at) => {
+                    if let Some(item) = items.get_mut(at) {
+                        delete_path(item, rest, level + 1)?;
+                    }
+                }
+                None => {}
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 fn typeof_name(j: &Json) -> &'static str {
     match j {
         Json::Null => "null",
@@ -823,7 +865,14 @@ pub(crate) fn call(f: JsonbFn, args: &[Value]) -> Result<Value> {
             jsonb(&j)
         }
         JsonbFn::DeletePath => {
-            return err(SqlState::FeatureNotSupported, "the jsonb #- operator is not supported");
+            let mut j = doc(arg(0))?;
+            match &j {
+                Json::Array(items) if items.is_empty() => {}
+                Json::Object(members) if members.is_empty() => {}
+                Json::Array(_) | Json::Object(_) => delete_path(&mut j, &path_arg(arg(1))?, 0)?,
+                _ => return err(SqlState::InvalidParameterValue, "cannot delete path in scalar"),
+            }
+            jsonb(&j)
         }
         JsonbFn::Typeof => Value::Text(typeof_name(&doc(arg(0))?).to_string()),
         JsonbFn::ArrayLength => match doc(arg(0))? {

@@ -1193,7 +1193,6 @@ impl Binder<'_> {
         }
         match op {
             B::AtQuestion | B::AtAt => return unsupported(format!("jsonpath operator {op}")),
-            B::HashMinus => return unsupported("the jsonb #- operator (delete at a path)"),
             _ => {}
         }
         let left = match lt {
@@ -1214,11 +1213,11 @@ impl Binder<'_> {
             }
             (B::Question, Known(t)) if t.is_text() => (JsonbFn::Exists, r),
             (B::Minus, Known(SqlType::Array(ArrayElem::Text | ArrayElem::Varchar))) => (JsonbFn::DeleteKeys, r),
-            (B::HashArrow | B::HashLongArrow | B::QuestionAnd | B::QuestionPipe, Literal | Opaque) => {
+            (B::HashArrow | B::HashLongArrow | B::QuestionAnd | B::QuestionPipe | B::HashMinus, Literal | Opaque) => {
                 (JsonbFn::Path, coerce(r, rt, text_array)?)
             }
             (
-                B::HashArrow | B::HashLongArrow | B::QuestionAnd | B::QuestionPipe,
+                B::HashArrow | B::HashLongArrow | B::QuestionAnd | B::QuestionPipe | B::HashMinus,
                 Known(SqlType::Array(ArrayElem::Text | ArrayElem::Varchar)),
             ) => (JsonbFn::Path, r),
             (B::AtArrow | B::ArrowAt | B::StringConcat, Known(SqlType::Jsonb)) => (JsonbFn::Contains, r),
@@ -1236,6 +1235,7 @@ impl Binder<'_> {
             B::QuestionPipe => JsonbFn::ExistsAny,
             B::QuestionAnd => JsonbFn::ExistsAll,
             B::StringConcat => JsonbFn::Concat,
+            B::HashMinus => JsonbFn::DeletePath,
             B::Minus => func,
             _ => JsonbFn::Contains,
         };
