@@ -54,6 +54,9 @@ fn normalize_object(mut members: Vec<(String, Json)>) -> Vec<(String, Json)> {
 struct Parser<'a> {
     s: &'a [u8],
     pos: usize,
+    /// Bytes of number text made so far: `1e1000` is 5 bytes in and 1001 out, so the
+    /// document's canonical size is bounded here, not only its input size.
+    number_bytes: usize,
 }
 
 impl Parser<'_> {
@@ -280,8 +283,20 @@ impl Parser<'_> {
         }
         let int_digits = &self.s[int];
         let frac_digits = &self.s[frac];
-        Ok(Json::Number(numeric_text(negative, int_digits, frac_digits, exponent)))
+        let text = numeric_text(negative, int_digits, frac_digits, exponent);
+        self.number_bytes += text.len();
+        if self.number_bytes > MAX_DOCUMENT {
+            return Err(too_big(self.number_bytes));
+        }
+        Ok(Json::Number(text))
     }
+}
+
+fn too_big(len: usize) -> SqlError {
+    SqlError::new(
+        SqlState::ProgramLimitExceeded,
+        format!("jsonb document of {len} bytes exceeds the maximum of {MAX_DOCUMENT} bytes"),
+    )
 }
 
 fn too_deep() -> SqlError {
@@ -328,12 +343,9 @@ fn numeric_text(negative: bool, int: &[u8], frac: &[u8], exponent: i64) -> Strin
 /// Parses a document (22P02 on bad input, 54001 when nested too deeply).
 pub(crate) fn parse(text: &str) -> Result<Json> {
     if text.len() > MAX_DOCUMENT {
-        return err(
-            SqlState::ProgramLimitExceeded,
-            format!("jsonb document of {} bytes exceeds the maximum of {MAX_DOCUMENT} bytes", text.len()),
-        );
+        return Err(too_big(text.len()));
     }
-    let mut p = Parser { s: text.as_bytes(), pos: 0 };
+    let mut p = Parser { s: text.as_bytes(), pos: 0, number_bytes: 0 };
     let v = p.value(0)?;
     p.skip_ws();
     if p.pos != p.s.len() {
@@ -385,7 +397,11 @@ fn write_into(out: &mut String, j: &Json) {
 }
 
 /// `jsonb_pretty`: as PostgreSQL indents (four spaces, empty containers on two lines).
-fn pretty_into(out: &mut String, j: &Json, level: usize) {
+fn pretty_into(out: &mut String, j: &Json, level: usize) -> Result<()> {
+    // Indentation multiplies a deep document's size: the output is bounded too.
+    if out.len() > 4 * MAX_DOCUMENT {
+        return Err(too_big(out.len()));
+    }
     let indent = |out: &mut String, level: usize| {
         out.push('\n');
         out.push_str(&" ".repeat(4 * level));
@@ -398,7 +414,7 @@ fn pretty_into(out: &mut String, j: &Json, level: usize) {
                     out.push(',');
                 }
                 indent(out, level + 1);
-                pretty_into(out, item, level + 1);
+                pretty_into(out, item, level + 1)?;
             }
             indent(out, level);
             out.push(']');
@@ -412,13 +428,14 @@ fn pretty_into(out: &mut String, j: &Json, level: usize) {
                 indent(out, level + 1);
                 crate::json::push_string(out, k);
                 out.push_str(": ");
-                pretty_into(out, v, level + 1);
+                pretty_into(out, v, level + 1)?;
             }
             indent(out, level);
             out.push('}');
         }
         scalar => write_into(out, scalar),
     }
+    Ok(())
 }
 
 /// A jsonb value as SQL text for `->>` and `#>>`: a string unquoted, null as SQL NULL.
@@ -802,6 +819,16 @@ fn jsonb(j: &Json) -> Value {
     Value::Text(write(j))
 }
 
+/// A document made by an operator or function that can grow one (`||`, `jsonb_set`): at
+/// most `MAX_DOCUMENT` bytes, so that every stored document can be read again.
+fn made(j: &Json) -> Result<Value> {
+    let text = write(j);
+    if text.len() > MAX_DOCUMENT {
+        return Err(too_big(text.len()));
+    }
+    Ok(Value::Text(text))
+}
+
 fn typed_args(args: &[Value], what: &str) -> Result<(Vec<Option<SqlType>>, Vec<Value>)> {
     let Some((Value::Text(types), rest)) = args.split_first() else {
         return err(SqlState::InternalError, format!("argument types of {what} were not bound"));
@@ -836,7 +863,8 @@ pub(crate) fn call(f: JsonbFn, args: &[Value]) -> Result<Value> {
         JsonbFn::Path => path(doc(arg(0))?, &path_arg(arg(1))?).map_or(Value::Null, |j| jsonb(&j)),
         JsonbFn::PathText => path(doc(arg(0))?, &path_arg(arg(1))?).map_or(Value::Null, as_text),
         JsonbFn::ExtractPath | JsonbFn::ExtractPathText => {
-            let steps = args[1..].iter().map(|v| text(v, "a path element").map(|s| Some(s.to_string())));
+            let rest = args.get(1..).unwrap_or_default();
+            let steps = rest.iter().map(|v| text(v, "a path element").map(|s| Some(s.to_string())));
             let steps = steps.collect::<Result<Vec<_>>>()?;
             let found = path(doc(arg(0))?, &steps);
             match f {
@@ -852,7 +880,7 @@ pub(crate) fn call(f: JsonbFn, args: &[Value]) -> Result<Value> {
             let mut found = keys.iter().map(|k| exists(&j, k));
             Value::Bool(if f == JsonbFn::ExistsAny { found.any(|b| b) } else { found.all(|b| b) })
         }
-        JsonbFn::Concat => jsonb(&concat(doc(arg(0))?, doc(arg(1))?)),
+        JsonbFn::Concat => made(&concat(doc(arg(0))?, doc(arg(1))?))?,
         JsonbFn::Delete => jsonb(&delete(doc(arg(0))?, arg(1))?),
         JsonbFn::DeleteKeys => {
             let mut j = doc(arg(0))?;
@@ -892,11 +920,11 @@ pub(crate) fn call(f: JsonbFn, args: &[Value]) -> Result<Value> {
                 return err(SqlState::InvalidParameterValue, "cannot set path in scalar");
             }
             set(&mut j, &steps, &new, create, 0)?;
-            jsonb(&j)
+            made(&j)?
         }
         JsonbFn::Pretty => {
             let mut out = String::new();
-            pretty_into(&mut out, &doc(arg(0))?, 0);
+            pretty_into(&mut out, &doc(arg(0))?, 0)?;
             Value::Text(out)
         }
     })
@@ -977,6 +1005,15 @@ mod tests {
         assert_eq!(c(&too_deep), "ERROR 54001");
         let big = format!("\"{}\"", "x".repeat(MAX_DOCUMENT));
         assert_eq!(c(&big), "ERROR 54000");
+        // Exponents make numbers longer than their input: the canonical size is bounded too.
+        let wide = format!("[{}1]", "1e1000,".repeat(MAX_DOCUMENT / 1000));
+        assert_eq!(c(&wide), "ERROR 54000");
+        // jsonb_pretty's indentation is bounded (deep nesting times many elements).
+        let nested = format!("{}{}{}", "[".repeat(MAX_DEPTH - 1), "1,".repeat(20_000), "1");
+        let deep_wide = format!("{nested}{}", "]".repeat(MAX_DEPTH - 1));
+        let doc = Value::Text(canonical(&deep_wide).expect("canonical"));
+        let pretty = call(JsonbFn::Pretty, &[doc]).expect_err("pretty too big");
+        assert_eq!(pretty.state, SqlState::ProgramLimitExceeded);
     }
 
     /// sqlparser 0.63's PostgreSQL dialect parses the jsonb operators to the operators the
