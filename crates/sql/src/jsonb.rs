@@ -740,6 +740,8 @@ pub enum JsonbFn {
     StripNulls,
     Set,
     Pretty,
+    /// `{k: v}` for `jsonb_object_agg(k, v)`: the binder puts the type names first.
+    ObjectPair,
 }
 
 impl JsonbFn {
@@ -783,6 +785,7 @@ impl JsonbFn {
             JsonbFn::StripNulls => "jsonb_strip_nulls",
             JsonbFn::Set => "jsonb_set",
             JsonbFn::Pretty => "jsonb_pretty",
+            JsonbFn::ObjectPair => "jsonb_object_agg",
         }
     }
 
@@ -811,7 +814,7 @@ impl JsonbFn {
 
     /// True if a NULL argument makes the result NULL (all but the builders).
     pub fn strict(self) -> bool {
-        !matches!(self, JsonbFn::BuildObject | JsonbFn::BuildArray)
+        !matches!(self, JsonbFn::BuildObject | JsonbFn::BuildArray | JsonbFn::ObjectPair)
     }
 }
 
@@ -837,6 +840,18 @@ fn typed_args(args: &[Value], what: &str) -> Result<(Vec<Option<SqlType>>, Vec<V
     Ok((types, rest.to_vec()))
 }
 
+/// `jsonb_object_agg`'s result: the one-pair objects merged in order, the last of equal
+/// keys winning.
+pub(crate) fn merge_objects(objects: &[Value]) -> Result<Value> {
+    let mut members = Vec::new();
+    for o in objects {
+        if let Json::Object(m) = doc(o)? {
+            members.extend(m);
+        }
+    }
+    made(&Json::Object(normalize_object(members)))
+}
+
 /// Evaluates `f` (NULL arguments of strict functions are handled by the caller).
 pub(crate) fn call(f: JsonbFn, args: &[Value]) -> Result<Value> {
     let arg = |i: usize| args.get(i).unwrap_or(&Value::Null);
@@ -857,6 +872,14 @@ pub(crate) fn call(f: JsonbFn, args: &[Value]) -> Result<Value> {
                 Json::Array(mut items) if items.len() == 1 => jsonb(&items.swap_remove(0)),
                 _ => return err(SqlState::InternalError, "to_jsonb of one value"),
             }
+        }
+        JsonbFn::ObjectPair => {
+            if arg(1).is_null() {
+                return err(SqlState::InvalidParameterValue, "field name must not be null");
+            }
+            let (types, values) = typed_args(args, f.name())?;
+            let json = crate::json::build_object(&values, &types)?;
+            Value::Text(canonical(text(&json, "json")?)?)
         }
         JsonbFn::Get => get(doc(arg(0))?, arg(1)).map_or(Value::Null, |j| jsonb(&j)),
         JsonbFn::GetText => get(doc(arg(0))?, arg(1)).map_or(Value::Null, as_text),

@@ -111,6 +111,9 @@ pub(crate) enum AggFunc {
     /// `jsonb_agg(x [ORDER BY …])`: every value, NULLs included, as a jsonb array (each
     /// value written as `to_jsonb` writes it).
     JsonbAgg,
+    /// `jsonb_object_agg(k, v [ORDER BY …])`: the binder makes the argument the one-pair
+    /// object `{k: v}`; the objects are merged in order (the last of equal keys wins).
+    JsonbObjectAgg,
 }
 
 /// A key of an aggregate's own ORDER BY (`array_agg(x ORDER BY y DESC)`).
@@ -677,7 +680,7 @@ pub(crate) fn aggregate_type(call: &AggCall) -> Option<SqlType> {
         AggFunc::ArrayAgg => arg.and_then(ArrayElem::of).map(SqlType::Array),
         AggFunc::BoolAnd | AggFunc::BoolOr => Some(SqlType::Bool),
         AggFunc::StringAgg => Some(SqlType::Text),
-        AggFunc::JsonbAgg => Some(SqlType::Jsonb),
+        AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg => Some(SqlType::Jsonb),
     }
 }
 

@@ -952,7 +952,10 @@ impl Binder<'_> {
         }
         let aggregate = aggregate_function(&name);
         if !order_by.is_empty()
-            && !matches!(aggregate, Some(AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonbAgg))
+            && !matches!(
+                aggregate,
+                Some(AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg)
+            )
         {
             return unsupported(format!("ORDER BY in the arguments of {name}()"));
         }
@@ -980,6 +983,29 @@ impl Binder<'_> {
                         (AggFunc::Count, [None]) if !distinct => AggCall::over(AggFunc::CountStar, None, false, None),
                         (AggFunc::StringAgg, [Some(arg), Some(delimiter)]) => {
                             self.string_agg(arg, delimiter, distinct, &order_by, scope)?
+                        }
+                        // jsonb_object_agg(k, v) aggregates the one-pair objects {k: v}.
+                        (AggFunc::JsonbObjectAgg, [Some(key), Some(value)]) => {
+                            let mut plain = Mode::Plain("aggregate function calls");
+                            let (key, value) =
+                                (self.expr(key, scope, &mut plain)?, self.expr(value, scope, &mut plain)?);
+                            let types: Vec<&str> = [&key, &value]
+                                .iter()
+                                .map(|a| self.type_of(a, scope, &Mode::Plain("")).map_or("unknown", SqlType::pg_name))
+                                .collect();
+                            let pair = Expr::Call {
+                                func: Func::Jsonb(JsonbFn::ObjectPair),
+                                args: vec![Expr::Const(Value::Text(types.join(","))), key, value],
+                            };
+                            let order_by = self.aggregate_order(&order_by, scope)?;
+                            AggCall {
+                                func,
+                                arg: Some(pair),
+                                distinct,
+                                arg_type: Some(SqlType::Jsonb),
+                                order_by,
+                                delimiter: String::new(),
+                            }
                         }
                         (_, [Some(arg)]) => {
                             let arg = self.expr(arg, scope, &mut Mode::Plain("aggregate function calls"))?;
@@ -1027,7 +1053,7 @@ impl Binder<'_> {
                 _ if is_missing_json_function(&name) => unsupported(format!(
                     "function {name}() (of the json functions Pistou has json_build_object, jsonb_build_object, \
                      jsonb_build_array, to_jsonb, jsonb_typeof, jsonb_array_length, jsonb_extract_path(_text), \
-                     jsonb_strip_nulls, jsonb_set, jsonb_pretty and the aggregate jsonb_agg)"
+                     jsonb_strip_nulls, jsonb_set, jsonb_pretty and the aggregates jsonb_agg and jsonb_object_agg)"
                 )),
                 _ => err(SqlState::UndefinedFunction, format!("function {name} does not exist")),
             };

@@ -404,6 +404,7 @@ fn aggregate_function(name: &str) -> Option<AggFunc> {
         "bool_or" => AggFunc::BoolOr,
         "string_agg" => AggFunc::StringAgg,
         "jsonb_agg" => AggFunc::JsonbAgg,
+        "jsonb_object_agg" => AggFunc::JsonbObjectAgg,
         _ => return None,
     })
 }

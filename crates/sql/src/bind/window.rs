@@ -302,7 +302,12 @@ impl Binder<'_> {
                 let agg = aggregate_function(name).filter(|a| {
                     !matches!(
                         a,
-                        AggFunc::ArrayAgg | AggFunc::BoolAnd | AggFunc::BoolOr | AggFunc::StringAgg | AggFunc::JsonbAgg
+                        AggFunc::ArrayAgg
+                            | AggFunc::BoolAnd
+                            | AggFunc::BoolOr
+                            | AggFunc::StringAgg
+                            | AggFunc::JsonbAgg
+                            | AggFunc::JsonbObjectAgg
                     )
                 });
                 let Some(agg) = agg else {

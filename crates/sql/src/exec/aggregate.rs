@@ -226,7 +226,9 @@ impl<'p> Aggregator<'p> {
                 };
                 acc.best = Some(Value::Bool(folded));
             }
-            AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonbAgg => acc.values.push((keys, v)),
+            AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg => {
+                acc.values.push((keys, v))
+            }
         }
     }
 
@@ -345,8 +347,12 @@ fn finish_aggregate(call: &AggCall, rows: usize, acc: &Acc) -> Result<Value> {
             }
         },
         AggFunc::Min | AggFunc::Max | AggFunc::BoolAnd | AggFunc::BoolOr => acc.best.clone().unwrap_or(Value::Null),
-        AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonbAgg if acc.values.is_empty() => Value::Null,
-        AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonbAgg => {
+        AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg
+            if acc.values.is_empty() =>
+        {
+            Value::Null
+        }
+        AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg => {
             let keys: Vec<SortKey> = call
                 .order_by
                 .iter()
@@ -357,7 +363,9 @@ fn finish_aggregate(call: &AggCall, rows: usize, acc: &Acc) -> Result<Value> {
             // Stable: values with equal keys stay in input order.
             sorted.sort_by(|a, b| compare_rows(&a.0, &b.0, &keys));
             let values: Vec<Value> = sorted.into_iter().map(|(_, v)| v.clone()).collect();
-            if call.func == AggFunc::JsonbAgg {
+            if call.func == AggFunc::JsonbObjectAgg {
+                crate::jsonb::merge_objects(&values)?
+            } else if call.func == AggFunc::JsonbAgg {
                 let types = vec![call.arg_type; values.len()];
                 Value::Text(crate::jsonb::canonical(&crate::json::build_array(&values, &types)?)?)
             } else if call.func == AggFunc::StringAgg {
