@@ -7,7 +7,7 @@ use pistou_sql::{temporal, SqlError, SqlState, SqlType, Value};
 use rust_decimal::Decimal;
 
 // The built-in type OIDs live with the system catalog, which the SQL engine computes.
-use pistou_sql::system::{type_oid, OID_INTERVAL, OID_JSON, OID_UUID};
+use pistou_sql::system::{type_oid, OID_INTERVAL, OID_JSON, OID_JSONB, OID_UUID};
 pub use pistou_sql::system::{
     OID_BOOL, OID_BPCHAR, OID_BYTEA, OID_DATE, OID_FLOAT4, OID_FLOAT8, OID_INT2, OID_INT4, OID_INT8, OID_NAME,
     OID_NUMERIC, OID_OID, OID_TEXT, OID_TIMESTAMP, OID_TIMESTAMPTZ, OID_UNKNOWN, OID_VARCHAR,
@@ -50,6 +50,7 @@ pub fn pg_type(ty: Option<SqlType>) -> PgType {
         Some(SqlType::Json) => PgType { oid: OID_JSON, size: -1, name: "json" },
         Some(SqlType::Uuid) => PgType { oid: OID_UUID, size: 16, name: "uuid" },
         Some(SqlType::Interval) => PgType { oid: OID_INTERVAL, size: 16, name: "interval" },
+        Some(SqlType::Jsonb) => PgType { oid: OID_JSONB, size: -1, name: "jsonb" },
         Some(t @ (SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_))) => {
             PgType { oid: type_oid(t), size: -1, name: t.pg_name() }
         }
@@ -76,6 +77,7 @@ pub fn sql_type_of_oid(oid: u32) -> Option<SqlType> {
         OID_TIMESTAMPTZ => SqlType::TimestampTz,
         OID_UUID => SqlType::Uuid,
         OID_INTERVAL => SqlType::Interval,
+        OID_JSONB => SqlType::Jsonb,
         _ => return None,
     })
 }
@@ -120,6 +122,11 @@ pub fn encode_value(value: &Value, ty: Option<SqlType>, binary: bool) -> Result<
     }
     match value {
         Value::Null => return Ok(None),
+        // jsonb's binary form is a version byte (1) and the text.
+        Value::Text(s) if ty == Some(SqlType::Jsonb) => {
+            out.push(1);
+            out.extend_from_slice(s.as_bytes());
+        }
         Value::Bool(b) => out.push(u8::from(*b)),
         Value::Int(i) => match ty {
             Some(SqlType::Int2) => {
@@ -216,6 +223,13 @@ fn decode_binary(bytes: &[u8], oid: u32, ty: Option<SqlType>) -> Result<Value, S
         OID_INT4 => Value::Int(i32::from_be_bytes(fixed(bytes, "integer")?).into()),
         OID_OID => Value::Int(u32::from_be_bytes(fixed(bytes, "oid")?).into()),
         OID_FLOAT4 => Value::Float(f32::from_be_bytes(fixed(bytes, "real")?).into()),
+        _ if ty == Some(SqlType::Jsonb) => match bytes.split_first() {
+            Some((1, text)) => {
+                let text = std::str::from_utf8(text).map_err(|_| invalid("jsonb", "not valid UTF-8"))?;
+                cast(&Value::Text(text.to_string()), SqlType::Jsonb)?
+            }
+            _ => return Err(binary_error("jsonb")),
+        },
         _ => match ty {
             Some(SqlType::Bool) => match bytes {
                 [b] => Value::Bool(*b != 0),
@@ -256,6 +270,7 @@ fn decode_binary(bytes: &[u8], oid: u32, ty: Option<SqlType>) -> Result<Value, S
                 | SqlType::Varchar
                 | SqlType::Char
                 | SqlType::Json
+                | SqlType::Jsonb
                 | SqlType::Int2Vector
                 | SqlType::OidVector
                 | SqlType::Array(_),

@@ -559,6 +559,72 @@ async fn psycopg_applications_see_what_postgres_gives_them() {
     .await;
 }
 
+/// jsonb as psycopg 3 applications use it (Django's JSONField and SQLAlchemy's JSONB sit on
+/// the same adapters): a jsonb column, `Jsonb` parameters (OID 3802, text and binary),
+/// documents loaded as dicts in text and binary results, `->`, `->>`, `@>`, `?`, `||`,
+/// `jsonb_set`, an UPDATE, the catalog's type name, and bad input. The output on Pistou must
+/// equal the output on PostgreSQL.
+const PSYCOPG_JSONB_SCRIPT: &str = r#"
+import json, sys
+import psycopg
+from psycopg.types.json import Jsonb
+
+conninfo = sys.argv[1]
+trace = []
+with psycopg.connect(conninfo, autocommit=True) as c:
+    c.execute("DROP TABLE IF EXISTS py_jb")
+    c.execute("CREATE TABLE py_jb (id INT PRIMARY KEY, d JSONB)")
+    docs = [{"b": 1, "a": [1, 2.50, None]}, {"k": "x", "n": {"deep": True}}, [1, "two"], "s", None]
+    for binary in (False, True):
+        cur = c.cursor(binary=binary)
+        for i, doc in enumerate(docs):
+            cur.execute("INSERT INTO py_jb VALUES (%s, %s)", (i + 10 * binary, Jsonb(doc)))
+        cur.execute("SELECT id, d, d -> 'a', d ->> 'k', d ? 'k' FROM py_jb WHERE id >= %s ORDER BY id", (10 * binary,))
+        trace.append(["rows", binary, [repr(r) for r in cur.fetchall()]])
+        trace.append(["type", binary, cur.description[1].type_code])
+        cur.execute("SELECT id FROM py_jb WHERE d @> %s ORDER BY id", (Jsonb({"n": {"deep": True}}),))
+        trace.append(["contains", binary, cur.fetchall()])
+        cur.execute("SELECT id FROM py_jb WHERE d ->> %s = %s ORDER BY id", ("k", "x"))
+        trace.append(["get", binary, cur.fetchall()])
+        cur.execute("SELECT id FROM py_jb WHERE d = %s ORDER BY id", (Jsonb({"a": [1, 2.50, None], "b": 1}),))
+        trace.append(["eq", binary, cur.fetchall()])
+    c.execute("UPDATE py_jb SET d = jsonb_set(d, '{n,deep}', %s) || %s WHERE id = 1", (Jsonb(False), Jsonb({"z": 0})))
+    trace.append(["updated", repr(c.execute("SELECT d FROM py_jb WHERE id = 1").fetchone())])
+    trace.append(["catalog", c.execute(
+        "SELECT data_type FROM information_schema.columns WHERE table_name = 'py_jb' AND column_name = 'd'").fetchall()])
+    try:
+        c.execute("INSERT INTO py_jb VALUES (99, %s)", ("{bad",))
+    except psycopg.errors.InvalidTextRepresentation as e:
+        trace.append(["bad", e.sqlstate])
+    c.execute("DROP TABLE py_jb")
+print(json.dumps(trace))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psycopg_jsonb_matches_postgres() {
+    require_tool("python3");
+    bounded(240, async {
+        let dir = work_dir("psycopg-jsonb");
+        let deps = psycopg_site(&dir).await;
+        let script = dir.join("jsonb.py");
+        std::fs::write(&script, PSYCOPG_JSONB_SCRIPT).expect("write script");
+        let h = start(GatewayConfig::default()).await;
+        let mut outputs = Vec::new();
+        for conninfo in [
+            format!("host=127.0.0.1 port={} user=tester dbname=pistou connect_timeout=10", h.addr.port()),
+            "host=127.0.0.1 port=5432 user=postgres dbname=test connect_timeout=10".to_string(),
+        ] {
+            let (ok, out) = run(Command::new("python3").arg(&script).arg(&conninfo).env("PYTHONPATH", &deps), 90).await;
+            assert!(ok, "the script failed with {conninfo}:\n{out}");
+            outputs.push(out);
+        }
+        assert_eq!(outputs[0], outputs[1], "Pistou (left) and PostgreSQL (right)");
+        assert!(outputs[0].contains(r#"["bad", "22P02"]"#) && outputs[0].contains("3802"), "{}", outputs[0]);
+        h.stop().await;
+    })
+    .await;
+}
+
 /// The program a SQLAlchemy 2 user writes first, with `create_engine` defaults (psycopg 3):
 /// declarative models with SERIAL and IDENTITY keys, indexes, UNIQUE and CHECK constraints
 /// and a foreign key, `create_all` (several schema changes in one transaction), ORM inserts

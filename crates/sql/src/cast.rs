@@ -88,6 +88,22 @@ pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
             format!("cannot cast type {} to uuid", v.sql_type().map_or("unknown", SqlType::pg_name)),
         );
     }
+    if let (SqlType::Json, Text(s)) = (ty, v) {
+        // json keeps its input text; it must be a valid document.
+        crate::jsonb::parse(s)?;
+        return Ok(v.clone());
+    }
+    if ty == SqlType::Jsonb {
+        // Text, json and jsonb values are all documents as text: read and canonicalized.
+        return match v {
+            Null => Ok(Null),
+            Text(s) => Ok(Text(crate::jsonb::canonical(s)?)),
+            other => err(
+                SqlState::CannotCoerce,
+                format!("cannot cast type {} to jsonb", other.sql_type().map_or("unknown", SqlType::pg_name)),
+            ),
+        };
+    }
     let base = ty.storage();
     let converted = match (v, base) {
         (Null, _) => return Ok(Null),
@@ -243,6 +259,7 @@ pub(crate) fn exact_cast(v: &Value, ty: SqlType) -> Option<Value> {
         // Stored CHAR values have no trailing blanks, so a value with some equals none.
         (Value::Text(s), SqlType::Text) if ty == SqlType::Char && s.ends_with(' ') => None,
         (Value::Text(_), SqlType::Text) if ty == SqlType::Uuid => cast(v, ty).ok(),
+        (Value::Text(_), SqlType::Text) if ty == SqlType::Jsonb => cast(v, ty).ok(),
         (Value::Text(_), SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz) => cast(v, ty).ok(),
         (Value::TimestampTz(_), SqlType::Timestamp) | (Value::Timestamp(_), SqlType::TimestampTz) => cast(v, ty).ok(),
         _ if v.sql_type() == Some(ty.storage()) => Some(v.clone()),

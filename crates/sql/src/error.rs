@@ -88,6 +88,8 @@ pub enum SqlState {
     InvalidObjectDefinition,
     /// A FROM list naming a table or alias twice (42712).
     DuplicateAlias,
+    /// A character with no equivalent in the target encoding, e.g. `\u0000` in jsonb (22P05).
+    UntranslatableCharacter,
 }
 
 impl SqlState {
@@ -152,6 +154,7 @@ impl SqlState {
             CannotCoerce => "42846",
             InvalidObjectDefinition => "42P17",
             DuplicateAlias => "42712",
+            UntranslatableCharacter => "22P05",
         }
     }
 }

@@ -41,7 +41,7 @@ impl CmpOp {
         }
     }
 
-    fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         match self {
             CmpOp::Eq => "=",
             CmpOp::NotEq => "<>",
@@ -117,6 +117,8 @@ pub enum Func {
     DatePart,
     /// `gen_random_uuid()`: the statement's next random uuid (`Env::random`).
     GenRandomUuid,
+    /// The jsonb operators and functions (`crate::jsonb`).
+    Jsonb(crate::jsonb::JsonbFn),
 }
 
 impl Func {
@@ -147,7 +149,7 @@ impl Func {
             "date_trunc" => Func::DateTrunc,
             "date_part" => Func::DatePart,
             "gen_random_uuid" => Func::GenRandomUuid,
-            _ => return None,
+            other => return crate::jsonb::JsonbFn::by_name(other).map(Func::Jsonb),
         })
     }
 
@@ -187,6 +189,7 @@ impl Func {
             Func::Extract => "extract",
             Func::DatePart => "date_part",
             Func::GenRandomUuid => "gen_random_uuid",
+            Func::Jsonb(f) => f.name(),
         }
     }
 
@@ -204,6 +207,7 @@ impl Func {
             Func::Substr => (2, 3),
             Func::Round => (1, 2),
             Func::Now | Func::CurrentDate | Func::LocalTimestamp | Func::GenRandomUuid => (0, 0),
+            Func::Jsonb(f) => f.arity(),
             _ => (1, 1),
         }
     }
@@ -618,6 +622,12 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         }
         return Ok(Value::Text(crate::array::format_items(items.into_iter())));
     }
+    if let Func::Jsonb(f) = func {
+        if f.strict() && args.iter().any(Value::is_null) {
+            return Ok(Value::Null);
+        }
+        return crate::jsonb::call(f, args);
+    }
     if args.iter().any(Value::is_null) {
         return Ok(Value::Null);
     }
@@ -772,6 +782,7 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         Func::JsonBuildObject => return Err(unbound("argument types of json_build_object")),
         Func::ArrayConstruct => return Err(unbound("element type of ARRAY[]")),
         Func::ArrayCat => return Err(unbound("element type of array_cat")),
+        Func::Jsonb(_) => return Err(unbound("jsonb function")),
     })
 }
 

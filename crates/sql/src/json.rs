@@ -6,7 +6,7 @@ use crate::error::{err, Result, SqlState};
 use crate::types::{SqlType, Value};
 
 /// Appends `s` as a JSON string, escaped as PostgreSQL's `escape_json` does.
-fn push_string(out: &mut String, s: &str) {
+pub(crate) fn push_string(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -48,7 +48,7 @@ fn push_value(out: &mut String, v: &Value, ty: Option<SqlType>) -> Result<()> {
             push_string(out, &text)
         }
         Value::Text(s) => match ty {
-            Some(SqlType::Json) => out.push_str(s),
+            Some(SqlType::Json | SqlType::Jsonb) => out.push_str(s),
             Some(t @ (SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector)) => {
                 let element = t.element();
                 out.push('[');
@@ -95,6 +95,20 @@ pub(crate) fn build_object(args: &[Value], types: &[Option<SqlType>]) -> Result<
     }
     out.push('}');
     Ok(Value::Text(out))
+}
+
+/// `json_build_array(v1, …)` in json's output form (`[1, "a"]`), values of the given
+/// static types (jsonb's builders canonicalize it).
+pub(crate) fn build_array(args: &[Value], types: &[Option<SqlType>]) -> Result<String> {
+    let mut out = String::from("[");
+    for (i, value) in args.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        push_value(&mut out, value, types.get(i).copied().flatten())?;
+    }
+    out.push(']');
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ mod exec;
 pub mod expr;
 pub mod interval;
 mod json;
+pub mod jsonb;
 pub mod keycode;
 mod plan;
 pub mod predicate_wire;

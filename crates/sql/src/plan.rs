@@ -108,6 +108,12 @@ pub(crate) enum AggFunc {
     BoolOr,
     /// `string_agg(x, delimiter [ORDER BY …])`: the non-NULL values joined by the delimiter.
     StringAgg,
+    /// `jsonb_agg(x [ORDER BY …])`: every value, NULLs included, as a jsonb array (each
+    /// value written as `to_jsonb` writes it).
+    JsonbAgg,
+    /// `jsonb_object_agg(k, v [ORDER BY …])`: the binder makes the argument the one-pair
+    /// object `{k: v}`; the objects are merged in order (the last of equal keys wins).
+    JsonbObjectAgg,
 }
 
 /// A key of an aggregate's own ORDER BY (`array_agg(x ORDER BY y DESC)`).
@@ -598,6 +604,7 @@ pub(crate) fn expr_type_in(
             Func::NextVal | Func::CurrVal => Some(SqlType::Int),
             Func::JsonBuildObject => Some(SqlType::Json),
             Func::GenRandomUuid => Some(SqlType::Uuid),
+            Func::Jsonb(f) => Some(f.result_type()),
             Func::ArrayConstruct | Func::ArrayCat => match args.first() {
                 Some(Expr::Const(Value::Text(element))) => {
                     SqlType::by_pg_name(element).and_then(ArrayElem::of).map(SqlType::Array)
@@ -710,6 +717,7 @@ pub(crate) fn aggregate_type(call: &AggCall) -> Option<SqlType> {
         AggFunc::ArrayAgg => arg.and_then(ArrayElem::of).map(SqlType::Array),
         AggFunc::BoolAnd | AggFunc::BoolOr => Some(SqlType::Bool),
         AggFunc::StringAgg => Some(SqlType::Text),
+        AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg => Some(SqlType::Jsonb),
     }
 }
 

@@ -26,6 +26,7 @@ pub const OID_TEXT: u32 = 25;
 pub const OID_OID: u32 = 26;
 pub const OID_OIDVECTOR: u32 = 30;
 pub const OID_JSON: u32 = 114;
+pub const OID_JSONB: u32 = 3802;
 pub const OID_FLOAT4: u32 = 700;
 pub const OID_FLOAT8: u32 = 701;
 pub const OID_UNKNOWN: u32 = 705;
@@ -122,6 +123,7 @@ pub const BUILTIN_TYPES: &[BuiltinType] = &[
     ty(OID_INTERVAL, "interval", "interval", (16, false), 'T', 1187, 0),
     ty(OID_NUMERIC, "numeric", "numeric", (-1, false), 'N', 1231, 0),
     ty(OID_UUID, "uuid", "uuid", (16, false), 'U', 2951, 0),
+    ty(OID_JSONB, "jsonb", "jsonb", (-1, false), 'U', 3807, 0),
 ];
 
 /// The default btree operator classes of the column types, as PostgreSQL 15 numbers them:
@@ -177,6 +179,7 @@ pub fn builtin_type(t: SqlType) -> &'static BuiltinType {
         SqlType::Timestamp => OID_TIMESTAMP,
         SqlType::TimestampTz => OID_TIMESTAMPTZ,
         SqlType::Json => OID_JSON,
+        SqlType::Jsonb => OID_JSONB,
         SqlType::Int2Vector => OID_INT2VECTOR,
         SqlType::OidVector => OID_OIDVECTOR,
         SqlType::Uuid => OID_UUID,

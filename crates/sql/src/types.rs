@@ -57,6 +57,9 @@ pub enum SqlType {
     Uuid,
     /// interval: a computed type (not a column's), `Value::Interval` (`crate::interval`).
     Interval,
+    /// jsonb: a column type whose values are `Value::Text` holding the canonical document
+    /// (`crate::jsonb`), so that equal documents have equal texts.
+    Jsonb,
 }
 
 /// The element type of an array: the scalar types (an array of arrays is not a type here).
@@ -97,6 +100,7 @@ impl ArrayElem {
             SqlType::Timestamp => ArrayElem::Timestamp,
             SqlType::TimestampTz => ArrayElem::TimestampTz,
             SqlType::Json
+            | SqlType::Jsonb
             | SqlType::Int2Vector
             | SqlType::OidVector
             | SqlType::Array(_)
@@ -145,6 +149,7 @@ impl SqlType {
             SqlType::Timestamp => "timestamp without time zone",
             SqlType::TimestampTz => "timestamp with time zone",
             SqlType::Json => "json",
+            SqlType::Jsonb => "jsonb",
             SqlType::Int2Vector => "int2vector",
             SqlType::OidVector => "oidvector",
             SqlType::Uuid => "uuid",
@@ -176,7 +181,7 @@ impl SqlType {
         let arrays = SCALARS.iter().filter_map(|t| ArrayElem::of(*t)).map(Array);
         SCALARS
             .into_iter()
-            .chain([Json, Int2Vector, OidVector, Uuid, Interval])
+            .chain([Json, Jsonb, Int2Vector, OidVector, Uuid, Interval])
             .chain(arrays)
             .find(|t| t.pg_name() == name)
     }
@@ -197,7 +202,12 @@ impl SqlType {
             SqlType::Int2 | SqlType::Int4 => SqlType::Int,
             SqlType::Float4 => SqlType::Float,
             SqlType::Varchar | SqlType::Char => SqlType::Text,
-            SqlType::Json | SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) | SqlType::Uuid => {
+            SqlType::Json
+            | SqlType::Jsonb
+            | SqlType::Int2Vector
+            | SqlType::OidVector
+            | SqlType::Array(_)
+            | SqlType::Uuid => {
                 SqlType::Text
             }
             other => other,
@@ -229,7 +239,7 @@ impl SqlType {
             }
             SqlType::Text | SqlType::Varchar | SqlType::Char => TypeCategory::String,
             SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz => TypeCategory::DateTime,
-            SqlType::Bytes | SqlType::Json | SqlType::Uuid => TypeCategory::UserDefined,
+            SqlType::Bytes | SqlType::Json | SqlType::Jsonb | SqlType::Uuid => TypeCategory::UserDefined,
             SqlType::Interval => TypeCategory::Timespan,
             SqlType::Int2Vector | SqlType::OidVector | SqlType::Array(_) => TypeCategory::Array,
         }

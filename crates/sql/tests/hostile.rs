@@ -202,3 +202,28 @@ fn computed_text_is_bounded_per_statement() {
     assert_eq!(state(&mut db, "SELECT count(*) FROM big a, big b WHERE a.id < 3 AND length(a.s || b.s) > 0"), "ok");
     assert_eq!(state(&mut db, "SELECT count(*) FROM big WHERE length(upper(s)) = 1000"), "ok", "100 KB of text");
 }
+
+#[test]
+fn deeply_nested_or_huge_jsonb_fails_cleanly() {
+    let mut db = db();
+    db.execute("CREATE TABLE j (id INT PRIMARY KEY, d JSONB)").expect("create");
+    let state_with = |db: &mut Database, sql: &str, p: &str| match db.execute_with(sql, &[Value::Text(p.to_string())]) {
+        Ok(_) => "ok",
+        Err(e) => e.sqlstate(),
+    };
+    // 100,000 open brackets (a parameter: the statement text itself is bounded).
+    let deep = "[".repeat(100_000);
+    assert_eq!(state_with(&mut db, "INSERT INTO j VALUES (1, $1)", &deep), "54001");
+    assert_eq!(state_with(&mut db, "SELECT $1::jsonb", &deep), "54001");
+    let objects = "{\"a\":".repeat(100_000);
+    assert_eq!(state_with(&mut db, "SELECT $1::jsonb -> 'a'", &objects), "54001");
+    // Nesting within the bound works, and so do operators over it.
+    let ok = format!("{}{}", "[".repeat(500), "]".repeat(500));
+    assert_eq!(state_with(&mut db, "INSERT INTO j VALUES (2, $1)", &ok), "ok");
+    assert_eq!(state(&mut db, "SELECT d @> d, d -> 0, jsonb_pretty(d), d || d FROM j"), "ok");
+    // Unbalanced, truncated and over-long documents.
+    assert_eq!(state_with(&mut db, "SELECT $1::jsonb", &"]".repeat(10)), "22P02");
+    assert_eq!(state_with(&mut db, "SELECT $1::jsonb", "{\"a\":[1,2,{\"b\":"), "22P02");
+    let huge = format!("\"{}\"", "x".repeat(pistou_sql::jsonb::MAX_DOCUMENT));
+    assert_eq!(state_with(&mut db, "SELECT $1::jsonb", &huge), "54000");
+}

@@ -171,3 +171,32 @@ fn parameters_take_the_resolved_type() {
         "{out:?}"
     );
 }
+
+/// jsonb parameters (drivers send them as text, declared jsonb or unknown): typed jsonb by
+/// their column or operator and read (canonicalized) before they are stored or compared.
+#[test]
+fn jsonb_parameters_are_read_as_jsonb() {
+    let mut db = Database::new();
+    db.execute("CREATE TABLE j (id INT PRIMARY KEY, d JSONB)").expect("create");
+    let text = |s: &str| Value::Text(s.to_string());
+    let run = |db: &mut Database, sql: &str, params: &[Value]| match db.execute_with(sql, params) {
+        Ok(e) => e.output,
+        Err(e) => panic!("{sql}: {e}"),
+    };
+    let insert = "INSERT INTO j VALUES ($1, $2)";
+    assert_eq!(db.prepare(insert).expect("prepare").param_types(), &[Some(SqlType::Int4), Some(SqlType::Jsonb)]);
+    run(&mut db, insert, &[Value::Int(1), text(r#"{"b": [1.50], "a": 1, "a": 2}"#)]);
+    let Output::Rows { rows, .. } = run(&mut db, "SELECT d FROM j", &[]) else { panic!("rows") };
+    assert_eq!(rows, vec![vec![text(r#"{"a": 2, "b": [1.50]}"#)]]);
+    for (sql, param) in [
+        ("SELECT id FROM j WHERE d = $1", r#"{"b":[1.50],"a":2}"#),
+        ("SELECT id FROM j WHERE d @> $1", r#"{"b":[1.50]}"#),
+        ("SELECT id FROM j WHERE d -> 'b' = $1", "[1.50]"),
+        ("SELECT id FROM j WHERE d ->> $1 = '2'", "a"),
+    ] {
+        let Output::Rows { rows, .. } = run(&mut db, sql, &[text(param)]) else { panic!("{sql}") };
+        assert_eq!(rows, vec![vec![Value::Int(1)]], "{sql}");
+    }
+    let bad = db.execute_with(insert, &[Value::Int(2), text("{bad")]).expect_err("bad jsonb");
+    assert_eq!(bad.state, SqlState::InvalidTextRepresentation);
+}

@@ -23,6 +23,7 @@ class Book(models.Model):
     author = models.ForeignKey(Author, on_delete=models.CASCADE, related_name="books")
     pages = models.IntegerField(default=0)
     price = models.DecimalField(max_digits=8, decimal_places=2, null=True)
+    meta = models.JSONField(default=dict)
 
     class Meta:
         indexes = [models.Index(fields=["title"])]
@@ -56,8 +57,8 @@ from django.db.models import Count, Sum
 
 ann = Author.objects.create(name="Ann")
 bob = Author.objects.create(name="Bob")
-Book.objects.create(title="First", author=ann, pages=100)
-Book.objects.create(title="Second", author=ann, pages=250)
+Book.objects.create(title="First", author=ann, pages=100, meta={"color": "red", "tags": ["a", "b"], "n": 1.50})
+Book.objects.create(title="Second", author=ann, pages=250, meta={"color": "blue", "tags": ["b"], "deep": {"x": None}})
 Book.objects.create(title="Third", author=bob, pages=50)
 print("authors", list(Author.objects.order_by("name").values_list("name", flat=True)))
 print("ann's books", list(ann.books.order_by("title").values_list("title", "pages")))
@@ -65,6 +66,20 @@ print("per author", list(Author.objects.annotate(n=Count("books"), p=Sum("books_
 print("long", list(Book.objects.filter(pages__gt=60, author__name="Ann").order_by("-pages").values_list("title", flat=True)))
 Book.objects.filter(title="Third").update(pages=55)
 print("third", Book.objects.get(title="Third").pages)
+# JSONField: key, index, contains, has_key and isnull lookups, and an update of the document.
+print("meta", list(Book.objects.order_by("title").values_list("title", "meta")))
+print("color red", list(Book.objects.filter(meta__color="red").values_list("title", flat=True)))
+print("tag 0", list(Book.objects.filter(meta__tags__0="b").values_list("title", flat=True)))
+print("contains", list(Book.objects.filter(meta__contains={"tags": ["b"]}).order_by("title").values_list("title", flat=True)))
+print("contained", list(Book.objects.filter(meta__contained_by={"color": "red", "tags": ["a", "b"], "n": 1.50}).order_by("title").values_list("title", flat=True)))
+print("has_key", list(Book.objects.filter(meta__has_key="deep").values_list("title", flat=True)))
+print("has_any", list(Book.objects.filter(meta__has_any_keys=["n", "deep"]).order_by("title").values_list("title", flat=True)))
+print("deep null", list(Book.objects.filter(meta__deep__x__isnull=False).values_list("title", flat=True)))
+print("no color", list(Book.objects.filter(meta__color__isnull=True).values_list("title", flat=True)))
+third = Book.objects.get(title="Third")
+third.meta = {"color": "green", "a": [1, {"b": True}]}
+third.save()
+print("third meta", Book.objects.get(title="Third").meta, Book.objects.filter(meta__a__1__b=True).count())
 try:
     with transaction.atomic():
         Author.objects.create(name="Ann")

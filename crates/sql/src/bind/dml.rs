@@ -110,7 +110,11 @@ impl Binder<'_> {
                                 {
                                     return generated_always(&c.name);
                                 }
-                                assigned(x, self.constant_expr(x, "VALUES")?, column)?
+                                let bound = assigned(x, self.constant_expr(x, "VALUES")?, column)?;
+                                if !is_untyped_literal(x) {
+                                    check_jsonb_assignment(column, expr_type_in(&bound, &[], &|_| None))?;
+                                }
+                                bound
                             }
                         });
                     }
@@ -147,6 +151,11 @@ impl Binder<'_> {
                         SqlState::SyntaxError,
                         "INSERT source has a different number of columns than the target list",
                     );
+                }
+                for ((untyped, target), ty) in q.untyped.iter().zip(&targets).zip(&q.types) {
+                    if !untyped {
+                        check_jsonb_assignment(table.columns.get(*target), *ty)?;
+                    }
                 }
                 // A SELECT's bare literals are read as the target columns' types, as in PostgreSQL.
                 if let QueryBody::Select(core) = &mut q.body {
@@ -210,6 +219,9 @@ impl Binder<'_> {
             }
             let value = self.expr(&a.value, &scope, &mut Mode::Plain("ON CONFLICT DO UPDATE"))?;
             let value = assigned(&a.value, value, table.columns.get(col))?;
+            if !is_untyped_literal(&a.value) {
+                check_jsonb_assignment(table.columns.get(col), self.type_of(&value, &scope, &Mode::Plain("")))?;
+            }
             if let Some(column) = table.columns.get(col) {
                 hint_param_type(&value, column.ty, &mut self.param_types);
             }
@@ -301,6 +313,9 @@ impl Binder<'_> {
             }
             let value = self.expr(&a.value, &scope, &mut Mode::Plain("UPDATE"))?;
             let value = assigned(&a.value, value, table.columns.get(col))?;
+            if !is_untyped_literal(&a.value) {
+                check_jsonb_assignment(table.columns.get(col), self.type_of(&value, &scope, &Mode::Plain("")))?;
+            }
             if let Some(column) = table.columns.get(col) {
                 hint_param_type(&value, column.ty, &mut self.param_types);
             }
@@ -337,6 +352,18 @@ pub(super) fn assigned(ast: &sql::Expr, bound: Expr, column: Option<&Column>) ->
             Ok(Expr::Const(crate::types::cast(&v, c.ty)?))
         }
         (_, bound) => Ok(bound),
+    }
+}
+
+/// PostgreSQL has no assignment cast to jsonb from the other types (text included): 42804,
+/// where Pistou's runtime values (a text is a document's text) would not tell.
+fn check_jsonb_assignment(column: Option<&Column>, ty: Option<SqlType>) -> Result<()> {
+    match (column, ty) {
+        (Some(c), Some(t)) if c.ty == SqlType::Jsonb && !matches!(t, SqlType::Jsonb | SqlType::Json) => err(
+            SqlState::DatatypeMismatch,
+            format!("column \"{}\" is of type jsonb but expression is of type {}", c.name, t.pg_name()),
+        ),
+        _ => Ok(()),
     }
 }
 

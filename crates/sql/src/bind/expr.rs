@@ -2,6 +2,7 @@
 
 use super::system::system_type_name;
 use super::*;
+use crate::jsonb::JsonbFn;
 
 /// A call's arguments (None for `*`) and whether it says DISTINCT.
 pub(super) fn function_args(f: &sql::Function) -> Result<(Vec<Option<&sql::Expr>>, bool)> {
@@ -242,6 +243,8 @@ impl Binder<'_> {
                 Expr::Const(crate::types::cast(&v, t)?)
             }
             (Some(SqlType::Char), p @ Expr::Param(_)) => cast_to(p, SqlType::Char),
+            // A jsonb parameter is read (canonicalized) before it is compared.
+            (Some(SqlType::Jsonb), p @ Expr::Param(_)) => cast_to(p, SqlType::Jsonb),
             (_, e) => e,
         })
     }
@@ -274,6 +277,15 @@ impl Binder<'_> {
         scope: &Scope,
         mode: &Mode,
     ) -> Result<Expr> {
+        if !matches!(op, CmpOp::Eq | CmpOp::NotEq) {
+            let types = [self.type_of(&l.1, scope, mode), self.type_of(&r.1, scope, mode)];
+            if types.contains(&Some(SqlType::Jsonb)) {
+                return unsupported(format!(
+                    "ordering comparison of jsonb values ({}): PostgreSQL's jsonb sort order is not implemented",
+                    op.symbol()
+                ));
+            }
+        }
         let (l, r) = self.comparison(l, r, scope, mode)?;
         Ok(Expr::Cmp(op, Box::new(l), Box::new(r)))
     }
@@ -411,6 +423,10 @@ impl Binder<'_> {
                 use sql::BinaryOperator as B;
                 let l = self.expr(left, scope, mode)?;
                 let r = self.expr(right, scope, mode)?;
+                let (l, r) = match self.jsonb_operator(op, (left, l), (right, r), scope, mode)? {
+                    Ok(e) => return Ok(e),
+                    Err(operands) => operands,
+                };
                 let arith_op = match op {
                     B::Plus => Some(ArithOp::Add),
                     B::Minus => Some(ArithOp::Sub),
@@ -637,7 +653,12 @@ impl Binder<'_> {
             }
             E::TypedString(t) => {
                 let (ty, limits) = super::cast_type(&t.data_type)?;
-                Expr::Const(crate::types::cast_with(&literal(&t.value.value)?, ty, &limits)?)
+                let v = crate::types::cast_with(&literal(&t.value.value)?, ty, &limits)?;
+                if ty == SqlType::Jsonb {
+                    typed_const(v, ty)
+                } else {
+                    Expr::Const(v)
+                }
             }
             E::Interval(i) => {
                 let (E::Value(v), None, None) = (&*i.value, i.leading_precision, i.fractional_seconds_precision) else {
@@ -947,7 +968,12 @@ impl Binder<'_> {
             return Ok(e);
         }
         let aggregate = aggregate_function(&name);
-        if !order_by.is_empty() && !matches!(aggregate, Some(AggFunc::ArrayAgg | AggFunc::StringAgg)) {
+        if !order_by.is_empty()
+            && !matches!(
+                aggregate,
+                Some(AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg)
+            )
+        {
             return unsupported(format!("ORDER BY in the arguments of {name}()"));
         }
         if let Some(func) = aggregate {
@@ -974,6 +1000,29 @@ impl Binder<'_> {
                         (AggFunc::Count, [None]) if !distinct => AggCall::over(AggFunc::CountStar, None, false, None),
                         (AggFunc::StringAgg, [Some(arg), Some(delimiter)]) => {
                             self.string_agg(arg, delimiter, distinct, &order_by, scope)?
+                        }
+                        // jsonb_object_agg(k, v) aggregates the one-pair objects {k: v}.
+                        (AggFunc::JsonbObjectAgg, [Some(key), Some(value)]) => {
+                            let mut plain = Mode::Plain("aggregate function calls");
+                            let (key, value) =
+                                (self.expr(key, scope, &mut plain)?, self.expr(value, scope, &mut plain)?);
+                            let types: Vec<&str> = [&key, &value]
+                                .iter()
+                                .map(|a| self.type_of(a, scope, &Mode::Plain("")).map_or("unknown", SqlType::pg_name))
+                                .collect();
+                            let pair = Expr::Call {
+                                func: Func::Jsonb(JsonbFn::ObjectPair),
+                                args: vec![Expr::Const(Value::Text(types.join(","))), key, value],
+                            };
+                            let order_by = self.aggregate_order(&order_by, scope)?;
+                            AggCall {
+                                func,
+                                arg: Some(pair),
+                                distinct,
+                                arg_type: Some(SqlType::Jsonb),
+                                order_by,
+                                delimiter: String::new(),
+                            }
                         }
                         (_, [Some(arg)]) => {
                             let arg = self.expr(arg, scope, &mut Mode::Plain("aggregate function calls"))?;
@@ -1018,6 +1067,11 @@ impl Binder<'_> {
                     unsupported(format!("{name}() (no clock is read; now() is the transaction's time)"))
                 }
                 "current_time" | "localtime" => unsupported(format!("{name} (the time types)")),
+                _ if is_missing_json_function(&name) => unsupported(format!(
+                    "function {name}() (of the json functions Pistou has json_build_object, jsonb_build_object, \
+                     jsonb_build_array, to_jsonb, jsonb_typeof, jsonb_array_length, jsonb_extract_path(_text), \
+                     jsonb_strip_nulls, jsonb_set, jsonb_pretty and the aggregates jsonb_agg and jsonb_object_agg)"
+                )),
                 _ => err(SqlState::UndefinedFunction, format!("function {name} does not exist")),
             };
         };
@@ -1069,6 +1123,7 @@ impl Binder<'_> {
             }
             // The value arguments are written by type (json, arrays, REAL): their static
             // types go first, as a constant list of type names (see `Func::JsonBuildObject`).
+            (Func::Jsonb(f), _, _) => self.jsonb_arguments(f, &name, &inputs, &mut args, scope, mode)?,
             (Func::JsonBuildObject, _, _) => {
                 let types: Vec<&str> =
                     args.iter().map(|a| self.type_of(a, scope, mode).map_or("unknown", SqlType::pg_name)).collect();
@@ -1077,6 +1132,159 @@ impl Binder<'_> {
             _ => {}
         }
         Ok(Expr::Call { func, args })
+    }
+
+    /// The arguments of a jsonb function brought to its parameter types (a literal or a
+    /// parameter is read as one); the builders get their arguments' type names first.
+    fn jsonb_arguments(
+        &self,
+        f: JsonbFn,
+        name: &str,
+        inputs: &[InputType],
+        args: &mut Vec<Expr>,
+        scope: &Scope,
+        mode: &Mode,
+    ) -> Result<()> {
+        if matches!(f, JsonbFn::BuildObject | JsonbFn::BuildArray | JsonbFn::ToJsonb) {
+            let types: Vec<&str> =
+                args.iter().map(|a| self.type_of(a, scope, mode).map_or("unknown", SqlType::pg_name)).collect();
+            args.insert(0, Expr::Const(Value::Text(types.join(","))));
+            return Ok(());
+        }
+        let wanted = |i: usize| match (f, i) {
+            (_, 0) => SqlType::Jsonb,
+            (JsonbFn::Set, 1) => SqlType::Array(ArrayElem::Text),
+            (JsonbFn::Set, 2) => SqlType::Jsonb,
+            (JsonbFn::Set, _) => SqlType::Bool,
+            _ => SqlType::Text,
+        };
+        let fits = |have: SqlType, want: SqlType| {
+            have == want
+                || (want == SqlType::Text && have.is_text())
+                || (want == SqlType::Array(ArrayElem::Text) && have == SqlType::Array(ArrayElem::Varchar))
+        };
+        if inputs.iter().enumerate().any(|(i, input)| matches!(input, InputType::Known(t) if !fits(*t, wanted(i)))) {
+            let shown: Vec<&str> = inputs
+                .iter()
+                .map(|t| match t {
+                    InputType::Known(t) => t.pg_name(),
+                    _ => "unknown",
+                })
+                .collect();
+            return err(SqlState::UndefinedFunction, format!("function {name}({}) does not exist", shown.join(", ")));
+        }
+        for (i, (arg, input)) in args.iter_mut().zip(inputs).enumerate() {
+            if !matches!(input, InputType::Known(_)) {
+                coerce_in_place(arg, *input, wanted(i))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The jsonb operators (`->`, `->>`, `#>`, `#>>`, `@>`, `<@`, `?`, `?|`, `?&`, and `||`
+    /// and `-` with a jsonb operand), bound to `Func::Jsonb`; `Err` gives the operands back
+    /// for any other operator. Operands are typed as PostgreSQL resolves them: a literal
+    /// key is text, a literal document jsonb, a literal path text[].
+    fn jsonb_operator(
+        &mut self,
+        op: &sql::BinaryOperator,
+        (la, l): (&sql::Expr, Expr),
+        (ra, r): (&sql::Expr, Expr),
+        scope: &Scope,
+        mode: &Mode,
+    ) -> Result<std::result::Result<Expr, (Expr, Expr)>> {
+        use sql::BinaryOperator as B;
+        use InputType::{Known, Literal, Opaque};
+        let jsonb_only = matches!(
+            op,
+            B::Arrow
+                | B::LongArrow
+                | B::HashArrow
+                | B::HashLongArrow
+                | B::AtArrow
+                | B::ArrowAt
+                | B::Question
+                | B::QuestionAnd
+                | B::QuestionPipe
+                | B::HashMinus
+                | B::AtQuestion
+                | B::AtAt
+        );
+        let (lt, rt) = (self.input_type(la, &l, scope, mode), self.input_type(ra, &r, scope, mode));
+        let is = |t: InputType, ty: SqlType| t == Known(ty);
+        let jsonb_side = is(lt, SqlType::Jsonb) || is(rt, SqlType::Jsonb);
+        let json_side = is(lt, SqlType::Json) || is(rt, SqlType::Json);
+        match op {
+            _ if jsonb_only => {}
+            // jsonb || text is text concatenation (PostgreSQL's anynonarray || text).
+            B::StringConcat
+                if jsonb_side && !matches!((lt, rt), (Known(a), _) | (_, Known(a)) if a != SqlType::Jsonb) => {}
+            B::Minus if is(lt, SqlType::Jsonb) => {}
+            _ => return Ok(Err((l, r))),
+        }
+        let shown = |t: InputType| match t {
+            Known(t) => t.pg_name(),
+            _ => "unknown",
+        };
+        let missing = || {
+            SqlError::new(
+                SqlState::UndefinedFunction,
+                format!("operator does not exist: {} {op} {}", shown(lt), shown(rt)),
+            )
+        };
+        if json_side {
+            return unsupported(format!("json operator {op} (json values are computed only; cast them to jsonb)"));
+        }
+        match op {
+            B::AtQuestion | B::AtAt => return unsupported(format!("jsonpath operator {op}")),
+            _ => {}
+        }
+        let left = match lt {
+            Known(SqlType::Jsonb) => l,
+            Literal if matches!(rt, Literal) => {
+                return err(SqlState::AmbiguousFunction, format!("operator is not unique: unknown {op} unknown"))
+            }
+            Literal | Opaque => coerce(l, lt, SqlType::Jsonb)?,
+            Known(_) => return Err(missing()),
+        };
+        let text_array = SqlType::Array(ArrayElem::Text);
+        let key_types = |t: SqlType| t.is_text() || t.is_integer();
+        let (func, right) = match (op, rt) {
+            (B::Arrow | B::LongArrow, Known(t)) if key_types(t) => (JsonbFn::Get, r),
+            (B::Minus, Known(t)) if key_types(t) => (JsonbFn::Delete, r),
+            (B::Arrow | B::LongArrow | B::Minus | B::Question, Literal | Opaque) => {
+                (JsonbFn::Delete, coerce(r, rt, SqlType::Text)?)
+            }
+            (B::Question, Known(t)) if t.is_text() => (JsonbFn::Exists, r),
+            (B::Minus, Known(SqlType::Array(ArrayElem::Text | ArrayElem::Varchar))) => (JsonbFn::DeleteKeys, r),
+            (B::HashArrow | B::HashLongArrow | B::QuestionAnd | B::QuestionPipe | B::HashMinus, Literal | Opaque) => {
+                (JsonbFn::Path, coerce(r, rt, text_array)?)
+            }
+            (
+                B::HashArrow | B::HashLongArrow | B::QuestionAnd | B::QuestionPipe | B::HashMinus,
+                Known(SqlType::Array(ArrayElem::Text | ArrayElem::Varchar)),
+            ) => (JsonbFn::Path, r),
+            (B::AtArrow | B::ArrowAt | B::StringConcat, Known(SqlType::Jsonb)) => (JsonbFn::Contains, r),
+            (B::AtArrow | B::ArrowAt | B::StringConcat, Literal | Opaque) => {
+                (JsonbFn::Contains, coerce(r, rt, SqlType::Jsonb)?)
+            }
+            _ => return Err(missing()),
+        };
+        let func = match op {
+            B::Arrow => JsonbFn::Get,
+            B::LongArrow => JsonbFn::GetText,
+            B::HashArrow => JsonbFn::Path,
+            B::HashLongArrow => JsonbFn::PathText,
+            B::Question => JsonbFn::Exists,
+            B::QuestionPipe => JsonbFn::ExistsAny,
+            B::QuestionAnd => JsonbFn::ExistsAll,
+            B::StringConcat => JsonbFn::Concat,
+            B::HashMinus => JsonbFn::DeletePath,
+            B::Minus => func,
+            _ => JsonbFn::Contains,
+        };
+        let args = if matches!(op, B::ArrowAt) { vec![right, left] } else { vec![left, right] };
+        Ok(Ok(Expr::Call { func: Func::Jsonb(func), args }))
     }
 
     /// `a || b`: text concatenation, or array concatenation when either side is an array
@@ -1158,6 +1366,9 @@ impl Binder<'_> {
         for o in order_by {
             let (desc, nulls_first) = Self::sort_options(o)?;
             let expr = self.expr(&o.expr, scope, &mut Mode::Plain("aggregate function calls"))?;
+            if self.type_of(&expr, scope, &Mode::Plain("")) == Some(SqlType::Jsonb) {
+                return unsupported("ORDER BY a jsonb value (PostgreSQL's jsonb sort order is not implemented)");
+            }
             out.push(AggOrder { expr, desc, nulls_first });
         }
         Ok(out)
@@ -1235,6 +1446,11 @@ impl Binder<'_> {
                 let name = if func == AggFunc::BoolAnd { "bool_and" } else { "bool_or" };
                 err(SqlState::UndefinedFunction, format!("function {name}({shown}) does not exist"))
             }
+            // jsonb has no ordering here (nor min/max in PostgreSQL).
+            (AggFunc::Min | AggFunc::Max, Some(SqlType::Jsonb)) => err(
+                SqlState::UndefinedFunction,
+                format!("function {}(jsonb) does not exist", if func == AggFunc::Min { "min" } else { "max" }),
+            ),
             (AggFunc::ArrayAgg, Some(t)) if ArrayElem::of(t).is_none() => {
                 unsupported(format!("array_agg of {shown} values (arrays of arrays, of json and of uuid)"))
             }
@@ -1301,6 +1517,13 @@ impl Binder<'_> {
 
 /// True if the text of `q` calls an aggregate function (a cheap test before binding it to
 /// look for outer-level aggregates).
+/// json and jsonb functions PostgreSQL has and Pistou does not: they fail with 0A000.
+fn is_missing_json_function(name: &str) -> bool {
+    ["json", "jsonb", "to_json", "row_to_json", "array_to_json"]
+        .iter()
+        .any(|p| name == *p || name.starts_with(&format!("{p}_")))
+}
+
 fn mentions_aggregate(q: &sql::Query) -> bool {
     let text = q.to_string().to_lowercase();
     ["count(", "sum(", "avg(", "min(", "max("].iter().any(|f| text.contains(f))

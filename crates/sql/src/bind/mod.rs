@@ -138,6 +138,7 @@ pub(crate) fn data_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
         D::Char(len) | D::Character(len) => (SqlType::Char, text_len(len)?),
         D::Bool | D::Boolean => (SqlType::Bool, none),
         D::Bytea => (SqlType::Bytes, none),
+        D::JSONB => (SqlType::Jsonb, none),
         D::Date => (SqlType::Date, none),
         D::Timestamp(_, sql::TimezoneInfo::None | sql::TimezoneInfo::WithoutTimeZone) => (SqlType::Timestamp, none),
         D::Timestamp(_, sql::TimezoneInfo::WithTimeZone | sql::TimezoneInfo::Tz) => (SqlType::TimestampTz, none),
@@ -159,6 +160,8 @@ pub(crate) fn cast_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
             Ok((SqlType::Array(element), TypeLimits::default()))
         }
         sql::DataType::Interval { fields: None, precision: None } => Ok((SqlType::Interval, TypeLimits::default())),
+        // json is a type of values, not of columns.
+        sql::DataType::JSON => Ok((SqlType::Json, TypeLimits::default())),
         other => data_type(other),
     }
 }
@@ -403,6 +406,8 @@ fn aggregate_function(name: &str) -> Option<AggFunc> {
         "bool_and" | "every" => AggFunc::BoolAnd,
         "bool_or" => AggFunc::BoolOr,
         "string_agg" => AggFunc::StringAgg,
+        "jsonb_agg" => AggFunc::JsonbAgg,
+        "jsonb_object_agg" => AggFunc::JsonbObjectAgg,
         _ => return None,
     })
 }

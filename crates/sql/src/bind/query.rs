@@ -71,7 +71,11 @@ impl Binder<'_> {
             }
             other => {
                 let body = self.set_expr(other)?;
-                let keys = order_by.iter().map(|o| self.output_sort_key(o, &body.1)).collect::<Result<_>>()?;
+                let keys: Vec<SortKey> =
+                    order_by.iter().map(|o| self.output_sort_key(o, &body.1)).collect::<Result<_>>()?;
+                if keys.iter().any(|k| body.2.get(k.column).copied().flatten() == Some(SqlType::Jsonb)) {
+                    return unsupported("ORDER BY a jsonb value (PostgreSQL's jsonb sort order is not implemented)");
+                }
                 (body, keys)
             }
         };
@@ -462,6 +466,14 @@ impl Binder<'_> {
             }
         };
         let output_scope = if aggregating { self.grouped(&scope, &ctx) } else { scope.clone() };
+        // Sorting jsonb needs PostgreSQL's jsonb btree order, which Pistou does not have.
+        for k in &keys {
+            if let Some(e) = output.get(k.column) {
+                if self.type_of(e, &output_scope, &Mode::Plain("")) == Some(SqlType::Jsonb) {
+                    return unsupported("ORDER BY a jsonb value (PostgreSQL's jsonb sort order is not implemented)");
+                }
+            }
+        }
         let types = output.iter().take(names.len()).map(|e| self.type_of(e, &output_scope, &Mode::Plain(""))).collect();
         let limits = output.iter().take(names.len()).map(|e| self.char_limits(e, &output_scope)).collect();
         // Window calls read the row after WHERE (or the grouped row); their values follow it.

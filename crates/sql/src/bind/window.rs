@@ -197,7 +197,11 @@ impl Binder<'_> {
         let mut order = Vec::with_capacity(spec.order_by.len());
         for o in &spec.order_by {
             let (desc, nulls_first) = Self::sort_options(o)?;
-            order.push(WindowOrder { expr: self.expr(&o.expr, scope, mode)?, desc, nulls_first });
+            let expr = self.expr(&o.expr, scope, mode)?;
+            if self.type_of(&expr, scope, mode) == Some(SqlType::Jsonb) {
+                return unsupported("ORDER BY a jsonb value (PostgreSQL's jsonb sort order is not implemented)");
+            }
+            order.push(WindowOrder { expr, desc, nulls_first });
         }
         let frame = match &spec.window_frame {
             None => Frame::default_frame(),
@@ -296,7 +300,15 @@ impl Binder<'_> {
             }
             _ => {
                 let agg = aggregate_function(name).filter(|a| {
-                    !matches!(a, AggFunc::ArrayAgg | AggFunc::BoolAnd | AggFunc::BoolOr | AggFunc::StringAgg)
+                    !matches!(
+                        a,
+                        AggFunc::ArrayAgg
+                            | AggFunc::BoolAnd
+                            | AggFunc::BoolOr
+                            | AggFunc::StringAgg
+                            | AggFunc::JsonbAgg
+                            | AggFunc::JsonbObjectAgg
+                    )
                 });
                 let Some(agg) = agg else {
                     if MISSING_AGGREGATES.contains(&name) {

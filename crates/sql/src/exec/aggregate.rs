@@ -194,7 +194,7 @@ impl<'p> Aggregator<'p> {
             return;
         };
         // array_agg keeps NULLs (unless DISTINCT has seen one already).
-        if v.is_null() && c.func != AggFunc::ArrayAgg {
+        if v.is_null() && !matches!(c.func, AggFunc::ArrayAgg | AggFunc::JsonbAgg) {
             return;
         }
         if let Some(seen) = &mut acc.seen {
@@ -226,7 +226,9 @@ impl<'p> Aggregator<'p> {
                 };
                 acc.best = Some(Value::Bool(folded));
             }
-            AggFunc::ArrayAgg | AggFunc::StringAgg => acc.values.push((keys, v)),
+            AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg => {
+                acc.values.push((keys, v))
+            }
         }
     }
 
@@ -345,8 +347,12 @@ fn finish_aggregate(call: &AggCall, rows: usize, acc: &Acc) -> Result<Value> {
             }
         },
         AggFunc::Min | AggFunc::Max | AggFunc::BoolAnd | AggFunc::BoolOr => acc.best.clone().unwrap_or(Value::Null),
-        AggFunc::ArrayAgg | AggFunc::StringAgg if acc.values.is_empty() => Value::Null,
-        AggFunc::ArrayAgg | AggFunc::StringAgg => {
+        AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg
+            if acc.values.is_empty() =>
+        {
+            Value::Null
+        }
+        AggFunc::ArrayAgg | AggFunc::StringAgg | AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg => {
             let keys: Vec<SortKey> = call
                 .order_by
                 .iter()
@@ -357,7 +363,12 @@ fn finish_aggregate(call: &AggCall, rows: usize, acc: &Acc) -> Result<Value> {
             // Stable: values with equal keys stay in input order.
             sorted.sort_by(|a, b| compare_rows(&a.0, &b.0, &keys));
             let values: Vec<Value> = sorted.into_iter().map(|(_, v)| v.clone()).collect();
-            if call.func == AggFunc::StringAgg {
+            if call.func == AggFunc::JsonbObjectAgg {
+                crate::jsonb::merge_objects(&values)?
+            } else if call.func == AggFunc::JsonbAgg {
+                let types = vec![call.arg_type; values.len()];
+                Value::Text(crate::jsonb::canonical(&crate::json::build_array(&values, &types)?)?)
+            } else if call.func == AggFunc::StringAgg {
                 let texts: Vec<String> =
                     values.iter().map(|v| crate::types::output_text(v, Some(SqlType::Text))).collect();
                 Value::Text(texts.join(&call.delimiter))
