@@ -262,6 +262,7 @@ pub(crate) fn bind_check(catalog: &Catalog, table: &TableSchema, text: &str) -> 
                 | Expr::Outer(_)
                 | Expr::Enclosing { .. }
                 | Expr::Call { func: Func::Now | Func::CurrentDate | Func::LocalTimestamp | Func::GenRandomUuid, .. }
+        ) || matches!(n, Expr::Call { func: Func::Age, args } if args.len() == 1
         )
     });
     if volatile {

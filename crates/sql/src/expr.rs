@@ -119,6 +119,9 @@ pub enum Func {
     GenRandomUuid,
     /// The jsonb operators and functions (`crate::jsonb`).
     Jsonb(crate::jsonb::JsonbFn),
+    /// `age(a, b)`: the symbolic difference (`crate::interval::age`); `age(b)` is from
+    /// midnight of the transaction's date.
+    Age,
 }
 
 impl Func {
@@ -149,6 +152,7 @@ impl Func {
             "date_trunc" => Func::DateTrunc,
             "date_part" => Func::DatePart,
             "gen_random_uuid" => Func::GenRandomUuid,
+            "age" => Func::Age,
             other => return crate::jsonb::JsonbFn::by_name(other).map(Func::Jsonb),
         })
     }
@@ -190,6 +194,7 @@ impl Func {
             Func::DatePart => "date_part",
             Func::GenRandomUuid => "gen_random_uuid",
             Func::Jsonb(f) => f.name(),
+            Func::Age => "age",
         }
     }
 
@@ -208,6 +213,7 @@ impl Func {
             Func::Round => (1, 2),
             Func::Now | Func::CurrentDate | Func::LocalTimestamp | Func::GenRandomUuid => (0, 0),
             Func::Jsonb(f) => f.arity(),
+            Func::Age => (1, 2),
             _ => (1, 1),
         }
     }
@@ -531,6 +537,23 @@ fn sequence_call(func: Func, args: &[Expr], env: &Env) -> Result<Value> {
     Ok(Value::Int(v))
 }
 
+/// `age(a, b)` over dates, timestamps and timestamptz values (NULL if either is NULL).
+fn age(a: &Value, b: &Value) -> Result<Value> {
+    let micros = |v: &Value| match v {
+        Value::Date(d) => Ok(Some(crate::temporal::date_timestamp(*d))),
+        Value::Timestamp(t) | Value::TimestampTz(t) => Ok(Some(*t)),
+        Value::Null => Ok(None),
+        other => err(
+            SqlState::UndefinedFunction,
+            format!("function age({}) does not exist", other.sql_type().map_or("unknown", SqlType::pg_name)),
+        ),
+    };
+    Ok(match (micros(a)?, micros(b)?) {
+        (Some(x), Some(y)) => Value::Interval(crate::interval::age(x, y)?),
+        _ => Value::Null,
+    })
+}
+
 fn transaction_time(func: Func, env: &Env) -> Result<Value> {
     let Some(now) = env.now else {
         return Err(SqlError::new(
@@ -779,6 +802,10 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         }
         Func::NextVal | Func::CurrVal => return Err(unbound("sequence value")),
         Func::GenRandomUuid => return Err(unbound("random value")),
+        Func::Age => match args {
+            [a, b] => age(a, b)?,
+            _ => return Err(unbound("transaction time")),
+        },
         Func::JsonBuildObject => return Err(unbound("argument types of json_build_object")),
         Func::ArrayConstruct => return Err(unbound("element type of ARRAY[]")),
         Func::ArrayCat => return Err(unbound("element type of array_cat")),
@@ -926,6 +953,11 @@ impl Expr {
             }
             Call { func, args } => match func {
                 Func::Now | Func::CurrentDate | Func::LocalTimestamp => transaction_time(*func, env)?,
+                Func::Age if args.len() == 1 => {
+                    let today = transaction_time(Func::LocalTimestamp, env)?;
+                    let value = args.first().map(|a| a.eval(row, env)).transpose()?.unwrap_or(Value::Null);
+                    age(&crate::types::cast(&today, SqlType::Date)?, &value)?
+                }
                 Func::NextVal | Func::CurrVal => sequence_call(*func, args, env)?,
                 Func::GenRandomUuid => match env.random {
                     Some(random) => Value::Text(random.next_uuid()),
@@ -1032,6 +1064,15 @@ impl Expr {
             // becomes a constant, like a parameter.
             Call { func: func @ (Func::Now | Func::CurrentDate | Func::LocalTimestamp), .. } => {
                 Const(transaction_time(*func, env)?)
+            }
+            // age(x) is from the transaction's date, a constant like now().
+            Call { func: Func::Age, args } if args.len() == 1 => {
+                let today = crate::types::cast(&transaction_time(Func::LocalTimestamp, env)?, SqlType::Date)?;
+                let mut from_today = vec![Const(today)];
+                for e in args {
+                    from_today.push(e.instantiate(env)?);
+                }
+                Call { func: Func::Age, args: from_today }
             }
             // A predicate is tested again later, where the statement's values are gone.
             Call { func: Func::GenRandomUuid, .. } => {

@@ -268,6 +268,44 @@ pub fn date_part_epoch(i: &Interval) -> f64 {
     i.micros as f64 / 1e6 + 365.25 * 86_400.0 * years + 30.0 * 86_400.0 * months + 86_400.0 * f64::from(i.days)
 }
 
+/// `age(a, b)`: the symbolic difference of two timestamps in years, months, days and time, as
+/// PostgreSQL's `timestamp_age` forms it (field by field, borrowing from the next larger
+/// field; a day borrowed takes the length of a month of the later operand's year).
+pub fn age(a: i64, b: i64) -> Result<Interval> {
+    let (x, y) = (crate::temporal::fields(a), crate::temporal::fields(b));
+    // Differences of year, month, day, hour, minute, second, microsecond.
+    let mut d: [i64; 7] = std::array::from_fn(|i| x[i] - y[i]);
+    let flip = a < b;
+    if flip {
+        d.iter_mut().for_each(|f| *f = -*f);
+    }
+    // (field, its range) from the smallest field up to hours; days borrow a month's length.
+    for (field, range) in [(6, 1_000_000), (5, 60), (4, 60), (3, 24)] {
+        while d[field] < 0 {
+            d[field] += range;
+            d[field - 1] -= 1;
+        }
+    }
+    let (year, month) = if flip { (x[0], x[1]) } else { (y[0], y[1]) };
+    while d[2] < 0 {
+        d[2] += crate::temporal::month_days(year, month);
+        d[1] -= 1;
+    }
+    while d[1] < 0 {
+        d[1] += 12;
+        d[0] -= 1;
+    }
+    if flip {
+        d.iter_mut().for_each(|f| *f = -*f);
+    }
+    let months = d[0].checked_mul(12).and_then(|m| m.checked_add(d[1])).ok_or_else(out_of_range)?;
+    Ok(Interval {
+        months: i32::try_from(months).map_err(|_| out_of_range())?,
+        days: i32::try_from(d[2]).map_err(|_| out_of_range())?,
+        micros: ((d[3] * 60 + d[4]) * 60 + d[5]) * USECS_PER_SEC + d[6],
+    })
+}
+
 /// Date, time and interval arithmetic (None: not an interval operation, for the caller's
 /// "operator does not exist"): timestamp(tz) ± interval, date ± interval (a timestamp),
 /// timestamp − timestamp (days and time, as PostgreSQL's `timestamp_mi`), interval ±

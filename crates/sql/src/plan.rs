@@ -604,6 +604,7 @@ pub(crate) fn expr_type_in(
             Func::NextVal | Func::CurrVal => Some(SqlType::Int),
             Func::JsonBuildObject => Some(SqlType::Json),
             Func::GenRandomUuid => Some(SqlType::Uuid),
+            Func::Age => Some(SqlType::Interval),
             Func::Jsonb(f) => Some(f.result_type()),
             Func::ArrayConstruct | Func::ArrayCat => match args.first() {
                 Some(Expr::Const(Value::Text(element))) => {

@@ -170,6 +170,19 @@ pub(crate) fn add_months(micros: i64, months: i32) -> Option<i64> {
     days_from_civil(year, month, day).checked_mul(MICROS_PER_DAY)?.checked_add(time)
 }
 
+/// A timestamp's civil fields: (year, month 1–12, day, hour, minute, second, microsecond).
+pub(crate) fn fields(micros: i64) -> [i64; 7] {
+    let (days, time) = (micros.div_euclid(MICROS_PER_DAY), micros.rem_euclid(MICROS_PER_DAY));
+    let (year, month, day) = civil_from_days(days);
+    let (hour, minute) = (time / 3_600_000_000, time / 60_000_000 % 60);
+    [year, month, day, hour, minute, time / 1_000_000 % 60, time % 1_000_000]
+}
+
+/// Days in `month` (1–12) of `year`.
+pub(crate) fn month_days(year: i64, month: i64) -> i64 {
+    days_in_month(year, month)
+}
+
 /// Whether a timestamp is within the years 1..=9999 Pistou's dates and timestamps span.
 pub(crate) fn in_range(micros: i64) -> bool {
     (-62_135_596_800_000_000..253_402_300_800_000_000).contains(&micros)

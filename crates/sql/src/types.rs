@@ -207,9 +207,7 @@ impl SqlType {
             | SqlType::Int2Vector
             | SqlType::OidVector
             | SqlType::Array(_)
-            | SqlType::Uuid => {
-                SqlType::Text
-            }
+            | SqlType::Uuid => SqlType::Text,
             other => other,
         }
     }

@@ -1113,6 +1113,12 @@ impl Binder<'_> {
                     }
                 }
             }
+            (Func::Age, _, values) => {
+                for (ast, value) in asts.iter().zip(values.iter_mut()) {
+                    let taken = std::mem::replace(value, Expr::Const(Value::Null));
+                    *value = self.datetime_argument(ast, taken, scope, mode, &name)?;
+                }
+            }
             (Func::DateTrunc | Func::DatePart, [_, _], [_, value]) => {
                 let [_, ast] = asts.as_slice() else { return err(SqlState::InternalError, "arity changed") };
                 let taken = std::mem::replace(value, Expr::Const(Value::Null));
