@@ -72,24 +72,21 @@ impl Prepared {
 
     /// Column names of RETURNING, for INSERT / UPDATE / DELETE that ask for it.
     pub fn returning_columns(&self) -> Option<Vec<String>> {
-        let returning = match &self.plan().statement {
-            Statement::Insert(i) => i.returning.as_ref(),
-            Statement::Update(u) => u.returning.as_ref(),
-            Statement::Delete(d) => d.returning.as_ref(),
-            _ => None,
-        };
-        returning.map(|r| r.names.clone())
+        self.returning().map(|r| r.names.clone())
     }
 
     /// Static types of RETURNING's columns (None where only known at run time).
     pub fn returning_types(&self) -> Option<Vec<Option<crate::types::SqlType>>> {
-        let returning = match &self.plan().statement {
+        self.returning().map(|r| r.types.clone())
+    }
+
+    fn returning(&self) -> Option<&crate::plan::Returning> {
+        match &self.plan().statement {
             Statement::Insert(i) => i.returning.as_ref(),
             Statement::Update(u) => u.returning.as_ref(),
             Statement::Delete(d) => d.returning.as_ref(),
             _ => None,
-        };
-        returning.map(|r| r.types.clone())
+        }
     }
 }
 
