@@ -436,20 +436,22 @@ enum Unit {
     Years(i64),
 }
 
+/// An input unit, by the names PostgreSQL's interval input and EXTRACT share
+/// (`crate::temporal::canonical_unit`).
 fn canonical_unit(unit: &str) -> Option<Unit> {
-    Some(match unit {
-        "microsecond" | "microseconds" | "usec" | "usecs" | "us" => Unit::Micros,
-        "millisecond" | "milliseconds" | "msec" | "msecs" | "ms" => Unit::Millis,
-        "second" | "seconds" | "sec" | "secs" | "s" => Unit::Seconds,
-        "minute" | "minutes" | "min" | "mins" | "m" => Unit::Minutes,
-        "hour" | "hours" | "hr" | "hrs" | "h" => Unit::Hours,
-        "day" | "days" | "d" => Unit::Days,
-        "week" | "weeks" | "w" => Unit::Weeks,
-        "month" | "months" | "mon" | "mons" => Unit::Months,
-        "year" | "years" | "yr" | "yrs" | "y" => Unit::Years(12),
-        "decade" | "decades" => Unit::Years(120),
-        "century" | "centuries" => Unit::Years(1200),
-        "millennium" | "millennia" | "millenniums" => Unit::Years(12_000),
+    Some(match crate::temporal::canonical_unit(unit)? {
+        "microseconds" => Unit::Micros,
+        "milliseconds" => Unit::Millis,
+        "second" => Unit::Seconds,
+        "minute" => Unit::Minutes,
+        "hour" => Unit::Hours,
+        "day" => Unit::Days,
+        "week" => Unit::Weeks,
+        "month" => Unit::Months,
+        "year" => Unit::Years(12),
+        "decade" => Unit::Years(120),
+        "century" => Unit::Years(1200),
+        "millennium" => Unit::Years(12_000),
         _ => return None,
     })
 }
@@ -559,12 +561,16 @@ mod tests {
             ("1 day 7384 second 5 microsecond", "1 day 02:03:04.000005"),
             ("1.5 years", "1 year 6 mons"),
             ("2 decades", "20 years"),
+            ("2 cent", "200 years"),
+            ("1 dec", "10 years"),
+            ("3 mils", "3000 years"),
+            ("5 msecs", "00:00:00.005"),
         ] {
             assert_eq!(shown(input), output, "{input}");
         }
         assert_eq!(shown("1 day 2"), "1 day 00:00:02");
         assert_eq!(shown("10d"), "10 days");
-        for bad in ["", "day", "1 fortnight", "10:70", "ago", "P1Q", "1 day 1 day day", "nan day", "inf day"] {
+        for bad in ["", "day", "1 fortnight", "2 qtr", "10:70", "ago", "P1Q", "1 day 1 day day", "nan day", "inf day"] {
             assert!(Interval::parse(bad, None).is_err(), "{bad:?}");
         }
         assert_eq!(Interval::parse("3", Some("day")).map(|i| i.format()).ok().as_deref(), Some("3 days"));
