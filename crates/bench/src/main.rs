@@ -117,6 +117,7 @@ impl ClusterArgs {
 /// mimalloc instead of glibc's allocator: the protocol allocates and frees many small
 /// messages, rows and sets per transaction; glibc's malloc and free took ~14% of a loaded
 /// SQL cluster's CPU, and mimalloc raised Fig. 8 throughput by 6–17% (docs/benchmarks.md).
+/// Without transparent huge pages (`no_thp`), as in the `pistou` binary.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

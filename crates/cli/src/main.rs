@@ -14,6 +14,9 @@
 /// mimalloc instead of glibc's allocator: the protocol allocates and frees many small
 /// messages, rows and sets per transaction; glibc's malloc and free took ~14% of a loaded
 /// SQL cluster's CPU, and mimalloc raised Fig. 8 throughput by 6–17% (docs/benchmarks.md).
+/// Built without its transparent-huge-page requests (`no_thp`): a replica's freed memory
+/// was purged and faulted back as 2 MiB pages, and zeroing them took ~20% of a replica's CPU
+/// while loading rows (docs/benchmarks.md, "Replica memory while loading").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

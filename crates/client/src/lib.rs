@@ -33,4 +33,4 @@ pub use error::{ClientError, Outcome};
 pub use link::LinkCounters;
 pub use options::ClientOptions;
 pub use pistou_sql::{SqlError, SqlState, Value as SqlValue};
-pub use pistou_txn::{RangeStats, SqlOutput};
+pub use pistou_txn::{RangeStats, SqlOutput, TxnError};

@@ -7,6 +7,7 @@ mod config;
 mod ids;
 mod quorum;
 pub mod sql_keys;
+mod tiny;
 
 pub use config::{
     ClientConfig, ClusterConfig, ConfigError, ReplicaConfig, ShardConfig, SqlConfig, StorageConfig, SyncMode, MAX_F,
@@ -14,3 +15,4 @@ pub use config::{
 };
 pub use ids::{ClientId, Key, ReplicaId, ShardId, Timestamp, TxnId, Value};
 pub use quorum::Quorums;
+pub use tiny::{TinyMap, TinySet};

@@ -9,7 +9,7 @@ use crate::errors::{self, PgError};
 use crate::params::RawParams;
 use crate::pgtypes::decode_param;
 use crate::pgtypes::{encode_value, pg_type};
-use crate::session::{Description, Field, Reply, Session, Status};
+use crate::session::{CopyBatchJob, Description, Field, Reply, Session, Status};
 use crate::settings::Settings;
 use crate::split::split_statements;
 use bytes::{BufMut, BytesMut};
@@ -32,8 +32,8 @@ use pgwire::messages::{
     DecodeContext, PgWireBackendMessage, PgWireFrontendMessage, ProtocolVersion, SslNegotiationMetaMessage,
 };
 use pgwire::tokio::tokio_rustls::rustls::pki_types::CertificateDer;
-use pistou_sql::Value;
-use std::collections::HashMap;
+use pistou_sql::{SqlType, Value};
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::io;
 use std::net::SocketAddr;
@@ -814,6 +814,9 @@ const COPY_MAX_RECORD: usize = 1 << 20;
 const COPY_BATCH_ROWS: usize = 2_000;
 const COPY_BATCH_BYTES: usize = 1 << 20;
 const COPY_BATCH_SQL: usize = 48 * 1024;
+/// COPY FROM batches committing at once: while one waits for its commit's round trips and
+/// the replicas' fsyncs, the next is executed (docs/benchmarks.md, "Bulk loading").
+const COPY_IN_FLIGHT: usize = 3;
 
 /// The COPY sub-protocol (docs/gateway.md, "COPY"), for the simple and extended query
 /// protocols alike: the reply is COPY's CommandComplete.
@@ -847,11 +850,27 @@ impl Protocol {
         let response = CopyInResponse::new(0, count, vec![0; names.len()]);
         self.conn.send(PgWireBackendMessage::CopyInResponse(response)).await.map_err(io_error)?;
         let mut parser = CopyIn::new(copy.options.clone(), names.clone(), COPY_MAX_RECORD);
-        let mut batch = CopyBatch { values: Vec::new(), rows: 0, bytes: 0, committed: 0 };
-        let context = |line: u64, committed: u64| {
-            let done = if committed > 0 { format!("; {committed} rows were already committed") } else { String::new() };
-            format!(" (COPY {table}, line {line}{done})")
-        };
+        let mut batch = CopyBatch { values: Vec::new(), rows: 0, bytes: 0, committed: 0, in_flight: VecDeque::new() };
+        let rows = CopyRows { head: &insert_head, names: &names, types: &types, batch_rows };
+        match self.copy_in_records(&mut parser, &mut batch, rows).await {
+            Ok(()) => Ok(Reply::Command { tag: format!("COPY {}", batch.committed), notice: None }),
+            Err(failure) => {
+                // Batches still in flight may yet commit: wait for them, so that the count
+                // in the message is exact. The first failure is the one reported.
+                let _ = self.copy_wait(&mut batch, 0).await;
+                Err(failure.into_error(table, batch.committed))
+            }
+        }
+    }
+
+    /// COPY FROM's loop: CopyData until CopyDone, each record decoded into the batch, each
+    /// full batch started, and at the end every batch committed.
+    async fn copy_in_records(
+        &mut self,
+        parser: &mut CopyIn,
+        batch: &mut CopyBatch,
+        rows: CopyRows<'_>,
+    ) -> Result<(), CopyFailure> {
         loop {
             let next = tokio::time::timeout(self.config.idle_timeout, self.conn.next()).await;
             let at_end = match next {
@@ -861,68 +880,74 @@ impl Protocol {
                 }
                 Ok(Some(Ok(PgWireFrontendMessage::CopyDone(_)))) => true,
                 Ok(Some(Ok(PgWireFrontendMessage::CopyFail(fail)))) => {
-                    return Err(PgError::new(
-                        errors::QUERY_CANCELED,
-                        format!("COPY from stdin failed: {}{}", fail.message, context(parser.line(), batch.committed)),
-                    ))
+                    let error =
+                        PgError::new(errors::QUERY_CANCELED, format!("COPY from stdin failed: {}", fail.message));
+                    return Err(CopyFailure::at(error, parser.line()));
                 }
                 // Ignored during COPY IN, as in PostgreSQL (tokio-postgres sends its Sync
                 // before the data).
                 Ok(Some(Ok(PgWireFrontendMessage::Flush(_) | PgWireFrontendMessage::Sync(_)))) => continue,
                 Ok(Some(Ok(other))) => {
                     let text = format!("unexpected message during COPY from stdin: {other:?}");
-                    return Err(PgError::new(errors::PROTOCOL_VIOLATION, text.chars().take(200).collect::<String>()));
+                    let error = PgError::new(errors::PROTOCOL_VIOLATION, text.chars().take(200).collect::<String>());
+                    return Err(CopyFailure::bare(error));
                 }
                 Ok(Some(Err(e))) => {
-                    return Err(PgError::new(errors::PROTOCOL_VIOLATION, format!("invalid message during COPY: {e}")))
+                    let error = PgError::new(errors::PROTOCOL_VIOLATION, format!("invalid message during COPY: {e}"));
+                    return Err(CopyFailure::bare(error));
                 }
-                Ok(None) => return Err(PgError::new("08006", "the client closed the connection during COPY")),
-                Err(_) => return Err(PgError::new("57P05", "no COPY data within the idle timeout")),
+                Ok(None) => {
+                    return Err(CopyFailure::bare(PgError::new(
+                        "08006",
+                        "the client closed the connection during COPY",
+                    )))
+                }
+                Err(_) => return Err(CopyFailure::bare(PgError::new("57P05", "no COPY data within the idle timeout"))),
             };
             loop {
                 let line = parser.line();
                 let record = match parser.next_record(at_end) {
                     Ok(Some(record)) => record,
                     Ok(None) => break,
-                    Err(e) => {
-                        return Err(PgError::new(e.code, format!("{}{}", e.message, context(line, batch.committed))))
-                    }
+                    Err(e) => return Err(CopyFailure::at(PgError::new(e.code, e.message), line)),
                 };
-                for ((field, ty), name) in record.iter().zip(&types).zip(&names) {
+                for ((field, ty), name) in record.iter().zip(rows.types).zip(rows.names) {
                     let value = match field {
                         None => Value::Null,
                         Some(text) => copy_value(text, *ty).map_err(|e| {
-                            let e = PgError::from(e);
                             let shown: String = text.chars().take(64).collect();
-                            PgError::new(
-                                e.code,
-                                format!("{}{} column {name}: \"{shown}\"", e.message, context(line, batch.committed)),
-                            )
+                            CopyFailure {
+                                error: PgError::from(e),
+                                line: Some(line),
+                                detail: format!(" column {name}: \"{shown}\""),
+                            }
                         })?,
                     };
                     batch.bytes += field.as_ref().map_or(1, String::len);
                     batch.values.push(value);
                 }
                 batch.rows += 1;
-                if batch.rows >= batch_rows || batch.bytes >= COPY_BATCH_BYTES {
-                    self.copy_flush(&insert_head, names.len(), &mut batch).await.map_err(|e| {
-                        PgError::new(e.code, format!("{}{}", e.message, context(line, batch.committed)))
-                    })?;
+                if batch.rows >= rows.batch_rows || batch.bytes >= COPY_BATCH_BYTES {
+                    self.copy_flush(rows.head, rows.names.len(), batch).await.map_err(|e| CopyFailure::at(e, line))?;
                 }
             }
             if at_end {
                 let line = parser.line();
-                self.copy_flush(&insert_head, names.len(), &mut batch)
-                    .await
-                    .map_err(|e| PgError::new(e.code, format!("{}{}", e.message, context(line, batch.committed))))?;
-                return Ok(Reply::Command { tag: format!("COPY {}", batch.committed), notice: None });
+                self.copy_flush(rows.head, rows.names.len(), batch).await.map_err(|e| CopyFailure::at(e, line))?;
+                return self.copy_wait(batch, 0).await.map_err(|e| CopyFailure::at(e, line));
             }
         }
     }
 
+    /// Starts the batch's INSERT, after waiting for the oldest batch in flight if
+    /// `COPY_IN_FLIGHT` are. Batches are awaited in the order they started; after an error
+    /// the ones in flight are awaited too, so that the count of committed rows is exact.
     async fn copy_flush(&mut self, head: &str, columns: usize, batch: &mut CopyBatch) -> Result<(), PgError> {
         if batch.rows == 0 {
             return Ok(());
+        }
+        if batch.in_flight.len() >= COPY_IN_FLIGHT {
+            self.copy_wait(batch, COPY_IN_FLIGHT - 1).await?;
         }
         let mut sql = String::with_capacity(head.len() + batch.rows * (columns * 8 + 4));
         sql.push_str(head);
@@ -935,12 +960,26 @@ impl Protocol {
             }
             sql.push(')');
         }
-        let inserted = self.session.copy_batch(&sql, &batch.values).await?;
-        batch.committed += inserted;
-        batch.values.clear();
+        let values = std::mem::take(&mut batch.values);
+        batch.in_flight.push_back(self.session.copy_batch(sql, values));
         batch.rows = 0;
         batch.bytes = 0;
         Ok(())
+    }
+
+    /// Waits until at most `keep` batches are in flight (all of them after an error).
+    async fn copy_wait(&mut self, batch: &mut CopyBatch, keep: usize) -> Result<(), PgError> {
+        let mut first_error = None;
+        while batch.in_flight.len() > keep || (first_error.is_some() && !batch.in_flight.is_empty()) {
+            let Some(job) = batch.in_flight.pop_front() else { break };
+            match self.session.copy_batch_done(job).await {
+                Ok(inserted) => batch.committed += inserted,
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// COPY TO STDOUT: the rows of a query (bounded like any query), as CopyData.
@@ -992,11 +1031,49 @@ fn copy_value(text: &str, ty: Option<pistou_sql::SqlType>) -> Result<Value, pist
 }
 
 /// COPY FROM rows not yet inserted, and the count of those that were.
+/// What COPY FROM turns records into: the INSERT's head, the columns, rows per batch.
+#[derive(Clone, Copy)]
+struct CopyRows<'a> {
+    head: &'a str,
+    names: &'a [String],
+    types: &'a [Option<SqlType>],
+    batch_rows: usize,
+}
+
+/// A COPY FROM error, told with its position once every batch in flight has finished.
+struct CopyFailure {
+    error: PgError,
+    /// The input line, for errors about the data.
+    line: Option<u64>,
+    /// Appended after the position (the column and value at fault).
+    detail: String,
+}
+
+impl CopyFailure {
+    fn bare(error: PgError) -> Self {
+        CopyFailure { error, line: None, detail: String::new() }
+    }
+
+    fn at(error: PgError, line: u64) -> Self {
+        CopyFailure { error, line: Some(line), detail: String::new() }
+    }
+
+    fn into_error(self, table: &str, committed: u64) -> PgError {
+        let Some(line) = self.line else { return self.error };
+        let done = if committed > 0 { format!("; {committed} rows were already committed") } else { String::new() };
+        let message = format!("{} (COPY {table}, line {line}{done}){}", self.error.message, self.detail);
+        PgError::new(self.error.code, message)
+    }
+}
+
 struct CopyBatch {
     values: Vec<Value>,
     rows: usize,
     bytes: usize,
+    /// Rows of the batches that committed.
     committed: u64,
+    /// Started batches, oldest first.
+    in_flight: VecDeque<CopyBatchJob>,
 }
 
 /// Completes when the gateway stops (or its stop signal is gone).

@@ -2,6 +2,7 @@
 //! SQLSTATEs that PostgreSQL drivers understand.
 
 use pistou_client::ClientError;
+use pistou_client::TxnError;
 use pistou_sql::SqlError;
 
 /// Why `serve` stopped.
@@ -62,6 +63,7 @@ pub const COMPLETION_UNKNOWN: &str = "40003";
 pub const QUERY_CANCELED: &str = "57014";
 pub const CANNOT_CONNECT_NOW: &str = "57P03";
 pub const INTERNAL: &str = "XX000";
+pub const SNAPSHOT_TOO_OLD: &str = "72000";
 
 impl From<SqlError> for PgError {
     fn from(e: SqlError) -> PgError {
@@ -96,6 +98,8 @@ pub fn from_client(e: ClientError) -> PgError {
         }
         ClientError::TooManyAborts(_) => serialization_failure(),
         ClientError::Closed => PgError::new(CANNOT_CONNECT_NOW, "the gateway's connection to the cluster is shut down"),
+        // As a statement of such a transaction gets (pistou_txn's read_err).
+        ClientError::Txn(t @ TxnError::TooOld) => PgError::new(SNAPSHOT_TOO_OLD, t.to_string()),
         ClientError::Txn(t) => PgError::new(PROGRAM_LIMIT, t.to_string()),
         other => PgError::new(INTERNAL, other.to_string()),
     }

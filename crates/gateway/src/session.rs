@@ -361,11 +361,23 @@ impl Session {
         Ok(())
     }
 
-    /// One batch of COPY FROM rows: an INSERT of `values` in its own transaction
-    /// (retried on serialization failure), whether or not a block is open. Returns the
-    /// number of rows inserted.
-    pub async fn copy_batch(&mut self, sql: &str, values: &[Value]) -> Result<u64, PgError> {
-        match self.autocommit(Work::Values(sql, values)).await? {
+    /// Starts one batch of COPY FROM rows: an INSERT of `values` in its own transaction
+    /// (retried on serialization failure), whether or not a block is open, as a task of its
+    /// own so that the next batches can start meanwhile. [`Session::copy_batch_done`] takes
+    /// its outcome.
+    pub fn copy_batch(&self, sql: String, values: Vec<Value>) -> CopyBatchJob {
+        let autocommit = self.autocommit_context();
+        CopyBatchJob(tokio::spawn(async move { autocommit.run(Work::Values(&sql, &values)).await }))
+    }
+
+    /// Waits for a batch started by [`Session::copy_batch`]; returns the rows it inserted.
+    pub async fn copy_batch_done(&mut self, job: CopyBatchJob) -> Result<u64, PgError> {
+        let (reply, currents) =
+            job.0.await.map_err(|e| PgError::new(errors::INTERNAL, format!("COPY batch task failed: {e}")))?;
+        // Batches finish in the order they started (the caller awaits them so), so the
+        // last one's draws are the session's currval, as after a sequential COPY.
+        self.sequence_currents.extend(currents);
+        match reply? {
             Reply::Command { tag, .. } => Ok(tag.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0)),
             Reply::Rows { .. } => Err(PgError::new(errors::INTERNAL, "COPY batch returned rows")),
         }
@@ -417,30 +429,19 @@ impl Session {
 
     /// A statement outside a block: its own transaction, retried on serialization failure.
     async fn autocommit(&mut self, work: Work<'_>) -> Result<Reply, PgError> {
-        let mut backoff = Duration::from_millis(2);
-        let mut attempt = 0u32;
-        loop {
-            let mut txn = self.client.begin().await.map_err(from_client)?;
-            txn.set_sequence_currents(self.sequence_currents.clone());
-            let limit = self.settings.statement_timeout();
-            let outcome = within(limit, work.run(&self.engine, &mut txn)).await;
-            self.sequence_currents = txn.sequence_currents().clone();
-            let error = match outcome {
-                Ok(reply) => match txn.commit().await {
-                    Ok(Outcome::Committed { .. }) => return Ok(reply),
-                    Ok(Outcome::Aborted) => serialization_failure(),
-                    Err(e) => return Err(from_client(e)),
-                },
-                Err(e) => e, // dropping `txn` aborts it
-            };
-            if !error.is_serialization_failure() || attempt >= self.config.autocommit_retries {
-                return Err(error);
-            }
-            attempt += 1;
-            // Full jitter: conflicting clients do not retry in lockstep.
-            let wait = rand::thread_rng().gen_range(0..=backoff.as_micros() as u64);
-            tokio::time::sleep(Duration::from_micros(wait)).await;
-            backoff = (backoff * 2).min(self.config.max_retry_backoff);
+        let autocommit = self.autocommit_context();
+        let (reply, currents) = autocommit.run(work).await;
+        self.sequence_currents = currents;
+        reply
+    }
+
+    fn autocommit_context(&self) -> Autocommit {
+        Autocommit {
+            client: self.client.clone(),
+            engine: self.engine.clone(),
+            config: self.config.clone(),
+            statement_timeout: self.settings.statement_timeout(),
+            sequence_currents: self.sequence_currents.clone(),
         }
     }
 
@@ -568,6 +569,53 @@ fn result_fields(prepared: &pistou_sql::Prepared) -> Option<Vec<Field>> {
     let names = prepared.returning_columns()?;
     let types = prepared.returning_types().unwrap_or_default();
     Some(names.into_iter().enumerate().map(|(i, name)| Field { name, ty: types.get(i).copied().flatten() }).collect())
+}
+
+/// A COPY FROM batch running in its own task ([`Session::copy_batch`]).
+pub struct CopyBatchJob(tokio::task::JoinHandle<(Result<Reply, PgError>, SequenceCurrents)>);
+
+/// What a statement outside a block needs to run in a transaction of its own, detached
+/// from the session (COPY's batches run several at a time).
+struct Autocommit {
+    client: Client,
+    engine: Arc<Engine>,
+    config: Arc<GatewayConfig>,
+    statement_timeout: Option<Duration>,
+    sequence_currents: SequenceCurrents,
+}
+
+impl Autocommit {
+    /// Runs `work` in its own transaction, retried with jittered backoff on serialization
+    /// failure. Returns the reply and the sequences' currval after it.
+    async fn run(mut self, work: Work<'_>) -> (Result<Reply, PgError>, SequenceCurrents) {
+        let mut backoff = Duration::from_millis(2);
+        let mut attempt = 0u32;
+        loop {
+            let mut txn = match self.client.begin().await {
+                Ok(txn) => txn,
+                Err(e) => return (Err(from_client(e)), self.sequence_currents),
+            };
+            txn.set_sequence_currents(self.sequence_currents.clone());
+            let outcome = within(self.statement_timeout, work.run(&self.engine, &mut txn)).await;
+            self.sequence_currents = txn.sequence_currents().clone();
+            let error = match outcome {
+                Ok(reply) => match txn.commit().await {
+                    Ok(Outcome::Committed { .. }) => return (Ok(reply), self.sequence_currents),
+                    Ok(Outcome::Aborted) => serialization_failure(),
+                    Err(e) => return (Err(from_client(e)), self.sequence_currents),
+                },
+                Err(e) => e, // dropping `txn` aborts it
+            };
+            if !error.is_serialization_failure() || attempt >= self.config.autocommit_retries {
+                return (Err(error), self.sequence_currents);
+            }
+            attempt += 1;
+            // Full jitter: conflicting clients do not retry in lockstep.
+            let wait = rand::thread_rng().gen_range(0..=backoff.as_micros() as u64);
+            tokio::time::sleep(Duration::from_micros(wait)).await;
+            backoff = (backoff * 2).min(self.config.max_retry_backoff);
+        }
+    }
 }
 
 /// What a statement runs in its transaction.

@@ -197,3 +197,44 @@ async fn tables_without_primary_key_behave_as_in_postgres() {
     })
     .await;
 }
+
+/// A COPY larger than the batches in flight, failing in a later batch: the batches before
+/// it stay committed, and the error, sent once every batch in flight has finished, counts
+/// exactly the rows that are there (what PostgreSQL would roll back, see docs/gateway.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_batch_reports_exactly_the_rows_committed_before_it() {
+    bounded(180, async {
+        let h = start(GatewayConfig::default()).await;
+        let client = connect(h.addr).await;
+        client.simple_query("CREATE TABLE copy_pk (id INT PRIMARY KEY, v TEXT)").await.expect("create");
+        // 9,000 rows (five batches of at most 2,000); line 8,500 repeats id 1.
+        let mut data = String::new();
+        for line in 1..=9_000u32 {
+            let id = if line == 8_500 { 1 } else { line };
+            data.push_str(&format!("{id}\tv{line}\n"));
+        }
+        let sink = client.copy_in::<_, Bytes>("COPY copy_pk FROM STDIN").await.expect("copy starts");
+        futures::pin_mut!(sink);
+        let sent = sink.send(Bytes::from(data)).await;
+        let error = match sent {
+            Ok(()) => sink.finish().await.expect_err("a duplicate key"),
+            Err(e) => e,
+        };
+        assert_eq!(support::sqlstate(&error), "23505", "{error:?}");
+        let message = error.as_db_error().map(|e| e.message().to_string()).unwrap_or_default();
+        let committed: u64 = message
+            .split("; ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no committed count in {message:?}"));
+        assert!(message.contains("(COPY copy_pk, line "), "{message}");
+        let count = rows(&client, "SELECT count(*) FROM copy_pk").await.expect("count");
+        assert_eq!(count, vec![vec![Some(committed.to_string())]], "{message}");
+        // Whole batches: the one holding line 8,500 inserted nothing.
+        assert_eq!(committed % 1_000, 0, "{message}");
+        assert!((6_000..9_000).contains(&committed), "{message}");
+        h.stop().await;
+    })
+    .await;
+}

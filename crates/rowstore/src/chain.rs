@@ -70,6 +70,11 @@ impl Chain {
         match self.position(version.ts, &version.writer) {
             Ok(_) => false,
             Err(i) => {
+                if self.versions.len() == self.versions.capacity() {
+                    // Most keys hold one version: grow from one slot (doubling), not from
+                    // Vec's minimum of four.
+                    self.versions.reserve_exact(self.versions.len().max(1));
+                }
                 self.versions.insert(i, version);
                 true
             }
@@ -153,6 +158,8 @@ impl Chain {
                 kept.push(v);
             }
         }
+        // Collected chains are mostly down to one version: do not keep the old capacity.
+        kept.shrink_to_fit();
         self.versions = kept;
         removed
     }

@@ -3,7 +3,7 @@
 
 use crate::chain::Key;
 use crate::refs::VersionState;
-use pistou_core::{Timestamp, TxnId};
+use pistou_core::{Timestamp, TinySet, TxnId};
 use pistou_sql::KeyRange;
 use pistou_sql::Row;
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,7 +32,7 @@ pub(crate) struct WriteLog {
     entries: BTreeMap<(Timestamp, TxnId), LogEntry>,
     /// The same writes by key: a predicate's key ranges are looked up without walking the
     /// whole window (`between_in`).
-    by_key: BTreeMap<Key, BTreeSet<(Timestamp, TxnId)>>,
+    by_key: BTreeMap<Key, TinySet<(Timestamp, TxnId)>>,
     writes: usize,
     trimmed_through: Option<Timestamp>,
     /// Committed writes below this have been trimmed (it only moves up).
@@ -220,7 +220,8 @@ impl WriteLog {
                 expected.entry(key).or_default().insert(stamp);
             }
         }
-        expected.len() == self.by_key.len() && self.by_key.iter().all(|(k, set)| expected.get(k) == Some(set))
+        expected.len() == self.by_key.len()
+            && self.by_key.iter().all(|(k, set)| expected.get(k).is_some_and(|e| e.iter().eq(set.iter())))
     }
 
     /// Timestamp of the newest write below `below` that `accept` admits (exact when `below` is

@@ -25,6 +25,11 @@ pub struct Limits {
     pub max_depth: usize,
     /// Most rows any intermediate result (a scan, a join, an INSERT source) may hold.
     pub max_rows: usize,
+    /// Most rows a statement may read as active rows (Pesto's Q-READ: rows that satisfied a
+    /// scan's predicate, or point reads). A transaction carries at most
+    /// `pistou_wire::MAX_TXN_OPS` reads, so replicas and clients stop a statement at that
+    /// many instead of scanning on and building a reply nobody can accept. Unbounded here.
+    pub max_read_rows: usize,
     /// Plans kept in the plan cache.
     pub plan_cache_entries: usize,
     /// Most bytes of text a statement's expressions may compute in all (`||`, text
@@ -39,6 +44,7 @@ impl Default for Limits {
             max_sql_len: 64 * 1024,
             max_depth: 64,
             max_rows: 1_000_000,
+            max_read_rows: usize::MAX,
             plan_cache_entries: 512,
             max_computed_bytes: 256 << 20,
         }
@@ -442,6 +448,8 @@ impl Engine {
             pending: ctx.pending,
             max_rows: self.limits.max_rows,
             rows_read: Default::default(),
+            max_read_rows: self.limits.max_read_rows,
+            active_rows: Default::default(),
             computed: &budget,
         };
         let draws = SequenceDraws::new(ctx.sequences);

@@ -64,6 +64,26 @@ fn exploding_joins_hit_the_row_limit() {
     assert_eq!(state(&mut db, "SELECT count(*) FROM t a, t b, t c WHERE a.a + b.a = c.a"), "ok");
 }
 
+/// A statement reporting more active rows than a transaction may carry stops at the limit
+/// (54000, the coordinator's own message); rows its filter rejects do not count.
+#[test]
+fn active_reads_stop_at_the_transaction_read_limit() {
+    let mut db = Database::with_limits(Limits { max_read_rows: 50, ..Limits::default() });
+    db.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT)").expect("create");
+    let values: Vec<String> = (0..200).map(|i| format!("({i}, {i})")).collect();
+    db.execute(&format!("INSERT INTO t VALUES {}", values.join(","))).expect("insert");
+    let err = db.execute("SELECT count(*) FROM t").expect_err("200 active rows");
+    assert_eq!((err.sqlstate(), err.message.as_str()), ("54000", "a transaction reads at most 50 rows"));
+    // Two scans of 30 rows each: the limit is per statement, over all its scans.
+    assert_eq!(
+        state(&mut db, "SELECT (SELECT count(*) FROM t WHERE id < 30) + (SELECT count(*) FROM t WHERE id >= 170)"),
+        "54000"
+    );
+    // A full scan whose filter passes few rows reads few.
+    assert_eq!(state(&mut db, "SELECT count(*) FROM t WHERE a % 10 = 0"), "ok");
+    assert_eq!(state(&mut db, "SELECT count(*) FROM t WHERE id < 30"), "ok");
+}
+
 #[test]
 fn arithmetic_and_conversion_errors_are_typed() {
     let mut db = db();

@@ -35,6 +35,10 @@ pub const MAX_ENTRY_BYTES: usize = pistou_wire::DEFAULT_MAX_FRAME_BYTES;
 /// Sequence number → `[FORMAT][checksum][payload]`.
 const ENTRIES: TableDefinition<u64, &[u8]> = TableDefinition::new("entries");
 const FORMAT: u8 = 1;
+/// redb's page cache. The log is read once, at open, and otherwise only appended to, so a
+/// large cache buys nothing; redb's default (1 GiB per database) would let each of a host's
+/// replicas keep up to that much of its log resident.
+const CACHE_BYTES: usize = 32 << 20;
 const HEADER: usize = 1 + 32;
 
 /// When [`DurableLog::sync`] makes entries durable: `storage.sync` in cluster.toml.
@@ -134,7 +138,7 @@ impl DurableLog {
             let path = path.clone();
             move |e: redb::Error| StoreError::Engine { path, op, cause: Box::new(e) }
         };
-        let db = Database::create(&path).map_err(|e| engine("open")(e.into()))?;
+        let db = Database::builder().set_cache_size(CACHE_BYTES).create(&path).map_err(|e| engine("open")(e.into()))?;
         // Create the table on first open so that reads find it.
         let tx = db.begin_write().map_err(|e| engine("begin a write")(e.into()))?;
         tx.open_table(ENTRIES).map_err(|e| engine("open the table")(e.into()))?;

@@ -257,7 +257,8 @@ impl Replica {
         let Some(state) = self.keys.get_mut(key) else { return Vec::new() };
         let bound = (Timestamp::at(horizon), TxnId([0; 32]));
         let mut removed = Vec::new();
-        if let Some(&newest) = state.committed.range(..bound).next_back() {
+        let newest = state.committed.range(..bound).next_back().copied();
+        if let Some(newest) = newest {
             let kept = state.committed.split_off(&newest);
             removed = std::mem::replace(&mut state.committed, kept).into_iter().map(|(_, w)| w).collect();
         }

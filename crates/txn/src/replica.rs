@@ -11,7 +11,7 @@ use crate::pesto::cc::CcAbort;
 use crate::pesto::{SqlReplica, SqlTxn, SqlTxnError};
 use crate::rejects::{RejectReason, Rejections};
 use pistou_core::sql_keys::{catalog_key, key_kind, KeyKind};
-use pistou_core::{ClusterConfig, Key, ReplicaId, Timestamp, TxnId};
+use pistou_core::{ClusterConfig, Key, ReplicaId, Timestamp, TinyMap, TinySet, TxnId};
 use pistou_crypto::{BatchSigner, Hash, SecretKey};
 use pistou_wire::{
     AbortCert, AbortReads, ClientSigned, CommitCert, CommittedRead, ConflictProof, Decision, DecisionCert, ElectFb,
@@ -38,13 +38,13 @@ pub(crate) enum Dest {
 #[derive(Default)]
 pub(crate) struct KeyState {
     /// Versions written by committed transactions: (version = writer's ts, writer).
-    pub(crate) committed: BTreeSet<(Timestamp, TxnId)>,
+    pub(crate) committed: TinySet<(Timestamp, TxnId)>,
     /// Versions written by prepared, undecided transactions.
-    pub(crate) prepared: BTreeSet<(Timestamp, TxnId)>,
+    pub(crate) prepared: TinySet<(Timestamp, TxnId)>,
     /// Prepared or committed transactions that read this key: (reader ts, reader) → version read.
-    pub(crate) readers: BTreeMap<(Timestamp, TxnId), Timestamp>,
+    pub(crate) readers: TinyMap<(Timestamp, TxnId), Timestamp>,
     /// Read timestamps (RTS) of ongoing transactions.
-    pub(crate) rts: BTreeSet<Timestamp>,
+    pub(crate) rts: TinySet<Timestamp>,
 }
 
 impl KeyState {

@@ -456,11 +456,11 @@ fn a_client_gives_up_on_a_transaction_replicas_would_refuse() {
     let h = c.clients[0].begin(c.now);
     c.now += 60_000;
     assert_eq!(c.clients[0].get(c.now, h, b"a"), Err(pistou_txn::TxnError::TooOld));
-    // Commit aborts locally: no ST1 is sent.
+    // Commit refuses with the reason, sends no ST1, and the transaction can be aborted.
     c.clients[0].put(h, b"b", Some(vec![1])).expect("put");
-    c.clients[0].commit(c.now, h).expect("commit");
+    assert_eq!(c.clients[0].commit(c.now, h), Err(pistou_txn::TxnError::TooOld));
     assert!(!c.clients[0].take_outputs().iter().any(|(_, m)| matches!(m, Message::Prepare(_))));
-    assert!(matches!(c.clients[0].poll_event(), Some(CoordinatorEvent::Decided { decision: Decision::Abort, .. })));
+    c.clients[0].abort(h).expect("abort");
 }
 
 #[test]

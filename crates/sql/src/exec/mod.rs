@@ -34,6 +34,9 @@ pub(crate) struct Reader<'a> {
     /// Rows read from storage so far by this statement (bounded: per-row scans of joins and
     /// correlated subqueries multiply).
     pub rows_read: std::cell::Cell<usize>,
+    /// `Limits::max_read_rows`, and the active rows this statement's scans reported so far.
+    pub max_read_rows: usize,
+    pub active_rows: std::cell::Cell<usize>,
     /// Bytes of text this statement's expressions may still compute.
     pub computed: &'a crate::expr::ComputeBudget,
 }
@@ -232,6 +235,14 @@ impl Reader<'_> {
                     }
                     let pass = filter.passes(r.row)?;
                     if pass || point {
+                        let n = self.active_rows.get() + 1;
+                        if n > self.max_read_rows {
+                            return err(
+                                SqlState::ProgramLimitExceeded,
+                                format!("a transaction reads at most {} rows", self.max_read_rows),
+                            );
+                        }
+                        self.active_rows.set(n);
                         active.push(ReadRow { key: r.key.to_vec(), version: r.version });
                     }
                     if pass {

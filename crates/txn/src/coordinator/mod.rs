@@ -108,7 +108,10 @@ pub enum TxnError {
     #[error("a SQL statement of this transaction is still running")]
     Busy,
     /// Replicas refuse reads and prepares below their GC watermark (now − max_txn_age).
-    #[error("the transaction is older than max_txn_age: replicas no longer serve it; retry it")]
+    #[error(
+        "the transaction is older than the cluster's max_txn_age_us (60 s by default): replicas no longer accept \
+         it; a transaction must finish within that time"
+    )]
     TooOld,
 }
 
@@ -263,7 +266,10 @@ impl Coordinator {
             events: VecDeque::new(),
             rejects: Rejections::default(),
             recoveries: 0,
-            sql_engine: pistou_sql::Engine::new(pistou_sql::Limits::default()),
+            sql_engine: pistou_sql::Engine::new(pistou_sql::Limits {
+                max_read_rows: pistou_wire::MAX_TXN_OPS,
+                ..pistou_sql::Limits::default()
+            }),
             catalog_hint: None,
             sequence_cache: BTreeMap::new(),
             eager_range_reads: true,
@@ -503,12 +509,16 @@ impl Coordinator {
         if !t.in_flight.is_empty() || t.sql.as_ref().is_some_and(|s| s.busy()) {
             return Err(TxnError::NotActive);
         }
+        let ts = t.ts;
+        if self.too_old(now, ts) {
+            // Replicas would refuse T's ST1 (below their GC watermark) and never answer. The
+            // caller aborts T; the error says why, where a plain abort would read as a conflict.
+            return Err(TxnError::TooOld);
+        }
         let Some(mut t) = self.txns.remove(&h) else { return Err(TxnError::UnknownTxn) };
         self.by_ts.remove(&t.ts);
-        let too_old = self.too_old(now, t.ts);
-        let (Ok(predicates), false) = (Self::sql_commit_parts(&mut t), too_old) else {
-            // A key read at two versions (T cannot be serializable), or replicas would refuse
-            // T's ST1 (below their GC watermark) and never answer.
+        let Ok(predicates) = Self::sql_commit_parts(&mut t) else {
+            // A key read at two versions: T cannot be serializable.
             self.abort_locally(h, &t);
             return Ok(());
         };
