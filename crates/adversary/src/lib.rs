@@ -67,8 +67,8 @@ pub enum ReplicaFault {
     /// Lies in range-read replies (Pesto §5.5): in Q-RES, Q-READ, Q-DEP, Q-PRED, table
     /// versions or SS-VOTE, one lie per reply.
     LieRange,
-    /// Serves a catching-up peer forged state: every committed transaction of a page with a
-    /// changed written value (its certificate no longer matches), and its first page
+    /// Serves a catching-up peer forged state: every committed transaction it sends with a
+    /// changed written value (its certificate no longer matches), and its first page of ids
     /// claimed to be its last (omitting the rest).
     ForgeCatchUp,
 }
@@ -229,13 +229,16 @@ pub fn tamper(
 pub fn tamper_replica(fault: ReplicaFault, msg: Message) -> Option<Message> {
     match (fault, msg) {
         (ReplicaFault::SilentLeader, Message::DecFb(_)) => None,
-        (ReplicaFault::ForgeCatchUp, Message::CatchUpPage { mut commits, .. }) => {
+        (ReplicaFault::ForgeCatchUp, Message::CatchUpPage { ids, .. }) => {
+            Some(Message::CatchUpPage { ids, next: None })
+        }
+        (ReplicaFault::ForgeCatchUp, Message::CatchUpCommits { mut commits }) => {
             for wb in &mut commits {
                 if let Some(w) = wb.meta.write_set.first_mut() {
                     w.value = Some(b"forged".to_vec());
                 }
             }
-            Some(Message::CatchUpPage { commits, next: None })
+            Some(Message::CatchUpCommits { commits })
         }
         (ReplicaFault::LyingLeader, Message::DecFb(mut d)) => {
             d.decision = match d.decision {

@@ -7,10 +7,15 @@
 //! Garbage collection keeps, for every key, the record of the writer of its newest committed
 //! version below the watermark and every record above it, each with its commit certificate
 //! (gc.rs). A replica's committed state is therefore a set of self-certifying pairs (metadata,
-//! certificate). The replica asks each peer for its pairs in (timestamp, id) order
-//! (`Replica::committed_order`), a bounded page at a time (`CatchUp` → `CatchUpPage`), checks every certificate as it checks a
-//! writeback, and applies what it lacks, below its watermark too: the certificate proves the
-//! commit, and a version older than the key's newest only joins its history.
+//! certificate). The replica asks each peer for the ids of its pairs in (timestamp, id) order
+//! (`Replica::committed_order`), a bounded page at a time (`CatchUp` → `CatchUpPage`), then
+//! fetches only the commits it lacks (`CatchUpFetch` → `CatchUpCommits`): a replica that was
+//! cut off for a few seconds, or restarted from its log, already has nearly all of them, and
+//! shipping every full commit of the window from every peer once cost more than the
+//! workload (docs/benchmarks.md, "Replica memory while loading"). It checks every
+//! certificate as it checks a writeback, and applies what it lacks, below its watermark too:
+//! the certificate proves the commit, and a version older than the key's newest only joins
+//! its history.
 //!
 //! A Byzantine peer cannot forge a pair, only omit some or stop answering. The replica stays
 //! out of reads and ST1 (`RejectReason::CatchingUp`) until n − 1 − f peers have sent their
@@ -21,7 +26,9 @@
 use crate::rejects::RejectReason;
 use crate::replica::{Replica, Status};
 use pistou_core::{ReplicaId, Timestamp, TxnId};
-use pistou_wire::{DecisionCert, Message, TxnMeta, Writeback, CATCH_UP_PAGE_BYTES, MAX_CATCH_UP_PAGE};
+use pistou_wire::{
+    DecisionCert, Message, TxnMeta, Writeback, CATCH_UP_PAGE_BYTES, MAX_CATCH_UP_IDS, MAX_CATCH_UP_PAGE,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
@@ -36,8 +43,8 @@ pub(crate) struct CatchUp {
     /// Catching up after a silence (`heard_from_client`): the replica keeps serving, as any
     /// correct replica that a writeback has not reached yet does.
     background: bool,
-    /// Peers still sending, with the cursor of the page asked from each.
-    asking: BTreeMap<ReplicaId, Option<(Timestamp, TxnId)>>,
+    /// Peers still sending, with what was last asked of each.
+    asking: BTreeMap<ReplicaId, Step>,
     /// Peers that sent their last page.
     done: BTreeSet<ReplicaId>,
     /// When the pending requests were last sent, and when catching up started (local µs).
@@ -50,6 +57,27 @@ pub(crate) struct CatchUp {
     applied_before: u64,
     /// Catch-ups started after a silence.
     after_silence: u64,
+}
+
+/// Where catching up from one peer stands.
+#[derive(Clone, Debug)]
+enum Step {
+    /// Asked for the page of ids after this cursor.
+    Ids(Option<(Timestamp, TxnId)>),
+    /// Fetching the commits of `wanted` (listed by the peer, lacking here), then the page of
+    /// ids after `next` (the last page if `None`).
+    Fetch { wanted: BTreeSet<TxnId>, next: Option<(Timestamp, TxnId)> },
+}
+
+impl Step {
+    fn request(&self) -> Message {
+        match self {
+            Step::Ids(after) => Message::CatchUp { after: *after },
+            Step::Fetch { wanted, .. } => {
+                Message::CatchUpFetch { ids: wanted.iter().take(MAX_CATCH_UP_PAGE).copied().collect() }
+            }
+        }
+    }
 }
 
 /// A cheap upper estimate of a transaction's encoded size, to bound pages.
@@ -96,7 +124,7 @@ impl Replica {
         let c = &mut self.catch_up;
         c.active = blocking;
         c.background = !blocking;
-        c.asking = peers.iter().map(|p| (*p, after)).collect();
+        c.asking = peers.iter().map(|p| (*p, Step::Ids(after))).collect();
         c.done.clear();
         c.started_at = now;
         c.applied_before = c.applied;
@@ -125,8 +153,8 @@ impl Replica {
 
     fn ask_for_pages(&mut self, now: u64) {
         self.catch_up.asked_at = now;
-        for (peer, after) in &self.catch_up.asking {
-            self.replica_outputs.push((*peer, Message::CatchUp { after: *after }));
+        for (peer, step) in &self.catch_up.asking {
+            self.replica_outputs.push((*peer, step.request()));
         }
     }
 
@@ -137,7 +165,8 @@ impl Replica {
         }
     }
 
-    /// A peer asks for the committed transactions after `after`: one page, in order.
+    /// A peer asks for the ids of the committed transactions after `after`: one page, in
+    /// order.
     pub(crate) fn on_catch_up(
         &mut self,
         from: ReplicaId,
@@ -150,71 +179,138 @@ impl Replica {
             Some(a) => Bound::Excluded(a),
             None => Bound::Unbounded,
         };
-        let mut commits = Vec::new();
-        let mut bytes = 0;
-        let (mut last, mut next) = (None, None);
+        let mut ids = Vec::new();
+        let mut next = None;
         for &key in self.committed_order.range((from_cursor, Bound::Unbounded)) {
-            if commits.len() >= MAX_CATCH_UP_PAGE || (!commits.is_empty() && bytes >= CATCH_UP_PAGE_BYTES) {
-                next = last; // more remain: the next page starts after the last one sent
+            if self.txns.get(&key.1).is_none_or(|rec| rec.cert().is_none()) {
+                continue;
+            }
+            if ids.len() == MAX_CATCH_UP_IDS {
+                next = ids.last().copied(); // more remain: the next page starts after the last one sent
                 break;
             }
-            let Some(rec) = self.txns.get(&key.1) else { continue };
-            let Some(cert) = rec.cert() else { continue };
-            bytes += estimated_bytes(&rec.meta);
-            commits.push(Writeback { meta: (*rec.meta).clone(), cert });
-            last = Some(key);
+            ids.push(key);
         }
-        self.replica_outputs.push((from, Message::CatchUpPage { commits, next }));
+        self.replica_outputs.push((from, Message::CatchUpPage { ids, next }));
         Ok(())
     }
 
-    /// A page from a peer: every certificate checked, the missing commits applied.
+    /// A page of ids from a peer: the ones not committed (or aborted) here are fetched, then
+    /// the next page is asked for.
     pub(crate) fn on_catch_up_page(
         &mut self,
         now: u64,
         from: ReplicaId,
-        commits: Vec<Writeback>,
+        ids: Vec<(Timestamp, TxnId)>,
         next: Option<(Timestamp, TxnId)>,
     ) -> Result<(), RejectReason> {
-        let Some(cursor) = self.catch_up.asking.get(&from).copied() else {
-            return Err(RejectReason::Unexpected); // not asked, or already done
+        let cursor = match self.catch_up.asking.get(&from) {
+            Some(Step::Ids(cursor)) => *cursor,
+            // Not asked, already done, or an answer to an earlier request crossing a retry.
+            _ => return Err(RejectReason::Unexpected),
         };
-        if commits.len() > MAX_CATCH_UP_PAGE || (next.is_some() && commits.is_empty()) {
+        if ids.len() > MAX_CATCH_UP_IDS || (next.is_some() && ids.is_empty()) {
             return Err(RejectReason::Misbehavior);
         }
         // In order, after the cursor asked for; a page answering an older request (a
         // retransmission crossed a reply) starts at or before the cursor and is ignored.
-        let keys: Vec<(Timestamp, TxnId)> = commits.iter().map(|wb| (wb.meta.ts, wb.meta.id())).collect();
-        if keys.first().is_some_and(|first| cursor.is_some_and(|c| *first <= c)) {
+        if ids.first().is_some_and(|first| cursor.is_some_and(|c| *first <= c)) {
             return Ok(());
         }
-        if keys.windows(2).any(|w| w[0] >= w[1]) || next.is_some_and(|n| keys.last() != Some(&n)) {
+        if ids.windows(2).any(|w| w[0] >= w[1]) || next.is_some_and(|n| ids.last() != Some(&n)) {
             return Err(RejectReason::Misbehavior);
         }
-        for (wb, (_, id)) in commits.into_iter().zip(keys) {
+        let wanted: BTreeSet<TxnId> = ids.into_iter().map(|(_, id)| id).filter(|id| !self.decided_here(id)).collect();
+        self.catch_up_step(now, from, Step::Fetch { wanted, next });
+        Ok(())
+    }
+
+    /// A peer asks for the commits of `ids`: those it holds, in the order asked, bounded.
+    pub(crate) fn on_catch_up_fetch(&mut self, from: ReplicaId, ids: Vec<TxnId>) -> Result<(), RejectReason> {
+        if from.shard != self.id.shard || from == self.id {
+            return Err(RejectReason::WrongShard);
+        }
+        if ids.len() > MAX_CATCH_UP_PAGE {
+            return Err(RejectReason::Misbehavior);
+        }
+        let mut commits = Vec::new();
+        let mut bytes = 0;
+        for id in ids {
+            if !commits.is_empty() && bytes >= CATCH_UP_PAGE_BYTES {
+                break; // the asker fetches the rest again
+            }
+            let Some(rec) = self.txns.get(&id) else { continue };
+            let Some(cert) = rec.cert() else { continue };
+            bytes += estimated_bytes(&rec.meta);
+            commits.push(Writeback { meta: (*rec.meta).clone(), cert });
+        }
+        self.replica_outputs.push((from, Message::CatchUpCommits { commits }));
+        Ok(())
+    }
+
+    /// Commits fetched from a peer: every certificate checked, the missing ones applied. An
+    /// empty answer ends the fetch (the peer lacks them, or withholds them: the other peers
+    /// cover for it); one with none of the commits still wanted answered an earlier request
+    /// (a retry crossed it) and changes nothing.
+    pub(crate) fn on_catch_up_commits(
+        &mut self,
+        now: u64,
+        from: ReplicaId,
+        commits: Vec<Writeback>,
+    ) -> Result<(), RejectReason> {
+        let Some(Step::Fetch { mut wanted, next }) = self.catch_up.asking.get(&from).cloned() else {
+            return Err(RejectReason::Unexpected);
+        };
+        if commits.len() > MAX_CATCH_UP_PAGE {
+            return Err(RejectReason::Misbehavior);
+        }
+        let mut progress = false;
+        let empty = commits.is_empty();
+        for wb in commits {
             if !matches!(wb.cert, DecisionCert::Commit(_)) {
                 return Err(RejectReason::Misbehavior);
             }
+            let id = wb.meta.id();
+            progress |= wanted.remove(&id);
             self.apply_caught_up(id, wb)?;
         }
-        match next {
-            Some(n) => {
-                self.catch_up.asking.insert(from, Some(n));
-                self.replica_outputs.push((from, Message::CatchUp { after: Some(n) }));
-            }
-            None => {
-                self.catch_up.asking.remove(&from);
-                self.catch_up.done.insert(from);
-                self.finish_catch_up_if_enough(now);
-            }
+        if empty {
+            wanted.clear();
+        } else if !progress {
+            return Ok(());
         }
+        self.catch_up_step(now, from, Step::Fetch { wanted, next });
         Ok(())
+    }
+
+    /// Moves catching up from `from` on: fetch what is still wanted, else ask for the next
+    /// page of ids, else that peer is done.
+    fn catch_up_step(&mut self, now: u64, from: ReplicaId, step: Step) {
+        let step = match step {
+            Step::Fetch { wanted, next } if wanted.is_empty() => match next {
+                Some(n) => Step::Ids(Some(n)),
+                None => {
+                    self.catch_up.asking.remove(&from);
+                    self.catch_up.done.insert(from);
+                    self.finish_catch_up_if_enough(now);
+                    return;
+                }
+            },
+            step => step,
+        };
+        self.replica_outputs.push((from, step.request()));
+        self.catch_up.asking.insert(from, step);
+    }
+
+    /// True if this replica has T's decision (commit or abort): catching up skips it.
+    fn decided_here(&self, id: &TxnId) -> bool {
+        self.txns.get(id).is_some_and(|r| matches!(r.status, Status::Committed(_) | Status::Aborted(_)))
     }
 
     /// Applies a certified commit this replica lacks, whatever the watermark.
     /// `id` is `wb.meta.id()`, hashed once by the caller.
     fn apply_caught_up(&mut self, id: TxnId, wb: Writeback) -> Result<(), RejectReason> {
-        if self.txns.get(&id).is_some_and(|r| matches!(r.status, Status::Committed(_) | Status::Aborted(_))) {
+        if self.decided_here(&id) {
             return Ok(());
         }
         wb.meta.validate(self.config()).map_err(|_| RejectReason::MalformedTxn)?;

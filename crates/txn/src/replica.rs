@@ -368,6 +368,8 @@ impl Replica {
             | Message::Supply(_)
             | Message::CatchUp { .. }
             | Message::CatchUpPage { .. }
+            | Message::CatchUpFetch { .. }
+            | Message::CatchUpCommits { .. }
             | Message::ReadReply { .. }
             | Message::PrepareReply { .. }
             | Message::DecideReply(_)
@@ -410,7 +412,9 @@ impl Replica {
             Message::Sync { txn } => self.on_sync(from, txn),
             Message::Supply(wb) => self.on_supply(wb),
             Message::CatchUp { after } => self.on_catch_up(from, after),
-            Message::CatchUpPage { commits, next } => self.on_catch_up_page(now, from, commits, next),
+            Message::CatchUpPage { ids, next } => self.on_catch_up_page(now, from, ids, next),
+            Message::CatchUpFetch { ids } => self.on_catch_up_fetch(from, ids),
+            Message::CatchUpCommits { commits } => self.on_catch_up_commits(now, from, commits),
             Message::HelloReplica { .. } => Ok(()),
             _ => Err(RejectReason::Unexpected),
         };
@@ -1169,6 +1173,8 @@ fn client_signature(m: &Message) -> Option<(pistou_core::ClientId, Hash, pistou_
         | Message::Supply(_)
         | Message::CatchUp { .. }
         | Message::CatchUpPage { .. }
+        | Message::CatchUpFetch { .. }
+        | Message::CatchUpCommits { .. }
         // Verified by the connection layer, which handles the session handshake.
         | Message::SessionOpen(_)
         | Message::PeerOpen { .. }

@@ -857,6 +857,22 @@ fn replicas_recovered_from_their_logs_serve_every_committed_row() {
 
 /// The accounts, then two commits replica 5 will miss: it restarts from the copy of its log
 /// returned here, `downtime_us` later.
+/// The commits `to` lacks among those `from` holds, by the two catch-up steps (one page of
+/// ids, one fetch), as `from` answers them.
+fn catch_up_from(now: u64, from: &mut Replica, to: &mut Replica) -> Vec<pistou_wire::Writeback> {
+    let (from_id, to_id) = (from.id(), to.id());
+    from.handle_replica(now, to_id, Message::CatchUp { after: None });
+    let page = from.take_replica_outputs().pop().expect("a page").1;
+    to.handle_replica(now, from_id, page);
+    let fetch = to.take_replica_outputs().pop().expect("a fetch").1;
+    assert!(matches!(fetch, Message::CatchUpFetch { .. }), "{fetch:?}");
+    from.handle_replica(now, to_id, fetch);
+    match from.take_replica_outputs().pop().expect("commits").1 {
+        Message::CatchUpCommits { commits } => commits,
+        other => panic!("commits expected: {other:?}"),
+    }
+}
+
 fn two_commits_missed_by_replica_5(downtime_us: u64) -> (Cluster, Vec<pistou_txn::LogEntry>) {
     let mut cl = cluster(1);
     let logs = memory_logs(&mut cl);
@@ -899,13 +915,11 @@ fn catch_up_after_a_downtime_longer_than_tombstones_are_kept() {
     restarted.tick(cl.now);
     restarted.start_catch_up(cl.now);
     restarted.take_replica_outputs();
-    // Replica 0's page without the two-row write, as if replica 0 had missed it: the
+    // Replica 0's commits without the two-row write, as if replica 0 had missed it: the
     // deletion of row 3 is installed first, and collected by the next tick.
-    cl.replicas[0].handle_replica(cl.now, id5, Message::CatchUp { after: None });
-    let page = cl.replicas[0].take_replica_outputs().pop().expect("a page").1;
-    let Message::CatchUpPage { commits, next: None } = page else { panic!("one page expected: {page:?}") };
+    let commits = catch_up_from(cl.now, &mut cl.replicas[0], &mut restarted);
     let without_two_row_write: Vec<_> = commits.into_iter().filter(|wb| wb.meta.write_set.len() != 2).collect();
-    restarted.handle_replica(cl.now, id0, Message::CatchUpPage { commits: without_two_row_write, next: None });
+    restarted.handle_replica(cl.now, id0, Message::CatchUpCommits { commits: without_two_row_write });
     cl.now += 1_000_000;
     restarted.tick(cl.now);
     assert_eq!(restarted.live_rows().get(&row_3), None, "row 3 deleted");
@@ -921,9 +935,9 @@ fn catch_up_after_a_downtime_longer_than_tombstones_are_kept() {
 }
 
 /// Catch-up (issue 27), rule by rule: a replica restarted from an old copy of its log has
-/// missed commits; it refuses forged and disordered pages and pages it did not ask for,
-/// applies the certified ones, and once n − 1 − f peers have answered in full it holds the
-/// same committed state as its peers.
+/// missed commits; it refuses disordered pages of ids, answers it did not ask for and forged
+/// commits, fetches only the commits it lacks, applies the certified ones, and once n − 1 − f
+/// peers have answered in full it holds the same committed state as its peers.
 #[test]
 fn a_restarted_replica_catches_up_from_certified_pages_only() {
     let (mut cl, before_crash) = two_commits_missed_by_replica_5(0);
@@ -937,40 +951,48 @@ fn a_restarted_replica_catches_up_from_certified_pages_only() {
     assert_eq!(asked.len(), 5, "every other replica of the shard is asked");
     assert!(asked.iter().all(|(_, m)| matches!(m, Message::CatchUp { after: None })));
 
-    // Replica 0's first (and only) page.
+    // Replica 0's first (and only) page of ids.
     cl.replicas[0].handle_replica(cl.now, id5, Message::CatchUp { after: None });
     let page = cl.replicas[0].take_replica_outputs().pop().expect("a page").1;
-    let Message::CatchUpPage { commits, next: None } = page.clone() else { panic!("one page expected: {page:?}") };
-    assert!(commits.len() >= 2, "replica 0 holds the commits replica 5 missed");
+    let Message::CatchUpPage { ids, next: None } = page.clone() else { panic!("one page expected: {page:?}") };
     let refused = |r: &Replica, why| r.rejections().count(why);
-
-    // A value changed under its certificate.
-    let mut forged = commits.clone();
-    if let Some(w) = forged.last_mut().and_then(|wb| wb.meta.write_set.first_mut()) {
-        w.value = Some(b"forged".to_vec());
-    }
-    restarted.handle_replica(cl.now, id0, Message::CatchUpPage { commits: forged, next: None });
-    assert!(refused(&restarted, RejectReason::BadCertificate) + refused(&restarted, RejectReason::MalformedTxn) == 1);
-    // Out of order.
-    let mut disordered = commits.clone();
+    // Out of order, or claiming more pages but listing nothing: refused.
+    let mut disordered = ids.clone();
     disordered.reverse();
-    restarted.handle_replica(cl.now, id0, Message::CatchUpPage { commits: disordered, next: None });
+    restarted.handle_replica(cl.now, id0, Message::CatchUpPage { ids: disordered, next: None });
     assert_eq!(refused(&restarted, RejectReason::Misbehavior), 1);
-    // Claims more pages but brings nothing.
-    restarted.handle_replica(
-        cl.now,
-        id0,
-        Message::CatchUpPage { commits: vec![], next: commits.first().map(|wb| (wb.meta.ts, wb.meta.id())) },
-    );
+    restarted.handle_replica(cl.now, id0, Message::CatchUpPage { ids: vec![], next: ids.first().copied() });
     assert_eq!(refused(&restarted, RejectReason::Misbehavior), 2);
     // From a replica it did not ask (itself).
     restarted.handle_replica(cl.now, id5, page.clone());
     assert_eq!(refused(&restarted, RejectReason::Unexpected), 1);
-    assert!(restarted.catching_up());
-    assert_eq!(restarted.caught_up_commits(), 1, "the forged page's certified commits before the forgery applied");
+    // Commits nobody asked for yet.
+    restarted.handle_replica(cl.now, id0, Message::CatchUpCommits { commits: vec![] });
+    assert_eq!(refused(&restarted, RejectReason::Unexpected), 2);
 
-    // The real page, then the other peers' through the network.
+    // The real page: only the commits it lacks are fetched.
     restarted.handle_replica(cl.now, id0, page);
+    let fetch = restarted.take_replica_outputs().pop().expect("a fetch").1;
+    let Message::CatchUpFetch { ids: fetched } = fetch.clone() else { panic!("a fetch expected: {fetch:?}") };
+    assert!(fetched.len() >= 2, "the commits replica 5 missed");
+    assert!(fetched.len() < ids.len(), "not the commits it recovered from its log");
+    cl.replicas[0].handle_replica(cl.now, id5, fetch);
+    let answer = cl.replicas[0].take_replica_outputs().pop().expect("commits").1;
+    let Message::CatchUpCommits { commits } = answer else { panic!("commits expected: {answer:?}") };
+    assert_eq!(commits.iter().map(|wb| wb.meta.id()).collect::<Vec<_>>(), fetched, "in the order asked");
+
+    // A value changed under its certificate: refused, the commits before it applied.
+    let mut forged = commits.clone();
+    if let Some(w) = forged.last_mut().and_then(|wb| wb.meta.write_set.first_mut()) {
+        w.value = Some(b"forged".to_vec());
+    }
+    restarted.handle_replica(cl.now, id0, Message::CatchUpCommits { commits: forged });
+    assert!(refused(&restarted, RejectReason::BadCertificate) + refused(&restarted, RejectReason::MalformedTxn) == 1);
+    assert!(restarted.catching_up());
+    assert_eq!(restarted.caught_up_commits() as usize, commits.len() - 1, "the certified commits before the forgery");
+
+    // The real commits, then the other peers' through the network.
+    restarted.handle_replica(cl.now, id0, Message::CatchUpCommits { commits });
     assert!(restarted.catching_up(), "one peer is not n - 1 - f");
     cl.replicas[5] = restarted;
     for _ in 0..5 {

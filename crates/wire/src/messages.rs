@@ -400,8 +400,11 @@ pub const MAX_SS_PROP_TXNS: usize = 4_096;
 /// Most transactions one `Message::Waiting` names.
 pub const MAX_WAITING_HINT: usize = 64;
 
-/// Most transactions in one `CatchUpPage`; a page also stops after about
-/// `CATCH_UP_PAGE_BYTES` of transaction content (always holding at least one).
+/// Most transaction ids in one `CatchUpPage`.
+pub const MAX_CATCH_UP_IDS: usize = 4_096;
+/// Most transactions one `CatchUpFetch` asks for and one `CatchUpCommits` holds; an answer
+/// also stops after about `CATCH_UP_PAGE_BYTES` of transaction content (always holding at
+/// least one).
 pub const MAX_CATCH_UP_PAGE: usize = 256;
 pub const CATCH_UP_PAGE_BYTES: usize = 1 << 20;
 
@@ -567,17 +570,28 @@ pub enum Message {
     /// SUPPLY (§5.5 step 5.A): the transaction and its decision certificate. Unsigned: the
     /// certificate proves the decision, whoever forwards it.
     Supply(Writeback),
-    /// Catch-up (issue 27): a replica that restarted asks a peer of its shard for the
-    /// committed transactions it holds, in (timestamp, id) order after `after`.
+    /// Catch-up (issue 27): a replica that restarted, or was cut off, asks a peer of its shard
+    /// for the ids of the committed transactions it holds, in (timestamp, id) order after
+    /// `after`.
     CatchUp {
         after: Option<(Timestamp, TxnId)>,
     },
-    /// One page of the answer: at most `MAX_CATCH_UP_PAGE` committed transactions with their
-    /// certificates, in order; `next` is the cursor of the following page, `None` on the last.
-    /// Unsigned: each certificate proves its commit, whoever forwards it.
+    /// One page of the answer: at most `MAX_CATCH_UP_IDS` (timestamp, id) pairs, in order;
+    /// `next` is the cursor of the following page, `None` on the last. The asking replica
+    /// fetches only the commits it lacks (`CatchUpFetch`).
     CatchUpPage {
-        commits: Vec<Writeback>,
+        ids: Vec<(Timestamp, TxnId)>,
         next: Option<(Timestamp, TxnId)>,
+    },
+    /// Catch-up, second step: the commits of these ids (at most `MAX_CATCH_UP_PAGE`).
+    CatchUpFetch {
+        ids: Vec<TxnId>,
+    },
+    /// The answer: those of the ids asked that the peer holds committed, with their
+    /// certificates, in the order asked, stopping after about `CATCH_UP_PAGE_BYTES`.
+    /// Unsigned: each certificate proves its commit, whoever forwards it.
+    CatchUpCommits {
+        commits: Vec<Writeback>,
     },
     /// Right after `HelloClient`: the client asks for an authenticated connection. The
     /// connection layer answers and handles it; the protocol never sees it.
@@ -670,6 +684,8 @@ impl Message {
             Message::Supply(_) => "supply",
             Message::CatchUp { .. } => "catch-up",
             Message::CatchUpPage { .. } => "catch-up-page",
+            Message::CatchUpFetch { .. } => "catch-up-fetch",
+            Message::CatchUpCommits { .. } => "catch-up-commits",
             Message::SessionOpen(_) => "session-open",
             Message::SessionAccept { .. } => "session-accept",
             Message::PeerOpen { .. } => "peer-open",
