@@ -374,8 +374,8 @@ impl Session {
     pub async fn copy_batch_done(&mut self, job: CopyBatchJob) -> Result<u64, PgError> {
         let (reply, currents) =
             job.0.await.map_err(|e| PgError::new(errors::INTERNAL, format!("COPY batch task failed: {e}")))?;
-        // Batches finish in the order they started (the caller awaits them so), so the
-        // last one's draws are the session's currval, as after a sequential COPY.
+        // The caller awaits batches in the order they started, so the last one's draws
+        // end up as the session's currval, as after a sequential COPY.
         self.sequence_currents.extend(currents);
         match reply? {
             Reply::Command { tag, .. } => Ok(tag.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0)),
