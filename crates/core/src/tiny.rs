@@ -88,22 +88,6 @@ impl<K: Ord, V> TinyMap<K, V> {
         }
     }
 
-    /// Keeps the entries `keep` accepts.
-    pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
-        match std::mem::take(self) {
-            TinyMap::Empty => {}
-            TinyMap::One(k, mut v) => {
-                if keep(&k, &mut v) {
-                    *self = TinyMap::One(k, v);
-                }
-            }
-            TinyMap::Many(mut m) => {
-                m.retain(|k, v| keep(k, v));
-                *self = Self::from_map(m);
-            }
-        }
-    }
-
     /// Splits off the entries at or above `at` and returns them (as `BTreeMap::split_off`).
     pub fn split_off(&mut self, at: &K) -> TinyMap<K, V> {
         match std::mem::take(self) {
@@ -121,14 +105,6 @@ impl<K: Ord, V> TinyMap<K, V> {
         }
     }
 
-    pub fn first_key_value(&self) -> Option<(&K, &V)> {
-        self.iter().next()
-    }
-
-    pub fn last_key_value(&self) -> Option<(&K, &V)> {
-        self.iter().next_back()
-    }
-
     pub fn iter(&self) -> Iter<'_, K, V> {
         match self {
             TinyMap::Empty => Iter::One(None),
@@ -143,15 +119,6 @@ impl<K: Ord, V> TinyMap<K, V> {
             TinyMap::One(k, v) => Iter::One(range.contains(k).then_some((k, v))),
             TinyMap::Many(m) => Iter::Many(m.range(range)),
         }
-    }
-
-    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        let (one, many) = match self {
-            TinyMap::Empty => (None, None),
-            TinyMap::One(_, v) => (Some(v), None),
-            TinyMap::Many(m) => (None, Some(m.values_mut())),
-        };
-        one.into_iter().chain(many.into_iter().flatten())
     }
 
     /// The inline form of `m` when it has at most one entry.
@@ -251,10 +218,6 @@ impl<T: Ord> TinySet<T> {
         TinySet(self.0.split_off(at))
     }
 
-    pub fn first(&self) -> Option<&T> {
-        self.iter().next()
-    }
-
     pub fn last(&self) -> Option<&T> {
         self.iter().next_back()
     }
@@ -274,16 +237,6 @@ impl<T: Ord> IntoIterator for TinySet<T> {
 
     fn into_iter(self) -> Self::IntoIter {
         self.0.into_iter().map(|(k, ())| k)
-    }
-}
-
-impl<T: Ord> FromIterator<T> for TinySet<T> {
-    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
-        let mut set = TinySet::new();
-        for value in iter {
-            set.insert(value);
-        }
-        set
     }
 }
 
@@ -334,27 +287,23 @@ mod tests {
             assert_eq!(tiny.range(..value).next_back(), reference.range(..value).next_back());
             assert_eq!(tiny.contains(&value), reference.contains(&value));
             assert_eq!(tiny.last(), reference.last());
-            assert_eq!(tiny.first(), reference.first());
             assert_eq!(matches!(tiny.0, TinyMap::Many(_)), reference.len() > 1, "inline iff at most one element");
         }
     }
 
     #[test]
-    fn tiny_map_replaces_retains_and_iterates_values() {
+    fn tiny_map_replaces_and_removes_values() {
         let mut m = TinyMap::new();
         assert_eq!(m.insert(5, "a"), None);
         assert_eq!(m.insert(5, "b"), Some("a"));
         assert_eq!(m.get(&5), Some(&"b"));
         assert_eq!(m.insert(2, "c"), None);
-        for v in m.values_mut() {
-            *v = "z";
-        }
-        assert_eq!(m.iter().collect::<Vec<_>>(), vec![(&2, &"z"), (&5, &"z")]);
-        m.retain(|k, _| *k > 3);
-        assert!(matches!(m, TinyMap::One(5, "z")));
-        m.retain(|_, _| false);
+        assert_eq!(m.iter().collect::<Vec<_>>(), vec![(&2, &"c"), (&5, &"b")]);
+        assert_eq!(m.remove(&2), Some("c"));
+        assert!(matches!(m, TinyMap::One(5, "b")), "back inline at one entry");
+        assert_eq!(m.remove(&2), None);
+        assert_eq!(m.remove(&5), Some("b"));
         assert!(m.is_empty());
-        assert_eq!(m.remove(&5), None);
         assert_eq!(m.into_iter().count(), 0);
     }
 }
