@@ -101,12 +101,6 @@ fn audit_table(
     if (versions, prepared_versions) != (t.versions, t.prepared) {
         return Err(format!("counters ({}, {}) but counted ({versions}, {prepared_versions})", t.versions, t.prepared));
     }
-    for (index, expected) in t.indexes.iter().zip(&index_counts) {
-        let actual: BTreeMap<(Vec<u8>, Key), usize> = index.counts().map(|(k, c)| (k.clone(), *c)).collect();
-        if &actual != expected {
-            return Err(format!("index {} entries differ from the stored versions", index.schema.name));
-        }
-    }
     let mut writes = 0;
     for ((ts, writer), entry) in t.log.iter() {
         if entry.is_empty() {
@@ -114,6 +108,11 @@ fn audit_table(
         }
         for (key, w) in entry {
             writes += 1;
+            if let Some(row) = &w.row {
+                for (i, index) in t.indexes.iter().enumerate() {
+                    *index_counts[i].entry((t.schema.index_key(&index.schema, row), key.clone())).or_insert(0) += 1;
+                }
+            }
             if w.state == VersionState::Committed && *ts < t.log.trimmed_to() {
                 return Err(format!("committed write at {ts} below the log's trim point still logged"));
             }
@@ -124,6 +123,15 @@ fn audit_table(
             if version.is_none() && w.state == VersionState::Prepared {
                 return Err(format!("prepared write at {ts} has no version"));
             }
+        }
+    }
+    for (index, expected) in t.indexes.iter().zip(&index_counts) {
+        let actual: BTreeMap<(Vec<u8>, Key), usize> = index.counts().map(|(k, c)| (k.clone(), *c)).collect();
+        if &actual != expected {
+            return Err(format!(
+                "index {} entries differ from the stored versions and logged writes",
+                index.schema.name
+            ));
         }
     }
     if writes != t.log.writes() {

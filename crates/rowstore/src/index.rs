@@ -5,9 +5,11 @@ use pistou_sql::{IndexSchema, KeyRange, Row, TableSchema};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-/// Entries are counted, so deleting a version removes its entry exactly when no other version
-/// of the key has the same index key. Readers re-check the visible version's index key, so an
-/// entry of an older or newer version never surfaces a wrong row.
+/// Entries count the stored versions and the logged writes holding each (index key, primary
+/// key), so an entry goes exactly when nothing of the key has that index key any more. Readers
+/// re-check the visible version's index key, so an entry of an older or newer version never
+/// surfaces a wrong row; counting logged writes lets Pesto's completeness check find, by index
+/// key, every logged write that could satisfy a predicate (`Table::writes_via_index`).
 #[derive(Clone, Debug)]
 pub(crate) struct SecondaryIndex {
     pub schema: IndexSchema,

@@ -68,14 +68,16 @@ impl WriteLog {
         self.trimmed_through
     }
 
-    /// Records a write unless (ts, writer, key) is already logged.
-    pub fn record(&mut self, ts: Timestamp, writer: TxnId, key: &Key, write: LoggedWrite) {
+    /// Records a write unless (ts, writer, key) is already logged; true if it was new.
+    pub fn record(&mut self, ts: Timestamp, writer: TxnId, key: &Key, write: LoggedWrite) -> bool {
         let entry = self.entries.entry((ts, writer)).or_default();
-        if !entry.contains_key(key) {
-            entry.insert(key.clone(), write);
-            self.by_key.entry(key.clone()).or_default().insert((ts, writer));
-            self.writes += 1;
+        if entry.contains_key(key) {
+            return false;
         }
+        entry.insert(key.clone(), write);
+        self.by_key.entry(key.clone()).or_default().insert((ts, writer));
+        self.writes += 1;
+        true
     }
 
     fn unindex(&mut self, ts: Timestamp, writer: TxnId, key: &[u8]) {
@@ -128,31 +130,29 @@ impl WriteLog {
     /// `keep_us` older than the newest committed write: a reader of a table that has gone
     /// quiet is told that write as its table version, and its completeness window (which
     /// starts up to the long grace below the table version) must still find every write in
-    /// it. Prepared writes stay until their writer is decided. Returns the number removed.
-    pub fn trim(&mut self, watermark: Timestamp, keep_us: u64) -> usize {
+    /// it. Prepared writes stay until their writer is decided. Returns the writes removed,
+    /// by key.
+    pub fn trim(&mut self, watermark: Timestamp, keep_us: u64) -> Vec<(Key, LoggedWrite)> {
         let newest = if keep_us > 0 { self.newest_committed() } else { None };
         let keep_from = newest.map_or(Timestamp::MAX, |n| Timestamp::at(n.time.saturating_sub(keep_us)));
         let to = watermark.min(keep_from);
         let from = self.trimmed_to;
         if from >= to {
-            return 0;
+            return Vec::new();
         }
         self.trimmed_to = to;
-        let mut trimmed = 0;
         let mut emptied = Vec::new();
         let mut gone = Vec::new();
         for (&(ts, writer), entry) in self.entries.range_mut((from, LOWEST_TXN)..(to, LOWEST_TXN)) {
-            let before = entry.len();
-            entry.retain(|key, w| {
-                let keep = w.state != VersionState::Committed;
-                if !keep {
-                    gone.push((ts, writer, key.clone()));
-                }
-                keep
-            });
-            if entry.len() < before {
-                trimmed += before - entry.len();
+            let committed: Vec<Key> =
+                entry.iter().filter(|(_, w)| w.state == VersionState::Committed).map(|(k, _)| k.clone()).collect();
+            if !committed.is_empty() {
                 self.trimmed_through = self.trimmed_through.max(Some(ts));
+            }
+            for key in committed {
+                if let Some(w) = entry.remove(&key) {
+                    gone.push((ts, writer, key, w));
+                }
             }
             if entry.is_empty() {
                 emptied.push((ts, writer));
@@ -161,11 +161,13 @@ impl WriteLog {
         for id in emptied {
             self.entries.remove(&id);
         }
-        for (ts, writer, key) in gone {
-            self.unindex(ts, writer, &key);
-        }
-        self.writes -= trimmed;
-        trimmed
+        self.writes -= gone.len();
+        gone.into_iter()
+            .map(|(ts, writer, key, w)| {
+                self.unindex(ts, writer, &key);
+                (key, w)
+            })
+            .collect()
     }
 
     /// Entries with `lo < ts < hi`, ascending.
@@ -197,9 +199,31 @@ impl WriteLog {
                 keys.push(entry);
             }
         }
+        Some(self.window_writes(lo, hi, keys))
+    }
+
+    /// The writes with `lo < ts < hi` to `keys`, in no particular order (a key given twice
+    /// yields its writes twice).
+    #[allow(clippy::type_complexity)]
+    pub fn between_of<'a, 'k>(
+        &'a self,
+        lo: Timestamp,
+        hi: Timestamp,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+    ) -> Vec<(Timestamp, TxnId, &'a Key, &'a LoggedWrite)> {
+        self.window_writes(lo, hi, keys.into_iter().filter_map(|k| self.by_key.get_key_value(k)))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn window_writes<'a>(
+        &'a self,
+        lo: Timestamp,
+        hi: Timestamp,
+        keys: impl IntoIterator<Item = (&'a Key, &'a TinySet<(Timestamp, TxnId)>)>,
+    ) -> Vec<(Timestamp, TxnId, &'a Key, &'a LoggedWrite)> {
         let mut out = Vec::new();
         if lo >= hi {
-            return Some(out);
+            return out;
         }
         let window = (Bound::Excluded((lo, HIGHEST_TXN)), Bound::Excluded((hi, LOWEST_TXN)));
         for (key, stamps) in keys {
@@ -209,7 +233,7 @@ impl WriteLog {
                 }
             }
         }
-        Some(out)
+        out
     }
 
     /// True if `by_key` indexes exactly the logged writes (for `verify_invariants`).
@@ -321,7 +345,7 @@ mod tests {
         log.record(Timestamp::at(2), TxnId([2; 32]), &key(2), write(VersionState::Prepared));
         log.record(Timestamp::at(3), TxnId([3; 32]), &key(3), write(VersionState::Committed));
         log.record(Timestamp::at(5), TxnId([5; 32]), &key(5), write(VersionState::Committed));
-        assert_eq!(log.trim(Timestamp::at(4), 0), 2);
+        assert_eq!(log.trim(Timestamp::at(4), 0).len(), 2);
         assert_eq!((log.entries(), log.writes()), (2, 2));
         assert_eq!(
             log.newest_below(Timestamp::at(5), |_, _, _| true),
@@ -343,11 +367,11 @@ mod tests {
         log.record(Timestamp::at(200), TxnId([200; 32]), &key(200), write(VersionState::Prepared));
         // The watermark passed everything committed, but writes within 10 of the newest
         // committed one (100; the prepared 200 does not count) stay.
-        assert_eq!(log.trim(Timestamp::at(150), 10), 2);
+        assert_eq!(log.trim(Timestamp::at(150), 10).len(), 2);
         assert_eq!(log.trimmed_through(), Some(Timestamp::at(20)));
         assert_eq!(log.trimmed_to(), Timestamp::at(90));
         assert_eq!(log.between(Timestamp::at(80), Timestamp::MAX).count(), 3);
         // A later trim with the same bounds has nothing to do.
-        assert_eq!(log.trim(Timestamp::at(160), 10), 0);
+        assert_eq!(log.trim(Timestamp::at(160), 10).len(), 0);
     }
 }

@@ -3,11 +3,12 @@
 use crate::chain::{Key, StoredVersion};
 use crate::error::StoreError;
 use crate::limits::{GcStats, StoreLimits, StoreStats};
+use crate::log::LoggedWrite;
 use crate::refs::{VersionRef, VersionState, WriteRef};
 use crate::table::Table;
 use crate::validate::check_write;
 use pistou_core::{Timestamp, TxnId};
-use pistou_sql::{Catalog, CatalogChange, KeyRange, Value, Write, WriteSet};
+use pistou_sql::{Catalog, CatalogChange, IndexSchema, KeyRange, Value, Write, WriteSet};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -295,14 +296,7 @@ impl RowStore {
     pub fn writes_between(&self, table: &str, lo: Timestamp, hi: Timestamp) -> impl Iterator<Item = WriteRef<'_>> {
         self.tables.get_key_value(table).into_iter().flat_map(move |(name, t)| {
             t.log.between(lo, hi).flat_map(move |(&(ts, writer), entry)| {
-                entry.iter().map(move |(key, w)| WriteRef {
-                    table: name.as_str(),
-                    key,
-                    ts,
-                    writer,
-                    state: w.state,
-                    row: w.row.as_deref(),
-                })
+                entry.iter().map(move |(key, w)| write_ref(name, ts, writer, key, w))
             })
         })
     }
@@ -321,22 +315,33 @@ impl RowStore {
     ) -> Vec<WriteRef<'_>> {
         let Some((name, t)) = self.tables.get_key_value(table) else { return Vec::new() };
         let mut out: Vec<WriteRef<'_>> = match t.log.between_in(lo, hi, ranges, MAX_KEYS_LOOKED_UP) {
-            Some(found) => found
-                .into_iter()
-                .map(|(ts, writer, key, w)| WriteRef {
-                    table: name.as_str(),
-                    key,
-                    ts,
-                    writer,
-                    state: w.state,
-                    row: w.row.as_deref(),
-                })
-                .collect(),
+            Some(found) => found.into_iter().map(|(ts, writer, key, w)| write_ref(name, ts, writer, key, w)).collect(),
             None => self.writes_between(table, lo, hi).filter(|w| ranges.iter().any(|r| r.contains(w.key))).collect(),
         };
         out.sort_by(|a, b| (a.ts, a.writer, a.key).cmp(&(b.ts, b.writer, b.key)));
         out.dedup_by(|a, b| (a.ts, a.writer, a.key) == (b.ts, b.writer, b.key));
         out
+    }
+
+    /// What `writes_between` yields that could satisfy a predicate whose rows all have their
+    /// key in `index` inside `ranges` (`Predicate::index_key_ranges`), in the same order:
+    /// the writes to every key with a version or logged write inside the ranges. None when
+    /// the store has no such index or the ranges hold more than `MAX_KEYS_LOOKED_UP` entries
+    /// (walk the window instead).
+    pub fn writes_between_via_index(
+        &self,
+        table: &str,
+        index: &IndexSchema,
+        lo: Timestamp,
+        hi: Timestamp,
+        ranges: &[KeyRange],
+    ) -> Option<Vec<WriteRef<'_>>> {
+        let (name, t) = self.tables.get_key_value(table)?;
+        let found = t.writes_via_index(index, lo, hi, ranges, MAX_KEYS_LOOKED_UP)?;
+        let mut out: Vec<WriteRef<'_>> =
+            found.into_iter().map(|(ts, writer, key, w)| write_ref(name, ts, writer, key, w)).collect();
+        out.sort_by(|a, b| (a.ts, a.writer, a.key).cmp(&(b.ts, b.writer, b.key)));
+        Some(out)
     }
 
     /// The newest committed write to `table` that garbage collection trimmed from its write
@@ -417,4 +422,8 @@ impl RowStore {
         }
         s
     }
+}
+
+fn write_ref<'a>(table: &'a str, ts: Timestamp, writer: TxnId, key: &'a Key, w: &'a LoggedWrite) -> WriteRef<'a> {
+    WriteRef { table, key, ts, writer, state: w.state, row: w.row.as_deref() }
 }

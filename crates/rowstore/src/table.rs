@@ -7,7 +7,7 @@ use crate::limits::GcStats;
 use crate::log::{LoggedWrite, WriteLog};
 use crate::refs::VersionState;
 use pistou_core::{Timestamp, TxnId};
-use pistou_sql::{IndexSchema, TableSchema, Value};
+use pistou_sql::{IndexSchema, KeyRange, Row, TableSchema, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -65,15 +65,13 @@ impl Table {
             self.prepared += 1;
         }
         if let Some(row) = &row {
-            for index in &mut self.indexes {
-                index.add(&self.schema, &key, row);
-            }
+            self.index_add(&key, row);
         }
         // A committed write below the trim point is not logged (as in `commit_version`).
         if state == VersionState::Committed && ts < self.log.trimmed_to() {
             self.log.note_trimmed(ts);
         } else {
-            self.log.record(ts, writer, &key, LoggedWrite { state, row });
+            self.log_write(ts, writer, &key, LoggedWrite { state, row });
         }
         self.enforce_cap(&key, cap);
         self.reschedule(&key);
@@ -90,7 +88,7 @@ impl Table {
         version.state = VersionState::Committed;
         self.prepared -= 1;
         if ts < self.log.trimmed_to() {
-            if self.log.remove(ts, writer, key).is_some() {
+            if self.unlog(ts, writer, key) {
                 self.log.note_trimmed(ts);
             }
         } else if let Some(logged) = self.log.get_mut(ts, writer, key) {
@@ -105,7 +103,7 @@ impl Table {
         let Some(chain) = self.rows.get_mut(key) else { return };
         let Some(removed) = chain.remove_if(ts, &writer, |v| v.state == VersionState::Prepared) else { return };
         self.prepared -= 1;
-        self.log.remove(ts, writer, key);
+        self.unlog(ts, writer, key);
         self.forget(key, &[removed]);
         if self.rows.get(key).is_some_and(|c| c.versions.is_empty()) {
             self.drop_key(key);
@@ -126,10 +124,39 @@ impl Table {
         for version in removed {
             self.versions -= 1;
             if let Some(row) = &version.row {
-                for index in &mut self.indexes {
-                    index.remove(&self.schema, key, row);
-                }
+                self.index_remove(key, row);
             }
+        }
+    }
+
+    /// Logs a write and counts its row in the secondary indexes.
+    fn log_write(&mut self, ts: Timestamp, writer: TxnId, key: &Key, write: LoggedWrite) {
+        let row = write.row.clone();
+        if self.log.record(ts, writer, key, write) {
+            if let Some(row) = &row {
+                self.index_add(key, row);
+            }
+        }
+    }
+
+    /// Removes a logged write and its secondary-index counts; true if it was logged.
+    fn unlog(&mut self, ts: Timestamp, writer: TxnId, key: &Key) -> bool {
+        let Some(removed) = self.log.remove(ts, writer, key) else { return false };
+        if let Some(row) = &removed.row {
+            self.index_remove(key, row);
+        }
+        true
+    }
+
+    fn index_add(&mut self, key: &Key, row: &Row) {
+        for index in &mut self.indexes {
+            index.add(&self.schema, key, row);
+        }
+    }
+
+    fn index_remove(&mut self, key: &Key, row: &Row) {
+        for index in &mut self.indexes {
+            index.remove(&self.schema, key, row);
         }
     }
 
@@ -190,7 +217,13 @@ impl Table {
                 self.reschedule(&key);
             }
         }
-        stats.log_writes_trimmed = self.log.trim(watermark, log_keep_us);
+        let trimmed = self.log.trim(watermark, log_keep_us);
+        stats.log_writes_trimmed = trimmed.len();
+        for (key, write) in &trimmed {
+            if let Some(row) = &write.row {
+                self.index_remove(key, row);
+            }
+        }
         stats
     }
 
@@ -228,7 +261,7 @@ impl Table {
         }
     }
 
-    /// CREATE INDEX: builds `index` from every stored version.
+    /// CREATE INDEX: builds `index` from every stored version and logged write.
     pub fn create_index(&mut self, schema: Arc<TableSchema>, index: IndexSchema) {
         self.schema = schema;
         self.indexes.retain(|i| i.schema.name != index.name);
@@ -238,7 +271,41 @@ impl Table {
                 built.add(&self.schema, key, row);
             }
         }
+        for (_, entry) in self.log.iter() {
+            for (key, row) in entry.iter().filter_map(|(k, w)| Some((k, w.row.as_ref()?))) {
+                built.add(&self.schema, key, row);
+            }
+        }
         self.indexes.push(built);
+    }
+
+    /// The logged writes with `lo < ts < hi` to every key that has a stored version or a
+    /// logged write whose key in `index` lies in `ranges`, or None if the store has no such
+    /// index or the ranges hold more than `max_entries` index entries. A write whose row
+    /// has an index key outside the ranges is still returned when another version of its
+    /// key has one inside: its abort would expose that version.
+    #[allow(clippy::type_complexity)]
+    pub fn writes_via_index(
+        &self,
+        index: &IndexSchema,
+        lo: Timestamp,
+        hi: Timestamp,
+        ranges: &[KeyRange],
+        max_entries: usize,
+    ) -> Option<Vec<(Timestamp, TxnId, &Key, &LoggedWrite)>> {
+        let index = self.indexes.iter().find(|i| i.schema == *index)?;
+        let mut keys = BTreeSet::new();
+        let mut entries = 0;
+        for range in ranges {
+            for (_, key) in index.range(range) {
+                entries += 1;
+                if entries > max_entries {
+                    return None;
+                }
+                keys.insert(&key[..]);
+            }
+        }
+        Some(self.log.between_of(lo, hi, keys))
     }
 
     /// Names of the table's secondary indexes.

@@ -823,6 +823,22 @@ pub(crate) fn primary_key_access(table: &TableSchema, conjuncts: &[Expr]) -> Key
     access_on(Path::PrimaryKey, &table.primary_key, &column_conditions(table, conjuncts))
 }
 
+/// The secondary-index access of conjuncts that restricts the index key most (same score
+/// as `choose_access`), with the index's position; None when no index key is restricted.
+pub(crate) fn best_index_access(table: &TableSchema, conjuncts: &[Expr]) -> Option<(usize, KeyAccess)> {
+    let conds = column_conditions(table, conjuncts);
+    let score =
+        |a: &KeyAccess| (a.eq.len() + usize::from(!a.any_of.is_empty()), a.lower.is_some() || a.upper.is_some());
+    let mut best: Option<(usize, KeyAccess)> = None;
+    for (i, index) in table.indexes.iter().enumerate() {
+        let candidate = access_on(Path::Index(i), &index.columns, &conds);
+        if score(&candidate) > best.as_ref().map_or((0, false), |(_, b)| score(b)) {
+            best = Some((i, candidate));
+        }
+    }
+    best
+}
+
 /// True if the access depends on the outer row (so the scan must run per outer row).
 pub(crate) fn access_uses_outer(access: &KeyAccess) -> bool {
     access.uses_outer()

@@ -64,9 +64,9 @@ pub(crate) struct CatchUp {
 enum Step {
     /// Asked for the page of ids after this cursor.
     Ids(Option<(Timestamp, TxnId)>),
-    /// Fetching the commits of `wanted` (listed by the peer, lacking here), then the page of
-    /// ids after `next` (the last page if `None`).
-    Fetch { wanted: BTreeSet<TxnId>, next: Option<(Timestamp, TxnId)> },
+    /// Fetching the commits of `wanted` (listed by the peer, lacking here), in timestamp
+    /// order, then the page of ids after `next` (the last page if `None`).
+    Fetch { wanted: BTreeSet<(Timestamp, TxnId)>, next: Option<(Timestamp, TxnId)> },
 }
 
 impl Step {
@@ -74,7 +74,7 @@ impl Step {
         match self {
             Step::Ids(after) => Message::CatchUp { after: *after },
             Step::Fetch { wanted, .. } => {
-                Message::CatchUpFetch { ids: wanted.iter().take(MAX_CATCH_UP_PAGE).copied().collect() }
+                Message::CatchUpFetch { ids: wanted.iter().take(MAX_CATCH_UP_PAGE).map(|&(_, id)| id).collect() }
             }
         }
     }
@@ -220,7 +220,7 @@ impl Replica {
         if ids.windows(2).any(|w| w[0] >= w[1]) || next.is_some_and(|n| ids.last() != Some(&n)) {
             return Err(RejectReason::Misbehavior);
         }
-        let wanted: BTreeSet<TxnId> = ids.into_iter().map(|(_, id)| id).filter(|id| !self.decided_here(id)).collect();
+        let wanted: BTreeSet<(Timestamp, TxnId)> = ids.into_iter().filter(|(_, id)| !self.decided_here(id)).collect();
         self.catch_up_step(now, from, Step::Fetch { wanted, next });
         Ok(())
     }
@@ -271,7 +271,7 @@ impl Replica {
                 return Err(RejectReason::Misbehavior);
             }
             let id = wb.meta.id();
-            progress |= wanted.remove(&id);
+            progress |= wanted.remove(&(wb.meta.ts, id));
             self.apply_caught_up(id, wb)?;
         }
         if empty {

@@ -8,7 +8,9 @@ use pistou_core::{
 };
 use pistou_crypto::SecretKey;
 use pistou_sql::keycode::encode_key;
-use pistou_sql::{Catalog, CatalogChange, Column, Expr, Predicate, SqlType, TableSchema, Value, WirePredicate};
+use pistou_sql::{
+    Catalog, CatalogChange, Column, Expr, IndexSchema, Predicate, SqlType, TableSchema, Value, WirePredicate,
+};
 use pistou_txn::{sign_client, CatalogWrite, Replica};
 use pistou_wire::{
     AbortCert, CommitCert, DecisionCert, Message, PredicateRead, Prepare, QueryOutput, RangeRead, RangeReply,
@@ -47,6 +49,11 @@ fn fixture() -> Fixture {
 }
 
 fn fixture_with(sql: SqlConfig) -> Fixture {
+    fixture_of(sql, vec![])
+}
+
+/// `fixture()` with `indexes` on table t.
+fn fixture_of(sql: SqlConfig, indexes: Vec<IndexSchema>) -> Fixture {
     let keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 1; 32])).collect();
     let client = SecretKey::from_seed([99; 32]);
     let config = Arc::new(ClusterConfig {
@@ -85,7 +92,7 @@ fn fixture_with(sql: SqlConfig) -> Fixture {
         id: 0,
         columns: vec![col("id"), col("a")],
         primary_key: vec![0],
-        indexes: vec![],
+        indexes,
         constraints: Default::default(),
     };
     let change = CatalogChange::CreateTable(schema);
@@ -415,6 +422,62 @@ fn a_predicates_key_range_hides_no_conflict_inside_it() {
     let w4 = fx.meta(Txn { t: 21, reads: vec![(key(4), ts(5))], writes: vec![(4, Some(1))], predicate: None });
     assert_eq!(fx.prepare(&w4), Some(Vote::Commit));
     let t = with_key_range(fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) }));
+    let req = sign_client(ClientId(1), Some(&fx.client), Prepare { meta: t.clone() });
+    assert_eq!(fx.send(Message::Prepare(req)), vec![Message::Waiting { txn: t.id(), on: vec![w4.id()] }]);
+}
+
+/// `a BETWEEN 40 AND 60` over table t, whose index on `a` it restricts.
+fn a_from_40_to_60(mut m: TxnMeta) -> TxnMeta {
+    use pistou_sql::expr::CmpOp;
+    let cmp = |op, v| Expr::Cmp(op, Box::new(Expr::Column(1)), Box::new(Expr::Const(Value::Int(v))));
+    let expr = Expr::And(Box::new(cmp(CmpOp::GtEq, 40)), Box::new(cmp(CmpOp::LtEq, 60)));
+    for p in &mut m.predicates {
+        p.predicate = WirePredicate::encode(&Predicate { table: "t".into(), expr: expr.clone() }).expect("encode");
+    }
+    m
+}
+
+/// With an index on the predicate's column, the semantic check looks writes up by index key
+/// (keys with a version or logged write inside the index range) instead of walking the
+/// window. The lookup must hide no verdict: lines 12, 15 and 18 as without the index.
+#[test]
+fn an_index_range_hides_no_conflict_inside_it() {
+    let indexed = || {
+        let index = IndexSchema { name: "t_a".into(), columns: vec![1], unique: false };
+        fixture_of(SqlConfig { grace_us: 0, ..SqlConfig::default() }, vec![index])
+    };
+    let genesis = Timestamp::GENESIS;
+    // Line 12: a missed a = 50 aborts the reader; a missed a = 70 does not.
+    let mut fx = indexed();
+    let outside = fx.meta(Txn { t: 20, reads: vec![(key(1), genesis)], writes: vec![(1, Some(70))], predicate: None });
+    assert_eq!(fx.prepare(&outside), Some(Vote::Commit));
+    let reader = a_from_40_to_60(fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) }));
+    assert_eq!(fx.prepare(&reader), Some(Vote::Commit), "a = 70 is outside the index range");
+    let missed = fx.meta(Txn { t: 22, reads: vec![(key(2), genesis)], writes: vec![(2, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&missed), Some(Vote::Abort), "line 18: a = 50 enters the prepared reader's predicate");
+    let mut fx = indexed();
+    let w = fx.meta(Txn { t: 20, reads: vec![(key(2), genesis)], writes: vec![(2, Some(50))], predicate: None });
+    assert_eq!(fx.prepare(&w), Some(Vote::Commit));
+    let t = a_from_40_to_60(fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) }));
+    assert_eq!(fx.prepare(&t), Some(Vote::Abort));
+
+    // Line 15: prepared writers move ids 1 and 4 out of the range; only id 4 had a version
+    // inside it, so its writer alone is a dependency, although its own row's index key
+    // (a = 1) lies outside the range.
+    let mut fx = indexed();
+    let base = fx.meta(Txn {
+        t: 5,
+        reads: vec![(key(1), genesis), (key(4), genesis)],
+        writes: vec![(1, Some(90)), (4, Some(50))],
+        predicate: None,
+    });
+    assert_eq!(fx.prepare(&base), Some(Vote::Commit));
+    fx.commit(&base);
+    let w1 = fx.meta(Txn { t: 20, reads: vec![(key(1), ts(5))], writes: vec![(1, Some(1))], predicate: None });
+    assert_eq!(fx.prepare(&w1), Some(Vote::Commit));
+    let w4 = fx.meta(Txn { t: 21, reads: vec![(key(4), ts(5))], writes: vec![(4, Some(1))], predicate: None });
+    assert_eq!(fx.prepare(&w4), Some(Vote::Commit));
+    let t = a_from_40_to_60(fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) }));
     let req = sign_client(ClientId(1), Some(&fx.client), Prepare { meta: t.clone() });
     assert_eq!(fx.send(Message::Prepare(req)), vec![Message::Waiting { txn: t.id(), on: vec![w4.id()] }]);
 }

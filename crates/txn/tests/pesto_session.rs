@@ -976,6 +976,8 @@ fn a_restarted_replica_catches_up_from_certified_pages_only() {
     let Message::CatchUpFetch { ids: fetched } = fetch.clone() else { panic!("a fetch expected: {fetch:?}") };
     assert!(fetched.len() >= 2, "the commits replica 5 missed");
     assert!(fetched.len() < ids.len(), "not the commits it recovered from its log");
+    let in_page_order: Vec<_> = ids.iter().map(|&(_, id)| id).filter(|id| fetched.contains(id)).collect();
+    assert_eq!(fetched, in_page_order, "asked in the page's (timestamp, id) order, as the peers committed them");
     cl.replicas[0].handle_replica(cl.now, id5, fetch);
     let answer = cl.replicas[0].take_replica_outputs().pop().expect("commits").1;
     let Message::CatchUpCommits { commits } = answer else { panic!("commits expected: {answer:?}") };

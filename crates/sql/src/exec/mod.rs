@@ -365,6 +365,19 @@ impl Predicate {
         }
         key_ranges(table, &access, &table.primary_key, &Env::default()).ok()
     }
+
+    /// A secondary index and the ranges of its key outside which no row satisfies this
+    /// closed predicate, from its conjuncts on the index columns (as `primary_key_ranges`,
+    /// for the index `best_index_access` picks). A write whose row has an index key outside
+    /// them does not satisfy the predicate. `None` when no index key is restricted.
+    pub fn index_key_ranges(&self, table: &TableSchema) -> Option<(usize, Vec<KeyRange>)> {
+        let mut parts = Vec::new();
+        conjuncts(self.expr.clone(), &mut parts);
+        let (position, access) = best_index_access(table, &parts)?;
+        let columns = &table.indexes.get(position)?.columns;
+        let ranges = key_ranges(table, &access, columns, &Env::default()).ok()?;
+        Some((position, ranges))
+    }
 }
 
 /// Whether the column after the access's equality prefix is the primary key's last: a value
@@ -489,7 +502,7 @@ fn hash_rows(rows: &[Row], keys: &[(Expr, Expr)], env: &Env) -> Result<BTreeMap<
 
 #[cfg(test)]
 mod primary_key_range_tests {
-    use crate::catalog::{Column, TableSchema};
+    use crate::catalog::{Column, IndexSchema, TableSchema};
     use crate::expr::{CmpOp, Expr, Predicate};
     use crate::types::{SqlType, Value};
     use proptest::prelude::*;
@@ -608,6 +621,28 @@ mod primary_key_range_tests {
             let row = vec![Value::Int(a), Value::Int(b), Value::Text(c)];
             if p.eval(&row).ok().flatten() == Some(true) {
                 prop_assert!(covered(&t, &p, &row), "row {:?} satisfies {:?} outside {:?}", row, p.expr, p.primary_key_ranges(&t));
+            }
+        }
+
+        /// Soundness of index ranges: every row the predicate holds for has its index key in
+        /// the ranges of the index they name.
+        #[test]
+        fn a_row_that_satisfies_the_predicate_is_inside_its_index_ranges(
+            parts in proptest::collection::vec(conjunct(), 1..5),
+            a in -4i64..5, b in -4i64..5, c in "[a-c]{0,2}",
+            compound in any::<bool>(),
+        ) {
+            let mut t = table(vec![0]);
+            let index = |name: &str, columns| IndexSchema { name: name.into(), columns, unique: false };
+            t.indexes = vec![index("on_c", vec![2]), index("on_b", if compound { vec![1, 2] } else { vec![1] })];
+            let expr = parts.into_iter().reduce(and).expect("non-empty");
+            let p = Predicate { table: "t".into(), expr };
+            let row = vec![Value::Int(a), Value::Int(b), Value::Text(c)];
+            if p.eval(&row).ok().flatten() == Some(true) {
+                if let Some((position, ranges)) = p.index_key_ranges(&t) {
+                    let key = t.index_key(&t.indexes[position], &row);
+                    prop_assert!(ranges.iter().any(|r| r.contains(&key)), "row {:?} satisfies {:?} outside {:?}", row, p.expr, ranges);
+                }
             }
         }
     }

@@ -124,10 +124,18 @@ impl SqlReplica {
         }
         let table = predicate.table.as_str();
         // Outside P's key ranges no version of the key satisfies P: a write there can neither
-        // conflict nor expose a match, so only writes inside them are examined.
+        // conflict nor expose a match, so only writes inside them are examined. Likewise for
+        // keys none of whose versions or logged writes has an index key inside P's index ranges.
+        let via_index = || {
+            let (index, ranges) = p.index_ranges.as_ref()?;
+            self.store.writes_between_via_index(table, index, lo, meta.ts, ranges)
+        };
         let writes: Box<dyn Iterator<Item = WriteRef<'_>> + '_> = match &p.key_ranges {
             Some(ranges) => Box::new(self.store.writes_between_in(table, lo, meta.ts, ranges).into_iter()),
-            None => Box::new(self.store.writes_between(table, lo, meta.ts)),
+            None => match via_index() {
+                Some(found) => Box::new(found.into_iter()),
+                None => Box::new(self.store.writes_between(table, lo, meta.ts)),
+            },
         };
         for w in writes {
             if w.writer == *id {

@@ -16,7 +16,7 @@ pub(crate) mod snapshot;
 use pistou_core::sql_keys::{catalog_key, key_kind, KeyKind};
 use pistou_core::{ClusterConfig, ShardId, SqlConfig, Timestamp, TxnId};
 use pistou_rowstore::{RowStore, StoreLimits, VersionState};
-use pistou_sql::{Catalog, CatalogChange, Engine, KeyRange, Limits, Predicate, Row, Write, WriteSet};
+use pistou_sql::{Catalog, CatalogChange, Engine, IndexSchema, KeyRange, Limits, Predicate, Row, Write, WriteSet};
 use pistou_wire::TxnMeta;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -97,6 +97,9 @@ pub(crate) struct ReadPredicate {
     /// Primary-key ranges outside which no row satisfies P (None: P does not restrict the
     /// key): the semantic check skips writes to other keys before evaluating P.
     pub(crate) key_ranges: Option<Vec<KeyRange>>,
+    /// Without key ranges: a secondary index and ranges of its key outside which no row
+    /// satisfies P, so the semantic check looks up writes through the index.
+    pub(crate) index_ranges: Option<(IndexSchema, Vec<KeyRange>)>,
 }
 
 impl ReadPredicate {
@@ -308,11 +311,18 @@ impl SqlReplica {
             }
             let active = Arc::new(active);
             let key_ranges = predicate.primary_key_ranges(schema);
+            let index_ranges = match key_ranges {
+                Some(_) => None,
+                None => predicate
+                    .index_key_ranges(schema)
+                    .and_then(|(position, ranges)| Some((schema.indexes.get(position)?.clone(), ranges))),
+            };
             txn.predicates.push(Arc::new(ReadPredicate {
                 predicate,
                 table_version: p.table_version,
                 active,
                 key_ranges,
+                index_ranges,
             }));
         }
         Ok(Some(txn))
