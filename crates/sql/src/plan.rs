@@ -70,6 +70,22 @@ pub(crate) struct ScanPlan {
 pub(crate) enum JoinKind {
     Inner,
     Left,
+    /// The rows built so far are null-extended for right rows nothing matched.
+    Right,
+    /// Left and right rows nothing matched are both kept, null-extended.
+    Full,
+}
+
+impl JoinKind {
+    /// True if left rows with no match are kept, padded with NULLs.
+    pub fn keeps_left(self) -> bool {
+        matches!(self, JoinKind::Left | JoinKind::Full)
+    }
+
+    /// True if right rows with no match are kept, after NULLs for the left columns.
+    pub fn keeps_right(self) -> bool {
+        matches!(self, JoinKind::Right | JoinKind::Full)
+    }
 }
 
 /// Joins `right` to the rows built so far (left-deep).
@@ -85,6 +101,8 @@ pub(crate) struct JoinStep {
     /// Equalities `left = right` among the condition's conjuncts (left over the left row,
     /// right over the inner table's row): a scanned-once inner table is hashed on them.
     pub hash_keys: Vec<(Expr, Expr)>,
+    /// Width of the rows built so far (the NULLs before an unmatched right row).
+    pub left_width: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -958,7 +976,12 @@ fn describe_from(out: &mut String, indent: usize, from: &FromPlan, filter: Optio
             out,
             "{:indent$}{} join ({}){}",
             "",
-            if step.kind == JoinKind::Left { "Left" } else { "Inner" },
+            match step.kind {
+                JoinKind::Inner => "Inner",
+                JoinKind::Left => "Left",
+                JoinKind::Right => "Right",
+                JoinKind::Full => "Full",
+            },
             if step.per_outer_row {
                 "index nested loop"
             } else if step.hash_keys.is_empty() {

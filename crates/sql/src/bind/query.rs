@@ -291,7 +291,8 @@ impl Binder<'_> {
         // extended statistics…): the query has no row, so an expression it never evaluates
         // that uses a feature Pistou lacks is a NULL instead of an error (psql's `\d` asks
         // about such objects with array functions).
-        let empty_input = from_items.iter().any(|i| {
+        let empty_input = !from_items.iter().any(|i| i.kind.keeps_right())
+            && from_items.iter().any(|i| {
             i.kind == JoinKind::Inner
                 && i.derived.as_deref().is_some_and(|d| matches!(&d.body, QueryBody::Values(rows) if rows.is_empty()))
         });
@@ -571,7 +572,7 @@ impl Binder<'_> {
         let mut scope = Scope::default();
         let mut items: Vec<FromItem> = Vec::new();
         let mut pending_on: Vec<(usize, &sql::JoinConstraint)> = Vec::new();
-        for twj in from {
+        for (list_position, twj) in from.iter().enumerate() {
             let add = |this: &mut Self,
                        factor: &sql::TableFactor,
                        kind: JoinKind,
@@ -719,11 +720,23 @@ impl Binder<'_> {
                 let (kind, constraint) = match &join.join_operator {
                     J::Join(c) | J::Inner(c) => (JoinKind::Inner, c),
                     J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, c),
+                    J::Right(c) | J::RightOuter(c) => (JoinKind::Right, c),
+                    J::FullOuter(c) => (JoinKind::Full, c),
                     J::CrossJoin(c) => (JoinKind::Inner, c),
                     other => {
                         return unsupported(format!("join {other:?}").split('(').next().unwrap_or("join").to_string())
                     }
                 };
+                if kind.keeps_right() {
+                    // Joins run left-deep over the whole FROM list, so a RIGHT or FULL join in a
+                    // later list item would null-extend the items before it too.
+                    if list_position > 0 {
+                        return unsupported("RIGHT or FULL JOIN after a comma in FROM (or in UPDATE … FROM / DELETE … USING)");
+                    }
+                    if matches!(constraint, sql::JoinConstraint::Using(_) | sql::JoinConstraint::Natural) {
+                        return unsupported("RIGHT or FULL JOIN with USING or NATURAL");
+                    }
+                }
                 if let sql::TableFactor::NestedJoin { table_with_joins: nested, alias: None } = &join.relation {
                     let (inner_first, inner_joins) = flatten_joins(nested);
                     let all_inner = inner_joins
@@ -862,7 +875,12 @@ impl Binder<'_> {
             let filter = (!where_conjuncts.is_empty()).then(|| Expr::conjunction(where_conjuncts));
             return Ok((FromPlan { first: None, joins: Vec::new() }, filter));
         }
-        let where_conjuncts = with_implied_equalities(&items, where_conjuncts);
+        // Below a RIGHT or FULL join every earlier table may be null-extended: no WHERE
+        // conjunct (nor one implied by an inner ON) may filter a scan, so all are checked on
+        // the joined rows.
+        let outer_right = items.iter().any(|i| i.kind.keeps_right());
+        let where_conjuncts =
+            if outer_right { where_conjuncts } else { with_implied_equalities(&items, where_conjuncts) };
         let table_of = |col: usize| items.iter().rposition(|i| i.offset <= col).unwrap_or(0);
         let tables_of = |e: &Expr| {
             let mut set = BTreeSet::new();
@@ -884,7 +902,8 @@ impl Binder<'_> {
         for c in where_conjuncts {
             let tables = tables_of(&c);
             // Conjuncts with correlated subqueries run per joined row, after the scans.
-            if per_row_subquery(&c) || tables.iter().any(|t| items.get(*t).is_some_and(|i| i.kind == JoinKind::Left)) {
+            let nullable = |t: &usize| items.get(*t).is_some_and(|i| i.kind != JoinKind::Inner);
+            if outer_right || per_row_subquery(&c) || tables.iter().any(nullable) {
                 residual.push(c);
             } else if let Some(slot) = at_step.get_mut(tables.last().copied().unwrap_or(0)) {
                 slot.push(c);
@@ -896,6 +915,9 @@ impl Binder<'_> {
                     return err(SqlState::UndefinedTable, "invalid reference to FROM-clause entry in JOIN condition");
                 }
                 let slot = match (per_row_subquery(c), item.kind) {
+                    // A RIGHT or FULL join's right rows are kept whatever its ON says: checked
+                    // per joined pair, never inside the scan.
+                    (_, JoinKind::Right | JoinKind::Full) => late.get_mut(step),
                     (false, _) => at_step.get_mut(step),
                     (true, JoinKind::Left) => late.get_mut(step),
                     // An inner join's ON conjunct is a WHERE conjunct.
@@ -939,6 +961,7 @@ impl Binder<'_> {
                     per_outer_row: true,
                     condition: (!late.is_empty()).then(|| Expr::conjunction(late)),
                     hash_keys: Vec::new(),
+                    left_width: offset,
                 });
             } else {
                 let (pure, cross): (Vec<ConjunctPair>, Vec<ConjunctPair>) =
@@ -953,9 +976,16 @@ impl Binder<'_> {
                     collect_columns(e, &mut |c| ok &= c >= offset && c < offset + width);
                     ok
                 };
+                let no_subquery = |e: &Expr| {
+                    !e.any(&|n| matches!(n, Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. }))
+                };
+                // A RIGHT or FULL join's ON conjuncts are all in `late`.
+                let outer_on = late.iter().filter(|c| item.kind.keeps_right() && no_subquery(c));
                 let hash_keys = cross
                     .iter()
-                    .filter_map(|(c, _)| match c {
+                    .map(|(c, _)| c)
+                    .chain(outer_on)
+                    .filter_map(|c| match c {
                         Expr::Cmp(CmpOp::Eq, a, b) => [(a, b), (b, a)].into_iter().find_map(|(l, r)| {
                             (is_left(l) && is_right(r) && r.any(&|n| matches!(n, Expr::Column(_))))
                                 .then(|| ((**l).clone(), r.map_columns(&|col| Expr::Column(col - offset))))
@@ -974,6 +1004,7 @@ impl Binder<'_> {
                     per_outer_row: false,
                     condition,
                     hash_keys,
+                    left_width: offset,
                 });
             }
         }

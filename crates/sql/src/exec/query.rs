@@ -452,6 +452,7 @@ impl<'a> Exec<'a> {
             _ => None,
         };
         let condition_per_row = step.condition.as_ref().is_some_and(|c| self.per_row(c));
+        let mut right_matched = vec![false; if step.kind.keeps_right() { shared.as_ref().map_or(0, Vec::len) } else { 0 }];
         let mut next = Vec::new();
         let mut pairs = 0usize;
         for left in rows {
@@ -485,23 +486,25 @@ impl<'a> Exec<'a> {
                 })?;
             } else {
                 let per_row;
-                let candidates: Vec<&Row> = match (&shared, &hashed) {
+                // (position among the shared right rows, row)
+                let candidates: Vec<(usize, &Row)> = match (&shared, &hashed) {
                     (Some(right_rows), Some(table)) => {
                         let key = hash_key(step.hash_keys.iter().map(|(l, _)| l), &left, &env)?;
-                        key.and_then(|k| table.get(&k))
-                            .map_or_else(Vec::new, |hits| hits.iter().filter_map(|i| right_rows.get(*i)).collect())
+                        key.and_then(|k| table.get(&k)).map_or_else(Vec::new, |hits| {
+                            hits.iter().filter_map(|&i| Some((i, right_rows.get(i)?))).collect()
+                        })
                     }
-                    (Some(right_rows), None) => right_rows.iter().collect(),
+                    (Some(right_rows), None) => right_rows.iter().enumerate().collect(),
                     (None, _) => {
                         per_row = self.source_rows(&step.right, derived, &inner_env)?;
-                        per_row.iter().collect()
+                        per_row.iter().enumerate().collect()
                     }
                 };
                 pairs = pairs.saturating_add(candidates.len());
                 if pairs / JOIN_WORK_PER_ROW > max_rows {
                     return Err(too_many_rows(max_rows));
                 }
-                for right in candidates {
+                for (position, right) in candidates {
                     let mut combined = left.clone();
                     combined.extend(right.iter().cloned());
                     if let Some(c) = &step.condition {
@@ -512,16 +515,27 @@ impl<'a> Exec<'a> {
                         }
                     }
                     matched = true;
+                    if let Some(m) = right_matched.get_mut(position) {
+                        *m = true;
+                    }
                     next.push(combined);
                     self.reader.check_rows(next.len())?;
                 }
             }
-            if !matched && step.kind == JoinKind::Left {
+            if !matched && step.kind.keeps_left() {
                 let mut combined = left;
                 combined.extend(std::iter::repeat_n(Value::Null, right_width));
                 next.push(combined);
                 self.reader.check_rows(next.len())?;
             }
+        }
+        // The planner scans the right side of a RIGHT or FULL join once (never per left row).
+        let unmatched = shared.iter().flatten().zip(&right_matched).filter(|(_, m)| !**m);
+        for (right, _) in unmatched {
+            let mut combined = vec![Value::Null; step.left_width];
+            combined.extend(right.iter().cloned());
+            next.push(combined);
+            self.reader.check_rows(next.len())?;
         }
         Ok(next)
     }
