@@ -105,6 +105,31 @@ fn index_nested_loop_join_instantiates_one_predicate_per_outer_row() {
     assert_eq!(inner.rows.len(), 1, "account 11 (balance 5) is passive");
 }
 
+/// A RIGHT JOIN keeps every right row whatever its ON or the WHERE says of the left side, so
+/// neither may narrow a scan's predicate: any new account can change the result, and any new
+/// person matching the inner conditions could (it may match an account now unmatched).
+#[test]
+fn right_join_predicates_are_not_narrowed_by_on_or_where() {
+    let db = setup();
+    let e = run(
+        &db,
+        "SELECT p.name, a.id FROM people p RIGHT JOIN accounts a ON a.owner = p.id AND a.balance > 10 WHERE p.age IS NULL OR p.age < 25",
+        &[],
+        &WriteSet::default(),
+    );
+    let mut got = rows(&e);
+    got.sort_by_key(|r| format!("{r:?}"));
+    let name = |n: &str| Value::Text(n.into());
+    assert_eq!(
+        got,
+        vec![vec![Value::Null, Value::Int(11)], vec![Value::Null, Value::Int(12)], vec![name("Peter"), Value::Int(10)]]
+    );
+    let scan = |table: &str| e.reads.scans.iter().find(|s| s.table() == table).expect("scanned");
+    let account = |id, owner, balance| vec![Value::Int(id), Value::Int(owner), Value::Int(balance)];
+    assert!(scan("accounts").predicate.may_match(&account(13, 9, 1)), "an unmatched account is still a row");
+    assert!(scan("people").predicate.may_match(&person(9, "Old", "O", 90)), "WHERE runs after the join");
+}
+
 #[test]
 fn subquery_results_and_parameters_are_instantiated_as_constants() {
     let db = setup();

@@ -293,9 +293,11 @@ impl Binder<'_> {
         // about such objects with array functions).
         let empty_input = !from_items.iter().any(|i| i.kind.keeps_right())
             && from_items.iter().any(|i| {
-            i.kind == JoinKind::Inner
-                && i.derived.as_deref().is_some_and(|d| matches!(&d.body, QueryBody::Values(rows) if rows.is_empty()))
-        });
+                i.kind == JoinKind::Inner
+                    && i.derived
+                        .as_deref()
+                        .is_some_and(|d| matches!(&d.body, QueryBody::Values(rows) if rows.is_empty()))
+            });
         let where_conjuncts = match &s.selection {
             Some(w) => {
                 let mut v = Vec::new();
@@ -731,7 +733,9 @@ impl Binder<'_> {
                     // Joins run left-deep over the whole FROM list, so a RIGHT or FULL join in a
                     // later list item would null-extend the items before it too.
                     if list_position > 0 {
-                        return unsupported("RIGHT or FULL JOIN after a comma in FROM (or in UPDATE … FROM / DELETE … USING)");
+                        return unsupported(
+                            "RIGHT or FULL JOIN after a comma in FROM (or in UPDATE … FROM / DELETE … USING)",
+                        );
                     }
                     if matches!(constraint, sql::JoinConstraint::Using(_) | sql::JoinConstraint::Natural) {
                         return unsupported("RIGHT or FULL JOIN with USING or NATURAL");

@@ -452,7 +452,8 @@ impl<'a> Exec<'a> {
             _ => None,
         };
         let condition_per_row = step.condition.as_ref().is_some_and(|c| self.per_row(c));
-        let mut right_matched = vec![false; if step.kind.keeps_right() { shared.as_ref().map_or(0, Vec::len) } else { 0 }];
+        let mut right_matched =
+            vec![false; if step.kind.keeps_right() { shared.as_ref().map_or(0, Vec::len) } else { 0 }];
         let mut next = Vec::new();
         let mut pairs = 0usize;
         for left in rows {
