@@ -515,7 +515,10 @@ impl Protocol {
             Command::Prepare { name, statement, declared } => self.prepare(name, statement, declared).await,
             Command::Execute { name, args } => self.execute_prepared(name, args).await,
             Command::Copy(copy) => match self.session.check_not_failed(command) {
-                Ok(()) => self.copy(copy).await,
+                Ok(()) => {
+                    self.session.forgo_replay();
+                    self.copy(copy).await
+                }
                 Err(e) => Err(e),
             },
             Command::Deallocate(name) => {

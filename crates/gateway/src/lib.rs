@@ -27,6 +27,7 @@ mod intercept;
 mod params;
 pub mod pgtypes;
 mod prepared;
+mod replay;
 mod route;
 mod server;
 mod session;

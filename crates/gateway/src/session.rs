@@ -8,9 +8,10 @@ use crate::errors::{self, failed_transaction, from_client, serialization_failure
 use crate::intercept::{self, LocalRows, SessionInfo};
 use crate::params::RawParams;
 use crate::pgtypes::{pg_type, OID_TEXT};
+use crate::replay::Journal;
 use crate::route::{Route, SessionFunction, SessionItem};
 use crate::settings::Settings;
-use pistou_client::{Client, Outcome, SequenceCurrents, SqlOutput, Txn};
+use pistou_client::{Client, ClientError, Outcome, SequenceCurrents, SqlOutput, Txn, TxnError};
 use pistou_sql::{Catalog, Engine, Row, SqlType, StatementKind, Value};
 use rand::Rng;
 use std::sync::Arc;
@@ -72,6 +73,8 @@ pub struct Session {
     /// currval of each sequence this session drew from (not transactional: a rolled-back
     /// transaction's draws count, as in PostgreSQL).
     sequence_currents: SequenceCurrents,
+    /// The block's statements, to run them again if the block aborts (`replay.rs`).
+    journal: Journal,
 }
 
 fn outside_block(what: &str) -> PgError {
@@ -107,6 +110,7 @@ impl Session {
             database,
             pid,
             sequence_currents: SequenceCurrents::new(),
+            journal: Journal::default(),
         }
     }
 
@@ -153,6 +157,7 @@ impl Session {
                 TxnState::Idle => {
                     self.txn = TxnState::Open(None);
                     self.block_settings = Some(self.settings.clone());
+                    self.journal = Journal::default();
                     command_reply("BEGIN")
                 }
                 _ => Reply::Command {
@@ -175,6 +180,7 @@ impl Session {
                 if matches!(self.txn, TxnState::Idle) {
                     return Err(outside_block("SAVEPOINT"));
                 }
+                self.journal.forgo();
                 self.open_txn().await?.savepoint(name).await.map_err(from_client)?;
                 Ok(command_reply("SAVEPOINT"))
             }
@@ -204,15 +210,18 @@ impl Session {
                     let notice = Some("SET LOCAL can only be used in transaction blocks".into());
                     return Ok(Reply::Command { tag: "SET".into(), notice });
                 }
+                self.journal.forgo();
                 self.settings.set_local(name, value.as_deref()).map_err(PgError::from)?;
                 Ok(command_reply("SET"))
             }
             Command::Set { name, value, local: false } => {
+                self.journal.forgo();
                 self.settings.set(name, value.as_deref()).map_err(PgError::from)?;
                 Ok(command_reply("SET"))
             }
             Command::SetNoop(tag) => Ok(command_reply(*tag)),
             Command::Reset(name) => {
+                self.journal.forgo();
                 match name {
                     Some(n) => self.settings.set(n, None).map_err(PgError::from)?,
                     None => self.settings.reset_all(),
@@ -262,7 +271,9 @@ impl Session {
         }
     }
 
-    /// Runs `work` in the block's transaction, or in its own (autocommit).
+    /// Runs `work` in the block's transaction, or in its own (autocommit). In a block, a
+    /// serialization failure replays the block's earlier statements in a new transaction and
+    /// runs `work` there (`replay.rs`).
     async fn work(&mut self, work: Work<'_>) -> Result<Reply, PgError> {
         match self.txn {
             TxnState::Open(_) => {
@@ -271,10 +282,71 @@ impl Session {
                 let reply = within(limit, work.run(&engine, txn)).await;
                 let currents = txn.sequence_currents().clone();
                 self.sequence_currents = currents;
+                let reply = match reply {
+                    Err(e) if e.is_serialization_failure() && self.journal.replayable() => {
+                        self.txn = TxnState::Open(None); // dropping the transaction aborts it
+                        match self.replay(After::Statement(work)).await? {
+                            Some((txn, reply)) => {
+                                self.txn = TxnState::Open(txn);
+                                reply.ok_or_else(|| PgError::new(errors::INTERNAL, "replay without a reply"))
+                            }
+                            None => Err(e),
+                        }
+                    }
+                    other => other,
+                };
+                if let Ok(r) = &reply {
+                    self.journal.record(&work, r);
+                }
                 reply
             }
             _ => self.autocommit(work).await,
         }
+    }
+
+    /// The block's COPY commits its rows on their own: the block is not replayed.
+    pub fn forgo_replay(&mut self) {
+        self.journal.forgo();
+    }
+
+    /// Runs the block's recorded statements again in a new transaction, then `after`,
+    /// retrying with backoff while they meet serialization failures. `Ok(None)`: the block
+    /// cannot be replayed (a statement shows something else now, fails otherwise, or the
+    /// retries ran out), so the caller reports its original error. For a statement, returns
+    /// the new transaction and the statement's reply.
+    async fn replay(&mut self, after: After<'_>) -> Result<Option<(Option<Txn>, Option<Reply>)>, PgError> {
+        let (engine, limit) = (self.engine.clone(), self.settings.statement_timeout());
+        let mut backoff = Backoff::new(self.config.max_retry_backoff);
+        'attempt: for _ in 0..self.config.autocommit_retries {
+            backoff.wait().await;
+            let mut txn = self.client.begin().await.map_err(from_client)?;
+            txn.set_sequence_currents(self.sequence_currents.clone());
+            for entry in self.journal.entries() {
+                match within(limit, entry.work.work().run(&engine, &mut txn)).await {
+                    Ok(reply) if crate::replay::digest(&reply) == entry.shown => {}
+                    Err(e) if e.is_serialization_failure() => continue 'attempt,
+                    _ => return Ok(None),
+                }
+            }
+            self.sequence_currents = txn.sequence_currents().clone();
+            match after {
+                After::Statement(work) => match within(limit, work.run(&engine, &mut txn)).await {
+                    Ok(reply) => {
+                        self.sequence_currents = txn.sequence_currents().clone();
+                        return Ok(Some((Some(txn), Some(reply))));
+                    }
+                    Err(e) if e.is_serialization_failure() => continue,
+                    Err(_) => return Ok(None),
+                },
+                After::Commit => match txn.commit().await {
+                    Ok(Outcome::Committed { .. }) => return Ok(Some((None, None))),
+                    Ok(Outcome::Aborted) | Err(ClientError::Txn(TxnError::TooOld)) => continue,
+                    // An unknown outcome (a commit timeout) must be reported as such.
+                    Err(e) => return Err(from_client(e)),
+                },
+            }
+        }
+        Ok(None)
     }
 
     /// VACUUM / ANALYZE: nothing to do once the tables are known (`Command::Maintenance`).
@@ -394,12 +466,29 @@ impl Session {
             // PostgreSQL answers COMMIT of a failed block with ROLLBACK.
             TxnState::Failed(_) => Ok(command_reply("ROLLBACK")),
             TxnState::Open(None) => Ok(command_reply("COMMIT")),
-            TxnState::Open(Some(txn)) => match txn.commit().await {
-                Ok(Outcome::Committed { .. }) => Ok(command_reply("COMMIT")),
-                Ok(Outcome::Aborted) => Err(serialization_failure()),
-                Err(e) => Err(from_client(e)),
-            },
+            TxnState::Open(Some(txn)) => {
+                let aborted = match txn.commit().await {
+                    Ok(Outcome::Committed { .. }) => None,
+                    Ok(Outcome::Aborted) => Some(serialization_failure()),
+                    Err(e @ ClientError::Txn(TxnError::TooOld)) => Some(from_client(e)),
+                    Err(e) => return self.ended(Err(from_client(e))),
+                };
+                match aborted {
+                    None => Ok(command_reply("COMMIT")),
+                    Some(error) if self.journal.replayable() => match self.replay(After::Commit).await {
+                        Ok(Some(_)) => Ok(command_reply("COMMIT")),
+                        Ok(None) => Err(error),
+                        Err(e) => Err(e),
+                    },
+                    Some(error) => Err(error),
+                }
+            }
         };
+        self.ended(result)
+    }
+
+    /// Ends the block with COMMIT's result.
+    fn ended(&mut self, result: Result<Reply, PgError>) -> Result<Reply, PgError> {
         let committed = matches!(&result, Ok(Reply::Command { tag, .. }) if tag == "COMMIT");
         self.end_block(committed);
         result
@@ -408,6 +497,7 @@ impl Session {
     /// The block ended: SET LOCAL values go, and so do all its SETs if it did not commit
     /// (as in PostgreSQL; an unknown commit outcome counts as not committed).
     fn end_block(&mut self, committed: bool) {
+        self.journal = Journal::default();
         match self.block_settings.take() {
             Some(before) if !committed => self.settings = before,
             _ => self.settings.end_transaction(),
@@ -588,7 +678,7 @@ impl Autocommit {
     /// Runs `work` in its own transaction, retried with jittered backoff on serialization
     /// failure. Returns the reply and the sequences' currval after it.
     async fn run(mut self, work: Work<'_>) -> (Result<Reply, PgError>, SequenceCurrents) {
-        let mut backoff = Duration::from_millis(2);
+        let mut backoff = Backoff::new(self.config.max_retry_backoff);
         let mut attempt = 0u32;
         loop {
             let mut txn = match self.client.begin().await {
@@ -610,17 +700,41 @@ impl Autocommit {
                 return (Err(error), self.sequence_currents);
             }
             attempt += 1;
-            // Full jitter: conflicting clients do not retry in lockstep.
-            let wait = rand::thread_rng().gen_range(0..=backoff.as_micros() as u64);
-            tokio::time::sleep(Duration::from_micros(wait)).await;
-            backoff = (backoff * 2).min(self.config.max_retry_backoff);
+            backoff.wait().await;
         }
     }
 }
 
+/// Waits before a retry: up to 2 ms the first time, doubling up to a limit, with full jitter
+/// so that conflicting clients do not retry in lockstep.
+struct Backoff {
+    next: Duration,
+    limit: Duration,
+}
+
+impl Backoff {
+    fn new(limit: Duration) -> Self {
+        Backoff { next: Duration::from_millis(2), limit }
+    }
+
+    async fn wait(&mut self) {
+        let wait = rand::thread_rng().gen_range(0..=self.next.as_micros() as u64);
+        tokio::time::sleep(Duration::from_micros(wait)).await;
+        self.next = (self.next * 2).min(self.limit);
+    }
+}
+
+/// What a replayed block runs after its recorded statements.
+#[derive(Clone, Copy)]
+enum After<'a> {
+    /// The statement whose serialization failure started the replay.
+    Statement(Work<'a>),
+    Commit,
+}
+
 /// What a statement runs in its transaction.
 #[derive(Clone, Copy)]
-enum Work<'a> {
+pub(crate) enum Work<'a> {
     Statement(&'a str, &'a RawParams),
     /// TRUNCATE: every row of these tables is deleted, as `DELETE FROM` would (so the
     /// work is bounded by the transaction's row limit, 54000 beyond it).

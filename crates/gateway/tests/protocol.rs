@@ -183,6 +183,47 @@ async fn errors_carry_sqlstates_and_transactions_follow_postgres() {
     .await;
 }
 
+/// A block aborted by a conflict is run again at a new timestamp and committed when every
+/// statement shows what it showed before (`replay.rs`); otherwise the client gets 40001.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aborted_blocks_are_replayed_when_they_show_the_same() {
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let a = connect(h.addr).await;
+        let b = connect(h.addr).await;
+        a.batch_execute("CREATE TABLE hot (id BIGINT PRIMARY KEY, n BIGINT)").await.expect("create");
+        a.batch_execute("INSERT INTO hot VALUES (1, 0)").await.expect("insert");
+
+        // Two blind increments in blocks: they conflict, and the loser's replay shows the
+        // same `UPDATE 1`, so both commit.
+        for db in [&a, &b] {
+            db.batch_execute("BEGIN").await.expect("begin");
+            assert_eq!(db.execute("UPDATE hot SET n = n + 1 WHERE id = 1", &[]).await.expect("update"), 1);
+        }
+        a.batch_execute("COMMIT").await.expect("a commits");
+        b.batch_execute("COMMIT").await.expect("b commits after a replay");
+        let value: i64 = a.query_one("SELECT n FROM hot WHERE id = 1", &[]).await.expect("read").get(0);
+        assert_eq!(value, 2, "both increments, each once");
+
+        // A block that showed the value it read cannot be replayed once the value changed.
+        b.batch_execute("BEGIN").await.expect("begin");
+        let seen: i64 = b.query_one("SELECT n FROM hot WHERE id = 1", &[]).await.expect("b read").get(0);
+        b.execute("UPDATE hot SET n = $1 WHERE id = 1", &[&(seen + 10)]).await.expect("b update");
+        a.execute("UPDATE hot SET n = n + 1 WHERE id = 1", &[]).await.expect("autocommit increment");
+        let e = b.batch_execute("COMMIT").await.expect_err("b's read changed");
+        assert_eq!(sqlstate(&e), "40001", "{e}");
+        // Nor can a block with a savepoint (its meaning is not in its statements alone).
+        a.batch_execute("BEGIN; SAVEPOINT s; UPDATE hot SET n = n + 1 WHERE id = 1").await.expect("a block");
+        b.execute("UPDATE hot SET n = n + 1 WHERE id = 1", &[]).await.expect("autocommit increment");
+        let e = a.batch_execute("COMMIT").await.expect_err("not replayed");
+        assert_eq!(sqlstate(&e), "40001", "{e}");
+        let value: i64 = a.query_one("SELECT n FROM hot WHERE id = 1", &[]).await.expect("read").get(0);
+        assert_eq!(value, 4, "the two autocommit increments only");
+        h.stop().await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conflicting_transactions_get_40001_and_autocommit_retries() {
     bounded(120, async {
