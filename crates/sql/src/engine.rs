@@ -36,6 +36,10 @@ pub struct Limits {
     /// functions): what a hostile statement could otherwise grow without bound, e.g. by
     /// doubling a string in a recursive query (`crate::expr::ComputeBudget`).
     pub max_computed_bytes: usize,
+    /// Most bytes of rows a statement may materialize in all (scanned rows it keeps, join
+    /// results): with `max_rows` alone a join of wide rows could hold many gigabytes. Counted
+    /// the same way at every replica, so all stop a statement at the same row.
+    pub max_materialized_bytes: usize,
 }
 
 impl Default for Limits {
@@ -47,6 +51,7 @@ impl Default for Limits {
             max_read_rows: usize::MAX,
             plan_cache_entries: 512,
             max_computed_bytes: 256 << 20,
+            max_materialized_bytes: 512 << 20,
         }
     }
 }
@@ -442,6 +447,7 @@ impl Engine {
             );
         }
         let budget = crate::expr::ComputeBudget::new(self.limits.max_computed_bytes);
+        let materialized = crate::exec::RowBudget::new(self.limits.max_materialized_bytes);
         let reader = Reader {
             storage: ctx.storage,
             at: ctx.at,
@@ -451,6 +457,7 @@ impl Engine {
             max_read_rows: self.limits.max_read_rows,
             active_rows: Default::default(),
             computed: &budget,
+            materialized: &materialized,
         };
         let draws = SequenceDraws::new(ctx.sequences);
         let random = crate::uuid::StatementRandom::new(ctx.random_seed);

@@ -223,6 +223,25 @@ fn computed_text_is_bounded_per_statement() {
     assert_eq!(state(&mut db, "SELECT count(*) FROM big WHERE length(upper(s)) = 1000"), "ok", "100 KB of text");
 }
 
+/// Rows a statement keeps (scans, join results) are charged by their bytes, so a join of
+/// wide rows stops at `max_materialized_bytes` (54000) long before `max_rows`.
+#[test]
+fn materialized_rows_are_bounded_by_bytes_per_statement() {
+    let mut db = Database::with_limits(Limits { max_materialized_bytes: 4 << 20, ..Limits::default() });
+    db.execute("CREATE TABLE wide (id INT PRIMARY KEY, s TEXT)").expect("create");
+    let text = "x".repeat(10_000);
+    for i in 0..40 {
+        db.execute(&format!("INSERT INTO wide VALUES ({i}, '{text}')")).expect("insert");
+    }
+    // 1,600 joined rows of 20 KB each: 32 MB, over the 4 MiB bound.
+    assert_eq!(state(&mut db, "SELECT count(*) FROM wide a, wide b"), "54000");
+    assert_eq!(state(&mut db, "SELECT count(*) FROM wide a RIGHT JOIN wide b ON a.id < b.id"), "54000");
+    // The table alone (400 KB) and a narrow join are fine.
+    assert_eq!(state(&mut db, "SELECT count(*) FROM wide"), "ok");
+    assert_eq!(state(&mut db, "SELECT count(*) FROM wide a JOIN wide b ON a.id = b.id"), "ok");
+    assert_eq!(state(&mut db, "SELECT count(*) FROM (SELECT id FROM wide) a, (SELECT id FROM wide) b"), "ok");
+}
+
 #[test]
 fn deeply_nested_or_huge_jsonb_fails_cleanly() {
     let mut db = db();

@@ -39,6 +39,52 @@ pub(crate) struct Reader<'a> {
     pub active_rows: std::cell::Cell<usize>,
     /// Bytes of text this statement's expressions may still compute.
     pub computed: &'a crate::expr::ComputeBudget,
+    /// Bytes of rows this statement may still materialize.
+    pub materialized: &'a RowBudget,
+}
+
+/// Bytes of rows a statement may still materialize (`Limits::max_materialized_bytes`): each
+/// row it keeps (a scanned row, a join result) is charged when made, never refunded.
+#[derive(Debug)]
+pub(crate) struct RowBudget {
+    left: std::cell::Cell<usize>,
+    limit: usize,
+}
+
+impl RowBudget {
+    pub fn new(limit: usize) -> Self {
+        RowBudget { left: std::cell::Cell::new(limit), limit }
+    }
+
+    /// Charges a row the statement keeps (54000 beyond the limit).
+    fn charge(&self, row: &[Value]) -> Result<()> {
+        match self.left.get().checked_sub(row_bytes(row)) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => err(
+                SqlState::ProgramLimitExceeded,
+                format!(
+                    "statement materializes more than {} bytes of rows (Limits::max_materialized_bytes)",
+                    self.limit
+                ),
+            ),
+        }
+    }
+}
+
+/// What a materialized row costs: its values and the bytes they own.
+fn row_bytes(row: &[Value]) -> usize {
+    let owned: usize = row
+        .iter()
+        .map(|v| match v {
+            Value::Text(s) => s.len(),
+            Value::Bytes(b) => b.len(),
+            _ => 0,
+        })
+        .sum();
+    std::mem::size_of::<Row>() + std::mem::size_of_val(row) + owned
 }
 
 fn too_many_rows(max: usize) -> SqlError {

@@ -413,7 +413,9 @@ impl<'a> Exec<'a> {
 
     fn source_rows(&mut self, scan: &ScanPlan, derived: Option<&Vec<Row>>, env: &Env) -> Result<Vec<Row>> {
         let mut rows = Vec::new();
+        let budget = self.reader.materialized;
         self.source(scan, derived, env, &mut |_, r| {
+            budget.charge(r)?;
             rows.push(r.to_vec());
             Ok(())
         })?;
@@ -452,6 +454,7 @@ impl<'a> Exec<'a> {
             _ => None,
         };
         let condition_per_row = step.condition.as_ref().is_some_and(|c| self.per_row(c));
+        let budget = self.reader.materialized;
         let mut right_matched =
             vec![false; if step.kind.keeps_right() { shared.as_ref().map_or(0, Vec::len) } else { 0 }];
         let mut next = Vec::new();
@@ -479,6 +482,7 @@ impl<'a> Exec<'a> {
                         }
                     }
                     matched = true;
+                    budget.charge(&combined)?;
                     next.push(std::mem::take(&mut combined));
                     if next.len() > max_rows {
                         return Err(too_many_rows(max_rows));
@@ -519,6 +523,7 @@ impl<'a> Exec<'a> {
                     if let Some(m) = right_matched.get_mut(position) {
                         *m = true;
                     }
+                    self.reader.materialized.charge(&combined)?;
                     next.push(combined);
                     self.reader.check_rows(next.len())?;
                 }
@@ -526,6 +531,7 @@ impl<'a> Exec<'a> {
             if !matched && step.kind.keeps_left() {
                 let mut combined = left;
                 combined.extend(std::iter::repeat_n(Value::Null, right_width));
+                self.reader.materialized.charge(&combined)?;
                 next.push(combined);
                 self.reader.check_rows(next.len())?;
             }
@@ -535,6 +541,7 @@ impl<'a> Exec<'a> {
         for (right, _) in unmatched {
             let mut combined = vec![Value::Null; step.left_width];
             combined.extend(right.iter().cloned());
+            self.reader.materialized.charge(&combined)?;
             next.push(combined);
             self.reader.check_rows(next.len())?;
         }
