@@ -359,9 +359,8 @@ fn check(store: &RowStore, model: &Model, catalog: &Catalog, capped: bool) -> Re
                 let in_window: Vec<_> = got.iter().filter(|w| via.contains(w)).cloned().collect();
                 prop_assert_eq!(&in_window, &via, "writes_between_via_index {} yields window writes, in order", name);
                 for w in &got {
-                    let matches = w.4.as_ref().is_some_and(|row| inside(row));
-                    let exposes =
-                        !w.3 && store.versions(name, &w.2).any(|v| v.ts < w.0 && v.row.is_some_and(|row| inside(row)));
+                    let matches = w.4.as_ref().is_some_and(&inside);
+                    let exposes = !w.3 && store.versions(name, &w.2).any(|v| v.ts < w.0 && v.row.is_some_and(&inside));
                     prop_assert!(
                         !(matches || exposes) || via.contains(w),
                         "writes_between_via_index {} ({}, {}) {:?} misses {:?}",
