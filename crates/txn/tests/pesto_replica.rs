@@ -407,12 +407,18 @@ fn a_predicates_key_range_hides_no_conflict_inside_it() {
 
     // Line 15: prepared writers move ids 1 and 4 out of `a > 10`; only id 4's could expose a
     // matching version inside the reader's range, so the reader depends on that one alone.
-    let mut fx = fixture();
+    only_the_writer_hiding_a_match_is_a_dependency(fixture(), 50, with_key_range);
+}
+
+/// Line 15 with a restricted predicate: committed rows 1 (a = `a1`) and 4 (a = 50), then
+/// prepared writers setting a = 1 in both; a reader at ts 30 restricted by `restrict`, under
+/// which row 1 cannot match, waits for the writer of row 4 alone.
+fn only_the_writer_hiding_a_match_is_a_dependency(mut fx: Fixture, a1: i64, restrict: fn(TxnMeta) -> TxnMeta) {
     let genesis = Timestamp::GENESIS;
     let base = fx.meta(Txn {
         t: 5,
         reads: vec![(key(1), genesis), (key(4), genesis)],
-        writes: vec![(1, Some(50)), (4, Some(50))],
+        writes: vec![(1, Some(a1)), (4, Some(50))],
         predicate: None,
     });
     assert_eq!(fx.prepare(&base), Some(Vote::Commit));
@@ -421,7 +427,7 @@ fn a_predicates_key_range_hides_no_conflict_inside_it() {
     assert_eq!(fx.prepare(&w1), Some(Vote::Commit));
     let w4 = fx.meta(Txn { t: 21, reads: vec![(key(4), ts(5))], writes: vec![(4, Some(1))], predicate: None });
     assert_eq!(fx.prepare(&w4), Some(Vote::Commit));
-    let t = with_key_range(fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) }));
+    let t = restrict(fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) }));
     let req = sign_client(ClientId(1), Some(&fx.client), Prepare { meta: t.clone() });
     assert_eq!(fx.send(Message::Prepare(req)), vec![Message::Waiting { txn: t.id(), on: vec![w4.id()] }]);
 }
@@ -461,25 +467,10 @@ fn an_index_range_hides_no_conflict_inside_it() {
     let t = a_from_40_to_60(fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) }));
     assert_eq!(fx.prepare(&t), Some(Vote::Abort));
 
-    // Line 15: prepared writers move ids 1 and 4 out of the range; only id 4 had a version
-    // inside it, so its writer alone is a dependency, although its own row's index key
-    // (a = 1) lies outside the range.
-    let mut fx = indexed();
-    let base = fx.meta(Txn {
-        t: 5,
-        reads: vec![(key(1), genesis), (key(4), genesis)],
-        writes: vec![(1, Some(90)), (4, Some(50))],
-        predicate: None,
-    });
-    assert_eq!(fx.prepare(&base), Some(Vote::Commit));
-    fx.commit(&base);
-    let w1 = fx.meta(Txn { t: 20, reads: vec![(key(1), ts(5))], writes: vec![(1, Some(1))], predicate: None });
-    assert_eq!(fx.prepare(&w1), Some(Vote::Commit));
-    let w4 = fx.meta(Txn { t: 21, reads: vec![(key(4), ts(5))], writes: vec![(4, Some(1))], predicate: None });
-    assert_eq!(fx.prepare(&w4), Some(Vote::Commit));
-    let t = a_from_40_to_60(fx.meta(Txn { t: 30, reads: vec![], writes: vec![], predicate: Some(ts(10)) }));
-    let req = sign_client(ClientId(1), Some(&fx.client), Prepare { meta: t.clone() });
-    assert_eq!(fx.send(Message::Prepare(req)), vec![Message::Waiting { txn: t.id(), on: vec![w4.id()] }]);
+    // Line 15: prepared writers move ids 1 (a = 90) and 4 (a = 50) out of the range; only
+    // id 4 had a version inside it, so its writer alone is a dependency, although its own
+    // row's index key (a = 1) lies outside the range.
+    only_the_writer_hiding_a_match_is_a_dependency(indexed(), 90, a_from_40_to_60);
 }
 
 #[test]
