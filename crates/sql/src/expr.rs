@@ -122,6 +122,8 @@ pub enum Func {
     /// `age(a, b)`: the symbolic difference (`crate::interval::age`); `age(b)` is from
     /// midnight of the transaction's date.
     Age,
+    /// `to_char(timestamp | timestamptz | date, template)` (`crate::to_char`).
+    ToChar,
 }
 
 impl Func {
@@ -153,6 +155,7 @@ impl Func {
             "date_part" => Func::DatePart,
             "gen_random_uuid" => Func::GenRandomUuid,
             "age" => Func::Age,
+            "to_char" => Func::ToChar,
             other => return crate::jsonb::JsonbFn::by_name(other).map(Func::Jsonb),
         })
     }
@@ -195,6 +198,7 @@ impl Func {
             Func::GenRandomUuid => "gen_random_uuid",
             Func::Jsonb(f) => f.name(),
             Func::Age => "age",
+            Func::ToChar => "to_char",
         }
     }
 
@@ -214,6 +218,7 @@ impl Func {
             Func::Now | Func::CurrentDate | Func::LocalTimestamp | Func::GenRandomUuid => (0, 0),
             Func::Jsonb(f) => f.arity(),
             Func::Age => (1, 2),
+            Func::ToChar => (2, 2),
             _ => (1, 1),
         }
     }
@@ -802,6 +807,28 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         }
         Func::NextVal | Func::CurrVal => return Err(unbound("sequence value")),
         Func::GenRandomUuid => return Err(unbound("random value")),
+        Func::ToChar => {
+            let template = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
+            let text = match first {
+                Value::Timestamp(m) => crate::to_char::format(*m, false, template)?,
+                Value::TimestampTz(m) => crate::to_char::format(*m, true, template)?,
+                Value::Date(d) => crate::to_char::format(crate::temporal::date_timestamp(*d), false, template)?,
+                Value::Int(_) | Value::Numeric(_) | Value::Float(_) => {
+                    return err(
+                        SqlState::FeatureNotSupported,
+                        "to_char of a number is not supported (only of a date or timestamp)",
+                    )
+                }
+                Value::Interval(_) => {
+                    return err(
+                        SqlState::FeatureNotSupported,
+                        "to_char of an interval is not supported (only of a date or timestamp)",
+                    )
+                }
+                _ => return err(SqlState::UndefinedFunction, "function to_char(text, text) does not exist"),
+            };
+            text.map_or(Value::Null, Value::Text)
+        }
         Func::Age => match args {
             [a, b] => age(a, b)?,
             _ => return Err(unbound("transaction time")),

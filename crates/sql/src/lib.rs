@@ -33,6 +33,7 @@ mod short_key;
 pub mod storage;
 pub mod system;
 pub mod temporal;
+mod to_char;
 pub mod types;
 pub mod uuid;
 pub mod view;

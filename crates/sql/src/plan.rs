@@ -623,6 +623,7 @@ pub(crate) fn expr_type_in(
             Func::JsonBuildObject => Some(SqlType::Json),
             Func::GenRandomUuid => Some(SqlType::Uuid),
             Func::Age => Some(SqlType::Interval),
+            Func::ToChar => Some(SqlType::Text),
             Func::Jsonb(f) => Some(f.result_type()),
             Func::ArrayConstruct | Func::ArrayCat => match args.first() {
                 Some(Expr::Const(Value::Text(element))) => {

@@ -7,7 +7,7 @@ use rust_decimal::Decimal;
 const MICROS_PER_DAY: i64 = 86_400_000_000;
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -268,13 +268,13 @@ fn not_supported(unit: &str, of: Instant) -> SqlError {
 }
 
 /// Monday-based day of the week, 1 to 7, of a day count.
-fn iso_day_of_week(days: i64) -> i64 {
+pub(crate) fn iso_day_of_week(days: i64) -> i64 {
     (days + 3).rem_euclid(7) + 1
 }
 
 /// The ISO 8601 year and week of a day count: weeks start on Monday, and week 1 holds the
 /// year's first Thursday.
-fn iso_week(days: i64) -> (i64, i64) {
+pub(crate) fn iso_week(days: i64) -> (i64, i64) {
     let thursday = days - (iso_day_of_week(days) - 1) + 3;
     let (year, _, _) = civil_from_days(thursday);
     (year, (thursday - days_from_civil(year, 1, 1)) / 7 + 1)

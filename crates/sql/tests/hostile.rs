@@ -243,6 +243,17 @@ fn materialized_rows_are_bounded_by_bytes_per_statement() {
 }
 
 #[test]
+fn to_char_templates_are_bounded_and_numbers_refused() {
+    let mut db = db();
+    let long = format!("SELECT to_char(DATE '2021-01-01', '{}')", "YYYY".repeat(2_000));
+    assert_eq!(state(&mut db, &long), "54000");
+    assert_eq!(state(&mut db, "SELECT to_char(DATE '2021-01-01', 'FM')"), "ok");
+    assert_eq!(state(&mut db, "SELECT to_char(DATE '2021-01-01', '€\\\"\"')"), "ok");
+    assert_eq!(state(&mut db, "SELECT to_char(12, '999')"), "0A000");
+    assert_eq!(state(&mut db, "SELECT to_char(INTERVAL '1 day', 'DD')"), "0A000");
+}
+
+#[test]
 fn deeply_nested_or_huge_jsonb_fails_cleanly() {
     let mut db = db();
     db.execute("CREATE TABLE j (id INT PRIMARY KEY, d JSONB)").expect("create");
