@@ -2209,7 +2209,7 @@ mod tests {
              FROM pg_catalog.pg_policy pol WHERE pol.polrelid = '16387' ORDER BY 1"
         )
         .is_empty());
-        let e = db.execute("SELECT to_char(relpages, '999') FROM pg_class").expect_err("not over an empty relation");
+        let e = db.execute("SELECT quote_nullable(relpages) FROM pg_class").expect_err("not over an empty relation");
         assert_eq!(e.state.code(), "42883");
     }
 
