@@ -38,6 +38,8 @@ pub(crate) struct Driver {
     logged: Counts,
     fault: Option<crate::server::Fault>,
     batch_window: Duration,
+    /// Client messages in the last batch: the window is waited only under load.
+    last_batch: usize,
 }
 
 type Counts = (Vec<(RejectReason, u64)>, Vec<(NetReason, u64)>);
@@ -73,6 +75,7 @@ impl Driver {
             logged: (Vec::new(), Vec::new()),
             fault: None,
             batch_window: options.batch_window,
+            last_batch: 0,
         }
     }
 
@@ -117,13 +120,17 @@ impl Driver {
                     self.deliver_loopback();
                     let mut batch = Vec::new();
                     self.apply(item, &mut batch);
-                    if !self.batch_window.is_zero() {
+                    // Wait for more only when the last batch had company: a lone client
+                    // would pay the window (a tokio timer: a millisecond or more) on every
+                    // step of every transaction and gain nothing from batching.
+                    if !self.batch_window.is_zero() && self.last_batch > 1 {
                         tokio::time::sleep(self.batch_window).await;
                     }
                     for _ in 0..MAX_DRAIN {
                         let Ok(item) = inbound.try_recv() else { break };
                         self.apply(item, &mut batch);
                     }
+                    self.last_batch = batch.len();
                     self.replica.handle_many(now_us(), batch);
                     if let Err(e) = self.flush_and_route() {
                         failure = Some(e);

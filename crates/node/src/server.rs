@@ -40,9 +40,11 @@ pub struct NodeOptions {
     /// Messages queued per outgoing link to another replica.
     pub peer_queue: usize,
     /// After the first input of a batch, wait this long for more before handling and
-    /// signing them together (Basil §4.4 batches with a timeout). Zero: batch only what is
-    /// already queued. 500 µs measured best on YCSB-T (docs/benchmarks.md): +13% committed
-    /// tx/s and a lower p99 than no window; 2 ms was no better than none.
+    /// signing them together (Basil §4.4 batches with a timeout), when the previous batch
+    /// held more than one client message (under load). Zero: batch only what is already
+    /// queued. 500 µs measured best on YCSB-T (docs/benchmarks.md): +13% committed tx/s and
+    /// a lower p99 than no window; 2 ms was no better than none. Tokio's timer rounds it up
+    /// to a millisecond or more.
     pub batch_window: Duration,
     /// The replica's data directory, holding its durable log; `None` keeps everything in
     /// memory only (tests and benchmarks: a restarted replica then forgets what it signed).
