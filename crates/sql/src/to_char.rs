@@ -101,30 +101,19 @@ pub fn format(micros: i64, zoned: bool, template: &str) -> Result<Option<String>
                     text
                 }
             };
-            let meridian = |dots: bool| {
-                let text = match (hour < 12, dots) {
-                    (true, false) => "AM",
-                    (false, false) => "PM",
-                    (true, true) => "A.M.",
-                    (false, true) => "P.M.",
+            // AM/PM or AD/BC: `first` when `is_first`, with dots if the pattern has them, in
+            // the pattern's case.
+            let marker = |is_first: bool, first: &str, second: &str| {
+                let letters = if is_first { first } else { second };
+                let text = if p.contains('.') {
+                    letters.chars().flat_map(|c| [c, '.']).collect::<String>()
+                } else {
+                    letters.to_string()
                 };
                 if p.starts_with(char::is_lowercase) {
                     text.to_ascii_lowercase()
                 } else {
-                    text.to_string()
-                }
-            };
-            let era = |dots: bool| {
-                let text = match (year > 0, dots) {
-                    (true, false) => "AD",
-                    (false, false) => "BC",
-                    (true, true) => "A.D.",
-                    (false, true) => "B.C.",
-                };
-                if p.starts_with(char::is_lowercase) {
-                    text.to_ascii_lowercase()
-                } else {
-                    text.to_string()
+                    text
                 }
             };
             let hour12 = if hour % 12 == 0 { 12 } else { hour % 12 };
@@ -144,10 +133,8 @@ pub fn format(micros: i64, zoned: bool, template: &str) -> Result<Option<String>
                     let scaled = micro / 10i64.pow(6 - digits as u32);
                     (format!("{scaled:0digits$}"), Some(scaled))
                 }
-                "AM" | "PM" => (meridian(false), None),
-                "A.M." | "P.M." => (meridian(true), None),
-                "AD" | "BC" => (era(false), None),
-                "A.D." | "B.C." => (era(true), None),
+                "AM" | "PM" | "A.M." | "P.M." => (marker(hour < 12, "AM", "PM"), None),
+                "AD" | "BC" | "A.D." | "B.C." => (marker(year > 0, "AD", "BC"), None),
                 "Y,YYY" => (format!("{},{:03}", year / 1000, year % 1000), Some(year)),
                 "YYYY" => (num(year, 4), Some(year)),
                 "YYY" => (num(year % 1000, 3), Some(year % 1000)),
