@@ -378,6 +378,30 @@ async fn statement_timeout_cancels_long_statements() {
 
 /// TRUNCATE (one transaction of deletes) and DROP TABLE of several tables, as pgbench -i
 /// sends them, compared with PostgreSQL.
+/// Interval columns through the gateway and the replicas: stored, compared by length,
+/// indexed, updated and deleted as in PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interval_columns_behave_as_in_postgres() {
+    bounded(120, async {
+        let script = [
+            "CREATE TABLE parity_iv (id INT PRIMARY KEY, d INTERVAL, n INTERVAL NOT NULL DEFAULT '1 day')",
+            "CREATE INDEX parity_iv_d ON parity_iv (d)",
+            "INSERT INTO parity_iv VALUES (1, '1 day 2 hours', '3 mons'), (2, INTERVAL '90 minutes', '1 year'), (3, NULL, '2 days')",
+            "INSERT INTO parity_iv (id, d) VALUES (4, '30 days')",
+            "SELECT id, d, n FROM parity_iv ORDER BY d, id",
+            "SELECT id FROM parity_iv WHERE d = INTERVAL '1 mon'",
+            "SELECT sum(d), max(n), min(d) FROM parity_iv",
+            "UPDATE parity_iv SET d = d * 2 + n WHERE id = 2 RETURNING d",
+            "SELECT id, TIMESTAMP '2021-01-31 00:00:00' + n FROM parity_iv ORDER BY id",
+            "DELETE FROM parity_iv WHERE d > '2 days'",
+            "SELECT count(*) FROM parity_iv",
+            "DROP TABLE parity_iv",
+        ];
+        compare(&["DROP TABLE IF EXISTS parity_iv"], &script).await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn truncate_and_multi_table_drop_behave_as_in_postgres() {
     bounded(120, async {

@@ -143,7 +143,8 @@ pub(crate) fn data_type(t: &sql::DataType) -> Result<(SqlType, TypeLimits)> {
         D::Timestamp(_, sql::TimezoneInfo::None | sql::TimezoneInfo::WithoutTimeZone) => (SqlType::Timestamp, none),
         D::Timestamp(_, sql::TimezoneInfo::WithTimeZone | sql::TimezoneInfo::Tz) => (SqlType::TimestampTz, none),
         D::Uuid => (SqlType::Uuid, none),
-        D::Interval { .. } => return unsupported("interval columns (interval is a type of computed values here)"),
+        D::Interval { fields: None, precision: None } => (SqlType::Interval, none),
+        D::Interval { .. } => return unsupported("interval fields and precision (INTERVAL YEAR, INTERVAL(3))"),
         other => return unsupported(format!("type {other}")),
     })
 }
