@@ -183,6 +183,29 @@ async fn errors_carry_sqlstates_and_transactions_follow_postgres() {
     .await;
 }
 
+/// EXPLAIN ANALYZE runs its statement at the replicas (its writes commit, as in PostgreSQL)
+/// and answers the plan with counts every replica computes alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_analyze_runs_the_statement_through_the_cluster() {
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let db = connect(h.addr).await;
+        db.batch_execute("CREATE TABLE ea (id INT PRIMARY KEY, v INT)").await.expect("create");
+        db.batch_execute("INSERT INTO ea VALUES (1, 10), (2, 20)").await.expect("insert");
+        let lines = |rows: Vec<tokio_postgres::Row>| rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>();
+        let plan =
+            lines(db.query("EXPLAIN ANALYZE UPDATE ea SET v = v + 1 WHERE id = $1", &[&2i32]).await.expect("run"));
+        assert!(plan.contains(&"Rows affected (UPDATE): 1".to_string()), "{plan:?}");
+        assert!(plan.contains(&"Rows written: 1".to_string()), "{plan:?}");
+        let v: i32 = db.query_one("SELECT v FROM ea WHERE id = 2", &[]).await.expect("read").get(0);
+        assert_eq!(v, 21, "the update committed");
+        let plan = lines(db.query("EXPLAIN ANALYZE SELECT * FROM ea", &[]).await.expect("run"));
+        assert!(plan.contains(&"Rows returned: 2".to_string()), "{plan:?}");
+        h.stop().await;
+    })
+    .await;
+}
+
 /// A block aborted by a conflict is run again at a new timestamp and committed when every
 /// statement shows what it showed before (`replay.rs`); otherwise the client gets 40001.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -65,7 +65,7 @@ impl Prepared {
             Statement::Update(_) => StatementKind::Update,
             Statement::Delete(_) => StatementKind::Delete,
             Statement::Ddl(change) => StatementKind::Ddl(change.clone()),
-            Statement::Explain(_) => StatementKind::Explain,
+            Statement::Explain { .. } => StatementKind::Explain,
             Statement::Txn(t) => StatementKind::Transaction(*t),
         }
     }
@@ -91,7 +91,8 @@ impl Prepared {
 }
 
 /// Names of the stored tables `plan` reads or writes (subqueries and derived tables
-/// included), sorted; [`Prepared::tables`] keeps them. EXPLAIN touches none: it reads nothing.
+/// included), sorted; [`Prepared::tables`] keeps them. EXPLAIN touches none: it reads nothing;
+/// EXPLAIN ANALYZE those of the statement it runs.
 pub(crate) fn plan_tables(plan: &Plan) -> Vec<String> {
     let mut out = BTreeSet::new();
     match &plan.statement {
@@ -112,7 +113,8 @@ pub(crate) fn plan_tables(plan: &Plan) -> Vec<String> {
             target_tables(&d.rows, &mut out);
             d.enforce.tables(&mut out);
         }
-        Statement::Ddl(_) | Statement::Explain(_) | Statement::Txn(_) => return Vec::new(),
+        Statement::Explain { inner, analyze: true } => return plan_tables(inner),
+        Statement::Ddl(_) | Statement::Explain { .. } | Statement::Txn(_) => return Vec::new(),
     }
     for sub in &plan.subqueries {
         query_tables(&sub.plan, &mut out);

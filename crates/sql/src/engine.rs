@@ -56,6 +56,9 @@ impl Default for Limits {
     }
 }
 
+/// The one result column of EXPLAIN, as PostgreSQL names it.
+static EXPLAIN_COLUMNS: std::sync::LazyLock<[String; 1]> = std::sync::LazyLock::new(|| ["QUERY PLAN".to_string()]);
+
 /// A parsed and planned statement, valid for the catalog version it was planned against.
 #[derive(Debug)]
 pub struct Prepared {
@@ -97,6 +100,7 @@ impl Prepared {
     pub fn columns(&self) -> Option<&[String]> {
         match &self.plan.statement {
             Statement::Query(q) => Some(&q.names),
+            Statement::Explain { .. } => Some(EXPLAIN_COLUMNS.as_slice()),
             _ => None,
         }
     }
@@ -106,6 +110,7 @@ impl Prepared {
     pub fn column_types(&self) -> Option<&[Option<SqlType>]> {
         match &self.plan.statement {
             Statement::Query(q) => Some(&q.types),
+            Statement::Explain { .. } => Some(&[Some(SqlType::Text)]),
             _ => None,
         }
     }
@@ -439,7 +444,10 @@ impl Engine {
 
     fn execute_plan(&self, plan: &Plan, params: &[Value], ctx: &ExecContext) -> Result<Execution> {
         // EXPLAIN shows the plan of a parameterized statement without values for it.
-        let explaining = matches!(plan.statement, Statement::Explain(_));
+        let explaining = matches!(plan.statement, Statement::Explain { analyze: false, .. });
+        if let Statement::Explain { inner, analyze: true } = &plan.statement {
+            return self.explain_analyze(inner, params, ctx);
+        }
         if !explaining && params.len() != plan.param_count {
             return err(
                 SqlState::UndefinedParameter,
@@ -464,7 +472,7 @@ impl Engine {
         let mut exec = Exec::new(reader, params, &plan.subqueries);
         exec.sequences = Some(&draws);
         exec.random = Some(&random);
-        if !matches!(plan.statement, Statement::Explain(_) | Statement::Ddl(_) | Statement::Txn(_)) {
+        if !matches!(plan.statement, Statement::Explain { .. } | Statement::Ddl(_) | Statement::Txn(_)) {
             exec.run_subqueries()?;
         }
         let mut writes = WriteSet::default();
@@ -497,14 +505,41 @@ impl Engine {
                 out
             }
             Statement::Ddl(change) => Output::Catalog(change.clone()),
-            Statement::Explain(inner) => Output::Rows {
-                columns: vec!["QUERY PLAN".to_string()],
+            Statement::Explain { inner, .. } => Output::Rows {
+                columns: EXPLAIN_COLUMNS.to_vec(),
                 rows: explain(inner).lines().map(|l| vec![Value::Text(l.to_string())]).collect(),
             },
             Statement::Txn(t) => Output::Transaction(*t),
         };
         let sequences_used = draws.used();
         Ok(Execution { output, reads: exec.reads, writes, sequences_used })
+    }
+
+    /// EXPLAIN ANALYZE: runs `inner` (its reads and writes are the statement's), then shows
+    /// its plan and what it did: rows returned or affected, scans and the rows they relied on.
+    fn explain_analyze(&self, inner: &Plan, params: &[Value], ctx: &ExecContext) -> Result<Execution> {
+        let ran = self.execute_plan(inner, params, ctx)?;
+        let produced = match &ran.output {
+            Output::Rows { rows, .. } => format!("Rows returned: {}", rows.len()),
+            Output::Affected { command, count, .. } => format!("Rows affected ({command}): {count}"),
+            Output::Catalog(_) | Output::Transaction(_) => {
+                return err(SqlState::InternalError, "EXPLAIN ANALYZE of a statement that is not run")
+            }
+        };
+        let active: usize = ran.reads.scans.iter().map(|s| s.rows.len()).sum();
+        let mut lines: Vec<String> = explain(inner).lines().map(str::to_string).collect();
+        lines.push(produced);
+        lines.push(format!("Scans: {}, rows read: {active}", ran.reads.scans.len()));
+        lines.push(format!("Rows written: {}", ran.writes.len()));
+        Ok(Execution {
+            output: Output::Rows {
+                columns: EXPLAIN_COLUMNS.to_vec(),
+                rows: lines.into_iter().map(|l| vec![Value::Text(l)]).collect(),
+            },
+            reads: ran.reads,
+            writes: ran.writes,
+            sequences_used: ran.sequences_used,
+        })
     }
 }
 
@@ -551,5 +586,6 @@ mod tests {
         assert_eq!(tables("INSERT INTO a SELECT id, w FROM b"), ["a", "b"]);
         assert!(tables("SELECT 1").is_empty());
         assert!(tables("EXPLAIN SELECT * FROM a").is_empty());
+        assert_eq!(tables("EXPLAIN ANALYZE UPDATE b SET w = 1 WHERE id IN (SELECT id FROM a)"), ["a", "b"]);
     }
 }

@@ -381,7 +381,13 @@ pub(crate) enum Statement {
     Delete(DeletePlan),
     /// None: a no-op DDL (`IF [NOT] EXISTS` that matched).
     Ddl(Option<CatalogChange>),
-    Explain(Box<Plan>),
+    /// EXPLAIN; with ANALYZE the inner statement runs too (its reads and writes count) and
+    /// the plan is followed by what it did, in counts every replica computes alike (no
+    /// timings: they would differ between replicas).
+    Explain {
+        inner: Box<Plan>,
+        analyze: bool,
+    },
     Txn(TxnControl),
 }
 
@@ -1047,7 +1053,7 @@ pub(crate) fn explain(plan: &Plan) -> String {
         Statement::Ddl(change) => {
             let _ = writeln!(out, "Catalog change {change:?}");
         }
-        Statement::Explain(_) => out.push_str("Explain\n"),
+        Statement::Explain { .. } => out.push_str("Explain\n"),
         Statement::Txn(t) => {
             let _ = writeln!(out, "{t:?}");
         }

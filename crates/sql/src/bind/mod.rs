@@ -611,13 +611,17 @@ impl<'c> Binder<'c> {
                 Statement::Ddl(self.drop(object_type, *if_exists, name)?)
             }
             S::Explain { analyze, statement, .. } => {
-                if *analyze {
-                    return unsupported("EXPLAIN ANALYZE");
-                }
                 let inner = Binder::new(self.catalog, self.max_depth, self.sql).plan(statement)?;
+                let runs = matches!(
+                    inner.statement,
+                    Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)
+                );
+                if *analyze && !runs {
+                    return unsupported("EXPLAIN ANALYZE of a statement other than SELECT, INSERT, UPDATE or DELETE");
+                }
                 self.param_count = inner.param_count;
                 self.param_types = inner.param_types.clone();
-                Statement::Explain(Box::new(inner))
+                Statement::Explain { inner: Box::new(inner), analyze: *analyze }
             }
             S::StartTransaction { statements, .. } if statements.is_empty() => Statement::Txn(TxnControl::Begin),
             S::Commit { chain: false, .. } => Statement::Txn(TxnControl::Commit),
