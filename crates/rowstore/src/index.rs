@@ -25,9 +25,9 @@ impl SecondaryIndex {
         self.entries.len()
     }
 
-    /// Counts one more version of `key` holding `row`.
-    pub fn add(&mut self, table: &TableSchema, key: &Key, row: &Row) {
-        *self.entries.entry((table.index_key(&self.schema, row), key.clone())).or_insert(0) += 1;
+    /// Counts `count` more holders (versions, logged writes) of `key` holding `row`.
+    pub fn add(&mut self, table: &TableSchema, key: &Key, row: &Row, count: usize) {
+        *self.entries.entry((table.index_key(&self.schema, row), key.clone())).or_insert(0) += count;
     }
 
     /// Forgets one version of `key` holding `row`.

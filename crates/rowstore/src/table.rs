@@ -64,14 +64,16 @@ impl Table {
         if state == VersionState::Prepared {
             self.prepared += 1;
         }
-        if let Some(row) = &row {
-            self.index_add(&key, row);
-        }
         // A committed write below the trim point is not logged (as in `commit_version`).
-        if state == VersionState::Committed && ts < self.log.trimmed_to() {
+        let logged = if state == VersionState::Committed && ts < self.log.trimmed_to() {
             self.log.note_trimmed(ts);
+            false
         } else {
-            self.log_write(ts, writer, &key, LoggedWrite { state, row });
+            self.log.record(ts, writer, &key, LoggedWrite { state, row: row.clone() })
+        };
+        // One count for the version, one for its logged write, in a single index update.
+        if let Some(row) = &row {
+            self.index_add(&key, row, 1 + usize::from(logged));
         }
         self.enforce_cap(&key, cap);
         self.reschedule(&key);
@@ -129,16 +131,6 @@ impl Table {
         }
     }
 
-    /// Logs a write and counts its row in the secondary indexes.
-    fn log_write(&mut self, ts: Timestamp, writer: TxnId, key: &Key, write: LoggedWrite) {
-        let row = write.row.clone();
-        if self.log.record(ts, writer, key, write) {
-            if let Some(row) = &row {
-                self.index_add(key, row);
-            }
-        }
-    }
-
     /// Removes a logged write and its secondary-index counts; true if it was logged.
     fn unlog(&mut self, ts: Timestamp, writer: TxnId, key: &Key) -> bool {
         let Some(removed) = self.log.remove(ts, writer, key) else { return false };
@@ -148,9 +140,9 @@ impl Table {
         true
     }
 
-    fn index_add(&mut self, key: &Key, row: &Row) {
+    fn index_add(&mut self, key: &Key, row: &Row, count: usize) {
         for index in &mut self.indexes {
-            index.add(&self.schema, key, row);
+            index.add(&self.schema, key, row, count);
         }
     }
 
@@ -268,12 +260,12 @@ impl Table {
         let mut built = SecondaryIndex::new(index);
         for (key, chain) in &self.rows {
             for row in chain.versions.iter().filter_map(|v| v.row.as_ref()) {
-                built.add(&self.schema, key, row);
+                built.add(&self.schema, key, row, 1);
             }
         }
         for (_, entry) in self.log.iter() {
             for (key, row) in entry.iter().filter_map(|(k, w)| Some((k, w.row.as_ref()?))) {
-                built.add(&self.schema, key, row);
+                built.add(&self.schema, key, row, 1);
             }
         }
         self.indexes.push(built);

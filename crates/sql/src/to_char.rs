@@ -45,9 +45,8 @@ const PATTERNS: &[&str] = &[
 
 /// Names whose case is taken from the pattern; everything else matches in any case.
 fn case_sensitive(p: &str) -> bool {
-    matches!(p.to_ascii_uppercase().as_str(), "MONTH" | "MON" | "DAY" | "DY" | "RM" | "TZ")
+    ["MONTH", "MON", "DAY", "DY", "RM", "TZ", "AM", "PM", "BC", "AD"].iter().any(|n| p.eq_ignore_ascii_case(n))
         || p.contains('.')
-        || matches!(p, "AM" | "am" | "PM" | "pm" | "BC" | "bc" | "AD" | "ad")
 }
 
 /// The pattern at the start of `rest`, if any (longest match).
