@@ -8,13 +8,10 @@ use anyhow::Result;
 use pistou_adversary::{ByzClient, ClientFault, KeyPicker};
 use pistou_core::ClientId;
 use rand::Rng;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub struct ByzantineSpec {
-    pub config: PathBuf,
-    pub client: u64,
-    pub key: Option<PathBuf>,
+    pub identity: crate::files::ClientIdentity,
     pub fault: String,
     pub keys: Vec<String>,
     pub txns: usize,
@@ -29,14 +26,15 @@ pub async fn run(spec: ByzantineSpec) -> Result<usize> {
     if spec.txns == 0 || spec.txns > 100_000 || spec.gap_ms > 3_600_000 {
         return Err(Usage("--txns must be in 1..=100000 and --gap-ms at most one hour".into()).into());
     }
-    let config = load_config(&spec.config)?;
-    let key_path = spec.key.clone().unwrap_or_else(|| client_key_path(&config_dir(&spec.config), spec.client));
+    let id = &spec.identity;
+    let config = load_config(&id.config)?;
+    let key_path = id.key.clone().unwrap_or_else(|| client_key_path(&config_dir(&id.config), id.client));
     let key = read_key(&key_path)?;
     let keys: Vec<Vec<u8>> = spec.keys.iter().map(|k| k.as_bytes().to_vec()).collect();
     let pick: KeyPicker = Box::new(move |rng| keys[rng.gen_range(0..keys.len())].clone());
     let gap_us = spec.gap_ms * 1_000;
-    let actor = ByzClient::new(0, ClientId(spec.client), key, fault, config.clone(), pick, spec.txns, gap_us);
+    let actor = ByzClient::new(0, ClientId(id.client), key, fault, config.clone(), pick, spec.txns, gap_us);
     // Long enough to start every transaction and let the last one reach its votes.
     let until = Instant::now() + Duration::from_millis(spec.gap_ms * spec.txns as u64) + Duration::from_secs(2);
-    pistou_adversary::net::drive(config, ClientId(spec.client), actor, until, spec.client).await
+    pistou_adversary::net::drive(config, ClientId(id.client), actor, until, id.client).await
 }

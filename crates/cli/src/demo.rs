@@ -75,7 +75,8 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
     let outcome = async {
         cluster.wait_ready().await?;
         out!("cluster ready: {} replicas; logs in {}", cluster.pids().len(), cluster.log_dir.display());
-        let client = connect(&config, 1, None, Duration::from_secs(10)).await?;
+        let identity = crate::files::ClientIdentity { config: config.clone(), client: 1, key: None };
+        let client = connect(&identity, Duration::from_secs(10)).await?;
         if fresh {
             load_sample(&client).await?;
             out!("sample data loaded: tables accounts and transfers");

@@ -18,6 +18,21 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Who a client process is: `--config`, `--client` and `--key`, shared by the subcommands
+/// that act as a client (kv, gateway, byzantine-client).
+#[derive(clap::Args, Clone, Debug)]
+pub struct ClientIdentity {
+    /// Path to cluster.toml.
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Client id to act as (its key must exist).
+    #[arg(long, default_value_t = 1)]
+    pub client: u64,
+    /// Secret key file (default: keys/client-{ID}.key next to the config).
+    #[arg(long)]
+    pub key: Option<PathBuf>,
+}
+
 pub const CONFIG_FILE: &str = "cluster.toml";
 
 pub fn config_path(dir: &Path) -> PathBuf {

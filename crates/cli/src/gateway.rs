@@ -9,15 +9,8 @@ use std::time::Duration;
 
 #[derive(Args)]
 pub struct GatewayArgs {
-    /// Path to cluster.toml.
-    #[arg(long)]
-    config: PathBuf,
-    /// Client id the gateway acts as (its key must exist).
-    #[arg(long, default_value_t = 1)]
-    client: u64,
-    /// Secret key file (default: keys/client-{ID}.key next to the config).
-    #[arg(long)]
-    key: Option<PathBuf>,
+    #[command(flatten)]
+    identity: crate::files::ClientIdentity,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:5433")]
     listen: String,
@@ -106,7 +99,7 @@ fn password_of(a: &GatewayArgs) -> Result<String, Usage> {
 
 pub async fn run(a: GatewayArgs) -> Result<()> {
     let config = config_of(&a)?;
-    let client = crate::kv::connect(&a.config, a.client, a.key.clone(), Duration::from_secs(a.timeout)).await?;
+    let client = crate::kv::connect(&a.identity, Duration::from_secs(a.timeout)).await?;
     let listener =
         tokio::net::TcpListener::bind(&a.listen).await.with_context(|| format!("cannot listen on {}", a.listen))?;
     let addr = listener.local_addr()?;

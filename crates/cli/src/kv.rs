@@ -1,12 +1,12 @@
 //! `pistou kv`: key-value operations against a running cluster, and the operation
 //! syntax shared with the demo shell (`get k`, `put k v`, `delete k`).
 
-use crate::files::{client_key_path, config_dir, load_config, read_key};
+use crate::files::{client_key_path, config_dir, load_config, read_key, ClientIdentity};
 use crate::usage::Usage;
 use anyhow::{bail, Result};
 use pistou_client::{Client, ClientError, ClientOptions, Outcome, Txn};
 use pistou_core::ClientId;
-use std::path::{Path, PathBuf};
+
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,7 +77,9 @@ pub fn describe(outcome: Outcome) -> &'static str {
 }
 
 /// Connects as `client`, with the key from `key` or `<config dir>/keys/client-<id>.key`.
-pub async fn connect(config_path: &Path, client: u64, key: Option<PathBuf>, timeout: Duration) -> Result<Client> {
+pub async fn connect(identity: &ClientIdentity, timeout: Duration) -> Result<Client> {
+    let ClientIdentity { config: config_path, client, key } = identity;
+    let (client, key) = (*client, key.clone());
     let config = load_config(config_path)?;
     if !config.clients.iter().any(|c| c.id == client) {
         let ids: Vec<String> = config.clients.iter().map(|c| c.id.to_string()).collect();

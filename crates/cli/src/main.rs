@@ -37,6 +37,7 @@ macro_rules! eout {
     }};
 }
 
+#[cfg(feature = "fault-injection")]
 mod byzantine;
 mod cluster;
 mod demo;
@@ -91,15 +92,8 @@ enum Cmd {
 
 #[derive(Args)]
 struct ByzantineArgs {
-    /// Path to cluster.toml.
-    #[arg(long)]
-    config: PathBuf,
-    /// Client id to act as (its key must exist).
-    #[arg(long)]
-    client: u64,
-    /// Secret key file (default: keys/client-{id}.key next to the config).
-    #[arg(long)]
-    key: Option<PathBuf>,
+    #[command(flatten)]
+    identity: files::ClientIdentity,
     /// What to do wrong.
     #[arg(long)]
     fault: String,
@@ -169,15 +163,8 @@ struct ReplicaArgs {
 
 #[derive(Args)]
 struct KvArgs {
-    /// Path to cluster.toml.
-    #[arg(long)]
-    config: PathBuf,
-    /// Client id to act as.
-    #[arg(long, default_value_t = 1)]
-    client: u64,
-    /// Secret key file (default: keys/client-{ID}.key next to the config).
-    #[arg(long)]
-    key: Option<PathBuf>,
+    #[command(flatten)]
+    identity: files::ClientIdentity,
     /// Seconds to wait for any single operation.
     #[arg(long, default_value_t = 10)]
     timeout: u64,
@@ -313,11 +300,12 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             current_thread()?.block_on(cluster_up(dir, in_memory, byzantine))?;
             Ok(ExitCode::SUCCESS)
         }
+        #[cfg(not(feature = "fault-injection"))]
+        Cmd::ByzantineClient(_) => Err(usage::without_fault_injection("byzantine-client").into()),
+        #[cfg(feature = "fault-injection")]
         Cmd::ByzantineClient(a) => {
             let spec = byzantine::ByzantineSpec {
-                config: a.config,
-                client: a.client,
-                key: a.key,
+                identity: a.identity,
                 fault: a.fault,
                 keys: a.keys,
                 txns: a.txns,
@@ -352,7 +340,7 @@ async fn run_kv(a: KvArgs) -> Result<ExitCode> {
     if a.timeout == 0 {
         return Err(Usage("--timeout must be at least 1 second".into()).into());
     }
-    let client = kv::connect(&a.config, a.client, a.key, Duration::from_secs(a.timeout)).await?;
+    let client = kv::connect(&a.identity, Duration::from_secs(a.timeout)).await?;
     Ok(match kv::run(&client, ops, single).await? {
         kv::KvResult::Done => ExitCode::SUCCESS,
         kv::KvResult::Aborted => ExitCode::from(3),
@@ -363,11 +351,16 @@ async fn run_kv(a: KvArgs) -> Result<ExitCode> {
 fn parse_byzantine(
     specs: &[String],
 ) -> Result<std::collections::BTreeMap<pistou_core::ReplicaId, String>, usage::Usage> {
+    #[cfg(not(feature = "fault-injection"))]
+    if !specs.is_empty() {
+        return Err(usage::without_fault_injection("--byzantine"));
+    }
     let mut out = std::collections::BTreeMap::new();
     for spec in specs {
         let Some((id, fault)) = spec.split_once('=') else {
             return Err(usage::Usage(format!("--byzantine takes ID=FAULT, got {spec:?}")));
         };
+        #[cfg(feature = "fault-injection")]
         fault.parse::<pistou_adversary::ReplicaFault>().map_err(usage::Usage)?;
         out.insert(files::parse_replica_id(id)?, fault.to_string());
     }

@@ -4,10 +4,8 @@ use crate::files::{config_dir, load_config, parse_replica_id, read_key, replica_
 use crate::signals::stop_requested;
 use crate::usage::Usage;
 use anyhow::{bail, Result};
-use pistou_adversary::ReplicaFault;
 use pistou_core::{ReplicaId, ShardId};
-use pistou_crypto::BatchSigner;
-use pistou_node::{Fault, NodeOptions, ReplicaServer};
+use pistou_node::{NodeOptions, ReplicaServer};
 use std::path::{Path, PathBuf};
 
 pub struct ReplicaSpec {
@@ -51,13 +49,18 @@ pub async fn run(spec: ReplicaSpec) -> Result<()> {
         Err(_) if !config.crypto && !Path::new(&key_path).exists() => None,
         Err(e) => bail!(e),
     };
+    #[cfg(not(feature = "fault-injection"))]
+    if spec.fault.is_some() {
+        return Err(crate::usage::without_fault_injection("--fault").into());
+    }
+    #[cfg(feature = "fault-injection")]
     let fault = match &spec.fault {
         None => None,
         Some(name) => {
-            let kind: ReplicaFault = name.parse().map_err(Usage)?;
+            let kind: pistou_adversary::ReplicaFault = name.parse().map_err(Usage)?;
             // The Byzantine replica re-signs what it tampers with, with its own key.
             let Ok(key) = read_key(&key_path) else { bail!("--fault needs the replica's key file") };
-            Some(Fault { kind, signer: BatchSigner::new(key, 1) })
+            Some(pistou_node::Fault { kind, signer: pistou_crypto::BatchSigner::new(key, 1) })
         }
     };
     let mut options = NodeOptions::default();
@@ -70,7 +73,9 @@ pub async fn run(spec: ReplicaSpec) -> Result<()> {
         options.data_dir =
             Some(spec.data_dir.clone().unwrap_or_else(|| replica_data_dir(&config_dir(&spec.config), id)));
     }
+    #[allow(unused_mut)] // mutated only with fault injection
     let mut server = ReplicaServer::bind(config, id, key, options).await?;
+    #[cfg(feature = "fault-injection")]
     if let Some(fault) = fault {
         server = server.with_fault(fault);
     }

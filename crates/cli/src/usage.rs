@@ -12,3 +12,11 @@ impl fmt::Display for Usage {
 }
 
 impl std::error::Error for Usage {}
+
+/// What the testing-only options answer in a binary built without them.
+#[cfg(not(feature = "fault-injection"))]
+pub fn without_fault_injection(option: &str) -> Usage {
+    Usage(format!(
+        "{option} is for testing only and this pistou binary was built without it (build with `--features fault-injection`)"
+    ))
+}

@@ -69,6 +69,7 @@ impl Client {
         coord.set_session_reads(session_key.is_some());
         coord.set_timeouts(options.timeouts);
         coord.set_eager_range_reads(options.eager_range_reads);
+        #[cfg(feature = "fault-injection")]
         coord.set_writeback_omissions(options.writeback_omissions);
         // ThreadRng is a CSPRNG seeded by the operating system.
         coord.set_random_secret(rand::thread_rng().gen());

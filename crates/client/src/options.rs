@@ -27,6 +27,7 @@ pub struct ClientOptions {
     pub eager_range_reads: bool,
     /// Stress mode for benchmarks: writebacks skip this many replicas of each shard (Pesto
     /// Fig. 8 "inconsistency at 1/3 of the replicas").
+    #[cfg(feature = "fault-injection")]
     pub writeback_omissions: usize,
 }
 
@@ -43,6 +44,7 @@ impl Default for ClientOptions {
             link_queue: 4096,
             linger: Duration::from_secs(2),
             eager_range_reads: true,
+            #[cfg(feature = "fault-injection")]
             writeback_omissions: 0,
         }
     }

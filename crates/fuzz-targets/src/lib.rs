@@ -39,8 +39,8 @@ pub fn frames(data: &[u8]) {
 pub fn predicate(data: &[u8]) {
     let Some((&columns, wire)) = data.split_first() else { return };
     let Ok(wire) = postcard::from_bytes::<pistou_sql::WirePredicate>(wire) else { return };
-    if let Ok(p) = wire.decode(usize::from(columns % 32)) {
-        assert!(pistou_sql::WirePredicate::encode(&p).is_ok(), "a decoded predicate does not encode again");
+    if let Ok(p) = pistou_sql::Predicate::from_wire(&wire, usize::from(columns % 32)) {
+        assert!(p.to_wire().is_ok(), "a decoded predicate does not encode again");
     }
 }
 

@@ -36,6 +36,7 @@ pub(crate) struct Driver {
     counters: Arc<NetCounters>,
     /// Counters as last logged, to log only changes.
     logged: Counts,
+    #[cfg(feature = "fault-injection")]
     fault: Option<crate::server::Fault>,
     batch_window: Duration,
     /// Client messages in the last batch: the window is waited only under load.
@@ -73,14 +74,36 @@ impl Driver {
             loopback: Vec::new(),
             counters,
             logged: (Vec::new(), Vec::new()),
+            #[cfg(feature = "fault-injection")]
             fault: None,
             batch_window: options.batch_window,
             last_batch: 0,
         }
     }
 
+    #[cfg(feature = "fault-injection")]
     pub(crate) fn set_fault(&mut self, fault: crate::server::Fault) {
         self.fault = Some(fault);
+    }
+
+    /// A reply as a Byzantine replica rewrites it (or drops it: `None`).
+    #[cfg(feature = "fault-injection")]
+    fn tampered_reply(&self, token: u64, msg: Message) -> Option<Message> {
+        match &self.fault {
+            Some(f) => {
+                pistou_adversary::tamper(f.kind, &f.signer, self.replica.id(), token, msg, &mut rand::thread_rng())
+            }
+            None => Some(msg),
+        }
+    }
+
+    /// A message to a peer as a Byzantine replica rewrites it (or drops it: `None`).
+    #[cfg(feature = "fault-injection")]
+    fn tampered_peer_message(&self, msg: Message) -> Option<Message> {
+        match &self.fault {
+            Some(f) => pistou_adversary::tamper_replica(f.kind, msg),
+            None => Some(msg),
+        }
     }
 
     pub(crate) async fn run(
@@ -186,12 +209,9 @@ impl Driver {
         }
         let me = self.replica.id();
         for (token, msg) in self.replica.take_outputs() {
-            let msg = match &self.fault {
-                Some(f) => match pistou_adversary::tamper(f.kind, &f.signer, me, token, msg, &mut rand::thread_rng()) {
-                    Some(m) => m,
-                    None => continue,
-                },
-                None => msg,
+            #[cfg(feature = "fault-injection")]
+            let Some(msg) = self.tampered_reply(token, msg) else {
+                continue;
             };
             let Some(tx) = self.conns.get(&token) else { continue }; // peer already gone
             match tx.try_send(msg) {
@@ -208,12 +228,9 @@ impl Driver {
             }
         }
         for (to, msg) in self.replica.take_replica_outputs() {
-            let msg = match &self.fault {
-                Some(f) => match pistou_adversary::tamper_replica(f.kind, msg) {
-                    Some(m) => m,
-                    None => continue,
-                },
-                None => msg,
+            #[cfg(feature = "fault-injection")]
+            let Some(msg) = self.tampered_peer_message(msg) else {
+                continue;
             };
             if to == me {
                 self.loopback.push(msg);

@@ -38,4 +38,6 @@ pub use clock::now_us;
 pub use conn::PRE_AUTH_FRAME_BYTES;
 pub use counters::{NetCounters, NetReason};
 pub use driver::ReplicaReport;
-pub use server::{run_replica, Fault, NodeError, NodeOptions, ReplicaServer};
+#[cfg(feature = "fault-injection")]
+pub use server::Fault;
+pub use server::{run_replica, NodeError, NodeOptions, ReplicaServer};

@@ -91,6 +91,7 @@ pub struct ReplicaServer {
     replica: Replica,
     options: NodeOptions,
     counters: Arc<NetCounters>,
+    #[cfg(feature = "fault-injection")]
     fault: Option<Fault>,
     /// A copy of the replica's key for peer session handshakes (crypto on only).
     peer_key: Option<SecretKey>,
@@ -98,6 +99,7 @@ pub struct ReplicaServer {
 
 /// A deliberately Byzantine replica (testing and benchmarks only): what it sends is
 /// rewritten by `pistou_adversary`, re-signed with its own key.
+#[cfg(feature = "fault-injection")]
 pub struct Fault {
     pub kind: pistou_adversary::ReplicaFault,
     pub signer: pistou_crypto::BatchSigner,
@@ -139,12 +141,14 @@ impl ReplicaServer {
             replica,
             options,
             counters: Arc::new(NetCounters::default()),
+            #[cfg(feature = "fault-injection")]
             fault: None,
             peer_key,
         })
     }
 
     /// Makes this replica Byzantine (testing and benchmarks only).
+    #[cfg(feature = "fault-injection")]
     pub fn with_fault(mut self, fault: Fault) -> Self {
         self.fault = Some(fault);
         self
@@ -161,12 +165,16 @@ impl ReplicaServer {
 
     /// Serves until `shutdown` completes, then closes every connection.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> ReplicaReport {
-        let ReplicaServer { listener, config, replica, options, counters, fault, peer_key } = self;
+        #[cfg(feature = "fault-injection")]
+        let fault = self.fault;
+        let ReplicaServer { listener, config, replica, options, counters, peer_key, .. } = self;
         let id = replica.id();
         let (tx, rx) = mpsc::channel(options.inbound_queue);
         let acceptor = tokio::spawn(accept_loop(listener, config.clone(), id, tx, counters.clone(), options.clone()));
         tracing::info!(replica = %id, "serving");
+        #[allow(unused_mut)] // mutated only with fault injection
         let mut driver = Driver::new(replica, config, counters, &options, peer_key);
+        #[cfg(feature = "fault-injection")]
         if let Some(fault) = fault {
             tracing::warn!(replica = %id, fault = ?fault.kind, "running as a BYZANTINE replica (testing only)");
             driver.set_fault(fault);

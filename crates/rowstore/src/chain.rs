@@ -3,13 +3,13 @@
 use crate::refs::{version_of, VersionRef, VersionState};
 use crate::timestamp::successor;
 use pistou_core::{Timestamp, TxnId};
-use pistou_sql::{Row, Version};
+use pistou_types::{Row, Version};
 use std::sync::Arc;
 
 /// Primary keys, shared between the row map, the write log, the per-writer index and the
 /// garbage-collection queue: inline when short (every B-tree search over them then stays
 /// inside the tree's nodes), else one shared allocation.
-pub(crate) type Key = pistou_sql::ShortKey;
+pub(crate) type Key = pistou_types::ShortKey;
 
 /// One stored version of a row.
 #[derive(Clone, Debug, PartialEq)]

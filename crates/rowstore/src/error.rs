@@ -2,7 +2,7 @@
 //! write set can be wrong has its own variant, and none of them leaves a partial effect.
 
 use pistou_core::{Timestamp, TxnId};
-use pistou_sql::SqlType;
+use pistou_types::SqlType;
 
 /// Why a write set was refused. Fields name the offending table, column or key (keys in hex).
 #[allow(missing_docs)]

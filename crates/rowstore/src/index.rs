@@ -1,7 +1,7 @@
 //! Secondary indexes: one entry per (index key, primary key) that some stored version has.
 
 use crate::chain::Key;
-use pistou_sql::{IndexSchema, KeyRange, Row, TableSchema};
+use pistou_types::{IndexSchema, KeyRange, Row, TableSchema};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 

@@ -6,8 +6,8 @@
 //! wrong tags, truncated or trailing bytes, bad escapes, invalid UTF-8, NULL key columns and
 //! non-canonical forms (negative zero, numeric trailing zeros).
 
-use pistou_sql::keycode::encode_key;
-use pistou_sql::{SqlType, TableSchema, Value};
+use pistou_types::keycode::encode_key;
+use pistou_types::{SqlType, TableSchema, Value};
 
 /// True if `key` is the canonical encoding of a primary-key tuple of `schema`.
 pub(crate) fn is_primary_key(schema: &TableSchema, key: &[u8]) -> bool {
@@ -152,7 +152,7 @@ fn parse_decimal<D: std::str::FromStr>(text: &str) -> Option<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pistou_sql::Column;
+    use pistou_types::Column;
 
     fn schema(types: &[SqlType]) -> TableSchema {
         let columns = types

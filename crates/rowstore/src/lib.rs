@@ -30,7 +30,7 @@
 //!
 //! ## Reads
 //!
-//! [`pistou_sql::Storage`] is implemented as the engine documents it: per key, the newest
+//! [`pistou_types::Storage`] is implemented as the engine documents it: per key, the newest
 //! version with `ts < at.ts` that `at.visible` accepts; deletions read as no row; index
 //! scans report a row only at the entry of its visible version; rows are padded to the
 //! reader's schema. The table version (§6.1.3) is the newest logged write below `at.ts`
@@ -88,13 +88,13 @@
 //! ```
 //! use pistou_core::{Timestamp, TxnId};
 //! use pistou_rowstore::{RowStore, StoreLimits, VersionState};
-//! use pistou_sql::{Catalog, CatalogChange, Column, KeyRange, ReadAt, SqlType, Storage, TableSchema, Value, Write, WriteSet};
+//! use pistou_types::{Catalog, CatalogChange, Column, KeyRange, ReadAt, SqlType, Storage, TableSchema, Value, Write, WriteSet};
 //!
 //! let id = Column { name: "id".into(), ty: SqlType::Int, limits: Default::default(), nullable: false, default: None, generated: None, volatile_default: None };
 //! let schema = TableSchema { name: "t".into(), id: 0, columns: vec![id], primary_key: vec![0], indexes: vec![], constraints: Default::default() };
 //! let (mut catalog, mut store) = (Catalog::new(), RowStore::new(StoreLimits::default()));
 //! let change = CatalogChange::CreateTable(schema);
-//! catalog.apply(&change).unwrap();
+//! catalog.apply(&change, &pistou_sql::EngineRules).unwrap();
 //! store.apply_catalog_change(&catalog, &change);
 //!
 //! let row = vec![Value::Int(7)];
@@ -103,7 +103,7 @@
 //! let (writer, ts) = (TxnId([1; 32]), Timestamp::at(10));
 //! store.insert(writer, ts, &writes, VersionState::Prepared, &catalog).unwrap();
 //!
-//! let committed_only = |v: &pistou_sql::Version| v.prepared_by.is_none();
+//! let committed_only = |v: &pistou_types::Version| v.prepared_by.is_none();
 //! let at = ReadAt { ts: Timestamp::at(11), visible: &committed_only };
 //! let t = catalog.table("t").unwrap();
 //! assert!(store.scan(t, &KeyRange::all(), &at, 100).unwrap().is_empty());

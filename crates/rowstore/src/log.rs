@@ -4,8 +4,8 @@
 use crate::chain::Key;
 use crate::refs::VersionState;
 use pistou_core::{Timestamp, TinySet, TxnId};
-use pistou_sql::KeyRange;
-use pistou_sql::Row;
+use pistou_types::KeyRange;
+use pistou_types::Row;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::Arc;

@@ -1,12 +1,12 @@
-//! The engine's read interface ([`pistou_sql::Storage`]) over the store.
+//! The engine's read interface ([`pistou_types::Storage`]) over the store.
 
 use crate::chain::{Chain, StoredVersion};
 use crate::refs::version_of;
 use crate::store::RowStore;
 use crate::table::Table;
 use pistou_core::Timestamp;
-use pistou_sql::error::Result;
-use pistou_sql::{
+use pistou_types::error::Result;
+use pistou_types::{
     IndexSchema, KeyRange, ReadAt, Row, RowRef, SqlError, SqlState, Storage, StoredRow, TableSchema, Value, Visitor,
 };
 use std::ops::Bound;

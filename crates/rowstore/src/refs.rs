@@ -1,7 +1,7 @@
 //! Borrowed views of stored versions and logged writes handed to callers.
 
 use pistou_core::{Timestamp, TxnId};
-use pistou_sql::{Row, Version};
+use pistou_types::{Row, Version};
 
 /// Where a version's writer stands: prepared (passed the concurrency-control check, its writes
 /// are tentatively visible) or committed (decision certificate received).

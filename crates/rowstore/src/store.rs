@@ -8,7 +8,7 @@ use crate::refs::{VersionRef, VersionState, WriteRef};
 use crate::table::Table;
 use crate::validate::check_write;
 use pistou_core::{Timestamp, TxnId};
-use pistou_sql::{Catalog, CatalogChange, IndexSchema, KeyRange, Value, Write, WriteSet};
+use pistou_types::{Catalog, CatalogChange, IndexSchema, KeyRange, Value, Write, WriteSet};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 

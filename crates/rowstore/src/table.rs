@@ -7,7 +7,7 @@ use crate::limits::GcStats;
 use crate::log::{LoggedWrite, WriteLog};
 use crate::refs::VersionState;
 use pistou_core::{Timestamp, TxnId};
-use pistou_sql::{IndexSchema, KeyRange, Row, TableSchema, Value};
+use pistou_types::{IndexSchema, KeyRange, Row, TableSchema, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -224,7 +224,7 @@ impl Table {
     pub fn add_column(&mut self, schema: Arc<TableSchema>, default: Value) {
         let width = schema.columns.len();
         self.schema = schema;
-        let pad = |row: &Arc<pistou_sql::Row>| {
+        let pad = |row: &Arc<pistou_types::Row>| {
             let mut padded = Vec::with_capacity(width);
             padded.extend_from_slice(row);
             padded.resize(width.max(row.len()), default.clone());

@@ -2,12 +2,12 @@
 
 use crate::error::{show_key, StoreError};
 use crate::keycheck::is_primary_key;
-use pistou_sql::types::stored_value_problem;
-use pistou_sql::{Column, TableSchema, Value, Write};
+use pistou_types::types::stored_value_problem;
+use pistou_types::{Column, TableSchema, Value, Write};
 
 /// Checks every write against its table's schema in `catalog` (as [`crate::RowStore::insert`]
 /// does), for rows of tables the store does not hold yet: those a transaction creates.
-pub fn check_writes(writes: &pistou_sql::WriteSet, catalog: &pistou_sql::Catalog) -> Result<(), StoreError> {
+pub fn check_writes(writes: &pistou_types::WriteSet, catalog: &pistou_types::Catalog) -> Result<(), StoreError> {
     for (name, table_writes) in &writes.tables {
         let schema = catalog.table(name).ok_or_else(|| StoreError::UnknownTable { table: name.clone() })?;
         for (key, write) in table_writes {

@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use pistou_rowstore::{RowStore, StoreError, StoreLimits, VersionState};
+use pistou_sql::EngineRules;
 use pistou_sql::{
     CatalogChange, Column, IndexSchema, KeyRange, Output, ReadAt, SqlType, Storage, Value, Version, Write, WriteSet,
 };
@@ -238,7 +239,7 @@ fn catalog_changes_are_mirrored() {
         volatile_default: None,
     };
     let change = CatalogChange::AddColumn { table: "t".into(), column };
-    catalog.apply(&change).expect("add column");
+    catalog.apply(&change, &EngineRules).expect("add column");
     store.apply_catalog_change(&catalog, &change);
     let t = table(&catalog, "t").clone();
     let rows = store.scan(&t, &KeyRange::all(), &latest(99), 9).expect("scan");
@@ -254,7 +255,7 @@ fn catalog_changes_are_mirrored() {
     // CREATE INDEX backfills from every version, including older ones.
     let index = IndexSchema { name: "t_c".into(), columns: vec![3], unique: false };
     let change = CatalogChange::CreateIndex { table: "t".into(), index: index.clone() };
-    catalog.apply(&change).expect("create index");
+    catalog.apply(&change, &EngineRules).expect("create index");
     store.apply_catalog_change(&catalog, &change);
     let t = table(&catalog, "t").clone();
     let seven = KeyRange::point(pistou_sql::keycode::encode_key([&Value::Int(7)]));
@@ -264,13 +265,13 @@ fn catalog_changes_are_mirrored() {
     store.verify_invariants().expect("invariants");
     // DROP INDEX.
     let change = CatalogChange::DropIndex { table: "t".into(), index: "t_c".into() };
-    catalog.apply(&change).expect("drop index");
+    catalog.apply(&change, &EngineRules).expect("drop index");
     store.apply_catalog_change(&catalog, &change);
     assert!(store.index_scan(&t, &index, &seven, &latest(99), 9).is_err());
     store.verify_invariants().expect("invariants");
     // DROP TABLE forgets the table, including the prepared writer's keys in it.
     let change = CatalogChange::DropTable { table: "t".into() };
-    catalog.apply(&change).expect("drop table");
+    catalog.apply(&change, &EngineRules).expect("drop table");
     store.apply_catalog_change(&catalog, &change);
     assert!(!store.is_prepared(&txn(2)));
     assert_eq!(store.stats().tables, 1);
@@ -283,7 +284,7 @@ fn catalog_changes_are_mirrored() {
     store.verify_invariants().expect("invariants");
     // CREATE TABLE again starts empty.
     let change = CatalogChange::CreateTable(schemas().remove(0));
-    catalog.apply(&change).expect("create");
+    catalog.apply(&change, &EngineRules).expect("create");
     store.apply_catalog_change(&catalog, &change);
     assert_eq!(scan_t(&store, &catalog, &latest(99)), vec![]);
     commit_at(&mut store, &catalog, 10, 50, &upsert(1, 1));

@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use pistou_rowstore::{GcStats, StoreError, StoreLimits, VersionState};
+use pistou_sql::EngineRules;
 use pistou_sql::{ReadAt, Storage};
 
 fn times(store: &pistou_rowstore::RowStore, id: i64) -> Vec<u64> {
@@ -267,7 +268,7 @@ fn add_column_pads_capped_writes_in_the_log() {
         volatile_default: None,
     };
     let change = pistou_sql::CatalogChange::AddColumn { table: "t".into(), column };
-    catalog.apply(&change).expect("add column");
+    catalog.apply(&change, &EngineRules).expect("add column");
     store.apply_catalog_change(&catalog, &change);
     let rows: Vec<usize> = store.writes_between("t", ts(0), ts(99)).filter_map(|w| w.row.map(Vec::len)).collect();
     assert_eq!(rows, vec![4, 4], "the capped write at 10 is padded too");

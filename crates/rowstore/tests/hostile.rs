@@ -7,6 +7,7 @@ use common::*;
 use pistou_rowstore::{RowStore, StoreError, VersionState};
 use pistou_sql::keycode::encode_key;
 use pistou_sql::types::TypeLimits;
+use pistou_sql::EngineRules;
 use pistou_sql::{Catalog, CatalogChange, Column, SqlType, TableSchema, Value, Write, WriteSet};
 use proptest::prelude::*;
 
@@ -35,7 +36,7 @@ fn hostile_setup() -> (Catalog, RowStore) {
         constraints: Default::default(),
     };
     let change = CatalogChange::CreateTable(lim);
-    catalog.apply(&change).expect("create lim");
+    catalog.apply(&change, &EngineRules).expect("create lim");
     store.apply_catalog_change(&catalog, &change);
     commit_at(&mut store, &catalog, 1, 10, &writes(&[w(1, Some(Some(1))), w(2, Some(None))]));
     prepare_at(&mut store, &catalog, 2, 20, &upsert(3, 3));
@@ -80,7 +81,7 @@ fn unknown_tables_are_refused() {
     let mut ahead = catalog.clone();
     let mut extra = schemas().remove(1);
     extra.name = "extra".into();
-    ahead.apply(&CatalogChange::CreateTable(extra)).expect("create");
+    ahead.apply(&CatalogChange::CreateTable(extra), &EngineRules).expect("create");
     let ws = one("extra", encode_key([&Value::Text("a".into())]), Write::Delete);
     refused(&mut store, &ahead, &ws, |e| matches!(e, StoreError::UnknownTable { .. }));
 }
@@ -98,7 +99,7 @@ fn a_catalog_out_of_sync_with_the_store_is_refused() {
         generated: None,
         volatile_default: None,
     };
-    ahead.apply(&CatalogChange::AddColumn { table: "t".into(), column }).expect("add column");
+    ahead.apply(&CatalogChange::AddColumn { table: "t".into(), column }, &EngineRules).expect("add column");
     let mut full = row(5, Some(5));
     full.push(Value::Int(1));
     refused(&mut store, &ahead, &one("t", key(5), Write::Upsert(full)), |e| {

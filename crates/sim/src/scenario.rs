@@ -20,6 +20,9 @@ use std::sync::Arc;
 
 /// Simulated time starts here (µs), so that clocks skewed backwards stay positive.
 const EPOCH_US: u64 = 1_000_000_000;
+/// State entries (keys and records) a replica's invariant check may walk per step on
+/// average: a replica with more is checked every `1 + size / this` steps.
+const INVARIANT_STATE_PER_STEP: u64 = 16;
 const TICK_US: u64 = 1_000;
 
 #[derive(Clone, Debug)]
@@ -227,6 +230,8 @@ struct World {
     /// The vote each correct replica cast per transaction: it must never change.
     votes_seen: BTreeMap<(ReplicaId, TxnId), Vote>,
     violation: Option<String>,
+    /// Steps taken by replicas, for the period of invariant checks.
+    replica_steps: u64,
     round_trip: u64,
     crashed: BTreeSet<ReplicaId>,
     /// Replicas that crash once `crash_at_us` has passed.
@@ -275,6 +280,14 @@ impl World {
 
     fn flush_replica(&mut self, now: u64, id: ReplicaId) {
         let Some(r) = self.replicas.get_mut(&id) else { return };
+        // Every step a replica takes keeps its transaction table and indexes in agreement:
+        // checked after each step while its state is small, every k-th step beyond.
+        self.replica_steps += 1;
+        if self.replica_steps.is_multiple_of(1 + r.invariant_state_size() as u64 / INVARIANT_STATE_PER_STEP) {
+            if let Err(e) = r.check_invariants() {
+                self.violation.get_or_insert(format!("replica {id}: {e}"));
+            }
+        }
         let mut to_clients = r.take_outputs();
         let mut to_replicas = r.take_replica_outputs();
         match self.byz_replicas.get(&id) {
@@ -643,6 +656,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         byz_replicas,
         votes_seen: BTreeMap::new(),
         violation: None,
+        replica_steps: 0,
         round_trip,
         crashed: BTreeSet::new(),
         to_crash: crashed,

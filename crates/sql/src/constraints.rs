@@ -3,7 +3,7 @@
 //! "Constraints".
 //!
 //! Constraints are part of a table's schema (`TableSchema::constraints`), so they travel
-//! with the catalog every replica verifies: `Catalog::apply` re-validates each one against
+//! with the catalog every replica verifies: `Catalog::apply` re-validates (through [`EngineRules`]) each one against
 //! the catalog it is applied to (columns exist, a foreign key references a primary key or
 //! unique index of a table that exists, a CHECK expression binds over the table's columns as
 //! a boolean using no subquery, parameter or clock), deterministically and with bounded
@@ -11,132 +11,36 @@
 //! parser's recursion limit), so a hostile catalog write is refused with a SQLSTATE, never
 //! applied and never a panic.
 
-use crate::catalog::{Catalog, IndexSchema, TableSchema};
+use crate::catalog::{Catalog, IndexSchema, SchemaRules, TableSchema, ViewDefinition, ViewSchema, MAX_NAME};
 use crate::error::{err, Result, SqlError, SqlState};
 use crate::expr::{Expr, Func};
 use crate::plan::Path;
-use crate::types::{SqlType, TypeCategory, TypeLimits, Value};
-use serde::{Deserialize, Serialize};
+use crate::types::{SqlType, TypeCategory};
+pub use pistou_types::constraints::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Longest CHECK expression text, in bytes.
-pub const MAX_CHECK_TEXT: usize = 4096;
-/// Most constraints (CHECK + FOREIGN KEY) per table, and columns per foreign key.
-pub const MAX_CONSTRAINTS: usize = 256;
-pub const MAX_KEY_COLUMNS: usize = 32;
-/// Most actions in one ALTER TABLE.
-pub const MAX_ALTER_ACTIONS: usize = 64;
-/// Longest constraint name (PostgreSQL truncates identifiers to 63 bytes).
-const MAX_NAME: usize = 63;
+/// The SQL engine's checks of schema changes ([`SchemaRules`]): what [`Catalog::apply`]
+/// needs the engine for, since CHECK constraints and views are SQL text.
+pub struct EngineRules;
 
-/// What a referencing row does when its referenced row goes (ON DELETE / ON UPDATE).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum FkAction {
-    NoAction,
-    Restrict,
-    Cascade,
-    SetNull,
-}
-
-impl FkAction {
-    /// `pg_constraint.confdeltype` / `confupdtype`.
-    pub fn code(self) -> &'static str {
-        match self {
-            FkAction::NoAction => "a",
-            FkAction::Restrict => "r",
-            FkAction::Cascade => "c",
-            FkAction::SetNull => "n",
-        }
+impl SchemaRules for EngineRules {
+    fn check_new_table(&self, catalog: &Catalog, table: &TableSchema) -> Result<()> {
+        check_new_table(catalog, table)
     }
 
-    /// information_schema's `update_rule` / `delete_rule`.
-    pub fn rule(self) -> &'static str {
-        match self {
-            FkAction::NoAction => "NO ACTION",
-            FkAction::Restrict => "RESTRICT",
-            FkAction::Cascade => "CASCADE",
-            FkAction::SetNull => "SET NULL",
-        }
+    fn apply_alter(&self, catalog: &mut Catalog, table: &str, actions: &[AlterAction]) -> Result<()> {
+        apply_alter(catalog, table, actions)
+    }
+
+    fn define_view(&self, catalog: &Catalog, definition: &ViewDefinition) -> Result<ViewSchema> {
+        crate::view::define(catalog, definition)
+    }
+
+    fn check_views_unchanged(&self, before: &Catalog, after: &Catalog, relation: &str) -> Result<()> {
+        crate::view::check_views_unchanged(before, after, relation)
     }
 }
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ForeignKey {
-    pub name: String,
-    /// Positions of the referencing columns in this table.
-    pub columns: Vec<usize>,
-    /// The referenced table (on the same shard: statements read one shard).
-    pub parent: String,
-    /// Positions of the referenced columns in the parent, paired with `columns`; they are the
-    /// parent's primary key or a unique index, in some order.
-    pub parent_columns: Vec<usize>,
-    pub on_delete: FkAction,
-    pub on_update: FkAction,
-    /// DEFERRABLE / INITIALLY DEFERRED as declared (shown in the catalog); Pistou checks
-    /// every foreign key at the end of each statement (docs/sql.md).
-    pub deferrable: bool,
-    pub initially_deferred: bool,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CheckConstraint {
-    pub name: String,
-    /// The expression as SQL text over the table's column names.
-    pub expr: String,
-}
-
-/// A table's constraints other than its primary key and unique indexes.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Constraints {
-    pub checks: Vec<CheckConstraint>,
-    pub foreign_keys: Vec<ForeignKey>,
-    /// Unique indexes that are UNIQUE constraints (`UNIQUE` in CREATE TABLE or ALTER TABLE ADD
-    /// CONSTRAINT), as opposed to CREATE UNIQUE INDEX.
-    pub unique: Vec<String>,
-}
-
-/// One action of ALTER TABLE (several may form one `CatalogChange::AlterTable`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum AlterAction {
-    /// The column stays in stored rows, renamed to a hidden name (as PostgreSQL's
-    /// attisdropped): stored rows, late writebacks and index positions are unaffected. Indexes,
-    /// CHECK and foreign-key constraints of this table using it are dropped with it.
-    DropColumn {
-        column: String,
-    },
-    RenameColumn {
-        from: String,
-        to: String,
-    },
-    /// SET DEFAULT (a constant) / DROP DEFAULT (None).
-    SetDefault {
-        column: String,
-        default: Option<Value>,
-    },
-    DropNotNull {
-        column: String,
-    },
-    /// A type change that rewrites no row: varchar(n) to varchar(m >= n), varchar or text.
-    SetType {
-        column: String,
-        ty: SqlType,
-        limits: TypeLimits,
-    },
-    AddCheck(CheckConstraint),
-    AddForeignKey(ForeignKey),
-    /// A UNIQUE constraint: a unique index named like the constraint.
-    AddUnique {
-        name: String,
-        columns: Vec<usize>,
-    },
-    DropConstraint {
-        name: String,
-    },
-}
-
-/// Prefix of the hidden name a dropped column gets.
-pub const DROPPED_PREFIX: &str = "\0dropped";
 
 fn name_ok(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > MAX_NAME || name.contains('\0') {
@@ -321,14 +225,6 @@ pub fn check_new_table(catalog: &Catalog, table: &TableSchema) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Foreign keys of other tables (or this one) referencing `table`: (child table, key).
-pub fn referencing<'c>(catalog: &'c Catalog, table: &str) -> Vec<(&'c Arc<TableSchema>, &'c ForeignKey)> {
-    catalog
-        .tables()
-        .flat_map(|t| t.constraints.foreign_keys.iter().filter(|f| f.parent == table).map(move |f| (t, f)))
-        .collect()
 }
 
 /// Applies ALTER TABLE actions to `table` in `catalog` (the caller bumps the version).

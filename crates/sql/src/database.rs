@@ -214,7 +214,7 @@ impl Database {
             return err(SqlState::FeatureNotSupported, "DDL inside a transaction block is not supported");
         }
         let mut next = self.catalog.clone();
-        next.apply(change)?;
+        next.apply(change, &crate::EngineRules)?;
         // Constraints ALTER TABLE adds must hold on the existing rows.
         for (query, violation) in crate::constraints::validation_queries(&self.catalog, change) {
             let at = ReadAt::latest_before(pistou_core::Timestamp::at(self.clock + 1));

@@ -555,7 +555,7 @@ mod tests {
         {
             let p = engine.prepare(&catalog, ddl).expect("plan");
             let Statement::Ddl(Some(change)) = &p.plan().statement else { panic!("not DDL") };
-            catalog.apply(change).expect("apply");
+            catalog.apply(change, &crate::EngineRules).expect("apply");
         }
         catalog
     }

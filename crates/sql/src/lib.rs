@@ -9,37 +9,28 @@
 
 #![deny(clippy::iter_over_hash_type)]
 
-pub mod array;
+// The shared data types, under the module paths the engine has always used.
+pub use pistou_types::{
+    array, catalog, error, func, interval, json, jsonb, keycode, sequence, short_key, storage, temporal, types, uuid,
+};
+
 mod bind;
-mod cast;
-pub mod catalog;
 pub mod constraints;
 pub mod database;
-mod decimal_wire;
 mod describe;
 pub mod engine;
-pub mod error;
 mod exec;
 pub mod expr;
-pub mod interval;
-mod json;
-pub mod jsonb;
-pub mod keycode;
 mod plan;
 pub mod predicate_wire;
 pub mod report;
-pub mod sequence;
-mod short_key;
-pub mod storage;
 pub mod system;
-pub mod temporal;
 mod to_char;
-pub mod types;
-pub mod uuid;
 pub mod view;
 mod window;
 
 pub use catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
+pub use constraints::EngineRules;
 pub use database::Database;
 pub use describe::StatementKind;
 pub use engine::{Engine, ExecContext, Execution, Limits, Output, PointKey, Prepared};

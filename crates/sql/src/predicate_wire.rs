@@ -1,97 +1,32 @@
-//! The network form of a read predicate. Predicates travel inside transactions (Pesto's
-//! PredSet_T) and range-read replies, so they come from untrusted peers. A nested `Expr` tree
-//! decoded by serde recurses once per level, and a hostile frame could nest millions of
-//! levels and overflow the stack; so on the wire a predicate is a flat postfix sequence of
-//! nodes, rebuilt with an explicit stack and a depth cap.
+//! Predicates to and from their network form (`pistou_types::predicate_wire`: a flat
+//! postfix sequence of nodes, rebuilt here with an explicit stack and a depth cap, because a
+//! predicate comes from untrusted peers and a nested tree decoded recursively could overflow
+//! the stack).
 
 use crate::error::{err, Result, SqlState};
-use crate::expr::{CmpOp, Expr, Func, Predicate};
-use crate::types::{ArithOp, SqlType, TypeLimits, Value};
-use serde::{Deserialize, Serialize};
+use crate::expr::{Expr, Func, Predicate};
+use crate::types::{TypeLimits, Value};
+pub use pistou_types::predicate_wire::{Node, WirePredicate, MAX_PREDICATE_DEPTH};
 
-/// Deepest predicate accepted from the network (deeper ones are rejected, not truncated).
-pub const MAX_PREDICATE_DEPTH: usize = 256;
-
-/// One postfix node: operands come first, then the operator with its arity.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum Node {
-    Const(Value),
-    Column(u32),
-    Not,
-    Neg,
-    And,
-    Or,
-    Cmp(CmpOp),
-    Arith(ArithOp),
-    Concat,
-    IsNull {
-        negated: bool,
-    },
-    IsBool {
-        value: bool,
-        negated: bool,
-    },
-    IsDistinct {
-        negated: bool,
-    },
-    /// Pops the tested expression and `len` list items.
-    InList {
-        len: u32,
-        negated: bool,
-    },
-    Like {
-        negated: bool,
-        case_insensitive: bool,
-    },
-    /// Pops [operand], `whens` (condition, result) pairs, [otherwise].
-    Case {
-        operand: bool,
-        whens: u32,
-        otherwise: bool,
-    },
-    Cast(SqlType),
-    Call {
-        func: Func,
-        args: u32,
-    },
-    // Appended variants (older peers never send them).
-    /// LIKE with an ESCAPE operand: pops expression, pattern, escape.
-    LikeEscape {
-        negated: bool,
-        case_insensitive: bool,
-    },
-    /// CAST with a length or precision modifier.
-    CastLimited(SqlType, TypeLimits),
-}
-
-/// A predicate over one table's columns, in postfix form.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct WirePredicate {
-    pub table: String,
-    /// Canonical postcard bytes of `Vec<Node>`: kept as bytes so that the predicate is
-    /// ordered, hashed and compared without decoding it.
-    pub nodes: Vec<u8>,
-}
-
-impl WirePredicate {
+impl Predicate {
     /// Encodes a closed predicate (columns and constants only). Fails on placeholders
     /// (parameters, subqueries, outer columns), which a reported predicate never contains.
-    pub fn encode(predicate: &Predicate) -> Result<WirePredicate> {
+    pub fn to_wire(&self) -> Result<WirePredicate> {
         let mut nodes = Vec::new();
-        flatten(&predicate.expr, &mut nodes)?;
+        flatten(&self.expr, &mut nodes)?;
         let bytes = postcard::to_allocvec(&nodes)
             .map_err(|e| crate::error::SqlError::new(SqlState::InternalError, format!("predicate encoding: {e}")))?;
-        Ok(WirePredicate { table: predicate.table.clone(), nodes: bytes })
+        Ok(WirePredicate { table: self.table.clone(), nodes: bytes })
     }
 
     /// Rebuilds the predicate, rejecting malformed or too deep input with 08P01
     /// (protocol violation). `columns` is the table's column count: columns beyond it are
     /// rejected too.
-    pub fn decode(&self, columns: usize) -> Result<Predicate> {
+    pub fn from_wire(wire: &WirePredicate, columns: usize) -> Result<Predicate> {
         let nodes: Vec<Node> =
-            postcard::from_bytes(&self.nodes).map_err(|e| bad(&format!("undecodable predicate: {e}")))?;
+            postcard::from_bytes(&wire.nodes).map_err(|e| bad(&format!("undecodable predicate: {e}")))?;
         let expr = rebuild(nodes, columns)?;
-        Ok(Predicate { table: self.table.clone(), expr })
+        Ok(Predicate { table: wire.table.clone(), expr })
     }
 }
 
@@ -312,6 +247,7 @@ fn binary((items, depth): (Vec<Expr>, usize), f: impl FnOnce(Expr, Expr) -> Expr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::expr::CmpOp;
     use crate::{Database, ExecContext, ReadAt, Timestamp, WriteSet};
 
     fn predicates_of(sql: &str) -> Vec<Predicate> {
@@ -343,8 +279,8 @@ mod tests {
         ];
         for sql in sqls {
             for p in predicates_of(sql) {
-                let wire = WirePredicate::encode(&p).expect("encode");
-                assert_eq!(wire.decode(3).expect("decode"), p, "{sql}");
+                let wire = p.to_wire().expect("encode");
+                assert_eq!(Predicate::from_wire(&wire, 3).expect("decode"), p, "{sql}");
             }
         }
     }
@@ -358,19 +294,20 @@ mod tests {
         // A million nested NOTs: rejected by the depth cap, and rebuilt without recursion.
         let mut deep = vec![Node::Column(0)];
         deep.extend(std::iter::repeat_n(Node::Not, 1_000_000));
-        assert!(enc(deep).decode(1).is_err());
-        assert!(enc(vec![Node::And]).decode(1).is_err(), "missing operands");
-        assert!(enc(vec![Node::Column(0), Node::Column(0)]).decode(1).is_err(), "two roots");
-        assert!(enc(vec![Node::Column(5)]).decode(1).is_err(), "column out of range");
-        assert!(enc(vec![Node::Column(0), Node::InList { len: u32::MAX, negated: false }]).decode(1).is_err());
-        assert!(WirePredicate { table: "t".into(), nodes: vec![0xff; 9] }.decode(1).is_err());
+        assert!(Predicate::from_wire(&enc(deep), 1).is_err());
+        assert!(Predicate::from_wire(&enc(vec![Node::And]), 1).is_err(), "missing operands");
+        assert!(Predicate::from_wire(&enc(vec![Node::Column(0), Node::Column(0)]), 1).is_err(), "two roots");
+        assert!(Predicate::from_wire(&enc(vec![Node::Column(5)]), 1).is_err(), "column out of range");
+        assert!(Predicate::from_wire(&enc(vec![Node::Column(0), Node::InList { len: u32::MAX, negated: false }]), 1)
+            .is_err());
+        assert!(Predicate::from_wire(&WirePredicate { table: "t".into(), nodes: vec![0xff; 9] }, 1).is_err());
         let ok = enc(vec![Node::Column(0), Node::Const(Value::Int(1)), Node::Cmp(CmpOp::Eq)]);
-        assert!(ok.decode(1).is_ok());
+        assert!(Predicate::from_wire(&ok, 1).is_ok());
     }
 
     #[test]
     fn placeholders_cannot_be_encoded() {
         let p = Predicate { table: "t".into(), expr: Expr::Param(0) };
-        assert!(WirePredicate::encode(&p).is_err());
+        assert!(p.to_wire().is_err());
     }
 }

@@ -1293,55 +1293,6 @@ pub(crate) fn array_text(values: impl Iterator<Item = Value>) -> Value {
     })))
 }
 
-/// The elements of an array's text form (None: not an array literal). NULL elements are None.
-pub(crate) fn parse_array_text(s: &str) -> Option<Vec<Option<String>>> {
-    let inner = s.trim().strip_prefix('{')?.strip_suffix('}')?;
-    let mut out = Vec::new();
-    if inner.trim().is_empty() {
-        return Some(out);
-    }
-    let mut chars = inner.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        let mut item = String::new();
-        let mut quoted = false;
-        if chars.peek() == Some(&'"') {
-            quoted = true;
-            chars.next();
-            loop {
-                match chars.next()? {
-                    '"' => break,
-                    '\\' => item.push(chars.next()?),
-                    c => item.push(c),
-                }
-            }
-            while chars.peek().is_some_and(|c| c.is_whitespace()) {
-                chars.next();
-            }
-        } else {
-            while let Some(&c) = chars.peek() {
-                if c == ',' {
-                    break;
-                }
-                if c == '{' || c == '}' || c == '"' {
-                    return None;
-                }
-                item.push(c);
-                chars.next();
-            }
-            item = item.trim_end().to_string();
-        }
-        out.push(if !quoted && item.eq_ignore_ascii_case("null") { None } else { Some(item) });
-        match chars.next() {
-            None => return Some(out),
-            Some(',') => {}
-            Some(_) => return None,
-        }
-    }
-}
-
 fn pg_index(o: &Objects) -> Relation {
     let columns = [
         ("indexrelid", OID),

@@ -1,7 +1,7 @@
 //! FOREIGN KEY, CHECK and UNIQUE constraints and the ALTER TABLE actions, one rule per test
 //! (docs/sql.md, "Constraints").
 
-use pistou_sql::{Access, CatalogChange, Database, Output, SqlState, Value};
+use pistou_sql::{Access, CatalogChange, Database, EngineRules, Output, SqlState, Value};
 
 fn db(setup: &[&str]) -> Database {
     let mut db = Database::new();
@@ -133,21 +133,24 @@ fn foreign_key_definitions_are_validated() {
     let mut bad = (**catalog.table("c").expect("c")).clone();
     bad.name = "d".into();
     bad.constraints.foreign_keys[0].parent_columns = vec![7];
-    assert!(catalog.apply(&CatalogChange::CreateTable(bad.clone())).is_err());
+    assert!(catalog.apply(&CatalogChange::CreateTable(bad.clone()), &EngineRules).is_err());
     bad.constraints.foreign_keys[0].parent_columns = vec![];
-    assert!(catalog.apply(&CatalogChange::CreateTable(bad.clone())).is_err());
+    assert!(catalog.apply(&CatalogChange::CreateTable(bad.clone()), &EngineRules).is_err());
     bad.constraints.foreign_keys.clear();
     bad.constraints
         .checks
         .push(pistou_sql::catalog::CheckConstraint { name: "k".into(), expr: "(SELECT 1) = 1".into() });
-    assert!(catalog.apply(&CatalogChange::CreateTable(bad.clone())).is_err(), "no subquery in a CHECK");
+    assert!(catalog.apply(&CatalogChange::CreateTable(bad.clone()), &EngineRules).is_err(), "no subquery in a CHECK");
     bad.constraints.checks[0].expr = "x +".into();
     assert_eq!(
-        catalog.apply(&CatalogChange::CreateTable(bad.clone())).err().map(|e| e.state),
+        catalog.apply(&CatalogChange::CreateTable(bad.clone()), &EngineRules).err().map(|e| e.state),
         Some(SqlState::SyntaxError)
     );
     bad.constraints.checks[0].expr = "(".repeat(100_000);
-    assert!(catalog.apply(&CatalogChange::CreateTable(bad)).is_err(), "deep nesting is refused, not a stack overflow");
+    assert!(
+        catalog.apply(&CatalogChange::CreateTable(bad), &EngineRules).is_err(),
+        "deep nesting is refused, not a stack overflow"
+    );
 }
 
 #[test]

@@ -44,7 +44,7 @@ fn run(db: &Database, sql: &str) -> Execution {
             )
         });
         assert!(!open, "{sql}: predicate not closed: {}", scan.predicate.expr);
-        assert!(WirePredicate::encode(&scan.predicate).is_ok());
+        assert!(scan.predicate.to_wire().is_ok());
     }
     e
 }

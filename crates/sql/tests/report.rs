@@ -292,7 +292,7 @@ fn ddl_returns_a_catalog_change_instead_of_mutating() {
     assert!(db.catalog().table("z").is_none());
     let mut catalog = db.catalog().clone();
     let before = catalog.version();
-    catalog.apply(&CatalogChange::CreateTable(schema)).expect("apply");
+    catalog.apply(&CatalogChange::CreateTable(schema), &EngineRules).expect("apply");
     assert_eq!(catalog.version(), before + 1);
 }
 

@@ -98,7 +98,7 @@ fn reported_predicates_carry_the_time_as_a_constant() {
     // Replicas evaluate it later, for other transactions' writes: no placeholder remains.
     assert!(!format!("{predicate:?}").contains("Now"), "{predicate:?}");
     assert!(format!("{predicate:?}").contains(&format!("TimestampTz({T})")), "{predicate:?}");
-    WirePredicate::encode(predicate).expect("encodable");
+    predicate.to_wire().expect("encodable");
 }
 
 #[test]

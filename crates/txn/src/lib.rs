@@ -19,6 +19,7 @@ mod coordinator;
 mod fallback;
 mod gc;
 mod inquiry;
+mod invariants;
 mod log;
 mod pesto;
 mod quota;

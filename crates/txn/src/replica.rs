@@ -872,11 +872,17 @@ impl Replica {
         for w in &meta.write_set {
             if let Some(s) = self.keys.get_mut(&w.key) {
                 s.prepared.remove(&(meta.ts, *id));
+                if s.is_empty() {
+                    self.keys.remove(&w.key);
+                }
             }
         }
         for r in &meta.read_set {
             if let Some(s) = self.keys.get_mut(&r.key) {
                 s.readers.remove(&(meta.ts, *id));
+                if s.is_empty() {
+                    self.keys.remove(&r.key);
+                }
             }
         }
         if self.ts_owner.get(&meta.ts) == Some(id) {

@@ -8,6 +8,7 @@ use pistou_core::{
 };
 use pistou_crypto::SecretKey;
 use pistou_sql::keycode::encode_key;
+use pistou_sql::EngineRules;
 use pistou_sql::{
     Catalog, CatalogChange, Column, Expr, IndexSchema, Predicate, SqlType, TableSchema, Value, WirePredicate,
 };
@@ -97,7 +98,7 @@ fn fixture_of(sql: SqlConfig, indexes: Vec<IndexSchema>) -> Fixture {
     };
     let change = CatalogChange::CreateTable(schema);
     let mut catalog = Catalog::new();
-    catalog.apply(&change).expect("create table");
+    catalog.apply(&change, &EngineRules).expect("create table");
     let value = CatalogWrite { changes: vec![change], catalog };
     let ddl = TxnMeta {
         ts: ts(1),
@@ -140,7 +141,7 @@ fn key(id: i64) -> Vec<u8> {
 /// `a > 10` over table t.
 fn a_above_10() -> WirePredicate {
     let expr = Expr::Cmp(pistou_sql::expr::CmpOp::Gt, Box::new(Expr::Column(1)), Box::new(Expr::Const(Value::Int(10))));
-    WirePredicate::encode(&Predicate { table: "t".into(), expr }).expect("encode")
+    (Predicate { table: "t".into(), expr }).to_wire().expect("encode")
 }
 
 struct Txn {
@@ -365,7 +366,7 @@ fn ids_3_to_5_with_a_above_10() -> WirePredicate {
     let cmp = |op, col, v| Expr::Cmp(op, Box::new(Expr::Column(col)), Box::new(Expr::Const(Value::Int(v))));
     let and = |a, b| Expr::And(Box::new(a), Box::new(b));
     let expr = and(and(cmp(CmpOp::GtEq, 0, 3), cmp(CmpOp::LtEq, 0, 5)), cmp(CmpOp::Gt, 1, 10));
-    WirePredicate::encode(&Predicate { table: "t".into(), expr }).expect("encode")
+    (Predicate { table: "t".into(), expr }).to_wire().expect("encode")
 }
 
 fn with_key_range(mut m: TxnMeta) -> TxnMeta {
@@ -438,7 +439,7 @@ fn a_from_40_to_60(mut m: TxnMeta) -> TxnMeta {
     let cmp = |op, v| Expr::Cmp(op, Box::new(Expr::Column(1)), Box::new(Expr::Const(Value::Int(v))));
     let expr = Expr::And(Box::new(cmp(CmpOp::GtEq, 40)), Box::new(cmp(CmpOp::LtEq, 60)));
     for p in &mut m.predicates {
-        p.predicate = WirePredicate::encode(&Predicate { table: "t".into(), expr: expr.clone() }).expect("encode");
+        p.predicate = (Predicate { table: "t".into(), expr: expr.clone() }).to_wire().expect("encode");
     }
     m
 }
@@ -509,8 +510,8 @@ fn a_catalog_write_must_be_the_result_of_its_changes() {
     let before = postcard::from_bytes::<CatalogWrite>(written).expect("decode").catalog;
     let add = |name: &str| CatalogChange::AddColumn { table: "t".into(), column: col(name) };
     let mut two = before.clone();
-    two.apply(&add("b")).expect("b");
-    two.apply(&add("c")).expect("c");
+    two.apply(&add("b"), &EngineRules).expect("b");
+    two.apply(&add("c"), &EngineRules).expect("c");
     let ddl = |t: u64, write: &CatalogWrite| TxnMeta {
         ts: ts(t),
         read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: ts(1) }],
@@ -554,7 +555,7 @@ fn rows_written_with_a_schema_change_are_in_the_schema_written() {
         constraints: Default::default(),
     });
     let mut after = before.clone();
-    after.apply(&create).expect("create n");
+    after.apply(&create, &EngineRules).expect("create n");
     let n_id = after.table("n").expect("n").id;
     let write = CatalogWrite { changes: vec![create], catalog: after };
     let row = |table: &str, id: u64, values: Vec<Value>| WriteEntry {
@@ -757,18 +758,21 @@ fn a_writeback_arriving_after_a_later_schema_change_still_lands() {
     let mut before = Catalog::new();
     let col = int_column;
     before
-        .apply(&CatalogChange::CreateTable(TableSchema {
-            name: "t".into(),
-            id: 0,
-            columns: vec![col("id", None), col("a", None)],
-            primary_key: vec![0],
-            indexes: vec![],
-            constraints: Default::default(),
-        }))
+        .apply(
+            &CatalogChange::CreateTable(TableSchema {
+                name: "t".into(),
+                id: 0,
+                columns: vec![col("id", None), col("a", None)],
+                primary_key: vec![0],
+                indexes: vec![],
+                constraints: Default::default(),
+            }),
+            &EngineRules,
+        )
         .expect("create");
     let change = CatalogChange::AddColumn { table: "t".into(), column: col("b", Some(Value::Int(7))) };
     let mut after = before.clone();
-    after.apply(&change).expect("add column");
+    after.apply(&change, &EngineRules).expect("add column");
     let d = TxnMeta {
         ts: ts(30),
         read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: fx.catalog }],
@@ -1175,7 +1179,7 @@ fn a_commit_planned_against_a_schema_change_not_yet_here_waits_for_it() {
     });
     let mut catalog = Catalog::new();
     for c in [&fx_create_t(), &change] {
-        catalog.apply(c).expect("schema");
+        catalog.apply(c, &EngineRules).expect("schema");
     }
     let u_id = catalog.table("u").expect("u").id;
     let d = TxnMeta {

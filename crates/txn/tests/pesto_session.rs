@@ -689,6 +689,7 @@ fn a_range_read_carries_only_its_tables_buffered_writes() {
 /// Pesto §7.3's inconsistency: two replicas (f+1) never receive writebacks, so they read
 /// every row at its older committed version. Their stale results match each other, but the
 /// client must adopt the fresh group, or every update of a row written before aborts.
+#[cfg(feature = "fault-injection")]
 #[test]
 fn replicas_that_miss_every_writeback_do_not_make_updates_abort() {
     let mut cl = cluster(1);
@@ -710,6 +711,7 @@ fn replicas_that_miss_every_writeback_do_not_make_updates_abort() {
 
 /// Table `t` created, then one row inserted by a transaction whose writeback skipped the
 /// `omitted` highest-indexed replicas.
+#[cfg(feature = "fault-injection")]
 fn one_insert_missing_writebacks(omitted: usize) -> Cluster {
     let mut cl = cluster(1);
     cl.autocommit(0, "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)", vec![]);
@@ -720,6 +722,7 @@ fn one_insert_missing_writebacks(omitted: usize) -> Cluster {
 
 /// A replica that missed a writeback asks its peers (SYNC) once the transaction has been
 /// undecided for a while, and applies the SUPPLY: it catches up without any client's help.
+#[cfg(feature = "fault-injection")]
 #[test]
 fn a_replica_that_missed_a_writeback_learns_the_decision_from_its_peers() {
     let mut cl = one_insert_missing_writebacks(2);
@@ -745,6 +748,7 @@ fn a_replica_that_missed_a_writeback_learns_the_decision_from_its_peers() {
 
 /// Nobody has the decision (no writeback at all): every replica asks a bounded number of
 /// times, then leaves the transaction to its clients.
+#[cfg(feature = "fault-injection")]
 #[test]
 fn inquiries_about_a_transaction_nobody_decided_stop() {
     let mut cl = one_insert_missing_writebacks(6);
@@ -763,6 +767,7 @@ fn inquiries_about_a_transaction_nobody_decided_stop() {
 /// replica, and nobody has a decision to supply. Every transaction on its rows then aborts
 /// because of it. Replicas name it in their abort votes, and a client aborted by it twice,
 /// `recovery_after_us` apart, finishes it (Basil §5); then the rows are usable again.
+#[cfg(feature = "fault-injection")]
 #[test]
 fn a_transaction_abandoned_after_prepare_is_finished_by_the_clients_it_aborts() {
     let mut cl = cluster(2);

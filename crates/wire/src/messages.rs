@@ -6,7 +6,7 @@ use crate::codec::with_canonical_bytes;
 use crate::signed::{ClientSigned, ReplicaSigned, Signable};
 use pistou_core::{ClusterConfig, Key, ShardId, Timestamp, TxnId, Value};
 use pistou_crypto::hash_parts;
-pub use pistou_sql::WirePredicate;
+pub use pistou_types::WirePredicate;
 use serde::{Deserialize, Serialize};
 
 /// Largest key, in bytes.
@@ -381,16 +381,16 @@ pub struct RangeRead {
     pub ts: Timestamp,
     pub catalog_version: Timestamp,
     pub sql: String,
-    pub params: Vec<pistou_sql::Value>,
+    pub params: Vec<pistou_types::Value>,
     /// Row-key writes, sorted by key, unique.
     pub pending: Vec<WriteEntry>,
     /// SS-PROP (§5.5 step 4): present on the snapshot path. The replica first applies every
     /// transaction named (fetching missing ones with SYNC), then executes.
     pub snapshot: Option<SsProp>,
     /// Values of the sequences the statement names, which it draws in order
-    /// (`pistou_sql::sequence`); at most `pistou_sql::sequence::MAX_STATEMENT_SEQUENCES`.
-    pub sequences: Vec<pistou_sql::SequenceInput>,
-    /// The statement's random seed: its `gen_random_uuid()` values (`pistou_sql::uuid`).
+    /// (`pistou_types::sequence`); at most `pistou_types::sequence::MAX_STATEMENT_SEQUENCES`.
+    pub sequences: Vec<pistou_types::SequenceInput>,
+    /// The statement's random seed: its `gen_random_uuid()` values (`pistou_types::uuid`).
     pub random_seed: [u8; 32],
 }
 
@@ -465,11 +465,11 @@ pub struct ActiveRead {
 /// Q-RES: what the statement produced.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum QueryOutput {
-    Rows(Vec<pistou_sql::Row>),
+    Rows(Vec<pistou_types::Row>),
     /// A reconnaissance write: the row count and RETURNING rows.
     Affected {
         count: u64,
-        returning: Vec<pistou_sql::Row>,
+        returning: Vec<pistou_types::Row>,
     },
 }
 
@@ -495,7 +495,7 @@ pub struct RangeResult {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RangeReply {
     pub request: pistou_crypto::Hash,
-    pub result: Result<RangeResult, pistou_sql::SqlError>,
+    pub result: Result<RangeResult, pistou_types::SqlError>,
     /// SS-VOTE: ids of the writers of the active versions and of active-negative versions
     /// (App. B.5.1), sorted and unique (snapshot path, §5.5 step 4). Empty in reply to a
     /// RANGE-READ that carries an SS-PROP: proposals are built from eager votes only.

@@ -4,6 +4,7 @@
 use pistou_core::{ClientId, Timestamp, TxnId};
 use pistou_rowstore::{RowStore, StoreLimits, VersionState};
 use pistou_sql::keycode::encode_key;
+use pistou_sql::EngineRules;
 use pistou_sql::{
     Catalog, CatalogChange, Column, Engine, ExecContext, IndexSchema, KeyRange, Output, ReadAt, Row, SqlType, Storage,
     StoredRow, TableSchema, Value, Version, Write, WriteSet,
@@ -46,7 +47,7 @@ pub fn setup_with(limits: StoreLimits) -> (Catalog, RowStore) {
     let mut store = RowStore::new(limits);
     for schema in schemas() {
         let change = CatalogChange::CreateTable(schema);
-        catalog.apply(&change).expect("create table");
+        catalog.apply(&change, &EngineRules).expect("create table");
         store.apply_catalog_change(&catalog, &change);
     }
     (catalog, store)
@@ -158,7 +159,7 @@ impl SqlOverRowStore {
         };
         let execution = self.engine.run(&self.catalog, sql, &[], &ctx).map_err(|e| e.to_string())?;
         if let Output::Catalog(Some(change)) = &execution.output {
-            self.catalog.apply(change).map_err(|e| e.to_string())?;
+            self.catalog.apply(change, &EngineRules).map_err(|e| e.to_string())?;
             self.store.apply_catalog_change(&self.catalog, change);
         }
         if !execution.writes.is_empty() {

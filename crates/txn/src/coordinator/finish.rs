@@ -506,7 +506,10 @@ impl Coordinator {
             }
         }
         let wb = Writeback { meta: (*fin.meta).clone(), cert };
+        #[cfg(feature = "fault-injection")]
         let reached = (self.config().quorums().n() as u32).saturating_sub(self.writeback_omissions as u32);
+        #[cfg(not(feature = "fault-injection"))]
+        let reached = self.config().quorums().n() as u32;
         let targets: BTreeSet<ReplicaId> =
             fin.meta.shards.iter().flat_map(|s| self.config().replicas_of(*s)).filter(|r| r.index < reached).collect();
         for r in &targets {

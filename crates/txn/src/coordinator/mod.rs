@@ -221,6 +221,7 @@ pub struct Coordinator {
     eager_range_reads: bool,
     /// Writebacks skip this many replicas of each shard (the highest indexes): a stress mode
     /// that leaves them inconsistent (Pesto Fig. 8 "inconsistency at 1/3 of replicas").
+    #[cfg(feature = "fault-injection")]
     writeback_omissions: usize,
     range_stats: RangeStats,
     /// Replicas whose recent range-read replies were outliers, until when eager range reads
@@ -273,6 +274,7 @@ impl Coordinator {
             catalog_hint: None,
             sequence_cache: BTreeMap::new(),
             eager_range_reads: true,
+            #[cfg(feature = "fault-injection")]
             writeback_omissions: 0,
             range_stats: RangeStats::default(),
             range_outliers: HashMap::new(),
@@ -299,6 +301,7 @@ impl Coordinator {
     /// Stress mode: this client's writebacks skip the `k` highest-indexed replicas of each
     /// shard, which then learn its decisions only through SYNC/SUPPLY or the fallback. For
     /// benchmarks of the snapshot path; never for production.
+    #[cfg(feature = "fault-injection")]
     pub fn set_writeback_omissions(&mut self, k: usize) {
         self.writeback_omissions = k;
     }

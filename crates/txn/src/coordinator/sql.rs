@@ -645,7 +645,7 @@ impl Coordinator {
                 format!("more than {} schema changes in one transaction", CatalogWrite::MAX_CHANGES),
             ));
         }
-        next.apply(&change)?;
+        next.apply(&change, &pistou_sql::EngineRules)?;
         // Rows it wrote are in the schema it leaves (replicas check them against it), so a
         // table it wrote keeps its schema.
         let written =

@@ -45,7 +45,7 @@ impl CatalogWrite {
         let mut steps: Vec<(Catalog, &CatalogChange)> = Vec::with_capacity(self.changes.len());
         let mut next = base.clone();
         for change in &self.changes {
-            next.apply(change).map_err(|e| e.message)?;
+            next.apply(change, &pistou_sql::EngineRules).map_err(|e| e.message)?;
             steps.push((next.clone(), change));
         }
         Ok(steps)
@@ -299,8 +299,8 @@ impl SqlReplica {
         }
         for p in mine {
             let schema = catalog.table(&p.predicate.table).ok_or(SqlTxnError::UnknownTable)?;
-            let predicate =
-                p.predicate.decode(schema.columns.len()).map_err(|e| SqlTxnError::BadPredicate(e.message))?;
+            let predicate = pistou_sql::Predicate::from_wire(&p.predicate, schema.columns.len())
+                .map_err(|e| SqlTxnError::BadPredicate(e.message))?;
             // Active keys are rows of P's table (`TxnMeta::validate`); kept as primary keys.
             let mut active = BTreeSet::new();
             for key in &p.active {

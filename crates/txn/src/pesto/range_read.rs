@@ -7,7 +7,7 @@ use pistou_core::sql_keys::{key_kind, row_key, row_table, KeyKind};
 use pistou_core::{ClusterConfig, Timestamp, TxnId};
 use pistou_rowstore::VersionState;
 use pistou_sql::Catalog;
-use pistou_sql::{Access, ExecContext, Output, ReadAt, ScanRead, SqlError, SqlState, WirePredicate, Write, WriteSet};
+use pistou_sql::{Access, ExecContext, Output, ReadAt, ScanRead, SqlError, SqlState, Write, WriteSet};
 use pistou_wire::{ActiveRead, PredicateRead, QueryOutput, RangeRead, RangeResult, WriteEntry};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -153,7 +153,7 @@ impl SqlReplica {
                     None => newest,
                 };
                 self.note_reported(table, table_version);
-                predicates.insert((WirePredicate::encode(&scan.predicate)?, table_version));
+                predicates.insert((scan.predicate.to_wire()?, table_version));
             }
         }
         let writes = write_entries(&exec.writes, &catalog)?;

@@ -23,7 +23,7 @@ pub struct Column {
     pub generated: Option<Generated>,
     /// A DEFAULT that calls now() (or its relatives) or gen_random_uuid(): each INSERT that
     /// omits the column evaluates it with the statement's time and random values.
-    pub volatile_default: Option<crate::expr::Func>,
+    pub volatile_default: Option<crate::func::Func>,
 }
 
 /// How a column's values come from a sequence.
@@ -195,12 +195,29 @@ pub enum CatalogChange {
         actions: Vec<AlterAction>,
     },
     /// CREATE [OR REPLACE] VIEW: the columns and dependencies are computed where the change
-    /// is applied (`crate::view::define`).
+    /// is applied (`SchemaRules::define_view`).
     CreateView(ViewDefinition),
     DropView {
         view: String,
     },
 }
+
+/// The checks of a schema change that need the SQL engine: a CHECK constraint and a view
+/// are SQL text, valid only if they bind against the catalog. The engine implements this
+/// (`pistou_sql::SchemaRules`); [`Catalog::apply`] makes every other check itself.
+pub trait SchemaRules {
+    /// A new table's constraints (CHECK expressions bind, foreign keys reference a key).
+    fn check_new_table(&self, catalog: &Catalog, table: &TableSchema) -> Result<()>;
+    /// Applies ALTER TABLE actions to `table` (the caller bumps the version).
+    fn apply_alter(&self, catalog: &mut Catalog, table: &str, actions: &[AlterAction]) -> Result<()>;
+    /// The view a definition gives over `catalog`: its columns and dependencies.
+    fn define_view(&self, catalog: &Catalog, definition: &ViewDefinition) -> Result<ViewSchema>;
+    /// After a schema change of `relation`, every view reading it still binds the same.
+    fn check_views_unchanged(&self, before: &Catalog, after: &Catalog, relation: &str) -> Result<()>;
+}
+
+/// Longest name of a relation, column or constraint, in bytes (PostgreSQL's NAMEDATALEN - 1).
+pub const MAX_NAME: usize = 63;
 
 /// Most changes one statement makes (`CatalogChange::Several`).
 pub const MAX_STATEMENT_CHANGES: usize = 64;
@@ -253,8 +270,9 @@ impl Catalog {
         self.tables.values().find(|t| t.index(name).is_some())
     }
 
-    /// Applies a change, re-checking it against the current catalog.
-    pub fn apply(&mut self, change: &CatalogChange) -> Result<()> {
+    /// Applies a change, re-checking it against the current catalog; `rules` makes the
+    /// checks that need the SQL engine (`pistou_sql::SchemaRules`).
+    pub fn apply(&mut self, change: &CatalogChange, rules: &dyn SchemaRules) -> Result<()> {
         match change {
             CatalogChange::Several(changes) => {
                 if changes.len() > MAX_STATEMENT_CHANGES
@@ -265,7 +283,7 @@ impl Catalog {
                 // All or nothing: a failing change leaves the catalog as it was.
                 let mut next = self.clone();
                 for c in changes {
-                    next.apply(c)?;
+                    next.apply(c, rules)?;
                 }
                 *self = next;
                 return Ok(());
@@ -315,7 +333,7 @@ impl Catalog {
                 for index in &schema.indexes {
                     self.check_new_index_name(&index.name)?;
                 }
-                crate::constraints::check_new_table(self, schema)?;
+                rules.check_new_table(self, schema)?;
                 let mut schema = schema.clone();
                 schema.id = self.version + 1;
                 self.tables.insert(schema.name.clone(), Arc::new(schema));
@@ -366,7 +384,7 @@ impl Catalog {
                 } else {
                     let mut next = self.clone();
                     next.replace_table(Arc::new(widened));
-                    crate::view::check_views_unchanged(self, &next, table)?;
+                    rules.check_views_unchanged(self, &next, table)?;
                     self.tables = next.tables;
                 }
             }
@@ -417,13 +435,13 @@ impl Catalog {
             CatalogChange::AlterTable { table, actions } => {
                 // Applied to a copy: a failing action leaves the catalog as it was.
                 let mut next = self.clone();
-                crate::constraints::apply_alter(&mut next, table, actions)?;
-                crate::view::check_views_unchanged(self, &next, table)?;
+                rules.apply_alter(&mut next, table, actions)?;
+                rules.check_views_unchanged(self, &next, table)?;
                 self.tables = next.tables;
                 self.follow_owned_sequences(table);
             }
             CatalogChange::CreateView(definition) => {
-                let mut view = crate::view::define(self, definition)?;
+                let mut view = rules.define_view(self, definition)?;
                 let replaced = self.view(&view.name).is_some();
                 if !replaced {
                     self.check_new_relation_name(&view.name)?;
@@ -432,7 +450,7 @@ impl Catalog {
                 let mut next = self.clone();
                 next.views.insert(view.name.clone(), Arc::new(view));
                 if replaced {
-                    crate::view::check_views_unchanged(self, &next, &definition.name)?;
+                    rules.check_views_unchanged(self, &next, &definition.name)?;
                 }
                 self.views = next.views;
             }
@@ -476,7 +494,7 @@ impl Catalog {
     }
 
     /// Replaces a table's schema (ALTER TABLE actions).
-    pub(crate) fn replace_table(&mut self, schema: Arc<TableSchema>) {
+    pub fn replace_table(&mut self, schema: Arc<TableSchema>) {
         self.tables.insert(schema.name.clone(), schema);
     }
 
@@ -492,8 +510,34 @@ impl Catalog {
     }
 }
 
+/// The engine's checks, for this crate's tests over tables without constraints or views (the
+/// engine's own tests cover those).
+#[cfg(test)]
+pub(crate) mod no_constraints {
+    use super::*;
+
+    pub(crate) struct NoConstraints;
+
+    impl SchemaRules for NoConstraints {
+        fn check_new_table(&self, _: &Catalog, table: &TableSchema) -> Result<()> {
+            assert_eq!(table.constraints, Constraints::default());
+            Ok(())
+        }
+        fn apply_alter(&self, _: &mut Catalog, _: &str, _: &[AlterAction]) -> Result<()> {
+            unreachable!("no ALTER TABLE here")
+        }
+        fn define_view(&self, _: &Catalog, _: &ViewDefinition) -> Result<ViewSchema> {
+            unreachable!("no view here")
+        }
+        fn check_views_unchanged(&self, _: &Catalog, _: &Catalog, _: &str) -> Result<()> {
+            Ok(())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::no_constraints::NoConstraints;
     use super::*;
 
     fn table(name: &str) -> TableSchema {
@@ -519,10 +563,12 @@ mod tests {
     #[test]
     fn a_table_created_again_gets_a_new_identity() {
         let mut catalog = Catalog::new();
-        catalog.apply(&CatalogChange::CreateTable(table("r"))).expect("create");
+        catalog.apply(&CatalogChange::CreateTable(table("r")), &NoConstraints).expect("create");
         let first = catalog.table("r").expect("r").id;
-        catalog.apply(&CatalogChange::DropTable { table: "r".into() }).expect("drop");
-        catalog.apply(&CatalogChange::CreateTable(TableSchema { id: first, ..table("r") })).expect("create again");
+        catalog.apply(&CatalogChange::DropTable { table: "r".into() }, &NoConstraints).expect("drop");
+        catalog
+            .apply(&CatalogChange::CreateTable(TableSchema { id: first, ..table("r") }), &NoConstraints)
+            .expect("create again");
         let second = catalog.table("r").expect("r").id;
         assert!(second > first, "the id a change carries is ignored; ids are never reused");
     }
@@ -531,8 +577,8 @@ mod tests {
     fn identities_are_the_same_wherever_the_change_is_applied() {
         let (mut a, mut b) = (Catalog::new(), Catalog::new());
         for c in [&mut a, &mut b] {
-            c.apply(&CatalogChange::CreateTable(table("x"))).expect("create");
-            c.apply(&CatalogChange::CreateTable(table("y"))).expect("create");
+            c.apply(&CatalogChange::CreateTable(table("x")), &NoConstraints).expect("create");
+            c.apply(&CatalogChange::CreateTable(table("y")), &NoConstraints).expect("create");
         }
         assert_eq!(a, b);
         assert_ne!(a.table("x").map(|t| t.id), a.table("y").map(|t| t.id));

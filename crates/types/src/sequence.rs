@@ -147,7 +147,7 @@ pub struct SequenceDraws<'a> {
 }
 
 impl<'a> SequenceDraws<'a> {
-    pub(crate) fn new(inputs: &'a [SequenceInput]) -> Self {
+    pub fn new(inputs: &'a [SequenceInput]) -> Self {
         SequenceDraws { inputs, drawn: RefCell::new(vec![0; inputs.len()]) }
     }
 
@@ -156,7 +156,7 @@ impl<'a> SequenceDraws<'a> {
     }
 
     /// `nextval(sequence)`.
-    pub(crate) fn next(&self, sequence: &str) -> Result<i64> {
+    pub fn next(&self, sequence: &str) -> Result<i64> {
         let i = self.position(sequence)?;
         let mut drawn = self.drawn.borrow_mut();
         let n = drawn.get(i).copied().unwrap_or(u64::MAX);
@@ -168,7 +168,7 @@ impl<'a> SequenceDraws<'a> {
     }
 
     /// `currval(sequence)`: the last value drawn in this statement, else the session's.
-    pub(crate) fn current(&self, sequence: &str) -> Result<i64> {
+    pub fn current(&self, sequence: &str) -> Result<i64> {
         let not_yet = || {
             SqlError::new(
                 SqlState::ObjectNotInPrerequisiteState,
@@ -184,7 +184,7 @@ impl<'a> SequenceDraws<'a> {
     }
 
     /// Values drawn from each input, in input order.
-    pub(crate) fn used(&self) -> Vec<u64> {
+    pub fn used(&self) -> Vec<u64> {
         self.drawn.borrow().clone()
     }
 }

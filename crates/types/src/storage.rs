@@ -652,7 +652,7 @@ mod tests {
         };
         let mut catalog = Catalog::new();
         let change = CatalogChange::CreateTable(schema.clone());
-        catalog.apply(&change).expect("create");
+        catalog.apply(&change, &crate::catalog::no_constraints::NoConstraints).expect("create");
         let mut store = MemStore::new();
         store.apply_catalog_change(&catalog, &change);
         (catalog, store, schema)

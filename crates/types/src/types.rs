@@ -4,7 +4,7 @@ use crate::error::{err, Result, SqlError, SqlState};
 use crate::keycode::encode_value;
 use crate::temporal;
 
-pub(crate) use crate::cast::exact_cast;
+pub use crate::cast::exact_cast;
 pub use crate::cast::{assign_cast, cast, cast_with, parse_decimal, stored_value_problem, to_column};
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 use rust_decimal::Decimal;
@@ -229,7 +229,7 @@ impl SqlType {
 
     /// PostgreSQL's type category (`pg_type.typcategory`): common-type resolution never
     /// crosses categories.
-    pub(crate) fn category(self) -> TypeCategory {
+    pub fn category(self) -> TypeCategory {
         match self {
             SqlType::Bool => TypeCategory::Boolean,
             SqlType::Int2 | SqlType::Int4 | SqlType::Int | SqlType::Numeric | SqlType::Float4 | SqlType::Float => {
@@ -245,14 +245,14 @@ impl SqlType {
 
     /// The preferred type of its category (`pg_type.typispreferred`): once chosen as a
     /// common type it is never displaced.
-    pub(crate) fn is_preferred(self) -> bool {
+    pub fn is_preferred(self) -> bool {
         matches!(self, SqlType::Bool | SqlType::Float | SqlType::Text)
     }
 
     /// True if PostgreSQL converts `self` to `to` implicitly (`pg_cast` context `i`): numbers
     /// up the chain smallint < integer < bigint < numeric < real < double precision, the
     /// string types into one another, date to timestamp, both to timestamptz.
-    pub(crate) fn implicitly_casts_to(self, to: SqlType) -> bool {
+    pub fn implicitly_casts_to(self, to: SqlType) -> bool {
         const NUMBERS: [SqlType; 6] =
             [SqlType::Int2, SqlType::Int4, SqlType::Int, SqlType::Numeric, SqlType::Float4, SqlType::Float];
         let rank = |t: SqlType| NUMBERS.iter().position(|x| *x == t);
@@ -268,7 +268,7 @@ impl SqlType {
     }
 
     /// Range of an integer type, and its out-of-range message.
-    pub(crate) fn int_range(self) -> Option<(i64, i64, &'static str)> {
+    pub fn int_range(self) -> Option<(i64, i64, &'static str)> {
         match self {
             SqlType::Int2 => Some((i64::from(i16::MIN), i64::from(i16::MAX), "smallint out of range")),
             SqlType::Int4 => Some((i64::from(i32::MIN), i64::from(i32::MAX), "integer out of range")),
@@ -280,7 +280,7 @@ impl SqlType {
 
 /// PostgreSQL's type categories of the supported types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TypeCategory {
+pub enum TypeCategory {
     Boolean,
     Numeric,
     String,
@@ -438,7 +438,7 @@ fn num_cmp(a: &Value, b: &Value) -> Option<Ordering> {
     Some(fa.total_cmp(&fb).then(da.cmp(&db)))
 }
 
-pub(crate) fn as_f64(v: &Value) -> Option<f64> {
+pub fn as_f64(v: &Value) -> Option<f64> {
     match v {
         Value::Int(i) => Some(*i as f64),
         Value::Numeric(d) => d.to_f64(),
@@ -466,7 +466,7 @@ pub fn total_cmp(a: &Value, b: &Value) -> Ordering {
 /// `total_cmp` says they are equal: numbers of different types that are equal (1, 1.0, 1.00)
 /// share a key. Used for DISTINCT, GROUP BY, set operations and hash joins. The keys of
 /// values of one type family sort in value order.
-pub(crate) fn push_equality_key(out: &mut Vec<u8>, v: &Value) {
+pub fn push_equality_key(out: &mut Vec<u8>, v: &Value) {
     match num_key(v) {
         Some((f, d)) => {
             encode_value(out, &Value::Float(f));
@@ -477,7 +477,7 @@ pub(crate) fn push_equality_key(out: &mut Vec<u8>, v: &Value) {
 }
 
 /// Equality key of a row (see `push_equality_key`).
-pub(crate) fn equality_key<'a>(values: impl IntoIterator<Item = &'a Value>) -> Vec<u8> {
+pub fn equality_key<'a>(values: impl IntoIterator<Item = &'a Value>) -> Vec<u8> {
     let mut out = Vec::new();
     for v in values {
         push_equality_key(&mut out, v);
@@ -529,12 +529,12 @@ fn utc_micros(v: &Value) -> Option<i64> {
     }
 }
 
-pub(crate) fn out_of_range(message: &str) -> SqlError {
+pub fn out_of_range(message: &str) -> SqlError {
     SqlError::new(SqlState::NumericValueOutOfRange, message)
 }
 
 const BIGINT_RANGE: &str = "bigint out of range";
-pub(crate) const FLOAT_OVERFLOW: &str = "value out of range: overflow";
+pub const FLOAT_OVERFLOW: &str = "value out of range: overflow";
 const NUMERIC_OVERFLOW: &str = "value overflows numeric format";
 
 /// Binary arithmetic operators.
@@ -626,7 +626,7 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value> {
     }
 }
 
-pub(crate) fn as_decimal(v: &Value) -> Option<Decimal> {
+pub fn as_decimal(v: &Value) -> Option<Decimal> {
     match v {
         Value::Int(i) => Some(Decimal::from(*i)),
         Value::Numeric(d) => Some(*d),

@@ -6,7 +6,7 @@ use crate::error::{err, Result, SqlState};
 use crate::types::{SqlType, Value};
 
 /// Appends `s` as a JSON string, escaped as PostgreSQL's `escape_json` does.
-pub(crate) fn push_string(out: &mut String, s: &str) {
+pub fn push_string(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -69,7 +69,7 @@ fn push_value(out: &mut String, v: &Value, ty: Option<SqlType>) -> Result<()> {
 
 /// `json_build_object(k1, v1, …)`: keys (any non-NULL value, as text) and values of the
 /// given static types.
-pub(crate) fn build_object(args: &[Value], types: &[Option<SqlType>]) -> Result<Value> {
+pub fn build_object(args: &[Value], types: &[Option<SqlType>]) -> Result<Value> {
     if !args.len().is_multiple_of(2) {
         return err(
             SqlState::InvalidParameterValue,
@@ -99,7 +99,7 @@ pub(crate) fn build_object(args: &[Value], types: &[Option<SqlType>]) -> Result<
 
 /// `json_build_array(v1, …)` in json's output form (`[1, "a"]`), values of the given
 /// static types (jsonb's builders canonicalize it).
-pub(crate) fn build_array(args: &[Value], types: &[Option<SqlType>]) -> Result<String> {
+pub fn build_array(args: &[Value], types: &[Option<SqlType>]) -> Result<String> {
     let mut out = String::from("[");
     for (i, value) in args.iter().enumerate() {
         if i > 0 {

@@ -37,7 +37,7 @@ fn to_float4(x: f64) -> Result<Value> {
 
 /// CHAR values are kept without trailing blanks (PostgreSQL ignores them in comparisons);
 /// output pads them back to the declared length.
-pub(crate) fn strip_blanks(s: &str) -> &str {
+pub fn strip_blanks(s: &str) -> &str {
     s.trim_end_matches(' ')
 }
 
@@ -250,7 +250,7 @@ pub fn to_column(v: &Value, column: &Column) -> Result<Value> {
 
 /// Converts a value to exactly `ty` when that loses nothing (used to build index keys);
 /// None when no value of `ty` equals `v` under SQL `=`.
-pub(crate) fn exact_cast(v: &Value, ty: SqlType) -> Option<Value> {
+pub fn exact_cast(v: &Value, ty: SqlType) -> Option<Value> {
     match (v, ty.storage()) {
         (Value::Int(_) | Value::Numeric(_) | Value::Float(_), SqlType::Int | SqlType::Numeric | SqlType::Float) => {
             let c = cast(v, ty).ok()?;
@@ -284,7 +284,7 @@ fn integer_digits(d: &Decimal) -> u32 {
 
 /// Applies NUMERIC(p, s) and VARCHAR(n)/CHAR(n) limits to a value already of type `ty`.
 /// Text longer than n fails unless the excess is blanks, which are cut (as in PostgreSQL).
-pub(crate) fn check_limits(v: Value, ty: SqlType, limits: &TypeLimits, column: Option<&str>) -> Result<Value> {
+pub fn check_limits(v: Value, ty: SqlType, limits: &TypeLimits, column: Option<&str>) -> Result<Value> {
     match (v, limits) {
         (Value::Numeric(d), TypeLimits { numeric: Some((precision, scale)), .. }) => {
             // Limits may come from a peer's predicate: only those DDL accepts are valid.

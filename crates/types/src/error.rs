@@ -176,7 +176,7 @@ impl SqlError {
         self.state.code()
     }
 
-    pub(crate) fn unsupported(what: impl fmt::Display) -> Self {
+    pub fn unsupported(what: impl fmt::Display) -> Self {
         SqlError::new(SqlState::FeatureNotSupported, format!("{what} is not supported"))
     }
 }
@@ -192,6 +192,6 @@ impl std::error::Error for SqlError {}
 pub type Result<T, E = SqlError> = std::result::Result<T, E>;
 
 /// Shorthand for building an `Err(SqlError)`.
-pub(crate) fn err<T>(state: SqlState, message: impl Into<String>) -> Result<T> {
+pub fn err<T>(state: SqlState, message: impl Into<String>) -> Result<T> {
     Err(SqlError::new(state, message))
 }

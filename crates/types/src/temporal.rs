@@ -7,7 +7,7 @@ use rust_decimal::Decimal;
 const MICROS_PER_DAY: i64 = 86_400_000_000;
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -161,7 +161,7 @@ pub fn format_timestamp(micros: i64) -> String {
 
 /// A timestamp plus `months`, its day of month clamped to the new month's length
 /// (PostgreSQL's `timestamp_pl_interval`: January 31 plus a month is February 28 or 29).
-pub(crate) fn add_months(micros: i64, months: i32) -> Option<i64> {
+pub fn add_months(micros: i64, months: i32) -> Option<i64> {
     let (days, time) = (micros.div_euclid(MICROS_PER_DAY), micros.rem_euclid(MICROS_PER_DAY));
     let (year, month, day) = civil_from_days(days);
     let total = (year * 12 + month - 1).checked_add(i64::from(months))?;
@@ -171,7 +171,7 @@ pub(crate) fn add_months(micros: i64, months: i32) -> Option<i64> {
 }
 
 /// A timestamp's civil fields: (year, month 1–12, day, hour, minute, second, microsecond).
-pub(crate) fn fields(micros: i64) -> [i64; 7] {
+pub fn fields(micros: i64) -> [i64; 7] {
     let (days, time) = (micros.div_euclid(MICROS_PER_DAY), micros.rem_euclid(MICROS_PER_DAY));
     let (year, month, day) = civil_from_days(days);
     let (hour, minute) = (time / 3_600_000_000, time / 60_000_000 % 60);
@@ -179,12 +179,12 @@ pub(crate) fn fields(micros: i64) -> [i64; 7] {
 }
 
 /// Days in `month` (1–12) of `year`.
-pub(crate) fn month_days(year: i64, month: i64) -> i64 {
+pub fn month_days(year: i64, month: i64) -> i64 {
     days_in_month(year, month)
 }
 
 /// Whether a timestamp is within the years 1..=9999 Pistou's dates and timestamps span.
-pub(crate) fn in_range(micros: i64) -> bool {
+pub fn in_range(micros: i64) -> bool {
     (-62_135_596_800_000_000..253_402_300_800_000_000).contains(&micros)
 }
 
@@ -225,7 +225,7 @@ impl Instant {
 }
 
 /// PostgreSQL's unit names (with their plurals and abbreviations) to one canonical name.
-pub(crate) fn canonical_unit(unit: &str) -> Option<&'static str> {
+pub fn canonical_unit(unit: &str) -> Option<&'static str> {
     Some(match unit.trim().to_ascii_lowercase().as_str() {
         "microsecond" | "microseconds" | "us" | "usec" | "usecs" | "usecond" | "useconds" => "microseconds",
         "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "msecond" | "mseconds" => "milliseconds",
@@ -268,13 +268,13 @@ fn not_supported(unit: &str, of: Instant) -> SqlError {
 }
 
 /// Monday-based day of the week, 1 to 7, of a day count.
-pub(crate) fn iso_day_of_week(days: i64) -> i64 {
+pub fn iso_day_of_week(days: i64) -> i64 {
     (days + 3).rem_euclid(7) + 1
 }
 
 /// The ISO 8601 year and week of a day count: weeks start on Monday, and week 1 holds the
 /// year's first Thursday.
-pub(crate) fn iso_week(days: i64) -> (i64, i64) {
+pub fn iso_week(days: i64) -> (i64, i64) {
     let thursday = days - (iso_day_of_week(days) - 1) + 3;
     let (year, _, _) = civil_from_days(thursday);
     (year, (thursday - days_from_civil(year, 1, 1)) / 7 + 1)

@@ -19,7 +19,7 @@ const MAX_EXPONENT: i64 = 1000;
 /// A parsed document. Numbers keep their numeric text (canonical form); objects are sorted
 /// and deduplicated.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Json {
+pub enum Json {
     Null,
     Bool(bool),
     Number(String),
@@ -341,7 +341,7 @@ fn numeric_text(negative: bool, int: &[u8], frac: &[u8], exponent: i64) -> Strin
 }
 
 /// Parses a document (22P02 on bad input, 54001 when nested too deeply).
-pub(crate) fn parse(text: &str) -> Result<Json> {
+pub fn parse(text: &str) -> Result<Json> {
     if text.len() > MAX_DOCUMENT {
         return Err(too_big(text.len()));
     }
@@ -359,7 +359,7 @@ pub fn canonical(text: &str) -> Result<String> {
     Ok(write(&parse(text)?))
 }
 
-pub(crate) fn write(j: &Json) -> String {
+pub fn write(j: &Json) -> String {
     let mut out = String::new();
     write_into(&mut out, j);
     out
@@ -842,7 +842,7 @@ fn typed_args(args: &[Value], what: &str) -> Result<(Vec<Option<SqlType>>, Vec<V
 
 /// `jsonb_object_agg`'s result: the one-pair objects merged in order, the last of equal
 /// keys winning.
-pub(crate) fn merge_objects(objects: &[Value]) -> Result<Value> {
+pub fn merge_objects(objects: &[Value]) -> Result<Value> {
     let mut members = Vec::new();
     for o in objects {
         if let Json::Object(m) = doc(o)? {
@@ -853,7 +853,7 @@ pub(crate) fn merge_objects(objects: &[Value]) -> Result<Value> {
 }
 
 /// Evaluates `f` (NULL arguments of strict functions are handled by the caller).
-pub(crate) fn call(f: JsonbFn, args: &[Value]) -> Result<Value> {
+pub fn call(f: JsonbFn, args: &[Value]) -> Result<Value> {
     let arg = |i: usize| args.get(i).unwrap_or(&Value::Null);
     Ok(match f {
         JsonbFn::BuildObject => {

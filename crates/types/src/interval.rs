@@ -310,7 +310,7 @@ pub fn age(a: i64, b: i64) -> Result<Interval> {
 /// "operator does not exist"): timestamp(tz) ± interval, date ± interval (a timestamp),
 /// timestamp − timestamp (days and time, as PostgreSQL's `timestamp_mi`), interval ±
 /// interval, interval × number, number × interval, interval ÷ number.
-pub(crate) fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Option<Value>> {
+pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Option<Value>> {
     use Value::*;
     let timestamp_out_of_range = || SqlError::new(SqlState::DatetimeFieldOverflow, "timestamp out of range");
     let shift = |micros: i64, i: &self::Interval, sign: i32| -> Result<i64> {

@@ -17,7 +17,7 @@ pub fn items(s: &str) -> Result<Vec<Option<String>>> {
     if !s.trim_start().starts_with('{') {
         return Ok(s.split_whitespace().map(|i| Some(i.to_string())).collect());
     }
-    crate::system::parse_array_text(s).ok_or_else(|| malformed(s))
+    parse_array_text(s).ok_or_else(|| malformed(s))
 }
 
 /// The elements of `v`, a value of array or vector type `ty`, as values of its element type.
@@ -58,7 +58,7 @@ pub fn format(elements: &[Value], element_type: SqlType) -> String {
 
 /// The text form of an array of elements given as text (None: NULL), quoted where array
 /// input would otherwise misread them.
-pub(crate) fn format_items(items: impl Iterator<Item = Option<String>>) -> String {
+pub fn format_items(items: impl Iterator<Item = Option<String>>) -> String {
     let items: Vec<String> = items
         .map(|item| {
             let Some(s) = item else { return "NULL".to_string() };
@@ -73,6 +73,55 @@ pub(crate) fn format_items(items: impl Iterator<Item = Option<String>>) -> Strin
         })
         .collect();
     format!("{{{}}}", items.join(","))
+}
+
+/// The elements of an array's text form (None: not an array literal). NULL elements are None.
+pub fn parse_array_text(s: &str) -> Option<Vec<Option<String>>> {
+    let inner = s.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let mut out = Vec::new();
+    if inner.trim().is_empty() {
+        return Some(out);
+    }
+    let mut chars = inner.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let mut item = String::new();
+        let mut quoted = false;
+        if chars.peek() == Some(&'"') {
+            quoted = true;
+            chars.next();
+            loop {
+                match chars.next()? {
+                    '"' => break,
+                    '\\' => item.push(chars.next()?),
+                    c => item.push(c),
+                }
+            }
+            while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                chars.next();
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                if c == '{' || c == '}' || c == '"' {
+                    return None;
+                }
+                item.push(c);
+                chars.next();
+            }
+            item = item.trim_end().to_string();
+        }
+        out.push(if !quoted && item.eq_ignore_ascii_case("null") { None } else { Some(item) });
+        match chars.next() {
+            None => return Some(out),
+            Some(',') => {}
+            Some(_) => return None,
+        }
+    }
 }
 
 #[cfg(test)]
