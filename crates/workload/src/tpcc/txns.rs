@@ -424,3 +424,44 @@ async fn stock_level(s: &mut Session, w: i64, d: i64, threshold: i64) -> Result<
     .await?;
     Ok(Outcome::Commit)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn tpcc(warehouses: u64) -> Tpcc {
+        let params =
+            Params { scale: Scale { warehouses, items: 1000, customers: 30 }, c_last: 1, c_customer: 2, c_item: 3 };
+        Tpcc::new(&params, &mut StdRng::seed_from_u64(1))
+    }
+
+    #[test]
+    fn the_mix_and_the_rollbacks_follow_the_spec() {
+        let t = tpcc(2);
+        let mut rng = StdRng::seed_from_u64(9);
+        let mut kinds = [0u32; 5];
+        let (mut new_orders, mut rollbacks, mut remote_lines, mut lines_total) = (0, 0, 0, 0);
+        for client in 0..100_000 {
+            let (kind, txn) = t.next(client % 8, &mut rng);
+            kinds[kind] += 1;
+            if let Txn::NewOrder { w, lines, .. } = txn {
+                new_orders += 1;
+                rollbacks += u32::from(lines.last().is_some_and(|l| l.item == UNUSED_ITEM));
+                remote_lines += lines.iter().filter(|l| l.supply_w != w).count();
+                lines_total += lines.len();
+                assert!(lines.iter().all(|l| l.item == UNUSED_ITEM || (1..=1000).contains(&l.item)));
+            }
+        }
+        let share = |n: u32| f64::from(n) / 1000.0;
+        assert!((43.0..47.0).contains(&share(kinds[0])), "{kinds:?}");
+        assert!((41.0..45.0).contains(&share(kinds[1])), "{kinds:?}");
+        for k in &kinds[2..] {
+            assert!((3.0..5.0).contains(&share(*k)), "{kinds:?}");
+        }
+        let rollback_pct = f64::from(rollbacks) * 100.0 / f64::from(new_orders);
+        assert!((0.7..1.3).contains(&rollback_pct), "{rollback_pct}");
+        let remote_pct = remote_lines as f64 * 100.0 / lines_total as f64;
+        assert!((0.7..1.3).contains(&remote_pct), "{remote_pct}");
+    }
+}
