@@ -1,6 +1,6 @@
 //! `pistou workload` through a gateway in front of `pistou cluster up`: TPC-C (scaled down
 //! with the non-standard --items/--customers, Pistou being slow to load 500k rows per
-//! warehouse) and transfer: init, a short run, check; a corrupted district fails check
+//! warehouse), transfer and YCSB: init, a short run, check; a corrupted district fails check
 //! naming condition 1; missing data sets and bad arguments are reported with their exit codes.
 
 mod common;
@@ -66,6 +66,9 @@ async fn workload_tpcc_and_transfer_through_a_gateway() {
         let r = pistou(&["workload", "run", "ycsb", "--url", &url, "--duration", "1"], LIMIT);
         assert_eq!(r.code, Some(1), "{}", r.stdout);
         assert!(r.stderr.contains("another workload's schema"), "{}", r.stderr);
+        ok(&["workload", "init", "ycsb", "--url", &url, "--records", "200"]);
+        ok(&["workload", "run", "ycsb", "--url", &url, "--duration", "2", "--clients", "2", "--mix", "F"]);
+        ok(&["workload", "check", "ycsb", "--url", &url]);
         let r = pistou(&["workload", "run", "tpcc", "--url", &url, "--clients", "0"], LIMIT);
         assert_eq!(r.code, Some(2), "{}", r.stderr);
 
