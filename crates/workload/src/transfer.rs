@@ -10,7 +10,6 @@ use anyhow::{anyhow, Result};
 use rand::rngs::StdRng;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
-use std::future::Future;
 
 pub const DATA_SET: DataSet = DataSet { name: "transfer", label: "transfer", tables: &["transfer_account"] };
 const KINDS: &[&str] = &["transfer"];
@@ -74,23 +73,21 @@ impl Workload for Transfer {
         (0, Txn { from: from as i64, to: to as i64, amount: rng.gen_range(1..=MAX_AMOUNT) })
     }
 
-    fn execute<'a>(&'a self, s: &'a mut Session, t: &'a Txn) -> impl Future<Output = Result<Outcome>> + Send + 'a {
-        async move {
-            let balance = |row: Option<tokio_postgres::Row>, id: i64| match row {
-                Some(row) => int(&row, 0),
-                None => Err(anyhow!("account {id} not found")),
-            };
-            let sql = "SELECT balance FROM transfer_account WHERE id = $1";
-            let from = balance(s.query_opt(sql, &[&t.from]).await?, t.from)?;
-            balance(s.query_opt(sql, &[&t.to]).await?, t.to)?;
-            if from < t.amount {
-                return Ok(Outcome::Rollback);
-            }
-            let sql = "UPDATE transfer_account SET balance = balance + $1 WHERE id = $2";
-            s.execute(sql, &[&-t.amount, &t.from]).await?;
-            s.execute(sql, &[&t.amount, &t.to]).await?;
-            Ok(Outcome::Commit)
+    async fn execute(&self, s: &mut Session, t: &Txn) -> Result<Outcome> {
+        let balance = |row: Option<tokio_postgres::Row>, id: i64| match row {
+            Some(row) => int(&row, 0),
+            None => Err(anyhow!("account {id} not found")),
+        };
+        let sql = "SELECT balance FROM transfer_account WHERE id = $1";
+        let from = balance(s.query_opt(sql, &[&t.from]).await?, t.from)?;
+        balance(s.query_opt(sql, &[&t.to]).await?, t.to)?;
+        if from < t.amount {
+            return Ok(Outcome::Rollback);
         }
+        let sql = "UPDATE transfer_account SET balance = balance + $1 WHERE id = $2";
+        s.execute(sql, &[&-t.amount, &t.from]).await?;
+        s.execute(sql, &[&t.amount, &t.to]).await?;
+        Ok(Outcome::Commit)
     }
 }
 

@@ -14,7 +14,6 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -216,33 +215,29 @@ impl Workload for Ycsb {
         }
     }
 
-    fn execute<'a>(&'a self, s: &'a mut Session, txn: &'a Txn) -> impl Future<Output = Result<Outcome>> + Send + 'a {
-        async move {
-            match txn {
-                Txn::Read(key) => {
-                    read(s, key).await?;
-                }
-                Txn::Update { key, field, value } => update(s, key, *field, value).await?,
-                Txn::Insert { key, values, .. } => {
-                    let sql = format!(
-                        "INSERT INTO usertable ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
-                    );
-                    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![key];
-                    params.extend(values.iter().map(|v| v as &(dyn tokio_postgres::types::ToSql + Sync)));
-                    s.execute(&sql, &params).await?;
-                }
-                Txn::Scan { start, count } => {
-                    let sql =
-                        format!("SELECT {COLUMNS} FROM usertable WHERE ycsb_key >= $1 ORDER BY ycsb_key LIMIT $2");
-                    s.query(&sql, &[start, count]).await?;
-                }
-                Txn::ReadModifyWrite { key, field, value } => {
-                    read(s, key).await?;
-                    update(s, key, *field, value).await?;
-                }
+    async fn execute(&self, s: &mut Session, txn: &Txn) -> Result<Outcome> {
+        match txn {
+            Txn::Read(key) => {
+                read(s, key).await?;
             }
-            Ok(Outcome::Commit)
+            Txn::Update { key, field, value } => update(s, key, *field, value).await?,
+            Txn::Insert { key, values, .. } => {
+                let sql =
+                    format!("INSERT INTO usertable ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)");
+                let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![key];
+                params.extend(values.iter().map(|v| v as &(dyn tokio_postgres::types::ToSql + Sync)));
+                s.execute(&sql, &params).await?;
+            }
+            Txn::Scan { start, count } => {
+                let sql = format!("SELECT {COLUMNS} FROM usertable WHERE ycsb_key >= $1 ORDER BY ycsb_key LIMIT $2");
+                s.query(&sql, &[start, count]).await?;
+            }
+            Txn::ReadModifyWrite { key, field, value } => {
+                read(s, key).await?;
+                update(s, key, *field, value).await?;
+            }
         }
+        Ok(Outcome::Commit)
     }
 }
 

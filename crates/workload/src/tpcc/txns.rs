@@ -8,7 +8,6 @@ use crate::driver::{Outcome, Workload};
 use anyhow::{anyhow, Result};
 use rand::rngs::StdRng;
 use rand::Rng;
-use std::future::Future;
 use std::time::SystemTime;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
@@ -145,17 +144,15 @@ impl Workload for Tpcc {
         }
     }
 
-    fn execute<'a>(&'a self, s: &'a mut Session, txn: &'a Txn) -> impl Future<Output = Result<Outcome>> + Send + 'a {
-        async move {
-            match txn {
-                Txn::NewOrder { w, d, c, lines, all_local } => new_order(s, *w, *d, *c, lines, *all_local).await,
-                Txn::Payment { w, d, c_w, c_d, customer, amount } => {
-                    payment(s, *w, *d, *c_w, *c_d, customer, *amount).await
-                }
-                Txn::OrderStatus { w, d, customer } => order_status(s, *w, *d, customer).await,
-                Txn::Delivery { w, carrier } => delivery(s, *w, *carrier).await,
-                Txn::StockLevel { w, d, threshold } => stock_level(s, *w, *d, *threshold).await,
+    async fn execute(&self, s: &mut Session, txn: &Txn) -> Result<Outcome> {
+        match txn {
+            Txn::NewOrder { w, d, c, lines, all_local } => new_order(s, *w, *d, *c, lines, *all_local).await,
+            Txn::Payment { w, d, c_w, c_d, customer, amount } => {
+                payment(s, *w, *d, *c_w, *c_d, customer, *amount).await
             }
+            Txn::OrderStatus { w, d, customer } => order_status(s, *w, *d, customer).await,
+            Txn::Delivery { w, carrier } => delivery(s, *w, *carrier).await,
+            Txn::StockLevel { w, d, threshold } => stock_level(s, *w, *d, *threshold).await,
         }
     }
 
