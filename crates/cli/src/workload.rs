@@ -93,6 +93,10 @@ pub struct RunArgs {
     /// Draw throughput and latency over time into a PNG file.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Report the CPU time of this server process and its descendants per committed
+    /// transaction (repeatable: PostgreSQL's postmaster, or each Pistou replica). Linux only.
+    #[arg(long = "cpu-pid", value_name = "PID")]
+    cpu_pids: Vec<u32>,
 }
 
 #[derive(Args)]

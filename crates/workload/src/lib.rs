@@ -5,6 +5,7 @@
 
 pub mod conn;
 mod copy;
+pub mod cpu;
 pub mod driver;
 mod meta;
 pub mod plot;
@@ -60,6 +61,9 @@ pub struct RunOptions {
     pub duration: Duration,
     pub seed: u64,
     pub ycsb_mix: ycsb::Mix,
+    /// Server processes whose CPU time (with their descendants) is reported per committed
+    /// transaction: PostgreSQL's postmaster, or each Pistou replica.
+    pub cpu_pids: Vec<u32>,
 }
 
 /// Creates the workload's tables and loads its data set; `report` gets progress lines.
@@ -78,6 +82,7 @@ pub async fn run(name: Name, o: &RunOptions, interrupt: impl Future<Output = ()>
     let mut s = conn::connect(&o.url).await?;
     let config = RunConfig { url: o.url.clone(), clients: o.clients, duration: o.duration, seed: o.seed };
     let mut rng = rand::rngs::StdRng::seed_from_u64(o.seed);
+    let cpu_before = cpu::tree_seconds(&o.cpu_pids)?;
     let (label, measured) = match name {
         Name::Tpcc => {
             let params = tpcc::params(&mut s).await?;
@@ -94,7 +99,13 @@ pub async fn run(name: Name, o: &RunOptions, interrupt: impl Future<Output = ()>
         }
     };
     let endpoint = conn::describe_endpoint(&o.url);
-    Ok(Report::new(&label, endpoint, o.clients, o.duration.as_secs_f64(), &measured))
+    let mut report = Report::new(&label, endpoint, o.clients, o.duration.as_secs_f64(), &measured);
+    if !o.cpu_pids.is_empty() {
+        let after = cpu::tree_seconds(&o.cpu_pids)?;
+        let seconds = after.iter().zip(&cpu_before).map(|(a, b)| a - b).collect();
+        report.cpu = Some(report::Cpu::new(o.cpu_pids.clone(), seconds, report.total.committed));
+    }
+    Ok(report)
 }
 
 async fn drive<W: Workload>(w: W, config: &RunConfig, interrupt: impl Future<Output = ()> + Send) -> Result<Measured> {

@@ -21,6 +21,29 @@ pub struct Report {
     pub total: TypeSummary,
     pub first_errors: Vec<String>,
     pub series: Vec<Second>,
+    /// Server CPU time during the run (`--cpu-pid`).
+    pub cpu: Option<Cpu>,
+}
+
+/// CPU seconds the server processes used during the run, per committed transaction.
+#[derive(Debug, Serialize)]
+pub struct Cpu {
+    pub pids: Vec<u32>,
+    /// Per process tree, in the order of `pids`.
+    pub seconds: Vec<f64>,
+    pub total_s: f64,
+    pub ms_per_committed: f64,
+    /// `ms_per_committed` divided by the number of process trees (per replica for Pistou).
+    pub ms_per_committed_per_process: f64,
+}
+
+impl Cpu {
+    pub fn new(pids: Vec<u32>, seconds: Vec<f64>, committed: u64) -> Cpu {
+        let total_s: f64 = seconds.iter().sum();
+        let ms_per_committed = if committed == 0 { 0.0 } else { total_s * 1000.0 / committed as f64 };
+        let ms_per_committed_per_process = ms_per_committed / pids.len().max(1) as f64;
+        Cpu { pids, seconds, total_s, ms_per_committed, ms_per_committed_per_process }
+    }
 }
 
 impl Report {
@@ -38,6 +61,7 @@ impl Report {
             total,
             first_errors: m.recorder.first_errors.clone(),
             series: m.recorder.series().to_vec(),
+            cpu: None,
         }
     }
 
@@ -78,6 +102,16 @@ impl Report {
         }
         if let Some(h) = &self.headline {
             let _ = writeln!(out, "{h}");
+        }
+        if let Some(c) = &self.cpu {
+            let _ = writeln!(
+                out,
+                "server CPU: {:.2} s in {} process tree(s): {:.3} ms per committed transaction, {:.3} ms per process",
+                c.total_s,
+                c.pids.len(),
+                c.ms_per_committed,
+                c.ms_per_committed_per_process
+            );
         }
         for e in &self.first_errors {
             let _ = writeln!(out, "error: {e}");

@@ -19,8 +19,14 @@ fn options() -> InitOptions {
 }
 
 async fn run(name: Name, url: &str, mix: ycsb::Mix, secs: u64) -> Report {
-    let o =
-        RunOptions { url: url.to_string(), clients: 4, duration: Duration::from_secs(secs), seed: 3, ycsb_mix: mix };
+    let o = RunOptions {
+        url: url.to_string(),
+        clients: 4,
+        duration: Duration::from_secs(secs),
+        seed: 3,
+        ycsb_mix: mix,
+        cpu_pids: vec![],
+    };
     let report = pistou_workload::run(name, &o, std::future::pending()).await.expect("run");
     assert!(report.total.committed > 0, "{}", report.table());
     assert_eq!(report.total.errors, 0, "{}", report.table());
@@ -94,6 +100,7 @@ async fn transfers_conserve_money_and_other_schemas_are_refused() {
         duration: Duration::from_secs(1),
         seed: 1,
         ycsb_mix: ycsb::Mix::A,
+        cpu_pids: vec![],
     };
     let err = pistou_workload::run(Name::Tpcc, &o, std::future::pending()).await.expect_err("wrong schema");
     assert!(err.to_string().contains("another workload's schema (transfer)"), "{err:#}");
@@ -113,12 +120,21 @@ async fn an_interrupted_run_still_reports_and_a_wrong_url_is_named() {
         duration: Duration::from_secs(60),
         seed: 1,
         ycsb_mix: ycsb::Mix::A,
+        cpu_pids: vec![db.postmaster_pid().await],
     };
     let interrupt = tokio::time::sleep(Duration::from_millis(1500));
     let report = pistou_workload::run(Name::Transfer, &o, interrupt).await.expect("run");
+    // The server's CPU during the run is reported (its backends exited and were reaped).
+    let cpu = report.cpu.as_ref().expect("cpu report");
+    assert_eq!(cpu.pids, o.cpu_pids);
+    assert!(cpu.total_s > 0.0, "{cpu:?}");
+    assert!(report.table().contains("ms per committed transaction"), "{}", report.table());
     assert!(report.interrupted);
     assert!(report.elapsed_s < 30.0);
     assert!(report.total.committed > 0);
+    let o = RunOptions { cpu_pids: vec![u32::MAX], ..o };
+    let err = pistou_workload::run(Name::Transfer, &o, std::future::pending()).await.expect_err("no such pid");
+    assert!(err.to_string().contains("no such process"), "{err:#}");
     db.drop_db().await;
     let err = pistou_workload::check(Name::Transfer, "postgres://postgres@127.0.0.1:1/test").await.expect_err("port 1");
     assert!(err.to_string().starts_with("cannot connect to 127.0.0.1:1"), "{err:#}");
