@@ -146,6 +146,7 @@ async fn run_workload(a: RunArgs) -> Result<ExitCode> {
         duration: Duration::from_secs(a.duration),
         seed: a.seed,
         ycsb_mix: mix,
+        cpu_pids: a.cpu_pids,
     };
     let interrupt = async {
         let sig = crate::signals::stop_requested().await;
