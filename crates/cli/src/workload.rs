@@ -73,6 +73,7 @@ pub struct InitArgs {
 #[derive(Args)]
 pub struct RunArgs {
     name: WorkloadName,
+    /// Connection URL of a Pistou gateway or PostgreSQL.
     #[arg(long, default_value = DEFAULT_URL)]
     url: String,
     /// Seconds to run.
@@ -102,6 +103,7 @@ pub struct RunArgs {
 #[derive(Args)]
 pub struct CheckArgs {
     name: WorkloadName,
+    /// Connection URL of a Pistou gateway or PostgreSQL.
     #[arg(long, default_value = DEFAULT_URL)]
     url: String,
 }

@@ -1,7 +1,7 @@
 //! Connections to the endpoint: connecting with a clear error, serializable isolation,
 //! prepared statements cached per connection, and reading integer columns of any width.
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use std::collections::HashMap;
 use std::str::FromStr;
 use tokio_postgres::error::SqlState;
@@ -30,7 +30,7 @@ pub fn describe_endpoint(url: &str) -> String {
 /// Connects and makes every transaction of the connection SERIALIZABLE (Pistou accepts the
 /// setting; its transactions are always serializable).
 pub async fn connect(url: &str) -> Result<Session> {
-    let config = tokio_postgres::Config::from_str(url).with_context(|| format!("invalid --url {url:?}"))?;
+    let config = tokio_postgres::Config::from_str(url).map_err(|e| anyhow!("invalid --url: {e}"))?;
     let (client, connection) = config
         .connect(NoTls)
         .await
