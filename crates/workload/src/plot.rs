@@ -83,3 +83,29 @@ pub fn plot(series: &[Second], title: &str, path: &Path) -> Result<()> {
     };
     draw().map_err(|e| anyhow!("cannot draw {}: {e}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn second(t: f64, tps: f64) -> Second {
+        Second { elapsed_s: t, tx_per_s: tps, p50_ms: 2.0, p99_ms: 9.0 + t, retries: 0, errors: 0 }
+    }
+
+    /// A PNG where a font is installed; otherwise the message that says which font to install.
+    #[test]
+    fn draws_a_png_or_names_the_missing_font() {
+        let path = std::env::temp_dir().join(format!("pistou-workload-plot-{}.png", std::process::id()));
+        let series: Vec<Second> = (1..=5).map(|t| second(f64::from(t), 100.0 + f64::from(t))).collect();
+        match plot(&series, "test", &path) {
+            Ok(()) => {
+                let bytes = std::fs::read(&path).expect("png written");
+                let _ = std::fs::remove_file(&path);
+                assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+            }
+            Err(e) => assert!(e.to_string().contains("needs a TrueType font"), "{e:#}"),
+        }
+        let err = plot(&[], "empty", &path).expect_err("nothing to plot");
+        assert!(err.to_string().contains("nothing to plot"), "{err:#}");
+    }
+}
