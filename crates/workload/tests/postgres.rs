@@ -107,6 +107,9 @@ async fn transfers_conserve_money_and_other_schemas_are_refused() {
     db.sql("UPDATE transfer_account SET balance = balance + 5 WHERE id = 3").await;
     let violations = pistou_workload::check(Name::Transfer, &db.url).await.expect("check");
     assert!(violations.iter().any(|v| v.contains("money was created or destroyed")), "{violations:?}");
+    // --drop replaces the data set.
+    init(Name::Transfer, &db.url, &InitOptions { drop: true, ..options() }).await;
+    assert_eq!(pistou_workload::check(Name::Transfer, &db.url).await.expect("check"), Vec::<String>::new());
     db.drop_db().await;
 }
 
