@@ -6,7 +6,8 @@
 //! - `pistou kv` runs key-value operations and transactions against a cluster;
 //! - `pistou gateway` serves PostgreSQL clients in front of a cluster;
 //! - `pistou sql` opens an interactive SQL shell on a gateway (any PostgreSQL-protocol server);
-//! - `pistou demo` does all of the above on one machine with an interactive shell.
+//! - `pistou demo` does all of the above on one machine with an interactive shell;
+//! - `pistou workload` loads, runs and checks TPC-C, YCSB and transfers against any endpoint.
 //!
 //! Exit codes: 0 success, 1 runtime failure, 2 bad command line or arguments,
 //! 3 a `kv txn` transaction aborted.
@@ -49,6 +50,7 @@ mod replica;
 mod signals;
 mod sql_shell;
 mod usage;
+mod workload;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
@@ -85,6 +87,11 @@ enum Cmd {
     Sql(SqlArgs),
     /// Serve PostgreSQL clients (psql, JDBC, psycopg) in front of a cluster.
     Gateway(gateway::GatewayArgs),
+    /// Load, run and check standard workloads (TPC-C, YCSB, transfer) against a gateway or PostgreSQL.
+    Workload {
+        #[command(subcommand)]
+        cmd: workload::WorkloadCmd,
+    },
     /// TESTING ONLY: act as a Byzantine client (stall-early, stall-late, partial-st1,
     /// equivocate, forced-equivocate, future-timestamps, fabricated-deps).
     ByzantineClient(ByzantineArgs),
@@ -323,6 +330,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             multi_thread()?.block_on(gateway::run(a))?;
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Workload { cmd } => multi_thread()?.block_on(workload::run(cmd)),
         Cmd::Demo(a) => {
             current_thread()?.block_on(demo::run(demo::DemoSpec { dir: a.dir, no_shell: a.no_shell, port: a.port }))?;
             Ok(ExitCode::SUCCESS)

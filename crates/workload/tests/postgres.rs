@@ -1,0 +1,144 @@
+//! The workloads against the machine's PostgreSQL (SERIALIZABLE): init, a short run with no
+//! errors other than counted retries, and check; a corrupted row makes check fail naming
+//! what it broke; missing data sets and another workload's schema are refused clearly.
+
+mod common;
+
+use common::TestDb;
+use pistou_workload::{tpcc, ycsb, InitOptions, Name, Report, RunOptions};
+use std::time::Duration;
+
+fn options() -> InitOptions {
+    InitOptions {
+        tpcc: tpcc::Scale { warehouses: 1, items: tpcc::SPEC_ITEMS, customers: tpcc::SPEC_CUSTOMERS },
+        ycsb_records: 1000,
+        accounts: 100,
+        seed: 7,
+        drop: false,
+    }
+}
+
+async fn run(name: Name, url: &str, mix: ycsb::Mix, secs: u64) -> Report {
+    let o = RunOptions {
+        url: url.to_string(),
+        clients: 4,
+        duration: Duration::from_secs(secs),
+        seed: 3,
+        ycsb_mix: mix,
+        cpu_pids: vec![],
+    };
+    let report = pistou_workload::run(name, &o, std::future::pending()).await.expect("run");
+    assert!(report.total.committed > 0, "{}", report.table());
+    assert_eq!(report.total.errors, 0, "{}", report.table());
+    assert!(!report.interrupted);
+    assert!(!report.series.is_empty());
+    report
+}
+
+async fn init(name: Name, url: &str, o: &InitOptions) {
+    pistou_workload::init(name, url, o, &mut |_| {}).await.expect("init");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tpcc_loads_runs_and_checks_then_detects_a_broken_district() {
+    let db = TestDb::create("tpcc").await;
+    // Before init: a clear message, not an SQL error.
+    let err = pistou_workload::check(Name::Tpcc, &db.url).await.expect_err("no data set yet");
+    assert!(err.to_string().contains("no TPC-C data set found"), "{err:#}");
+    init(Name::Tpcc, &db.url, &options()).await;
+    assert_eq!(pistou_workload::check(Name::Tpcc, &db.url).await.expect("check"), Vec::<String>::new());
+    let report = run(Name::Tpcc, &db.url, ycsb::Mix::A, 4).await;
+    let names: Vec<&str> = report.transactions.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["new_order", "payment", "order_status", "delivery", "stock_level"]);
+    assert!(report.headline.as_deref().is_some_and(|h| h.starts_with("tpmC")));
+    assert_eq!(pistou_workload::check(Name::Tpcc, &db.url).await.expect("check"), Vec::<String>::new());
+    // A second init refuses to overwrite the data set.
+    let err = pistou_workload::init(Name::Tpcc, &db.url, &options(), &mut |_| {}).await.expect_err("exists");
+    assert!(err.to_string().contains("--drop"), "{err:#}");
+    // One district's D_YTD off by a cent breaks condition 1 (W_YTD = sum of D_YTD).
+    db.sql("UPDATE district SET d_ytd = d_ytd + 1 WHERE d_w_id = 1 AND d_id = 3").await;
+    let violations = pistou_workload::check(Name::Tpcc, &db.url).await.expect("check");
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(violations[0].starts_with("condition 1"), "{violations:?}");
+    // An extra NEW-ORDER row breaks conditions 2 and 3.
+    db.sql("INSERT INTO new_order VALUES (1, 5, 100000)").await;
+    let violations = pistou_workload::check(Name::Tpcc, &db.url).await.expect("check");
+    assert!(violations.iter().any(|v| v.starts_with("condition 2")), "{violations:?}");
+    assert!(violations.iter().any(|v| v.starts_with("condition 3")), "{violations:?}");
+    // A lost order line breaks condition 4.
+    db.sql("DELETE FROM order_line WHERE ol_w_id = 1 AND ol_d_id = 7 AND ol_o_id = 1 AND ol_number = 1").await;
+    let violations = pistou_workload::check(Name::Tpcc, &db.url).await.expect("check");
+    assert!(violations.iter().any(|v| v.starts_with("condition 4")), "{violations:?}");
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ycsb_workloads_run_and_check() {
+    let db = TestDb::create("ycsb").await;
+    init(Name::Ycsb, &db.url, &options()).await;
+    for mix in [ycsb::Mix::A, ycsb::Mix::D, ycsb::Mix::E, ycsb::Mix::F] {
+        run(Name::Ycsb, &db.url, mix, 2).await;
+    }
+    assert_eq!(pistou_workload::check(Name::Ycsb, &db.url).await.expect("check"), Vec::<String>::new());
+    db.sql("UPDATE usertable SET field3 = 'short' WHERE ycsb_key IN (SELECT ycsb_key FROM usertable LIMIT 1)").await;
+    let violations = pistou_workload::check(Name::Ycsb, &db.url).await.expect("check");
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transfers_conserve_money_and_other_schemas_are_refused() {
+    let db = TestDb::create("transfer").await;
+    init(Name::Transfer, &db.url, &options()).await;
+    let report = run(Name::Transfer, &db.url, ycsb::Mix::A, 3).await;
+    assert!(report.total.retries > 0 || report.total.committed > 0);
+    assert_eq!(pistou_workload::check(Name::Transfer, &db.url).await.expect("check"), Vec::<String>::new());
+    // TPC-C on a database holding only the transfer data set: named, not an SQL error.
+    let o = RunOptions {
+        url: db.url.clone(),
+        clients: 1,
+        duration: Duration::from_secs(1),
+        seed: 1,
+        ycsb_mix: ycsb::Mix::A,
+        cpu_pids: vec![],
+    };
+    let err = pistou_workload::run(Name::Tpcc, &o, std::future::pending()).await.expect_err("wrong schema");
+    assert!(err.to_string().contains("another workload's schema (transfer)"), "{err:#}");
+    db.sql("UPDATE transfer_account SET balance = balance + 5 WHERE id = 3").await;
+    let violations = pistou_workload::check(Name::Transfer, &db.url).await.expect("check");
+    assert!(violations.iter().any(|v| v.contains("money was created or destroyed")), "{violations:?}");
+    // --drop replaces the data set.
+    init(Name::Transfer, &db.url, &InitOptions { drop: true, ..options() }).await;
+    assert_eq!(pistou_workload::check(Name::Transfer, &db.url).await.expect("check"), Vec::<String>::new());
+    db.drop_db().await;
+}
+
+#[tokio::test]
+async fn an_interrupted_run_still_reports_and_a_wrong_url_is_named() {
+    let db = TestDb::create("interrupt").await;
+    init(Name::Transfer, &db.url, &options()).await;
+    let o = RunOptions {
+        url: db.url.clone(),
+        clients: 2,
+        duration: Duration::from_secs(60),
+        seed: 1,
+        ycsb_mix: ycsb::Mix::A,
+        cpu_pids: vec![db.postmaster_pid().await],
+    };
+    let interrupt = tokio::time::sleep(Duration::from_millis(1500));
+    let report = pistou_workload::run(Name::Transfer, &o, interrupt).await.expect("run");
+    // The server's CPU during the run is reported (its backends exited and were reaped).
+    let cpu = report.cpu.as_ref().expect("cpu report");
+    assert_eq!(cpu.pids, o.cpu_pids);
+    assert!(cpu.total_s > 0.0, "{cpu:?}");
+    assert!(report.table().contains("ms per committed transaction"), "{}", report.table());
+    assert!(report.interrupted);
+    assert!(report.elapsed_s < 30.0);
+    assert!(report.total.committed > 0);
+    let o = RunOptions { cpu_pids: vec![u32::MAX], ..o };
+    let err = pistou_workload::run(Name::Transfer, &o, std::future::pending()).await.expect_err("no such pid");
+    assert!(err.to_string().contains("no such process"), "{err:#}");
+    db.drop_db().await;
+    let err = pistou_workload::check(Name::Transfer, "postgres://postgres@127.0.0.1:1/test").await.expect_err("port 1");
+    assert!(err.to_string().starts_with("cannot connect to 127.0.0.1:1"), "{err:#}");
+}
