@@ -7,7 +7,7 @@ use crate::options::ClientOptions;
 use pistou_core::sql_keys::{catalog_key, sequence_key};
 use pistou_core::{ClientId, ClusterConfig, Key, ShardId, Value};
 use pistou_crypto::SecretKey;
-use pistou_sql::{Catalog, SequenceBlock, SequenceSchema, SqlError, SqlState, Value as SqlValue};
+use pistou_sql::{Catalog, SequenceSchema, SequenceSet, SqlError, SqlState, Value as SqlValue};
 use pistou_txn::{CatalogWrite, Coordinator, SavepointOp, SqlOutput, TxnError, TxnHandle, MAX_SAVEPOINT_WRITES};
 use pistou_wire::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
 
@@ -42,6 +42,9 @@ struct Inner {
     commands: mpsc::UnboundedSender<Command>,
     options: ClientOptions,
     counters: Arc<LinkCounters>,
+    /// Held while this client writes a sequence's counter and updates its cache of values,
+    /// so that a block taken before a setval never enters the cache after it.
+    sequence_counters: tokio::sync::Mutex<()>,
 }
 
 impl Client {
@@ -75,7 +78,8 @@ impl Client {
         coord.set_random_secret(rand::thread_rng().gen());
         let counters = Arc::new(LinkCounters::default());
         let commands = Engine::spawn(coord, config, session_key, options.clone(), counters.clone());
-        Ok(Client { inner: Arc::new(Inner { id, commands, options, counters }) })
+        let sequence_counters = tokio::sync::Mutex::new(());
+        Ok(Client { inner: Arc::new(Inner { id, commands, options, counters, sequence_counters }) })
     }
 
     pub fn id(&self) -> ClientId {
@@ -141,28 +145,53 @@ impl Client {
     }
 
     /// Takes up to `want` values of `sequence` from its counter, in a transaction of its own
-    /// (retried on conflict with other clients taking values).
-    async fn take_sequence_block(&self, sequence: &SequenceSchema, want: u64) -> Result<SequenceBlock, ClientError> {
-        let key = sequence_key(&sequence.name, sequence.id)
-            .ok_or_else(|| ClientError::Sql(SqlError::new(SqlState::ProgramLimitExceeded, "sequence name too long")))?;
-        self.run_txn(|txn| {
-            let (key, sequence) = (key.clone(), sequence.clone());
-            Box::pin(async move {
-                let next = match txn.get(&key).await? {
-                    None => None,
-                    Some(bytes) => Some(bytes.try_into().map(i128::from_be_bytes).map_err(|_| {
-                        ClientError::Sql(SqlError::new(
-                            SqlState::ProtocolViolation,
-                            format!("the counter of sequence \"{}\" cannot be decoded", sequence.name),
-                        ))
-                    })?),
-                };
-                let (block, after) = sequence.block(next, want).map_err(ClientError::Sql)?;
-                txn.put(&key, after.to_be_bytes().to_vec())?;
-                Ok(block)
+    /// (retried on conflict with other clients taking values), for this client's statements.
+    async fn refill_sequence(&self, sequence: &SequenceSchema, want: u64) -> Result<(), ClientError> {
+        let key = Self::counter_key(sequence)?;
+        let _counter = self.inner.sequence_counters.lock().await;
+        let block = self
+            .run_txn(|txn| {
+                let (key, sequence) = (key.clone(), sequence.clone());
+                Box::pin(async move {
+                    let next = match txn.get(&key).await? {
+                        None => None,
+                        Some(bytes) => Some(bytes.try_into().map(i128::from_be_bytes).map_err(|_| {
+                            ClientError::Sql(SqlError::new(
+                                SqlState::ProtocolViolation,
+                                format!("the counter of sequence \"{}\" cannot be decoded", sequence.name),
+                            ))
+                        })?),
+                    };
+                    let (block, after) = sequence.block(next, want).map_err(ClientError::Sql)?;
+                    txn.put(&key, after.to_be_bytes().to_vec())?;
+                    Ok(block)
+                })
             })
+            .await?;
+        let (reply, rx) = oneshot::channel();
+        let cmd = Command::AddSequenceValues { name: sequence.name.clone(), id: sequence.id, block, reply };
+        self.call("sequence", cmd, rx).await
+    }
+
+    /// `setval`: writes the counter of `sequence` in a transaction of its own (not
+    /// transactional, as in PostgreSQL) and drops the values this client cached before it.
+    async fn apply_sequence_set(&self, sequence: &SequenceSchema, set: SequenceSet) -> Result<(), ClientError> {
+        let key = Self::counter_key(sequence)?;
+        let counter = sequence.counter_after(set).map_err(ClientError::Sql)?;
+        let _counter = self.inner.sequence_counters.lock().await;
+        self.run_txn(|txn| {
+            let key = key.clone();
+            Box::pin(async move { txn.put(&key, counter.to_be_bytes().to_vec()) })
         })
-        .await
+        .await?;
+        let (reply, rx) = oneshot::channel();
+        let cmd = Command::SequenceSetApplied { name: sequence.name.clone(), id: sequence.id, reply };
+        self.call("sequence", cmd, rx).await
+    }
+
+    fn counter_key(sequence: &SequenceSchema) -> Result<Key, ClientError> {
+        sequence_key(&sequence.name, sequence.id)
+            .ok_or_else(|| ClientError::Sql(SqlError::new(SqlState::ProgramLimitExceeded, "sequence name too long")))
     }
 
     /// Stops this client (all its clones): waits until pending writebacks are
@@ -350,32 +379,47 @@ impl Txn {
         // never conflict on it) and run the statement again, with larger blocks if one was
         // not enough (an INSERT ... SELECT of many rows).
         let mut want = SEQUENCE_BLOCK;
+        // setval settings applied for this statement (PostgreSQL's setval is not
+        // transactional either): it runs again with them, and replicas return them.
+        let mut sets: Vec<(String, SequenceSet)> = Vec::new();
         for _ in 0..SEQUENCE_REFILLS {
-            match self.statement(sql, params).await {
-                Err(ClientError::Sql(e)) if e.state == SqlState::SequenceValuesNeeded => {
-                    let catalog = self.catalog().await?;
-                    let schema = catalog.sequence(&e.message).cloned().ok_or_else(|| {
-                        ClientError::Sql(SqlError::new(
-                            SqlState::UndefinedTable,
-                            format!("relation \"{}\" does not exist", e.message),
-                        ))
-                    })?;
-                    let block = self.client.take_sequence_block(&schema, want).await?;
-                    let (reply, rx) = oneshot::channel();
-                    let cmd = Command::AddSequenceValues { name: schema.name.clone(), id: schema.id, block, reply };
-                    self.client.call("sequence", cmd, rx).await?;
-                    want = (want * 4).min(MAX_SEQUENCE_BLOCK);
-                }
+            let e = match self.statement(sql, params, &sets).await {
+                Err(ClientError::Sql(e)) => e,
                 result => return result,
+            };
+            if e.state == SqlState::SequenceValuesNeeded {
+                let schema = self.sequence_schema(&e.message).await?;
+                self.client.refill_sequence(&schema, want).await?;
+                want = (want * 4).min(MAX_SEQUENCE_BLOCK);
+            } else if let Some((name, set)) = SequenceSet::requested(&e) {
+                let schema = self.sequence_schema(&name).await?;
+                self.client.apply_sequence_set(&schema, set).await?;
+                sets.retain(|(n, _)| *n != name);
+                sets.push((name, set));
+            } else {
+                return Err(ClientError::Sql(e));
             }
         }
         Err(ClientError::Sql(SqlError::new(
             SqlState::ProgramLimitExceeded,
-            "a statement drew more sequence values than this client could take for it",
+            "a statement drew more sequence values (or set more sequences) than this client could take for it",
         )))
     }
 
-    async fn statement(&mut self, sql: &str, params: &[SqlValue]) -> Result<SqlOutput, ClientError> {
+    /// The schema of sequence `name` in the catalog this transaction reads.
+    async fn sequence_schema(&mut self, name: &str) -> Result<Arc<SequenceSchema>, ClientError> {
+        let catalog = self.catalog().await?;
+        catalog.sequence(name).cloned().ok_or_else(|| {
+            ClientError::Sql(SqlError::new(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist")))
+        })
+    }
+
+    async fn statement(
+        &mut self,
+        sql: &str,
+        params: &[SqlValue],
+        sets: &[(String, SequenceSet)],
+    ) -> Result<SqlOutput, ClientError> {
         self.check_active()?;
         let (reply, rx) = oneshot::channel();
         let cmd = Command::Sql {
@@ -383,6 +427,7 @@ impl Txn {
             sql: sql.to_string(),
             params: params.to_vec(),
             currents: self.sequence_currents.clone(),
+            sets: sets.to_vec(),
             reply,
         };
         // Uncertain until the answer arrives: a caller may drop this future (a statement

@@ -50,6 +50,8 @@ pub(crate) enum Command {
         /// The session's currval of each sequence before the statement; the reply carries
         /// them after it.
         currents: SequenceCurrents,
+        /// setval settings the client applied for it (it runs again with them).
+        sets: Vec<(String, pistou_sql::SequenceSet)>,
         reply: Reply<(SqlOutput, SequenceCurrents)>,
     },
     /// SAVEPOINT / RELEASE / ROLLBACK TO on the writes the coordinator buffers.
@@ -66,6 +68,12 @@ pub(crate) enum Command {
         name: String,
         id: u64,
         block: pistou_sql::SequenceBlock,
+        reply: Reply<()>,
+    },
+    /// A setval of the sequence was written to its counter: drop the values cached before.
+    SequenceSetApplied {
+        name: String,
+        id: u64,
         reply: Reply<()>,
     },
     /// Stop taking commands; finish writebacks (bounded by `linger`), then answer.
@@ -221,12 +229,13 @@ impl Engine {
                     let _ = reply.send(Err(e.into()));
                 }
             },
-            Command::Sql { txn, sql, params, currents, reply } => {
+            Command::Sql { txn, sql, params, currents, sets, reply } => {
                 if self.statements.contains_key(&txn) {
                     let _ = reply.send(Err(pistou_txn::TxnError::Busy.into()));
                     return;
                 }
                 self.coord.set_sequence_currents(txn, currents);
+                self.coord.set_sequence_sets(txn, sets);
                 match self.coord.sql(now, txn, &sql, params) {
                     Ok(()) => {
                         self.statements.insert(txn, reply);
@@ -251,6 +260,10 @@ impl Engine {
             }
             Command::AddSequenceValues { name, id, block, reply } => {
                 self.coord.add_sequence_values(&name, id, block);
+                let _ = reply.send(Ok(()));
+            }
+            Command::SequenceSetApplied { name, id, reply } => {
+                self.coord.sequence_set_applied(&name, id);
                 let _ = reply.send(Ok(()));
             }
             // Handled by the run loop.

@@ -567,6 +567,15 @@ async fn sequences_behave_as_in_postgres() {
             "SELECT column_name, column_default, is_identity FROM information_schema.columns \
              WHERE table_name IN ('parity_seq', 'parity_ident') ORDER BY table_name, ordinal_position",
             "SELECT relname, relkind FROM pg_class WHERE relname LIKE 'parity%seq' OR relname = 'parity_s' ORDER BY 1",
+            "SELECT setval('parity_s', 41)",
+            "SELECT nextval('parity_s'), currval('parity_s')",
+            "SELECT setval('parity_s', 100, false)",
+            "SELECT currval('parity_s')",
+            "SELECT nextval('parity_s')",
+            "SELECT setval('parity_s', 0)",
+            "SELECT setval(pg_get_serial_sequence('\"parity_seq\"', 'id'), coalesce(max(\"id\"), 1), \
+             max(\"id\") IS NOT null) FROM \"parity_seq\"",
+            "INSERT INTO parity_seq (name) VALUES ('after setval') RETURNING id",
             "DROP TABLE parity_seq",
             "SELECT nextval('parity_seq_id_seq')",
             "DROP SEQUENCE parity_s",
@@ -579,6 +588,9 @@ async fn sequences_behave_as_in_postgres() {
         let one = |v: &str| Result::Rows(vec![vec![Some(v.to_string())]]);
         assert_eq!((&results[3], &results[4], &results[11]), (&one("4"), &one("4"), &one("8")));
         assert!(error("428C9")(&results[18]) && error("2200H")(&results[27]) && error("2BP01")(&results[29]));
+        let two = |a: &str, b: &str| Result::Rows(vec![vec![Some(a.to_string()), Some(b.to_string())]]);
+        assert_eq!((&results[35], &results[38]), (&two("42", "42"), &one("100")), "setval");
+        assert!(error("22003")(&results[39]) && results[41] == one("101"), "{:?}", &results[39..42]);
     })
     .await;
 }

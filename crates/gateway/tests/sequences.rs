@@ -57,3 +57,31 @@ async fn concurrent_inserts_get_distinct_serial_values() {
     })
     .await;
 }
+
+/// setval from one session: every session of the same gateway draws after the setting next,
+/// though they had values cached from before it (as PostgreSQL sessions with the default
+/// CACHE 1 do); values a concurrent statement held are not handed out again afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setval_reaches_every_session_of_the_gateway() {
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let (a, b) = (connect(h.addr).await, connect(h.addr).await);
+        a.batch_execute("CREATE TABLE seq_r (id SERIAL PRIMARY KEY, v TEXT)").await.expect("create");
+        for v in ["a1", "a2"] {
+            a.execute("INSERT INTO seq_r (v) VALUES ($1)", &[&v]).await.expect("insert");
+        }
+        a.batch_execute("INSERT INTO seq_r VALUES (500, 'explicit')").await.expect("explicit id");
+        let set: i64 =
+            b.query_one("SELECT setval('seq_r_id_seq', max(id)) FROM seq_r", &[]).await.expect("setval").get(0);
+        assert_eq!(set, 500);
+        let next: i32 =
+            a.query_one("INSERT INTO seq_r (v) VALUES ('after') RETURNING id", &[]).await.expect("insert").get(0);
+        assert_eq!(next, 501, "the other session's cached values were dropped");
+        let current: i64 = a.query_one("SELECT currval('seq_r_id_seq')", &[]).await.expect("currval").get(0);
+        assert_eq!(current, 501);
+        let b_current: i64 = b.query_one("SELECT currval('seq_r_id_seq')", &[]).await.expect("currval").get(0);
+        assert_eq!(b_current, 500, "setval is the setting session's currval");
+        h.stop().await;
+    })
+    .await;
+}

@@ -6,7 +6,7 @@ use crate::catalog::{Catalog, CatalogChange};
 use crate::engine::{Engine, ExecContext, Execution, Limits, Output, Prepared};
 use crate::error::{err, Result, SqlState};
 use crate::plan::TxnControl;
-use crate::sequence::{SequenceBlock, SequenceInput};
+use crate::sequence::{SequenceBlock, SequenceInput, SequenceSet, MAX_STATEMENT_SEQUENCES};
 use crate::storage::{KeyRange, MemStore, ReadAt, Storage, Version, WriteSet};
 use crate::types::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -111,19 +111,33 @@ impl Database {
     /// Runs a prepared statement and applies its effects.
     pub fn execute_prepared(&mut self, prepared: &Prepared, params: &[Value]) -> Result<Execution> {
         let empty = WriteSet::default();
-        let inputs = self.sequence_inputs(prepared)?;
-        let ctx = ExecContext {
-            storage: &self.store,
-            at: ReadAt::latest_before(pistou_core::Timestamp::at(self.clock + 1)),
-            pending: self.transaction.as_ref().unwrap_or(&empty),
-            sequences: &inputs,
-            random_seed: crate::uuid::statement_seed(&[0; 32], &self.statements.to_le_bytes()),
-        };
-        self.statements += 1;
-        let execution = match self.engine.execute(&self.catalog, prepared, params, &ctx) {
-            Ok(e) => e,
-            Err(e) if e.state == SqlState::SequenceValuesNeeded => return Err(self.sequence_limit(&e.message)),
-            Err(e) => return Err(e),
+        // setval settings applied for this statement; each run may ask for one more.
+        let mut sets: Vec<(String, SequenceSet)> = Vec::new();
+        let (execution, inputs) = loop {
+            let inputs = self.sequence_inputs(prepared, &sets)?;
+            let ctx = ExecContext {
+                storage: &self.store,
+                at: ReadAt::latest_before(pistou_core::Timestamp::at(self.clock + 1)),
+                pending: self.transaction.as_ref().unwrap_or(&empty),
+                sequences: &inputs,
+                random_seed: crate::uuid::statement_seed(&[0; 32], &self.statements.to_le_bytes()),
+            };
+            self.statements += 1;
+            match self.engine.execute(&self.catalog, prepared, params, &ctx) {
+                Ok(e) => break (e, inputs),
+                Err(e) if e.state == SqlState::SequenceValuesNeeded => return Err(self.sequence_limit(&e.message)),
+                Err(e) => match SequenceSet::requested(&e) {
+                    Some((name, set)) if sets.len() <= MAX_STATEMENT_SEQUENCES => {
+                        self.apply_sequence_set(&name, set)?;
+                        sets.retain(|(n, _)| *n != name);
+                        sets.push((name, set));
+                    }
+                    Some(_) => {
+                        return err(SqlState::ProgramLimitExceeded, "a statement asked for too many setval settings")
+                    }
+                    None => return Err(e),
+                },
+            }
         };
         self.sequences_drawn(&inputs, &execution.sequences_used);
         match &execution.output {
@@ -140,8 +154,27 @@ impl Database {
         Ok(execution)
     }
 
-    /// A block of each sequence the statement names (empty once a sequence is used up).
-    fn sequence_inputs(&self, prepared: &Prepared) -> Result<Vec<SequenceInput>> {
+    /// `setval`: the sequence's counter and, for `is_called`, its currval, at once (not
+    /// transactional, as in PostgreSQL).
+    fn apply_sequence_set(&mut self, name: &str, set: SequenceSet) -> Result<()> {
+        let Some(schema) = self.catalog.sequence(name) else {
+            return err(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist"));
+        };
+        let next = schema.counter_after(set)?;
+        let state = self.sequences.entry(name.to_string()).or_default();
+        if state.id != schema.id {
+            *state = SequenceState { id: schema.id, ..SequenceState::default() };
+        }
+        state.next = Some(next);
+        if set.is_called {
+            state.current = Some(set.value);
+        }
+        Ok(())
+    }
+
+    /// A block of each sequence the statement names (empty once a sequence is used up), with
+    /// the settings applied for its setval calls.
+    fn sequence_inputs(&self, prepared: &Prepared, sets: &[(String, SequenceSet)]) -> Result<Vec<SequenceInput>> {
         let mut inputs = Vec::new();
         for name in prepared.sequences() {
             let Some(schema) = self.catalog.sequence(name) else {
@@ -152,7 +185,8 @@ impl Database {
                 Ok((block, _)) => block,
                 Err(_) => SequenceBlock { first: 0, increment: schema.increment, count: 0 },
             };
-            inputs.push(SequenceInput { sequence: name.clone(), values, current: state.current });
+            let set = sets.iter().find(|(n, _)| n == name).map(|(_, set)| *set);
+            inputs.push(SequenceInput { sequence: name.clone(), values, current: state.current, set });
         }
         Ok(inputs)
     }

@@ -164,6 +164,12 @@ impl Prepared {
         &self.plan.sequences
     }
 
+    /// Of [`Prepared::sequences`], the ones the statement only sets (setval): it needs no
+    /// values of them.
+    pub fn sequences_set(&self) -> &[String] {
+        &self.plan.sequences_set
+    }
+
     /// Views the statement reads: their definitions are part of what it means.
     pub fn views(&self) -> &[String] {
         &self.plan.views

@@ -328,6 +328,22 @@ fn sequence_call(func: Func, args: &[Expr], env: &Env) -> Result<Value> {
     Ok(Value::Int(v))
 }
 
+/// `setval(sequence, value, is_called)`, from the setting the client applied
+/// (`Env::sequences`); NULL with a NULL argument, as PostgreSQL's strict function.
+fn setval_call(args: &[Expr], row: &[Value], env: &Env) -> Result<Value> {
+    let (Some(draws), [Expr::Const(Value::Text(sequence)), value, is_called]) = (env.sequences, args) else {
+        return err(SqlState::FeatureNotSupported, "setval() outside a statement's execution (e.g. in a DEFAULT)");
+    };
+    let (value, is_called) = match (value.eval(row, env)?, is_called.eval(row, env)?) {
+        (Value::Int(value), Value::Bool(is_called)) => (value, is_called),
+        (Value::Null, _) | (_, Value::Null) => return Ok(Value::Null),
+        (value, is_called) => {
+            return err(SqlState::InternalError, format!("setval({value:?}, {is_called:?}): arguments not bound"))
+        }
+    };
+    Ok(Value::Int(draws.set(sequence, crate::sequence::SequenceSet { value, is_called })?))
+}
+
 /// `age(a, b)` over dates, timestamps and timestamptz values (NULL if either is NULL).
 fn age(a: &Value, b: &Value) -> Result<Value> {
     let micros = |v: &Value| match v {
@@ -591,7 +607,7 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         Func::Now | Func::CurrentDate | Func::LocalTimestamp => {
             return Err(unbound("transaction time"));
         }
-        Func::NextVal | Func::CurrVal => return Err(unbound("sequence value")),
+        Func::NextVal | Func::CurrVal | Func::SetVal => return Err(unbound("sequence value")),
         Func::GenRandomUuid => return Err(unbound("random value")),
         Func::ToChar => {
             let template = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
@@ -772,6 +788,7 @@ impl Expr {
                     age(&crate::types::cast(&today, SqlType::Date)?, &value)?
                 }
                 Func::NextVal | Func::CurrVal => sequence_call(*func, args, env)?,
+                Func::SetVal => setval_call(args, row, env)?,
                 Func::GenRandomUuid => match env.random {
                     Some(random) => Value::Text(random.next_uuid()),
                     None => {

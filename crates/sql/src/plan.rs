@@ -400,8 +400,10 @@ pub(crate) struct Plan {
     pub param_count: usize,
     /// Inferred type of each parameter (None where the context gives no type).
     pub param_types: Vec<Option<SqlType>>,
-    /// Sequences the statement draws from (nextval, SERIAL) or reads (currval).
+    /// Sequences the statement draws from (nextval, SERIAL), reads (currval) or sets (setval).
     pub sequences: Vec<String>,
+    /// Of those, the ones it sets (never drawn from in the same statement).
+    pub sequences_set: Vec<String>,
     /// Views the statement reads (expanded into it where named).
     pub views: Vec<String>,
 }
@@ -625,7 +627,7 @@ pub(crate) fn expr_type_in(
                 Some(SqlType::Timestamp) => Some(SqlType::Timestamp),
                 _ => Some(SqlType::TimestampTz),
             },
-            Func::NextVal | Func::CurrVal => Some(SqlType::Int),
+            Func::NextVal | Func::CurrVal | Func::SetVal => Some(SqlType::Int),
             Func::JsonBuildObject => Some(SqlType::Json),
             Func::GenRandomUuid => Some(SqlType::Uuid),
             Func::Age => Some(SqlType::Interval),

@@ -113,10 +113,10 @@ fn flatten(e: &Expr, out: &mut Vec<Node>) -> Result<()> {
                 Node::CastLimited(*ty, limits.clone())
             }
         }
-        Expr::Call { func: Func::NextVal | Func::CurrVal, .. } => {
+        Expr::Call { func: Func::NextVal | Func::CurrVal | Func::SetVal, .. } => {
             // A predicate is re-evaluated by replicas against other transactions' rows,
             // where no sequence values exist.
-            return Err(crate::SqlError::unsupported("nextval or currval in a WHERE clause"));
+            return Err(crate::SqlError::unsupported("nextval, currval or setval in a WHERE clause"));
         }
         Expr::Call { func, args } => {
             args.iter().try_for_each(|x| flatten(x, out))?;
@@ -217,7 +217,9 @@ fn rebuild(nodes: Vec<Node>, columns: usize) -> Result<Expr> {
             }
             Node::Cast(ty) => unary(pop(1)?, |a| Expr::Cast { expr: Box::new(a), ty, limits: TypeLimits::default() }),
             Node::CastLimited(ty, limits) => unary(pop(1)?, |a| Expr::Cast { expr: Box::new(a), ty, limits }),
-            Node::Call { func: Func::NextVal | Func::CurrVal, .. } => return Err(bad("a sequence function")),
+            Node::Call { func: Func::NextVal | Func::CurrVal | Func::SetVal, .. } => {
+                return Err(bad("a sequence function"))
+            }
             Node::Call { func, args } => {
                 let (args, depth) = pop(args as usize)?;
                 (Expr::Call { func, args }, depth)

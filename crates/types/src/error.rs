@@ -90,6 +90,9 @@ pub enum SqlState {
     DuplicateAlias,
     /// A character with no equivalent in the target encoding, e.g. `\u0000` in jsonb (22P05).
     UntranslatableCharacter,
+    /// Internal: a statement calls `setval` with a setting its client has not applied yet;
+    /// the client writes the sequence's counter and runs it again (`sequence.rs`).
+    SequenceSetNeeded,
 }
 
 impl SqlState {
@@ -155,6 +158,7 @@ impl SqlState {
             InvalidObjectDefinition => "42P17",
             DuplicateAlias => "42712",
             UntranslatableCharacter => "22P05",
+            SequenceSetNeeded => "XX000",
         }
     }
 }

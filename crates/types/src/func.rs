@@ -121,6 +121,9 @@ pub enum Func {
     Age,
     /// `to_char(timestamp | timestamptz | date, template)` (`crate::to_char`).
     ToChar,
+    /// `setval(sequence, value, is_called)`: the binder puts the sequence's name first (a
+    /// constant) and always passes is_called (`pistou_sql::sequence`).
+    SetVal,
 }
 
 impl Func {
@@ -196,6 +199,7 @@ impl Func {
             Func::Jsonb(f) => f.name(),
             Func::Age => "age",
             Func::ToChar => "to_char",
+            Func::SetVal => "setval",
         }
     }
 
@@ -216,6 +220,7 @@ impl Func {
             Func::Jsonb(f) => f.arity(),
             Func::Age => (1, 2),
             Func::ToChar => (2, 2),
+            Func::SetVal => (3, 3),
             _ => (1, 1),
         }
     }

@@ -7,7 +7,9 @@
 //! PostgreSQL, and concurrent writers of one table never conflict on the counter. A statement
 //! that draws values carries the client's block for each sequence it names
 //! ([`SequenceInput`]); the client and every replica draw from it in the same order, so all
-//! compute the same values, and report how many they drew. docs/sql.md, "Sequences".
+//! compute the same values, and report how many they drew. `setval` is not transactional
+//! either: the client writes the counter in a transaction of its own and runs the statement
+//! again with the setting as an input ([`SequenceSet`]). docs/sql.md, "Sequences".
 
 use crate::error::{err, Result, SqlError, SqlState};
 use crate::types::SqlType;
@@ -89,6 +91,49 @@ impl SequenceSchema {
         let after = first as i128 + count as i128 * self.increment as i128;
         Ok((SequenceBlock { first, increment: self.increment, count }, after))
     }
+
+    /// The counter's value after `set` (the next value handed out): 22003 outside
+    /// [min, max], as PostgreSQL's setval.
+    pub fn counter_after(&self, set: SequenceSet) -> Result<i128> {
+        if set.value < self.min || set.value > self.max {
+            return err(
+                SqlState::NumericValueOutOfRange,
+                format!(
+                    "setval: value {} is out of bounds for sequence \"{}\" ({}..{})",
+                    set.value, self.name, self.min, self.max
+                ),
+            );
+        }
+        let step = if set.is_called { self.increment as i128 } else { 0 };
+        Ok(set.value as i128 + step)
+    }
+}
+
+/// `setval(sequence, value, is_called)`: the next value handed out becomes `value`
+/// (`is_called` false) or the one after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SequenceSet {
+    pub value: i64,
+    pub is_called: bool,
+}
+
+impl SequenceSet {
+    /// Asks the client to apply this setting of `sequence` and run the statement again.
+    /// Never reaches an application.
+    fn needed(self, sequence: &str) -> SqlError {
+        SqlError::new(SqlState::SequenceSetNeeded, format!("{} {} {sequence}", self.value, self.is_called))
+    }
+
+    /// The sequence and setting a `SequenceSetNeeded` error asks for.
+    pub fn requested(e: &SqlError) -> Option<(String, SequenceSet)> {
+        if e.state != SqlState::SequenceSetNeeded {
+            return None;
+        }
+        let mut parts = e.message.splitn(3, ' ');
+        let value = parts.next()?.parse().ok()?;
+        let is_called = parts.next()?.parse().ok()?;
+        Some((parts.next()?.to_string(), SequenceSet { value, is_called }))
+    }
 }
 
 /// Largest value of a sequence of type `ty`.
@@ -127,13 +172,14 @@ impl SequenceBlock {
     }
 }
 
-/// What a statement may use of one sequence: the values it may draw and the session's
-/// current value (currval) before it.
+/// What a statement may use of one sequence: the values it may draw, the session's
+/// current value (currval) before it, and the setting its client applied for its setval.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SequenceInput {
     pub sequence: String,
     pub values: SequenceBlock,
     pub current: Option<i64>,
+    pub set: Option<SequenceSet>,
 }
 
 /// Most sequences one statement may name.
@@ -144,11 +190,17 @@ pub const MAX_STATEMENT_SEQUENCES: usize = 64;
 pub struct SequenceDraws<'a> {
     inputs: &'a [SequenceInput],
     drawn: RefCell<Vec<u64>>,
+    /// Which inputs' settings a setval call returned.
+    set: RefCell<Vec<bool>>,
 }
 
 impl<'a> SequenceDraws<'a> {
     pub fn new(inputs: &'a [SequenceInput]) -> Self {
-        SequenceDraws { inputs, drawn: RefCell::new(vec![0; inputs.len()]) }
+        SequenceDraws {
+            inputs,
+            drawn: RefCell::new(vec![0; inputs.len()]),
+            set: RefCell::new(vec![false; inputs.len()]),
+        }
     }
 
     fn position(&self, sequence: &str) -> Result<usize> {
@@ -179,8 +231,33 @@ impl<'a> SequenceDraws<'a> {
         let input = self.inputs.get(i).ok_or_else(not_yet)?;
         match self.drawn.borrow().get(i) {
             Some(&n) if n > 0 => input.values.value(n - 1).ok_or_else(not_yet),
-            _ => input.current.ok_or_else(not_yet),
+            _ => match input.set {
+                Some(set) if set.is_called && self.set.borrow().get(i) == Some(&true) => Ok(set.value),
+                _ => input.current.ok_or_else(not_yet),
+            },
         }
+    }
+
+    /// `setval(sequence, …)`: the value set, once the client has applied this setting (the
+    /// statement's input carries it); otherwise the request to apply it. One statement sets
+    /// a sequence at most once (a second, different setting fails with 0A000).
+    pub fn set(&self, sequence: &str, set: SequenceSet) -> Result<i64> {
+        let i = self.position(sequence)?;
+        let applied = self.inputs.get(i).and_then(|input| input.set);
+        let mut matched = self.set.borrow_mut();
+        if applied == Some(set) {
+            if let Some(m) = matched.get_mut(i) {
+                *m = true;
+            }
+            return Ok(set.value);
+        }
+        if matched.get(i) == Some(&true) {
+            return err(
+                SqlState::FeatureNotSupported,
+                format!("setval of sequence \"{sequence}\" to two different settings in one statement"),
+            );
+        }
+        Err(set.needed(sequence))
     }
 
     /// Values drawn from each input, in input order.
@@ -200,7 +277,42 @@ mod tests {
     use super::*;
 
     fn input(first: i64, count: u64, current: Option<i64>) -> SequenceInput {
-        SequenceInput { sequence: "s".into(), values: SequenceBlock { first, increment: 1, count }, current }
+        SequenceInput { sequence: "s".into(), values: SequenceBlock { first, increment: 1, count }, current, set: None }
+    }
+
+    #[test]
+    fn setval_asks_the_client_to_apply_the_setting_then_returns_it() {
+        let set = SequenceSet { value: 42, is_called: true };
+        let inputs = [input(10, 0, Some(7))];
+        let e = SequenceDraws::new(&inputs).set("s", set).expect_err("not applied yet");
+        assert_eq!(SequenceSet::requested(&e), Some(("s".to_string(), set)));
+        let inputs = [SequenceInput { set: Some(set), ..input(10, 0, Some(7)) }];
+        let draws = SequenceDraws::new(&inputs);
+        assert_eq!(draws.current("s"), Ok(7), "currval is the session's until setval runs");
+        assert_eq!(draws.set("s", set), Ok(42));
+        assert_eq!(draws.current("s"), Ok(42), "setval(…, true) is currval");
+        assert_eq!(draws.set("s", set), Ok(42), "the same setting again");
+        let other = SequenceSet { value: 5, is_called: true };
+        assert_eq!(draws.set("s", other).map_err(|e| e.state), Err(SqlState::FeatureNotSupported));
+        let not_called = SequenceSet { value: 42, is_called: false };
+        let inputs = [SequenceInput { set: Some(not_called), ..input(10, 0, Some(7)) }];
+        let draws = SequenceDraws::new(&inputs);
+        assert_eq!(draws.set("s", not_called), Ok(42));
+        assert_eq!(draws.current("s"), Ok(7), "setval(…, false) leaves currval");
+    }
+
+    #[test]
+    fn setval_bounds_and_counters_are_postgres() {
+        let s = SequenceSchema::new("s".into(), SqlType::Int4).expect("int4");
+        let e = s.counter_after(SequenceSet { value: 0, is_called: true }).expect_err("below min");
+        assert_eq!(e.state, SqlState::NumericValueOutOfRange);
+        assert_eq!(e.message, "setval: value 0 is out of bounds for sequence \"s\" (1..2147483647)");
+        assert_eq!(s.counter_after(SequenceSet { value: 9, is_called: true }), Ok(10));
+        assert_eq!(s.counter_after(SequenceSet { value: 9, is_called: false }), Ok(9));
+        let max = s.counter_after(SequenceSet { value: s.max, is_called: true }).expect("max");
+        assert!(s.block(Some(max), 1).is_err(), "set to the last value: used up");
+        let down = SequenceSchema { increment: -1, start: -1, min: -10, max: -1, ..s };
+        assert_eq!(down.counter_after(SequenceSet { value: -3, is_called: true }), Ok(-4));
     }
 
     #[test]

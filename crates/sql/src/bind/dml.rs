@@ -83,7 +83,7 @@ impl Binder<'_> {
         // Omitted SERIAL / IDENTITY columns draw from their sequences (`Exec::insert`).
         for (pos, c) in table.columns.iter().enumerate() {
             if let (Some(g), false) = (&c.generated, targets.contains(&pos)) {
-                self.sequence_call(Func::NextVal, g.sequence.clone());
+                self.sequence_call(Func::NextVal, g.sequence.clone(), Vec::new())?;
             }
         }
         let Some(source) = &i.source else { return unsupported("INSERT without VALUES or SELECT") };
@@ -99,7 +99,7 @@ impl Binder<'_> {
                         let column = targets.get(i).and_then(|t| table.columns.get(*t));
                         let generated = column.and_then(|c| c.generated.as_ref());
                         row.push(match (default_keyword, generated) {
-                            (true, Some(g)) => self.sequence_call(Func::NextVal, g.sequence.clone()),
+                            (true, Some(g)) => self.sequence_call(Func::NextVal, g.sequence.clone(), Vec::new())?,
                             (true, None) => match column.and_then(|c| c.volatile_default) {
                                 Some(func) => Expr::Call { func, args: Vec::new() },
                                 None => Expr::Const(column.and_then(|c| c.default.clone()).unwrap_or(Value::Null)),

@@ -1052,7 +1052,7 @@ impl Binder<'_> {
                 }
             };
         }
-        if let Some(e) = self.sequence_function(&name, &args)? {
+        if let Some(e) = self.sequence_function(&name, &args, scope, mode)? {
             return Ok(e);
         }
         if let Some(asts) = args.iter().copied().collect::<Option<Vec<_>>>() {

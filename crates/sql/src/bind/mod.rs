@@ -439,6 +439,9 @@ pub(crate) struct Binder<'c> {
     param_types: Vec<Option<SqlType>>,
     /// Sequences the statement draws from or reads, in order of first use.
     sequences: Vec<String>,
+    /// Of those, the ones it draws from (nextval) and the ones it sets (setval): never both.
+    sequences_drawn: Vec<String>,
+    sequences_set: Vec<String>,
     /// Nesting of expression binding within the current (sub)query; parameter types are
     /// inferred once per outermost expression.
     expr_nesting: usize,
@@ -483,6 +486,8 @@ impl<'c> Binder<'c> {
             param_count: 0,
             param_types: Vec::new(),
             sequences: Vec::new(),
+            sequences_drawn: Vec::new(),
+            sequences_set: Vec::new(),
             expr_nesting: 0,
             anonymous_params: 0,
             outer_scopes: Vec::new(),
@@ -578,6 +583,7 @@ impl<'c> Binder<'c> {
             param_count: self.param_count,
             param_types,
             sequences: self.sequences,
+            sequences_set: self.sequences_set,
             views: self.views_read,
         })
     }

@@ -1,5 +1,5 @@
-//! Binding of sequences: CREATE / DROP SEQUENCE, SERIAL and IDENTITY columns, nextval and
-//! currval (crate::sequence explains how values are drawn).
+//! Binding of sequences: CREATE / DROP SEQUENCE, SERIAL and IDENTITY columns, nextval,
+//! currval and setval (crate::sequence explains how values are drawn).
 
 use super::*;
 use crate::catalog::{Generated, Identity};
@@ -114,22 +114,20 @@ impl Binder<'_> {
         }
     }
 
-    /// `nextval('s')` / `currval('s')` (None: another function). The argument must name the
-    /// sequence as a constant (a literal, possibly cast to regclass), as every use by
-    /// drivers and DEFAULTs does.
-    pub(super) fn sequence_function(&mut self, name: &str, args: &[Option<&sql::Expr>]) -> Result<Option<Expr>> {
+    /// `nextval('s')` / `currval('s')` / `setval('s', v [, is_called])` (None: another
+    /// function). The first argument must name the sequence as a constant (a literal,
+    /// possibly cast to regclass), as every use by drivers, DEFAULTs and dumps does.
+    pub(super) fn sequence_function(
+        &mut self,
+        name: &str,
+        args: &[Option<&sql::Expr>],
+        scope: &Scope,
+        mode: &mut Mode,
+    ) -> Result<Option<Expr>> {
         let func = match name {
             "nextval" => Func::NextVal,
             "currval" => Func::CurrVal,
-            // Setting a sequence writes its counter key (the next value not yet handed out)
-            // in the statement's transaction, and every client holding cached blocks of the
-            // sequence would have to drop them: the transaction protocol does neither.
-            "setval" => return err(
-                SqlState::FeatureNotSupported,
-                "setval() is not supported: setting a sequence must write its counter key within the transaction and \
-                     invalidate the blocks of values clients have cached, which the transaction protocol \
-                     does not do",
-            ),
+            "setval" => Func::SetVal,
             // The session carries currval per sequence, not which sequence it drew from last.
             "lastval" => return err(
                 SqlState::FeatureNotSupported,
@@ -138,30 +136,82 @@ impl Binder<'_> {
             ),
             _ => return Ok(None),
         };
-        let [Some(arg)] = args else {
-            return err(SqlState::UndefinedFunction, format!("function {name} takes exactly one argument"));
+        let (sequence, rest) = match (func, args) {
+            (Func::NextVal | Func::CurrVal, [Some(arg)]) => (arg, &[][..]),
+            (Func::SetVal, [Some(arg), rest @ ..]) if matches!(rest.len(), 1 | 2) => (arg, rest),
+            _ => {
+                return err(
+                    SqlState::UndefinedFunction,
+                    format!("function {name} does not take {} arguments", args.len()),
+                )
+            }
         };
-        let sequence = self.sequence_name(arg)?;
-        Ok(Some(self.sequence_call(func, sequence)))
+        let sequence = self.sequence_name(sequence)?;
+        let mut bound = Vec::with_capacity(rest.len());
+        for (ast, ty) in rest.iter().zip([SqlType::Int, SqlType::Bool]) {
+            let Some(ast) = ast else { return unsupported(format!("* argument to {name}")) };
+            let e = self.expr(ast, scope, mode)?;
+            let input = self.input_type(ast, &e, scope, mode);
+            if let InputType::Known(t) = input {
+                let fits = if ty == SqlType::Int { t.is_integer() } else { t == ty };
+                if !fits {
+                    return err(
+                        SqlState::UndefinedFunction,
+                        format!(
+                            "function setval() does not take a {} argument where {} is expected",
+                            t.pg_name(),
+                            ty.pg_name()
+                        ),
+                    );
+                }
+            }
+            bound.push(coerce(e, input, ty)?);
+        }
+        if func == Func::SetVal && bound.len() == 1 {
+            bound.push(Expr::Const(Value::Bool(true)));
+        }
+        Ok(Some(self.sequence_call(func, sequence, bound)?))
     }
 
-    /// A call drawing from (or reading) `sequence`, which the plan then names.
-    pub(super) fn sequence_call(&mut self, func: Func, sequence: String) -> Expr {
+    /// A call drawing from (or reading, or setting) `sequence`, which the plan then names;
+    /// `args` follow the sequence's name. A statement that sets a sequence does not also draw
+    /// from it: the client applies the setting before the statement runs again, so its
+    /// nextval values would all come after the setting.
+    pub(super) fn sequence_call(&mut self, func: Func, sequence: String, args: Vec<Expr>) -> Result<Expr> {
+        let (mine, other) = match func {
+            Func::NextVal => (&mut self.sequences_drawn, &self.sequences_set),
+            Func::SetVal => (&mut self.sequences_set, &self.sequences_drawn),
+            _ => (&mut Vec::new(), &Vec::new()),
+        };
+        if other.contains(&sequence) {
+            return unsupported(format!("nextval and setval of sequence \"{sequence}\" in one statement"));
+        }
+        if !mine.contains(&sequence) {
+            mine.push(sequence.clone());
+        }
         if !self.sequences.contains(&sequence) {
             self.sequences.push(sequence.clone());
         }
-        Expr::Call { func, args: vec![Expr::Const(Value::Text(sequence))] }
+        let mut all = vec![Expr::Const(Value::Text(sequence))];
+        all.extend(args);
+        Ok(Expr::Call { func, args: all })
     }
 
     /// The sequence a text names: `'s'`, `'public.s'`, `'"S"'`, folded as an identifier.
-    fn sequence_name(&self, arg: &sql::Expr) -> Result<String> {
+    /// A constant expression is evaluated now: `pg_get_serial_sequence('t', 'id')`, as
+    /// Django's sequence reset writes it.
+    fn sequence_name(&mut self, arg: &sql::Expr) -> Result<String> {
         let text = match arg {
             sql::Expr::Cast { expr, .. } | sql::Expr::Nested(expr) => return self.sequence_name(expr),
             sql::Expr::Value(v) => match &v.value {
                 sql::Value::SingleQuotedString(s) => s.clone(),
-                _ => return unsupported("nextval/currval of a non-text argument"),
+                _ => return unsupported("a sequence function of a non-text argument"),
             },
-            _ => return unsupported("nextval/currval of a sequence named by an expression"),
+            _ => match self.constant_expr(arg, "a sequence name").and_then(|e| e.eval(&[], &Env::default())) {
+                Ok(Value::Text(s)) => s,
+                Ok(_) => return unsupported("a sequence function of a sequence named by NULL"),
+                Err(_) => return unsupported("a sequence function of a sequence named by a non-constant expression"),
+            },
         };
         let name = text.strip_prefix("public.").unwrap_or(&text);
         let name = match name.strip_prefix('"').and_then(|n| n.strip_suffix('"')) {

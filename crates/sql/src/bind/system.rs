@@ -455,7 +455,15 @@ impl Binder<'_> {
                 for t in self.catalog.tables() {
                     for c in &t.columns {
                         let Some(g) = &c.generated else { continue };
-                        for table_name in [t.name.clone(), format!("public.{}", t.name)] {
+                        // The table is read as a possibly qualified identifier.
+                        let names = [
+                            t.name.clone(),
+                            format!("public.{}", t.name),
+                            format!("\"{}\"", t.name),
+                            format!("public.\"{}\"", t.name),
+                            format!("\"public\".\"{}\"", t.name),
+                        ];
+                        for table_name in names {
                             let eq = |e: &Expr, v: String| {
                                 Expr::Cmp(CmpOp::Eq, Box::new(e.clone()), Box::new(Expr::Const(text(v))))
                             };

@@ -217,6 +217,9 @@ pub struct Coordinator {
     /// Sequence values this client holds, by sequence (name, identity): blocks taken from
     /// the sequences' counters and not yet handed to a statement (`sql/sequences.rs`).
     sequence_cache: BTreeMap<(String, u64), Vec<pistou_sql::SequenceBlock>>,
+    /// setvals applied per sequence: a block a statement took before the latest one is
+    /// not returned to the cache (`sql/sequences.rs`).
+    sequence_generations: BTreeMap<(String, u64), u64>,
     /// False forces every range read onto the snapshot path (stress mode of Pesto Fig. 8).
     eager_range_reads: bool,
     /// Writebacks skip this many replicas of each shard (the highest indexes): a stress mode
@@ -273,6 +276,7 @@ impl Coordinator {
             }),
             catalog_hint: None,
             sequence_cache: BTreeMap::new(),
+            sequence_generations: BTreeMap::new(),
             eager_range_reads: true,
             #[cfg(feature = "fault-injection")]
             writeback_omissions: 0,

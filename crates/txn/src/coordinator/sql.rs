@@ -20,8 +20,8 @@ use pistou_core::sql_keys::{catalog_key, key_kind, row_key, KeyKind};
 use pistou_core::{Key, ReplicaId, ShardId, Timestamp};
 use pistou_crypto::{BatchSignature, Hash};
 use pistou_sql::{
-    Catalog, ExecContext, IndexSchema, KeyRange, Output, Prepared, ReadAt, Row, SequenceInput, SqlError, SqlState,
-    SqlType, StatementKind, Storage, StoredRow, TableSchema, Version, Write, WriteSet,
+    Catalog, ExecContext, IndexSchema, KeyRange, Output, Prepared, ReadAt, Row, SequenceInput, SequenceSet, SqlError,
+    SqlState, SqlType, StatementKind, Storage, StoredRow, TableSchema, Version, Write, WriteSet,
 };
 use pistou_wire::{Message, PredicateRead, QueryOutput, RangeRead, RangeReply, ReplicaSigned, WirePredicate};
 use std::collections::{BTreeMap, BTreeSet};
@@ -86,6 +86,8 @@ pub(super) struct SqlTxnState {
     predicates: BTreeMap<(WirePredicate, Vec<Key>), Timestamp>,
     /// currval of each sequence: the session's, then as this transaction's statements draw.
     sequence_currents: BTreeMap<String, i64>,
+    /// setval settings the client applied for the next statement (it runs again with them).
+    sequence_sets: Vec<(String, SequenceSet)>,
     /// The schema changes buffered so far (only schema changes may follow them).
     pub(super) ddl: Option<PendingDdl>,
     statement: Option<Statement>,
@@ -114,17 +116,27 @@ struct Statement {
     step: Step,
     /// Blocks of the sequences the statement names, taken from the client's cache for it
     /// (None until planned), and the values it drew from each once known.
-    sequences: Option<Vec<(u64, SequenceInput)>>,
+    sequences: Option<Vec<TakenBlock>>,
     sequences_used: Option<Vec<u64>>,
+    /// The setval settings applied for it.
+    sequence_sets: Vec<(String, SequenceSet)>,
     /// Sent with the statement so that every replica computes the same `gen_random_uuid()`
     /// values (`pistou_sql::uuid`).
     random_seed: [u8; 32],
 }
 
+/// A block of a sequence's values a statement took from the cache: the sequence's identity
+/// and its setval generation then, and the statement's input.
+struct TakenBlock {
+    id: u64,
+    generation: u64,
+    input: SequenceInput,
+}
+
 impl Statement {
     /// The sequence values as the engine and the replicas take them.
     fn sequence_inputs(&self) -> Vec<SequenceInput> {
-        self.sequences.iter().flatten().map(|(_, input)| input.clone()).collect()
+        self.sequences.iter().flatten().map(|taken| taken.input.clone()).collect()
     }
 }
 
@@ -311,12 +323,14 @@ impl Coordinator {
             unique.extend_from_slice(&part.to_le_bytes());
         }
         state.statements += 1;
+        let sequence_sets = std::mem::take(&mut state.sequence_sets);
         state.statement = Some(Statement {
             sql: sql.to_string(),
             params,
             step: Step::Plan,
             sequences: None,
             sequences_used: None,
+            sequence_sets,
             random_seed: pistou_sql::uuid::statement_seed(&secret, &unique),
         });
         self.sql_advance(now, h);
@@ -329,8 +343,12 @@ impl Coordinator {
 
     fn sql_done(&mut self, h: TxnHandle, result: Result<SqlOutput, SqlError>) {
         let finished = self.sql_state(h).and_then(|state| state.statement.take());
-        if let (Some(stmt), true) = (finished, result.is_ok()) {
-            self.sequences_drawn(h, stmt);
+        match (finished, &result) {
+            (Some(stmt), Ok(_)) => self.sequences_drawn(h, stmt),
+            (Some(stmt), Err(e)) if matches!(e.state, SqlState::SequenceValuesNeeded | SqlState::SequenceSetNeeded) => {
+                self.sequences_retried(stmt)
+            }
+            _ => {}
         }
         self.events.push_back(CoordinatorEvent::SqlDone { txn: h, result });
     }

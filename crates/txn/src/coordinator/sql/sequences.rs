@@ -1,12 +1,15 @@
 //! Sequence values at the client (`pistou_sql::sequence`): a statement naming sequences
 //! takes one block of each from this client's cache; what it did not draw goes back once
-//! it succeeds. Concurrent statements never share a block, so no two draw the same value.
-//! A statement that fails keeps its blocks (their values may have been drawn: a gap, as a
-//! rolled-back nextval leaves in PostgreSQL).
+//! it succeeds, and the whole block if it failed only to run again with more values or a
+//! setval setting applied. Concurrent statements never share a block, so no two draw the
+//! same value. A statement that fails otherwise keeps its blocks (their values may have
+//! been drawn: a gap, as a rolled-back nextval leaves in PostgreSQL). A setval the client
+//! applies drops the cached blocks of its sequence, and blocks taken before it do not come
+//! back: later values follow the setting.
 
-use super::{sql_err, Statement};
+use super::{sql_err, Statement, TakenBlock};
 use crate::coordinator::{Coordinator, TxnHandle};
-use pistou_sql::{Catalog, Prepared, SequenceBlock, SequenceInput, SqlError, SqlState};
+use pistou_sql::{Catalog, Prepared, SequenceBlock, SequenceInput, SequenceSet, SqlError, SqlState};
 use std::collections::BTreeMap;
 
 impl Coordinator {
@@ -30,18 +33,30 @@ impl Coordinator {
         }
         let currents: Vec<Option<i64>> =
             prepared.sequences().iter().map(|name| state.sequence_currents.get(name).copied()).collect();
-        let mut taken: Vec<(u64, SequenceInput)> = Vec::with_capacity(prepared.sequences().len());
-        for (name, current) in prepared.sequences().iter().zip(currents) {
+        let sets: Vec<Option<SequenceSet>> = prepared
+            .sequences()
+            .iter()
+            .map(|name| stmt.sequence_sets.iter().find(|(n, _)| n == name).map(|(_, set)| *set))
+            .collect();
+        let mut taken: Vec<TakenBlock> = Vec::with_capacity(prepared.sequences().len());
+        for ((name, current), set) in prepared.sequences().iter().zip(currents).zip(sets) {
             let Some(schema) = catalog.sequence(name) else {
                 self.return_blocks(taken);
                 return Err(sql_err(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist")));
             };
-            let block = self.sequence_cache.get_mut(&(name.clone(), schema.id)).and_then(Vec::pop);
+            let cached = (name.clone(), schema.id);
+            let block = if prepared.sequences_set().contains(name) {
+                Some(SequenceBlock { first: schema.start, increment: schema.increment, count: 0 })
+            } else {
+                self.sequence_cache.get_mut(&cached).and_then(Vec::pop)
+            };
             let Some(values) = block else {
                 self.return_blocks(taken);
                 return Err(sql_err(SqlState::SequenceValuesNeeded, name.clone()));
             };
-            taken.push((schema.id, SequenceInput { sequence: name.clone(), values, current }));
+            let generation = self.sequence_generations.get(&cached).copied().unwrap_or(0);
+            let input = SequenceInput { sequence: name.clone(), values, current, set };
+            taken.push(TakenBlock { id: schema.id, generation, input });
         }
         if let Some(stmt) = self.sql_state(h).and_then(|s| s.statement.as_mut()) {
             stmt.sequences = Some(taken);
@@ -49,9 +64,30 @@ impl Coordinator {
         Ok(())
     }
 
-    fn return_blocks(&mut self, blocks: Vec<(u64, SequenceInput)>) {
-        for (id, input) in blocks {
-            self.add_sequence_values(&input.sequence, id, input.values);
+    /// Puts blocks back into the cache, unless a setval of their sequence came since they
+    /// were taken.
+    fn return_blocks(&mut self, blocks: Vec<TakenBlock>) {
+        for taken in blocks {
+            let cached = (taken.input.sequence, taken.id);
+            if self.sequence_generations.get(&cached).copied().unwrap_or(0) == taken.generation {
+                self.add_sequence_values(&cached.0, cached.1, taken.input.values);
+            }
+        }
+    }
+
+    /// The client wrote a setval of sequence `name` (identity `id`) to its counter: the
+    /// values cached before it are not handed out any more.
+    pub fn sequence_set_applied(&mut self, name: &str, id: u64) {
+        let cached = (name.to_string(), id);
+        self.sequence_cache.remove(&cached);
+        *self.sequence_generations.entry(cached).or_default() += 1;
+    }
+
+    /// The setval settings applied for the next statement of `h`, which it returns and
+    /// every replica then returns too (`pistou_sql::sequence`).
+    pub fn set_sequence_sets(&mut self, h: TxnHandle, sets: Vec<(String, SequenceSet)>) {
+        if let Some(t) = self.txns.get_mut(&h) {
+            t.sql.get_or_insert_with(Box::default).sequence_sets = sets;
         }
     }
 
@@ -75,17 +111,30 @@ impl Coordinator {
         }
     }
 
+    /// The statement of `h` failed only to run again with more values or a setting applied:
+    /// its blocks go back whole, as nothing it computed is kept.
+    pub(super) fn sequences_retried(&mut self, stmt: Statement) {
+        self.return_blocks(stmt.sequences.unwrap_or_default());
+    }
+
     /// The statement of `h` succeeded: the values it did not draw go back to the cache, and
-    /// the last one it drew of each sequence is the transaction's currval.
+    /// the last one it drew of each sequence (or set, with is_called) is the transaction's
+    /// currval.
     pub(super) fn sequences_drawn(&mut self, h: TxnHandle, stmt: Statement) {
-        let (Some(inputs), Some(used)) = (stmt.sequences, stmt.sequences_used) else { return };
-        for ((id, input), n) in inputs.into_iter().zip(used) {
-            if n > 0 {
-                if let (Some(v), Some(state)) = (input.values.value(n - 1), self.sql_state(h)) {
-                    state.sequence_currents.insert(input.sequence.clone(), v);
-                }
+        let (Some(taken), Some(used)) = (stmt.sequences, stmt.sequences_used) else { return };
+        let mut unused = Vec::with_capacity(taken.len());
+        for (mut t, n) in taken.into_iter().zip(used) {
+            let current = match (n, t.input.set) {
+                (0, Some(set)) if set.is_called => Some(set.value),
+                (0, _) => None,
+                (n, _) => t.input.values.value(n - 1),
+            };
+            if let (Some(v), Some(state)) = (current, self.sql_state(h)) {
+                state.sequence_currents.insert(t.input.sequence.clone(), v);
             }
-            self.add_sequence_values(&input.sequence, id, input.values.skip(n));
+            t.input.values = t.input.values.skip(n);
+            unused.push(t);
         }
+        self.return_blocks(unused);
     }
 }
