@@ -444,6 +444,7 @@ impl ByzClient {
                     snapshot: Some(SsProp { txns }),
                     sequences: vec![],
                     random_seed: [0; 32],
+                    lastval: None,
                 };
                 let req = std::sync::Arc::new(self.sign(body));
                 for r in self.config.replicas_of(ShardId(0)) {

@@ -1,6 +1,6 @@
 //! The user-facing handles: [`Client`] (cheap to clone) and [`Txn`].
 
-use crate::engine::{Command, Engine, SequenceCurrents};
+use crate::engine::{Command, Engine, SessionSequences};
 use crate::error::{ClientError, Outcome};
 use crate::link::LinkCounters;
 use crate::options::ClientOptions;
@@ -109,7 +109,7 @@ impl Client {
             savepoints: Vec::new(),
             undo: Vec::new(),
             uncertain: false,
-            sequence_currents: SequenceCurrents::new(),
+            session_sequences: SessionSequences::default(),
         })
     }
 
@@ -245,7 +245,7 @@ pub struct Txn {
     /// writes, so no savepoint can be rolled back to any more.
     uncertain: bool,
     /// currval of each sequence in the session this transaction belongs to.
-    sequence_currents: SequenceCurrents,
+    session_sequences: SessionSequences,
 }
 
 struct Savepoint {
@@ -426,7 +426,7 @@ impl Txn {
             txn: self.handle,
             sql: sql.to_string(),
             params: params.to_vec(),
-            currents: self.sequence_currents.clone(),
+            currents: self.session_sequences.clone(),
             sets: sets.to_vec(),
             reply,
         };
@@ -440,20 +440,20 @@ impl Txn {
         }
         self.uncertain = was_uncertain;
         let (out, currents) = result?;
-        self.sequence_currents = currents;
+        self.session_sequences = currents;
         Ok(out)
     }
 
     /// currval of each sequence in this transaction's session: the values given to
-    /// [`Txn::set_sequence_currents`] as its statements since have drawn on them.
-    pub fn sequence_currents(&self) -> &SequenceCurrents {
-        &self.sequence_currents
+    /// [`Txn::set_session_sequences`] as its statements since have drawn on them.
+    pub fn session_sequences(&self) -> &SessionSequences {
+        &self.session_sequences
     }
 
     /// The session's currval of each sequence, for this transaction's statements (currval
     /// belongs to a session, which outlives its transactions).
-    pub fn set_sequence_currents(&mut self, currents: SequenceCurrents) {
-        self.sequence_currents = currents;
+    pub fn set_session_sequences(&mut self, currents: SessionSequences) {
+        self.session_sequences = currents;
     }
 
     /// The SQL schema this transaction sees: the catalog key of shard 0 (which holds the

@@ -21,8 +21,7 @@ type Writes = Vec<(Key, Option<Value>)>;
 /// Callers waiting for one key of one transaction.
 type ReadWaiters = HashMap<Key, Vec<Reply<Option<Value>>>>;
 
-/// currval of each sequence a session drew from.
-pub type SequenceCurrents = std::collections::BTreeMap<String, i64>;
+pub use pistou_sql::SessionSequences;
 
 pub(crate) enum Command {
     Begin {
@@ -49,10 +48,10 @@ pub(crate) enum Command {
         params: Vec<pistou_sql::Value>,
         /// The session's currval of each sequence before the statement; the reply carries
         /// them after it.
-        currents: SequenceCurrents,
+        currents: SessionSequences,
         /// setval settings the client applied for it (it runs again with them).
         sets: Vec<(String, pistou_sql::SequenceSet)>,
-        reply: Reply<(SqlOutput, SequenceCurrents)>,
+        reply: Reply<(SqlOutput, SessionSequences)>,
     },
     /// SAVEPOINT / RELEASE / ROLLBACK TO on the writes the coordinator buffers.
     Savepoint {
@@ -110,7 +109,7 @@ pub(crate) struct Engine {
     /// Transactions begun and not yet aborted or decided.
     open: HashSet<TxnHandle>,
     /// Callers waiting for a SQL statement, by transaction (one statement at a time).
-    statements: HashMap<TxnHandle, Reply<(SqlOutput, SequenceCurrents)>>,
+    statements: HashMap<TxnHandle, Reply<(SqlOutput, SessionSequences)>>,
 }
 
 impl Engine {
@@ -234,7 +233,7 @@ impl Engine {
                     let _ = reply.send(Err(pistou_txn::TxnError::Busy.into()));
                     return;
                 }
-                self.coord.set_sequence_currents(txn, currents);
+                self.coord.set_session_sequences(txn, currents);
                 self.coord.set_sequence_sets(txn, sets);
                 match self.coord.sql(now, txn, &sql, params) {
                     Ok(()) => {
@@ -308,7 +307,7 @@ impl Engine {
                 CoordinatorEvent::ReadDone { txn, key, value } => self.read_done(txn, key, value),
                 CoordinatorEvent::SqlDone { txn, result } => {
                     if let Some(reply) = self.statements.remove(&txn) {
-                        let currents = self.coord.sequence_currents(txn);
+                        let currents = self.coord.session_sequences(txn);
                         let _ = reply.send(result.map(|out| (out, currents)).map_err(Into::into));
                     }
                 }

@@ -28,7 +28,7 @@ mod link;
 mod options;
 
 pub use client::{Client, Txn, TxnFuture};
-pub use engine::SequenceCurrents;
+pub use engine::SessionSequences;
 pub use error::{ClientError, Outcome};
 pub use link::LinkCounters;
 pub use options::ClientOptions;

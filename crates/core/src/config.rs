@@ -129,6 +129,14 @@ pub struct SqlConfig {
     /// Clients ignore range-read replies whose table version is more than this below the
     /// (f+1)-th smallest one (App. B.8).
     pub table_version_outlier_us: u64,
+    /// Limits on one SQL statement, the same at every replica and client so that all stop a
+    /// statement at the same point with the same error (54000): rows of any intermediate
+    /// result, units of work (rows read plus join pairs examined), bytes of rows kept, and
+    /// bytes of text computed (`pistou_sql::Limits`).
+    pub statement_max_rows: usize,
+    pub statement_max_work: u64,
+    pub statement_max_materialized_bytes: usize,
+    pub statement_max_computed_bytes: usize,
 }
 
 impl Default for SqlConfig {
@@ -139,9 +147,19 @@ impl Default for SqlConfig {
             gc_lag_us: 120_000_000,
             version_cap: 64,
             table_version_outlier_us: 1_000_000,
+            statement_max_rows: 1_000_000,
+            statement_max_work: 64_000_000,
+            statement_max_materialized_bytes: 512 << 20,
+            statement_max_computed_bytes: 256 << 20,
         }
     }
 }
+
+/// Upper bounds of the statement limits a configuration may set: beyond them one statement
+/// could hold a replica for hours or exhaust its memory.
+const MAX_STATEMENT_ROWS: u64 = 100_000_000;
+const MAX_STATEMENT_WORK: u64 = 100_000_000_000;
+const MAX_STATEMENT_BYTES: u64 = 64 << 30;
 
 fn default_delta_us() -> u64 {
     200_000
@@ -234,6 +252,21 @@ impl ClusterConfig {
         }
         if self.sql.version_cap < 2 {
             return bad("sql.version_cap must be at least 2".into());
+        }
+        let statement_limits = [
+            ("sql.statement_max_rows", self.sql.statement_max_rows as u64, MAX_STATEMENT_ROWS),
+            ("sql.statement_max_work", self.sql.statement_max_work, MAX_STATEMENT_WORK),
+            (
+                "sql.statement_max_materialized_bytes",
+                self.sql.statement_max_materialized_bytes as u64,
+                MAX_STATEMENT_BYTES,
+            ),
+            ("sql.statement_max_computed_bytes", self.sql.statement_max_computed_bytes as u64, MAX_STATEMENT_BYTES),
+        ];
+        for (name, value, max) in statement_limits {
+            if value == 0 || value > max {
+                return bad(format!("{name} must be between 1 and {max}"));
+            }
         }
         if self.storage.catch_up_after_silence_us == 0 {
             return bad("storage.catch_up_after_silence_us must be positive".into());
@@ -381,6 +414,25 @@ mod tests {
         let mut cfg = sample(1, 1);
         cfg.f = 0;
         assert!(cfg.validate().is_err());
+    }
+
+    #[test]
+    fn statement_limits_must_be_positive_and_bounded() {
+        let mut cfg = sample(1, 1);
+        cfg.sql.statement_max_work = 0;
+        assert!(cfg.validate().is_err());
+        cfg.sql.statement_max_work = MAX_STATEMENT_WORK + 1;
+        assert!(cfg.validate().is_err());
+        cfg.sql.statement_max_work = 1;
+        assert!(cfg.validate().is_ok());
+        cfg.sql.statement_max_rows = 0;
+        assert!(cfg.validate().is_err());
+        let mut cfg = sample(1, 1);
+        cfg.sql.statement_max_materialized_bytes = usize::MAX;
+        assert!(cfg.validate().is_err());
+        let text = "statement_max_work = 5000\n";
+        let sql: SqlConfig = toml::from_str(text).expect("one setting, the rest default");
+        assert_eq!((sql.statement_max_work, sql.statement_max_rows), (5000, 1_000_000));
     }
 
     #[test]

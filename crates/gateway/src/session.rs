@@ -11,7 +11,7 @@ use crate::pgtypes::{pg_type, OID_TEXT};
 use crate::replay::Journal;
 use crate::route::{Route, SessionFunction, SessionItem};
 use crate::settings::Settings;
-use pistou_client::{Client, ClientError, Outcome, SequenceCurrents, SqlOutput, Txn, TxnError};
+use pistou_client::{Client, ClientError, Outcome, SessionSequences, SqlOutput, Txn, TxnError};
 use pistou_sql::{Catalog, Engine, Row, SqlType, StatementKind, Value};
 use rand::Rng;
 use std::sync::Arc;
@@ -72,7 +72,7 @@ pub struct Session {
     pub pid: i32,
     /// currval of each sequence this session drew from (not transactional: a rolled-back
     /// transaction's draws count, as in PostgreSQL).
-    sequence_currents: SequenceCurrents,
+    session_sequences: SessionSequences,
     /// The block's statements, to run them again if the block aborts (`replay.rs`).
     journal: Journal,
 }
@@ -109,7 +109,7 @@ impl Session {
             user,
             database,
             pid,
-            sequence_currents: SequenceCurrents::new(),
+            session_sequences: SessionSequences::default(),
             journal: Journal::default(),
         }
     }
@@ -280,8 +280,8 @@ impl Session {
                 let (engine, limit) = (self.engine.clone(), self.settings.statement_timeout());
                 let txn = self.open_txn().await?;
                 let reply = within(limit, work.run(&engine, txn)).await;
-                let currents = txn.sequence_currents().clone();
-                self.sequence_currents = currents;
+                let currents = txn.session_sequences().clone();
+                self.session_sequences = currents;
                 let reply = match reply {
                     Err(e) if e.is_serialization_failure() && self.journal.replayable() => {
                         self.txn = TxnState::Open(None); // dropping the transaction aborts it
@@ -320,7 +320,7 @@ impl Session {
         'attempt: for _ in 0..self.config.autocommit_retries {
             backoff.wait().await;
             let mut txn = self.client.begin().await.map_err(from_client)?;
-            txn.set_sequence_currents(self.sequence_currents.clone());
+            txn.set_session_sequences(self.session_sequences.clone());
             for entry in self.journal.entries() {
                 match within(limit, entry.work.work().run(&engine, &mut txn)).await {
                     Ok(reply) if crate::replay::digest(&reply) == entry.shown => {}
@@ -328,11 +328,11 @@ impl Session {
                     _ => return Ok(None),
                 }
             }
-            self.sequence_currents = txn.sequence_currents().clone();
+            self.session_sequences = txn.session_sequences().clone();
             match after {
                 After::Statement(work) => match within(limit, work.run(&engine, &mut txn)).await {
                     Ok(reply) => {
-                        self.sequence_currents = txn.sequence_currents().clone();
+                        self.session_sequences = txn.session_sequences().clone();
                         return Ok(Some((Some(txn), Some(reply))));
                     }
                     Err(e) if e.is_serialization_failure() => continue,
@@ -448,7 +448,7 @@ impl Session {
             job.0.await.map_err(|e| PgError::new(errors::INTERNAL, format!("COPY batch task failed: {e}")))?;
         // The caller awaits batches in the order they started, so the last one's draws
         // end up as the session's currval, as after a sequential COPY.
-        self.sequence_currents.extend(currents);
+        self.session_sequences.absorb(currents);
         match reply? {
             Reply::Command { tag, .. } => Ok(tag.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0)),
             Reply::Rows { .. } => Err(PgError::new(errors::INTERNAL, "COPY batch returned rows")),
@@ -508,7 +508,7 @@ impl Session {
     async fn open_txn(&mut self) -> Result<&mut Txn, PgError> {
         if let TxnState::Open(slot @ None) = &mut self.txn {
             let mut txn = self.client.begin().await.map_err(from_client)?;
-            txn.set_sequence_currents(self.sequence_currents.clone());
+            txn.set_session_sequences(self.session_sequences.clone());
             *slot = Some(txn);
         }
         match &mut self.txn {
@@ -521,7 +521,7 @@ impl Session {
     async fn autocommit(&mut self, work: Work<'_>) -> Result<Reply, PgError> {
         let autocommit = self.autocommit_context();
         let (reply, currents) = autocommit.run(work).await;
-        self.sequence_currents = currents;
+        self.session_sequences = currents;
         reply
     }
 
@@ -531,7 +531,7 @@ impl Session {
             engine: self.engine.clone(),
             config: self.config.clone(),
             statement_timeout: self.settings.statement_timeout(),
-            sequence_currents: self.sequence_currents.clone(),
+            session_sequences: self.session_sequences.clone(),
         }
     }
 
@@ -662,7 +662,7 @@ fn result_fields(prepared: &pistou_sql::Prepared) -> Option<Vec<Field>> {
 }
 
 /// A COPY FROM batch running in its own task ([`Session::copy_batch`]).
-pub struct CopyBatchJob(tokio::task::JoinHandle<(Result<Reply, PgError>, SequenceCurrents)>);
+pub struct CopyBatchJob(tokio::task::JoinHandle<(Result<Reply, PgError>, SessionSequences)>);
 
 /// What a statement outside a block needs to run in a transaction of its own, detached
 /// from the session (COPY's batches run several at a time).
@@ -671,33 +671,33 @@ struct Autocommit {
     engine: Arc<Engine>,
     config: Arc<GatewayConfig>,
     statement_timeout: Option<Duration>,
-    sequence_currents: SequenceCurrents,
+    session_sequences: SessionSequences,
 }
 
 impl Autocommit {
     /// Runs `work` in its own transaction, retried with jittered backoff on serialization
     /// failure. Returns the reply and the sequences' currval after it.
-    async fn run(mut self, work: Work<'_>) -> (Result<Reply, PgError>, SequenceCurrents) {
+    async fn run(mut self, work: Work<'_>) -> (Result<Reply, PgError>, SessionSequences) {
         let mut backoff = Backoff::new(self.config.max_retry_backoff);
         let mut attempt = 0u32;
         loop {
             let mut txn = match self.client.begin().await {
                 Ok(txn) => txn,
-                Err(e) => return (Err(from_client(e)), self.sequence_currents),
+                Err(e) => return (Err(from_client(e)), self.session_sequences),
             };
-            txn.set_sequence_currents(self.sequence_currents.clone());
+            txn.set_session_sequences(self.session_sequences.clone());
             let outcome = within(self.statement_timeout, work.run(&self.engine, &mut txn)).await;
-            self.sequence_currents = txn.sequence_currents().clone();
+            self.session_sequences = txn.session_sequences().clone();
             let error = match outcome {
                 Ok(reply) => match txn.commit().await {
-                    Ok(Outcome::Committed { .. }) => return (Ok(reply), self.sequence_currents),
+                    Ok(Outcome::Committed { .. }) => return (Ok(reply), self.session_sequences),
                     Ok(Outcome::Aborted) => serialization_failure(),
-                    Err(e) => return (Err(from_client(e)), self.sequence_currents),
+                    Err(e) => return (Err(from_client(e)), self.session_sequences),
                 },
                 Err(e) => e, // dropping `txn` aborts it
             };
             if !error.is_serialization_failure() || attempt >= self.config.autocommit_retries {
-                return (Err(error), self.sequence_currents);
+                return (Err(error), self.session_sequences);
             }
             attempt += 1;
             backoff.wait().await;

@@ -217,3 +217,33 @@ async fn failed_passwords_are_answered_ever_more_slowly() {
     })
     .await;
 }
+
+/// The statement limits in the cluster configuration (`sql.statement_max_*`) are what the
+/// replicas and the client apply: a cross join over the configured work fails with 54000
+/// from the replicas' agreeing replies (not a timeout), one under it runs, and the session
+/// goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_limits_come_from_the_cluster_configuration() {
+    bounded(120, async {
+        let sql = pistou_core::SqlConfig { statement_max_work: 20_000, ..Default::default() };
+        let h = support::start_with_sql(GatewayConfig::default(), sql).await;
+        let c = connect(h.addr).await;
+        c.batch_execute("CREATE TABLE lim (id INT PRIMARY KEY)").await.expect("create");
+        let values: Vec<String> = (0..200).map(|i| format!("({i})")).collect();
+        c.batch_execute(&format!("INSERT INTO lim VALUES {}", values.join(","))).await.expect("insert");
+        // 200 × 200 pairs: over 20,000 units.
+        let e = c.query("SELECT count(*) FROM lim a, lim b WHERE a.id < b.id", &[]).await.expect_err("over the work");
+        let db = e.as_db_error().expect("a server error");
+        assert_eq!(db.code().code(), "54000", "{db:?}");
+        assert!(db.message().contains("sql.statement_max_work"), "{}", db.message());
+        // 100 × 100 pairs: under it.
+        let n: i64 = c
+            .query_one("SELECT count(*) FROM lim a, lim b WHERE a.id < b.id AND a.id < 100 AND b.id < 100", &[])
+            .await
+            .expect("under the work limit")
+            .get(0);
+        assert_eq!(n, 4950);
+        h.stop().await;
+    })
+    .await;
+}

@@ -576,6 +576,12 @@ async fn sequences_behave_as_in_postgres() {
             "SELECT setval(pg_get_serial_sequence('\"parity_seq\"', 'id'), coalesce(max(\"id\"), 1), \
              max(\"id\") IS NOT null) FROM \"parity_seq\"",
             "INSERT INTO parity_seq (name) VALUES ('after setval') RETURNING id",
+            "SELECT lastval()",
+            "SELECT setval('parity_s', 7), lastval()",
+            "BEGIN",
+            "SELECT nextval('parity_s')",
+            "ROLLBACK",
+            "SELECT lastval(), currval('parity_s')",
             "DROP TABLE parity_seq",
             "SELECT nextval('parity_seq_id_seq')",
             "DROP SEQUENCE parity_s",
@@ -591,6 +597,7 @@ async fn sequences_behave_as_in_postgres() {
         let two = |a: &str, b: &str| Result::Rows(vec![vec![Some(a.to_string()), Some(b.to_string())]]);
         assert_eq!((&results[35], &results[38]), (&two("42", "42"), &one("100")), "setval");
         assert!(error("22003")(&results[39]) && results[41] == one("101"), "{:?}", &results[39..42]);
+        assert_eq!((&results[42], &results[47]), (&one("101"), &two("8", "8")), "lastval");
     })
     .await;
 }

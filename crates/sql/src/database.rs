@@ -6,7 +6,7 @@ use crate::catalog::{Catalog, CatalogChange};
 use crate::engine::{Engine, ExecContext, Execution, Limits, Output, Prepared};
 use crate::error::{err, Result, SqlState};
 use crate::plan::TxnControl;
-use crate::sequence::{SequenceBlock, SequenceInput, SequenceSet, MAX_STATEMENT_SEQUENCES};
+use crate::sequence::{SequenceBlock, SequenceInput, SequenceLast, SequenceSet, MAX_STATEMENT_SEQUENCES};
 use crate::storage::{KeyRange, MemStore, ReadAt, Storage, Version, WriteSet};
 use crate::types::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,6 +23,8 @@ pub struct Database {
     transaction: Option<WriteSet>,
     /// Each sequence's counter and currval (not transactional, as in PostgreSQL).
     sequences: BTreeMap<String, SequenceState>,
+    /// The sequence nextval last drew from in this database's session and its currval.
+    lastval: Option<SequenceLast>,
 }
 
 /// A sequence's state in a [`Database`]: the identity it belongs to, the next value not yet
@@ -48,6 +50,7 @@ impl Clone for Database {
             statements: self.statements,
             transaction: self.transaction.clone(),
             sequences: self.sequences.clone(),
+            lastval: self.lastval.clone(),
         }
     }
 }
@@ -73,6 +76,7 @@ impl Database {
             statements: 0,
             transaction: None,
             sequences: BTreeMap::new(),
+            lastval: None,
         }
     }
 
@@ -121,6 +125,7 @@ impl Database {
                 pending: self.transaction.as_ref().unwrap_or(&empty),
                 sequences: &inputs,
                 random_seed: crate::uuid::statement_seed(&[0; 32], &self.statements.to_le_bytes()),
+                lastval: self.lastval.as_ref(),
             };
             self.statements += 1;
             match self.engine.execute(&self.catalog, prepared, params, &ctx) {
@@ -140,6 +145,7 @@ impl Database {
             }
         };
         self.sequences_drawn(&inputs, &execution.sequences_used);
+        self.lastval = execution.lastval.clone();
         match &execution.output {
             Output::Catalog(Some(change)) => self.apply_catalog_change(change)?,
             Output::Transaction(t) => self.transaction_control(*t)?,
@@ -168,6 +174,9 @@ impl Database {
         state.next = Some(next);
         if set.is_called {
             state.current = Some(set.value);
+            if let Some(last) = self.lastval.as_mut().filter(|l| l.sequence == name) {
+                last.value = set.value;
+            }
         }
         Ok(())
     }
@@ -259,6 +268,7 @@ impl Database {
                 pending: &empty,
                 sequences: &[],
                 random_seed: [0; 32],
+                lastval: None,
             };
             match self.engine.run(&self.catalog, &query, &[], &ctx)?.output {
                 crate::engine::Output::Rows { rows, .. } if !rows.is_empty() => return Err(violation),

@@ -7,7 +7,7 @@ use crate::exec::{key_range, Exec, Reader};
 use crate::expr::Env;
 use crate::plan::{explain, Plan, QueryBody, Returning, Statement, TxnControl};
 use crate::report::ReadReport;
-use crate::sequence::{SequenceDraws, SequenceInput};
+use crate::sequence::{SequenceDraws, SequenceInput, SequenceLast};
 use crate::storage::{ReadAt, Storage, WriteSet};
 use crate::types::{Row, SqlType, TypeLimits, Value};
 use sqlparser::dialect::PostgreSqlDialect;
@@ -40,6 +40,25 @@ pub struct Limits {
     /// results): with `max_rows` alone a join of wide rows could hold many gigabytes. Counted
     /// the same way at every replica, so all stop a statement at the same row.
     pub max_materialized_bytes: usize,
+    /// Most units of work a statement may do in all: rows read from storage plus pairs of
+    /// rows its joins examine (`crate::exec::WorkBudget`). Bounds the CPU of statements that
+    /// examine much and keep little (a cross join filtered to nothing).
+    pub max_work: u64,
+}
+
+impl Limits {
+    /// The limits every replica and client of a cluster applies to statements (they must
+    /// agree, so that all stop a statement at the same point), from its configuration.
+    pub fn of_cluster(sql: &pistou_core::SqlConfig, max_read_rows: usize) -> Limits {
+        Limits {
+            max_rows: sql.statement_max_rows,
+            max_work: sql.statement_max_work,
+            max_materialized_bytes: sql.statement_max_materialized_bytes,
+            max_computed_bytes: sql.statement_max_computed_bytes,
+            max_read_rows,
+            ..Limits::default()
+        }
+    }
 }
 
 impl Default for Limits {
@@ -52,6 +71,7 @@ impl Default for Limits {
             plan_cache_entries: 512,
             max_computed_bytes: 256 << 20,
             max_materialized_bytes: 512 << 20,
+            max_work: 64_000_000,
         }
     }
 }
@@ -236,6 +256,8 @@ pub struct ExecContext<'a> {
     /// The statement's random seed, chosen by the client and sent with the statement so that
     /// every replica computes the same `gen_random_uuid()` values (`crate::uuid`).
     pub random_seed: [u8; 32],
+    /// The session's lastval before the statement (`lastval()`).
+    pub lastval: Option<&'a SequenceLast>,
 }
 
 /// The statement's visible result.
@@ -261,6 +283,8 @@ pub struct Execution {
     pub writes: WriteSet,
     /// Values drawn from each of `ExecContext::sequences`.
     pub sequences_used: Vec<u64>,
+    /// The session's lastval after the statement.
+    pub lastval: Option<SequenceLast>,
 }
 
 /// Plans by catalog version, then by statement text (nested so that a lookup borrows the
@@ -462,18 +486,19 @@ impl Engine {
         }
         let budget = crate::expr::ComputeBudget::new(self.limits.max_computed_bytes);
         let materialized = crate::exec::RowBudget::new(self.limits.max_materialized_bytes);
+        let work = crate::exec::WorkBudget::new(self.limits.max_work);
         let reader = Reader {
             storage: ctx.storage,
             at: ctx.at,
             pending: ctx.pending,
             max_rows: self.limits.max_rows,
-            rows_read: Default::default(),
+            work: &work,
             max_read_rows: self.limits.max_read_rows,
             active_rows: Default::default(),
             computed: &budget,
             materialized: &materialized,
         };
-        let draws = SequenceDraws::new(ctx.sequences);
+        let draws = SequenceDraws::new(ctx.sequences, ctx.lastval.cloned());
         let random = crate::uuid::StatementRandom::new(ctx.random_seed);
         let mut exec = Exec::new(reader, params, &plan.subqueries);
         exec.sequences = Some(&draws);
@@ -518,7 +543,7 @@ impl Engine {
             Statement::Txn(t) => Output::Transaction(*t),
         };
         let sequences_used = draws.used();
-        Ok(Execution { output, reads: exec.reads, writes, sequences_used })
+        Ok(Execution { output, reads: exec.reads, writes, sequences_used, lastval: draws.lastval() })
     }
 
     /// EXPLAIN ANALYZE: runs `inner` (its reads and writes are the statement's), then shows
@@ -545,6 +570,7 @@ impl Engine {
             reads: ran.reads,
             writes: ran.writes,
             sequences_used: ran.sequences_used,
+            lastval: ran.lastval.clone(),
         })
     }
 }

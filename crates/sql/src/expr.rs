@@ -146,7 +146,7 @@ impl ComputeBudget {
             }
             None => err(
                 SqlState::ProgramLimitExceeded,
-                format!("statement computes more than {} bytes of text (Limits::max_computed_bytes)", self.limit),
+                format!("statement computes more than {} bytes of text (sql.statement_max_computed_bytes in the cluster configuration)", self.limit),
             ),
         }
     }
@@ -607,7 +607,7 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         Func::Now | Func::CurrentDate | Func::LocalTimestamp => {
             return Err(unbound("transaction time"));
         }
-        Func::NextVal | Func::CurrVal | Func::SetVal => return Err(unbound("sequence value")),
+        Func::NextVal | Func::CurrVal | Func::SetVal | Func::LastVal => return Err(unbound("sequence value")),
         Func::GenRandomUuid => return Err(unbound("random value")),
         Func::ToChar => {
             let template = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
@@ -789,6 +789,10 @@ impl Expr {
                 }
                 Func::NextVal | Func::CurrVal => sequence_call(*func, args, env)?,
                 Func::SetVal => setval_call(args, row, env)?,
+                Func::LastVal => match env.sequences {
+                    Some(draws) => Value::Int(draws.last()?),
+                    None => return err(SqlState::FeatureNotSupported, "lastval() outside a statement's execution"),
+                },
                 Func::GenRandomUuid => match env.random {
                     Some(random) => Value::Text(random.next_uuid()),
                     None => {

@@ -39,7 +39,7 @@ pub use expr::{Expr, Predicate};
 pub use plan::TxnControl;
 pub use predicate_wire::WirePredicate;
 pub use report::{Access, ReadReport, ReadRow, ScanRead};
-pub use sequence::{SequenceBlock, SequenceInput, SequenceSchema, SequenceSet};
+pub use sequence::{SequenceBlock, SequenceInput, SequenceLast, SequenceSchema, SequenceSet, SessionSequences};
 pub use short_key::ShortKey;
 pub use storage::{
     KeyRange, MemStore, ReadAt, RowRef, Storage, StoredRow, Timestamp, TxnId, Version, Visitor, Write, WriteSet,

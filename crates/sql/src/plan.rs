@@ -627,7 +627,7 @@ pub(crate) fn expr_type_in(
                 Some(SqlType::Timestamp) => Some(SqlType::Timestamp),
                 _ => Some(SqlType::TimestampTz),
             },
-            Func::NextVal | Func::CurrVal | Func::SetVal => Some(SqlType::Int),
+            Func::NextVal | Func::CurrVal | Func::SetVal | Func::LastVal => Some(SqlType::Int),
             Func::JsonBuildObject => Some(SqlType::Json),
             Func::GenRandomUuid => Some(SqlType::Uuid),
             Func::Age => Some(SqlType::Interval),

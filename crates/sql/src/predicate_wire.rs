@@ -113,10 +113,10 @@ fn flatten(e: &Expr, out: &mut Vec<Node>) -> Result<()> {
                 Node::CastLimited(*ty, limits.clone())
             }
         }
-        Expr::Call { func: Func::NextVal | Func::CurrVal | Func::SetVal, .. } => {
+        Expr::Call { func: Func::NextVal | Func::CurrVal | Func::SetVal | Func::LastVal, .. } => {
             // A predicate is re-evaluated by replicas against other transactions' rows,
             // where no sequence values exist.
-            return Err(crate::SqlError::unsupported("nextval, currval or setval in a WHERE clause"));
+            return Err(crate::SqlError::unsupported("nextval, currval, setval or lastval in a WHERE clause"));
         }
         Expr::Call { func, args } => {
             args.iter().try_for_each(|x| flatten(x, out))?;
@@ -217,7 +217,7 @@ fn rebuild(nodes: Vec<Node>, columns: usize) -> Result<Expr> {
             }
             Node::Cast(ty) => unary(pop(1)?, |a| Expr::Cast { expr: Box::new(a), ty, limits: TypeLimits::default() }),
             Node::CastLimited(ty, limits) => unary(pop(1)?, |a| Expr::Cast { expr: Box::new(a), ty, limits }),
-            Node::Call { func: Func::NextVal | Func::CurrVal | Func::SetVal, .. } => {
+            Node::Call { func: Func::NextVal | Func::CurrVal | Func::SetVal | Func::LastVal, .. } => {
                 return Err(bad("a sequence function"))
             }
             Node::Call { func, args } => {
@@ -263,6 +263,7 @@ mod tests {
             pending: &empty,
             sequences: &[],
             random_seed: [0; 32],
+            lastval: None,
         };
         let exec = db.engine().run(db.catalog(), sql, &[], &ctx).expect("run");
         exec.reads.scans.into_iter().map(|s| s.predicate).collect()
@@ -305,6 +306,16 @@ mod tests {
         assert!(Predicate::from_wire(&WirePredicate { table: "t".into(), nodes: vec![0xff; 9] }, 1).is_err());
         let ok = enc(vec![Node::Column(0), Node::Const(Value::Int(1)), Node::Cmp(CmpOp::Eq)]);
         assert!(Predicate::from_wire(&ok, 1).is_ok());
+    }
+
+    #[test]
+    fn sequence_functions_are_not_predicates() {
+        for func in [Func::NextVal, Func::CurrVal, Func::SetVal, Func::LastVal] {
+            let p = Predicate { table: "t".into(), expr: Expr::Call { func, args: vec![] } };
+            assert!(p.to_wire().is_err(), "{func:?}");
+            let nodes = postcard::to_allocvec(&vec![Node::Call { func, args: 0 }]).expect("encode");
+            assert!(Predicate::from_wire(&WirePredicate { table: "t".into(), nodes }, 1).is_err(), "{func:?}");
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@ fn run(db: &Database, sql: &str) -> Execution {
         pending: &empty,
         sequences: &[],
         random_seed: [0; 32],
+        lastval: None,
     };
     let e = db.engine().run(db.catalog(), sql, &[], &ctx).unwrap_or_else(|e| panic!("{sql}: {e}"));
     let again = db.engine().run(db.catalog(), sql, &[], &ctx).unwrap_or_else(|e| panic!("{sql}: {e}"));

@@ -4,7 +4,7 @@
 use pistou_sql::*;
 
 fn db() -> Database {
-    let mut db = Database::with_limits(Limits { max_rows: 100_000, ..Limits::default() });
+    let mut db = Database::with_limits(Limits { max_rows: 100_000, max_work: 6_400_000, ..Limits::default() });
     for sql in [
         "CREATE TABLE t (id INT PRIMARY KEY, a INT, s TEXT)",
         "CREATE INDEX t_a ON t (a)",
@@ -62,6 +62,26 @@ fn exploding_joins_hit_the_row_limit() {
     assert_eq!(state(&mut db, "SELECT count(*) FROM t a, t b, t c WHERE a.a + b.a < c.a - 1000"), "54000");
     // The same shape with an equality is a hash join and runs.
     assert_eq!(state(&mut db, "SELECT count(*) FROM t a, t b, t c WHERE a.a + b.a = c.a"), "ok");
+}
+
+/// Rows read and join pairs examined are one budget for the whole statement (54000 naming
+/// the cluster setting), not one per join: two cross joins that each fit do not fit together.
+#[test]
+fn work_is_bounded_per_statement() {
+    let mut db = Database::with_limits(Limits { max_work: 3_000, ..Limits::default() });
+    db.execute("CREATE TABLE w (id INT PRIMARY KEY)").expect("create");
+    let values: Vec<String> = (0..50).map(|i| format!("({i})")).collect();
+    db.execute(&format!("INSERT INTO w VALUES {}", values.join(","))).expect("insert");
+    // 2 scans of 50 rows and 2,500 pairs.
+    let one = "SELECT count(*) FROM w a, w b WHERE a.id < b.id";
+    assert_eq!(state(&mut db, one), "ok");
+    let err = db.execute(&format!("SELECT ({one}) + ({one})")).expect_err("5,200 units");
+    assert_eq!(err.sqlstate(), "54000");
+    assert!(err.message.contains("3000 units of work") && err.message.contains("sql.statement_max_work"), "{err}");
+    // Window frames are work too: 50 rows each visiting a frame of up to 50 (1,275 visits).
+    let frames = "SELECT min(id) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM w";
+    assert_eq!(state(&mut db, frames), "ok");
+    assert_eq!(state(&mut db, &format!("SELECT count(*) FROM ({frames}) x, w")), "54000");
 }
 
 /// A statement reporting more active rows than a transaction may carry stops at the limit
@@ -162,7 +182,7 @@ fn mutated_statements_never_panic() {
 
 #[test]
 fn per_row_subqueries_are_bounded_by_total_rows_read() {
-    let mut db = Database::with_limits(Limits { max_rows: 1_000, ..Limits::default() });
+    let mut db = Database::with_limits(Limits { max_rows: 1_000, max_work: 64_000, ..Limits::default() });
     db.execute("CREATE TABLE n (id INT PRIMARY KEY, v INT)").expect("create");
     let values: Vec<String> = (0..900).map(|i| format!("({i}, {i})")).collect();
     db.execute(&format!("INSERT INTO n VALUES {}", values.join(","))).expect("insert");
@@ -174,11 +194,11 @@ fn per_row_subqueries_are_bounded_by_total_rows_read() {
 }
 
 /// A window frame that moves (its start changes from row to row) is refolded for each row:
-/// the frame rows visited are bounded like a join's pairs (64 × max_rows, 54000 beyond),
+/// the frame rows visited are work, like a join's pairs (`Limits::max_work`, 54000 beyond),
 /// while frames that only grow (the default, running totals) are folded once.
 #[test]
 fn window_frames_are_bounded_by_the_work_limit() {
-    let mut db = Database::with_limits(Limits { max_rows: 1_000, ..Limits::default() });
+    let mut db = Database::with_limits(Limits { max_rows: 1_000, max_work: 64_000, ..Limits::default() });
     db.execute("CREATE TABLE w (id INT PRIMARY KEY, v INT)").expect("create");
     let values: Vec<String> = (0..900).map(|i| format!("({i}, {})", i % 7)).collect();
     db.execute(&format!("INSERT INTO w VALUES {}", values.join(","))).expect("insert");

@@ -26,6 +26,7 @@ fn run(db: &Database, sql: &str, params: &[Value], pending: &WriteSet) -> Execut
         pending,
         sequences: &[],
         random_seed: [0; 32],
+        lastval: None,
     };
     db.engine().run(db.catalog(), sql, params, &ctx).unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
@@ -220,6 +221,7 @@ fn version_policy_selects_what_a_read_may_see() {
             pending: &empty,
             sequences: &[],
             random_seed: [0; 32],
+            lastval: None,
         };
         db.engine().execute(&catalog, &prepared, &[], &ctx).expect("execute")
     };
@@ -243,6 +245,7 @@ fn version_policy_selects_what_a_read_may_see() {
         pending: &empty,
         sequences: &[],
         random_seed: [0; 32],
+        lastval: None,
     };
     assert_eq!(
         rows(&db.engine().execute(&catalog, &prepared, &[], &ctx).expect("execute")),

@@ -19,6 +19,7 @@ fn run_on(storage: &dyn Storage, db: &Database, sql: &str, params: &[Value], pen
         pending,
         sequences: &[],
         random_seed: [0; 32],
+        lastval: None,
     };
     db.engine().run(db.catalog(), sql, params, &ctx).unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
@@ -85,6 +86,7 @@ fn own_writes_merge_into_key_and_index_order_and_are_not_reported() {
             pending: &WriteSet::default(),
             sequences: &[],
             random_seed: [0; 32],
+            lastval: None,
         },
     );
     let mut pending = insert.expect("insert").writes;

@@ -27,6 +27,7 @@ fn run(db: &Database, sql: &str, time: u64) -> Result<Execution, SqlError> {
         pending: &empty,
         sequences: &[],
         random_seed: [0; 32],
+        lastval: None,
     };
     db.engine().run(db.catalog(), sql, &[], &ctx)
 }

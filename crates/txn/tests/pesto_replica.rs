@@ -606,6 +606,7 @@ impl Fixture {
             snapshot: None,
             sequences: vec![],
             random_seed: [0; 32],
+            lastval: None,
         };
         let out = self.send(Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&self.client), req))));
         match out.as_slice() {
@@ -816,6 +817,7 @@ fn gc_refuses_reads_below_the_watermark_and_keeps_the_latest_version() {
             snapshot: None,
             sequences: vec![],
             random_seed: [0; 32],
+            lastval: None,
         };
         fx.replica.handle(
             now,
@@ -979,6 +981,7 @@ impl Fixture {
             snapshot: Some(SsProp { txns }),
             sequences: vec![],
             random_seed: [0; 32],
+            lastval: None,
         };
         self.send(Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&self.client), req))))
     }

@@ -124,6 +124,8 @@ pub enum Func {
     /// `setval(sequence, value, is_called)`: the binder puts the sequence's name first (a
     /// constant) and always passes is_called (`pistou_sql::sequence`).
     SetVal,
+    /// `lastval()`: the session's last value drawn (or set) from any sequence.
+    LastVal,
 }
 
 impl Func {
@@ -200,6 +202,7 @@ impl Func {
             Func::Age => "age",
             Func::ToChar => "to_char",
             Func::SetVal => "setval",
+            Func::LastVal => "lastval",
         }
     }
 
@@ -221,6 +224,7 @@ impl Func {
             Func::Age => (1, 2),
             Func::ToChar => (2, 2),
             Func::SetVal => (3, 3),
+            Func::LastVal => (0, 0),
             _ => (1, 1),
         }
     }

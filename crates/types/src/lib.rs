@@ -32,7 +32,7 @@ pub mod view;
 pub use catalog::{Catalog, CatalogChange, Column, IndexSchema, SchemaRules, TableSchema};
 pub use error::{SqlError, SqlState};
 pub use predicate_wire::WirePredicate;
-pub use sequence::{SequenceBlock, SequenceInput, SequenceSchema, SequenceSet};
+pub use sequence::{SequenceBlock, SequenceInput, SequenceLast, SequenceSchema, SequenceSet, SessionSequences};
 pub use short_key::ShortKey;
 pub use storage::{
     KeyRange, MemStore, ReadAt, RowRef, Storage, StoredRow, Timestamp, TxnId, Version, Visitor, Write, WriteSet,

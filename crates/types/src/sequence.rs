@@ -182,6 +182,30 @@ pub struct SequenceInput {
     pub set: Option<SequenceSet>,
 }
 
+/// A session's sequence state, carried from one transaction to the next (it is not
+/// transactional): each sequence's currval and the session's lastval.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionSequences {
+    pub currval: std::collections::BTreeMap<String, i64>,
+    pub lastval: Option<SequenceLast>,
+}
+
+/// The sequence nextval last drew from in a session, and its currval: `lastval()` (as in
+/// PostgreSQL, a setval of that sequence with is_called changes it; other setvals do not).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SequenceLast {
+    pub sequence: String,
+    pub value: i64,
+}
+
+impl SessionSequences {
+    /// The state after `later`, which ran after this one (a COPY batch).
+    pub fn absorb(&mut self, later: SessionSequences) {
+        self.currval.extend(later.currval);
+        self.lastval = later.lastval.or(self.lastval.take());
+    }
+}
+
 /// Most sequences one statement may name.
 pub const MAX_STATEMENT_SEQUENCES: usize = 64;
 
@@ -192,14 +216,18 @@ pub struct SequenceDraws<'a> {
     drawn: RefCell<Vec<u64>>,
     /// Which inputs' settings a setval call returned.
     set: RefCell<Vec<bool>>,
+    /// lastval: the session's before the statement, then as it draws and sets.
+    last: RefCell<Option<SequenceLast>>,
 }
 
 impl<'a> SequenceDraws<'a> {
-    pub fn new(inputs: &'a [SequenceInput]) -> Self {
+    /// Draws from `inputs`, in a session whose lastval is `lastval`.
+    pub fn new(inputs: &'a [SequenceInput], lastval: Option<SequenceLast>) -> Self {
         SequenceDraws {
             inputs,
             drawn: RefCell::new(vec![0; inputs.len()]),
             set: RefCell::new(vec![false; inputs.len()]),
+            last: RefCell::new(lastval),
         }
     }
 
@@ -216,7 +244,20 @@ impl<'a> SequenceDraws<'a> {
         if let Some(d) = drawn.get_mut(i) {
             *d += 1;
         }
+        *self.last.borrow_mut() = Some(SequenceLast { sequence: sequence.to_string(), value: v });
         Ok(v)
+    }
+
+    /// `lastval()`: the currval of the sequence nextval last drew from in the session.
+    pub fn last(&self) -> Result<i64> {
+        self.last.borrow().as_ref().map(|l| l.value).ok_or_else(|| {
+            SqlError::new(SqlState::ObjectNotInPrerequisiteState, "lastval is not yet defined in this session")
+        })
+    }
+
+    /// The session's lastval after the statement.
+    pub fn lastval(&self) -> Option<SequenceLast> {
+        self.last.borrow().clone()
     }
 
     /// `currval(sequence)`: the last value drawn in this statement, else the session's.
@@ -248,6 +289,10 @@ impl<'a> SequenceDraws<'a> {
         if applied == Some(set) {
             if let Some(m) = matched.get_mut(i) {
                 *m = true;
+            }
+            match self.last.borrow_mut().as_mut() {
+                Some(last) if set.is_called && last.sequence == sequence => last.value = set.value,
+                _ => {}
             }
             return Ok(set.value);
         }
@@ -284,10 +329,10 @@ mod tests {
     fn setval_asks_the_client_to_apply_the_setting_then_returns_it() {
         let set = SequenceSet { value: 42, is_called: true };
         let inputs = [input(10, 0, Some(7))];
-        let e = SequenceDraws::new(&inputs).set("s", set).expect_err("not applied yet");
+        let e = SequenceDraws::new(&inputs, None).set("s", set).expect_err("not applied yet");
         assert_eq!(SequenceSet::requested(&e), Some(("s".to_string(), set)));
         let inputs = [SequenceInput { set: Some(set), ..input(10, 0, Some(7)) }];
-        let draws = SequenceDraws::new(&inputs);
+        let draws = SequenceDraws::new(&inputs, None);
         assert_eq!(draws.current("s"), Ok(7), "currval is the session's until setval runs");
         assert_eq!(draws.set("s", set), Ok(42));
         assert_eq!(draws.current("s"), Ok(42), "setval(…, true) is currval");
@@ -296,7 +341,7 @@ mod tests {
         assert_eq!(draws.set("s", other).map_err(|e| e.state), Err(SqlState::FeatureNotSupported));
         let not_called = SequenceSet { value: 42, is_called: false };
         let inputs = [SequenceInput { set: Some(not_called), ..input(10, 0, Some(7)) }];
-        let draws = SequenceDraws::new(&inputs);
+        let draws = SequenceDraws::new(&inputs, None);
         assert_eq!(draws.set("s", not_called), Ok(42));
         assert_eq!(draws.current("s"), Ok(7), "setval(…, false) leaves currval");
     }
@@ -318,7 +363,7 @@ mod tests {
     #[test]
     fn a_statement_draws_its_block_in_order_and_then_asks_for_more() {
         let inputs = [input(10, 2, None)];
-        let draws = SequenceDraws::new(&inputs);
+        let draws = SequenceDraws::new(&inputs, None);
         assert_eq!(draws.current("s").map_err(|e| e.state), Err(SqlState::ObjectNotInPrerequisiteState));
         assert_eq!(draws.next("s"), Ok(10));
         assert_eq!(draws.current("s"), Ok(10));
@@ -329,9 +374,28 @@ mod tests {
     }
 
     #[test]
+    fn lastval_is_the_currval_of_the_sequence_last_drawn_from() {
+        let last = |sequence: &str, value| Some(SequenceLast { sequence: sequence.into(), value });
+        let inputs = [input(10, 2, None), SequenceInput { sequence: "t".into(), ..input(50, 2, None) }];
+        let fresh = SequenceDraws::new(&inputs, None);
+        assert_eq!(fresh.last().map_err(|e| e.state), Err(SqlState::ObjectNotInPrerequisiteState));
+        let draws = SequenceDraws::new(&inputs, last("u", 3));
+        assert_eq!(draws.last(), Ok(3), "the session's, before any draw");
+        assert_eq!((draws.next("t"), draws.next("s")), (Ok(50), Ok(10)));
+        assert_eq!((draws.last(), draws.lastval()), (Ok(10), last("s", 10)), "across sequences, the last drawn");
+        // setval with is_called changes lastval only if it sets the sequence last drawn from.
+        let (to_7, to_8) = (SequenceSet { value: 7, is_called: true }, SequenceSet { value: 8, is_called: false });
+        for (sequence, set, expected) in [("s", to_7, 7), ("t", to_7, 3), ("s", to_8, 3)] {
+            let inputs = [SequenceInput { sequence: sequence.into(), set: Some(set), ..input(10, 0, None) }];
+            let draws = SequenceDraws::new(&inputs, last("s", 3));
+            assert_eq!((draws.set(sequence, set), draws.last()), (Ok(set.value), Ok(expected)), "{sequence} {set:?}");
+        }
+    }
+
+    #[test]
     fn currval_before_any_draw_is_the_sessions() {
         let inputs = [input(10, 0, Some(7))];
-        assert_eq!(SequenceDraws::new(&inputs).current("s"), Ok(7));
+        assert_eq!(SequenceDraws::new(&inputs, None).current("s"), Ok(7));
     }
 
     #[test]

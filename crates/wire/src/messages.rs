@@ -392,6 +392,8 @@ pub struct RangeRead {
     pub sequences: Vec<pistou_types::SequenceInput>,
     /// The statement's random seed: its `gen_random_uuid()` values (`pistou_types::uuid`).
     pub random_seed: [u8; 32],
+    /// The session's lastval before the statement (`lastval()`).
+    pub lastval: Option<pistou_types::SequenceLast>,
 }
 
 /// Most transactions one SS-PROP may name.
@@ -488,6 +490,8 @@ pub struct RangeResult {
     pub predicates: Vec<PredicateRead>,
     /// Values drawn from each of the request's sequences.
     pub sequences_used: Vec<u64>,
+    /// The session's lastval after the statement.
+    pub lastval: Option<pistou_types::SequenceLast>,
 }
 
 /// RANGE-RESP ⟨Q-RES, Q-READ, Q-DEP, Q-PRED, SS-VOTE⟩_σR, bound to its request by `request`

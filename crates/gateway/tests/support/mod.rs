@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use pistou_client::{Client, ClientOptions};
-use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
+use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, SqlConfig};
 use pistou_crypto::SecretKey;
 use pistou_gateway::{serve, GatewayConfig};
 use pistou_node::{NodeOptions, ReplicaServer};
@@ -48,6 +48,11 @@ impl Drop for Harness {
 
 /// A one-shard cluster with f = 1 (six replicas) and a gateway on an ephemeral port.
 pub async fn start(config: GatewayConfig) -> Harness {
+    start_with_sql(config, SqlConfig::default()).await
+}
+
+/// [`start`], with the cluster's SQL settings.
+pub async fn start_with_sql(config: GatewayConfig, sql: SqlConfig) -> Harness {
     let f = 1;
     let n = 5 * f + 1;
     let mut listeners = Vec::new();
@@ -74,7 +79,7 @@ pub async fn start(config: GatewayConfig) -> Harness {
             ClientConfig { id: 2, public_key: other_key.public() },
         ],
         tables: Default::default(),
-        sql: Default::default(),
+        sql,
         storage: Default::default(),
     };
     cluster.validate().expect("valid cluster config");

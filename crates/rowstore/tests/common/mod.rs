@@ -156,6 +156,7 @@ impl SqlOverRowStore {
             pending: &empty,
             sequences: &[],
             random_seed: [0; 32],
+            lastval: None,
         };
         let execution = self.engine.run(&self.catalog, sql, &[], &ctx).map_err(|e| e.to_string())?;
         if let Output::Catalog(Some(change)) = &execution.output {

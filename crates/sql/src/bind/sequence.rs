@@ -128,12 +128,7 @@ impl Binder<'_> {
             "nextval" => Func::NextVal,
             "currval" => Func::CurrVal,
             "setval" => Func::SetVal,
-            // The session carries currval per sequence, not which sequence it drew from last.
-            "lastval" => return err(
-                SqlState::FeatureNotSupported,
-                "lastval() is not supported: the session keeps each sequence's currval but not which sequence it drew \
-                     from last; use currval('sequence')",
-            ),
+            "lastval" if args.is_empty() => return Ok(Some(Expr::Call { func: Func::LastVal, args: Vec::new() })),
             _ => return Ok(None),
         };
         let (sequence, rest) = match (func, args) {

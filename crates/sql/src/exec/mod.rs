@@ -31,9 +31,9 @@ pub(crate) struct Reader<'a> {
     pub at: ReadAt<'a>,
     pub pending: &'a WriteSet,
     pub max_rows: usize,
-    /// Rows read from storage so far by this statement (bounded: per-row scans of joins and
-    /// correlated subqueries multiply).
-    pub rows_read: std::cell::Cell<usize>,
+    /// Work this statement may still do: rows read from storage and join pairs examined
+    /// (per-row scans of joins and correlated subqueries multiply).
+    pub work: &'a WorkBudget,
     /// `Limits::max_read_rows`, and the active rows this statement's scans reported so far.
     pub max_read_rows: usize,
     pub active_rows: std::cell::Cell<usize>,
@@ -66,7 +66,40 @@ impl RowBudget {
             None => err(
                 SqlState::ProgramLimitExceeded,
                 format!(
-                    "statement materializes more than {} bytes of rows (Limits::max_materialized_bytes)",
+                    "statement materializes more than {} bytes of rows (sql.statement_max_materialized_bytes in the cluster configuration)",
+                    self.limit
+                ),
+            ),
+        }
+    }
+}
+
+/// Units of work a statement may still do (`Limits::max_work`): a row read from storage or
+/// a pair of rows a join examines costs one. Counted the same way at every replica, so all
+/// stop a statement at the same point.
+#[derive(Debug)]
+pub(crate) struct WorkBudget {
+    left: std::cell::Cell<u64>,
+    limit: u64,
+}
+
+impl WorkBudget {
+    pub fn new(limit: u64) -> Self {
+        WorkBudget { left: std::cell::Cell::new(limit), limit }
+    }
+
+    /// Charges `units` (54000 beyond the limit).
+    pub(crate) fn charge(&self, units: usize) -> Result<()> {
+        match self.left.get().checked_sub(units as u64) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => err(
+                SqlState::ProgramLimitExceeded,
+                format!(
+                    "statement does more than {} units of work (rows read and join pairs examined; \
+                     Limits::max_work, sql.statement_max_work in the cluster configuration)",
                     self.limit
                 ),
             ),
@@ -90,7 +123,7 @@ fn row_bytes(row: &[Value]) -> usize {
 fn too_many_rows(max: usize) -> SqlError {
     SqlError::new(
         SqlState::ProgramLimitExceeded,
-        format!("statement produced more than {max} intermediate rows (raise Limits::max_rows)"),
+        format!("statement produced more than {max} intermediate rows (sql.statement_max_rows in the cluster configuration)"),
     )
 }
 
@@ -306,17 +339,7 @@ impl Reader<'_> {
                 emit_own(o, sink)?;
             }
             storage_hit |= visited > 0;
-            let total = self.rows_read.get().saturating_add(visited).saturating_add(1);
-            self.rows_read.set(total);
-            if total / JOIN_WORK_PER_ROW > self.max_rows {
-                return err(
-                    SqlState::ProgramLimitExceeded,
-                    format!(
-                        "statement reads more than {} rows in total (raise Limits::max_rows)",
-                        self.max_rows.saturating_mul(JOIN_WORK_PER_ROW)
-                    ),
-                );
-            }
+            self.work.charge(visited.saturating_add(1))?;
             self.check_rows(seen)?;
         }
         let absent_key = match ranges.as_slice() {
@@ -516,10 +539,6 @@ pub(crate) fn key_range(
     };
     Ok(Some(KeyRange { start, end }))
 }
-
-/// Candidate pairs a join may examine, and rows (plus scans) a statement may read, per allowed
-/// intermediate row: bounds CPU on statements that examine much but keep little.
-const JOIN_WORK_PER_ROW: usize = 64;
 
 /// Equality key of values under SQL `=` (as decided by `total_cmp`): numbers by their f64 and
 /// exact decimal images, so 1, 1.0 and 1.00 hash alike; None if any value is NULL.

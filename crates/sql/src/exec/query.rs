@@ -248,7 +248,7 @@ impl<'a> Exec<'a> {
                 return err(
                     SqlState::ProgramLimitExceeded,
                     format!(
-                        "recursive query \"{name}\" produced more than {max_rows} rows (it may never end; raise Limits::max_rows)"
+                        "recursive query \"{name}\" produced more than {max_rows} rows (it may never end; sql.statement_max_rows in the cluster configuration)"
                     ),
                 );
             }
@@ -458,7 +458,7 @@ impl<'a> Exec<'a> {
         let mut right_matched =
             vec![false; if step.kind.keeps_right() { shared.as_ref().map_or(0, Vec::len) } else { 0 }];
         let mut next = Vec::new();
-        let mut pairs = 0usize;
+        let work = self.reader.work;
         for left in rows {
             let inner_env = Env { outer: &left, ..env };
             let mut matched = false;
@@ -467,10 +467,7 @@ impl<'a> Exec<'a> {
                 let width = left.len();
                 let mut combined = left.clone();
                 self.source(&step.right, derived, &inner_env, &mut |_, right| {
-                    pairs = pairs.saturating_add(1);
-                    if pairs / JOIN_WORK_PER_ROW > max_rows {
-                        return Err(too_many_rows(max_rows));
-                    }
+                    work.charge(1)?;
                     combined.truncate(width);
                     if combined.len() < width {
                         combined.extend_from_slice(&left);
@@ -505,10 +502,7 @@ impl<'a> Exec<'a> {
                         per_row.iter().enumerate().collect()
                     }
                 };
-                pairs = pairs.saturating_add(candidates.len());
-                if pairs / JOIN_WORK_PER_ROW > max_rows {
-                    return Err(too_many_rows(max_rows));
-                }
+                work.charge(candidates.len())?;
                 for (position, right) in candidates {
                     let mut combined = left.clone();
                     combined.extend(right.iter().cloned());

@@ -26,7 +26,7 @@ impl Exec<'_> {
                 return err(
                     SqlState::ProgramLimitExceeded,
                     format!(
-                        "set-returning functions produced more than {} rows (raise Limits::max_rows)",
+                        "set-returning functions produced more than {} rows (sql.statement_max_rows in the cluster configuration)",
                         self.reader.max_rows
                     ),
                 );
@@ -90,7 +90,7 @@ fn timestamp_series(args: &[Value], room: usize) -> Result<Vec<Value>> {
         if out.len() >= room {
             return err(
                 SqlState::ProgramLimitExceeded,
-                format!("generate_series would produce more than {room} rows (raise Limits::max_rows)"),
+                format!("generate_series would produce more than {room} rows (sql.statement_max_rows in the cluster configuration)"),
             );
         }
         let next = crate::types::arith(crate::types::ArithOp::Add, &value, &step)?;
@@ -119,7 +119,7 @@ fn series(args: &[Value], ty: SqlType, room: usize) -> Result<Vec<Value>> {
     if count > room as i128 {
         return err(
             SqlState::ProgramLimitExceeded,
-            format!("generate_series would produce {count} rows, more than {room} (raise Limits::max_rows)"),
+            format!("generate_series would produce {count} rows, more than {room} (sql.statement_max_rows in the cluster configuration)"),
         );
     }
     let (lo, hi) = match ty {

@@ -3,7 +3,7 @@
 //! Each call sorts the rows by (partition key, window ORDER BY, input position), so equal
 //! inputs always give the same result, and computes one value per row. Work is bounded like
 //! a join's: the rows are already within `Limits::max_rows`, and the frame rows an aggregate
-//! or value function visits count against `JOIN_WORK_PER_ROW × max_rows` (54000 beyond);
+//! or value function visits count against the statement's `Limits::max_work` (54000 beyond);
 //! frames that only grow (every frame starting at the partition's first row, the default)
 //! are folded incrementally, one visit per row.
 
@@ -19,9 +19,8 @@ impl Exec<'_> {
         }
         let mut values: Vec<Vec<Value>> = Vec::with_capacity(calls.len());
         let mut order: Vec<usize> = (0..rows.len()).collect();
-        let mut work = 0usize;
         for call in calls {
-            let (v, o) = self.window_call(&rows, call, &mut work)?;
+            let (v, o) = self.window_call(&rows, call)?;
             values.push(v);
             order = o;
         }
@@ -38,7 +37,7 @@ impl Exec<'_> {
     }
 
     /// Values of one call, by input row, and the rows' window order.
-    fn window_call(&mut self, rows: &[Row], call: &WindowCall, work: &mut usize) -> Result<(Vec<Value>, Vec<usize>)> {
+    fn window_call(&mut self, rows: &[Row], call: &WindowCall) -> Result<(Vec<Value>, Vec<usize>)> {
         let n = rows.len();
         let mut partition_keys = Vec::with_capacity(n);
         let mut order_keys: Vec<Row> = Vec::with_capacity(n);
@@ -95,7 +94,7 @@ impl Exec<'_> {
             let arg = |p: usize, k: usize| -> Value {
                 part.get(p).and_then(|i| args.get(*i)).and_then(|a| a.get(k)).cloned().unwrap_or(Value::Null)
             };
-            let out = self.partition_values(call, part.len(), &peers, &arg, (start, end), work)?;
+            let out = self.partition_values(call, part.len(), &peers, &arg, (start, end))?;
             for (p, v) in out.into_iter().enumerate() {
                 if let Some(slot) = part.get(p).and_then(|i| values.get_mut(*i)) {
                     *slot = v;
@@ -137,20 +136,11 @@ impl Exec<'_> {
         peers: &Peers,
         arg: &dyn Fn(usize, usize) -> Value,
         (start, end): (Bound, Bound),
-        work: &mut usize,
     ) -> Result<Vec<Value>> {
         let int = |x: usize| Value::Int(i64::try_from(x).unwrap_or(i64::MAX));
-        let budget = self.reader.max_rows.saturating_mul(JOIN_WORK_PER_ROW);
-        let mut spend = |k: usize| -> Result<()> {
-            *work = work.saturating_add(k);
-            if *work > budget {
-                return err(
-                    SqlState::ProgramLimitExceeded,
-                    format!("window frames visit more than {budget} rows (raise Limits::max_rows)"),
-                );
-            }
-            Ok(())
-        };
+        // Rows a frame visits are work, as rows a join examines.
+        let work = self.reader.work;
+        let spend = |k: usize| work.charge(k);
         let peer_start = |p: usize| peers.peer_start.get(p).copied().unwrap_or(p);
         let peer_end = |p: usize| peers.peer_end.get(p).copied().unwrap_or(p + 1);
         let mut out = Vec::with_capacity(len);

@@ -250,6 +250,7 @@ impl Coordinator {
             _ => {}
         }
         let key = if config.crypto { key } else { None };
+        let limits = pistou_sql::Limits::of_cluster(&config.sql, pistou_wire::MAX_TXN_OPS);
         Ok(Coordinator {
             id,
             key,
@@ -270,10 +271,7 @@ impl Coordinator {
             events: VecDeque::new(),
             rejects: Rejections::default(),
             recoveries: 0,
-            sql_engine: pistou_sql::Engine::new(pistou_sql::Limits {
-                max_read_rows: pistou_wire::MAX_TXN_OPS,
-                ..pistou_sql::Limits::default()
-            }),
+            sql_engine: pistou_sql::Engine::new(limits),
             catalog_hint: None,
             sequence_cache: BTreeMap::new(),
             sequence_generations: BTreeMap::new(),

@@ -20,8 +20,9 @@ use pistou_core::sql_keys::{catalog_key, key_kind, row_key, KeyKind};
 use pistou_core::{Key, ReplicaId, ShardId, Timestamp};
 use pistou_crypto::{BatchSignature, Hash};
 use pistou_sql::{
-    Catalog, ExecContext, IndexSchema, KeyRange, Output, Prepared, ReadAt, Row, SequenceInput, SequenceSet, SqlError,
-    SqlState, SqlType, StatementKind, Storage, StoredRow, TableSchema, Version, Write, WriteSet,
+    Catalog, ExecContext, IndexSchema, KeyRange, Output, Prepared, ReadAt, Row, SequenceInput, SequenceSet,
+    SessionSequences, SqlError, SqlState, SqlType, StatementKind, Storage, StoredRow, TableSchema, Version, Write,
+    WriteSet,
 };
 use pistou_wire::{Message, PredicateRead, QueryOutput, RangeRead, RangeReply, ReplicaSigned, WirePredicate};
 use std::collections::{BTreeMap, BTreeSet};
@@ -84,8 +85,9 @@ pub(super) struct SqlTxnState {
     /// same predicate evaluated by two statements stays two entries unless both read the
     /// same keys (replicas check each evaluation on its own).
     predicates: BTreeMap<(WirePredicate, Vec<Key>), Timestamp>,
-    /// currval of each sequence: the session's, then as this transaction's statements draw.
-    sequence_currents: BTreeMap<String, i64>,
+    /// currval of each sequence and lastval: the session's, then as this transaction's
+    /// statements draw.
+    session_sequences: SessionSequences,
     /// setval settings the client applied for the next statement (it runs again with them).
     sequence_sets: Vec<(String, SequenceSet)>,
     /// The schema changes buffered so far (only schema changes may follow them).
@@ -118,6 +120,8 @@ struct Statement {
     /// (None until planned), and the values it drew from each once known.
     sequences: Option<Vec<TakenBlock>>,
     sequences_used: Option<Vec<u64>>,
+    /// The session's lastval after it, once known.
+    lastval_after: Option<pistou_sql::SequenceLast>,
     /// The setval settings applied for it.
     sequence_sets: Vec<(String, SequenceSet)>,
     /// Sent with the statement so that every replica computes the same `gen_random_uuid()`
@@ -330,6 +334,7 @@ impl Coordinator {
             step: Step::Plan,
             sequences: None,
             sequences_used: None,
+            lastval_after: None,
             sequence_sets,
             random_seed: pistou_sql::uuid::statement_seed(&secret, &unique),
         });
@@ -529,10 +534,19 @@ impl Coordinator {
         let statement = t.sql.as_ref().and_then(|s| s.statement.as_ref());
         let sequences = statement.map(Statement::sequence_inputs).unwrap_or_default();
         let random_seed = statement.map_or([0; 32], |s| s.random_seed);
-        let ctx = ExecContext { storage, at: ReadAt::latest_before(t.ts), pending, sequences: &sequences, random_seed };
+        let lastval = t.sql.as_ref().and_then(|s| s.session_sequences.lastval.as_ref());
+        let ctx = ExecContext {
+            storage,
+            at: ReadAt::latest_before(t.ts),
+            pending,
+            sequences: &sequences,
+            random_seed,
+            lastval,
+        };
         let exec = self.sql_engine.execute(catalog, prepared, params, &ctx)?;
         if let Some(stmt) = self.sql_state(h).and_then(|s| s.statement.as_mut()) {
             stmt.sequences_used = Some(exec.sequences_used.clone());
+            stmt.lastval_after = exec.lastval.clone();
         }
         let output = match &exec.output {
             Output::Rows { columns, rows } => SqlOutput::Rows {
@@ -716,6 +730,7 @@ impl Coordinator {
     ) -> Result<Option<SqlOutput>, SqlError> {
         let Some(t) = self.txns.get(&h) else { return Ok(None) };
         let Some(stmt) = t.sql.as_ref().and_then(|s| s.statement.as_ref()) else { return Ok(None) };
+        let state_lastval = t.sql.as_ref().and_then(|s| s.session_sequences.lastval.clone());
         // Only the buffered writes of the tables the statement reads or writes (all on
         // `shard`): the replicas' engine looks at no others, and the transaction's buffer
         // spans every table it wrote, which every replica asked would decode and hash.
@@ -735,6 +750,7 @@ impl Coordinator {
             snapshot: None,
             sequences: stmt.sequence_inputs(),
             random_seed: stmt.random_seed,
+            lastval: state_lastval,
         };
         let request = Arc::new(self.sign_read(body));
         let q = self.config().quorums();
@@ -914,6 +930,7 @@ impl Coordinator {
         t.deps.extend(chosen.deps);
         if let Some(stmt) = state.statement.as_mut() {
             stmt.sequences_used = Some(chosen.sequences_used);
+            stmt.lastval_after = chosen.lastval;
         }
         self.sql_buffer_writes(h, &writes, &catalog)?;
         Ok(match chosen.output {

@@ -166,7 +166,7 @@ impl SqlReplica {
             dropped: BTreeSet::new(),
             params: config.sql.clone(),
             shard,
-            engine: Engine::new(Limits { max_read_rows: pistou_wire::MAX_TXN_OPS, ..Limits::default() }),
+            engine: Engine::new(Limits::of_cluster(&config.sql, pistou_wire::MAX_TXN_OPS)),
         }
     }
 

@@ -85,6 +85,7 @@ impl SqlReplica {
             pending: &pending,
             sequences: &req.sequences,
             random_seed: req.random_seed,
+            lastval: req.lastval.as_ref(),
         };
         let exec = self.engine.execute(&catalog, &prepared, &req.params, &ctx)?;
         let touched = exec.reads.scans.iter().map(|s| s.table()).chain(exec.writes.tables.keys().map(String::as_str));
@@ -173,7 +174,14 @@ impl SqlReplica {
             .collect();
         let reads =
             reads.into_iter().map(|(key, (version, prepared_by))| ActiveRead { key, version, prepared_by }).collect();
-        let result = RangeResult { output, writes, reads, predicates, sequences_used: exec.sequences_used };
+        let result = RangeResult {
+            output,
+            writes,
+            reads,
+            predicates,
+            sequences_used: exec.sequences_used,
+            lastval: exec.lastval,
+        };
         Ok((result, versions, negative))
     }
 

@@ -87,8 +87,9 @@ pub(crate) struct Chosen {
     /// Valid, necessary dependencies.
     pub(crate) deps: Vec<Dep>,
     pub(crate) predicates: Vec<PredicateRead>,
-    /// Values drawn from each of the request's sequences.
+    /// Values drawn from each of the request's sequences, and the session's lastval after.
     pub(crate) sequences_used: Vec<u64>,
+    pub(crate) lastval: Option<pistou_sql::SequenceLast>,
 }
 
 #[derive(Debug)]
@@ -355,7 +356,7 @@ fn matching_key(reply: &RangeReply) -> Vec<u8> {
             let reads: Vec<(&Key, Timestamp)> = r.reads.iter().map(|a| (&a.key, a.version)).collect();
             let preds: Vec<(&WirePredicate, &Vec<Key>)> =
                 r.predicates.iter().map(|p| (&p.predicate, &p.active)).collect();
-            postcard::to_allocvec(&(0u8, &r.output, &r.writes, reads, preds, &r.sequences_used))
+            postcard::to_allocvec(&(0u8, &r.output, &r.writes, reads, preds, &r.sequences_used, &r.lastval))
         }
         Err(e) => postcard::to_allocvec(&(1u8, e.sqlstate(), &e.message)),
     };
@@ -421,6 +422,7 @@ pub(crate) fn choose(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: 
             deps,
             predicates,
             sequences_used: result.sequences_used.clone(),
+            lastval: result.lastval.clone(),
         }));
     }
     Choice::Wait
@@ -550,6 +552,7 @@ mod tests {
             reads,
             predicates: vec![PredicateRead { predicate: pred(1), table_version: ts(tv), active }],
             sequences_used: vec![],
+            lastval: None,
         };
         RangeReply { request: [0u8; 32], result: Ok(result), ss_vote: vec![] }
     }
@@ -611,6 +614,7 @@ mod tests {
                 snapshot: None,
                 sequences: vec![],
                 random_seed: [0; 32],
+                lastval: None,
             },
             sig: None,
         };
@@ -797,6 +801,7 @@ mod tests {
             snapshot: None,
             sequences: vec![],
             random_seed: [0; 32],
+            lastval: None,
         };
         let request = ClientSigned { client: ClientId(1), body, sig: None };
         let prepared = pistou_sql::Engine::new(pistou_sql::Limits::default())

@@ -9,8 +9,7 @@
 
 use super::{sql_err, Statement, TakenBlock};
 use crate::coordinator::{Coordinator, TxnHandle};
-use pistou_sql::{Catalog, Prepared, SequenceBlock, SequenceInput, SequenceSet, SqlError, SqlState};
-use std::collections::BTreeMap;
+use pistou_sql::{Catalog, Prepared, SequenceBlock, SequenceInput, SequenceSet, SessionSequences, SqlError, SqlState};
 
 impl Coordinator {
     /// Takes a block of each sequence `prepared` names for the statement of `h`. Fails with
@@ -32,7 +31,7 @@ impl Coordinator {
             return Ok(());
         }
         let currents: Vec<Option<i64>> =
-            prepared.sequences().iter().map(|name| state.sequence_currents.get(name).copied()).collect();
+            prepared.sequences().iter().map(|name| state.session_sequences.currval.get(name).copied()).collect();
         let sets: Vec<Option<SequenceSet>> = prepared
             .sequences()
             .iter()
@@ -93,15 +92,15 @@ impl Coordinator {
 
     /// The session's currval of each sequence, for the statements of `h` (a session's
     /// currval outlives its transactions; the caller carries it between them).
-    pub fn set_sequence_currents(&mut self, h: TxnHandle, currents: BTreeMap<String, i64>) {
+    pub fn set_session_sequences(&mut self, h: TxnHandle, currents: SessionSequences) {
         if let Some(t) = self.txns.get_mut(&h) {
-            t.sql.get_or_insert_with(Box::default).sequence_currents = currents;
+            t.sql.get_or_insert_with(Box::default).session_sequences = currents;
         }
     }
 
     /// currval of each sequence as the statements of `h` left it.
-    pub fn sequence_currents(&self, h: TxnHandle) -> BTreeMap<String, i64> {
-        self.txns.get(&h).and_then(|t| t.sql.as_ref()).map(|s| s.sequence_currents.clone()).unwrap_or_default()
+    pub fn session_sequences(&self, h: TxnHandle) -> SessionSequences {
+        self.txns.get(&h).and_then(|t| t.sql.as_ref()).map(|s| s.session_sequences.clone()).unwrap_or_default()
     }
 
     /// Values of sequence `name` (identity `id`) taken from its counter, for later statements.
@@ -119,8 +118,11 @@ impl Coordinator {
 
     /// The statement of `h` succeeded: the values it did not draw go back to the cache, and
     /// the last one it drew of each sequence (or set, with is_called) is the transaction's
-    /// currval.
+    /// currval; its lastval is the session's.
     pub(super) fn sequences_drawn(&mut self, h: TxnHandle, stmt: Statement) {
+        if let (Some(lastval), Some(state)) = (stmt.lastval_after.clone(), self.sql_state(h)) {
+            state.session_sequences.lastval = Some(lastval);
+        }
         let (Some(taken), Some(used)) = (stmt.sequences, stmt.sequences_used) else { return };
         let mut unused = Vec::with_capacity(taken.len());
         for (mut t, n) in taken.into_iter().zip(used) {
@@ -130,7 +132,7 @@ impl Coordinator {
                 (n, _) => t.input.values.value(n - 1),
             };
             if let (Some(v), Some(state)) = (current, self.sql_state(h)) {
-                state.sequence_currents.insert(t.input.sequence.clone(), v);
+                state.session_sequences.currval.insert(t.input.sequence.clone(), v);
             }
             t.input.values = t.input.values.skip(n);
             unused.push(t);
