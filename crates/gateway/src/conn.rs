@@ -550,7 +550,7 @@ impl Protocol {
         };
         let statement = Statement { sql: sql.to_string(), command, declared: declared.to_vec(), param_count };
         self.statements.insert(name.to_string(), Arc::new(statement));
-        Ok(Reply::Command { tag: "PREPARE".into(), notice: None })
+        Ok(Reply::Command { tag: "PREPARE".into(), notices: Vec::new() })
     }
 
     async fn execute_prepared(&mut self, name: &str, args: &[Option<String>]) -> Result<Reply, PgError> {
@@ -591,7 +591,7 @@ impl Protocol {
                 "DEALLOCATE"
             }
         };
-        Ok(Reply::Command { tag: tag.into(), notice: None })
+        Ok(Reply::Command { tag: tag.into(), notices: Vec::new() })
     }
 
     async fn bind(&mut self, b: Bind) -> Result<(), PgError> {
@@ -739,13 +739,13 @@ impl Protocol {
         describe: bool,
     ) -> Result<Option<Pending>, PgError> {
         match reply {
-            Reply::Command { tag, notice } => {
-                if let Some(text) = notice {
+            Reply::Command { tag, notices } => {
+                for notice in notices {
                     let fields = vec![
-                        (b'S', "WARNING".to_string()),
-                        (b'V', "WARNING".to_string()),
-                        (b'C', "25001".to_string()),
-                        (b'M', text),
+                        (b'S', notice.severity.to_string()),
+                        (b'V', notice.severity.to_string()),
+                        (b'C', notice.code.to_string()),
+                        (b'M', notice.message),
                     ];
                     self.conn
                         .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::new(fields)))
@@ -856,7 +856,7 @@ impl Protocol {
         let mut batch = CopyBatch { values: Vec::new(), rows: 0, bytes: 0, committed: 0, in_flight: VecDeque::new() };
         let rows = CopyRows { head: &insert_head, names: &names, types: &types, batch_rows };
         match self.copy_in_records(&mut parser, &mut batch, rows).await {
-            Ok(()) => Ok(Reply::Command { tag: format!("COPY {}", batch.committed), notice: None }),
+            Ok(()) => Ok(Reply::Command { tag: format!("COPY {}", batch.committed), notices: Vec::new() }),
             Err(failure) => {
                 // Batches still in flight may yet commit: wait for them, so that the count
                 // in the message is exact. The first failure is the one reported.
@@ -1017,7 +1017,7 @@ impl Protocol {
             self.conn.feed(PgWireBackendMessage::CopyData(CopyData::new(line.into()))).await.map_err(io_error)?;
         }
         self.conn.feed(PgWireBackendMessage::CopyDone(CopyDone::new())).await.map_err(io_error)?;
-        Ok(Reply::Command { tag: format!("COPY {}", rows.len()), notice: None })
+        Ok(Reply::Command { tag: format!("COPY {}", rows.len()), notices: Vec::new() })
     }
 }
 

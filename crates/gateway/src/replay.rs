@@ -108,10 +108,14 @@ pub(crate) fn digest(reply: &Reply) -> [u8; 32] {
                 put(&postcard::to_allocvec(row).unwrap_or_default());
             }
         }
-        Reply::Command { tag, notice } => {
+        Reply::Command { tag, notices } => {
             put(b"command");
             put(tag.as_bytes());
-            put(notice.as_deref().unwrap_or("").as_bytes());
+            for n in notices {
+                put(n.severity.as_bytes());
+                put(n.code.as_bytes());
+                put(n.message.as_bytes());
+            }
         }
     }
     *h.finalize().as_bytes()
@@ -120,7 +124,7 @@ pub(crate) fn digest(reply: &Reply) -> [u8; 32] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::Field;
+    use crate::session::{Field, Notice};
     use pistou_sql::{SqlType, Value};
 
     fn rows(values: Vec<Value>) -> Reply {
@@ -142,13 +146,13 @@ mod tests {
         assert_ne!(base, digest(&Reply::Rows { fields: fields.clone(), rows: r.clone(), tag: "SELECT 2".into() }));
         let renamed = vec![Field { name: "w".into(), ty: Some(SqlType::Int) }];
         assert_ne!(base, digest(&Reply::Rows { fields: renamed, rows: r, tag: "SELECT 1".into() }), "a column name");
-        let command = |notice: Option<&str>| Reply::Command { tag: "UPDATE 1".into(), notice: notice.map(Into::into) };
-        assert_ne!(digest(&command(None)), digest(&command(Some("n"))), "a notice");
+        let command = |notices: Vec<Notice>| Reply::Command { tag: "UPDATE 1".into(), notices };
+        assert_ne!(digest(&command(vec![])), digest(&command(vec![Notice::info("n")])), "a notice");
     }
 
     #[test]
     fn blocks_beyond_the_bounds_or_with_copy_are_not_replayable() {
-        let reply = Reply::Command { tag: "UPDATE 1".into(), notice: None };
+        let reply = Reply::Command { tag: "UPDATE 1".into(), notices: Vec::new() };
         let params = RawParams::default();
         let mut journal = Journal::default();
         for _ in 0..MAX_STATEMENTS {

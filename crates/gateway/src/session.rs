@@ -32,7 +32,26 @@ pub struct Field {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply {
     Rows { fields: Vec<Field>, rows: Vec<Row>, tag: String },
-    Command { tag: String, notice: Option<String> },
+    Command { tag: String, notices: Vec<Notice> },
+}
+
+/// A NoticeResponse sent before a command's completion, as PostgreSQL sends one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Notice {
+    pub severity: &'static str,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Notice {
+    pub fn warning(code: &'static str, message: impl Into<String>) -> Notice {
+        Notice { severity: "WARNING", code, message: message.into() }
+    }
+
+    /// An informational NOTICE (successful completion), e.g. an `IF EXISTS` that skips.
+    pub fn info(message: impl Into<String>) -> Notice {
+        Notice { severity: "NOTICE", code: "00000", message: message.into() }
+    }
 }
 
 /// Parameter OIDs and result columns of a statement, without running it.
@@ -86,7 +105,7 @@ fn no_savepoint(name: &str) -> PgError {
 }
 
 fn command_reply(tag: impl Into<String>) -> Reply {
-    Reply::Command { tag: tag.into(), notice: None }
+    Reply::Command { tag: tag.into(), notices: Vec::new() }
 }
 
 impl Session {
@@ -162,14 +181,14 @@ impl Session {
                 }
                 _ => Reply::Command {
                     tag: "BEGIN".into(),
-                    notice: Some("there is already a transaction in progress".into()),
+                    notices: vec![Notice::warning("25001", "there is already a transaction in progress")],
                 },
             }),
             Command::Commit => self.commit().await,
             Command::Rollback => Ok(match std::mem::replace(&mut self.txn, TxnState::Idle) {
                 TxnState::Idle => Reply::Command {
                     tag: "ROLLBACK".into(),
-                    notice: Some("there is no transaction in progress".into()),
+                    notices: vec![Notice::warning("25P01", "there is no transaction in progress")],
                 },
                 _ => {
                     self.end_block(false);
@@ -207,8 +226,8 @@ impl Session {
             },
             Command::Set { name, value, local: true } => {
                 if matches!(self.txn, TxnState::Idle) {
-                    let notice = Some("SET LOCAL can only be used in transaction blocks".into());
-                    return Ok(Reply::Command { tag: "SET".into(), notice });
+                    let notices = vec![Notice::warning("25P01", "SET LOCAL can only be used in transaction blocks")];
+                    return Ok(Reply::Command { tag: "SET".into(), notices });
                 }
                 self.journal.forgo();
                 self.settings.set_local(name, value.as_deref()).map_err(PgError::from)?;
@@ -460,7 +479,7 @@ impl Session {
             TxnState::Idle => {
                 return Ok(Reply::Command {
                     tag: "COMMIT".into(),
-                    notice: Some("there is no transaction in progress".into()),
+                    notices: vec![Notice::warning("25P01", "there is no transaction in progress")],
                 })
             }
             // PostgreSQL answers COMMIT of a failed block with ROLLBACK.
@@ -757,10 +776,15 @@ impl Work<'_> {
                 Ok(command_reply("TRUNCATE TABLE"))
             }
             Work::DropTables(drops) => {
+                let mut notices = Vec::new();
                 for drop in drops {
-                    execute_in(engine, txn, drop, &RawParams::default()).await?;
+                    if let Reply::Command { notices: more, .. } =
+                        execute_in(engine, txn, drop, &RawParams::default()).await?
+                    {
+                        notices.extend(more);
+                    }
                 }
-                Ok(command_reply("DROP TABLE"))
+                Ok(Reply::Command { tag: "DROP TABLE".into(), notices })
             }
         }
     }
@@ -832,8 +856,10 @@ fn reply_of(output: SqlOutput, sql: &str) -> Reply {
                 None => command_reply(tag),
             }
         }
-        SqlOutput::Ddl { command: "DDL" } => command_reply(ddl_tag(sql)),
-        SqlOutput::Ddl { command } => command_reply(command),
+        SqlOutput::Ddl { command, notice } => {
+            let tag = if command == "DDL" { ddl_tag(sql) } else { command.to_string() };
+            Reply::Command { tag, notices: notice.into_iter().map(Notice::info).collect() }
+        }
     }
 }
 
@@ -870,7 +896,10 @@ mod tests {
             reply_of(SqlOutput::Affected { command: "UPDATE", count: 2, returning: None, returning_types: vec![] }, ""),
             command_reply("UPDATE 2")
         );
-        assert_eq!(reply_of(SqlOutput::Ddl { command: "DDL" }, "drop table if exists t"), command_reply("DROP TABLE"));
+        assert_eq!(
+            reply_of(SqlOutput::Ddl { command: "DDL", notice: None }, "drop table if exists t"),
+            command_reply("DROP TABLE")
+        );
         match reply_of(
             SqlOutput::Rows {
                 columns: vec!["a".into()],

@@ -182,7 +182,7 @@ async fn psql(port: &str, db: &str, user: &str, script: &str) -> String {
 }
 
 /// Output (stdout and stderr) of psql running `script` (`quiet`: without command tags),
-/// without notices (PostgreSQL's of DROP TABLE IF EXISTS on a missing table).
+/// notices and warnings included.
 async fn psql_output(port: &str, db: &str, user: &str, script: &str, quiet: bool) -> String {
     let mut args = vec!["-X", "-h", "127.0.0.1", "-p", port, "-U", user, "-d", db, "-v", "VERBOSITY=terse"];
     if quiet {
@@ -204,8 +204,48 @@ async fn psql_output(port: &str, db: &str, user: &str, script: &str, quiet: bool
         .await
         .expect("psql did not finish")
         .expect("psql");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    text.lines().filter(|l| !l.starts_with("NOTICE:")).collect::<Vec<_>>().join("\n")
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// `IF [NOT] EXISTS` that skips sends PostgreSQL's NOTICE (psql prints it), and misplaced
+/// transaction commands their WARNINGs, with the same SQLSTATEs (psql's verbose form shows
+/// them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notices_and_warnings_are_postgres() {
+    bounded(120, async {
+        let script = "\\set VERBOSITY default\n\
+             DROP TABLE IF EXISTS parity_nx_t;\n\
+             DROP VIEW IF EXISTS parity_nx_v;\n\
+             DROP SEQUENCE IF EXISTS parity_nx_s;\n\
+             DROP INDEX IF EXISTS parity_nx_i;\n\
+             CREATE TABLE parity_nx (id INT PRIMARY KEY);\n\
+             CREATE TABLE IF NOT EXISTS parity_nx (id INT);\n\
+             CREATE INDEX parity_nx_ix ON parity_nx (id);\n\
+             CREATE INDEX IF NOT EXISTS parity_nx_ix ON parity_nx (id);\n\
+             CREATE SEQUENCE parity_nx_sq;\n\
+             CREATE SEQUENCE IF NOT EXISTS parity_nx_sq;\n\
+             ALTER TABLE IF EXISTS parity_nx_none ADD COLUMN c INT;\n\
+             ALTER TABLE parity_nx ADD COLUMN IF NOT EXISTS id INT;\n\
+             ALTER TABLE parity_nx DROP COLUMN IF EXISTS zz;\n\
+             ALTER TABLE parity_nx DROP CONSTRAINT IF EXISTS zz;\n\
+             COMMIT;\n\
+             ROLLBACK;\n\
+             SET LOCAL work_mem = '1MB';\n\
+             BEGIN;\n\
+             BEGIN;\n\
+             ROLLBACK;\n\
+             DROP TABLE IF EXISTS parity_nx, parity_nx_b;\n\
+             DROP SEQUENCE parity_nx_sq;\n";
+        let setup = "DROP TABLE IF EXISTS parity_nx; DROP SEQUENCE IF EXISTS parity_nx_sq";
+        postgres().await.batch_execute(setup).await.expect("PostgreSQL setup");
+        let h = start(GatewayConfig::default()).await;
+        let pistou = psql_output(&h.addr.port().to_string(), "pistou", "tester", script, false).await;
+        let postgres = psql_output("5432", "test", "postgres", script, false).await;
+        assert_eq!(pistou, postgres, "psql output on Pistou (left) and PostgreSQL (right)");
+        assert_eq!(pistou.matches(", skipping").count(), 12, "{pistou}");
+        h.stop().await;
+    })
+    .await;
 }
 
 /// now() and its relatives: the transaction's time, the same for every statement of a

@@ -39,7 +39,9 @@ pub fn check_observed(
                     SqlOutput::Affected { count: c, returning: cr, .. },
                 ) => m == c && mr.as_ref().map(|r| &r.1) == cr.as_ref().map(|r| &r.1),
                 // A schema change in both, or an `IF [NOT] EXISTS` no-op in both.
-                (Output::Catalog(m), SqlOutput::Ddl { command }) => StatementKind::Ddl(m.clone()).command() == *command,
+                (Output::Catalog(m), SqlOutput::Ddl { command, .. }) => {
+                    StatementKind::Ddl(m.clone()).command() == *command
+                }
                 _ => false,
             };
             if !same {

@@ -190,6 +190,12 @@ impl Prepared {
         &self.plan.sequences_set
     }
 
+    /// A NOTICE PostgreSQL would send with the statement's result (an `IF [NOT] EXISTS`
+    /// that skips).
+    pub fn notice(&self) -> Option<&str> {
+        self.plan.notice.as_deref()
+    }
+
     /// Views the statement reads: their definitions are part of what it means.
     pub fn views(&self) -> &[String] {
         &self.plan.views

@@ -406,6 +406,8 @@ pub(crate) struct Plan {
     pub sequences_set: Vec<String>,
     /// Views the statement reads (expanded into it where named).
     pub views: Vec<String>,
+    /// A NOTICE for the client, as PostgreSQL sends for `IF [NOT] EXISTS` that skips.
+    pub notice: Option<String>,
 }
 
 /// A subquery of a statement. Uncorrelated ones run once before the statement; correlated

@@ -236,7 +236,11 @@ impl Binder<'_> {
             }
             let action = {
                 let mut binder = Binder::new(&catalog, self.max_depth, self.sql);
-                binder.alter_action(&current, op)?
+                let action = binder.alter_action(&current, op)?;
+                if binder.notice.is_some() {
+                    self.notice = binder.notice;
+                }
+                action
             };
             let Some(action) = action else { continue };
             crate::constraints::apply_alter(&mut catalog, &table.name, std::slice::from_ref(&action))?;
@@ -300,6 +304,8 @@ impl Binder<'_> {
                 }
                 let name = ident(name);
                 if *if_exists && !crate::constraints::constraint_exists(table, &name) {
+                    self.notice =
+                        Some(format!("constraint \"{name}\" of relation \"{}\" does not exist, skipping", table.name));
                     return Ok(None);
                 }
                 AlterAction::DropConstraint { name }
@@ -310,6 +316,9 @@ impl Binder<'_> {
                     return unsupported("dropping several columns in one action (use one DROP COLUMN each)");
                 };
                 if *if_exists && table.column_index(&ident(name)).is_none() {
+                    let column = ident(name);
+                    self.notice =
+                        Some(format!("column \"{column}\" of relation \"{}\" does not exist, skipping", table.name));
                     return Ok(None);
                 }
                 AlterAction::DropColumn { column: column_of(name)? }

@@ -83,7 +83,7 @@ impl Binder<'_> {
         let name = object_name(&c.name)?;
         if self.catalog.table(&name).is_some() {
             return if c.if_not_exists {
-                Ok(None)
+                self.skip(format!("relation \"{name}\" already exists"))
             } else {
                 err(SqlState::DuplicateTable, format!("relation \"{name}\" already exists"))
             };
@@ -322,7 +322,7 @@ impl Binder<'_> {
         }
         let table = match self.catalog.table(&object_name(&a.name)?) {
             Some(t) => t.clone(),
-            None if a.if_exists => return Ok(None),
+            None if a.if_exists => return self.skip(format!("relation \"{}\" does not exist", object_name(&a.name)?)),
             None => {
                 return err(SqlState::UndefinedTable, format!("relation \"{}\" does not exist", object_name(&a.name)?))
             }
@@ -350,7 +350,9 @@ impl Binder<'_> {
             return unsupported("CHECK or REFERENCES in ADD COLUMN (add the column, then ADD CONSTRAINT)");
         }
         if *if_not_exists && table.column_index(&ident(&column_def.name)).is_some() {
-            return Ok(None);
+            let notice =
+                format!("column \"{}\" of relation \"{}\" already exists", ident(&column_def.name), table.name);
+            return self.skip(notice);
         }
         let (column, key, sequence) = self.column_def(column_def, &table)?;
         if sequence.is_some() {
@@ -420,7 +422,7 @@ impl Binder<'_> {
         };
         if self.catalog.table_of_index(&name).is_some() || self.catalog.table(&name).is_some() {
             return if c.if_not_exists {
-                Ok(None)
+                self.skip(format!("relation \"{name}\" already exists"))
             } else {
                 err(SqlState::DuplicateTable, format!("relation \"{name}\" already exists"))
             };
@@ -429,6 +431,12 @@ impl Binder<'_> {
             table: table.name.clone(),
             index: IndexSchema { name, columns, unique: c.unique },
         }))
+    }
+
+    /// An `IF [NOT] EXISTS` statement that does nothing: PostgreSQL's NOTICE says so.
+    pub(super) fn skip(&mut self, what: String) -> Result<Option<CatalogChange>> {
+        self.notice = Some(format!("{what}, skipping"));
+        Ok(None)
     }
 
     pub(super) fn drop(
@@ -446,22 +454,22 @@ impl Binder<'_> {
             sql::ObjectType::View if self.catalog.table(&name).is_some() => wrong_type("a view", "TABLE"),
             sql::ObjectType::View => match self.catalog.view(&name) {
                 Some(_) => Ok(Some(CatalogChange::DropView { view: name })),
-                None if if_exists => Ok(None),
+                None if if_exists => self.skip(format!("view \"{name}\" does not exist")),
                 None => err(SqlState::UndefinedTable, format!("view \"{name}\" does not exist")),
             },
             sql::ObjectType::Table => match self.catalog.table(&name) {
                 Some(_) => Ok(Some(CatalogChange::DropTable { table: name })),
-                None if if_exists => Ok(None),
+                None if if_exists => self.skip(format!("table \"{name}\" does not exist")),
                 None => err(SqlState::UndefinedTable, format!("table \"{name}\" does not exist")),
             },
             sql::ObjectType::Sequence => match self.catalog.sequence(&name) {
                 Some(_) => Ok(Some(CatalogChange::DropSequence { sequence: name })),
-                None if if_exists => Ok(None),
+                None if if_exists => self.skip(format!("sequence \"{name}\" does not exist")),
                 None => err(SqlState::UndefinedTable, format!("sequence \"{name}\" does not exist")),
             },
             sql::ObjectType::Index => match self.catalog.table_of_index(&name) {
                 Some(t) => Ok(Some(CatalogChange::DropIndex { table: t.name.clone(), index: name })),
-                None if if_exists => Ok(None),
+                None if if_exists => self.skip(format!("index \"{name}\" does not exist")),
                 None => err(SqlState::UndefinedObject, format!("index \"{name}\" does not exist")),
             },
             other => unsupported(format!("DROP {other}")),

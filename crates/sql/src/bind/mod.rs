@@ -442,6 +442,8 @@ pub(crate) struct Binder<'c> {
     /// Of those, the ones it draws from (nextval) and the ones it sets (setval): never both.
     sequences_drawn: Vec<String>,
     sequences_set: Vec<String>,
+    /// `Plan::notice`.
+    notice: Option<String>,
     /// Nesting of expression binding within the current (sub)query; parameter types are
     /// inferred once per outermost expression.
     expr_nesting: usize,
@@ -488,6 +490,7 @@ impl<'c> Binder<'c> {
             sequences: Vec::new(),
             sequences_drawn: Vec::new(),
             sequences_set: Vec::new(),
+            notice: None,
             expr_nesting: 0,
             anonymous_params: 0,
             outer_scopes: Vec::new(),
@@ -585,6 +588,7 @@ impl<'c> Binder<'c> {
             sequences: self.sequences,
             sequences_set: self.sequences_set,
             views: self.views_read,
+            notice: self.notice,
         })
     }
 

@@ -55,7 +55,7 @@ impl Binder<'_> {
         }
         let name = object_name(name)?;
         if self.catalog.sequence(&name).is_some() && if_not_exists {
-            return Ok(None);
+            return self.skip(format!("relation \"{name}\" already exists"));
         }
         let ty = match data_type {
             None => SqlType::Int,

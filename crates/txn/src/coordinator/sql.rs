@@ -66,9 +66,11 @@ pub enum SqlOutput {
         returning: Option<(Vec<String>, Vec<Row>)>,
         returning_types: Vec<Option<SqlType>>,
     },
-    /// A schema change (buffered until commit) or a no-op `IF [NOT] EXISTS`.
+    /// A schema change (buffered until commit) or a no-op `IF [NOT] EXISTS`, with the
+    /// NOTICE PostgreSQL sends for the latter.
     Ddl {
         command: &'static str,
+        notice: Option<String>,
     },
 }
 
@@ -457,7 +459,10 @@ impl Coordinator {
                     "BEGIN, COMMIT and ROLLBACK are the session's commands, not statements",
                 ))
             }
-            StatementKind::Ddl(change) => return self.sql_ddl(now, h, planning, change.clone(), kind.command()),
+            StatementKind::Ddl(change) => {
+                let notice = prepared.notice().map(str::to_string);
+                return self.sql_ddl(now, h, planning, change.clone(), kind.command(), notice);
+            }
             _ => {}
         }
         if let Some(catalog) = &pending {
@@ -655,8 +660,9 @@ impl Coordinator {
         planning: (Timestamp, Arc<Catalog>),
         change: Option<pistou_sql::CatalogChange>,
         command: &'static str,
+        notice: Option<String>,
     ) -> Result<Option<SqlOutput>, SqlError> {
-        let Some(change) = change else { return Ok(Some(SqlOutput::Ddl { command })) };
+        let Some(change) = change else { return Ok(Some(SqlOutput::Ddl { command, notice })) };
         let pending = self.sql_state(h).and_then(|s| s.ddl.clone());
         let shards: Vec<ShardId> = (0..self.config().shards.len() as u32).map(ShardId).collect();
         for shard in &shards {
@@ -716,7 +722,7 @@ impl Coordinator {
         for shard in shards {
             t.writes.insert(catalog_key(shard), Some(value.clone()));
         }
-        Ok(Some(SqlOutput::Ddl { command }))
+        Ok(Some(SqlOutput::Ddl { command, notice }))
     }
 
     /// Sends RANGE-READ to 3f+1 replicas of `shard` (§5.5 step 1).
