@@ -1,6 +1,7 @@
 //! Public entry points: parse + plan (`prepare`, with a bounded plan cache) and `execute`.
 
 use crate::bind::Binder;
+use crate::budget::Budget;
 use crate::catalog::{Catalog, CatalogChange};
 use crate::error::{err, Result, SqlError, SqlState};
 use crate::exec::{key_range, Exec, Reader};
@@ -34,14 +35,14 @@ pub struct Limits {
     pub plan_cache_entries: usize,
     /// Most bytes of text a statement's expressions may compute in all (`||`, text
     /// functions): what a hostile statement could otherwise grow without bound, e.g. by
-    /// doubling a string in a recursive query (`crate::expr::ComputeBudget`).
+    /// doubling a string in a recursive query (`crate::budget::Budget`).
     pub max_computed_bytes: usize,
     /// Most bytes of rows a statement may materialize in all (scanned rows it keeps, join
     /// results): with `max_rows` alone a join of wide rows could hold many gigabytes. Counted
     /// the same way at every replica, so all stop a statement at the same row.
     pub max_materialized_bytes: usize,
     /// Most units of work a statement may do in all: rows read from storage plus pairs of
-    /// rows its joins examine (`crate::exec::WorkBudget`). Bounds the CPU of statements that
+    /// rows its joins examine (`crate::budget::Budget`). Bounds the CPU of statements that
     /// examine much and keep little (a cross join filtered to nothing).
     pub max_work: u64,
 }
@@ -490,9 +491,9 @@ impl Engine {
                 format!("statement expects {} parameters, got {}", plan.param_count, params.len()),
             );
         }
-        let budget = crate::expr::ComputeBudget::new(self.limits.max_computed_bytes);
-        let materialized = crate::exec::RowBudget::new(self.limits.max_materialized_bytes);
-        let work = crate::exec::WorkBudget::new(self.limits.max_work);
+        let budget = Budget::computed_text(self.limits.max_computed_bytes);
+        let materialized = Budget::materialized_rows(self.limits.max_materialized_bytes);
+        let work = Budget::work(self.limits.max_work);
         let reader = Reader {
             storage: ctx.storage,
             at: ctx.at,

@@ -121,41 +121,13 @@ pub struct Env<'a> {
     pub random: Option<&'a crate::uuid::StatementRandom>,
     /// What the statement may still compute (None: unbounded, where no statement runs, e.g.
     /// a predicate's test of one written row, whose text is bounded by the row's).
-    pub budget: Option<&'a ComputeBudget>,
-}
-
-/// Bytes of text a statement's expressions may still compute (`Limits::max_computed_bytes`).
-/// Each text an operator or function makes is charged when made, so a statement that makes
-/// too much fails (54000) before it can exhaust memory, whatever it keeps.
-#[derive(Debug)]
-pub struct ComputeBudget {
-    left: std::cell::Cell<usize>,
-    limit: usize,
-}
-
-impl ComputeBudget {
-    pub fn new(limit: usize) -> Self {
-        ComputeBudget { left: std::cell::Cell::new(limit), limit }
-    }
-
-    fn charge(&self, bytes: usize) -> Result<()> {
-        match self.left.get().checked_sub(bytes) {
-            Some(left) => {
-                self.left.set(left);
-                Ok(())
-            }
-            None => err(
-                SqlState::ProgramLimitExceeded,
-                format!("statement computes more than {} bytes of text (sql.statement_max_computed_bytes in the cluster configuration)", self.limit),
-            ),
-        }
-    }
+    pub budget: Option<&'a crate::budget::Budget>,
 }
 
 /// Charges a computed value to the statement's budget.
 fn charged(v: Value, env: &Env) -> Result<Value> {
     if let (Value::Text(s), Some(budget)) = (&v, env.budget) {
-        budget.charge(s.len())?;
+        budget.charge(s.len() as u64)?;
     }
     Ok(v)
 }

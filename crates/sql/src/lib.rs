@@ -15,6 +15,7 @@ pub use pistou_types::{
 };
 
 mod bind;
+mod budget;
 pub mod constraints;
 pub mod database;
 mod describe;

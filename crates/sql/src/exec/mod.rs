@@ -11,6 +11,7 @@ mod window;
 use aggregate::{compare_rows, set_operation, Aggregator};
 pub(crate) use query::Exec;
 
+use crate::budget::Budget;
 use crate::catalog::{IndexSchema, TableSchema};
 use crate::error::{err, Result, SqlError, SqlState};
 use crate::expr::{CmpOp, Env, Expr, Predicate, SubqueryValue};
@@ -33,77 +34,20 @@ pub(crate) struct Reader<'a> {
     pub max_rows: usize,
     /// Work this statement may still do: rows read from storage and join pairs examined
     /// (per-row scans of joins and correlated subqueries multiply).
-    pub work: &'a WorkBudget,
+    pub work: &'a Budget,
     /// `Limits::max_read_rows`, and the active rows this statement's scans reported so far.
     pub max_read_rows: usize,
     pub active_rows: std::cell::Cell<usize>,
     /// Bytes of text this statement's expressions may still compute.
-    pub computed: &'a crate::expr::ComputeBudget,
+    pub computed: &'a Budget,
     /// Bytes of rows this statement may still materialize.
-    pub materialized: &'a RowBudget,
+    pub materialized: &'a Budget,
 }
 
-/// Bytes of rows a statement may still materialize (`Limits::max_materialized_bytes`): each
-/// row it keeps (a scanned row, a join result) is charged when made, never refunded.
-#[derive(Debug)]
-pub(crate) struct RowBudget {
-    left: std::cell::Cell<usize>,
-    limit: usize,
-}
-
-impl RowBudget {
-    pub fn new(limit: usize) -> Self {
-        RowBudget { left: std::cell::Cell::new(limit), limit }
-    }
-
-    /// Charges a row the statement keeps (54000 beyond the limit).
-    fn charge(&self, row: &[Value]) -> Result<()> {
-        match self.left.get().checked_sub(row_bytes(row)) {
-            Some(left) => {
-                self.left.set(left);
-                Ok(())
-            }
-            None => err(
-                SqlState::ProgramLimitExceeded,
-                format!(
-                    "statement materializes more than {} bytes of rows (sql.statement_max_materialized_bytes in the cluster configuration)",
-                    self.limit
-                ),
-            ),
-        }
-    }
-}
-
-/// Units of work a statement may still do (`Limits::max_work`): a row read from storage or
-/// a pair of rows a join examines costs one. Counted the same way at every replica, so all
-/// stop a statement at the same point.
-#[derive(Debug)]
-pub(crate) struct WorkBudget {
-    left: std::cell::Cell<u64>,
-    limit: u64,
-}
-
-impl WorkBudget {
-    pub fn new(limit: u64) -> Self {
-        WorkBudget { left: std::cell::Cell::new(limit), limit }
-    }
-
-    /// Charges `units` (54000 beyond the limit).
-    pub(crate) fn charge(&self, units: usize) -> Result<()> {
-        match self.left.get().checked_sub(units as u64) {
-            Some(left) => {
-                self.left.set(left);
-                Ok(())
-            }
-            None => err(
-                SqlState::ProgramLimitExceeded,
-                format!(
-                    "statement does more than {} units of work (rows read and join pairs examined; \
-                     Limits::max_work, sql.statement_max_work in the cluster configuration)",
-                    self.limit
-                ),
-            ),
-        }
+impl Budget {
+    /// Charges a row the statement keeps (`Budget::materialized_rows`).
+    pub(crate) fn charge_row(&self, row: &[Value]) -> Result<()> {
+        self.charge(row_bytes(row) as u64)
     }
 }
 
@@ -339,7 +283,7 @@ impl Reader<'_> {
                 emit_own(o, sink)?;
             }
             storage_hit |= visited > 0;
-            self.work.charge(visited.saturating_add(1))?;
+            self.work.charge(visited.saturating_add(1) as u64)?;
             self.check_rows(seen)?;
         }
         let absent_key = match ranges.as_slice() {

@@ -415,7 +415,7 @@ impl<'a> Exec<'a> {
         let mut rows = Vec::new();
         let budget = self.reader.materialized;
         self.source(scan, derived, env, &mut |_, r| {
-            budget.charge(r)?;
+            budget.charge_row(r)?;
             rows.push(r.to_vec());
             Ok(())
         })?;
@@ -479,7 +479,7 @@ impl<'a> Exec<'a> {
                         }
                     }
                     matched = true;
-                    budget.charge(&combined)?;
+                    budget.charge_row(&combined)?;
                     next.push(std::mem::take(&mut combined));
                     if next.len() > max_rows {
                         return Err(too_many_rows(max_rows));
@@ -502,7 +502,7 @@ impl<'a> Exec<'a> {
                         per_row.iter().enumerate().collect()
                     }
                 };
-                work.charge(candidates.len())?;
+                work.charge(candidates.len() as u64)?;
                 for (position, right) in candidates {
                     let mut combined = left.clone();
                     combined.extend(right.iter().cloned());
@@ -517,7 +517,7 @@ impl<'a> Exec<'a> {
                     if let Some(m) = right_matched.get_mut(position) {
                         *m = true;
                     }
-                    self.reader.materialized.charge(&combined)?;
+                    self.reader.materialized.charge_row(&combined)?;
                     next.push(combined);
                     self.reader.check_rows(next.len())?;
                 }
@@ -525,7 +525,7 @@ impl<'a> Exec<'a> {
             if !matched && step.kind.keeps_left() {
                 let mut combined = left;
                 combined.extend(std::iter::repeat_n(Value::Null, right_width));
-                self.reader.materialized.charge(&combined)?;
+                self.reader.materialized.charge_row(&combined)?;
                 next.push(combined);
                 self.reader.check_rows(next.len())?;
             }
@@ -535,7 +535,7 @@ impl<'a> Exec<'a> {
         for (right, _) in unmatched {
             let mut combined = vec![Value::Null; step.left_width];
             combined.extend(right.iter().cloned());
-            self.reader.materialized.charge(&combined)?;
+            self.reader.materialized.charge_row(&combined)?;
             next.push(combined);
             self.reader.check_rows(next.len())?;
         }

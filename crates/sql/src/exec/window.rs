@@ -140,7 +140,7 @@ impl Exec<'_> {
         let int = |x: usize| Value::Int(i64::try_from(x).unwrap_or(i64::MAX));
         // Rows a frame visits are work, as rows a join examines.
         let work = self.reader.work;
-        let spend = |k: usize| work.charge(k);
+        let spend = |k: usize| work.charge(k as u64);
         let peer_start = |p: usize| peers.peer_start.get(p).copied().unwrap_or(p);
         let peer_end = |p: usize| peers.peer_end.get(p).copied().unwrap_or(p + 1);
         let mut out = Vec::with_capacity(len);
