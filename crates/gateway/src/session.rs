@@ -19,6 +19,8 @@ use std::time::Duration;
 
 /// How long ADD PRIMARY KEY's duplicate check may take before it is given up.
 const DUPLICATE_CHECK_LIMIT: Duration = Duration::from_secs(5);
+/// The savepoint a check before a schema change in a block runs under (`check_query`).
+const CHECK_SAVEPOINT: &str = "pistou_schema_check";
 
 /// A result column.
 #[derive(Clone, Debug, PartialEq)]
@@ -269,7 +271,7 @@ impl Session {
                 Ok(rows_reply(local, "SELECT"))
             }
             Command::Sql => {
-                if matches!(self.txn, TxnState::Idle) && starts_with_words(sql, "alter table") {
+                if !matches!(self.txn, TxnState::Failed(_)) && starts_with_words(sql, "alter table") {
                     self.check_new_constraints(sql).await?;
                 }
                 self.work(Work::Statement(sql, params)).await
@@ -277,7 +279,7 @@ impl Session {
             Command::Truncate(tables) => self.work(Work::Truncate(tables)).await,
             Command::Maintenance { tag, tables } => self.maintenance(tag, tables).await,
             Command::AddPrimaryKey { table, columns } => {
-                if matches!(self.txn, TxnState::Idle) {
+                if !matches!(self.txn, TxnState::Failed(_)) {
                     // As in PostgreSQL, duplicates are reported before NULLs.
                     self.check_new_primary_key(table, columns).await?;
                     self.check_no_nulls(table, columns).await?;
@@ -382,71 +384,85 @@ impl Session {
         Ok(command_reply(tag))
     }
 
-    /// Before `ALTER TABLE t ADD PRIMARY KEY (cols)`: no existing row may have a NULL in
-    /// the columns (23502) or share their values with another (23505), as PostgreSQL
-    /// checks while building the index. Each check is a read-only transaction before the
-    /// schema change's own (a schema change is alone in its transaction), so a row written
-    /// concurrently in between is not checked. The duplicate check reads every row; a table
-    /// larger than one transaction may read (54000), or whose check takes longer than
-    /// `DUPLICATE_CHECK_LIMIT`, is not checked for duplicates.
-    async fn check_new_primary_key(&mut self, table: &str, columns: &[String]) -> Result<(), PgError> {
+    /// Runs a read-only check before a schema change, giving its rows. Outside a block it is a
+    /// transaction of its own, before the schema change's, so a row written concurrently in
+    /// between is not checked. Inside a block it runs in the block's transaction, under a
+    /// savepoint that its failure rolls back to: it sees the block's own writes, and its
+    /// reads commit with the schema change. None when the check cannot run, and the schema
+    /// change then goes unchecked (docs/gateway.md): a table larger than one transaction may
+    /// read (54000), a check longer than `DUPLICATE_CHECK_LIMIT` outside a block, or in a
+    /// block a query its transaction cannot run after its own schema changes (0A000).
+    async fn check_query(&mut self, query: &str, limited: bool) -> Result<Option<Vec<Row>>, PgError> {
         let none = RawParams::default();
-        let list = columns.join(", ");
-        let query = format!("SELECT {list} FROM {table} GROUP BY {list} HAVING count(*) > 1 LIMIT 1");
-        // Reading a large table's every row can take long: the check gives up after a bound.
-        let check = tokio::time::timeout(DUPLICATE_CHECK_LIMIT, self.autocommit(Work::Statement(&query, &none))).await;
-        let Ok(check) = check else { return Ok(()) };
-        match check {
-            Ok(Reply::Rows { rows, .. }) if !rows.is_empty() => {
-                let values: Vec<String> =
-                    rows.first().into_iter().flatten().map(|v| crate::pgtypes::text_of(v, None)).collect();
-                Err(PgError::new(
-                    "23505",
-                    format!(
-                        "could not create unique index \"{}_pkey\": key ({list})=({}) is duplicated",
-                        table.trim_matches('"'),
-                        values.join(", ")
-                    ),
-                ))
+        let in_block = matches!(self.txn, TxnState::Open(_));
+        let result = if in_block {
+            let engine = self.engine.clone();
+            let txn = self.open_txn().await?;
+            txn.savepoint(CHECK_SAVEPOINT).await.map_err(from_client)?;
+            let result = execute_in(&engine, txn, query, &none).await;
+            if result.is_err() {
+                txn.rollback_to_savepoint(CHECK_SAVEPOINT).await.map_err(from_client)?;
             }
-            Ok(_) => Ok(()),
-            Err(e) if e.code == errors::PROGRAM_LIMIT => Ok(()),
+            txn.release_savepoint(CHECK_SAVEPOINT).await.map_err(from_client)?;
+            result
+        } else if limited {
+            match tokio::time::timeout(DUPLICATE_CHECK_LIMIT, self.autocommit(Work::Statement(query, &none))).await {
+                Ok(result) => result,
+                Err(_) => return Ok(None),
+            }
+        } else {
+            self.autocommit(Work::Statement(query, &none)).await
+        };
+        match result {
+            Ok(Reply::Rows { rows, .. }) => Ok(Some(rows)),
+            Ok(Reply::Command { .. }) => Err(PgError::new(errors::INTERNAL, "a check returned no rows")),
+            Err(e) if e.code == errors::PROGRAM_LIMIT => Ok(None),
+            Err(e) if in_block && e.code == errors::FEATURE_NOT_SUPPORTED => Ok(None),
             Err(e) => Err(e),
         }
     }
 
+    /// Before `ALTER TABLE t ADD PRIMARY KEY (cols)`: no existing row may have a NULL in
+    /// the columns (23502) or share their values with another (23505), as PostgreSQL
+    /// checks while building the index (`check_query`). The duplicate check reads every row.
+    async fn check_new_primary_key(&mut self, table: &str, columns: &[String]) -> Result<(), PgError> {
+        let list = columns.join(", ");
+        let query = format!("SELECT {list} FROM {table} GROUP BY {list} HAVING count(*) > 1 LIMIT 1");
+        match self.check_query(&query, true).await? {
+            // PostgreSQL's message (the duplicated key is its DETAIL, which replies here lack).
+            Some(rows) if !rows.is_empty() => Err(PgError::new(
+                "23505",
+                format!("could not create unique index \"{}_pkey\"", table.trim_matches('"')),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Before `ALTER TABLE … ADD CONSTRAINT` (FOREIGN KEY, CHECK, UNIQUE): the existing rows
-    /// must satisfy it (`pistou_sql::constraints::validation_queries`). As for ADD PRIMARY
-    /// KEY, each check is a read-only transaction before the schema change's own, so a row
-    /// written concurrently in between is not checked (docs/sql.md, "Constraints").
+    /// must satisfy it (`pistou_sql::constraints::validation_queries`, run by `check_query`;
+    /// docs/sql.md, "Constraints"). A statement over a table this block created is planned
+    /// against the committed schema and fails there, so it is not checked here (the block's
+    /// rows of a table it created are all its own).
     async fn check_new_constraints(&mut self, sql: &str) -> Result<(), PgError> {
         let catalog = self.catalog().await?;
         let Ok(prepared) = self.engine.prepare(&catalog, sql) else { return Ok(()) };
         let pistou_sql::StatementKind::Ddl(Some(change)) = prepared.kind() else { return Ok(()) };
-        let none = RawParams::default();
         for (query, violation) in pistou_sql::constraints::validation_queries(&catalog, &change) {
-            match self.autocommit(Work::Statement(&query, &none)).await {
-                Ok(Reply::Rows { rows, .. }) if !rows.is_empty() => return Err(violation.into()),
-                Ok(_) => {}
-                // Too large to read in one transaction: not checked (the same gap).
-                Err(e) if e.code == errors::PROGRAM_LIMIT => {}
-                Err(e) => return Err(e),
+            if self.check_query(&query, false).await?.is_some_and(|rows| !rows.is_empty()) {
+                return Err(violation.into());
             }
         }
         Ok(())
     }
 
     async fn check_no_nulls(&mut self, table: &str, columns: &[String]) -> Result<(), PgError> {
-        let none = RawParams::default();
         for column in columns {
             let query = format!("SELECT 1 FROM {table} WHERE {column} IS NULL LIMIT 1");
-            if let Reply::Rows { rows, .. } = self.autocommit(Work::Statement(&query, &none)).await? {
-                if !rows.is_empty() {
-                    return Err(PgError::new(
-                        "23502",
-                        format!("column \"{}\" of relation \"{table}\" contains null values", column.trim_matches('"')),
-                    ));
-                }
+            if self.check_query(&query, false).await?.is_some_and(|rows| !rows.is_empty()) {
+                return Err(PgError::new(
+                    "23502",
+                    format!("column \"{}\" of relation \"{table}\" contains null values", column.trim_matches('"')),
+                ));
             }
         }
         Ok(())

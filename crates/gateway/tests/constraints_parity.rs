@@ -44,7 +44,7 @@ async fn run(client: &Client, sql: &str) -> Outcome {
     }
 }
 
-const CLEANUP: &[&str] = &["DROP TABLE IF EXISTS fk_t, fk_c, fk_k, fk_tree, fk_p CASCADE"];
+const CLEANUP: &[&str] = &["DROP TABLE IF EXISTS fk_t, fk_c, fk_k, fk_tree, fk_b, fk_d, fk_p CASCADE"];
 
 const SCRIPT: &[&str] = &[
     "CREATE TABLE fk_p (id INT PRIMARY KEY, code TEXT UNIQUE)",
@@ -119,6 +119,31 @@ const SCRIPT: &[&str] = &[
     "INSERT INTO fk_t VALUES (1, 1)",
     "SELECT conname, condeferrable, condeferred, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'fk_t'::regclass AND contype = 'f'",
     "DROP TABLE fk_t",
+    // In a block the existing rows are checked too, with the block's own writes.
+    "CREATE TABLE fk_b (id INT PRIMARY KEY, p_id INT, v INT)",
+    "INSERT INTO fk_b VALUES (1, 70, -1), (2, 70, 2)",
+    "BEGIN",
+    "ALTER TABLE fk_b ADD CONSTRAINT fk_b_v_pos CHECK (v > 0)",
+    "ROLLBACK",
+    "BEGIN",
+    "ALTER TABLE fk_b ADD CONSTRAINT fk_b_p FOREIGN KEY (p_id) REFERENCES fk_p (id)",
+    "ROLLBACK",
+    "BEGIN",
+    "INSERT INTO fk_p VALUES (70, 'seventy')",
+    "ALTER TABLE fk_b ADD CONSTRAINT fk_b_p FOREIGN KEY (p_id) REFERENCES fk_p (id)",
+    "COMMIT",
+    "SELECT conname FROM pg_constraint WHERE conrelid = 'fk_b'::regclass AND contype = 'f'",
+    "CREATE TABLE fk_d (id INT, v INT)",
+    "INSERT INTO fk_d VALUES (1, 1), (1, 2)",
+    "BEGIN",
+    "ALTER TABLE fk_d ADD PRIMARY KEY (id)",
+    "ROLLBACK",
+    "BEGIN",
+    "SELECT count(*) FROM fk_d",
+    "ALTER TABLE fk_d ADD CONSTRAINT fk_d_v_pos CHECK (v > 0)",
+    "COMMIT",
+    "DROP TABLE fk_d",
+    "DROP TABLE fk_b",
     "DROP TABLE fk_tree",
     "DROP TABLE fk_c",
     "DROP TABLE fk_p",
