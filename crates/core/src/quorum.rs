@@ -52,6 +52,26 @@ impl Quorums {
     pub fn st2_quorum(&self) -> usize {
         self.n() - self.f
     }
+    /// Any f+1 replicas include a correct one: whom to ask for something a correct replica
+    /// can prove (a missing transaction, a decision).
+    pub fn one_correct(&self) -> usize {
+        self.f + 1
+    }
+    /// Fallback view change (Basil §5 step 2 (i)): a view held by 3f+1 replicas moves a
+    /// replica to the next view, starting an election there.
+    pub fn view_election(&self) -> usize {
+        3 * self.f + 1
+    }
+    /// Fallback view change (Basil §5 step 2 (ii)): a newer view held by f+1 replicas (one
+    /// correct) is caught up to.
+    pub fn view_catch_up(&self) -> usize {
+        self.f + 1
+    }
+    /// ELECTFB messages that elect a fallback leader, and exactly as many prove its DECFB
+    /// (Basil §5 step 3).
+    pub fn election(&self) -> usize {
+        4 * self.f + 1
+    }
 }
 
 #[cfg(test)]
@@ -69,6 +89,7 @@ mod tests {
         assert_eq!(q.abort_fast(), 4);
         assert_eq!(q.abort_quorum(), 2);
         assert_eq!(q.st2_quorum(), 5);
+        assert_eq!((q.one_correct(), q.view_election(), q.view_catch_up(), q.election()), (2, 4, 2, 5));
     }
 
     #[test]

@@ -43,6 +43,7 @@ impl Elections {
 /// starts an election, which the exponential view timeout may not allow yet
 /// (`may_start_election`); rule (ii) is always allowed.
 pub fn adopt_view(current: u64, views: &[u64], f: usize, may_start_election: bool) -> u64 {
+    let q = pistou_core::Quorums::new(f);
     let held_by = |v: u64| views.iter().filter(|&&x| x >= v).count();
     let mut candidates: Vec<u64> = views.to_vec();
     candidates.sort_unstable();
@@ -50,11 +51,11 @@ pub fn adopt_view(current: u64, views: &[u64], f: usize, may_start_election: boo
     let election = candidates
         .iter()
         .rev()
-        .find(|&&v| held_by(v) >= 3 * f + 1)
+        .find(|&&v| held_by(v) >= q.view_election())
         .map(|v| v + 1)
         .filter(|_| may_start_election)
         .unwrap_or(current);
-    let catch_up = candidates.iter().rev().find(|&&v| held_by(v) >= f + 1).copied().unwrap_or(current);
+    let catch_up = candidates.iter().rev().find(|&&v| held_by(v) >= q.view_catch_up()).copied().unwrap_or(current);
     current.max(election).max(catch_up)
 }
 
@@ -197,7 +198,7 @@ impl Replica {
         while views.len() > MAX_ELECTION_VIEWS {
             views.pop_first();
         }
-        let quorum = 4 * self.auth.config().f + 1;
+        let quorum = self.auth.config().quorums().election();
         let Some(votes) = views.get(&view) else { return Ok(()) };
         if votes.len() < quorum {
             return Ok(());
@@ -219,9 +220,9 @@ impl Replica {
 
     /// DECFB: adopt the leader's decision unless we are in a newer view.
     pub(crate) fn on_dec_fb(&mut self, _now: u64, d: DecFb) -> Result<(), RejectReason> {
-        let f = self.auth.config().f;
-        let n = self.auth.config().quorums().n();
-        if d.proofs.len() != 4 * f + 1 || d.view == 0 {
+        let q = self.auth.config().quorums();
+        let n = q.n();
+        if d.proofs.len() != q.election() || d.view == 0 {
             return Err(RejectReason::BadCertificate);
         }
         let mut signers = std::collections::BTreeSet::new();

@@ -54,8 +54,8 @@ impl Inquiries {
 impl Replica {
     /// Periodic work: ask peers about transactions still undecided when their time comes.
     pub(crate) fn inquiry_tick(&mut self, now: u64) {
-        let f = self.auth.config().f;
-        let n = self.auth.config().quorums().n() as u32;
+        let q = self.auth.config().quorums();
+        let n = q.n() as u32;
         let me = self.id;
         let mut asked = 0;
         while asked < MAX_INQUIRIES_PER_TICK {
@@ -72,7 +72,7 @@ impl Replica {
                 continue;
             }
             // First f+1 peers (one of them correct, but maybe without the decision), then all.
-            let peers = if attempt == 0 { f + 1 } else { n as usize - 1 };
+            let peers = if attempt == 0 { q.one_correct() } else { n as usize - 1 };
             let targets = (1..n).map(|k| (me.index + k) % n).take(peers);
             self.replica_outputs
                 .extend(targets.map(|index| (ReplicaId { shard: me.shard, index }, Message::Sync { txn })));

@@ -99,7 +99,7 @@ impl Replica {
             return Err(RejectReason::TooManyParked);
         }
         let me = self.id;
-        let ask = self.auth.config().f + 1;
+        let ask = self.auth.config().quorums().one_correct();
         let mut syncs = Vec::new();
         for e in &missing {
             if self.snapshots.fetching.contains_key(&e.txn) {

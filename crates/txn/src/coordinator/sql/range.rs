@@ -27,7 +27,7 @@
 //!   40001 (a sign of contention the client cannot wait out, App. A.5.2).
 
 use pistou_core::sql_keys::{key_kind, KeyKind};
-use pistou_core::{Key, ReplicaId, ShardId, Timestamp, TxnId};
+use pistou_core::{Key, Quorums, ReplicaId, ShardId, Timestamp, TxnId};
 use pistou_crypto::{BatchSignature, Hash};
 use pistou_sql::{Prepared, SqlError, SqlState};
 use pistou_wire::{
@@ -150,7 +150,7 @@ impl RangeOp {
     /// SS-VOTEs for a forced snapshot (`eager` off), whose worst case is a proposal that
     /// stalls this query alone. Checking them all at once lets them share one batch.
     pub(crate) fn take_unverified(&mut self, f: usize, eager: bool) -> Vec<(u32, Hash, Option<BatchSignature>)> {
-        if self.replies.len() < 3 * f + 1 || (!eager && self.phase == Phase::Eager) {
+        if self.replies.len() < Quorums::new(f).range_fanout() || (!eager && self.phase == Phase::Eager) {
             return Vec::new();
         }
         let replies = &self.replies;
@@ -187,7 +187,7 @@ impl RangeOp {
         let usable = self.replies.len() - outliers(&self.replies, f, outlier_us).len();
         self.unverified.clear();
         let voters = std::mem::take(&mut self.replies).into_keys();
-        self.sent = if usable >= 3 * f + 1 { voters.collect() } else { (0..n).collect() };
+        self.sent = if usable >= Quorums::new(f).range_fanout() { voters.collect() } else { (0..n).collect() };
         self.sent_at = now;
         self.round_started = now;
         let msg = Message::RangeRead(self.request.clone());
@@ -216,7 +216,7 @@ impl RangeOp {
     /// No decision yet, though every replica asked has answered, or 3f+1 have and the
     /// others stayed silent for `patience` (crashed or slow replicas must not stall a read).
     pub(crate) fn stuck(&self, now: u64, f: usize, patience: u64) -> bool {
-        let enough = self.replies.len() >= 3 * f + 1;
+        let enough = self.replies.len() >= Quorums::new(f).range_fanout();
         let all = self.sent.iter().all(|i| self.replies.contains_key(i));
         self.accepting() && enough && (all || now >= self.round_started.saturating_add(patience))
     }
@@ -243,7 +243,7 @@ impl RangeOp {
             return (Vec::new(), skip);
         }
         let possible = self.sent.iter().filter(|i| !skip.contains(i)).count();
-        let need = (3 * f + 1).saturating_sub(possible);
+        let need = Quorums::new(f).range_fanout().saturating_sub(possible);
         let more: Vec<u32> = (0..n).filter(|i| !self.sent.contains(i)).take(need).collect();
         self.sent.extend(more.iter().copied());
         let msgs = more
@@ -274,7 +274,7 @@ impl RangeOp {
             return Choice::Wait;
         }
         if !eager && self.phase == Phase::Eager {
-            return if self.replies.len() >= 3 * f + 1 { Choice::Disagree } else { Choice::Wait };
+            return if self.replies.len() >= Quorums::new(f).range_fanout() { Choice::Disagree } else { Choice::Wait };
         }
         if !self.unverified.is_empty() {
             return Choice::Wait; // nothing is decided over a reply whose signature is unchecked
@@ -377,7 +377,7 @@ pub(crate) fn choose(replies: &BTreeMap<u32, RangeReply>, f: usize, outlier_us: 
     let skip = outliers(replies, f, outlier_us);
     let considered: BTreeMap<u32, &RangeReply> =
         replies.iter().filter(|(i, _)| !skip.contains(i)).map(|(i, r)| (*i, r)).collect();
-    if considered.len() < 3 * f + 1 {
+    if considered.len() < Quorums::new(f).range_fanout() {
         return Choice::Wait;
     }
     let mut groups: BTreeMap<Vec<u8>, Vec<u32>> = BTreeMap::new();
