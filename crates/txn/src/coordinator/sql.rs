@@ -321,6 +321,8 @@ impl Coordinator {
         let t = self.executing(h)?;
         let ts = t.ts;
         let state = t.sql.get_or_insert_with(Box::default);
+        // The settings are this statement's alone, even if it is refused.
+        let sequence_sets = std::mem::take(&mut state.sequence_sets);
         if state.statement.is_some() {
             return Err(TxnError::Busy);
         }
@@ -329,7 +331,6 @@ impl Coordinator {
             unique.extend_from_slice(&part.to_le_bytes());
         }
         state.statements += 1;
-        let sequence_sets = std::mem::take(&mut state.sequence_sets);
         state.statement = Some(Statement {
             sql: sql.to_string(),
             params,
