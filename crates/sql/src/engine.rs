@@ -472,6 +472,9 @@ impl Engine {
         params: &[Value],
         ctx: &ExecContext,
     ) -> Result<Execution> {
+        // lastval of a sequence dropped since is not defined, as in PostgreSQL.
+        let lastval = ctx.lastval.filter(|l| catalog.sequence(&l.sequence).is_some());
+        let ctx = &ExecContext { lastval, ..*ctx };
         if prepared.catalog_version != catalog.version() {
             let fresh = self.prepare(catalog, &prepared.sql)?;
             return self.execute_plan(&fresh.plan, params, ctx);
