@@ -137,6 +137,11 @@ pub struct SqlConfig {
     pub statement_max_work: u64,
     pub statement_max_materialized_bytes: usize,
     pub statement_max_computed_bytes: usize,
+    /// Units of work a replica gives a range read on its protocol thread. One that needs
+    /// more runs again on a worker of its own, so that long statements never hold up the
+    /// protocol (`pistou_txn::RangeJob`). Not part of what replicas agree on: it decides
+    /// where a statement runs, not what it returns.
+    pub statement_inline_work: u64,
 }
 
 impl Default for SqlConfig {
@@ -151,6 +156,7 @@ impl Default for SqlConfig {
             statement_max_work: 64_000_000,
             statement_max_materialized_bytes: 512 << 20,
             statement_max_computed_bytes: 256 << 20,
+            statement_inline_work: 2_000,
         }
     }
 }
@@ -262,6 +268,7 @@ impl ClusterConfig {
                 MAX_STATEMENT_BYTES,
             ),
             ("sql.statement_max_computed_bytes", self.sql.statement_max_computed_bytes as u64, MAX_STATEMENT_BYTES),
+            ("sql.statement_inline_work", self.sql.statement_inline_work, MAX_STATEMENT_WORK),
         ];
         for (name, value, max) in statement_limits {
             if value == 0 || value > max {

@@ -7,7 +7,7 @@ use crate::peers::{run_peer_link, PeerLink};
 use crate::server::NodeOptions;
 use pistou_core::{ClusterConfig, ReplicaId};
 use pistou_crypto::SecretKey;
-use pistou_txn::{RejectReason, Rejections, Replica, ReplicaStats};
+use pistou_txn::{RangeJob, RangeJobDone, RejectReason, Rejections, Replica, ReplicaStats};
 use pistou_wire::Message;
 use std::collections::HashMap;
 use std::future::Future;
@@ -41,7 +41,51 @@ pub(crate) struct Driver {
     batch_window: Duration,
     /// Client messages in the last batch: the window is waited only under load.
     last_batch: usize,
+    /// Runs range reads too long for this task (`Replica::take_range_job`).
+    worker: RangeWorker,
 }
+
+/// A thread that runs the replica's long range reads, one at a time, at a lower scheduling
+/// priority than everything else the replica does: a long statement then takes only the CPU
+/// the protocol leaves over, and never delays it.
+pub(crate) struct RangeWorker {
+    jobs: std::sync::mpsc::Sender<RangeJob>,
+    done: mpsc::UnboundedReceiver<RangeJobDone>,
+}
+
+impl RangeWorker {
+    pub(crate) fn start(name: String) -> std::io::Result<RangeWorker> {
+        let (jobs, job_rx) = std::sync::mpsc::channel::<RangeJob>();
+        let (done_tx, done) = mpsc::unbounded_channel();
+        std::thread::Builder::new().name(name).spawn(move || {
+            lower_thread_priority();
+            while let Ok(job) = job_rx.recv() {
+                if done_tx.send(job.run()).is_err() {
+                    break;
+                }
+            }
+        })?;
+        Ok(RangeWorker { jobs, done })
+    }
+}
+
+/// Lowers the calling thread's priority (Linux sets nice values per thread).
+fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only reads its integer arguments; `0` names the calling thread.
+    let result = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, WORKER_NICE) };
+    #[cfg(target_os = "linux")]
+    if result != 0 {
+        tracing::warn!(
+            "long statements run at normal priority: setpriority failed: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+/// The worker's nice value: well below the driver's share of the CPU when both are busy.
+#[cfg(target_os = "linux")]
+const WORKER_NICE: libc::c_int = 10;
 
 type Counts = (Vec<(RejectReason, u64)>, Vec<(NetReason, u64)>);
 
@@ -62,6 +106,7 @@ impl Driver {
         counters: Arc<NetCounters>,
         options: &NodeOptions,
         peer_key: Option<SecretKey>,
+        worker: RangeWorker,
     ) -> Driver {
         Driver {
             replica,
@@ -78,6 +123,7 @@ impl Driver {
             fault: None,
             batch_window: options.batch_window,
             last_batch: 0,
+            worker,
         }
     }
 
@@ -136,6 +182,13 @@ impl Driver {
                     }
                 }
                 _ = stats.tick() => self.log_if_changed(),
+                Some(done) = self.worker.done.recv() => {
+                    self.replica.range_job_done(done);
+                    if let Err(e) = self.flush_and_route() {
+                        failure = Some(e);
+                        break;
+                    }
+                }
                 item = inbound.recv() => {
                     let Some(item) = item else { break };
                     // Natural batching: everything already queued is verified in one
@@ -195,6 +248,12 @@ impl Driver {
     /// then sends. A failed sync sends nothing: the replies would promise what a crash may
     /// make the replica forget.
     fn flush_and_route(&mut self) -> Result<(), String> {
+        if let Some(job) = self.replica.take_range_job() {
+            // The worker lives as long as the driver; a send fails only if it panicked.
+            if self.worker.jobs.send(job).is_err() {
+                return Err("the thread running long statements stopped".into());
+            }
+        }
         self.replica.flush();
         let mut sync = || self.replica.sync_log();
         // The sync blocks on the disk; on a multi-threaded runtime, let other tasks (the

@@ -2,7 +2,7 @@
 
 use crate::conn::{serve_connection, ConnParams, Inbound, Token};
 use crate::counters::{NetCounters, NetReason};
-use crate::driver::{Driver, ReplicaReport};
+use crate::driver::{Driver, RangeWorker, ReplicaReport};
 use pistou_core::{ClusterConfig, ReplicaId};
 use pistou_crypto::SecretKey;
 use pistou_txn::Replica;
@@ -169,11 +169,22 @@ impl ReplicaServer {
         let fault = self.fault;
         let ReplicaServer { listener, config, replica, options, counters, peer_key, .. } = self;
         let id = replica.id();
+        let worker = match RangeWorker::start(format!("pistou-sql-{id}")) {
+            Ok(worker) => worker,
+            Err(e) => {
+                return ReplicaReport {
+                    stats: replica.stats().clone(),
+                    rejections: replica.rejections().clone(),
+                    net: counters.snapshot(),
+                    failure: Some(format!("cannot start the thread for long statements: {e}")),
+                }
+            }
+        };
         let (tx, rx) = mpsc::channel(options.inbound_queue);
         let acceptor = tokio::spawn(accept_loop(listener, config.clone(), id, tx, counters.clone(), options.clone()));
         tracing::info!(replica = %id, "serving");
         #[allow(unused_mut)] // mutated only with fault injection
-        let mut driver = Driver::new(replica, config, counters, &options, peer_key);
+        let mut driver = Driver::new(replica, config, counters, &options, peer_key, worker);
         #[cfg(feature = "fault-injection")]
         if let Some(fault) = fault {
             tracing::warn!(replica = %id, fault = ?fault.kind, "running as a BYZANTINE replica (testing only)");

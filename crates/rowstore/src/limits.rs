@@ -62,6 +62,8 @@ pub struct GcStats {
     pub keys_removed: usize,
     /// Committed writes trimmed from the write logs.
     pub log_writes_trimmed: usize,
+    /// Tables left for a later gc because a snapshot shares them.
+    pub tables_deferred: usize,
 }
 
 impl GcStats {
@@ -70,5 +72,6 @@ impl GcStats {
         self.versions_removed += other.versions_removed;
         self.keys_removed += other.keys_removed;
         self.log_writes_trimmed += other.log_writes_trimmed;
+        self.tables_deferred += other.tables_deferred;
     }
 }

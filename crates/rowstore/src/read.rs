@@ -23,6 +23,7 @@ impl RowStore {
     fn sql_table(&self, name: &str) -> Result<&Table> {
         self.tables
             .get(name)
+            .map(|t| &**t)
             .ok_or_else(|| SqlError::new(SqlState::UndefinedTable, format!("relation \"{name}\" does not exist")))
     }
 }

@@ -29,7 +29,10 @@ pub(crate) struct PreparedWrites {
 pub struct RowStore {
     pub(crate) limits: StoreLimits,
     pub(crate) watermark: Timestamp,
-    pub(crate) tables: BTreeMap<String, Table>,
+    /// Shared so that a statement run off the replica's protocol thread reads a snapshot
+    /// ([`RowStore::snapshot`]) while the replica goes on: a table is copied only when the
+    /// replica changes it while a snapshot holds it.
+    pub(crate) tables: BTreeMap<String, Arc<Table>>,
     pub(crate) writers: BTreeMap<TxnId, PreparedWrites>,
 }
 
@@ -73,23 +76,23 @@ impl RowStore {
             CatalogChange::CreateTable(schema) => {
                 let schema = catalog_after.table(&schema.name).cloned().unwrap_or_else(|| Arc::new(schema.clone()));
                 self.drop_table(&schema.name);
-                self.tables.insert(schema.name.clone(), Table::new(schema));
+                self.tables.insert(schema.name.clone(), Arc::new(Table::new(schema)));
             }
             CatalogChange::DropTable { table } => self.drop_table(table),
             CatalogChange::CreateIndex { table, index } | CatalogChange::AddPrimaryKey { table, index } => {
-                let (Some(schema), Some(t)) = (catalog_after.table(table), self.tables.get_mut(table)) else { return };
+                let (Some(schema), Some(t)) = (catalog_after.table(table), self.table_mut(table)) else { return };
                 let index = schema.index(&index.name).cloned().unwrap_or_else(|| index.clone());
                 t.create_index(schema.clone(), index);
             }
             CatalogChange::DropIndex { table, index } => {
-                if let Some(t) = self.tables.get_mut(table) {
+                if let Some(t) = self.table_mut(table) {
                     t.drop_index(catalog_after.table(table).cloned(), index);
                 }
             }
             CatalogChange::AlterTable { table, .. } => {
                 // No stored row changes (a dropped column stays in rows, hidden); indexes the
                 // actions dropped go, those they added (UNIQUE constraints) are built.
-                let (Some(schema), Some(t)) = (catalog_after.table(table), self.tables.get_mut(table)) else { return };
+                let (Some(schema), Some(t)) = (catalog_after.table(table), self.table_mut(table)) else { return };
                 let gone: Vec<String> = t.index_names().into_iter().filter(|n| schema.index(n).is_none()).collect();
                 for name in gone {
                     t.drop_index(Some(schema.clone()), &name);
@@ -101,10 +104,24 @@ impl RowStore {
                 t.drop_index(Some(schema.clone()), "");
             }
             CatalogChange::AddColumn { table, column } => {
-                let (Some(schema), Some(t)) = (catalog_after.table(table), self.tables.get_mut(table)) else { return };
+                let (Some(schema), Some(t)) = (catalog_after.table(table), self.table_mut(table)) else { return };
                 t.add_column(schema.clone(), column.default.clone().unwrap_or(Value::Null));
             }
         }
+    }
+
+    /// `name`'s table to change, copied first if a snapshot shares it.
+    fn table_mut(&mut self, name: &str) -> Option<&mut Table> {
+        self.tables.get_mut(name).map(Arc::make_mut)
+    }
+
+    /// The store as it is now, restricted to `tables` (others are left out; unknown names
+    /// are ignored): for a statement that runs elsewhere while this store goes on changing.
+    /// O(tables) now; a table shared with a snapshot is copied when it is next changed here.
+    pub fn snapshot<'a>(&self, tables: impl IntoIterator<Item = &'a str>) -> RowStore {
+        let tables =
+            tables.into_iter().filter_map(|n| self.tables.get_key_value(n)).map(|(n, t)| (n.clone(), t.clone()));
+        RowStore { limits: self.limits, watermark: self.watermark, tables: tables.collect(), writers: BTreeMap::new() }
     }
 
     /// Removes a table and every reference the per-writer index holds into it.
@@ -206,7 +223,7 @@ impl RowStore {
         }
         let cap = self.limits.version_cap;
         for (name, table_writes) in &writes.tables {
-            let Some(table) = self.tables.get_mut(name) else { continue };
+            let Some(table) = self.tables.get_mut(name).map(Arc::make_mut) else { continue };
             for (key, write) in table_writes {
                 let row = match write {
                     Write::Upsert(row) => Some(Arc::new(row.clone())),
@@ -247,7 +264,7 @@ impl RowStore {
         let Some(record) = self.writers.remove(writer) else { return };
         let cap = self.limits.version_cap;
         for (name, keys) in &record.keys {
-            let Some(table) = self.tables.get_mut(name) else { continue };
+            let Some(table) = self.table_mut(name) else { continue };
             for key in keys {
                 table.commit_version(key, record.ts, *writer, cap);
             }
@@ -259,7 +276,7 @@ impl RowStore {
     pub fn abort(&mut self, writer: &TxnId) {
         let Some(record) = self.writers.remove(writer) else { return };
         for (name, keys) in &record.keys {
-            let Some(table) = self.tables.get_mut(name) else { continue };
+            let Some(table) = self.table_mut(name) else { continue };
             for key in keys {
                 table.abort_version(key, record.ts, *writer);
             }
@@ -370,6 +387,13 @@ impl RowStore {
         self.watermark = self.watermark.max(watermark);
         let mut stats = GcStats::default();
         for table in self.tables.values_mut() {
+            // A table a snapshot shares is collected at a later gc, when the snapshot is
+            // gone, instead of being copied: collecting later is always allowed (reads at or
+            // above the watermark see the same either way).
+            let Some(table) = Arc::get_mut(table) else {
+                stats.tables_deferred += 1;
+                continue;
+            };
             stats.add(table.collect(self.watermark, self.limits.log_keep_us, self.limits.tombstone_keep_us));
         }
         stats

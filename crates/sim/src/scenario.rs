@@ -84,6 +84,9 @@ pub struct Scenario {
     /// Replicas catch up after a silence from clients (`storage.catch_up_after_silence_us`);
     /// false only to show that the cut-off tests fail without it.
     pub catch_up_after_silence: bool,
+    /// Work a replica gives a range read before running it as a job
+    /// (`SqlConfig::statement_inline_work`); 1 sends nearly every scan through the job path.
+    pub statement_inline_work: u64,
 }
 
 impl Scenario {
@@ -118,6 +121,7 @@ impl Scenario {
             tables: BTreeMap::new(),
             sql_stalls: 0,
             catch_up_after_silence: true,
+            statement_inline_work: pistou_core::SqlConfig::default().statement_inline_work,
         }
     }
 }
@@ -162,6 +166,8 @@ pub struct Outcome {
     pub range: pistou_txn::RangeStats,
     /// Transactions correct replicas fetched with SYNC and applied from a SUPPLY.
     pub supplied: u64,
+    /// Range reads correct replicas ran as jobs, past their inline slice of work.
+    pub long_reads: u64,
     /// Committed transactions of correct clients whose metadata names two or more shards
     /// (Basil 2PC), as correct replicas applied them.
     pub multi_shard_commits: usize,
@@ -280,6 +286,10 @@ impl World {
 
     fn flush_replica(&mut self, now: u64, id: ReplicaId) {
         let Some(r) = self.replicas.get_mut(&id) else { return };
+        // Long range reads run at once: the node runs them on a worker thread meanwhile,
+        // which the simulator's delivery order already covers (any interleaving is one
+        // where the job ended before the next message).
+        r.run_range_jobs();
         // Every step a replica takes keeps its transaction table and indexes in agreement:
         // checked after each step while its state is small, every k-th step beyond.
         self.replica_steps += 1;
@@ -514,7 +524,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
         shards,
         clients,
         tables: s.tables.clone(),
-        sql: Default::default(),
+        sql: pistou_core::SqlConfig { statement_inline_work: s.statement_inline_work, ..Default::default() },
         // Below the clients' writeback resend span (`timeouts` below: 8 × 10 round trips).
         storage: pistou_core::StorageConfig {
             catch_up_after_silence_us: if s.catch_up_after_silence { 40 * round_trip } else { u64::MAX },
@@ -926,6 +936,7 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         protocol_aborts: logs.iter().filter(|l| l.decision == Some(Decision::Abort) && l.id.is_some()).count(),
         fallback_adoptions: correct.iter().map(|r| r.stats().fallback_adoptions).sum(),
         supplied: correct.iter().map(|r| r.stats().supplied).sum(),
+        long_reads: correct.iter().map(|r| r.stats().long_reads).sum(),
         range: w.clients.iter().map(|c| c.coord.range_stats()).fold(pistou_txn::RangeStats::default(), |a, b| {
             pistou_txn::RangeStats {
                 eager: a.eager + b.eager,

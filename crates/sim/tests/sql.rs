@@ -328,6 +328,24 @@ fn sql_base() {
     run_all(|seed| sql_scenario("sql-base", seed), 40, 501, 5);
 }
 
+/// Every scan past one unit of work runs as a range job, taken at once, while the faults
+/// of `sql_with_drops_and_a_crash` and forced snapshots happen: the oracle holds.
+#[test]
+fn sql_with_scans_run_as_range_jobs() {
+    let long = |s: &mut Scenario| s.statement_inline_work = 1;
+    let outcomes =
+        run_all(|seed| with(with(sql_scenario("sql-range-jobs", seed), drops_and_a_crash), long), 15, 543, 3);
+    assert!(outcomes.iter().map(|o| o.long_reads).sum::<u64>() > 0, "range reads ran as jobs");
+    let snapshots = |seed| {
+        with(sql_scenario("sql-range-jobs-snapshot", seed), |s| {
+            long(s);
+            s.force_snapshot_path = true;
+        })
+    };
+    let outcomes = run_all(snapshots, 10, 544, 3);
+    assert!(outcomes.iter().map(|o| o.long_reads).sum::<u64>() > 0, "snapshot-round reads ran as jobs");
+}
+
 #[test]
 fn sql_with_drops_and_a_crash() {
     run_all(|seed| with(sql_scenario("sql-drops-crash", seed), drops_and_a_crash), 25, 502, 3);

@@ -5,9 +5,21 @@
 
 use crate::error::{err, Result, SqlState};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Why a statement's run may stop before its end other than by its limits. Neither changes
+/// what a run that ends computes: a stopped run's result is thrown away.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Interrupt<'a> {
+    /// Stop with `WorkSliceUsed` after this much work: a replica's first attempt on its
+    /// protocol thread, which runs a longer statement again off that thread.
+    pub work_slice: Option<u64>,
+    /// Stop with 57014 once set: nobody waits for the result any more.
+    pub cancel: Option<&'a AtomicBool>,
+}
 
 #[derive(Debug)]
-pub struct Budget {
+pub struct Budget<'a> {
     left: Cell<u64>,
     limit: u64,
     /// "computes … bytes of text": what the error says the statement did too much of.
@@ -15,26 +27,28 @@ pub struct Budget {
     unit: &'static str,
     /// The cluster configuration's name for the limit.
     setting: &'static str,
+    interrupt: Interrupt<'a>,
 }
 
-impl Budget {
+impl<'a> Budget<'a> {
     /// Text a statement's operators and functions make (each result when made).
-    pub fn computed_text(limit: usize) -> Budget {
+    pub fn computed_text(limit: usize) -> Budget<'a> {
         Budget::new(limit as u64, "computes", "bytes of text", "sql.statement_max_computed_bytes")
     }
 
     /// Rows a statement keeps: scanned rows and join results.
-    pub fn materialized_rows(limit: usize) -> Budget {
+    pub fn materialized_rows(limit: usize) -> Budget<'a> {
         Budget::new(limit as u64, "materializes", "bytes of rows", "sql.statement_max_materialized_bytes")
     }
 
     /// Rows read from storage, pairs of rows joins examine, rows moving window frames visit.
-    pub fn work(limit: u64) -> Budget {
-        Budget::new(limit, "does", "units of work, rows read and pairs of rows examined", "sql.statement_max_work")
+    pub fn work(limit: u64, interrupt: Interrupt<'a>) -> Budget<'a> {
+        let unit = "units of work, rows read and pairs of rows examined";
+        Budget { interrupt, ..Budget::new(limit, "does", unit, "sql.statement_max_work") }
     }
 
-    fn new(limit: u64, verb: &'static str, unit: &'static str, setting: &'static str) -> Budget {
-        Budget { left: Cell::new(limit), limit, verb, unit, setting }
+    fn new(limit: u64, verb: &'static str, unit: &'static str, setting: &'static str) -> Budget<'a> {
+        Budget { left: Cell::new(limit), limit, verb, unit, setting, interrupt: Interrupt::default() }
     }
 
     /// Spends `amount` (54000 beyond the limit).
@@ -42,7 +56,15 @@ impl Budget {
         match self.left.get().checked_sub(amount) {
             Some(left) => {
                 self.left.set(left);
-                Ok(())
+                if self.interrupt.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    return err(SqlState::QueryCanceled, "canceling statement: its result is no longer wanted");
+                }
+                match self.interrupt.work_slice {
+                    Some(slice) if self.limit - left > slice => {
+                        err(SqlState::WorkSliceUsed, "statement continues off the protocol thread")
+                    }
+                    _ => Ok(()),
+                }
             }
             None => err(
                 SqlState::ProgramLimitExceeded,
@@ -61,11 +83,23 @@ mod tests {
 
     #[test]
     fn a_budget_stops_at_its_limit_and_names_the_setting() {
-        let b = Budget::work(10);
+        let b = Budget::work(10, Interrupt::default());
         assert!(b.charge(4).is_ok() && b.charge(6).is_ok());
         let e = b.charge(1).expect_err("over");
         assert_eq!(e.state, SqlState::ProgramLimitExceeded);
         assert!(e.message.contains("more than 10 units of work") && e.message.contains("sql.statement_max_work"));
         assert!(Budget::computed_text(3).charge(u64::MAX).is_err());
+    }
+
+    #[test]
+    fn a_work_slice_stops_before_the_limit_and_a_cancel_stops_at_once() {
+        let sliced = Budget::work(100, Interrupt { work_slice: Some(10), cancel: None });
+        assert!(sliced.charge(10).is_ok());
+        assert_eq!(sliced.charge(1).expect_err("past the slice").state, SqlState::WorkSliceUsed);
+        let flag = AtomicBool::new(false);
+        let cancellable = Budget::work(100, Interrupt { work_slice: None, cancel: Some(&flag) });
+        assert!(cancellable.charge(1).is_ok());
+        flag.store(true, Ordering::Relaxed);
+        assert_eq!(cancellable.charge(1).expect_err("cancelled").state, SqlState::QueryCanceled);
     }
 }

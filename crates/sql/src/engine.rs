@@ -1,7 +1,7 @@
 //! Public entry points: parse + plan (`prepare`, with a bounded plan cache) and `execute`.
 
 use crate::bind::Binder;
-use crate::budget::Budget;
+use crate::budget::{Budget, Interrupt};
 use crate::catalog::{Catalog, CatalogChange};
 use crate::error::{err, Result, SqlError, SqlState};
 use crate::exec::{key_range, Exec, Reader};
@@ -472,21 +472,40 @@ impl Engine {
         params: &[Value],
         ctx: &ExecContext,
     ) -> Result<Execution> {
+        self.execute_interruptible(catalog, prepared, params, ctx, Interrupt::default())
+    }
+
+    /// [`Engine::execute`] that may stop early as `interrupt` says (its result is then an
+    /// error to throw away: `WorkSliceUsed` or 57014).
+    pub fn execute_interruptible(
+        &self,
+        catalog: &Catalog,
+        prepared: &Prepared,
+        params: &[Value],
+        ctx: &ExecContext,
+        interrupt: Interrupt,
+    ) -> Result<Execution> {
         // lastval of a sequence dropped since is not defined, as in PostgreSQL.
         let lastval = ctx.lastval.filter(|l| catalog.sequence(&l.sequence).is_some());
         let ctx = &ExecContext { lastval, ..*ctx };
         if prepared.catalog_version != catalog.version() {
             let fresh = self.prepare(catalog, &prepared.sql)?;
-            return self.execute_plan(&fresh.plan, params, ctx);
+            return self.execute_plan(&fresh.plan, params, ctx, interrupt);
         }
-        self.execute_plan(&prepared.plan, params, ctx)
+        self.execute_plan(&prepared.plan, params, ctx, interrupt)
     }
 
-    fn execute_plan(&self, plan: &Plan, params: &[Value], ctx: &ExecContext) -> Result<Execution> {
+    fn execute_plan(
+        &self,
+        plan: &Plan,
+        params: &[Value],
+        ctx: &ExecContext,
+        interrupt: Interrupt,
+    ) -> Result<Execution> {
         // EXPLAIN shows the plan of a parameterized statement without values for it.
         let explaining = matches!(plan.statement, Statement::Explain { analyze: false, .. });
         if let Statement::Explain { inner, analyze: true } = &plan.statement {
-            return self.explain_analyze(inner, params, ctx);
+            return self.explain_analyze(inner, params, ctx, interrupt);
         }
         if !explaining && params.len() != plan.param_count {
             return err(
@@ -496,7 +515,7 @@ impl Engine {
         }
         let budget = Budget::computed_text(self.limits.max_computed_bytes);
         let materialized = Budget::materialized_rows(self.limits.max_materialized_bytes);
-        let work = Budget::work(self.limits.max_work);
+        let work = Budget::work(self.limits.max_work, interrupt);
         let reader = Reader {
             storage: ctx.storage,
             at: ctx.at,
@@ -558,8 +577,14 @@ impl Engine {
 
     /// EXPLAIN ANALYZE: runs `inner` (its reads and writes are the statement's), then shows
     /// its plan and what it did: rows returned or affected, scans and the rows they relied on.
-    fn explain_analyze(&self, inner: &Plan, params: &[Value], ctx: &ExecContext) -> Result<Execution> {
-        let ran = self.execute_plan(inner, params, ctx)?;
+    fn explain_analyze(
+        &self,
+        inner: &Plan,
+        params: &[Value],
+        ctx: &ExecContext,
+        interrupt: Interrupt,
+    ) -> Result<Execution> {
+        let ran = self.execute_plan(inner, params, ctx, interrupt)?;
         let produced = match &ran.output {
             Output::Rows { rows, .. } => format!("Rows returned: {}", rows.len()),
             Output::Affected { command, count, .. } => format!("Rows affected ({command}): {count}"),

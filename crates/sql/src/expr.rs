@@ -121,7 +121,7 @@ pub struct Env<'a> {
     pub random: Option<&'a crate::uuid::StatementRandom>,
     /// What the statement may still compute (None: unbounded, where no statement runs, e.g.
     /// a predicate's test of one written row, whose text is bounded by the row's).
-    pub budget: Option<&'a crate::budget::Budget>,
+    pub budget: Option<&'a crate::budget::Budget<'a>>,
 }
 
 /// Charges a computed value to the statement's budget.

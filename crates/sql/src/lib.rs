@@ -30,6 +30,7 @@ mod to_char;
 pub mod view;
 mod window;
 
+pub use budget::Interrupt;
 pub use catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
 pub use constraints::EngineRules;
 pub use database::Database;

@@ -54,6 +54,10 @@ impl Authenticator {
         &self.config
     }
 
+    pub fn shared_config(&self) -> Arc<ClusterConfig> {
+        self.config.clone()
+    }
+
     pub fn crypto(&self) -> bool {
         self.config.crypto
     }

@@ -36,6 +36,7 @@ pub use coordinator::{
 };
 pub use gc::Footprint;
 pub use log::{DiscardLog, LogEntry, MemoryLog, ReplicaLog};
+pub use pesto::range_jobs::{RangeJob, RangeJobDone};
 pub use pesto::CatalogWrite;
 pub use rejects::{RejectReason, Rejections};
 pub use replica::{Replica, ReplicaStats, DEFAULT_VIEW_TIMEOUT_US};

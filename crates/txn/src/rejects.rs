@@ -31,6 +31,10 @@ pub enum RejectReason {
     TooManyUndecided,
     /// A read or ST1 while this replica catches up after a restart (`catchup.rs`).
     CatchingUp,
+    /// A long range read beyond what one client, or all, may have waiting (`range_jobs.rs`).
+    TooManyLongReads,
+    /// A long range read nobody waits for any more, dropped or stopped (`range_jobs.rs`).
+    LongReadAbandoned,
 }
 
 impl RejectReason {
@@ -54,6 +58,8 @@ impl RejectReason {
             RejectReason::BelowWatermark => "below-gc-watermark",
             RejectReason::TooManyUndecided => "too-many-undecided-transactions",
             RejectReason::CatchingUp => "catching-up",
+            RejectReason::TooManyLongReads => "too-many-long-reads",
+            RejectReason::LongReadAbandoned => "long-read-abandoned",
         }
     }
 }

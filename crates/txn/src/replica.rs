@@ -155,6 +155,8 @@ pub struct ReplicaStats {
     pub fallback_adoptions: u64,
     /// Transactions this replica lacked and applied from a peer's SUPPLY (Pesto §5.5).
     pub supplied: u64,
+    /// Range reads run as jobs, past their inline slice of work (`range_jobs.rs`).
+    pub long_reads: u64,
     /// SYNCs sent to learn a decision this replica missed (`inquiry.rs`).
     pub inquiries: u64,
     /// Committed SQL transactions this replica could not apply (logged as errors). A correct
@@ -202,6 +204,8 @@ pub struct Replica {
     pub(crate) sql: SqlReplica,
     /// Pesto's snapshot path: queries waiting for SYNCed transactions.
     pub(crate) snapshots: crate::pesto::snapshot::Snapshots,
+    /// Range reads too long for the protocol thread (`range_jobs.rs`).
+    pub(crate) range_jobs: crate::pesto::range_jobs::RangeJobs,
     /// Undecided transactions to ask peers about (see `inquiry.rs`).
     pub(crate) inquiries: crate::inquiry::Inquiries,
     /// Each client's undecided transactions, bounded (see `quota.rs`).
@@ -285,6 +289,7 @@ impl Replica {
             committed_order: BTreeSet::new(),
             sql: SqlReplica::new(&config_for_sql, id.shard),
             snapshots: Default::default(),
+            range_jobs: Default::default(),
             inquiries: Default::default(),
             undecided: Default::default(),
             gc: Default::default(),
@@ -316,6 +321,7 @@ impl Replica {
     /// `peer`'s connection closed.
     pub fn close_session(&mut self, peer: Peer) {
         self.sessions.remove(&peer);
+        self.abandon_range_reads(|from, _, _| from == peer);
     }
 
     /// The stored ST1 vote for a transaction, if this replica cast one.
@@ -438,6 +444,8 @@ impl Replica {
         }
         let max_age = self.config().max_txn_age_us;
         self.sql.gc(now, max_age);
+        let watermark = self.sql.store.watermark();
+        self.abandon_range_reads(|_, _, ts| ts < watermark);
         self.snapshot_tick(now);
         self.inquiry_tick(now);
         self.catch_up_tick(now);
@@ -600,6 +608,8 @@ impl Replica {
         for key in &req.body.keys {
             self.remove_rts(key, req.body.ts);
         }
+        let (client, ts) = (req.client, req.body.ts);
+        self.abandon_range_reads(|_, c, t| c == client && t == ts);
         Ok(())
     }
 

@@ -37,6 +37,13 @@ struct Fixture {
     ddl: TxnMeta,
     /// The replica's clock for the messages `send` delivers.
     now: u64,
+    /// `send` runs the range jobs its message made (false: they wait for the test).
+    run_jobs: bool,
+}
+
+/// The key of client 2 (client 1's is the fixture's `client`).
+fn second_client() -> SecretKey {
+    SecretKey::from_seed([98; 32])
 }
 
 fn clone_key(k: &SecretKey) -> SecretKey {
@@ -70,7 +77,10 @@ fn fixture_of(sql: SqlConfig, indexes: Vec<IndexSchema>) -> Fixture {
                 .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9000 + i), public_key: k.public() })
                 .collect(),
         }],
-        clients: vec![ClientConfig { id: 1, public_key: client.public() }],
+        clients: vec![
+            ClientConfig { id: 1, public_key: client.public() },
+            ClientConfig { id: 2, public_key: second_client().public() },
+        ],
         tables: Default::default(),
         sql,
         storage: Default::default(),
@@ -86,7 +96,7 @@ fn fixture_of(sql: SqlConfig, indexes: Vec<IndexSchema>) -> Fixture {
         late: false,
         shards: vec![],
     };
-    let mut fx = Fixture { keys, client, replica, catalog: ts(1), config, ddl: placeholder, now: NOW };
+    let mut fx = Fixture { keys, client, replica, catalog: ts(1), config, ddl: placeholder, now: NOW, run_jobs: true };
     let col = |name: &str| int_column(name, None);
     let schema = TableSchema {
         name: "t".into(),
@@ -179,6 +189,9 @@ impl Fixture {
 
     fn send(&mut self, msg: Message) -> Vec<Message> {
         self.replica.handle(self.now, 7, msg);
+        if self.run_jobs {
+            self.replica.run_range_jobs();
+        }
         self.replica.flush();
         self.replica.take_outputs().into_iter().map(|(_, m)| m).collect()
     }
@@ -1242,4 +1255,173 @@ fn fx_create_t() -> CatalogChange {
         indexes: vec![],
         constraints: Default::default(),
     })
+}
+
+// ---- Range reads past their inline slice of work run as jobs (range_jobs.rs) ----
+
+/// A fixture whose replica runs on its protocol thread only range reads of at most two units
+/// of work (a point read: its row and its lookup): any scan of two rows or more becomes a job.
+fn long_read_fixture() -> Fixture {
+    let mut fx = fixture_with(SqlConfig { grace_us: 0, statement_inline_work: 2, ..SqlConfig::default() });
+    fx.run_jobs = false;
+    fx
+}
+
+impl Fixture {
+    /// A range read of client `client` (1 or 2) at `t`.
+    fn range_request(&self, client: u64, t: u64, sql: &str) -> Message {
+        let ts = Timestamp { client: ClientId(client), ..ts(t) };
+        let req = RangeRead {
+            ts,
+            catalog_version: self.catalog,
+            sql: sql.into(),
+            params: vec![],
+            pending: vec![],
+            snapshot: None,
+            sequences: vec![],
+            random_seed: [0; 32],
+            lastval: None,
+        };
+        let key = if client == 1 { clone_key(&self.client) } else { second_client() };
+        Message::RangeRead(Arc::new(sign_client(ClientId(client), Some(&key), req)))
+    }
+
+    /// Delivers `msg` from connection `peer` without running range jobs (they stay queued,
+    /// or out, until the test runs them).
+    fn deliver(&mut self, peer: u64, msg: Message) -> Vec<Message> {
+        self.replica.handle(self.now, peer, msg);
+        self.flushed()
+    }
+
+    fn flushed(&mut self) -> Vec<Message> {
+        self.replica.flush();
+        self.replica.take_outputs().into_iter().map(|(_, m)| m).collect()
+    }
+}
+
+fn range_replies(out: &[Message]) -> Vec<RangeReply> {
+    out.iter()
+        .filter_map(|m| match m {
+            Message::RangeReply(r) => Some(r.body.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_long_range_read_runs_as_a_job_with_the_reply_it_would_have_had_inline() {
+    const SQL: &str = "SELECT id FROM t WHERE a > 10";
+    let rows = [(1, 5), (2, 50), (3, 70)];
+    let mut inline = fixture();
+    inline.load(10, &rows);
+    let expected = inline.range_read(30, SQL, vec![]);
+    let mut fx = long_read_fixture();
+    fx.load(10, &rows);
+    let request = fx.range_request(1, 30, SQL);
+    assert!(range_replies(&fx.deliver(7, request)).is_empty(), "no reply before the job ran");
+    assert_eq!(fx.replica.long_range_reads(), 1);
+    let job = fx.replica.take_range_job().expect("a job");
+    assert!(fx.replica.take_range_job().is_none(), "one job out at a time");
+    fx.replica.range_job_done(job.run());
+    let replies = range_replies(&fx.flushed());
+    assert_eq!(replies.len(), 1);
+    assert_eq!((&replies[0].result, &replies[0].ss_vote), (&expected.result, &expected.ss_vote));
+    assert_eq!(fx.replica.long_range_reads(), 0);
+    assert_eq!(fx.replica.stats().long_reads, 1);
+    // A point read ends within the slice: answered at once.
+    assert_eq!(range_replies(&fx.deliver(7, fx.range_request(1, 31, "SELECT a FROM t WHERE id = 2"))).len(), 1);
+}
+
+/// §6.1.3 on the job path: the table version a job will report is recorded when the job is
+/// taken, so a write below it that arrives while the job runs is refused, as it would be
+/// after an inline read.
+#[test]
+fn a_jobs_table_version_is_reserved_when_it_is_taken() {
+    let mut fx = long_read_fixture();
+    fx.load(20, &[(1, 50), (2, 60)]);
+    fx.deliver(7, fx.range_request(1, 40, "SELECT id FROM t WHERE a > 10"));
+    let job = fx.replica.take_range_job().expect("a job");
+    let late =
+        fx.meta(Txn { t: 15, reads: vec![(key(3), Timestamp::GENESIS)], writes: vec![(3, Some(1))], predicate: None });
+    assert_eq!(fx.prepare(&late), Some(Vote::Abort), "table version 20 is reserved while the job runs");
+    fx.replica.range_job_done(job.run());
+    let replies = range_replies(&fx.flushed());
+    let result = replies[0].result.as_ref().expect("rows");
+    assert_eq!(result.predicates[0].table_version, ts(20));
+}
+
+#[test]
+fn a_queued_long_read_reserves_nothing_until_its_job_is_taken() {
+    let mut fx = long_read_fixture();
+    fx.load(20, &[(1, 50), (2, 60)]);
+    fx.deliver(7, fx.range_request(1, 40, "SELECT id FROM t WHERE a > 10"));
+    let late =
+        fx.meta(Txn { t: 15, reads: vec![(key(3), Timestamp::GENESIS)], writes: vec![(3, Some(1))], predicate: None });
+    assert_eq!(fx.prepare(&late), Some(Vote::Commit), "nothing reported yet");
+    // Taken now, the job skips the prepared write: its table version is lowered below it.
+    let job = fx.replica.take_range_job().expect("a job");
+    fx.replica.range_job_done(job.run());
+    let replies = range_replies(&fx.flushed());
+    assert_eq!(replies[0].result.as_ref().expect("rows").predicates[0].table_version, Timestamp::at(ts(15).time));
+}
+
+#[test]
+fn long_reads_nobody_waits_for_are_dropped_or_stopped() {
+    use pistou_txn::RejectReason::LongReadAbandoned;
+    let mut fx = long_read_fixture();
+    fx.load(10, &[(1, 50), (2, 60)]);
+    let scan = "SELECT id FROM t WHERE a > 10";
+    // The connection closes: its queued read goes.
+    fx.deliver(7, fx.range_request(1, 30, scan));
+    fx.replica.close_session(7);
+    assert_eq!(fx.replica.long_range_reads(), 0);
+    assert_eq!(fx.replica.rejections().count(LongReadAbandoned), 1);
+    // ABORT-READS of the transaction stops its job out: no reply.
+    fx.deliver(8, fx.range_request(1, 31, scan));
+    let job = fx.replica.take_range_job().expect("a job");
+    let abort = pistou_wire::AbortReads { ts: ts(31), keys: vec![] };
+    fx.deliver(8, Message::AbortReads(sign_client(ClientId(1), Some(&fx.client), abort)));
+    fx.replica.range_job_done(job.run());
+    assert!(range_replies(&fx.flushed()).is_empty(), "a stopped job has no reply");
+    assert_eq!(fx.replica.rejections().count(LongReadAbandoned), 2);
+    // Another statement of the same transaction replaces a queued one; a retransmission
+    // of the same request is not queued twice.
+    fx.deliver(8, fx.range_request(1, 32, scan));
+    fx.deliver(8, fx.range_request(1, 32, scan));
+    assert_eq!(fx.replica.long_range_reads(), 1);
+    fx.deliver(8, fx.range_request(1, 32, "SELECT id FROM t WHERE a > 55"));
+    assert_eq!(fx.replica.long_range_reads(), 1);
+    assert_eq!(fx.replica.rejections().count(LongReadAbandoned), 3);
+    fx.replica.run_range_jobs();
+    let replies = range_replies(&fx.flushed());
+    assert_eq!(rows_of(&replies[0]), vec![vec![Value::Int(2)]], "the later statement's rows");
+    // A read whose timestamp falls below the watermark while it waits.
+    fx.deliver(8, fx.range_request(1, 33, scan));
+    fx.replica.tick(NOW + SqlConfig::default().gc_lag_us + 10_000_000);
+    assert_eq!(fx.replica.long_range_reads(), 0);
+    assert_eq!(fx.replica.rejections().count(LongReadAbandoned), 4);
+}
+
+#[test]
+fn long_reads_are_bounded_per_client_and_clients_take_turns() {
+    use pistou_txn::RejectReason::TooManyLongReads;
+    let mut fx = long_read_fixture();
+    fx.load(10, &[(1, 50), (2, 60)]);
+    let scan = |n: u64| format!("SELECT id + {n} FROM t WHERE a > 10 ORDER BY 1");
+    for n in 0..17 {
+        fx.deliver(7, fx.range_request(1, 100 + n, &scan(n)));
+    }
+    assert_eq!(fx.replica.long_range_reads(), 16);
+    assert_eq!(fx.replica.rejections().count(TooManyLongReads), 1, "client 1's 17th waiting read");
+    fx.deliver(9, fx.range_request(2, 300, &scan(100)));
+    assert_eq!(fx.replica.long_range_reads(), 17, "another client is not held back");
+    // Client 1 was first, then client 2's single read, then client 1 again.
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        let job = fx.replica.take_range_job().expect("a job");
+        fx.replica.range_job_done(job.run());
+        let replies = range_replies(&fx.flushed());
+        order.push(rows_of(&replies[0])[0][0].clone());
+    }
+    assert_eq!(order, vec![Value::Int(1), Value::Int(101), Value::Int(2)]);
 }

@@ -150,6 +150,7 @@ impl Cluster {
             }
         }
         for r in 0..self.replicas.len() {
+            self.replicas[r].run_range_jobs();
             self.replicas[r].flush();
             let from = self.replicas[r].id();
             for (to, msg) in self.replicas[r].take_replica_outputs() {

@@ -93,6 +93,11 @@ pub enum SqlState {
     /// Internal: a statement calls `setval` with a setting its client has not applied yet;
     /// the client writes the sequence's counter and runs it again (`sequence.rs`).
     SequenceSetNeeded,
+    /// Internal: a replica's first attempt at a statement on its protocol thread used up its
+    /// slice of work; the replica runs the statement again elsewhere (`Interrupt`).
+    WorkSliceUsed,
+    /// The statement's result is no longer wanted (57014).
+    QueryCanceled,
 }
 
 impl SqlState {
@@ -159,6 +164,8 @@ impl SqlState {
             DuplicateAlias => "42712",
             UntranslatableCharacter => "22P05",
             SequenceSetNeeded => "XX000",
+            WorkSliceUsed => "XX000",
+            QueryCanceled => "57014",
         }
     }
 }

@@ -34,17 +34,17 @@ pub(crate) struct Reader<'a> {
     pub max_rows: usize,
     /// Work this statement may still do: rows read from storage and join pairs examined
     /// (per-row scans of joins and correlated subqueries multiply).
-    pub work: &'a Budget,
+    pub work: &'a Budget<'a>,
     /// `Limits::max_read_rows`, and the active rows this statement's scans reported so far.
     pub max_read_rows: usize,
     pub active_rows: std::cell::Cell<usize>,
     /// Bytes of text this statement's expressions may still compute.
-    pub computed: &'a Budget,
+    pub computed: &'a Budget<'a>,
     /// Bytes of rows this statement may still materialize.
-    pub materialized: &'a Budget,
+    pub materialized: &'a Budget<'a>,
 }
 
-impl Budget {
+impl Budget<'_> {
     /// Charges a row the statement keeps (`Budget::materialized_rows`).
     pub(crate) fn charge_row(&self, row: &[Value]) -> Result<()> {
         self.charge(row_bytes(row) as u64)
@@ -243,6 +243,9 @@ impl Reader<'_> {
                     if visited > self.max_rows {
                         return Err(too_many_rows(self.max_rows));
                     }
+                    // Charged as it goes, so that a long scan stops at its budget (or a
+                    // replica's inline slice) instead of after the whole scan.
+                    self.work.charge(1)?;
                     if layers.iter().any(|l| l.contains_key(r.key)) {
                         return Ok(true);
                     }
@@ -283,7 +286,7 @@ impl Reader<'_> {
                 emit_own(o, sink)?;
             }
             storage_hit |= visited > 0;
-            self.work.charge(visited.saturating_add(1) as u64)?;
+            self.work.charge(1)?; // the range's lookup, even if it found nothing
             self.check_rows(seen)?;
         }
         let absent_key = match ranges.as_slice() {

@@ -493,11 +493,16 @@ impl Coordinator {
         ts.time < now.saturating_add(config.delta_us).saturating_sub(config.max_txn_age_us)
     }
 
-    /// Releases the RTS a transaction's point reads left on replicas.
+    /// Releases the RTS a transaction's point reads left on replicas, and tells the shards
+    /// it sent range reads to that it waits for none of them any more (a long one may still
+    /// run there: `pistou_txn::RangeJob`).
     fn abort_reads(&mut self, t: &TxnState) {
         let mut by_shard: BTreeMap<ShardId, Vec<Key>> = BTreeMap::new();
         for k in t.reads.keys().chain(t.in_flight.keys()) {
             by_shard.entry(self.config().shard_of(k)).or_default().push(k.clone());
+        }
+        for shard in t.sql.iter().flat_map(|s| s.shards_read()) {
+            by_shard.entry(shard).or_default();
         }
         for (shard, keys) in by_shard {
             let req = self.sign_read(AbortReads { ts: t.ts, keys });

@@ -112,6 +112,11 @@ impl SqlTxnState {
     pub(super) fn busy(&self) -> bool {
         self.statement.is_some()
     }
+
+    /// The shards this transaction's statements read (each read its catalog first).
+    pub(super) fn shards_read(&self) -> impl Iterator<Item = ShardId> + '_ {
+        self.catalogs.keys().copied()
+    }
 }
 
 struct Statement {

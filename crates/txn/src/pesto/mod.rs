@@ -10,6 +10,7 @@
 //! store the SQL engine reads, and Alg. 1's predicate and monotonicity rules (`cc`).
 
 pub(crate) mod cc;
+pub(crate) mod range_jobs;
 pub(crate) mod range_read;
 pub(crate) mod snapshot;
 
@@ -142,8 +143,9 @@ pub(crate) struct SqlReplica {
     dropped: BTreeSet<(Timestamp, String, u64)>,
     pub(crate) params: SqlConfig,
     shard: ShardId,
-    /// The SQL engine with its plan cache (pure computation: no I/O, no clock).
-    engine: Engine,
+    /// The SQL engine with its plan cache (pure computation: no I/O, no clock), shared with
+    /// range reads running off the protocol thread (`range_jobs`).
+    engine: Arc<Engine>,
 }
 
 impl SqlReplica {
@@ -166,7 +168,7 @@ impl SqlReplica {
             dropped: BTreeSet::new(),
             params: config.sql.clone(),
             shard,
-            engine: Engine::new(Limits::of_cluster(&config.sql, pistou_wire::MAX_TXN_OPS)),
+            engine: Arc::new(Engine::new(Limits::of_cluster(&config.sql, pistou_wire::MAX_TXN_OPS))),
         }
     }
 

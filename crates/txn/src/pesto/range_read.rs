@@ -4,12 +4,13 @@
 
 use super::SqlReplica;
 use pistou_core::sql_keys::{key_kind, row_key, row_table, KeyKind};
-use pistou_core::{ClusterConfig, Timestamp, TxnId};
-use pistou_rowstore::VersionState;
-use pistou_sql::Catalog;
+use pistou_core::{ClusterConfig, ShardId, Timestamp, TxnId};
+use pistou_rowstore::{RowStore, VersionState};
 use pistou_sql::{Access, ExecContext, Output, ReadAt, ScanRead, SqlError, SqlState, Write, WriteSet};
+use pistou_sql::{Catalog, Engine, Interrupt, Prepared, Storage};
 use pistou_wire::{ActiveRead, PredicateRead, QueryOutput, RangeRead, RangeResult, WriteEntry};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Most buffered writes a range read may carry.
 pub(crate) const MAX_PENDING_WRITES: usize = pistou_wire::MAX_TXN_OPS;
@@ -21,46 +22,51 @@ fn sql_err(state: SqlState, msg: impl Into<String>) -> SqlError {
     SqlError::new(state, msg.into())
 }
 
-impl SqlReplica {
-    /// Executes `req` at `req.ts` over committed versions. `owner` maps a version's timestamp
-    /// to its writer (for SS-VOTE). Returns the result and the SS-VOTE.
-    ///
-    /// Why not prepared versions, as Pesto allows: a prepared version that makes a row *fail*
-    /// the predicate leaves no trace in Q-READ (only active rows are reported), so no
-    /// dependency is recorded; if its writer then aborts, the row's committed version — old,
-    /// below the completeness window — satisfied the predicate and the result missed it. The
-    /// simulator's SQL oracle found exactly this. Reading committed versions only is safe by
-    /// the semantic check: a prepared write the read did not see is in the completeness window
-    /// at prepare time (abort, or a dependency if risky), or checked against this reader's
-    /// predicate when it prepares later (Alg. 1 lines 17–19). Point reads still read prepared
-    /// versions (Basil), where the version read is always recorded with its dependency.
-    pub(crate) fn range_read(
-        &mut self,
-        config: &ClusterConfig,
-        req: &RangeRead,
-        owner: impl Fn(Timestamp) -> Option<TxnId>,
-    ) -> (Result<RangeResult, SqlError>, Vec<TxnId>) {
-        match self.execute(config, req) {
-            // SS-VOTEs feed the next snapshot proposal, which only an eager round's votes
-            // build (a failed snapshot round starts over with an eager one); and a snapshot
-            // round reads committed versions, so there is no dependency for a vote to vouch for.
-            Ok((result, _, _)) if req.snapshot.is_some() => (Ok(result), Vec::new()),
-            Ok((result, votes, negative)) => {
-                let ss_vote =
-                    votes.into_iter().filter_map(owner).chain(negative).collect::<BTreeSet<_>>().into_iter().collect();
-                (Ok(result), ss_vote)
-            }
-            Err(e) => (Err(e), Vec::new()),
-        }
-    }
+/// A range read's statement, checked and planned against the catalog it names.
+pub(crate) struct Planned {
+    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) prepared: Arc<Prepared>,
+}
 
-    /// The result, the versions read (their writers vote) and the active-negative writers.
-    #[allow(clippy::type_complexity)]
-    fn execute(
-        &mut self,
-        config: &ClusterConfig,
-        req: &RangeRead,
-    ) -> Result<(RangeResult, Vec<Timestamp>, Vec<TxnId>), SqlError> {
+/// What one execution of a range read produced: the reply's result, the versions read
+/// (their writers vote), the active-negative writers, and the table versions reported
+/// (the monotonicity bound, §6.1.3).
+pub(crate) struct Ran {
+    pub(crate) result: RangeResult,
+    versions: Vec<Timestamp>,
+    negative: Vec<TxnId>,
+    pub(crate) reported: Vec<(String, Timestamp)>,
+}
+
+impl Ran {
+    /// The SS-VOTE: writers of the versions read (`owner` maps a version's timestamp to
+    /// its writer) and active-negative writers. SS-VOTEs feed the next snapshot proposal,
+    /// which only an eager round's votes build (a failed snapshot round starts over with an
+    /// eager one); and a snapshot round reads committed versions, so there is no dependency
+    /// for a vote to vouch for.
+    pub(crate) fn ss_vote(&self, snapshot_round: bool, owner: impl Fn(Timestamp) -> Option<TxnId>) -> Vec<TxnId> {
+        if snapshot_round {
+            return Vec::new();
+        }
+        let votes = self.versions.iter().filter_map(|v| owner(*v)).chain(self.negative.iter().copied());
+        votes.collect::<BTreeSet<_>>().into_iter().collect()
+    }
+}
+
+/// Everything executing a range read reads: the rows (the replica's store or a snapshot
+/// of it), and, per table, the oldest prepared write range reads skip.
+pub(crate) struct RangeRun<'a> {
+    pub(crate) store: &'a RowStore,
+    pub(crate) config: &'a ClusterConfig,
+    pub(crate) shard: ShardId,
+    pub(crate) engine: &'a Engine,
+    pub(crate) table_version_outlier_us: u64,
+    pub(crate) oldest_skipped: &'a dyn Fn(&str) -> Option<Timestamp>,
+}
+
+impl SqlReplica {
+    /// The checks of a range read against this replica's catalogs, and its plan.
+    pub(crate) fn plan_range(&self, req: &RangeRead) -> Result<Planned, SqlError> {
         if req.ts < self.store.watermark() {
             return Err(sql_err(SqlState::SnapshotTooOld, "read timestamp is below the garbage-collection watermark"));
         }
@@ -77,20 +83,90 @@ impl SqlReplica {
         if req.sequences.len() > pistou_sql::sequence::MAX_STATEMENT_SEQUENCES {
             return Err(sql_err(SqlState::ProgramLimitExceeded, "too many sequences in one statement"));
         }
-        let pending = self.pending_writes(config, req, &catalog, prepared.tables())?;
+        Ok(Planned { catalog, prepared })
+    }
+
+    /// Executes `req` at `req.ts` over committed versions here and now, within `interrupt`,
+    /// and records the table versions it reports.
+    ///
+    /// Why not prepared versions, as Pesto allows: a prepared version that makes a row *fail*
+    /// the predicate leaves no trace in Q-READ (only active rows are reported), so no
+    /// dependency is recorded; if its writer then aborts, the row's committed version — old,
+    /// below the completeness window — satisfied the predicate and the result missed it. The
+    /// simulator's SQL oracle found exactly this. Reading committed versions only is safe by
+    /// the semantic check: a prepared write the read did not see is in the completeness window
+    /// at prepare time (abort, or a dependency if risky), or checked against this reader's
+    /// predicate when it prepares later (Alg. 1 lines 17–19). Point reads still read prepared
+    /// versions (Basil), where the version read is always recorded with its dependency.
+    pub(crate) fn range_read(
+        &mut self,
+        config: &ClusterConfig,
+        req: &RangeRead,
+        interrupt: Interrupt,
+    ) -> Result<Ran, SqlError> {
+        let planned = self.plan_range(req)?;
+        let ts = req.ts;
+        let oldest_skipped = |table: &str| self.oldest_skipped(table, ts);
+        let run = RangeRun {
+            store: &self.store,
+            config,
+            shard: self.shard,
+            engine: &self.engine,
+            table_version_outlier_us: self.params.table_version_outlier_us,
+            oldest_skipped: &oldest_skipped,
+        };
+        let ran = run.execute(req, &planned, interrupt)?;
+        for (table, version) in &ran.reported {
+            self.note_reported(table, *version);
+        }
+        Ok(ran)
+    }
+
+    /// The table version a range read of `table` at `ts` would report here now (see
+    /// `RangeRun::execute`): what a replica reserves before the read runs elsewhere.
+    pub(crate) fn reportable_version(&self, catalog: &Catalog, table: &str, ts: Timestamp) -> Option<Timestamp> {
+        let schema = catalog.table(table)?;
+        let committed = |v: &pistou_sql::Version| v.prepared_by.is_none();
+        let newest =
+            self.store.table_version(schema, &ReadAt { ts, visible: &committed }).unwrap_or(Timestamp::GENESIS);
+        Some(lowered_below_skipped(newest, self.oldest_skipped(table, ts)))
+    }
+
+    /// The engine, shared with statements running elsewhere.
+    pub(crate) fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+}
+
+/// A reported table version lowered below the oldest prepared write the read skipped
+/// (§6.1.3, "Accounting for snapshots"): such a write may commit later, and the completeness
+/// window, which starts at the table version, must contain it.
+fn lowered_below_skipped(newest: Timestamp, skipped: Option<Timestamp>) -> Timestamp {
+    match skipped {
+        Some(skipped) => newest.min(Timestamp::at(skipped.time)),
+        None => newest,
+    }
+}
+
+impl RangeRun<'_> {
+    /// The statement's result over `self.store` at `req.ts`.
+    pub(crate) fn execute(&self, req: &RangeRead, planned: &Planned, interrupt: Interrupt) -> Result<Ran, SqlError> {
+        let catalog = &planned.catalog;
+        let prepared = &planned.prepared;
+        let pending = self.pending_writes(req, catalog, prepared.tables())?;
         let committed = |v: &pistou_sql::Version| v.prepared_by.is_none();
         let ctx = ExecContext {
-            storage: &self.store,
+            storage: self.store,
             at: ReadAt { ts: req.ts, visible: &committed },
             pending: &pending,
             sequences: &req.sequences,
             random_seed: req.random_seed,
             lastval: req.lastval.as_ref(),
         };
-        let exec = self.engine.execute(&catalog, &prepared, &req.params, &ctx)?;
+        let exec = self.engine.execute_interruptible(catalog, prepared, &req.params, &ctx, interrupt)?;
         let touched = exec.reads.scans.iter().map(|s| s.table()).chain(exec.writes.tables.keys().map(String::as_str));
         for table in touched {
-            if config.table_shard(table) != self.shard {
+            if self.config.table_shard(table) != self.shard {
                 return Err(sql_err(
                     SqlState::FeatureNotSupported,
                     format!("table \"{table}\" is on another shard; a statement reads one shard (cross-shard queries are not supported yet)"),
@@ -114,9 +190,10 @@ impl SqlReplica {
         let mut predicates = BTreeSet::new();
         let mut versions = Vec::new();
         let mut negative = Vec::new();
+        let mut reported = Vec::new();
         for scan in &exec.reads.scans {
             let table = scan.table();
-            let table_id = table_id(&catalog, table)?;
+            let table_id = table_id(catalog, table)?;
             for row in &scan.rows {
                 let key = row_key(table, table_id, &row.key)
                     .ok_or_else(|| sql_err(SqlState::InternalError, "bad table name"))?;
@@ -141,23 +218,17 @@ impl SqlReplica {
             // A point access is fully covered by its read (or absence); other scans carry a
             // predicate (§6.1.1).
             if scan.access != Access::Point {
-                // Votes only: a snapshot round's replies carry none (see `range_read`).
+                // Votes only: a snapshot round's replies carry none (see `Ran::ss_vote`).
                 if req.snapshot.is_none() {
                     negative.extend(self.active_negative(scan, table_id, &reads, req.ts));
                 }
-                // Lowered below the oldest prepared write this read skipped (§6.1.3,
-                // "Accounting for snapshots"): such a write may commit later, and the
-                // completeness window, which starts at the table version, must contain it.
                 let newest = scan.table_version.unwrap_or(Timestamp::GENESIS);
-                let table_version = match self.oldest_skipped(table, req.ts) {
-                    Some(skipped) => newest.min(Timestamp::at(skipped.time)),
-                    None => newest,
-                };
-                self.note_reported(table, table_version);
+                let table_version = lowered_below_skipped(newest, (self.oldest_skipped)(table));
+                reported.push((table.to_string(), table_version));
                 predicates.insert((scan.predicate.to_wire()?, table_version));
             }
         }
-        let writes = write_entries(&exec.writes, &catalog)?;
+        let writes = write_entries(&exec.writes, catalog)?;
         // Each predicate carries the keys of its table this statement accounted for: its
         // active rows and the transaction's own earlier writes, which shadow any other
         // version of their key (and which the transaction's own reads already justify).
@@ -182,7 +253,7 @@ impl SqlReplica {
             sequences_used: exec.sequences_used,
             lastval: exec.lastval,
         };
-        Ok((result, versions, negative))
+        Ok(Ran { result, versions, negative, reported })
     }
 
     /// Active-negative versions (App. B.5.1): recent committed writes that made a row stop
@@ -203,8 +274,7 @@ impl SqlReplica {
         ts: Timestamp,
     ) -> Vec<TxnId> {
         let (table, predicate) = (scan.table(), &scan.predicate);
-        let lo =
-            Timestamp::at(ts.time.saturating_sub(self.params.table_version_outlier_us)).max(self.store.watermark());
+        let lo = Timestamp::at(ts.time.saturating_sub(self.table_version_outlier_us)).max(self.store.watermark());
         let committed = |v: &pistou_rowstore::VersionRef| v.state == VersionState::Committed;
         let is_committed = |w: &pistou_rowstore::WriteRef| w.state == VersionState::Committed;
         let recent: Vec<_> = match &scan.pk_ranges {
@@ -238,13 +308,7 @@ impl SqlReplica {
     /// the engine looks at no other), as the engine's write set (rows decoded). A
     /// transaction's buffered writes span every table it wrote, so decoding only these
     /// saves most of the work on a statement late in a transaction.
-    fn pending_writes(
-        &self,
-        config: &ClusterConfig,
-        req: &RangeRead,
-        catalog: &Catalog,
-        tables: &[String],
-    ) -> Result<WriteSet, SqlError> {
+    fn pending_writes(&self, req: &RangeRead, catalog: &Catalog, tables: &[String]) -> Result<WriteSet, SqlError> {
         if req.pending.len() > MAX_PENDING_WRITES {
             return Err(sql_err(SqlState::ProgramLimitExceeded, "too many buffered writes"));
         }
@@ -253,7 +317,7 @@ impl SqlReplica {
             let KeyKind::Row { table, table_id, pk } = key_kind(&w.key) else {
                 return Err(sql_err(SqlState::ProtocolViolation, "buffered write to a non-row key"));
             };
-            if config.table_shard(table) != self.shard || !tables.iter().any(|t| t == table) {
+            if self.config.table_shard(table) != self.shard || !tables.iter().any(|t| t == table) {
                 continue;
             }
             if catalog.table(table).map(|t| t.id) != Some(table_id) {

@@ -18,10 +18,10 @@
 //! total, and expire after `PARK_TIMEOUT_US`.
 
 use crate::rejects::RejectReason;
-use crate::replica::{Dest, Peer, PendingReply, Replica, Status};
+use crate::replica::{Peer, Replica, Status};
 use pistou_core::{ClientId, ReplicaId, TxnId};
 use pistou_crypto::Hash;
-use pistou_wire::{ClientSigned, Message, RangeRead, RangeReply, Signable, SsEntry, Writeback};
+use pistou_wire::{ClientSigned, Message, RangeRead, Signable, SsEntry, Writeback};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Queries one client may have parked at a replica.
@@ -119,15 +119,6 @@ impl Replica {
         let since = self.snapshots.parked.get(&key).map_or(now, |p| p.since);
         self.snapshots.parked.insert(key, Parked { from, req, missing, since });
         Ok(())
-    }
-
-    /// Runs a range read now and queues its signed reply.
-    pub(crate) fn execute_range(&mut self, from: Peer, req: &ClientSigned<RangeRead>) {
-        self.stats.reads += 1;
-        let request = req.body.signing_hash();
-        let owners = &self.ts_owner;
-        let (result, ss_vote) = self.sql.range_read(self.auth.config(), &req.body, |ts| owners.get(&ts).copied());
-        self.pending.push((Dest::Client(from), PendingReply::Range(RangeReply { request, result, ss_vote })));
     }
 
     /// SYNC from a peer (§5.5 step 5.A): answer with the transaction and its certificate if
