@@ -1,8 +1,12 @@
 //! Fair sharing of replica work (issue 33), on real processes: one client looping a legal
 //! but long statement (a cross join of 1,000 rows, a million pairs) must not take the
-//! replicas from other clients. A correct client's throughput is measured alone and beside
-//! the attack, in the same run; before long statements left the replicas' protocol thread,
-//! the attack cut it by 90–97%.
+//! replicas from other clients. A correct client's throughput is measured alone, beside the
+//! attack, and beside two busy loops in Linux's SCHED_IDLE class, in the same run. The busy
+//! loops are the floor of this machine: they take the CPU time nothing else wants, as the
+//! replicas' long-statement threads do, and on a machine whose two CPUs share a core's
+//! resources (or a host) they still slow everything else down. Beside the attack the correct
+//! client must do about as well as beside them; before long statements left the replicas'
+//! protocol thread, the attack cut its throughput by 90–97%.
 
 mod common;
 
@@ -16,6 +20,36 @@ const MEASURE: Duration = Duration::from_secs(8);
 /// The attack's statement: legal (a million pairs, within the default work limit) and
 /// long (seconds per replica).
 const CROSS_JOIN: &str = "SELECT count(*) FROM big a, big b WHERE a.v + b.v = -1";
+
+/// A gateway process, killed when dropped (also when the test fails).
+struct Gateway(std::process::Child);
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A shell busy loop in the SCHED_IDLE class (`chrt --idle 0`), killed when dropped.
+struct Spinner(std::process::Child);
+
+impl Spinner {
+    fn start() -> Spinner {
+        let child = std::process::Command::new("chrt")
+            .args(["--idle", "0", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("chrt (util-linux) runs a busy loop in the idle class");
+        Spinner(child)
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 async fn connect(port: u16, user: &str) -> Client {
     let conninfo = format!("host=127.0.0.1 port={port} user={user} dbname=pistou connect_timeout=10");
@@ -48,8 +82,8 @@ async fn a_client_looping_a_long_join_leaves_others_most_of_their_throughput() {
         let config = format!("{}/cluster.toml", path_str(dir.path()));
         // Each side has its own client identity, as two organizations would.
         let port = free_base_port(2);
-        let mut correct_gateway = gateway(&config, port, &["--client", "1"]);
-        let mut attacker_gateway = gateway(&config, port + 1, &["--client", "2"]);
+        let gateways = [gateway(&config, port, &["--client", "1"]), gateway(&config, port + 1, &["--client", "2"])];
+        let gateways = gateways.map(Gateway);
         let db = connect(port, "app").await;
         db.batch_execute("CREATE TABLE small (id INT PRIMARY KEY, v INT NOT NULL)").await.expect("create");
         db.batch_execute("CREATE TABLE big (id INT PRIMARY KEY, v INT NOT NULL)").await.expect("create");
@@ -83,21 +117,26 @@ async fn a_client_looping_a_long_join_leaves_others_most_of_their_throughput() {
         stop.store(true, Ordering::Relaxed);
         let joins_done = joins.load(Ordering::Relaxed);
         attacker.abort();
+        // The attacker's last join ends (or is cancelled) before the floor is measured.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let spinners: Vec<Spinner> = (0..2).map(|_| Spinner::start()).collect();
+        let floor = correct_throughput(&db).await;
+        drop(spinners);
+        let percent = |n: u64| 100.0 * n as f64 / alone.max(1) as f64;
         eprintln!(
-            "correct client: {alone} updates alone, {beside} beside the attack ({:.0}%); the attacker finished {joins_done} joins",
-            100.0 * beside as f64 / alone.max(1) as f64
+            "correct client: {alone} updates alone, {beside} beside the attack ({:.0}%), {floor} beside two idle-class busy loops ({:.0}%); the attacker finished {joins_done} joins",
+            percent(beside),
+            percent(floor)
         );
-        assert!(alone >= 20, "the correct client alone managed only {alone} updates in {MEASURE:?}");
-        // The benchmark's target is 80% (docs/benchmarks.md); the test leaves room for a
-        // loaded machine and still fails for the 3–10% this attack left before.
-        assert!(beside * 2 >= alone, "beside the attack the correct client kept {beside} of {alone} updates");
-        drop(db);
-        for g in [&mut correct_gateway, &mut attacker_gateway] {
-            let _ = g.kill();
-            let _ = g.wait();
-        }
+        drop((db, gateways));
         let status = tokio::task::spawn_blocking(move || cluster.stop()).await.expect("stop");
         assert!(status.success(), "cluster up exited with {status}");
+        assert!(alone >= 20, "the correct client alone managed only {alone} updates in {MEASURE:?}");
+        // Room for a noisy machine; the attack used to leave a tenth of what the busy loops leave.
+        assert!(
+            beside * 10 >= floor * 6,
+            "beside the attack the correct client did {beside} updates, beside idle-class busy loops {floor}"
+        );
     };
     tokio::time::timeout(Duration::from_secs(240), run).await.expect("the test took over 240 s");
 }

@@ -45,9 +45,9 @@ pub(crate) struct Driver {
     worker: RangeWorker,
 }
 
-/// A thread that runs the replica's long range reads, one at a time, at a lower scheduling
-/// priority than everything else the replica does: a long statement then takes only the CPU
-/// the protocol leaves over, and never delays it.
+/// A thread that runs the replica's long range reads, one at a time, at the lowest scheduling
+/// priority: a long statement then takes only the CPU the protocol (and everything else on the
+/// machine) leaves over, and never delays it.
 pub(crate) struct RangeWorker {
     jobs: std::sync::mpsc::Sender<RangeJob>,
     done: mpsc::UnboundedReceiver<RangeJobDone>,
@@ -69,23 +69,21 @@ impl RangeWorker {
     }
 }
 
-/// Lowers the calling thread's priority (Linux sets nice values per thread).
+/// Puts the calling thread in Linux's SCHED_IDLE class (per thread on Linux): any other
+/// runnable thread preempts it at once, so it runs on CPU time nothing else wants.
 fn lower_thread_priority() {
     #[cfg(target_os = "linux")]
-    // SAFETY: setpriority only reads its integer arguments; `0` names the calling thread.
-    let result = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, WORKER_NICE) };
-    #[cfg(target_os = "linux")]
-    if result != 0 {
-        tracing::warn!(
-            "long statements run at normal priority: setpriority failed: {}",
-            std::io::Error::last_os_error()
-        );
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `param` is a valid sched_param for the call's duration; pid 0 names the
+        // calling thread.
+        let result = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+        if result != 0 {
+            let e = std::io::Error::last_os_error();
+            tracing::warn!("long statements run at normal priority: sched_setscheduler failed: {e}");
+        }
     }
 }
-
-/// The worker's nice value: well below the driver's share of the CPU when both are busy.
-#[cfg(target_os = "linux")]
-const WORKER_NICE: libc::c_int = 10;
 
 type Counts = (Vec<(RejectReason, u64)>, Vec<(NetReason, u64)>);
 
