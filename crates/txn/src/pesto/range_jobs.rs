@@ -13,7 +13,8 @@
 //!   write admitted meanwhile below them escape the write-monotonicity check (§6.1.3).
 //!
 //! Bounds: one job out at a time (one snapshot; the statement's memory is bounded by its own
-//! limits); `MAX_QUEUED_PER_CLIENT` queued reads per client and `MAX_QUEUED` in all. Beyond
+//! limits); `MAX_QUEUED_PER_CLIENT` queued reads per client, `MAX_QUEUED` and
+//! `MAX_QUEUED_BYTES` in all. Beyond
 //! them a read is dropped without a reply, as an overloaded replica's would be: its client
 //! hears from other replicas or retries. Clients take turns, so one client's long statements
 //! delay only its own.
@@ -29,7 +30,7 @@ use crate::replica::{Dest, Peer, PendingReply, Replica};
 use pistou_core::{ClientId, ClusterConfig, ShardId, Timestamp};
 use pistou_crypto::Hash;
 use pistou_rowstore::RowStore;
-use pistou_sql::{Engine, Interrupt, SqlError, SqlState};
+use pistou_sql::{Engine, Interrupt, SqlError, SqlState, Value};
 use pistou_wire::{ClientSigned, RangeRead, RangeReply, Signable};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,12 +40,29 @@ use std::sync::Arc;
 pub(crate) const MAX_QUEUED_PER_CLIENT: usize = 16;
 /// Long range reads waiting at a replica in all.
 pub(crate) const MAX_QUEUED: usize = 256;
+/// Bytes of the requests of the long range reads waiting at a replica (`request_bytes`): a
+/// request may carry thousands of buffered writes.
+pub(crate) const MAX_QUEUED_BYTES: usize = 64 << 20;
 
 struct Queued {
     from: Peer,
     client: ClientId,
     request: Hash,
     req: RangeRead,
+    bytes: usize,
+}
+
+/// About what a request holds in memory: its text, buffered writes, parameters and proposal.
+fn request_bytes(req: &RangeRead) -> usize {
+    let pending: usize = req.pending.iter().map(|w| w.key.len() + w.value.as_ref().map_or(0, Vec::len) + 48).sum();
+    let owned = |v: &Value| match v {
+        Value::Text(s) => s.len(),
+        Value::Bytes(b) => b.len(),
+        _ => 0,
+    };
+    let params: usize = req.params.iter().map(|v| 32 + owned(v)).sum();
+    let snapshot = req.snapshot.as_ref().map_or(0, |s| s.txns.iter().map(|e| 64 + 4 * e.voters.len()).sum());
+    req.sql.len() + pending + params + snapshot
 }
 
 /// The job out, as the replica remembers it.
@@ -65,6 +83,7 @@ struct Out {
 pub(crate) struct RangeJobs {
     queued: BTreeMap<ClientId, VecDeque<Queued>>,
     queued_total: usize,
+    queued_bytes: usize,
     /// The client whose read was taken last: the next is taken from the client after it.
     last_served: Option<ClientId>,
     out: Option<Out>,
@@ -79,11 +98,15 @@ impl RangeJobs {
 
     fn queue(&mut self, q: Queued) -> Result<(), RejectReason> {
         let mine = self.queued.get(&q.client).map_or(0, VecDeque::len);
-        if mine >= MAX_QUEUED_PER_CLIENT || self.queued_total >= MAX_QUEUED {
+        if mine >= MAX_QUEUED_PER_CLIENT
+            || self.queued_total >= MAX_QUEUED
+            || self.queued_bytes.saturating_add(q.bytes) > MAX_QUEUED_BYTES
+        {
             return Err(RejectReason::TooManyLongReads);
         }
-        self.queued.entry(q.client).or_default().push_back(q);
         self.queued_total += 1;
+        self.queued_bytes += q.bytes;
+        self.queued.entry(q.client).or_default().push_back(q);
         Ok(())
     }
 
@@ -100,6 +123,7 @@ impl RangeJobs {
             self.queued.remove(&client);
         }
         self.queued_total -= 1;
+        self.queued_bytes -= q.bytes;
         self.last_served = Some(client);
         Some(q)
     }
@@ -107,14 +131,20 @@ impl RangeJobs {
     /// Drops the queued reads `abandoned` names and stops the job out if it names it;
     /// returns how many it abandoned.
     fn abandon(&mut self, abandoned: impl Fn(Peer, ClientId, Timestamp) -> bool) -> usize {
-        let mut count = 0;
+        let (mut count, mut bytes) = (0, 0);
         for reads in self.queued.values_mut() {
-            let before = reads.len();
-            reads.retain(|q| !abandoned(q.from, q.client, q.req.ts));
-            count += before - reads.len();
+            reads.retain(|q| {
+                let keep = !abandoned(q.from, q.client, q.req.ts);
+                if !keep {
+                    count += 1;
+                    bytes += q.bytes;
+                }
+                keep
+            });
         }
         self.queued.retain(|_, reads| !reads.is_empty());
         self.queued_total -= count;
+        self.queued_bytes -= bytes;
         if let Some(out) = &self.out {
             if abandoned(out.from, out.client, out.ts) && !out.cancel.swap(true, Ordering::Relaxed) {
                 count += 1;
@@ -177,7 +207,8 @@ impl Replica {
         let slice = Interrupt { work_slice: Some(self.sql.params.statement_inline_work), cancel: None };
         match self.sql.range_read(self.auth.config(), &req.body, slice) {
             Err(e) if e.state == SqlState::WorkSliceUsed => {
-                let queued = Queued { from, client, request, req: req.body.clone() };
+                let bytes = request_bytes(&req.body);
+                let queued = Queued { from, client, request, req: req.body.clone(), bytes };
                 if let Err(reason) = self.range_jobs.queue(queued) {
                     self.rejects.record(reason);
                 }
