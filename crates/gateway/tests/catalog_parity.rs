@@ -60,6 +60,7 @@ fn schema(p: &str) -> Vec<String> {
              note TEXT DEFAULT 'none', code TEXT UNIQUE, opened DATE, n INT DEFAULT 7)"
         ),
         format!("CREATE INDEX {p}acct_name ON {p}acct (name)"),
+        format!("ALTER TABLE {p}acct ALTER COLUMN opened SET NOT NULL, ALTER COLUMN name DROP NOT NULL"),
         format!(
             "CREATE TABLE {p}line (acct BIGINT, n INT, qty SMALLINT NOT NULL, price DOUBLE PRECISION, \
              at TIMESTAMP, flag BOOLEAN DEFAULT true, tag CHAR(3), PRIMARY KEY (acct, n))"

@@ -44,7 +44,7 @@ async fn run(client: &Client, sql: &str) -> Outcome {
     }
 }
 
-const CLEANUP: &[&str] = &["DROP TABLE IF EXISTS fk_t, fk_c, fk_k, fk_tree, fk_b, fk_d, fk_p CASCADE"];
+const CLEANUP: &[&str] = &["DROP TABLE IF EXISTS fk_t, fk_c, fk_k, fk_tree, fk_b, fk_d, fk_n, fk_p CASCADE"];
 
 const SCRIPT: &[&str] = &[
     "CREATE TABLE fk_p (id INT PRIMARY KEY, code TEXT UNIQUE)",
@@ -112,6 +112,28 @@ const SCRIPT: &[&str] = &[
     "ALTER TABLE fk_k ALTER COLUMN memo DROP DEFAULT",
     "ALTER TABLE fk_k DROP CONSTRAINT nope",
     "ALTER TABLE fk_k DROP COLUMN nope",
+    // SET NOT NULL checks the existing rows first, outside a block and in one; DROP NOT NULL.
+    "CREATE TABLE fk_n (id INT PRIMARY KEY, a INT, b TEXT)",
+    "INSERT INTO fk_n VALUES (1, NULL, 'x'), (2, 2, NULL)",
+    "ALTER TABLE fk_n ALTER COLUMN a SET NOT NULL",
+    "ALTER TABLE fk_n ALTER b SET NOT NULL",
+    "BEGIN",
+    "ALTER TABLE fk_n ALTER COLUMN a SET NOT NULL",
+    "ROLLBACK",
+    "UPDATE fk_n SET a = 1 WHERE id = 1",
+    "BEGIN",
+    "SELECT count(*) FROM fk_n WHERE a IS NULL",
+    "ALTER TABLE fk_n ALTER COLUMN a SET NOT NULL",
+    "COMMIT",
+    "SELECT column_name, is_nullable FROM information_schema.columns WHERE table_name = 'fk_n' ORDER BY ordinal_position",
+    "SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'fk_n'::regclass AND attnum > 0 ORDER BY attnum",
+    "INSERT INTO fk_n VALUES (3, NULL, 'z')",
+    "ALTER TABLE fk_n ALTER COLUMN a SET NOT NULL",
+    "ALTER TABLE fk_n ALTER COLUMN a DROP NOT NULL",
+    "INSERT INTO fk_n VALUES (3, NULL, 'z')",
+    "ALTER TABLE fk_n ALTER COLUMN id DROP NOT NULL",
+    "SELECT * FROM fk_n ORDER BY id",
+    "DROP TABLE fk_n",
     // As Django's migrate adds a foreign key.
     "CREATE TABLE fk_t (id BIGINT PRIMARY KEY, p_id INT NOT NULL)",
     "ALTER TABLE \"fk_t\" ADD CONSTRAINT \"fk_t_p_id_fk_fk_p_id\" FOREIGN KEY (\"p_id\") REFERENCES \"fk_p\" (\"id\") DEFERRABLE INITIALLY DEFERRED",

@@ -326,8 +326,21 @@ fn apply_action(catalog: &mut Catalog, table: &str, action: &AlterAction) -> Res
             if t.primary_key.contains(&pos) && t.row_id_column().is_none() || declared_pk_has(&t, pos) {
                 return err(SqlState::InvalidTableDefinition, format!("column \"{column}\" is in a primary key"));
             }
+            let Some(c) = t.columns.get_mut(pos) else { return Err(undefined_column(table, column)) };
+            // 42601: PostgreSQL's code for this refusal.
+            if c.generated.as_ref().is_some_and(|g| g.identity.is_some()) {
+                return err(
+                    SqlState::SyntaxError,
+                    format!("column \"{column}\" of relation \"{table}\" is an identity column"),
+                );
+            }
+            c.nullable = true;
+        }
+        // The rows already stored were checked before the change (`validation_queries`).
+        AlterAction::SetNotNull { column } => {
+            let pos = column_pos(&t, column)?;
             if let Some(c) = t.columns.get_mut(pos) {
-                c.nullable = true;
+                c.nullable = false;
             }
         }
         AlterAction::SetType { column, ty, limits } => {
@@ -586,7 +599,8 @@ pub fn foreign_key_definition(child: &TableSchema, parent: Option<&TableSchema>,
 /// Queries that find an existing row violating a constraint an ALTER TABLE adds (none for
 /// other changes), each with the error to report when it returns a row: a CHECK that is
 /// FALSE (23514), a foreign key without its referenced row (23503), duplicate values of a
-/// UNIQUE constraint (23505). Run against the catalog before the change.
+/// UNIQUE constraint (23505), a NULL in a column SET NOT NULL (23502). Run against the
+/// catalog before the change.
 pub fn validation_queries(catalog: &Catalog, change: &crate::catalog::CatalogChange) -> Vec<(String, SqlError)> {
     use crate::system::quote_ident as q;
     let crate::catalog::CatalogChange::AlterTable { table, actions } = change else { return Vec::new() };
@@ -643,6 +657,20 @@ pub fn validation_queries(catalog: &Catalog, change: &crate::catalog::CatalogCha
                         not_null.join(" AND ")
                     ),
                     SqlError::new(SqlState::UniqueViolation, format!("could not create unique index \"{name}\"")),
+                ));
+            }
+            // A column already NOT NULL holds no NULL (a primary key's neither).
+            AlterAction::SetNotNull { column } => {
+                let Some(pos) = t.column_index(column) else { continue };
+                if t.columns.get(pos).is_none_or(|c| !c.nullable) || t.primary_key.contains(&pos) {
+                    continue;
+                }
+                out.push((
+                    format!("SELECT 1 FROM {} WHERE {} IS NULL LIMIT 1", q(table), q(column)),
+                    SqlError::new(
+                        SqlState::NotNullViolation,
+                        format!("column \"{column}\" of relation \"{table}\" contains null values"),
+                    ),
                 ));
             }
             _ => {}

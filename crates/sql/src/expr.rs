@@ -2,6 +2,7 @@
 //! serializable `Predicate` reported for every scan.
 
 use crate::error::{err, Result, SqlError, SqlState};
+use crate::to_char_number::Number;
 use crate::types::{arith, cast_with, negate, sql_cmp, ArithOp, Row, SqlType, TypeLimits, Value};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -582,24 +583,21 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
         Func::NextVal | Func::CurrVal | Func::SetVal | Func::LastVal => return Err(unbound("sequence value")),
         Func::GenRandomUuid => return Err(unbound("random value")),
         Func::ToChar => {
-            let template = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
-            let text = match first {
+            // The binder puts the value's static type first (`Func::ToChar`).
+            let [Value::Text(ty), value, template] = args else { return Err(unbound("argument type of to_char")) };
+            let template = text_arg(template, func)?;
+            let number = |n| crate::to_char_number::format(n, template).map(Some);
+            let text = match value {
                 Value::Timestamp(m) => crate::to_char::format(*m, false, template)?,
                 Value::TimestampTz(m) => crate::to_char::format(*m, true, template)?,
                 Value::Date(d) => crate::to_char::format(crate::temporal::date_timestamp(*d), false, template)?,
-                Value::Int(_) | Value::Numeric(_) | Value::Float(_) => {
-                    return err(
-                        SqlState::FeatureNotSupported,
-                        "to_char of a number is not supported (only of a date or timestamp)",
-                    )
-                }
-                Value::Interval(_) => {
-                    return err(
-                        SqlState::FeatureNotSupported,
-                        "to_char of an interval is not supported (only of a date or timestamp)",
-                    )
-                }
-                _ => return err(SqlState::UndefinedFunction, "function to_char(text, text) does not exist"),
+                Value::Interval(iv) => crate::to_char::format_interval(iv, template)?,
+                Value::Int(i) if matches!(ty.as_str(), "smallint" | "integer") => number(Number::Int4(*i))?,
+                Value::Int(i) => number(Number::Int8(*i))?,
+                Value::Float(f) if ty == "real" => number(Number::Float4(*f as f32))?,
+                Value::Float(f) => number(Number::Float8(*f))?,
+                Value::Numeric(d) => number(Number::Numeric(*d))?,
+                _ => return err(SqlState::UndefinedFunction, format!("function to_char({ty}, text) does not exist")),
             };
             text.map_or(Value::Null, Value::Text)
         }

@@ -27,6 +27,7 @@ pub mod predicate_wire;
 pub mod report;
 pub mod system;
 mod to_char;
+mod to_char_number;
 pub mod view;
 mod window;
 

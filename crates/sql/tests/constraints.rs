@@ -236,7 +236,7 @@ fn alter_column_defaults_null_and_types() {
     assert_eq!(state(&mut db, "ALTER TABLE d ALTER COLUMN v TYPE VARCHAR(2)"), Some("0A000"), "would need a rewrite");
     assert_eq!(state(&mut db, "ALTER TABLE d ALTER COLUMN n TYPE BIGINT"), Some("0A000"));
     ok(&mut db, "ALTER TABLE d ALTER COLUMN v TYPE TEXT");
-    assert_eq!(state(&mut db, "ALTER TABLE d ALTER COLUMN n SET NOT NULL"), Some("0A000"));
+    assert_eq!(state(&mut db, "ALTER TABLE d ALTER COLUMN n SET NOT NULL"), Some("23502"), "rows 2 and 3 hold NULL");
     assert_eq!(state(&mut db, "ALTER TABLE d ALTER COLUMN id DROP NOT NULL"), Some("42P16"));
     assert_eq!(state(&mut db, "ALTER TABLE d ALTER COLUMN n SET DEFAULT 'x'"), Some("22P02"));
     // A failing action undoes the whole statement.

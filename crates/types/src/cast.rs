@@ -132,7 +132,8 @@ pub fn cast(v: &Value, ty: SqlType) -> Result<Value> {
         (Int(i), SqlType::Float) => Float(*i as f64),
         (Int(i), SqlType::Bool) => Bool(*i != 0),
         (Numeric(d), SqlType::Int) => Int(decimal_to_int(*d)?),
-        (Numeric(d), SqlType::Float) => Float(d.to_f64().ok_or_else(|| out_of_range(FLOAT_OVERFLOW))?),
+        // `+ 0.0`: a numeric has no negative zero (`-0.0` is 0), so neither has the float.
+        (Numeric(d), SqlType::Float) => Float(d.to_f64().ok_or_else(|| out_of_range(FLOAT_OVERFLOW))? + 0.0),
         // As PostgreSQL's rint: 2.5 becomes 2, 3.5 becomes 4 (numeric rounds halves away
         // from zero, floats to even).
         (Float(f), SqlType::Int) => {

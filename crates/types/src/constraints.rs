@@ -117,6 +117,11 @@ pub enum AlterAction {
     DropConstraint {
         name: String,
     },
+    /// Appended (the serialized index of each variant is part of the wire format). Existing
+    /// rows are checked before the change (`pistou_sql::constraints::validation_queries`).
+    SetNotNull {
+        column: String,
+    },
 }
 
 /// Prefix of the hidden name a dropped column gets.

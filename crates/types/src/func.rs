@@ -119,7 +119,10 @@ pub enum Func {
     /// `age(a, b)`: the symbolic difference (`crate::interval::age`); `age(b)` is from
     /// midnight of the transaction's date.
     Age,
-    /// `to_char(timestamp | timestamptz | date, template)` (`crate::to_char`).
+    /// `to_char(value, template)` of a date, timestamp, interval or number
+    /// (`pistou_sql::to_char`, `to_char_number`): the binder puts the value's static type
+    /// name first (a constant), which chooses among PostgreSQL's to_char of integer, bigint,
+    /// real and double precision.
     ToChar,
     /// `setval(sequence, value, is_called)`: the binder puts the sequence's name first (a
     /// constant) and always passes is_called (`pistou_sql::sequence`).

@@ -335,11 +335,7 @@ impl Binder<'_> {
                 let column = column_of(column_name)?;
                 match op {
                     sql::AlterColumnOperation::DropNotNull => AlterAction::DropNotNull { column },
-                    sql::AlterColumnOperation::SetNotNull => {
-                        return unsupported(
-                            "ALTER COLUMN SET NOT NULL (existing rows cannot be checked in the schema change's transaction)",
-                        )
-                    }
+                    sql::AlterColumnOperation::SetNotNull => AlterAction::SetNotNull { column },
                     sql::AlterColumnOperation::DropDefault => AlterAction::SetDefault { column, default: None },
                     sql::AlterColumnOperation::SetDefault { value } => {
                         let Some(col) = table.column_index(&column).and_then(|p| table.columns.get(p)) else {

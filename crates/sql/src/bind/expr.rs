@@ -1130,6 +1130,22 @@ impl Binder<'_> {
             // The value arguments are written by type (json, arrays, REAL): their static
             // types go first, as a constant list of type names (see `Func::JsonBuildObject`).
             (Func::Jsonb(f), _, _) => self.jsonb_arguments(f, &name, &inputs, &mut args, scope, mode)?,
+            // Numbers are formatted by their static type (integer and bigint, real and double
+            // precision differ): the type's name goes first (see `Func::ToChar`).
+            (Func::ToChar, [InputType::Literal, template], _) => {
+                let template = match template {
+                    InputType::Known(t) => t.pg_name(),
+                    _ => "unknown",
+                };
+                return err(
+                    SqlState::AmbiguousFunction,
+                    format!("function to_char(unknown, {template}) is not unique"),
+                );
+            }
+            (Func::ToChar, _, _) => {
+                let ty = args.first().and_then(|a| self.type_of(a, scope, mode)).map_or("unknown", SqlType::pg_name);
+                args.insert(0, Expr::Const(Value::Text(ty.to_string())));
+            }
             (Func::JsonBuildObject, _, _) => {
                 let types: Vec<&str> =
                     args.iter().map(|a| self.type_of(a, scope, mode).map_or("unknown", SqlType::pg_name)).collect();
