@@ -187,7 +187,7 @@ impl Interval {
         while let Some(token) = tokens.get(i) {
             i += 1;
             if token.contains(':') {
-                acc.add_micros(parse_time(token).ok_or_else(|| invalid(s))?)?;
+                acc.add_time(parse_time(token).ok_or_else(|| invalid(s))?)?;
                 continue;
             }
             if let Some((years, months)) = parse_year_month(token) {
@@ -365,17 +365,19 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Option<Value>> {
 }
 
 /// Fields as the input adds them, in floating point for the fractions (PostgreSQL's
-/// `AdjustFract*` cascade), then rounded to microseconds.
+/// `AdjustFract*` cascade), then rounded to microseconds. An `H:M:S` time is exact
+/// (`time_micros`): a double holds microseconds exactly only up to 2^53 (about 285 years).
 #[derive(Default)]
 struct Accumulator {
     months: i64,
     days: i64,
     micros: f64,
+    time_micros: i128,
 }
 
 impl Accumulator {
-    fn add_micros(&mut self, micros: f64) -> Result<()> {
-        self.micros += micros;
+    fn add_time(&mut self, micros: i128) -> Result<()> {
+        self.time_micros = self.time_micros.checked_add(micros).ok_or_else(out_of_range)?;
         Ok(())
     }
 
@@ -418,7 +420,8 @@ impl Accumulator {
         Ok(Interval {
             months: i32::try_from(self.months).map_err(|_| out_of_range())?,
             days: i32::try_from(self.days).map_err(|_| out_of_range())?,
-            micros: to_i64(self.micros.round_ties_even())?,
+            micros: i64::try_from(i128::from(to_i64(self.micros.round_ties_even())?) + self.time_micros)
+                .map_err(|_| out_of_range())?,
         })
     }
 }
@@ -456,29 +459,38 @@ fn canonical_unit(unit: &str) -> Option<Unit> {
     })
 }
 
-/// `[-]H:M[:S[.f]]` as microseconds.
-fn parse_time(token: &str) -> Option<f64> {
+/// `[-]H:M[:S[.f]]` as exact microseconds (the fraction of a second rounded to a
+/// microsecond, half to even, as PostgreSQL does).
+fn parse_time(token: &str) -> Option<i128> {
     let (negative, body) = match token.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, token.strip_prefix('+').unwrap_or(token)),
     };
     let parts: Vec<&str> = body.split(':').collect();
-    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
-    let (hours, minutes, seconds) = match parts.as_slice() {
-        [h, m] if digits(h) && digits(m) => (h.parse::<f64>().ok()?, m.parse::<f64>().ok()?, 0.0),
+    // At most 20 digits, so that the sum below cannot overflow an i128 (anything near that
+    // long is out of an interval's range anyway).
+    let digits = |p: &str| !p.is_empty() && p.len() <= 20 && p.bytes().all(|b| b.is_ascii_digit());
+    let number = |p: &str| p.parse::<i128>().ok();
+    let (hours, minutes, seconds, fraction) = match parts.as_slice() {
+        [h, m] if digits(h) && digits(m) => (number(h)?, number(m)?, 0, 0),
         [h, m, s] if digits(h) && digits(m) => {
-            let (whole, frac) = s.split_once('.').unwrap_or((s, "0"));
-            if !digits(whole) || !(frac.is_empty() || digits(frac)) {
+            let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+            if !digits(whole) || !(frac.is_empty() || frac.bytes().all(|b| b.is_ascii_digit())) {
                 return None;
             }
-            (h.parse().ok()?, m.parse().ok()?, s.parse::<f64>().ok()?)
+            let fraction = if frac.is_empty() {
+                0
+            } else {
+                (format!("0.{frac}").parse::<f64>().ok()? * 1e6).round_ties_even() as i128
+            };
+            (number(h)?, number(m)?, number(whole)?, fraction)
         }
         _ => return None,
     };
-    if minutes >= 60.0 || seconds >= 60.0 {
+    if minutes >= 60 || seconds >= 60 {
         return None;
     }
-    let micros = hours * 3.6e9 + minutes * 6e7 + seconds * 1e6;
+    let micros = hours * 3_600_000_000 + minutes * 60_000_000 + seconds * 1_000_000 + fraction;
     Some(if negative { -micros } else { micros })
 }
 
@@ -565,6 +577,12 @@ mod tests {
             ("1 dec", "10 years"),
             ("3 mils", "3000 years"),
             ("5 msecs", "00:00:00.005"),
+            // A time's microseconds are exact, beyond what a double holds.
+            ("1000000000:00:00.000001", "1000000000:00:00.000001"),
+            ("-1000000000:00:00.000001", "-1000000000:00:00.000001"),
+            ("2562047788:00:54.775807", "2562047788:00:54.775807"),
+            ("1 day 1000000000:00:00.000001", "1 day 1000000000:00:00.000001"),
+            ("1:2:3.4567895", "01:02:03.45679"),
         ] {
             assert_eq!(shown(input), output, "{input}");
         }
@@ -575,7 +593,15 @@ mod tests {
         }
         assert_eq!(Interval::parse("3", Some("day")).map(|i| i.format()).ok().as_deref(), Some("3 days"));
         assert!(Interval::parse(&"1 day ".repeat(100), None).is_err(), "bounded input");
-        for huge in ["1e300 years", "99999999999999999999 millennia", "99999999999 days", "9999999999999 hours"] {
+        for huge in [
+            "1e300 years",
+            "99999999999999999999 millennia",
+            "99999999999 days",
+            "9999999999999 hours",
+            "2562047788:00:54.775808",
+            "99999999999999999999:59:59.999999",
+            "999999999999999999999:00",
+        ] {
             assert!(Interval::parse(huge, None).is_err(), "{huge}");
         }
     }
