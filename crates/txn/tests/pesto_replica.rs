@@ -610,18 +610,7 @@ fn rows_written_with_a_schema_change_are_in_the_schema_written() {
 
 impl Fixture {
     fn range_read(&mut self, t: u64, sql: &str, pending: Vec<WriteEntry>) -> RangeReply {
-        let req = RangeRead {
-            ts: ts(t),
-            catalog_version: self.catalog,
-            sql: sql.into(),
-            params: vec![],
-            pending,
-            snapshot: None,
-            sequences: vec![],
-            random_seed: [0; 32],
-            lastval: None,
-        };
-        let out = self.send(Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&self.client), req))));
+        let out = self.send(self.range_message(1, ts(t), sql, pending));
         match out.as_slice() {
             [Message::RangeReply(r)] => r.body.clone(),
             other => panic!("expected one range reply, got {other:?}"),
@@ -821,22 +810,8 @@ fn gc_refuses_reads_below_the_watermark_and_keeps_the_latest_version() {
     let later = NOW + 1_000_000_000;
     fx.replica.tick(later);
     let read_at = |fx: &mut Fixture, now: u64, at: Timestamp| {
-        let req = RangeRead {
-            ts: at,
-            catalog_version: fx.catalog,
-            sql: "SELECT a FROM t WHERE a > 0".into(),
-            params: vec![],
-            pending: vec![],
-            snapshot: None,
-            sequences: vec![],
-            random_seed: [0; 32],
-            lastval: None,
-        };
-        fx.replica.handle(
-            now,
-            7,
-            Message::RangeRead(std::sync::Arc::new(sign_client(ClientId(1), Some(&fx.client), req))),
-        );
+        let request = fx.range_message(1, at, "SELECT a FROM t WHERE a > 0", vec![]);
+        fx.replica.handle(now, 7, request);
         fx.replica.flush();
         match fx.replica.take_outputs().pop() {
             Some((_, Message::RangeReply(r))) => r.body.result,
@@ -1270,13 +1245,17 @@ fn long_read_fixture() -> Fixture {
 impl Fixture {
     /// A range read of client `client` (1 or 2) at `t`.
     fn range_request(&self, client: u64, t: u64, sql: &str) -> Message {
-        let ts = Timestamp { client: ClientId(client), ..ts(t) };
+        self.range_message(client, Timestamp { client: ClientId(client), ..ts(t) }, sql, vec![])
+    }
+
+    /// A signed RANGE-READ of client `client` (1 or 2) at `ts`.
+    fn range_message(&self, client: u64, ts: Timestamp, sql: &str, pending: Vec<WriteEntry>) -> Message {
         let req = RangeRead {
             ts,
             catalog_version: self.catalog,
             sql: sql.into(),
             params: vec![],
-            pending: vec![],
+            pending,
             snapshot: None,
             sequences: vec![],
             random_seed: [0; 32],
