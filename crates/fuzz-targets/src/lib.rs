@@ -3,6 +3,8 @@
 //! libFuzzer; `tests/corpus.rs` replays the checked-in corpora and every past crash through
 //! the same functions on stable, so a regression fails the ordinary test suite.
 
+#![deny(clippy::iter_over_hash_type, clippy::disallowed_methods)]
+
 use bytes::BytesMut;
 use pistou_sql::{Database, Limits};
 use pistou_wire::{decode_message, encode_message, frame_codec};
