@@ -5,7 +5,7 @@
 //! anything a client can sign, but cannot forge replicas' signatures. A Byzantine *replica*
 //! runs the real replica code and rewrites what it sends, re-signing with its own key.
 
-#![deny(clippy::iter_over_hash_type)]
+#![deny(clippy::iter_over_hash_type, clippy::disallowed_methods)]
 
 pub mod net;
 

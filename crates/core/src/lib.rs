@@ -1,7 +1,7 @@
 //! Core types shared by every Pistou crate: identifiers, timestamps, keys and values,
 //! quorum arithmetic and the cluster configuration.
 
-#![deny(clippy::iter_over_hash_type)]
+#![deny(clippy::iter_over_hash_type, clippy::disallowed_methods)]
 
 mod config;
 mod ids;

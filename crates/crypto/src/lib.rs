@@ -71,7 +71,7 @@
 //! signatures accepted here but rejected by dalek's `verify_strict` are ones whose
 //! creator deliberately mixed torsion into `R` or `A`; they still require the secret key.
 
-#![deny(clippy::iter_over_hash_type)]
+#![deny(clippy::iter_over_hash_type, clippy::disallowed_methods)]
 
 mod batch;
 mod merkle;

@@ -3,8 +3,17 @@
 //! libFuzzer; `tests/corpus.rs` replays the checked-in corpora and every past crash through
 //! the same functions on stable, so a regression fails the ordinary test suite.
 
+#![deny(clippy::iter_over_hash_type, clippy::disallowed_methods)]
+
 use bytes::BytesMut;
-use pistou_sql::{Database, Limits};
+use pgwire::api::auth::sasl::scram::{ScramSecret, ScramServerAuth, ScramServerAuthWaitingForClientFinal};
+use pgwire::messages::extendedquery::Bind;
+use pgwire::messages::startup::PasswordMessageFamily;
+use pgwire::messages::{PgWireFrontendMessage, ProtocolVersion};
+use pistou_gateway::frontend::{decode_frontend, sasl_initial_response, Phase, PRE_AUTH_MESSAGE_BYTES};
+use pistou_gateway::pgtypes::decode_param;
+use pistou_sql::types::ArrayElem;
+use pistou_sql::{Database, Limits, SqlType};
 use pistou_wire::{decode_message, encode_message, frame_codec};
 use tokio_util::codec::Decoder;
 
@@ -12,8 +21,14 @@ use tokio_util::codec::Decoder;
 pub type Target = fn(&[u8]);
 
 /// The targets by name (the names of `fuzz/fuzz_targets/*.rs` and `fuzz/corpus/*`).
-pub const TARGETS: [(&str, Target); 4] =
-    [("wire_message", wire_message), ("frames", frames), ("predicate", predicate), ("sql", sql)];
+pub const TARGETS: [(&str, Target); 6] = [
+    ("wire_message", wire_message),
+    ("frames", frames),
+    ("predicate", predicate),
+    ("sql", sql),
+    ("gateway_startup", gateway_startup),
+    ("gateway_message", gateway_message),
+];
 
 /// One protocol message: decoding never panics, and what decodes is canonical (encoding it
 /// again gives the same bytes, so signatures and ids cannot differ for one message).
@@ -70,4 +85,127 @@ thread_local! {
         }
         db
     };
+}
+
+/// A connection's first bytes as the gateway reads them: SSL or GSS requests, a startup packet
+/// or cancel request, then typed messages under the pre-authentication cap, each password
+/// message read as the startup handlers read it (see [`next_frontend`] for the checks).
+pub fn gateway_startup(data: &[u8]) {
+    let mut buf = BytesMut::from(data);
+    let mut phase = Phase::First;
+    let (mut passwords, mut scram) = (0, None);
+    while let Some(message) = next_frontend(&mut buf, phase, PRE_AUTH_MESSAGE_BYTES) {
+        match message {
+            PgWireFrontendMessage::SslNegotiation(pgwire::messages::SslNegotiationMetaMessage::None) => {
+                phase = Phase::Startup
+            }
+            // The gateway closes the connection.
+            PgWireFrontendMessage::CancelRequest(_) => return,
+            PgWireFrontendMessage::Startup(_) => phase = Phase::Typed,
+            PgWireFrontendMessage::PasswordMessageFamily(p) => {
+                passwords += 1;
+                password(p, passwords == 1, &mut scram);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Typed messages after authentication as the gateway reads them (under a 4 KiB cap here;
+/// see [`next_frontend`] for the checks), and each Bind's parameters decoded as a session
+/// decodes them: with the types the last Parse declared, every type a statement may infer,
+/// in text and in binary.
+pub fn gateway_message(data: &[u8]) {
+    let mut buf = BytesMut::from(data);
+    let mut declared = Vec::new();
+    while let Some(message) = next_frontend(&mut buf, Phase::Typed, 4096) {
+        match message {
+            PgWireFrontendMessage::Parse(p) => declared = p.type_oids,
+            PgWireFrontendMessage::Bind(b) => bind_parameters(&b, &declared),
+            _ => {}
+        }
+    }
+}
+
+/// The next message as the gateway decodes it in `phase` under `cap`, or None where the
+/// gateway would wait or close. Checks that it took no more bytes than the cap allows, and
+/// that it encodes again: to the bytes it came from when these are ASCII (pgwire reads
+/// strings lossily, and a startup packet's parameters into a map, so other bytes may
+/// change), and in any case to bytes that decode and encode to themselves.
+fn next_frontend(buf: &mut BytesMut, phase: Phase, cap: usize) -> Option<PgWireFrontendMessage> {
+    let before = buf.clone();
+    let message = decode_frontend(buf, phase, ProtocolVersion::PROTOCOL3_0, cap).ok()??;
+    let used = &before[..before.len() - buf.len()];
+    assert!(used.len() <= cap + usize::from(phase == Phase::Typed), "a message above the cap was accepted");
+    let encoded = encode(&message);
+    if used.is_ascii() && !matches!(message, PgWireFrontendMessage::Startup(_)) {
+        assert_eq!(&encoded[..], used, "{message:?} encodes to other bytes");
+    }
+    if !encoded.is_empty() {
+        let mut again = encoded.clone();
+        let decoded = decode_frontend(&mut again, phase, ProtocolVersion::PROTOCOL3_0, usize::MAX);
+        let Ok(Some(decoded)) = decoded else { panic!("{message:?} encodes to {encoded:?}, which does not decode") };
+        assert!(again.is_empty() && encode(&decoded) == encoded, "{message:?} is not stable under encoding");
+    }
+    Some(message)
+}
+
+fn encode(message: &PgWireFrontendMessage) -> BytesMut {
+    let mut out = BytesMut::new();
+    if let Err(e) = message.encode(&mut out) {
+        panic!("{message:?} does not encode: {e}");
+    }
+    out
+}
+
+/// A password message as the startup handlers read it: a cleartext password, and SCRAM's
+/// first message (checked by the gateway, then the server's client-first step) or a later
+/// one (the client-final step).
+fn password(message: PasswordMessageFamily, first: bool, scram: &mut Option<ScramServerAuthWaitingForClientFinal>) {
+    let PasswordMessageFamily::Raw(body) = message else { return };
+    let _ = PasswordMessageFamily::Raw(body.clone()).into_password();
+    if first {
+        let checked = sasl_initial_response(PasswordMessageFamily::Raw(body));
+        let Some(data) = checked.and_then(|m| m.into_sasl_initial_response()).ok().and_then(|m| m.data) else {
+            return;
+        };
+        let secret = ScramSecret::SaltedPassword { salt: vec![7; 16], salted_password: vec![9; 32] };
+        *scram = ScramServerAuth::new().on_client_first_message_with_secret(&data, secret).ok().map(|(_, next)| next);
+    } else if let (Some(server), Ok(response)) = (scram, PasswordMessageFamily::Raw(body).into_sasl_response()) {
+        let _ = server.on_client_final_message(&response.data);
+    }
+}
+
+/// The types a statement may give a parameter (`None`: unknown, text).
+const INFERRED: [Option<SqlType>; 18] = [
+    None,
+    Some(SqlType::Bool),
+    Some(SqlType::Int),
+    Some(SqlType::Int2),
+    Some(SqlType::Int4),
+    Some(SqlType::Numeric),
+    Some(SqlType::Float),
+    Some(SqlType::Float4),
+    Some(SqlType::Text),
+    Some(SqlType::Bytes),
+    Some(SqlType::Date),
+    Some(SqlType::Timestamp),
+    Some(SqlType::TimestampTz),
+    Some(SqlType::Uuid),
+    Some(SqlType::Interval),
+    Some(SqlType::Jsonb),
+    Some(SqlType::Array(ArrayElem::Int)),
+    Some(SqlType::Array(ArrayElem::Text)),
+];
+
+fn bind_parameters(bind: &Bind, declared: &[u32]) {
+    for (i, value) in bind.parameters.iter().enumerate() {
+        let Some(bytes) = value else { continue };
+        let oid = declared.get(i).copied().unwrap_or(0);
+        for inferred in INFERRED {
+            for binary in [false, true] {
+                let _ = decode_param(bytes, oid, inferred, binary);
+            }
+        }
+    }
 }

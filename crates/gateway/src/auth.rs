@@ -2,6 +2,7 @@
 //! SCRAM-SHA-256, then the parameter statuses drivers expect.
 
 use crate::config::{Auth, PasswordMethod};
+use crate::frontend::sasl_initial_response;
 use crate::settings::SERVER_VERSION;
 use async_trait::async_trait;
 use futures::Sink;
@@ -14,7 +15,7 @@ use pgwire::api::auth::{
 };
 use pgwire::api::{ClientInfo, METADATA_APPLICATION_NAME, METADATA_USER};
 use pgwire::error::{PgWireError, PgWireResult};
-use pgwire::messages::startup::SecretKey;
+use pgwire::messages::startup::{PasswordMessageFamily, SecretKey};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -118,6 +119,19 @@ impl Authenticator {
                 scram.set_iterations(SCRAM_ITERATIONS);
                 Authenticator::Scram(SASLAuthStartupHandler::new(Arc::new(GatewayParameters)).with_scram(scram))
             }
+        }
+    }
+
+    /// Checks a password message's layout where pgwire's handler does not: the first one of
+    /// a SCRAM exchange (its SASLInitialResponse).
+    pub fn check_password_message(
+        &self,
+        message: PasswordMessageFamily,
+        first: bool,
+    ) -> PgWireResult<PasswordMessageFamily> {
+        match self {
+            Authenticator::Scram(_) if first => sasl_initial_response(message),
+            _ => Ok(message),
         }
     }
 

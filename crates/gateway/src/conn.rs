@@ -6,6 +6,7 @@ use crate::command::{classify, Command, CopyCommand, CopySource};
 use crate::config::GatewayConfig;
 use crate::copy::{format_record, CopyIn};
 use crate::errors::{self, PgError};
+use crate::frontend::{decode_frontend, Phase};
 use crate::params::RawParams;
 use crate::pgtypes::decode_param;
 use crate::pgtypes::{encode_value, pg_type};
@@ -28,9 +29,7 @@ use pgwire::messages::response::{
     CommandComplete, EmptyQueryResponse, GssEncResponse, NoticeResponse, ReadyForQuery, SslResponse, TransactionStatus,
 };
 use pgwire::messages::startup::SecretKey;
-use pgwire::messages::{
-    DecodeContext, PgWireBackendMessage, PgWireFrontendMessage, ProtocolVersion, SslNegotiationMetaMessage,
-};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage, ProtocolVersion, SslNegotiationMetaMessage};
 use pgwire::tokio::tokio_rustls::rustls::pki_types::CertificateDer;
 use pistou_sql::{SqlType, Value};
 use std::collections::{HashMap, VecDeque};
@@ -44,7 +43,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_util::codec::{Decoder, Encoder, Framed};
 
-/// pgwire's frontend decoder, refusing any message longer than the cap before buffering it.
+/// The frontend decoder ([`decode_frontend`]) under the connection's cap.
 pub struct GatewayCodec {
     client: DefaultClient<()>,
     max_message: usize,
@@ -55,28 +54,12 @@ impl Decoder for GatewayCodec {
     type Error = PgWireError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, Self::Error> {
-        let mut ctx = DecodeContext::new(self.client.protocol_version);
-        let (ssl, startup) = match self.client.state {
-            PgWireConnectionState::AwaitingSslRequest => (true, true),
-            PgWireConnectionState::AwaitingStartup => (false, true),
-            _ => (false, false),
+        let phase = match self.client.state {
+            PgWireConnectionState::AwaitingSslRequest => Phase::First,
+            PgWireConnectionState::AwaitingStartup => Phase::Startup,
+            _ => Phase::Typed,
         };
-        ctx.awaiting_frontend_ssl = ssl;
-        ctx.awaiting_frontend_startup = startup;
-        // A startup packet has no type byte: its length comes first.
-        if startup && src.len() >= 4 {
-            let len = u32::from_be_bytes([src[0], src[1], src[2], src[3]]) as usize;
-            if len > self.max_message {
-                return Err(PgWireError::MessageTooLarge(self.max_message, len));
-            }
-        }
-        if !startup && src.len() >= 5 {
-            let len = u32::from_be_bytes([src[1], src[2], src[3], src[4]]) as usize;
-            if len > self.max_message {
-                return Err(PgWireError::MessageTooLarge(self.max_message, len));
-            }
-        }
-        PgWireFrontendMessage::decode(src, &ctx)
+        decode_frontend(src, phase, self.client.protocol_version, self.max_message)
     }
 }
 
@@ -215,6 +198,7 @@ pub enum Startup {
 /// takes none.
 pub async fn startup(conn: &mut Conn, auth: &Authenticator, slots: &Arc<tokio::sync::Semaphore>) -> Startup {
     let mut slot = None;
+    let mut passwords = 0;
     loop {
         let message = match conn.next().await {
             None => return Startup::Closed,
@@ -248,6 +232,19 @@ pub async fn startup(conn: &mut Conn, auth: &Authenticator, slots: &Arc<tokio::s
                         }
                     }
                 }
+                let other = match other {
+                    PgWireFrontendMessage::PasswordMessageFamily(p) => {
+                        passwords += 1;
+                        match auth.check_password_message(p, passwords == 1) {
+                            Ok(p) => PgWireFrontendMessage::PasswordMessageFamily(p),
+                            Err(e) => {
+                                conn.fatal(errors::PROTOCOL_VIOLATION, &format!("invalid password message: {e}")).await;
+                                return Startup::Closed;
+                            }
+                        }
+                    }
+                    other => other,
+                };
                 if let Err(e) = auth.on_startup(conn, other).await {
                     let mut info = ErrorInfo::from(e);
                     info.severity = "FATAL".into();

@@ -23,6 +23,7 @@ mod config;
 mod conn;
 mod copy;
 mod errors;
+pub mod frontend;
 mod intercept;
 mod params;
 pub mod pgtypes;

@@ -5,6 +5,7 @@ use crate::auth::Authenticator;
 use crate::config::GatewayConfig;
 use crate::conn::{startup, Conn, Protocol, Startup};
 use crate::errors::GatewayError;
+use crate::frontend::PRE_AUTH_MESSAGE_BYTES;
 use pistou_client::Client;
 use pistou_sql::{Engine, Limits};
 use std::collections::BTreeMap;
@@ -16,9 +17,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
-/// Largest message before a connection has authenticated: a startup packet (PostgreSQL
-/// takes at most 10,000 bytes) or a password exchange.
-const PRE_AUTH_MESSAGE_BYTES: usize = 16 * 1024;
 /// How long shutdown waits for connections to say goodbye.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// A wrong password is answered after 100 ms, doubling with each further failure from the

@@ -122,7 +122,7 @@
 //! panics on any input.
 
 #![warn(missing_docs)]
-#![deny(clippy::iter_over_hash_type)]
+#![deny(clippy::iter_over_hash_type, clippy::disallowed_methods)]
 
 mod audit;
 mod chain;

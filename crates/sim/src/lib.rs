@@ -8,7 +8,7 @@
 //! committed SQL transactions on a model database and checks every statement's result. The
 //! same seed always produces the same run.
 
-#![deny(clippy::iter_over_hash_type)]
+#![deny(clippy::iter_over_hash_type, clippy::disallowed_methods)]
 
 pub mod ledger_audit;
 pub mod network;

@@ -7,7 +7,7 @@
 //! [`CatalogChange`]. [`Database`] wires it to an in-memory store for standalone use.
 //! See `docs/sql.md` for the architecture and the key encoding.
 
-#![deny(clippy::iter_over_hash_type)]
+#![deny(clippy::iter_over_hash_type, clippy::disallowed_methods)]
 
 // The shared data types, under the module paths the engine has always used.
 pub use pistou_types::{

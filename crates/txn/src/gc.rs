@@ -103,6 +103,8 @@ pub struct Footprint {
 
 impl Replica {
     /// Counts of what this replica holds (see [`Footprint`]).
+    // Counts and sums only: the hash order cannot reach the result.
+    #[allow(clippy::iter_over_hash_type, clippy::disallowed_methods)]
     pub fn footprint(&self) -> Footprint {
         let mut f = Footprint {
             keys: self.keys.len(),
@@ -116,8 +118,6 @@ impl Replica {
             inquiries: self.inquiries.len(),
             ..Footprint::default()
         };
-        // Sums only: the order does not matter.
-        #[allow(clippy::iter_over_hash_type)]
         for s in self.keys.values() {
             f.committed_versions += s.committed.len();
             f.prepared_versions += s.prepared.len();
@@ -132,6 +132,7 @@ impl Replica {
     /// The newest committed version of every key (its timestamp and writer), in key order:
     /// what reads at the top of the history return. The simulator checks that recovery
     /// restores it exactly.
+    #[allow(clippy::disallowed_methods)] // collected into a BTreeMap: the hash order is gone
     pub fn newest_committed(&self) -> std::collections::BTreeMap<Vec<u8>, (Timestamp, TxnId)> {
         self.keys.iter().filter_map(|(k, s)| Some((k.clone(), *s.committed.last()?))).collect()
     }
@@ -234,6 +235,8 @@ impl Replica {
             _ => false,
         };
         let mut writers = Vec::new();
+        // `writers` is sorted below, so the order of the visit cannot reach it.
+        #[allow(clippy::disallowed_methods)]
         self.keys.retain(|key, state| {
             if !state.prepared.is_empty() || !is_dropped(key) {
                 return true;

@@ -10,7 +10,7 @@
 
 // Quorum thresholds are written as in the papers (`>= 3f+1`), not as `> 3f`.
 #![allow(clippy::int_plus_one)]
-#![deny(clippy::iter_over_hash_type)]
+#![deny(clippy::iter_over_hash_type, clippy::disallowed_methods)]
 
 mod auth;
 mod catchup;

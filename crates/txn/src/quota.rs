@@ -44,6 +44,7 @@ impl Replica {
         let txns = &self.txns;
         let Some(mine) = self.undecided.by_client.get_mut(&client) else { return limit > 0 };
         if mine.len() >= limit {
+            #[allow(clippy::disallowed_methods)] // a pure predicate: the order does not matter
             mine.retain(|id| txns.get(id).is_some_and(|r| matches!(r.status, Status::Prepared | Status::Unprepared)));
         }
         mine.len() < limit

@@ -335,9 +335,10 @@ impl Replica {
         self.txns.get(writer)?.meta.write_of(key)?.value.clone()
     }
 
-    /// Metadata of the committed transactions this replica still holds (see `gc.rs`).
+    /// Metadata of the committed transactions this replica still holds (see `gc.rs`), in
+    /// timestamp order (never hash order: the simulator builds its checks from it).
     pub fn committed_txns(&self) -> impl Iterator<Item = &TxnMeta> {
-        self.txns.values().filter(|r| matches!(r.status, Status::Committed(_))).map(|r| &*r.meta)
+        self.committed_order.iter().filter_map(|(_, id)| self.txns.get(id)).map(|r| &*r.meta)
     }
 
     /// The decision this replica applied for a transaction, if any.

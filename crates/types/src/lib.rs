@@ -7,7 +7,7 @@
 //! ([`storage`]), sequences' blocks ([`sequence`]), and the network form of a read predicate
 //! ([`predicate_wire`]). A change here is a change of the wire or storage format.
 
-#![deny(clippy::iter_over_hash_type)]
+#![deny(clippy::iter_over_hash_type, clippy::disallowed_methods)]
 
 pub mod array;
 mod cast;

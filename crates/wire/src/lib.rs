@@ -2,7 +2,7 @@
 //! canonical encoding (postcard over types whose maps are sorted vectors), the
 //! authenticated envelopes, and length-prefixed framing with a hard size limit.
 
-#![deny(clippy::iter_over_hash_type)]
+#![deny(clippy::iter_over_hash_type, clippy::disallowed_methods)]
 
 mod codec;
 mod framing;
