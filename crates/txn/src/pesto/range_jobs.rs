@@ -177,8 +177,18 @@ pub struct RangeJobDone {
 }
 
 impl RangeJob {
-    /// Runs the statement (stopping early if the replica cancels it meanwhile).
+    /// Runs the statement (stopping early if the replica cancels it meanwhile). A panic in
+    /// the engine fails this statement with XX000 instead of ending the runtime's thread,
+    /// which would leave every later long read waiting.
     pub fn run(self) -> RangeJobDone {
+        let id = self.id;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.execute())).unwrap_or_else(|_| RangeJobDone {
+            id,
+            ran: Err(SqlError::new(SqlState::InternalError, "the statement failed inside the replica")),
+        })
+    }
+
+    fn execute(self) -> RangeJobDone {
         let skipped = |table: &str| self.skipped.get(table).copied();
         let run = RangeRun {
             store: &self.store,
