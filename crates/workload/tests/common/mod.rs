@@ -37,18 +37,6 @@ impl TestDb {
         let _ = task.await;
     }
 
-    /// The PostgreSQL server's main process: the parent of this connection's backend.
-    pub async fn postmaster_pid(&self) -> u32 {
-        let (client, conn) = tokio_postgres::connect(&self.url, NoTls).await.expect("connect");
-        let task = tokio::spawn(conn);
-        let backend: i32 = client.query_one("SELECT pg_backend_pid()", &[]).await.expect("pid").get(0);
-        drop(client);
-        let _ = task.await;
-        let stat = std::fs::read_to_string(format!("/proc/{backend}/stat")).expect("backend stat");
-        let after_name = &stat[stat.rfind(')').expect("stat format") + 1..];
-        after_name.split_whitespace().nth(1).expect("ppid").parse().expect("ppid number")
-    }
-
     pub async fn drop_db(self) {
         admin(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)).await;
     }
