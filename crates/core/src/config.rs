@@ -311,11 +311,14 @@ impl ClusterConfig {
         }
     }
 
-    /// The shard holding `table` (whole tables are placed on one shard).
+    /// The shard holding the table stored under `table` (whole tables are placed on one
+    /// shard). A storage name `name NUL id` (a table created while another stored under its
+    /// name) is placed as `name` is.
     pub fn table_shard(&self, table: &str) -> ShardId {
-        match self.tables.get(table) {
+        let name = table.split('\0').next().unwrap_or(table);
+        match self.tables.get(name) {
             Some(s) => ShardId(*s),
-            None => self.hash_shard(table.as_bytes()),
+            None => self.hash_shard(name.as_bytes()),
         }
     }
 
@@ -468,5 +471,16 @@ mod tests {
             seen[s.0 as usize] += 1;
         }
         assert!(seen.iter().all(|&c| c > 50), "hash partitioning is badly skewed: {seen:?}");
+    }
+
+    #[test]
+    fn a_table_stored_under_name_and_id_is_placed_as_its_name() {
+        let mut cfg = sample(1, 3);
+        cfg.tables.insert("orders".into(), 2);
+        assert_eq!(cfg.table_shard("orders\u{0}42"), ShardId(2));
+        let hashed = cfg.table_shard("lines");
+        assert_eq!(cfg.table_shard("lines\u{0}7"), hashed);
+        let key = sql_keys::row_key("orders\u{0}42", 42, &[1]).expect("key");
+        assert_eq!(cfg.shard_of(&key), ShardId(2));
     }
 }

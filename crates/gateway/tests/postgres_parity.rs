@@ -442,6 +442,54 @@ async fn interval_columns_behave_as_in_postgres() {
     .await;
 }
 
+/// ALTER TABLE ... RENAME TO through the gateway and the replicas: the rows, indexes,
+/// constraints and sequence stay with the table, a table created under the old name is new,
+/// and renames in a block commit or roll back with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renamed_tables_behave_as_in_postgres() {
+    bounded(120, async {
+        let script = [
+            "CREATE TABLE parity_ra (id SERIAL PRIMARY KEY, code TEXT UNIQUE, v INT)",
+            "CREATE INDEX parity_ra_v ON parity_ra (v)",
+            "INSERT INTO parity_ra (code, v) VALUES ('x', 10), ('y', 20)",
+            "ALTER TABLE parity_ra RENAME TO parity_rb",
+            "SELECT id, code, v FROM parity_rb ORDER BY id",
+            "SELECT * FROM parity_ra",
+            "INSERT INTO parity_rb (code, v) VALUES ('z', 30) RETURNING id",
+            "SELECT id FROM parity_rb WHERE v = 20",
+            "INSERT INTO parity_rb (code, v) VALUES ('x', 1)",
+            "UPDATE parity_rb SET v = v + 1 WHERE code = 'x'",
+            "CREATE TABLE parity_ra (id INT PRIMARY KEY, w TEXT)",
+            "SELECT count(*) FROM parity_ra",
+            "INSERT INTO parity_ra VALUES (1, 'new')",
+            "SELECT * FROM parity_ra",
+            "SELECT id, code, v FROM parity_rb ORDER BY id",
+            "ALTER TABLE parity_ra RENAME TO parity_rb",
+            "ALTER TABLE parity_nosuch RENAME TO parity_rc",
+            // Renames in a block: rolled back, then committed.
+            "BEGIN",
+            "ALTER TABLE parity_rb RENAME TO parity_rc",
+            "ROLLBACK",
+            "SELECT count(*) FROM parity_rb",
+            "BEGIN",
+            "ALTER TABLE parity_rb RENAME TO parity_rc",
+            "ALTER TABLE parity_ra RENAME TO parity_rb",
+            "ALTER TABLE parity_rc RENAME TO parity_ra",
+            "COMMIT",
+            "SELECT id, w FROM parity_rb",
+            "SELECT id, code, v FROM parity_ra ORDER BY id",
+            // Gaps differ (Pistou's values come in cached blocks, docs/sql.md).
+            "INSERT INTO parity_ra (code, v) VALUES ('w', 40) RETURNING id > 4",
+            "DELETE FROM parity_ra WHERE code = 'y'",
+            "SELECT code FROM parity_ra ORDER BY code",
+            "DROP TABLE parity_ra",
+            "DROP TABLE parity_rb",
+        ];
+        compare(&["DROP TABLE IF EXISTS parity_ra, parity_rb, parity_rc"], &script).await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn truncate_and_multi_table_drop_behave_as_in_postgres() {
     bounded(120, async {

@@ -15,6 +15,12 @@ impl RowStore {
     pub fn verify_invariants(&self) -> Result<(), String> {
         let mut prepared: BTreeMap<TxnId, (Timestamp, BTreeMap<String, BTreeSet<Key>>)> = BTreeMap::new();
         for (name, table) in &self.tables {
+            if table.schema.storage_name() != name {
+                return Err(format!(
+                    "table {name} holds the schema of a table stored as {}",
+                    table.schema.storage_name()
+                ));
+            }
             audit_table(name, table, self.watermark, self.limits.version_cap, &mut prepared)
                 .map_err(|e| format!("table {name}: {e}"))?;
         }

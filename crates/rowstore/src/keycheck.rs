@@ -175,6 +175,7 @@ mod tests {
             primary_key: (0..types.len()).collect(),
             indexes: vec![],
             constraints: Default::default(),
+            stored_as: None,
         }
     }
 

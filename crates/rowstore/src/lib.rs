@@ -91,11 +91,12 @@
 //! use pistou_types::{Catalog, CatalogChange, Column, KeyRange, ReadAt, SqlType, Storage, TableSchema, Value, Write, WriteSet};
 //!
 //! let id = Column { name: "id".into(), ty: SqlType::Int, limits: Default::default(), nullable: false, default: None, generated: None, volatile_default: None };
-//! let schema = TableSchema { name: "t".into(), id: 0, columns: vec![id], primary_key: vec![0], indexes: vec![], constraints: Default::default() };
+//! let schema = TableSchema { name: "t".into(), id: 0, columns: vec![id], primary_key: vec![0], indexes: vec![], constraints: Default::default(), stored_as: None };
 //! let (mut catalog, mut store) = (Catalog::new(), RowStore::new(StoreLimits::default()));
 //! let change = CatalogChange::CreateTable(schema);
+//! let before = catalog.clone();
 //! catalog.apply(&change, &pistou_sql::EngineRules).unwrap();
-//! store.apply_catalog_change(&catalog, &change);
+//! store.apply_catalog_change(&before, &catalog, &change);
 //!
 //! let row = vec![Value::Int(7)];
 //! let mut writes = WriteSet::default();

@@ -106,7 +106,7 @@ impl Storage for RowStore {
         visit: &mut Visitor<'_>,
     ) -> Result<()> {
         self.check_watermark(at)?;
-        let t = self.sql_table(&table.name)?;
+        let t = self.sql_table(table.storage_name())?;
         // `BTreeMap::range` panics on inverted ranges; `is_empty` covers every such case.
         if range.is_empty() {
             return Ok(());
@@ -148,7 +148,7 @@ impl Storage for RowStore {
         visit: &mut Visitor<'_>,
     ) -> Result<()> {
         self.check_watermark(at)?;
-        let t = self.sql_table(&table.name)?;
+        let t = self.sql_table(table.storage_name())?;
         let Some(entries) = t.index(&index.name) else {
             return Err(SqlError::new(SqlState::UndefinedObject, format!("index \"{}\" does not exist", index.name)));
         };
@@ -183,7 +183,7 @@ impl Storage for RowStore {
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp> {
         // Only writes the reader may see: a version it cannot see is not one it has read past.
         self.tables
-            .get(&table.name)?
+            .get(table.storage_name())?
             .log
             .newest_below(at.ts, |ts, writer, w| (at.visible)(&version_of(ts, writer, w.state)))
     }

@@ -8,7 +8,7 @@ use crate::refs::{VersionRef, VersionState, WriteRef};
 use crate::table::Table;
 use crate::validate::check_write;
 use pistou_core::{Timestamp, TxnId};
-use pistou_types::{Catalog, CatalogChange, IndexSchema, KeyRange, Value, Write, WriteSet};
+use pistou_types::{Catalog, CatalogChange, IndexSchema, KeyRange, TableSchema, Value, Write, WriteSet};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -54,17 +54,18 @@ impl RowStore {
         self.limits
     }
 
-    /// Mirrors a committed catalog change; `catalog_after` is the catalog with the change
-    /// applied. CREATE TABLE starts an empty table (replacing any data under that name), DROP
-    /// TABLE discards the table's versions and log, CREATE INDEX backfills from every stored
-    /// version, ADD COLUMN pads every stored row with the column's default (NULL if none).
-    /// Changes naming a table the store does not have are ignored.
-    pub fn apply_catalog_change(&mut self, catalog_after: &Catalog, change: &CatalogChange) {
+    /// Mirrors a committed catalog change; `before` and `after` are the catalogs around it.
+    /// Tables are kept under their storage names (`TableSchema::storage_name`). CREATE TABLE
+    /// starts an empty table (replacing any data under that name), DROP TABLE discards the
+    /// table's versions and log, RENAME keeps the rows where they are, CREATE INDEX backfills
+    /// from every stored version, ADD COLUMN pads every stored row with the column's default
+    /// (NULL if none). Changes naming a table the store does not have are ignored.
+    pub fn apply_catalog_change(&mut self, before: &Catalog, after: &Catalog, change: &CatalogChange) {
         match change {
             // One statement's changes (a table's sequences, then the table), in order.
             CatalogChange::Several(changes) => {
                 for c in changes {
-                    self.apply_catalog_change(catalog_after, c);
+                    self.apply_catalog_change(before, after, c);
                 }
             }
             // A sequence's counter is an ordinary key (`pistou_core::sql_keys::sequence_key`).
@@ -74,25 +75,33 @@ impl RowStore {
             | CatalogChange::CreateView(_)
             | CatalogChange::DropView { .. } => {}
             CatalogChange::CreateTable(schema) => {
-                let schema = catalog_after.table(&schema.name).cloned().unwrap_or_else(|| Arc::new(schema.clone()));
-                self.drop_table(&schema.name);
-                self.tables.insert(schema.name.clone(), Arc::new(Table::new(schema)));
+                let schema = after.table(&schema.name).cloned().unwrap_or_else(|| Arc::new(schema.clone()));
+                let storage = schema.storage_name().to_string();
+                self.drop_table(&storage);
+                self.tables.insert(storage, Arc::new(Table::new(schema)));
             }
-            CatalogChange::DropTable { table } => self.drop_table(table),
+            CatalogChange::DropTable { table } => {
+                let storage = before.table(table).map_or(table.as_str(), |t| t.storage_name());
+                self.drop_table(storage);
+            }
+            CatalogChange::RenameTable { to, .. } => {
+                let Some((schema, t)) = self.table_of(after, to) else { return };
+                t.rename(schema);
+            }
             CatalogChange::CreateIndex { table, index } | CatalogChange::AddPrimaryKey { table, index } => {
-                let (Some(schema), Some(t)) = (catalog_after.table(table), self.table_mut(table)) else { return };
+                let Some((schema, t)) = self.table_of(after, table) else { return };
                 let index = schema.index(&index.name).cloned().unwrap_or_else(|| index.clone());
-                t.create_index(schema.clone(), index);
+                t.create_index(schema, index);
             }
             CatalogChange::DropIndex { table, index } => {
-                if let Some(t) = self.table_mut(table) {
-                    t.drop_index(catalog_after.table(table).cloned(), index);
+                if let Some((schema, t)) = self.table_of(after, table) {
+                    t.drop_index(Some(schema), index);
                 }
             }
             CatalogChange::AlterTable { table, .. } => {
                 // No stored row changes (a dropped column stays in rows, hidden); indexes the
                 // actions dropped go, those they added (UNIQUE constraints) are built.
-                let (Some(schema), Some(t)) = (catalog_after.table(table), self.table_mut(table)) else { return };
+                let Some((schema, t)) = self.table_of(after, table) else { return };
                 let gone: Vec<String> = t.index_names().into_iter().filter(|n| schema.index(n).is_none()).collect();
                 for name in gone {
                     t.drop_index(Some(schema.clone()), &name);
@@ -104,10 +113,18 @@ impl RowStore {
                 t.drop_index(Some(schema.clone()), "");
             }
             CatalogChange::AddColumn { table, column } => {
-                let (Some(schema), Some(t)) = (catalog_after.table(table), self.table_mut(table)) else { return };
-                t.add_column(schema.clone(), column.default.clone().unwrap_or(Value::Null));
+                let Some((schema, t)) = self.table_of(after, table) else { return };
+                t.add_column(schema, column.default.clone().unwrap_or(Value::Null));
             }
         }
+    }
+
+    /// The schema `catalog` has for the table named `name` and the store's table, to change
+    /// (copied first if a snapshot shares it).
+    fn table_of(&mut self, catalog: &Catalog, name: &str) -> Option<(Arc<TableSchema>, &mut Table)> {
+        let schema = catalog.table(name)?.clone();
+        let table = self.table_mut(schema.storage_name())?;
+        Some((schema, table))
     }
 
     /// `name`'s table to change, copied first if a snapshot shares it.
@@ -247,7 +264,7 @@ impl RowStore {
         for (name, table_writes) in &writes.tables {
             let unknown = || StoreError::UnknownTable { table: name.clone() };
             let table = self.tables.get(name).ok_or_else(unknown)?;
-            let schema = catalog.table(name).ok_or_else(unknown)?;
+            let schema = catalog.stored(name).ok_or_else(unknown)?;
             if !Arc::ptr_eq(schema, &table.schema) && **schema != *table.schema {
                 return Err(StoreError::SchemaMismatch { table: name.clone() });
             }

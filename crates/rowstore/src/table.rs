@@ -305,6 +305,19 @@ impl Table {
         self.indexes.iter().map(|i| i.schema.name.clone()).collect()
     }
 
+    /// ALTER TABLE ... RENAME TO: the rows stay; the one index named after the table (the
+    /// primary key ADD PRIMARY KEY made, `Catalog::rename_table`) takes its new name.
+    pub fn rename(&mut self, schema: Arc<TableSchema>) {
+        let new: Vec<&IndexSchema> =
+            schema.indexes.iter().filter(|i| !self.indexes.iter().any(|have| have.schema.name == i.name)).collect();
+        let mut gone: Vec<&mut SecondaryIndex> =
+            self.indexes.iter_mut().filter(|i| schema.index(&i.schema.name).is_none()).collect();
+        if let ([old], [new]) = (gone.as_mut_slice(), new.as_slice()) {
+            old.schema.name = new.name.clone();
+        }
+        self.schema = schema;
+    }
+
     /// DROP INDEX.
     pub fn drop_index(&mut self, schema: Option<Arc<TableSchema>>, name: &str) {
         if let Some(schema) = schema {

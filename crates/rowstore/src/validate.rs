@@ -9,7 +9,7 @@ use pistou_types::{Column, TableSchema, Value, Write};
 /// does), for rows of tables the store does not hold yet: those a transaction creates.
 pub fn check_writes(writes: &pistou_types::WriteSet, catalog: &pistou_types::Catalog) -> Result<(), StoreError> {
     for (name, table_writes) in &writes.tables {
-        let schema = catalog.table(name).ok_or_else(|| StoreError::UnknownTable { table: name.clone() })?;
+        let schema = catalog.stored(name).ok_or_else(|| StoreError::UnknownTable { table: name.clone() })?;
         for (key, write) in table_writes {
             check_write(schema, key, write)?;
         }

@@ -239,8 +239,9 @@ fn catalog_changes_are_mirrored() {
         volatile_default: None,
     };
     let change = CatalogChange::AddColumn { table: "t".into(), column };
+    let before = catalog.clone();
     catalog.apply(&change, &EngineRules).expect("add column");
-    store.apply_catalog_change(&catalog, &change);
+    store.apply_catalog_change(&before, &catalog, &change);
     let t = table(&catalog, "t").clone();
     let rows = store.scan(&t, &KeyRange::all(), &latest(99), 9).expect("scan");
     assert!(rows.iter().all(|r| r.row.len() == 4 && r.row[3] == Value::Int(7)));
@@ -255,8 +256,9 @@ fn catalog_changes_are_mirrored() {
     // CREATE INDEX backfills from every version, including older ones.
     let index = IndexSchema { name: "t_c".into(), columns: vec![3], unique: false };
     let change = CatalogChange::CreateIndex { table: "t".into(), index: index.clone() };
+    let before = catalog.clone();
     catalog.apply(&change, &EngineRules).expect("create index");
-    store.apply_catalog_change(&catalog, &change);
+    store.apply_catalog_change(&before, &catalog, &change);
     let t = table(&catalog, "t").clone();
     let seven = KeyRange::point(pistou_sql::keycode::encode_key([&Value::Int(7)]));
     let ids: Vec<i64> =
@@ -265,14 +267,16 @@ fn catalog_changes_are_mirrored() {
     store.verify_invariants().expect("invariants");
     // DROP INDEX.
     let change = CatalogChange::DropIndex { table: "t".into(), index: "t_c".into() };
+    let before = catalog.clone();
     catalog.apply(&change, &EngineRules).expect("drop index");
-    store.apply_catalog_change(&catalog, &change);
+    store.apply_catalog_change(&before, &catalog, &change);
     assert!(store.index_scan(&t, &index, &seven, &latest(99), 9).is_err());
     store.verify_invariants().expect("invariants");
     // DROP TABLE forgets the table, including the prepared writer's keys in it.
     let change = CatalogChange::DropTable { table: "t".into() };
+    let before = catalog.clone();
     catalog.apply(&change, &EngineRules).expect("drop table");
-    store.apply_catalog_change(&catalog, &change);
+    store.apply_catalog_change(&before, &catalog, &change);
     assert!(!store.is_prepared(&txn(2)));
     assert_eq!(store.stats().tables, 1);
     assert_eq!(store.stats().versions, 0);
@@ -284,8 +288,9 @@ fn catalog_changes_are_mirrored() {
     store.verify_invariants().expect("invariants");
     // CREATE TABLE again starts empty.
     let change = CatalogChange::CreateTable(schemas().remove(0));
+    let before = catalog.clone();
     catalog.apply(&change, &EngineRules).expect("create");
-    store.apply_catalog_change(&catalog, &change);
+    store.apply_catalog_change(&before, &catalog, &change);
     assert_eq!(scan_t(&store, &catalog, &latest(99)), vec![]);
     commit_at(&mut store, &catalog, 10, 50, &upsert(1, 1));
     store.verify_invariants().expect("invariants");

@@ -268,8 +268,9 @@ fn add_column_pads_capped_writes_in_the_log() {
         volatile_default: None,
     };
     let change = pistou_sql::CatalogChange::AddColumn { table: "t".into(), column };
+    let before = catalog.clone();
     catalog.apply(&change, &EngineRules).expect("add column");
-    store.apply_catalog_change(&catalog, &change);
+    store.apply_catalog_change(&before, &catalog, &change);
     let rows: Vec<usize> = store.writes_between("t", ts(0), ts(99)).filter_map(|w| w.row.map(Vec::len)).collect();
     assert_eq!(rows, vec![4, 4], "the capped write at 10 is padded too");
     store.verify_invariants().expect("invariants");

@@ -34,10 +34,12 @@ fn hostile_setup() -> (Catalog, RowStore) {
         primary_key: vec![0],
         indexes: vec![],
         constraints: Default::default(),
+        stored_as: None,
     };
     let change = CatalogChange::CreateTable(lim);
+    let before = catalog.clone();
     catalog.apply(&change, &EngineRules).expect("create lim");
-    store.apply_catalog_change(&catalog, &change);
+    store.apply_catalog_change(&before, &catalog, &change);
     commit_at(&mut store, &catalog, 1, 10, &writes(&[w(1, Some(Some(1))), w(2, Some(None))]));
     prepare_at(&mut store, &catalog, 2, 20, &upsert(3, 3));
     (catalog, store)

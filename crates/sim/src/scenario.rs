@@ -3,7 +3,7 @@
 use crate::network::{to_frame, Event, EventQueue, Node};
 use crate::oracle::{self, OracleReport};
 use crate::sql_oracle;
-use crate::sql_workload::SqlSpec;
+use crate::sql_workload::{SqlSpec, SqlTxnLog};
 use crate::workload::TxnLog;
 use crate::workload::{SimClient, WorkloadSpec};
 use pistou_adversary::{tamper, tamper_replica, ByzClient, ClientFault, ReplicaFault};
@@ -168,6 +168,10 @@ pub struct Outcome {
     pub supplied: u64,
     /// Range reads correct replicas ran as jobs, past their inline slice of work.
     pub long_reads: u64,
+    /// Committed statements of correct clients that did something (a schema change, not an
+    /// `IF [NOT] EXISTS` no-op; a row returned or affected), by SQL text: shows a test that
+    /// its workload reached the cases it is about.
+    pub sql_effective: BTreeMap<String, usize>,
     /// Committed transactions of correct clients whose metadata names two or more shards
     /// (Basil 2PC), as correct replicas applied them.
     pub multi_shard_commits: usize,
@@ -937,6 +941,7 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         fallback_adoptions: correct.iter().map(|r| r.stats().fallback_adoptions).sum(),
         supplied: correct.iter().map(|r| r.stats().supplied).sum(),
         long_reads: correct.iter().map(|r| r.stats().long_reads).sum(),
+        sql_effective: effective_statements(&sql_logs),
         range: w.clients.iter().map(|c| c.coord.range_stats()).fold(pistou_txn::RangeStats::default(), |a, b| {
             pistou_txn::RangeStats {
                 eager: a.eager + b.eager,
@@ -961,6 +966,24 @@ pub fn run(s: &Scenario) -> Result<Outcome, SimError> {
         catch_ups_after_silence: w.replicas.values().map(|r| r.catch_ups_after_silence()).sum(),
         restarted_keys_behind,
     })
+}
+
+/// See [`Outcome::sql_effective`].
+fn effective_statements(logs: &[SqlTxnLog]) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for log in logs.iter().filter(|l| l.decision == Some(Decision::Commit)) {
+        for st in &log.statements {
+            let effective = match &st.output {
+                SqlOutput::Rows { rows, .. } => !rows.is_empty(),
+                SqlOutput::Affected { count, .. } => *count > 0,
+                SqlOutput::Ddl { notice, .. } => notice.is_none(),
+            };
+            if effective {
+                *out.entry(st.sql.clone()).or_default() += 1;
+            }
+        }
+    }
+    out
 }
 
 /// Every replica of `which` (restarted or cut off) has finished catching up; returns the

@@ -67,9 +67,10 @@ pub struct SqlSpec {
     /// (an index on `ledger.account` created or dropped, a column added to `ledger`): every
     /// shard's catalog changes.
     pub schema_changes: bool,
-    /// In the `accounts` workload, a second table `scratch` is dropped and created again
-    /// while other transactions insert into it and read it by key and by scan: a table
-    /// created again must start empty, whatever the old one held.
+    /// In the `accounts` workload, a second table `scratch` is dropped and created again, or
+    /// renamed to `scratch_old` and created again, while other transactions insert into
+    /// both and read them by key and by scan: a table created again must start empty,
+    /// whatever the old one held, and a renamed one keeps its rows.
     pub recreate_tables: bool,
 }
 
@@ -220,7 +221,7 @@ impl SqlScript {
             return self.ledger_plan(rng);
         }
         let id = |rng: &mut ChaCha8Rng| rng.gen_range(0..self.spec.id_space);
-        match rng.gen_range(0..if self.spec.recreate_tables { 11 } else { 6 }) {
+        match rng.gen_range(0..if self.spec.recreate_tables { 13 } else { 6 }) {
             6 => vec![stmt(if rng.gen_bool(0.5) { "DROP TABLE IF EXISTS scratch" } else { SCRATCH_CREATE }, vec![])],
             7 => {
                 let key = int(rng.gen_range(0..8));
@@ -245,6 +246,18 @@ impl SqlScript {
                     stmt("UPDATE accounts SET balance = balance + 0 WHERE id = $1", vec![account]),
                 ]
             }
+            // scratch renamed away and created again: the renamed table keeps its rows under
+            // its old storage name, and the new one (stored under another) starts empty.
+            11 => vec![
+                stmt("DROP TABLE IF EXISTS scratch_old", vec![]),
+                stmt("ALTER TABLE IF EXISTS scratch RENAME TO scratch_old", vec![]),
+                stmt(SCRATCH_CREATE, vec![]),
+            ],
+            12 => vec![
+                stmt("SELECT count(*), CAST(coalesce(sum(v), 0) AS INT) FROM scratch_old", vec![]),
+                stmt("UPDATE scratch_old SET v = v + 1 WHERE id = $1", vec![int(rng.gen_range(0..8))]),
+                stmt("SELECT id, v FROM scratch WHERE id = $1", vec![int(rng.gen_range(0..8))]),
+            ],
             // Read-only: a stale row read here commits, and the oracle sees it.
             8 => vec![stmt("SELECT id, v FROM scratch WHERE id = $1", vec![int(rng.gen_range(0..8))])],
             9 => vec![

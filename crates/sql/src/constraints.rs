@@ -493,17 +493,17 @@ impl Enforcement {
     /// Names of the tables the checks read.
     pub fn tables(&self, out: &mut std::collections::BTreeSet<String>) {
         for p in &self.parents {
-            out.insert(p.parent.name.clone());
+            out.insert(p.parent.storage_name().to_string());
         }
         for c in &self.children {
-            out.insert(c.child.name.clone());
+            out.insert(c.child.storage_name().to_string());
         }
         for e in self.cascades.values() {
             for p in &e.parents {
-                out.insert(p.parent.name.clone());
+                out.insert(p.parent.storage_name().to_string());
             }
             for c in &e.children {
-                out.insert(c.child.name.clone());
+                out.insert(c.child.storage_name().to_string());
             }
         }
     }

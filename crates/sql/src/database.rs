@@ -314,7 +314,7 @@ impl Database {
                 }
             }
         }
-        self.store.apply_catalog_change(&next, change);
+        self.store.apply_catalog_change(&self.catalog, &next, change);
         self.catalog = next;
         Ok(())
     }

@@ -43,6 +43,7 @@ fn ddl_command(change: &CatalogChange) -> &'static str {
     match change {
         CatalogChange::CreateTable(_) => "CREATE TABLE",
         CatalogChange::DropTable { .. } => "DROP TABLE",
+        CatalogChange::RenameTable { .. } => "ALTER TABLE",
         CatalogChange::CreateIndex { .. } => "CREATE INDEX",
         CatalogChange::DropIndex { .. } => "DROP INDEX",
         CatalogChange::CreateSequence(_) => "CREATE SEQUENCE",
@@ -98,7 +99,7 @@ pub(crate) fn plan_tables(plan: &Plan) -> Vec<String> {
     match &plan.statement {
         Statement::Query(q) => query_tables(q, &mut out),
         Statement::Insert(i) => {
-            out.insert(i.table.name.clone());
+            out.insert(i.table.storage_name().to_string());
             i.enforce.tables(&mut out);
             if let crate::plan::InsertSource::Query(q) = &i.source {
                 query_tables(q, &mut out);
@@ -157,7 +158,7 @@ fn scan_tables(scan: &ScanPlan, out: &mut BTreeSet<String>) {
     match &scan.derived {
         Some(q) => query_tables(q, out),
         None => {
-            out.insert(scan.table.name.clone());
+            out.insert(scan.table.storage_name().to_string());
         }
     }
 }

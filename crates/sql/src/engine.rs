@@ -176,7 +176,7 @@ impl Prepared {
             std::ops::Bound::Included(k) => Some(k),
             _ => None,
         });
-        Ok(Some(PointKey { table: scan.table.name.clone(), table_id: scan.table.id, key }))
+        Ok(Some(PointKey { table: scan.table.storage_name().to_string(), table_id: scan.table.id, key }))
     }
 
     /// Sequences the statement draws from or reads: the caller hands it values of each

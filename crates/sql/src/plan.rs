@@ -1091,6 +1091,7 @@ mod tests {
                 IndexSchema { name: "t_cd".into(), columns: vec![2, 3], unique: true },
             ],
             constraints: Default::default(),
+            stored_as: None,
         }
     }
 

@@ -34,7 +34,9 @@ pub const MAX_ENTRY_BYTES: usize = pistou_wire::DEFAULT_MAX_FRAME_BYTES;
 
 /// Sequence number → `[FORMAT][checksum][payload]`.
 const ENTRIES: TableDefinition<u64, &[u8]> = TableDefinition::new("entries");
-const FORMAT: u8 = 1;
+/// Bumped when what the entries hold changes shape, so a replica refuses an older log
+/// instead of misreading it. 2: table schemas name their storage (ALTER TABLE RENAME).
+const FORMAT: u8 = 2;
 /// redb's page cache. The log is read once, at open, and otherwise only appended to, so a
 /// large cache buys nothing; redb's default (1 GiB per database) would let each of a host's
 /// replicas keep up to that much of its log resident.
@@ -99,7 +101,10 @@ fn decode(seq: u64, value: &[u8]) -> Result<LogEntry, String> {
     }
     let (header, payload) = value.split_at(HEADER);
     if header[0] != FORMAT {
-        return Err(format!("unknown format {}", header[0]));
+        return Err(format!(
+            "log format {}, this build reads format {FORMAT} (written by another version of Pistou)",
+            header[0]
+        ));
     }
     if checksum(seq, payload).as_bytes() != &header[1..] {
         return Err("checksum mismatch".into());

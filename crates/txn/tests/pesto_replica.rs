@@ -2,7 +2,7 @@
 //! range reads (§5.5 step 2). SQL rows travel as Basil writes of row keys, predicates in
 //! `TxnMeta`.
 
-use pistou_core::sql_keys::{catalog_key, row_key};
+use pistou_core::sql_keys::{catalog_key, key_kind, row_key, KeyKind};
 use pistou_core::{
     ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, SqlConfig, Timestamp,
 };
@@ -105,6 +105,7 @@ fn fixture_of(sql: SqlConfig, indexes: Vec<IndexSchema>) -> Fixture {
         primary_key: vec![0],
         indexes,
         constraints: Default::default(),
+        stored_as: None,
     };
     let change = CatalogChange::CreateTable(schema);
     let mut catalog = Catalog::new();
@@ -162,6 +163,28 @@ struct Txn {
 }
 
 impl Fixture {
+    /// A transaction at `t` that makes `changes` to the fixture's schema (the catalog after
+    /// its CREATE TABLE).
+    fn schema_change(&self, t: u64, changes: Vec<CatalogChange>) -> TxnMeta {
+        let written = self.ddl.write_set[0].value.as_deref().expect("the fixture's catalog");
+        let mut catalog = postcard::from_bytes::<CatalogWrite>(written).expect("decode").catalog;
+        for c in &changes {
+            catalog.apply(c, &EngineRules).expect("the change applies");
+        }
+        TxnMeta {
+            ts: ts(t),
+            read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: self.catalog }],
+            write_set: vec![WriteEntry {
+                key: catalog_key(ShardId(0)),
+                value: Some(postcard::to_allocvec(&CatalogWrite { changes, catalog }).expect("encode")),
+            }],
+            deps: vec![],
+            predicates: vec![],
+            late: false,
+            shards: vec![ShardId(0)],
+        }
+    }
+
     fn meta(&self, txn: Txn) -> TxnMeta {
         // The predicate's evaluation read the transaction's row reads (one statement).
         let mut active: Vec<Vec<u8>> = txn.reads.iter().map(|(k, _)| k.clone()).collect();
@@ -566,6 +589,7 @@ fn rows_written_with_a_schema_change_are_in_the_schema_written() {
         primary_key: vec![0],
         indexes: vec![],
         constraints: Default::default(),
+        stored_as: None,
     });
     let mut after = before.clone();
     after.apply(&create, &EngineRules).expect("create n");
@@ -758,38 +782,8 @@ fn a_writeback_arriving_after_a_later_schema_change_still_lands() {
         fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(5))], predicate: None });
     assert_eq!(fx.prepare(&t), Some(Vote::Commit));
     // D (ts 30) adds a column with a default; it is ordered after T and commits first here.
-    let mut before = Catalog::new();
-    let col = int_column;
-    before
-        .apply(
-            &CatalogChange::CreateTable(TableSchema {
-                name: "t".into(),
-                id: 0,
-                columns: vec![col("id", None), col("a", None)],
-                primary_key: vec![0],
-                indexes: vec![],
-                constraints: Default::default(),
-            }),
-            &EngineRules,
-        )
-        .expect("create");
-    let change = CatalogChange::AddColumn { table: "t".into(), column: col("b", Some(Value::Int(7))) };
-    let mut after = before.clone();
-    after.apply(&change, &EngineRules).expect("add column");
-    let d = TxnMeta {
-        ts: ts(30),
-        read_set: vec![ReadEntry { key: catalog_key(ShardId(0)), version: fx.catalog }],
-        write_set: vec![WriteEntry {
-            key: catalog_key(ShardId(0)),
-            value: Some(
-                postcard::to_allocvec(&CatalogWrite { changes: vec![change], catalog: after }).expect("encode"),
-            ),
-        }],
-        deps: vec![],
-        predicates: vec![],
-        late: false,
-        shards: vec![ShardId(0)],
-    };
+    let change = CatalogChange::AddColumn { table: "t".into(), column: int_column("b", Some(Value::Int(7))) };
+    let d = fx.schema_change(30, vec![change]);
     assert_eq!(fx.prepare(&d), Some(Vote::Commit));
     fx.commit(&d);
     // T's writeback arrives last: its row is kept, padded with the new column's default.
@@ -797,6 +791,43 @@ fn a_writeback_arriving_after_a_later_schema_change_still_lands() {
     fx.catalog = ts(30);
     let reply = fx.range_read(40, "SELECT id, a, b FROM t", vec![]);
     assert_eq!(rows_of(&reply), vec![vec![Value::Int(1), Value::Int(5), Value::Int(7)]]);
+}
+
+#[test]
+fn rows_written_before_a_rename_land_in_the_renamed_table_and_not_in_a_new_one() {
+    let mut fx = fixture();
+    fx.load(10, &[(2, 9)]);
+    // T (ts 20) inserts row 1 into t and prepares here.
+    let t =
+        fx.meta(Txn { t: 20, reads: vec![(key(1), Timestamp::GENESIS)], writes: vec![(1, Some(5))], predicate: None });
+    assert_eq!(fx.prepare(&t), Some(Vote::Commit));
+    // D (ts 30) renames t to r and creates a new t; ordered after T, it commits first here.
+    let mut new_t = fx_create_t();
+    if let CatalogChange::CreateTable(schema) = &mut new_t {
+        schema.columns.push(int_column("c", None));
+    }
+    let rename = CatalogChange::RenameTable { table: "t".into(), to: "r".into() };
+    let d = fx.schema_change(30, vec![rename, new_t]);
+    assert_eq!(fx.prepare(&d), Some(Vote::Commit));
+    fx.commit(&d);
+    // T's writeback arrives last: its row (keyed by t's storage name and identity) is r's.
+    fx.commit(&t);
+    fx.catalog = ts(30);
+    let reply = fx.range_read(40, "SELECT id, a FROM r ORDER BY id", vec![]);
+    assert_eq!(rows_of(&reply), vec![vec![Value::Int(1), Value::Int(5)], vec![Value::Int(2), Value::Int(9)]]);
+    assert_eq!(rows_of(&fx.range_read(41, "SELECT * FROM t", vec![])), Vec::<Vec<Value>>::new());
+    // A later writer of the new t writes under its own storage name.
+    let reply = fx.range_read(42, "INSERT INTO t VALUES (1, 1, 1)", vec![]);
+    let written = &reply.result.as_ref().expect("insert").writes;
+    let row_table = |k: &[u8]| match key_kind(k) {
+        KeyKind::Row { table, table_id, .. } => (table.to_string(), table_id),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(written.len(), 1);
+    let (storage, id) = row_table(&written[0].key);
+    assert_ne!(id, T_ID);
+    assert_eq!(storage, format!("t\0{id}"), "t is still r's storage name");
+    fx.replica.check_invariants().expect("invariants");
 }
 
 #[test]
@@ -1167,6 +1198,7 @@ fn a_commit_planned_against_a_schema_change_not_yet_here_waits_for_it() {
         primary_key: vec![0],
         indexes: vec![],
         constraints: Default::default(),
+        stored_as: None,
     });
     let mut catalog = Catalog::new();
     for c in [&fx_create_t(), &change] {
@@ -1229,6 +1261,7 @@ fn fx_create_t() -> CatalogChange {
         primary_key: vec![0],
         indexes: vec![],
         constraints: Default::default(),
+        stored_as: None,
     })
 }
 

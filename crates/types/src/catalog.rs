@@ -87,7 +87,7 @@ pub struct TableSchema {
     /// The table's identity: the catalog version its CREATE TABLE produced (set by
     /// [`Catalog::apply`]; whatever a `CreateTable` change carries is ignored). Catalog
     /// versions only grow, so a table dropped and created again under the same name gets a
-    /// new id, and its rows (keyed by name and id) are not the old table's.
+    /// new id, and its rows (keyed by storage name and id) are not the old table's.
     pub id: u64,
     pub columns: Vec<Column>,
     /// Positions of the primary-key columns in the table row (never empty).
@@ -96,9 +96,23 @@ pub struct TableSchema {
     pub indexes: Vec<IndexSchema>,
     /// FOREIGN KEY, CHECK and UNIQUE constraints (`crate::constraints`).
     pub constraints: Constraints,
+    /// Where the name its rows are stored and placed under differs from `name` (set by
+    /// [`Catalog::apply`], see [`TableSchema::storage_name`]).
+    pub stored_as: Option<String>,
 }
 
 impl TableSchema {
+    /// The name the table's rows are keyed, placed on a shard and stored under: its name at
+    /// CREATE TABLE, kept across renames so that no row moves. When a live table already
+    /// stores under the new table's name (`CREATE a; ALTER a RENAME TO b; CREATE a`), the new
+    /// one stores under `name NUL id`, which no SQL name can be (names have no NUL) and which
+    /// is placed as `name` is (`pistou_core::ClusterConfig::table_shard`). Everything below
+    /// SQL (row keys, write sets, predicates, the row store) names tables this way; SQL text
+    /// and the system catalog use `name`.
+    pub fn storage_name(&self) -> &str {
+        self.stored_as.as_deref().unwrap_or(&self.name)
+    }
+
     /// Position of the visible column `name` (the hidden row id is never found).
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name == name && !c.is_hidden())
@@ -159,6 +173,11 @@ pub enum CatalogChange {
     CreateTable(TableSchema),
     DropTable {
         table: String,
+    },
+    /// ALTER TABLE `table` RENAME TO `to` (see [`Catalog::rename_table`]).
+    RenameTable {
+        table: String,
+        to: String,
     },
     CreateIndex {
         table: String,
@@ -249,6 +268,15 @@ impl Catalog {
         self.tables.values()
     }
 
+    /// The live table stored under `storage` ([`TableSchema::storage_name`]; unique among
+    /// live tables). A direct look-up unless the table was renamed or its name was taken.
+    pub fn stored(&self, storage: &str) -> Option<&Arc<TableSchema>> {
+        match self.tables.get(storage) {
+            Some(t) if t.storage_name() == storage => Some(t),
+            _ => self.tables.values().find(|t| t.storage_name() == storage),
+        }
+    }
+
     pub fn sequence(&self, name: &str) -> Option<&Arc<SequenceSchema>> {
         self.sequences.get(name)
     }
@@ -276,7 +304,9 @@ impl Catalog {
         match change {
             CatalogChange::Several(changes) => {
                 if changes.len() > MAX_STATEMENT_CHANGES
-                    || changes.iter().any(|c| matches!(c, CatalogChange::Several(_)))
+                    || changes
+                        .iter()
+                        .any(|c| matches!(c, CatalogChange::Several(_) | CatalogChange::RenameTable { .. }))
                 {
                     return err(SqlState::ProgramLimitExceeded, "too many schema changes in one statement");
                 }
@@ -319,6 +349,7 @@ impl Catalog {
                 self.sequences.remove(sequence);
             }
             CatalogChange::CreateTable(schema) => {
+                check_relation_name(&schema.name)?;
                 self.check_new_relation_name(&schema.name)?;
                 for column in &schema.columns {
                     let Some(g) = &column.generated else { continue };
@@ -336,8 +367,11 @@ impl Catalog {
                 rules.check_new_table(self, schema)?;
                 let mut schema = schema.clone();
                 schema.id = self.version + 1;
+                let taken = self.stored(&schema.name).is_some();
+                schema.stored_as = taken.then(|| format!("{}\0{}", schema.name, schema.id));
                 self.tables.insert(schema.name.clone(), Arc::new(schema));
             }
+            CatalogChange::RenameTable { table, to } => self.rename_table(table, to)?,
             CatalogChange::DropTable { table } => {
                 crate::view::check_no_dependent_views(self, table, &format!("drop table {table}"))?;
                 if crate::constraints::referencing(self, table).iter().any(|(c, _)| c.name != *table) {
@@ -488,6 +522,52 @@ impl Catalog {
         });
     }
 
+    /// ALTER TABLE ... RENAME TO: the table keeps its identity and storage name, foreign
+    /// keys and owned sequences follow it, and the `<table>_pkey` index ADD PRIMARY KEY made
+    /// is renamed with it (PostgreSQL keeps the index's name; Pistou finds that key by it).
+    fn rename_table(&mut self, table: &str, to: &str) -> Result<()> {
+        check_relation_name(to)?;
+        let Some(schema) = self.tables.get(table) else {
+            return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
+        };
+        self.check_new_relation_name(to)?;
+        if !crate::view::dependent_views(self, table).is_empty() {
+            return err(
+                SqlState::FeatureNotSupported,
+                format!("renaming table \"{table}\", which views read (drop the views, rename, create them again)"),
+            );
+        }
+        let mut renamed = (**schema).clone();
+        renamed.stored_as = Some(schema.storage_name().to_string()).filter(|s| s != to);
+        renamed.name = to.to_string();
+        if renamed.row_id_column().is_some() {
+            let (old, new) = (format!("{table}_pkey"), format!("{to}_pkey"));
+            if let Some(index) = renamed.indexes.iter_mut().find(|i| i.name == old) {
+                self.check_new_index_name(&new)?;
+                index.name = new;
+            }
+        }
+        self.tables.remove(table);
+        self.tables.insert(to.to_string(), Arc::new(renamed));
+        for t in self.tables.values_mut() {
+            if t.constraints.foreign_keys.iter().any(|fk| fk.parent == table) {
+                for fk in &mut Arc::make_mut(t).constraints.foreign_keys {
+                    if fk.parent == table {
+                        fk.parent = to.to_string();
+                    }
+                }
+            }
+        }
+        for s in self.sequences.values_mut() {
+            if s.owned_by.as_ref().is_some_and(|(owner, _)| owner == table) {
+                if let Some((owner, _)) = &mut Arc::make_mut(s).owned_by {
+                    *owner = to.to_string();
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Tables, indexes and sequences share one namespace, as PostgreSQL's relations do.
     fn check_new_relation_name(&self, name: &str) -> Result<()> {
         self.check_new_index_name(name)
@@ -508,6 +588,23 @@ impl Catalog {
         }
         Ok(())
     }
+}
+
+/// Longest table name, in bytes: its storage name, with NUL and up to 20 digits of its id,
+/// must fit in a row key (`pistou_core::sql_keys::MAX_TABLE_NAME`).
+pub const MAX_TABLE_NAME: usize = pistou_core::sql_keys::MAX_TABLE_NAME - 21;
+
+/// A table name the catalog accepts: what the binder lets through, checked again because
+/// a schema change may come from a Byzantine client. NUL is refused so that no name can be
+/// another table's storage name ([`TableSchema::storage_name`]).
+fn check_relation_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.contains('\0') {
+        return err(SqlState::InvalidName, format!("invalid relation name \"{}\"", name.escape_debug()));
+    }
+    if name.len() > MAX_TABLE_NAME {
+        return err(SqlState::NameTooLong, format!("relation name \"{name}\" is longer than {MAX_TABLE_NAME} bytes"));
+    }
+    Ok(())
 }
 
 /// The engine's checks, for this crate's tests over tables without constraints or views (the
@@ -557,6 +654,7 @@ mod tests {
             primary_key: vec![0],
             indexes: vec![],
             constraints: Default::default(),
+            stored_as: None,
         }
     }
 
@@ -582,5 +680,66 @@ mod tests {
         }
         assert_eq!(a, b);
         assert_ne!(a.table("x").map(|t| t.id), a.table("y").map(|t| t.id));
+    }
+
+    fn rename(catalog: &mut Catalog, table: &str, to: &str) -> Result<()> {
+        catalog.apply(&CatalogChange::RenameTable { table: table.into(), to: to.into() }, &NoConstraints)
+    }
+
+    #[test]
+    fn a_renamed_table_keeps_its_identity_and_storage_name() {
+        let mut catalog = Catalog::new();
+        catalog.apply(&CatalogChange::CreateTable(table("a")), &NoConstraints).expect("create");
+        let id = catalog.table("a").expect("a").id;
+        rename(&mut catalog, "a", "b").expect("rename");
+        assert!(catalog.table("a").is_none());
+        let b = catalog.table("b").expect("b").clone();
+        assert_eq!((b.id, b.storage_name()), (id, "a"));
+        assert_eq!(catalog.stored("a").map(|t| t.name.as_str()), Some("b"));
+        assert!(catalog.stored("b").is_none(), "no table stores under its new name");
+        // Renamed back, its storage name is its name again.
+        rename(&mut catalog, "b", "a").expect("rename back");
+        assert_eq!(catalog.table("a").map(|t| (t.id, t.stored_as.clone())), Some((id, None)));
+    }
+
+    #[test]
+    fn a_new_table_never_takes_a_live_tables_storage_name() {
+        let mut catalog = Catalog::new();
+        catalog.apply(&CatalogChange::CreateTable(table("a")), &NoConstraints).expect("create");
+        rename(&mut catalog, "a", "b").expect("rename");
+        // A Byzantine client's change may carry any storage name: it is ignored.
+        let claim = TableSchema { stored_as: Some("zz".into()), ..table("a") };
+        catalog.apply(&CatalogChange::CreateTable(claim), &NoConstraints).expect("create a again");
+        let (old, new) = (catalog.table("b").expect("b").clone(), catalog.table("a").expect("a").clone());
+        assert_eq!(old.storage_name(), "a");
+        assert_eq!(new.storage_name(), format!("a\0{}", new.id));
+        assert_eq!(catalog.stored("a").map(|t| t.id), Some(old.id));
+        assert_eq!(catalog.stored(new.storage_name()).map(|t| t.id), Some(new.id));
+        // Free again once the old table is gone: a later table stores under its name.
+        catalog.apply(&CatalogChange::DropTable { table: "b".into() }, &NoConstraints).expect("drop");
+        catalog.apply(&CatalogChange::CreateTable(table("c")), &NoConstraints).expect("create");
+        rename(&mut catalog, "c", "cc").expect("rename");
+        catalog.apply(&CatalogChange::CreateTable(table("c")), &NoConstraints).expect("create c again");
+        assert_eq!(catalog.table("c").map(|t| t.storage_name().contains('\0')), Some(true));
+    }
+
+    #[test]
+    fn renames_are_checked_like_creates() {
+        let mut catalog = Catalog::new();
+        for t in ["a", "b"] {
+            catalog.apply(&CatalogChange::CreateTable(table(t)), &NoConstraints).expect("create");
+        }
+        let state = |r: Result<()>| r.expect_err("refused").state;
+        assert_eq!(state(rename(&mut catalog, "a", "b")), SqlState::DuplicateTable);
+        assert_eq!(state(rename(&mut catalog, "nope", "c")), SqlState::UndefinedTable);
+        assert_eq!(state(rename(&mut catalog, "a", "x\0y")), SqlState::InvalidName);
+        assert_eq!(state(rename(&mut catalog, "a", &"x".repeat(MAX_TABLE_NAME + 1))), SqlState::NameTooLong);
+        let inside = CatalogChange::Several(vec![CatalogChange::RenameTable { table: "a".into(), to: "c".into() }]);
+        assert_eq!(catalog.apply(&inside, &NoConstraints).expect_err("refused").state, SqlState::ProgramLimitExceeded);
+        let long = TableSchema { name: "x".repeat(MAX_TABLE_NAME), ..table("") };
+        catalog.apply(&CatalogChange::CreateTable(long), &NoConstraints).expect("the longest name");
+        let sql_keys_fit =
+            pistou_core::sql_keys::row_key(&format!("{}\0{}", "x".repeat(MAX_TABLE_NAME), u64::MAX), u64::MAX, &[]);
+        assert!(sql_keys_fit.is_some(), "the longest storage name fits in a row key");
     }
 }

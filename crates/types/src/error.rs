@@ -80,6 +80,8 @@ pub enum SqlState {
     CheckViolation,
     InvalidForeignKey,
     InvalidName,
+    /// An identifier longer than Pistou keeps (42622).
+    NameTooLong,
     /// An expression whose type cannot be determined, e.g. `ARRAY[]` (42P18).
     IndeterminateDatatype,
     /// A cast between types that have none (42846).
@@ -125,6 +127,7 @@ impl SqlState {
             InvalidForeignKey => "42830",
             DependentObjectsStillExist => "2BP01",
             InvalidName => "42602",
+            NameTooLong => "42622",
             NotNullViolation => "23502",
             DivisionByZero => "22012",
             NumericValueOutOfRange => "22003",

@@ -342,15 +342,17 @@ impl MemStore {
         MemStore { newest_only: true, ..Self::default() }
     }
 
-    /// Mirrors a catalog change (creates, drops, or backfills an index).
-    pub fn apply_catalog_change(&mut self, catalog_after: &Catalog, change: &crate::catalog::CatalogChange) {
+    /// Mirrors a catalog change (creates, drops, or backfills an index); `before` and `after`
+    /// are the catalogs around it. Tables are kept under their storage names.
+    pub fn apply_catalog_change(&mut self, before: &Catalog, after: &Catalog, change: &crate::catalog::CatalogChange) {
         use crate::catalog::CatalogChange::*;
+        let stored = |table: &str| after.table(table).map(|t| t.storage_name().to_string());
         match change {
             // Applied in order, each against the final catalog: a statement's changes
             // (sequences, then their table) do not undo one another.
             Several(changes) => {
                 for c in changes {
-                    self.apply_catalog_change(catalog_after, c);
+                    self.apply_catalog_change(before, after, c);
                 }
             }
             // Views and sequences hold no rows here.
@@ -360,15 +362,28 @@ impl MemStore {
                 for index in &schema.indexes {
                     table.indexes.insert(index.name.clone(), BTreeMap::new());
                 }
-                self.tables.insert(schema.name.clone(), table);
+                self.tables.insert(stored(&schema.name).unwrap_or_else(|| schema.name.clone()), table);
             }
             DropTable { table } => {
-                self.tables.remove(table);
+                let storage = before.table(table).map_or(table.as_str(), |t| t.storage_name());
+                self.tables.remove(storage);
+            }
+            RenameTable { to, .. } => {
+                // Rows stay under the storage name; only an index named after the table moves.
+                let Some(schema) = after.table(to) else { return };
+                let Some(mem) = self.tables.get_mut(schema.storage_name()) else { return };
+                let gone: Vec<String> = mem.indexes.keys().filter(|n| schema.index(n).is_none()).cloned().collect();
+                let new: Vec<&IndexSchema> =
+                    schema.indexes.iter().filter(|i| !mem.indexes.contains_key(&i.name)).collect();
+                if let ([old], [new]) = (gone.as_slice(), new.as_slice()) {
+                    if let Some(entries) = mem.indexes.remove(old) {
+                        mem.indexes.insert(new.name.clone(), entries);
+                    }
+                }
             }
             CreateIndex { table, index } | AddPrimaryKey { table, index } => {
-                let (Some(schema), Some(mem)) = (catalog_after.table(table), self.tables.get_mut(table)) else {
-                    return;
-                };
+                let Some(schema) = after.table(table) else { return };
+                let Some(mem) = self.tables.get_mut(schema.storage_name()) else { return };
                 let mut entries = BTreeMap::new();
                 for (key, &slot) in &mem.rows {
                     for row in
@@ -380,15 +395,14 @@ impl MemStore {
                 mem.indexes.insert(index.name.clone(), entries);
             }
             DropIndex { table, index } => {
-                if let Some(mem) = self.tables.get_mut(table) {
+                if let Some(mem) = stored(table).and_then(|s| self.tables.get_mut(&s)) {
                     mem.indexes.remove(index);
                 }
             }
             AlterTable { table, .. } => {
                 // Indexes the actions added (UNIQUE constraints) are built; dropped ones go.
-                let (Some(schema), Some(mem)) = (catalog_after.table(table), self.tables.get_mut(table)) else {
-                    return;
-                };
+                let Some(schema) = after.table(table) else { return };
+                let Some(mem) = self.tables.get_mut(schema.storage_name()) else { return };
                 mem.indexes.retain(|name, _| schema.index(name).is_some());
                 for index in &schema.indexes {
                     if mem.indexes.contains_key(&index.name) {
@@ -407,7 +421,7 @@ impl MemStore {
                 }
             }
             AddColumn { table, column } => {
-                if let Some(mem) = self.tables.get_mut(table) {
+                if let Some(mem) = stored(table).and_then(|s| self.tables.get_mut(&s)) {
                     let default = column.default.clone().unwrap_or(crate::types::Value::Null);
                     for versions in &mut mem.slots {
                         for row in versions.as_mut_slice().iter_mut().filter_map(|(_, r)| r.as_mut()) {
@@ -423,7 +437,7 @@ impl MemStore {
     pub fn apply_writes(&mut self, catalog: &Catalog, writes: &WriteSet, version: Version) -> Result<()> {
         let newest_only = self.newest_only;
         for (table_name, table_writes) in &writes.tables {
-            let (Some(schema), Some(mem)) = (catalog.table(table_name), self.tables.get_mut(table_name)) else {
+            let (Some(schema), Some(mem)) = (catalog.stored(table_name), self.tables.get_mut(table_name)) else {
                 return err(SqlState::UndefinedTable, format!("relation \"{table_name}\" does not exist"));
             };
             mem.write_ts.insert(version.ts, version.prepared_by);
@@ -540,7 +554,7 @@ impl Storage for MemStore {
         if range.is_empty() {
             return Ok(());
         }
-        let mem = self.table(&table.name)?;
+        let mem = self.table(table.storage_name())?;
         let key = |k: &Vec<u8>| ShortKey::from(k.as_slice());
         // A point range takes one search; a range search looks up both of its ends.
         let (point, rows) = match (&range.start, &range.end) {
@@ -572,7 +586,7 @@ impl Storage for MemStore {
         limit: usize,
         visit: &mut Visitor<'_>,
     ) -> Result<()> {
-        let mem = self.table(&table.name)?;
+        let mem = self.table(table.storage_name())?;
         let Some(entries) = mem.indexes.get(&index.name) else {
             return err(SqlState::UndefinedObject, format!("index \"{}\" does not exist", index.name));
         };
@@ -615,7 +629,7 @@ impl Storage for MemStore {
     }
 
     fn table_version(&self, table: &TableSchema, at: &ReadAt) -> Option<Timestamp> {
-        let mem = self.tables.get(&table.name)?;
+        let mem = self.tables.get(table.storage_name())?;
         // Only writes the reader may see: a version it cannot see is not one it has read past.
         mem.write_ts
             .range(..at.ts)
@@ -649,12 +663,13 @@ mod tests {
             primary_key: vec![0],
             indexes: vec![IndexSchema { name: "t_a".into(), columns: vec![1], unique: false }],
             constraints: Default::default(),
+            stored_as: None,
         };
         let mut catalog = Catalog::new();
         let change = CatalogChange::CreateTable(schema.clone());
         catalog.apply(&change, &crate::catalog::no_constraints::NoConstraints).expect("create");
         let mut store = MemStore::new();
-        store.apply_catalog_change(&catalog, &change);
+        store.apply_catalog_change(&Catalog::new(), &catalog, &change);
         (catalog, store, schema)
     }
 
@@ -764,7 +779,7 @@ mod tests {
     fn a_newest_only_store_reads_at_the_newest_state_like_a_full_one() {
         let (catalog, mut full, schema) = setup();
         let mut newest = MemStore::newest_only();
-        newest.apply_catalog_change(&catalog, &CatalogChange::CreateTable(schema.clone()));
+        newest.apply_catalog_change(&Catalog::new(), &catalog, &CatalogChange::CreateTable(schema.clone()));
         let index = &schema.indexes[0];
         let latest = ReadAt::latest_before(Timestamp::at(100));
         let txn = TxnId([2u8; 32]);

@@ -30,6 +30,7 @@ pub fn schemas() -> Vec<TableSchema> {
             primary_key: vec![0],
             indexes: vec![IndexSchema { name: "t_a".into(), columns: vec![1], unique: false }],
             constraints: Default::default(),
+            stored_as: None,
         },
         TableSchema {
             name: "u".into(),
@@ -38,6 +39,7 @@ pub fn schemas() -> Vec<TableSchema> {
             primary_key: vec![0],
             indexes: vec![],
             constraints: Default::default(),
+            stored_as: None,
         },
     ]
 }
@@ -47,8 +49,9 @@ pub fn setup_with(limits: StoreLimits) -> (Catalog, RowStore) {
     let mut store = RowStore::new(limits);
     for schema in schemas() {
         let change = CatalogChange::CreateTable(schema);
+        let before = catalog.clone();
         catalog.apply(&change, &EngineRules).expect("create table");
-        store.apply_catalog_change(&catalog, &change);
+        store.apply_catalog_change(&before, &catalog, &change);
     }
     (catalog, store)
 }
@@ -160,8 +163,9 @@ impl SqlOverRowStore {
         };
         let execution = self.engine.run(&self.catalog, sql, &[], &ctx).map_err(|e| e.to_string())?;
         if let Output::Catalog(Some(change)) = &execution.output {
+            let before = self.catalog.clone();
             self.catalog.apply(change, &EngineRules).map_err(|e| e.to_string())?;
-            self.store.apply_catalog_change(&self.catalog, change);
+            self.store.apply_catalog_change(&before, &self.catalog, change);
         }
         if !execution.writes.is_empty() {
             self.clock += 1;

@@ -326,11 +326,7 @@ impl Binder<'_> {
             Op::RenameColumn { old_column_name, new_column_name } => {
                 AlterAction::RenameColumn { from: column_of(old_column_name)?, to: ident(new_column_name) }
             }
-            Op::RenameTable { .. } => {
-                return unsupported(
-                    "ALTER TABLE ... RENAME TO (rows are keyed and placed on shards by the table's name)",
-                )
-            }
+            Op::RenameTable { .. } => return unsupported("RENAME together with other ALTER TABLE actions"),
             Op::AlterColumn { column_name, op } => {
                 let column = column_of(column_name)?;
                 match op {

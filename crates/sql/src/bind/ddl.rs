@@ -95,6 +95,7 @@ impl Binder<'_> {
             primary_key: Vec::new(),
             indexes: Vec::new(),
             constraints: Default::default(),
+            stored_as: None,
         };
         let mut unique_sets: Vec<(Vec<usize>, Option<String>)> = Vec::new();
         let mut deferred: Vec<&sql::TableConstraint> = Vec::new();
@@ -327,6 +328,11 @@ impl Binder<'_> {
                 return err(SqlState::UndefinedTable, format!("relation \"{}\" does not exist", object_name(&a.name)?))
             }
         };
+        if let [sql::AlterTableOperation::RenameTable { table_name: sql::RenameTableNameKind::To(to) }] =
+            a.operations.as_slice()
+        {
+            return Ok(Some(CatalogChange::RenameTable { table: table.name.clone(), to: object_name(to)? }));
+        }
         if let [sql::AlterTableOperation::AddConstraint {
             constraint: sql::TableConstraint::PrimaryKey(p),
             not_valid: false,

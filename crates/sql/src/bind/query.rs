@@ -822,6 +822,7 @@ impl Binder<'_> {
             primary_key: Vec::new(),
             indexes: Vec::new(),
             constraints: Default::default(),
+            stored_as: None,
         });
         let offset = scope.cols.len();
         scope.add_derived(&alias, &plan);

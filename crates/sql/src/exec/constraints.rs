@@ -32,7 +32,7 @@ impl Exec<'_> {
         }
         let rows: Vec<Row> = local
             .tables
-            .get(&table.name)
+            .get(table.storage_name())
             .into_iter()
             .flatten()
             .filter_map(|(_, w)| match w {
@@ -145,7 +145,7 @@ impl Exec<'_> {
                     FkAction::Cascade => {
                         let grandchildren = Arc::new(child_enforce.map(|e| e.children.clone()).unwrap_or_default());
                         for (key, r) in rows {
-                            local.put(&fk.child.name, key, Write::Delete);
+                            local.put(fk.child.storage_name(), key, Write::Delete);
                             queue.push_back((fk.child.clone(), grandchildren.clone(), r));
                         }
                     }
@@ -160,7 +160,7 @@ impl Exec<'_> {
                             if let Some(e) = child_enforce {
                                 self.check_constraints(e, &fk.child, &r)?;
                             }
-                            local.put(&fk.child.name, key, Write::Upsert(r));
+                            local.put(fk.child.storage_name(), key, Write::Upsert(r));
                         }
                     }
                 }

@@ -108,7 +108,7 @@ impl Exec<'_> {
         // not yet used in its pending writes (the same at the client and every replica).
         let row_id = table.row_id_column();
         let ts = self.reader.at.ts;
-        let mut next_id = self.reader.pending.tables.get(&table.name).map_or(0, |w| w.len() as u64);
+        let mut next_id = self.reader.pending.tables.get(table.storage_name()).map_or(0, |w| w.len() as u64);
         // (old, new) rows ON CONFLICT DO UPDATE changed.
         let mut upserted: Vec<(Row, Row)> = Vec::new();
         for values in source {
@@ -141,7 +141,9 @@ impl Exec<'_> {
                 let key = loop {
                     let key = encode_key([&Value::Bytes(crate::catalog::row_id(&ts, next_id))]);
                     next_id += 1;
-                    if self.reader.pending.get(&table.name, &key).is_none() && local.get(&table.name, &key).is_none() {
+                    if self.reader.pending.get(table.storage_name(), &key).is_none()
+                        && local.get(table.storage_name(), &key).is_none()
+                    {
                         break key;
                     }
                 };
@@ -163,7 +165,7 @@ impl Exec<'_> {
                 if let Some(r) = &plan.returning {
                     returned.push(self.project_row(&r.exprs, &row)?);
                 }
-                local.put(&table.name, key, Write::Upsert(row));
+                local.put(table.storage_name(), key, Write::Upsert(row));
                 count += 1;
                 continue;
             }
@@ -180,7 +182,7 @@ impl Exec<'_> {
             if let (OnConflict::DoUpdate { assignments, filter }, Some((_, old))) =
                 (&plan.on_conflict, existing.first())
             {
-                if local.get(&table.name, &key).is_some() {
+                if local.get(table.storage_name(), &key).is_some() {
                     return err(
                         SqlState::CardinalityViolation,
                         "ON CONFLICT DO UPDATE command cannot affect row a second time",
@@ -214,7 +216,7 @@ impl Exec<'_> {
                 if let Some(r) = &plan.returning {
                     returned.push(self.project_row(&r.exprs, &updated)?);
                 }
-                local.put(&table.name, key, Write::Upsert(updated));
+                local.put(table.storage_name(), key, Write::Upsert(updated));
                 count += 1;
                 continue;
             }
@@ -232,7 +234,7 @@ impl Exec<'_> {
             if let Some(r) = &plan.returning {
                 returned.push(self.project_row(&r.exprs, &row)?);
             }
-            local.put(&table.name, key, Write::Upsert(row));
+            local.put(table.storage_name(), key, Write::Upsert(row));
             count += 1;
         }
         self.check_parents(&local, table, &plan.enforce)?;
@@ -308,7 +310,7 @@ impl Exec<'_> {
         };
         let mut local = WriteSet::default();
         for Change { key, new_key, new, .. } in &changes {
-            if local.get(&table.name, new_key).is_some() {
+            if local.get(table.storage_name(), new_key).is_some() {
                 return err(
                     SqlState::UniqueViolation,
                     format!("duplicate key value violates unique constraint \"{}_pkey\"", table.name),
@@ -323,11 +325,11 @@ impl Exec<'_> {
                     );
                 }
             }
-            local.put(&table.name, new_key.clone(), Write::Upsert(new.clone()));
+            local.put(table.storage_name(), new_key.clone(), Write::Upsert(new.clone()));
         }
         for c in &changes {
-            if local.get(&table.name, &c.key).is_none() {
-                local.put(&table.name, c.key.clone(), Write::Delete);
+            if local.get(table.storage_name(), &c.key).is_none() {
+                local.put(table.storage_name(), c.key.clone(), Write::Delete);
             }
         }
         let mut returned = Vec::new();
@@ -361,7 +363,7 @@ impl Exec<'_> {
             if let Some(r) = &plan.returning {
                 returned.push(self.project_row(&r.exprs, joined)?);
             }
-            local.put(&plan.table.name, key.clone(), Write::Delete);
+            local.put(plan.table.storage_name(), key.clone(), Write::Delete);
         }
         let count = matches.len() as u64;
         let deleted = matches

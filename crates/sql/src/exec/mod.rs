@@ -218,7 +218,7 @@ impl Reader<'_> {
         };
         let layers: Vec<&BTreeMap<Vec<u8>, Write>> = [self.pending, local]
             .iter()
-            .filter_map(|ws| ws.tables.get(&table.name))
+            .filter_map(|ws| ws.tables.get(table.storage_name()))
             .filter(|l| !l.is_empty())
             .collect();
         let filter = Filter::new(&predicate);
@@ -291,7 +291,7 @@ impl Reader<'_> {
         }
         let absent_key = match ranges.as_slice() {
             [KeyRange { start: Bound::Included(key), .. }] if point && !storage_hit => {
-                let own_write = [self.pending, local].iter().any(|ws| ws.get(&table.name, key).is_some());
+                let own_write = [self.pending, local].iter().any(|ws| ws.get(table.storage_name(), key).is_some());
                 (!own_write).then(|| key.clone())
             }
             _ => None,
@@ -312,7 +312,7 @@ impl Reader<'_> {
         drop(filter);
         reads.scans.push(ScanRead {
             access: access_kind,
-            predicate: Predicate { table: table.name.clone(), expr: predicate },
+            predicate: Predicate { table: table.storage_name().to_string(), expr: predicate },
             rows: active,
             absent_key,
             table_version: self.storage.table_version(table, &self.at),
@@ -538,6 +538,7 @@ mod primary_key_range_tests {
             primary_key,
             indexes: vec![],
             constraints: Default::default(),
+            stored_as: None,
         }
     }
 

@@ -189,14 +189,17 @@ fn after_schema_change(
 ) -> Result<AfterSchemaChange, SqlError> {
     let (mut created, mut unchanged) = (Vec::new(), Vec::new());
     for table in prepared.tables() {
-        let before = committed.table(table);
-        let after = pending.table(table);
+        let before = committed.stored(table);
+        let after = pending.stored(table);
         match (before, after) {
             (Some(b), Some(a)) if **b == **a => unchanged.push(table.as_str()),
             (Some(b), Some(a)) if b.id == a.id => {
                 return Err(sql_err(
                     SqlState::FeatureNotSupported,
-                    format!("reading or writing table \"{table}\" after changing its schema in the same transaction"),
+                    format!(
+                        "reading or writing table \"{}\" after changing its schema in the same transaction",
+                        a.name
+                    ),
                 ))
             }
             _ => created.push(table.as_str()),
@@ -598,7 +601,7 @@ impl Coordinator {
             return Err(sql_err(SqlState::InternalError, "catalog not read"));
         };
         let schema = catalog
-            .table(table)
+            .stored(table)
             .filter(|s| s.id == table_id)
             .cloned()
             .ok_or_else(|| sql_err(SqlState::UndefinedTable, format!("table \"{table}\" does not exist")))?;
@@ -694,17 +697,21 @@ impl Coordinator {
         // table it wrote keeps its schema.
         let written =
             self.sql_state(h).map(|s| s.pending.tables.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
-        if let Some(table) = written.iter().find(|t| before.table(t) != next.table(t)) {
+        if let Some(table) = written.iter().find_map(|t| before.stored(t).filter(|b| next.stored(t) != Some(*b))) {
             return Err(sql_err(
                 SqlState::FeatureNotSupported,
-                format!("changing the schema of table \"{table}\" after writing its rows in the same transaction"),
+                format!(
+                    "changing the schema of table \"{}\" after writing its rows in the same transaction",
+                    table.name
+                ),
             ));
         }
         // A foreign key is checked by the statements writing either table, and a statement
         // reads one shard: both tables must be on one.
         for t in next.tables() {
             for fk in &t.constraints.foreign_keys {
-                if self.config().table_shard(&t.name) != self.config().table_shard(&fk.parent) {
+                let parent = next.table(&fk.parent).map_or(fk.parent.as_str(), |p| p.storage_name());
+                if self.config().table_shard(t.storage_name()) != self.config().table_shard(parent) {
                     return Err(sql_err(
                         SqlState::FeatureNotSupported,
                         format!(
@@ -901,7 +908,7 @@ impl Coordinator {
             let KeyKind::Row { table, table_id, pk } = key_kind(&w.key) else {
                 return Err(sql_err(SqlState::ProtocolViolation, "reconnaissance wrote a non-row key"));
             };
-            if catalog.table(table).map(|s| s.id) != Some(table_id) {
+            if catalog.stored(table).map(|s| s.id) != Some(table_id) {
                 return Err(sql_err(
                     SqlState::ProtocolViolation,
                     "reconnaissance wrote a table this schema does not have",

@@ -53,6 +53,15 @@ impl CatalogWrite {
     }
 }
 
+/// The tables a change drops (also inside `Several`, which a client may send).
+fn dropped_tables(change: &CatalogChange) -> Vec<&str> {
+    match change {
+        CatalogChange::DropTable { table } => vec![table.as_str()],
+        CatalogChange::Several(changes) => changes.iter().flat_map(dropped_tables).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Why a transaction's SQL content cannot be accepted (it gets an abort vote).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SqlTxnError {
@@ -134,9 +143,9 @@ pub(crate) struct SqlReplica {
     /// reported table version must not pass the oldest of them (§6.1.3, "Accounting for
     /// snapshots").
     prepared_writes: HashMap<String, BTreeSet<(Timestamp, TxnId)>>,
-    /// Tables dropped here: (timestamp of the DROP, name, identity). Their Basil key states
+    /// Tables dropped here: (timestamp of the DROP, storage name, identity). Their Basil key states
     /// are collected once the watermark passes the DROP (`Replica::collect_dropped_tables`).
-    /// `readers`, `reported` and `prepared_writes` are keyed by name and outlive a DROP:
+    /// `readers`, `reported` and `prepared_writes` are keyed by storage name and outlive a DROP:
     /// entries about the dropped table all lie below the DROP's timestamp and entries about
     /// a table created later above it, and a late writer of the dropped table (ordered before
     /// the DROP) must still meet that table's readers.
@@ -296,12 +305,12 @@ impl SqlReplica {
             pistou_rowstore::check_writes(&txn.writes, rows_catalog).map_err(|_| SqlTxnError::Undecodable)?;
         }
         for (table, id) in row_tables {
-            if rows_catalog.table(table).map(|t| t.id) != Some(id) {
+            if rows_catalog.stored(table).map(|t| t.id) != Some(id) {
                 return Err(SqlTxnError::UnknownTable);
             }
         }
         for p in mine {
-            let schema = catalog.table(&p.predicate.table).ok_or(SqlTxnError::UnknownTable)?;
+            let schema = catalog.stored(&p.predicate.table).ok_or(SqlTxnError::UnknownTable)?;
             let predicate = pistou_sql::Predicate::from_wire(&p.predicate, schema.columns.len())
                 .map_err(|e| SqlTxnError::BadPredicate(e.message))?;
             // Active keys are rows of P's table (`TxnMeta::validate`); kept as primary keys.
@@ -347,7 +356,7 @@ impl SqlReplica {
         if let Some(write) = &txn.catalog_change {
             let mut out = WriteSet::default();
             for (table, rows) in &txn.writes.tables {
-                if current.table(table).is_some_and(|now| write.catalog.table(table).is_some_and(|w| **w == **now)) {
+                if current.stored(table).is_some_and(|now| write.catalog.stored(table).is_some_and(|w| **w == **now)) {
                     for (pk, write) in rows {
                         out.put(table, pk.clone(), write.clone());
                     }
@@ -364,8 +373,8 @@ impl SqlReplica {
         for (table, rows) in &txn.writes.tables {
             // The table T wrote is still there if its identity is (`decode` checked T's
             // row keys against the catalog T read).
-            let written = read_catalog.and_then(|c| c.table(table)).map(|t| t.id);
-            let Some(schema) = current.table(table).filter(|s| Some(s.id) == written) else { continue };
+            let written = read_catalog.and_then(|c| c.stored(table)).map(|t| t.id);
+            let Some(schema) = current.stored(table).filter(|s| Some(s.id) == written) else { continue };
             for (pk, write) in rows {
                 let write = match write {
                     Write::Upsert(row) if row.len() < schema.columns.len() => {
@@ -377,7 +386,7 @@ impl SqlReplica {
                             let added = self
                                 .catalogs
                                 .range((std::ops::Bound::Excluded(read), std::ops::Bound::Unbounded))
-                                .filter_map(|(_, c)| c.table(table).filter(|t| t.id == schema.id))
+                                .filter_map(|(_, c)| c.stored(table).filter(|t| t.id == schema.id))
                                 .find_map(|t| t.columns.get(pos))
                                 .or_else(|| schema.columns.get(pos));
                             row.push(added.and_then(|c| c.default.clone()).unwrap_or(pistou_sql::Value::Null));
@@ -445,12 +454,12 @@ impl SqlReplica {
             let steps = write.apply_to(&base)?;
             let mut before = &*base;
             for (after, change) in &steps {
-                if let CatalogChange::DropTable { table } = change {
+                for table in dropped_tables(change) {
                     if let Some(schema) = before.table(table) {
-                        self.dropped.insert((ts, table.clone(), schema.id));
+                        self.dropped.insert((ts, schema.storage_name().to_string(), schema.id));
                     }
                 }
-                self.store.apply_catalog_change(after, change);
+                self.store.apply_catalog_change(before, after, change);
                 before = after;
             }
             let next =

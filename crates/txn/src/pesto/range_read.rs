@@ -125,7 +125,7 @@ impl SqlReplica {
     /// The table version a range read of `table` at `ts` would report here now (see
     /// `RangeRun::execute`): what a replica reserves before the read runs elsewhere.
     pub(crate) fn reportable_version(&self, catalog: &Catalog, table: &str, ts: Timestamp) -> Option<Timestamp> {
-        let schema = catalog.table(table)?;
+        let schema = catalog.stored(table)?;
         let committed = |v: &pistou_sql::Version| v.prepared_by.is_none();
         let newest =
             self.store.table_version(schema, &ReadAt { ts, visible: &committed }).unwrap_or(Timestamp::GENESIS);
@@ -320,7 +320,7 @@ impl RangeRun<'_> {
             if self.config.table_shard(table) != self.shard || !tables.iter().any(|t| t == table) {
                 continue;
             }
-            if catalog.table(table).map(|t| t.id) != Some(table_id) {
+            if catalog.stored(table).map(|t| t.id) != Some(table_id) {
                 return Err(sql_err(
                     SqlState::ProtocolViolation,
                     "buffered write to a table this schema does not have",
@@ -342,7 +342,7 @@ impl RangeRun<'_> {
 /// The identity of `table` in `catalog`.
 fn table_id(catalog: &Catalog, table: &str) -> Result<u64, SqlError> {
     catalog
-        .table(table)
+        .stored(table)
         .map(|t| t.id)
         .ok_or_else(|| sql_err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist")))
 }
