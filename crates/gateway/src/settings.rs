@@ -128,10 +128,14 @@ pub struct Settings {
 
 impl Settings {
     /// Starting values from the startup packet; unknown or unacceptable ones are ignored
-    /// (PostgreSQL would refuse the connection; drivers send harmless ones).
+    /// (PostgreSQL would refuse the connection; drivers send harmless ones). Applied in the
+    /// order of their names, whatever order `params` comes in: where two names mean one
+    /// setting (`names` and `client_encoding`, or two spellings of one name), the same one
+    /// wins every time.
     pub fn from_startup<'a>(params: impl Iterator<Item = (&'a String, &'a String)>) -> Settings {
         let mut s = Settings::default();
-        for (k, v) in params {
+        let sorted: BTreeMap<&String, &String> = params.collect();
+        for (k, v) in sorted {
             let _ = s.set(&crate::command::canonical_name(k), Some(v));
         }
         s
@@ -308,6 +312,20 @@ mod tests {
         assert!(s.set("server_version", Some("1")).is_err());
         s.set("application_name", None).unwrap();
         assert_eq!(s.get("application_name").unwrap(), "");
+    }
+
+    #[test]
+    fn startup_values_win_by_name_order_whatever_the_packet_order() {
+        let given = [("names", "UTF8"), ("application_name", "b"), ("Application_Name", "a"), ("client_encoding", "x")];
+        let owned: Vec<(String, String)> = given.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let forward = Settings::from_startup(owned.iter().map(|(k, v)| (k, v)));
+        let backward = Settings::from_startup(owned.iter().rev().map(|(k, v)| (k, v)));
+        for s in [&forward, &backward] {
+            // "application_name" sorts after "Application_Name", "names" after "client_encoding"
+            // (whose value "x" is refused anyway).
+            assert_eq!(s.get("application_name").expect("set"), "b");
+            assert_eq!(s.get("client_encoding").expect("set"), "UTF8");
+        }
     }
 
     #[test]

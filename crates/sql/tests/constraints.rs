@@ -214,9 +214,10 @@ fn alter_table_drop_and_rename_column() {
     assert_eq!(rows(&mut db, "SELECT why FROM a WHERE id = 2"), [[Value::Text("two".into())]]);
     assert_eq!(state(&mut db, "ALTER TABLE a RENAME COLUMN why TO z"), Some("42701"));
     assert_eq!(state(&mut db, "ALTER TABLE a DROP COLUMN id"), Some("0A000"), "primary key");
-    assert_eq!(state(&mut db, "ALTER TABLE a RENAME TO b"), Some("0A000"));
+    assert_eq!(state(&mut db, "ALTER TABLE a RENAME TO b, ADD COLUMN w INT"), Some("0A000"));
+    ok(&mut db, "ALTER TABLE a RENAME TO b");
     assert_eq!(
-        rows(&mut db, "SELECT attname FROM pg_attribute WHERE attrelid = 'a'::regclass AND attnum > 0 ORDER BY attnum"),
+        rows(&mut db, "SELECT attname FROM pg_attribute WHERE attrelid = 'b'::regclass AND attnum > 0 ORDER BY attnum"),
         [[Value::Text("id".into())], [Value::Text("why".into())], [Value::Text("z".into())], [Value::Text("x".into())]]
     );
 }
