@@ -47,7 +47,7 @@ impl Drop for Cluster {
     }
 }
 
-fn pistou_binary(spec: &ClusterSpec) -> Result<PathBuf> {
+pub fn pistou_binary(spec: &ClusterSpec) -> Result<PathBuf> {
     if let Some(p) = &spec.pistou {
         return Ok(p.clone());
     }
@@ -107,6 +107,11 @@ impl Cluster {
             }
         }
         Ok(cluster)
+    }
+
+    /// The pid of `pistou cluster up` (the replicas are its children).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The signing key of client `id` (`None` when the cluster runs without crypto).

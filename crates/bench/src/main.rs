@@ -7,12 +7,18 @@
 //! - `scan`: one range read versus the same rows by point reads (Pesto Fig. 7, issue 5).
 //! - `stress`: YCSB-style SQL transactions, normal, with the eager path forced to fail and
 //!   with writebacks omitted at 1/3 of the replicas (Pesto Fig. 8, issue 5).
+//! - `attacks`: correct clients' throughput beside each denial-of-service attack of
+//!   issue 33 (pre-authentication flood, hello and big frames, spoofed peers, bad
+//!   signatures, a long cross join), against the same workload alone, in one run.
 //! - `core`: CPU cost of the protocol core alone (replicas, clients, codec, crypto) in one
 //!   thread through the simulator, no sockets: what the runtime adds comes on top.
 
+mod attackers;
+mod attacks;
 mod cluster;
 mod cpu;
 mod faulty;
+mod procs;
 mod scan;
 mod stress;
 mod ycsb;
@@ -71,6 +77,14 @@ enum Cmd {
         #[command(flatten)]
         faults: faulty::FaultArgs,
     },
+    /// Correct clients' throughput beside each attack of issue 33, against the same workload
+    /// alone, in one run (1 cluster with crypto, a gateway in front).
+    Attacks {
+        #[command(flatten)]
+        attacks: attacks::AttackArgs,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
 }
 
 #[derive(clap::Args, Clone, Debug)]
@@ -128,6 +142,18 @@ fn main() -> Result<()> {
         Cmd::YcsbT { workload, cluster } => rt.block_on(ycsb_t(workload, cluster)),
         Cmd::Faulty { workload, cluster, faults } => rt.block_on(faulty::run(workload, cluster, faults)),
         Cmd::Core { txns, clients } => core_cost(txns, clients),
+        Cmd::Attacks { attacks, cluster } => {
+            // The attackers' own runtime (one thread): their tasks never queue ahead of the
+            // correct clients' in this process. Shut down outside any async context.
+            let attack_rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("attacker")
+                .enable_all()
+                .build()?;
+            let result = rt.block_on(attacks::run(attacks, cluster, attack_rt.handle().clone()));
+            attack_rt.shutdown_timeout(Duration::from_secs(5));
+            result
+        }
         Cmd::Stress { stress, cluster } => rt.block_on(stress::run(&cluster, &stress)),
         Cmd::Scan { scan, cluster } => rt.block_on(async {
             let c = Cluster::start(&cluster.spec(1), "scan")?;

@@ -9,7 +9,8 @@
 //! (`PeerOpen`, signed with its replica key). With crypto on, a client without a session and
 //! a bare `HelloReplica` claim are refused. Until the handshake is done a connection holds a
 //! handshake slot (never an authenticated one's), has `hello_timeout` to finish, and its
-//! frames are capped at `PRE_AUTH_FRAME_BYTES`.
+//! frames are capped at `PRE_AUTH_FRAME_BYTES`. Once authenticated, a client has at most
+//! `NodeOptions::client_queue` messages waiting for the driver, over all its connections.
 
 use crate::counters::{NetCounters, NetReason};
 use futures::{SinkExt, StreamExt};
@@ -48,6 +49,9 @@ pub(crate) enum Inbound {
     Message {
         from: Origin,
         msg: Message,
+        /// The sender's place in its client's queue budget (`ClientQueues`), given back
+        /// when the driver takes the message.
+        queued: Option<OwnedSemaphorePermit>,
     },
     /// The connection is an authenticated session of `client`; sent before its first
     /// authenticated message.
@@ -67,6 +71,28 @@ const WRITE_BATCH: usize = 256;
 /// individually signed requests of a connection without a session).
 pub const PRE_AUTH_FRAME_BYTES: usize = 64 * 1024;
 
+/// How many messages each client may have waiting in the driver's queue, over all its
+/// connections. A client that floods (reads with bad signatures over its own session, say)
+/// then waits for the driver to take its messages, instead of filling the shared queue so
+/// that every other client's message waits behind thousands of its own (issue 33).
+pub(crate) struct ClientQueues {
+    limit: usize,
+    by_client: std::sync::Mutex<std::collections::HashMap<ClientId, Arc<Semaphore>>>,
+}
+
+impl ClientQueues {
+    pub(crate) fn new(limit: usize) -> ClientQueues {
+        ClientQueues { limit: limit.max(1), by_client: Default::default() }
+    }
+
+    /// `client`'s budget. Only clients of the configuration open sessions, so the map is
+    /// bounded by the configuration.
+    fn of(&self, client: ClientId) -> Arc<Semaphore> {
+        let mut map = self.by_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.entry(client).or_insert_with(|| Arc::new(Semaphore::new(self.limit))).clone()
+    }
+}
+
 pub(crate) struct ConnParams {
     pub config: Arc<ClusterConfig>,
     /// This replica: another one may not claim its id.
@@ -77,6 +103,7 @@ pub(crate) struct ConnParams {
     /// Slots of authenticated connections; a connection takes one when its handshake
     /// succeeds (until then it holds a handshake slot, taken at accept).
     pub slots: Arc<Semaphore>,
+    pub client_queues: Arc<ClientQueues>,
 }
 
 pub(crate) async fn serve_connection(
@@ -125,7 +152,7 @@ async fn read_loop(
     };
     drop(handshake_slot);
     reader.decoder_mut().set_max_frame_length(params.max_frame_bytes);
-    if inbound.send(Inbound::Message { from, msg: hello }).await.is_err() {
+    if inbound.send(Inbound::Message { from, msg: hello, queued: None }).await.is_err() {
         return;
     }
     match proof {
@@ -133,9 +160,10 @@ async fn read_loop(
             if inbound.send(Inbound::Session { token, client }).await.is_err() {
                 return;
             }
-            forward_sealed(reader, from, key, inbound, counters).await
+            let budget = params.client_queues.of(client);
+            forward_sealed(reader, from, key, Some(budget), inbound, counters).await
         }
-        Proof::PeerSession(key) => forward_sealed(reader, from, key, inbound, counters).await,
+        Proof::PeerSession(key) => forward_sealed(reader, from, key, None, inbound, counters).await,
         Proof::NoCrypto => forward_plain(reader, from, inbound, counters).await,
     }
 }
@@ -216,18 +244,19 @@ async fn forward_plain(
 ) {
     while let Some(msg) = next_message(&mut reader, counters).await {
         // Awaiting here is the back-pressure: a busy replica stops reading sockets.
-        if inbound.send(Inbound::Message { from, msg }).await.is_err() {
+        if inbound.send(Inbound::Message { from, msg, queued: None }).await.is_err() {
             return;
         }
     }
 }
 
 /// Every frame of a session must carry the right tag; the first one that does not ends
-/// the connection.
+/// the connection. With a `budget` (a client's), each message waits for a place in it.
 async fn forward_sealed(
     mut reader: FramedRead<OwnedReadHalf, FrameCodec>,
     from: Origin,
     mut key: SessionKey,
+    budget: Option<Arc<Semaphore>>,
     inbound: &mpsc::Sender<Inbound>,
     counters: &NetCounters,
 ) {
@@ -237,7 +266,15 @@ async fn forward_sealed(
             return;
         };
         let Some(msg) = decode(body, counters) else { return };
-        if inbound.send(Inbound::Message { from, msg }).await.is_err() {
+        let queued = match &budget {
+            // Never closed: an error cannot happen, and would end only this connection.
+            Some(b) => match b.clone().acquire_owned().await {
+                Ok(permit) => Some(permit),
+                Err(_) => return,
+            },
+            None => None,
+        };
+        if inbound.send(Inbound::Message { from, msg, queued }).await.is_err() {
             return;
         }
     }
@@ -344,4 +381,139 @@ async fn write_loop(
         }
     }
     // The driver dropped our sender (shutdown or slow peer): the connection ends here.
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pistou_core::{ClientConfig, ReplicaConfig, ShardConfig, ShardId, Timestamp};
+    use pistou_crypto::SecretKey;
+    use pistou_wire::{encode_message, ReadRequest};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    const ME: ReplicaId = ReplicaId { shard: ShardId(0), index: 0 };
+
+    fn client_key(id: u64) -> SecretKey {
+        SecretKey::from_seed([id as u8 + 50; 32])
+    }
+
+    /// Six replicas (only `ME` serves, in the test), clients 1 and 2, crypto on.
+    fn config() -> Arc<ClusterConfig> {
+        let replicas = (0..6u8)
+            .map(|i| ReplicaConfig {
+                addr: format!("127.0.0.1:{}", 1 + i as u16),
+                public_key: SecretKey::from_seed([i + 1; 32]).public(),
+            })
+            .collect();
+        let clients = (1..=2).map(|id| ClientConfig { id, public_key: client_key(id).public() }).collect();
+        Arc::new(ClusterConfig::new(1, vec![ShardConfig { replicas }], clients, true))
+    }
+
+    fn frame(payload: &[u8]) -> Vec<u8> {
+        let mut v = (payload.len() as u32).to_be_bytes().to_vec();
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn read(client: u64, seq: u64) -> Vec<u8> {
+        let ts = Timestamp { time: 1, client: ClientId(client), seq };
+        let body = ReadRequest { key: b"k".to_vec(), ts };
+        encode_message(&Message::Read(ClientSigned { client: ClientId(client), body, sig: None }))
+    }
+
+    /// Accepts one connection on `listener` and serves it into `inbound` (no driver: the test
+    /// takes the messages itself, or leaves them queued). The connection lives as long as the
+    /// returned sender of its replies (as the driver's).
+    async fn serve_one(
+        listener: &TcpListener,
+        token: Token,
+        inbound: &mpsc::Sender<Inbound>,
+        queues: &Arc<ClientQueues>,
+    ) -> mpsc::Sender<Message> {
+        let Ok((stream, _)) = listener.accept().await else { panic!("accept") };
+        let params = ConnParams {
+            config: config(),
+            me: ME,
+            max_frame_bytes: 1 << 20,
+            hello_timeout: Duration::from_secs(5),
+            slots: Arc::new(Semaphore::new(8)),
+            client_queues: queues.clone(),
+        };
+        let Ok(handshake) = Arc::new(Semaphore::new(1)).try_acquire_owned() else { panic!("permit") };
+        let (inbound, counters) = (inbound.clone(), Arc::new(NetCounters::default()));
+        let (tx, rx) = mpsc::channel(64);
+        let replies = tx.clone();
+        tokio::spawn(
+            async move { serve_connection(stream, token, inbound, (tx, rx), counters, params, handshake).await },
+        );
+        replies
+    }
+
+    /// Client `id`'s session with `ME` over a new connection; sends `reads` reads over it and
+    /// returns the connection (kept open).
+    async fn flood(addr: std::net::SocketAddr, id: u64, reads: u64) -> TcpStream {
+        let Ok(mut s) = TcpStream::connect(addr).await else { panic!("connect") };
+        let mine = Ephemeral::from_seed([id as u8; 32]);
+        let open = SessionOpen::signed(ClientId(id), ME, &client_key(id), mine.public());
+        let mut bytes = frame(&encode_message(&Message::HelloClient { client: ClientId(id) }));
+        bytes.extend(frame(&encode_message(&Message::SessionOpen(open.clone()))));
+        assert!(s.write_all(&bytes).await.is_ok());
+        let mut len = [0u8; 4];
+        assert!(s.read_exact(&mut len).await.is_ok());
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        assert!(s.read_exact(&mut body).await.is_ok());
+        let Ok(Message::SessionAccept { eph }) = decode_message(&body) else { panic!("no session") };
+        let Ok(mut key) = mine.agree(&eph, &open.body.transcript(ClientId(id), &eph)) else { panic!("agree") };
+        let mut bytes = Vec::new();
+        for seq in 0..reads {
+            bytes.extend(frame(&key.seal(&read(id, seq))));
+        }
+        assert!(s.write_all(&bytes).await.is_ok());
+        s
+    }
+
+    /// Reads from client `id` now in the queue, taking everything queued (bounded wait).
+    async fn take_reads(rx: &mut mpsc::Receiver<Inbound>, id: u64) -> (usize, Vec<Inbound>) {
+        let mut kept = Vec::new();
+        let mut n = 0;
+        while let Ok(Some(item)) = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await {
+            if let Inbound::Message { msg: Message::Read(r), .. } = &item {
+                n += (r.client == ClientId(id)) as usize;
+            }
+            kept.push(item);
+        }
+        (n, kept)
+    }
+
+    /// A client flooding reads over its sessions has at most `limit` messages in the driver's
+    /// queue, over all its connections; another client's messages still get in; and each
+    /// message the driver takes lets one more of the flood in.
+    #[tokio::test]
+    async fn a_flooding_client_holds_at_most_its_budget_of_the_queue() {
+        let run = async {
+            let Ok(listener) = TcpListener::bind("127.0.0.1:0").await else { panic!("bind") };
+            let Ok(addr) = listener.local_addr() else { panic!("addr") };
+            let (tx, mut rx) = mpsc::channel(4096);
+            let queues = Arc::new(ClientQueues::new(4));
+            let conns = [(1, 50), (1, 50), (2, 3)];
+            let mut open = Vec::new();
+            for (token, (client, reads)) in (1..).zip(conns) {
+                open.push(tokio::join!(flood(addr, client, reads), serve_one(&listener, token, &tx, &queues)));
+            }
+            let (flooded, held) = take_reads(&mut rx, 1).await;
+            assert_eq!(flooded, 4, "client 1's two connections hold its 4 places, not 100 messages");
+            let honest_reads = held
+                .iter()
+                .filter(|i| matches!(i, Inbound::Message { msg: Message::Read(r), .. } if r.client == ClientId(2)))
+                .count();
+            assert_eq!(honest_reads, 3, "client 2's reads are queued beside the flood");
+            // Taking (dropping) client 1's messages gives their places back.
+            drop(held);
+            let (more, _) = take_reads(&mut rx, 1).await;
+            assert!(more >= 4, "the flood moves on as the driver takes its messages: {more}");
+            drop(open);
+        };
+        tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
+    }
 }

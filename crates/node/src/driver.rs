@@ -237,8 +237,12 @@ impl Driver {
                 self.conns.remove(&token);
                 self.replica.close_session(token);
             }
-            Inbound::Message { from: Origin::Client(token), msg } => batch.push((token, msg)),
-            Inbound::Message { from: Origin::Replica(r), msg } => self.replica.handle_replica(now_us(), r, msg),
+            // Taking a message gives its client's queue place back (`queued` dropped here).
+            Inbound::Message { from: Origin::Client(token), msg, queued } => {
+                drop(queued);
+                batch.push((token, msg))
+            }
+            Inbound::Message { from: Origin::Replica(r), msg, .. } => self.replica.handle_replica(now_us(), r, msg),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Listener, accept loop with a connection cap, and the public entry points.
 
-use crate::conn::{serve_connection, ConnParams, Inbound, Token};
+use crate::conn::{serve_connection, ClientQueues, ConnParams, Inbound, Token};
 use crate::counters::{NetCounters, NetReason};
 use crate::driver::{Driver, RangeWorker, ReplicaReport};
 use pistou_core::{ClusterConfig, ReplicaId};
@@ -25,6 +25,10 @@ pub struct NodeOptions {
     pub max_frame_bytes: usize,
     /// Messages queued between the connection readers and the replica.
     pub inbound_queue: usize,
+    /// Of those, at most this many from one client (over all its sessions); its readers
+    /// wait for the rest. One driver batch (`MAX_DRAIN`): a flooding client then delays
+    /// another's message by at most one batch of its own, not by a full queue.
+    pub client_queue: usize,
     /// Replies queued per connection before the peer counts as too slow.
     pub outbound_queue: usize,
     /// Period of `Replica::tick`.
@@ -57,6 +61,7 @@ impl Default for NodeOptions {
             max_connections: 1024,
             max_frame_bytes: pistou_wire::DEFAULT_MAX_FRAME_BYTES,
             inbound_queue: 4096,
+            client_queue: 256,
             // Fills only when a peer stops reading (its socket buffer fills first). It
             // must exceed the replies one driver batch can produce (`MAX_DRAIN` inputs),
             // so that a burst never cuts off a healthy peer.
@@ -252,6 +257,7 @@ async fn accept_loop(
 ) {
     let slots = Arc::new(Semaphore::new(options.max_connections));
     let handshakes = Arc::new(Semaphore::new(options.max_handshakes));
+    let client_queues = Arc::new(ClientQueues::new(options.client_queue));
     let mut next: Token = 0;
     loop {
         let stream = match listener.accept().await {
@@ -280,6 +286,7 @@ async fn accept_loop(
             max_frame_bytes: options.max_frame_bytes,
             hello_timeout: options.hello_timeout,
             slots: slots.clone(),
+            client_queues: client_queues.clone(),
         };
         let (inbound, counters) = (inbound.clone(), counters.clone());
         tokio::spawn(async move {
