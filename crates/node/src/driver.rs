@@ -269,6 +269,10 @@ impl Driver {
             return Err(e);
         }
         let me = self.replica.id();
+        for token in self.replica.take_ended_sessions() {
+            // Dropping its sender ends the connection (its replies so far go with it).
+            self.conns.remove(&token);
+        }
         for (token, msg) in self.replica.take_outputs() {
             #[cfg(feature = "fault-injection")]
             let Some(msg) = self.tampered_reply(token, msg) else {

@@ -379,6 +379,29 @@ async fn open_session(addr: SocketAddr, key: &SecretKey, index: u32) -> Option<(
     Some((s, mine.agree(&eph, &open.body.transcript(ClientId(1), &eph)).unwrap()))
 }
 
+/// Issue 33: a read with a bad signature over a session ends it, so a client flooding bad
+/// signatures pays a handshake for each one; the session served reads before.
+#[tokio::test]
+async fn a_bad_signature_over_a_session_closes_the_connection() {
+    let run = async {
+        let t = start(NodeOptions::default()).await;
+        let (mut s, mut key) = open_session(t.addr, &t.client_key, 0).await.expect("session refused");
+        s.write_all(&frame(&key.seal(&encode_message(&unsigned_read())))).await.unwrap();
+        let mut len = [0u8; 4];
+        tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut len)).await.unwrap().unwrap();
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        s.read_exact(&mut body).await.unwrap();
+        assert!(matches!(decode_message(&body), Ok(Message::ReadReply { .. })), "served over the session");
+        let forged = read_request(&SecretKey::from_seed([42; 32]));
+        s.write_all(&frame(&key.seal(&encode_message(&forged)))).await.unwrap();
+        expect_closed(s).await;
+        let _ = t.stop.send(());
+        let report = t.task.await.unwrap();
+        assert_eq!(report.rejections.count(RejectReason::BadSignature), 1);
+    };
+    tokio::time::timeout(Duration::from_secs(30), run).await.expect("test timed out");
+}
+
 fn unsigned_read() -> Message {
     let ts = Timestamp { time: now_us(), client: ClientId(1), seq: 2 };
     Message::Read(sign_client(ClientId(1), None, ReadRequest { key: b"k".to_vec(), ts }))

@@ -214,6 +214,9 @@ pub struct Replica {
     pub(crate) gc: crate::gc::Gc,
     /// Client connections the connection layer authenticated (see `open_session`).
     sessions: HashMap<Peer, pistou_core::ClientId>,
+    /// Sessions ended for a bad signature, for the connection layer to close
+    /// (`take_ended_sessions`).
+    ended_sessions: Vec<Peer>,
     /// Committed SQL transactions planned against a catalog version whose schema change
     /// has not reached this replica yet (its writeback was delayed or lost), by that
     /// version. They are applied as soon as it commits here (`apply_sql_commit`).
@@ -294,6 +297,7 @@ impl Replica {
             undecided: Default::default(),
             gc: Default::default(),
             sessions: HashMap::new(),
+            ended_sessions: Vec::new(),
             awaiting_catalog: AwaitingCatalog::default(),
         })
     }
@@ -393,6 +397,14 @@ impl Replica {
         };
         if let Err(reason) = result {
             self.rejects.record(reason);
+            // A correct client never sends a signature that does not verify: its own are
+            // good, and it verifies every replica signature it relays. Its session ends, so
+            // that a client flooding bad signatures pays a new handshake for each instead of
+            // the replica a check per message (issue 33).
+            if reason == RejectReason::BadSignature && self.sessions.contains_key(&from) {
+                self.close_session(from);
+                self.ended_sessions.push(from);
+            }
         }
         if self.pending.len() >= self.config().reply_batch {
             self.flush();
@@ -509,6 +521,12 @@ impl Replica {
                 Dest::Replica(r) => self.replica_outputs.push((r, msg)),
             }
         }
+    }
+
+    /// Client connections whose session ended for a bad signature: the connection layer
+    /// closes them (the client may open a new session).
+    pub fn take_ended_sessions(&mut self) -> Vec<Peer> {
+        std::mem::take(&mut self.ended_sessions)
     }
 
     /// Messages for clients, by the peer token they came from.

@@ -498,3 +498,26 @@ fn unsigned_reads_are_accepted_only_over_their_clients_session() {
     assert_eq!(replies(fx.send(unsigned(1))), 0, "the session ended with its connection");
     assert_eq!(fx.replica.rejections().count(RejectReason::MissingSignature), 3);
 }
+
+/// Issue 33: a message with a bad signature over a client's session ends the session (a
+/// correct client never sends one), and the replica tells the connection layer to close it;
+/// without a session there is nothing to end.
+#[test]
+fn a_bad_signature_ends_the_session_it_came_over() {
+    let mut fx = fixture(true);
+    let read = |key: Option<&SecretKey>, seq: u64| {
+        let at = Timestamp { time: NOW - 10, client: ClientId(1), seq };
+        Message::Read(sign_client(ClientId(1), key, ReadRequest { key: b"x".to_vec(), ts: at }))
+    };
+    // Client 1's read, signed with another key.
+    let wrong = SecretKey::from_seed([5; 32]);
+    assert!(fx.send(read(Some(&wrong), 1)).is_empty());
+    assert!(fx.replica.take_ended_sessions().is_empty(), "peer 7 has no session to end");
+    fx.replica.open_session(7, ClientId(1));
+    assert_eq!(fx.send(read(None, 2)).len(), 1, "served over the session");
+    assert!(fx.send(read(Some(&wrong), 3)).is_empty());
+    assert_eq!(fx.replica.rejections().count(RejectReason::BadSignature), 2);
+    assert_eq!(fx.replica.take_ended_sessions(), vec![7]);
+    assert!(fx.send(read(None, 4)).is_empty(), "the session is over");
+    assert!(fx.replica.take_ended_sessions().is_empty());
+}
