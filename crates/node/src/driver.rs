@@ -238,9 +238,13 @@ impl Driver {
                 self.replica.close_session(token);
             }
             // Taking a message gives its client's queue place back (`queued` dropped here).
+            // A connection the driver dropped (a slow reader, a session ended for a bad
+            // signature) is closing: what it sent meanwhile goes unread, as if lost.
             Inbound::Message { from: Origin::Client(token), msg, queued } => {
                 drop(queued);
-                batch.push((token, msg))
+                if self.conns.contains_key(&token) {
+                    batch.push((token, msg))
+                }
             }
             Inbound::Message { from: Origin::Replica(r), msg, .. } => self.replica.handle_replica(now_us(), r, msg),
         }
