@@ -13,6 +13,7 @@
 //! `NodeOptions::client_queue` messages waiting for the driver, over all its connections.
 
 use crate::counters::{NetCounters, NetReason};
+use crate::handshakes::HandshakeTicket;
 use futures::{SinkExt, StreamExt};
 use pistou_core::{ClientId, ClusterConfig, ReplicaId};
 use pistou_crypto::{Ephemeral, SessionKey, Signature};
@@ -113,7 +114,7 @@ pub(crate) async fn serve_connection(
     replies: (mpsc::Sender<Message>, mpsc::Receiver<Message>),
     counters: Arc<NetCounters>,
     params: ConnParams,
-    handshake_slot: OwnedSemaphorePermit,
+    ticket: HandshakeTicket,
 ) {
     let (to_peer, replies) = replies;
     // Replies are small and latency-bound; Nagle would add tens of milliseconds.
@@ -122,7 +123,7 @@ pub(crate) async fn serve_connection(
     let reader = FramedRead::new(r, frame_codec(params.max_frame_bytes.min(PRE_AUTH_FRAME_BYTES)));
     let writer = FramedWrite::new(w, MessageWriter::new(params.max_frame_bytes));
     tokio::select! {
-        _ = read_loop(reader, token, &inbound, to_peer, &counters, &params, handshake_slot) => {}
+        _ = read_loop(reader, token, &inbound, to_peer, &counters, &params, ticket) => {}
         _ = write_loop(writer, replies, &counters) => {}
     }
     let _ = inbound.send(Inbound::Closed { token }).await;
@@ -137,20 +138,24 @@ async fn read_loop(
     to_peer: mpsc::Sender<Message>,
     counters: &NetCounters,
     params: &ConnParams,
-    handshake_slot: OwnedSemaphorePermit,
+    mut ticket: HandshakeTicket,
 ) {
     // Until a connection has proved who it is, it holds one of a few handshake slots (never
-    // an authenticated connection's), has `hello_timeout` to finish, and its frames are
-    // capped at `PRE_AUTH_FRAME_BYTES`.
+    // an authenticated connection's; a newer connection may take it, `Handshakes`), has
+    // `hello_timeout` to finish, and its frames are capped at `PRE_AUTH_FRAME_BYTES`.
     let handshake =
         tokio::time::timeout(params.hello_timeout, handshake(&mut reader, token, &to_peer, counters, params));
-    let Ok(Some((from, hello, proof))) = handshake.await else { return };
+    let done = tokio::select! {
+        done = handshake => done,
+        _ = &mut ticket.evicted => return,
+    };
+    let Ok(Some((from, hello, proof))) = done else { return };
     drop(to_peer);
     let Ok(_slot) = params.slots.clone().try_acquire_owned() else {
         counters.record(NetReason::ConnectionCap);
         return;
     };
-    drop(handshake_slot);
+    drop(ticket);
     reader.decoder_mut().set_max_frame_length(params.max_frame_bytes);
     if inbound.send(Inbound::Message { from, msg: hello, queued: None }).await.is_err() {
         return;
@@ -440,7 +445,7 @@ mod tests {
             slots: Arc::new(Semaphore::new(8)),
             client_queues: queues.clone(),
         };
-        let Ok(handshake) = Arc::new(Semaphore::new(1)).try_acquire_owned() else { panic!("permit") };
+        let (handshake, _) = crate::handshakes::Handshakes::new(1).take();
         let (inbound, counters) = (inbound.clone(), Arc::new(NetCounters::default()));
         let (tx, rx) = mpsc::channel(64);
         let replies = tx.clone();

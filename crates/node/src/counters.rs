@@ -33,7 +33,8 @@ pub enum NetReason {
     UnauthenticatedPeer,
     /// With crypto on, a client connection that did not open a session after its hello.
     NoSession,
-    /// Refused at accept time: every handshake slot was taken.
+    /// A connection still in its handshake closed for a newer one: every handshake slot
+    /// was taken (`handshakes.rs`).
     HandshakeCap,
 }
 

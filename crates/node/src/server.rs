@@ -3,6 +3,7 @@
 use crate::conn::{serve_connection, ClientQueues, ConnParams, Inbound, Token};
 use crate::counters::{NetCounters, NetReason};
 use crate::driver::{Driver, RangeWorker, ReplicaReport};
+use crate::handshakes::Handshakes;
 use pistou_core::{ClusterConfig, ReplicaId};
 use pistou_crypto::SecretKey;
 use pistou_txn::Replica;
@@ -256,7 +257,7 @@ async fn accept_loop(
     options: NodeOptions,
 ) {
     let slots = Arc::new(Semaphore::new(options.max_connections));
-    let handshakes = Arc::new(Semaphore::new(options.max_handshakes));
+    let handshakes = Handshakes::new(options.max_handshakes);
     let client_queues = Arc::new(ClientQueues::new(options.client_queue));
     let mut next: Token = 0;
     loop {
@@ -269,10 +270,10 @@ async fn accept_loop(
                 continue;
             }
         };
-        let Ok(handshake_slot) = handshakes.clone().try_acquire_owned() else {
+        let (handshake, evicted) = handshakes.take();
+        if evicted {
             counters.record(NetReason::HandshakeCap);
-            continue; // dropping the stream closes it
-        };
+        }
         next += 1;
         let token = next;
         let (tx, rx) = mpsc::channel(options.outbound_queue);
@@ -290,7 +291,7 @@ async fn accept_loop(
         };
         let (inbound, counters) = (inbound.clone(), counters.clone());
         tokio::spawn(async move {
-            serve_connection(stream, token, inbound, (tx, rx), counters, params, handshake_slot).await;
+            serve_connection(stream, token, inbound, (tx, rx), counters, params, handshake).await;
         });
     }
 }

@@ -172,8 +172,8 @@ async fn connections_beyond_the_cap_are_refused() {
 
 /// Sockets that never finish a handshake (silent, or a hello and nothing more) hold only
 /// handshake slots, never an authenticated connection's, and lose them after
-/// `hello_timeout`; beyond `max_handshakes` they are closed at accept. Meanwhile a client
-/// with a session is served, and a new one can connect once the handshake slots are free.
+/// `hello_timeout`; beyond `max_handshakes` each new one takes the oldest one's slot.
+/// Meanwhile a client with a session is served, and a new one connects during the flood.
 #[tokio::test]
 async fn sockets_that_never_authenticate_take_no_authenticated_slot() {
     let run = async {
@@ -188,21 +188,24 @@ async fn sockets_that_never_authenticate_take_no_authenticated_slot() {
         let silent = TcpStream::connect(t.addr).await.unwrap();
         let hello_only = send(t.addr, &hello()).await;
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let mut refused = Vec::new();
+        // Newer sockets that never authenticate either: each takes the oldest one's handshake
+        // slot, which is closed.
+        let mut flood = Vec::new();
         for _ in 0..3 {
-            refused.push(TcpStream::connect(t.addr).await.unwrap());
+            flood.push(TcpStream::connect(t.addr).await.unwrap());
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        for s in refused {
-            expect_closed(s).await;
-        }
+        expect_closed(silent).await;
+        expect_closed(hello_only).await;
         wait_count(&t.counters, NetReason::HandshakeCap, 3).await;
         honest.write_all(&frame(&session.seal(&encode_message(&read_request(&t.client_key))))).await.unwrap();
         assert!(matches!(read_message(&mut honest).await, Some(Message::ReadReply { .. })), "the session is served");
-        expect_closed(silent).await;
-        expect_closed(hello_only).await;
-        // Their handshake slots are free again; the second authenticated slot was never taken.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The flood does not lock a new client out: its handshake takes the oldest slot, and
+        // it gets the second authenticated slot, which no unauthenticated socket ever took.
         assert!(open_session(t.addr, &t.client_key, 0).await.is_some(), "a new client connects");
+        for s in flood {
+            expect_closed(s).await;
+        }
         assert_eq!(t.counters.count(NetReason::ConnectionCap), 0);
         let _ = t.stop.send(());
         t.task.await.unwrap();
