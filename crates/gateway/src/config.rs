@@ -42,8 +42,8 @@ pub struct GatewayConfig {
     /// Time allowed to finish the startup and authentication exchange.
     pub startup_timeout: Duration,
     /// Connections still in their startup exchange (not yet authenticated), apart from
-    /// `max_connections`: more are closed at once, so unauthenticated sockets can never take
-    /// the slots of authenticated ones.
+    /// `max_connections`, so unauthenticated sockets can never take the slots of
+    /// authenticated ones; when all are taken a new connection takes the oldest one's.
     pub max_handshakes: usize,
     /// Of those, at most this many from one source address.
     pub max_handshakes_per_source: usize,

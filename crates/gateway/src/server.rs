@@ -8,13 +8,14 @@ use crate::errors::GatewayError;
 use crate::frontend::PRE_AUTH_MESSAGE_BYTES;
 use pistou_client::Client;
 use pistou_sql::{Engine, Limits};
+use pistou_wire::{HandshakeTicket, Handshakes};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
 /// How long shutdown waits for connections to say goodbye.
@@ -36,7 +37,9 @@ struct Shared {
 
 /// Who may start a startup exchange, and the failed passwords of each source.
 struct Admission {
-    handshakes: Arc<Semaphore>,
+    /// When every slot is taken, a new connection takes the oldest one's: sockets that never
+    /// authenticate cannot lock new clients out, whatever sources they come from.
+    handshakes: Arc<Handshakes>,
     /// Startup exchanges in progress, by source address.
     per_source: Mutex<BTreeMap<IpAddr, usize>>,
     /// Consecutive failed passwords, by source address.
@@ -47,7 +50,7 @@ struct Admission {
 struct Handshake {
     shared: Arc<Shared>,
     source: IpAddr,
-    _permit: OwnedSemaphorePermit,
+    ticket: HandshakeTicket,
 }
 
 impl Drop for Handshake {
@@ -67,17 +70,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Admission {
-    /// A slot for a new unauthenticated connection from `source`, if the global and the
-    /// per-source budgets allow one.
+    /// A slot for a new unauthenticated connection from `source`, if its source's budget
+    /// allows one (the oldest connection in its startup gives up its slot if all are taken).
     fn admit(shared: &Arc<Shared>, source: IpAddr) -> Option<Handshake> {
-        let permit = shared.admission.handshakes.clone().try_acquire_owned().ok()?;
         let mut per_source = lock(&shared.admission.per_source);
         let n = per_source.entry(source).or_insert(0);
         if *n >= shared.config.max_handshakes_per_source {
             return None;
         }
         *n += 1;
-        Some(Handshake { shared: shared.clone(), source, _permit: permit })
+        drop(per_source);
+        let (ticket, _) = shared.admission.handshakes.take();
+        Some(Handshake { shared: shared.clone(), source, ticket })
     }
 
     /// Records a failed password from `source`; how long to wait before saying so.
@@ -111,7 +115,7 @@ pub async fn serve(
         engine: Arc::new(Engine::new(limits)),
         auth: Authenticator::new(&config.auth),
         admission: Admission {
-            handshakes: Arc::new(Semaphore::new(config.max_handshakes)),
+            handshakes: Handshakes::new(config.max_handshakes),
             per_source: Mutex::new(BTreeMap::new()),
             failures: Mutex::new(BTreeMap::new()),
         },
@@ -151,14 +155,19 @@ pub async fn serve(
 async fn serve_one(
     stream: TcpStream,
     addr: std::net::SocketAddr,
-    handshake: Handshake,
+    mut handshake: Handshake,
     slots: Arc<Semaphore>,
     stopped: watch::Receiver<bool>,
 ) {
     let shared = handshake.shared.clone();
     let mut conn = Conn::new(stream, addr, PRE_AUTH_MESSAGE_BYTES.min(shared.config.max_message_bytes));
-    let slot = match tokio::time::timeout(shared.config.startup_timeout, startup(&mut conn, &shared.auth, &slots)).await
-    {
+    let started = tokio::time::timeout(shared.config.startup_timeout, startup(&mut conn, &shared.auth, &slots));
+    let started = tokio::select! {
+        started = started => started,
+        // A newer connection took its slot: closed without a word, as at accept.
+        _ = &mut handshake.ticket.evicted => return,
+    };
+    let slot = match started {
         Ok(Startup::Ready(slot)) => {
             shared.admission.succeeded(addr.ip());
             slot

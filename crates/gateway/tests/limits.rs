@@ -193,6 +193,39 @@ async fn silent_sockets_do_not_lock_clients_out() {
     .await;
 }
 
+/// Silent sockets from more sources than the per-source limit covers fill every
+/// unauthenticated slot; a new client still gets in, since its connection takes the oldest
+/// silent one's slot (that socket is closed). Before, the gateway closed new connections
+/// while the slots were full, and such a flood locked every new client out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_from_many_sources_does_not_lock_new_clients_out() {
+    bounded(60, async {
+        let config = GatewayConfig { max_handshakes: 8, max_handshakes_per_source: 4, ..GatewayConfig::default() };
+        let h = start(config).await;
+        let mut silent = Vec::new();
+        for source in 3..=6u8 {
+            for _ in 0..4 {
+                let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+                socket.bind(std::net::SocketAddr::new([127, 0, 0, source].into(), 0)).expect("bind");
+                silent.push(socket.connect(h.addr).await.expect("connect"));
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        // 16 silent sockets for 8 slots: the first 8 lost theirs to the next 8.
+        for s in silent.iter_mut().take(8) {
+            assert!(closed(s).await, "an older silent socket keeps its slot");
+        }
+        for i in 0..3 {
+            let c = connect_from([127, 0, 0, 2].into(), h.addr).await.expect("a new client gets in");
+            let n: i32 = c.query_one("SELECT $1::INT", &[&i]).await.expect("query").get(0);
+            assert_eq!(n, i);
+        }
+        drop(silent);
+        h.stop().await;
+    })
+    .await;
+}
+
 /// Wrong passwords are answered ever more slowly (100 ms, then doubling per further
 /// failure from the same source), so guessing is slow; the right password still works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

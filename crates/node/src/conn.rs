@@ -13,10 +13,10 @@
 //! `NodeOptions::client_queue` messages waiting for the driver, over all its connections.
 
 use crate::counters::{NetCounters, NetReason};
-use crate::handshakes::HandshakeTicket;
 use futures::{SinkExt, StreamExt};
 use pistou_core::{ClientId, ClusterConfig, ReplicaId};
 use pistou_crypto::{Ephemeral, SessionKey, Signature};
+use pistou_wire::HandshakeTicket;
 use pistou_wire::{
     decode_message, frame_codec, ClientSigned, FrameCodec, Message, MessageWriter, PeerOpen, SessionOpen, Signable,
     WireError,
@@ -445,7 +445,7 @@ mod tests {
             slots: Arc::new(Semaphore::new(8)),
             client_queues: queues.clone(),
         };
-        let (handshake, _) = crate::handshakes::Handshakes::new(1).take();
+        let (handshake, _) = pistou_wire::Handshakes::new(1).take();
         let (inbound, counters) = (inbound.clone(), Arc::new(NetCounters::default()));
         let (tx, rx) = mpsc::channel(64);
         let replies = tx.clone();

@@ -34,7 +34,7 @@ pub enum NetReason {
     /// With crypto on, a client connection that did not open a session after its hello.
     NoSession,
     /// A connection still in its handshake closed for a newer one: every handshake slot
-    /// was taken (`handshakes.rs`).
+    /// was taken (`pistou_wire::Handshakes`).
     HandshakeCap,
 }
 

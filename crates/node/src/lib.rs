@@ -31,7 +31,6 @@ mod clock;
 mod conn;
 mod counters;
 mod driver;
-mod handshakes;
 mod peers;
 mod server;
 

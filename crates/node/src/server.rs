@@ -3,10 +3,10 @@
 use crate::conn::{serve_connection, ClientQueues, ConnParams, Inbound, Token};
 use crate::counters::{NetCounters, NetReason};
 use crate::driver::{Driver, RangeWorker, ReplicaReport};
-use crate::handshakes::Handshakes;
 use pistou_core::{ClusterConfig, ReplicaId};
 use pistou_crypto::SecretKey;
 use pistou_txn::Replica;
+use pistou_wire::Handshakes;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -6,10 +6,12 @@
 
 mod codec;
 mod framing;
+mod handshakes;
 mod messages;
 mod signed;
 
 pub use codec::{canonical_bytes, decode_message, encode_message, with_canonical_bytes, WireError};
 pub use framing::{frame_codec, FrameCodec, MessageWriter, DEFAULT_MAX_FRAME_BYTES};
+pub use handshakes::{HandshakeTicket, Handshakes};
 pub use messages::*;
 pub use signed::{ClientSigned, ReplicaSigned, Signable};

@@ -1,5 +1,5 @@
-//! Slots of connections still in their handshake (issue 33). There are few of them, apart
-//! from authenticated connections' slots. When all are taken, a new connection takes the
+//! Slots of connections still in their handshake, for the replicas' and the gateway's
+//! listeners (issue 33). There are few of them, apart from authenticated connections' slots. When all are taken, a new connection takes the
 //! slot of the oldest one, which is closed: sockets that never authenticate cannot lock new
 //! clients out, they only shorten the time a handshake has while they flood (a real one
 //! needs a round trip and a signature check).
@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::oneshot;
 
-pub(crate) struct Handshakes {
+pub struct Handshakes {
     max: usize,
     /// Connections in their handshake, oldest first: (ticket number, its eviction notice).
     waiting: Mutex<VecDeque<(u64, oneshot::Sender<()>)>>,
@@ -16,7 +16,7 @@ pub(crate) struct Handshakes {
 }
 
 /// A connection's handshake slot; dropping it frees the slot.
-pub(crate) struct HandshakeTicket {
+pub struct HandshakeTicket {
     number: u64,
     handshakes: Arc<Handshakes>,
     /// Completes when a newer connection took the slot.
@@ -24,12 +24,12 @@ pub(crate) struct HandshakeTicket {
 }
 
 impl Handshakes {
-    pub(crate) fn new(max: usize) -> Arc<Handshakes> {
+    pub fn new(max: usize) -> Arc<Handshakes> {
         Arc::new(Handshakes { max: max.max(1), waiting: Mutex::default(), next: Default::default() })
     }
 
     /// A slot for a new connection, and whether it evicted the oldest one to get it.
-    pub(crate) fn take(self: &Arc<Self>) -> (HandshakeTicket, bool) {
+    pub fn take(self: &Arc<Self>) -> (HandshakeTicket, bool) {
         let number = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (notice, evicted) = oneshot::channel();
         let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
