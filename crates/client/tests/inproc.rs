@@ -2,7 +2,7 @@
 //! the client library.
 
 use pistou_client::{Client, ClientError, ClientOptions, Outcome};
-use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
+use pistou_core::{ClientId, ClusterBuilder, ClusterConfig, ReplicaId};
 use pistou_crypto::SecretKey;
 use pistou_node::{NodeOptions, ReplicaServer};
 use std::sync::Arc;
@@ -41,52 +41,26 @@ fn serve(
 }
 
 async fn start(f: usize, shards: usize, crypto: bool) -> Cluster {
-    let n = 5 * f + 1;
     let mut listeners = Vec::new();
-    let mut shard_cfgs = Vec::new();
-    let mut keys = Vec::new();
-    for s in 0..shards {
-        let mut replicas = Vec::new();
-        for i in 0..n {
-            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let key = SecretKey::generate();
-            replicas.push(ReplicaConfig { addr: l.local_addr().unwrap().to_string(), public_key: key.public() });
-            listeners.push((ReplicaId { shard: ShardId(s as u32), index: i as u32 }, l));
-            keys.push(key);
-        }
-        shard_cfgs.push(ShardConfig { replicas });
+    for _ in 0..shards * (5 * f + 1) {
+        listeners.push(TcpListener::bind("127.0.0.1:0").await.unwrap());
     }
-    let client_keys: Vec<SecretKey> = (0..4).map(|_| SecretKey::generate()).collect();
-    let clients = client_keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() })
-        .collect();
-    let config = ClusterConfig {
-        f,
-        delta_us: 200_000,
-        max_txn_age_us: 60_000_000,
-        crypto,
-        reply_batch: 16,
-        shards: shard_cfgs,
-        clients,
-        tables: Default::default(),
-        sql: Default::default(),
-        storage: Default::default(),
-    };
-    config.validate().unwrap();
-    let config = Arc::new(config);
+    let addrs = listeners.iter().map(|l| l.local_addr().unwrap());
+    let built =
+        ClusterBuilder::new(f).shards(shards).clients(4).crypto(crypto).replica_addrs(addrs).random_keys().build();
+    let config = built.config.clone();
     let (stop, _) = watch::channel(false);
     let mut tasks = Vec::new();
     let mut kills = Vec::new();
     let mut replica_keys = Vec::new();
-    for ((id, l), key) in listeners.into_iter().zip(keys) {
+    for (id, l) in config.all_replicas().zip(listeners) {
+        let key = built.replica_key(id);
         let (task, kill) = serve(&config, id, key.clone(), l, &stop);
         tasks.push(task);
         kills.push(Some(kill));
         replica_keys.push((id, key));
     }
-    Cluster { config, client_keys, stop, tasks, kills, replica_keys }
+    Cluster { config, client_keys: built.client_keys, stop, tasks, kills, replica_keys }
 }
 
 async fn transfer(client: &Client, from: usize, to: usize) -> Result<(), ClientError> {

@@ -5,7 +5,7 @@
 
 use pistou_adversary::{ByzClient, ClientFault};
 use pistou_client::{Client, ClientOptions};
-use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
+use pistou_core::{ClientId, ClusterBuilder, ClusterConfig};
 use pistou_crypto::SecretKey;
 use pistou_node::{NodeOptions, ReplicaReport, ReplicaServer};
 use std::sync::Arc;
@@ -16,44 +16,23 @@ use tokio::sync::watch;
 async fn cluster(
 ) -> (Arc<ClusterConfig>, Vec<SecretKey>, watch::Sender<bool>, Vec<tokio::task::JoinHandle<ReplicaReport>>) {
     let mut listeners = Vec::new();
-    let mut replicas = Vec::new();
-    let mut keys = Vec::new();
-    for i in 0..6u32 {
-        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let key = SecretKey::generate();
-        replicas.push(ReplicaConfig { addr: l.local_addr().unwrap().to_string(), public_key: key.public() });
-        listeners.push((ReplicaId { shard: ShardId(0), index: i }, l));
-        keys.push(key);
+    for _ in 0..6 {
+        listeners.push(TcpListener::bind("127.0.0.1:0").await.unwrap());
     }
-    let client_keys: Vec<SecretKey> = (0..2).map(|_| SecretKey::generate()).collect();
-    let clients = client_keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() })
-        .collect();
-    let config = Arc::new(ClusterConfig {
-        f: 1,
-        delta_us: 200_000,
-        max_txn_age_us: 60_000_000,
-        crypto: true,
-        reply_batch: 16,
-        shards: vec![ShardConfig { replicas }],
-        clients,
-        tables: Default::default(),
-        sql: Default::default(),
-        storage: Default::default(),
-    });
-    config.validate().unwrap();
+    let addrs = listeners.iter().map(|l| l.local_addr().unwrap());
+    let cluster = ClusterBuilder::new(1).clients(2).replica_addrs(addrs).random_keys().build();
+    let config = cluster.config.clone();
     let (stop, _) = watch::channel(false);
     let mut tasks = Vec::new();
-    for ((id, l), key) in listeners.into_iter().zip(keys) {
+    for (id, l) in config.all_replicas().zip(listeners) {
+        let key = cluster.replica_key(id);
         let server = ReplicaServer::with_listener(l, config.clone(), id, Some(key), NodeOptions::default()).unwrap();
         let mut rx = stop.subscribe();
         tasks.push(tokio::spawn(server.run(async move {
             let _ = rx.wait_for(|s| *s).await;
         })));
     }
-    (config, client_keys, stop, tasks)
+    (config, cluster.client_keys, stop, tasks)
 }
 
 /// Drives the Byzantine client (its own sessions, one connection per replica) until `until`

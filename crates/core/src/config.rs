@@ -377,30 +377,10 @@ mod hex_key {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pistou_crypto::SecretKey;
 
+    /// `f` and `shards` as given, the rest as `ClusterBuilder` makes it.
     fn sample(f: usize, shards: usize) -> ClusterConfig {
-        let n = 5 * f + 1;
-        let mut port = 7000;
-        let shards = (0..shards)
-            .map(|s| ShardConfig {
-                replicas: (0..n)
-                    .map(|i| {
-                        port += 1;
-                        ReplicaConfig {
-                            addr: format!("127.0.0.1:{port}"),
-                            public_key: SecretKey::from_seed([(s * 16 + i) as u8; 32]).public(),
-                        }
-                    })
-                    .collect(),
-            })
-            .collect();
-        ClusterConfig::new(
-            f,
-            shards,
-            vec![ClientConfig { id: 1, public_key: SecretKey::from_seed([200; 32]).public() }],
-            true,
-        )
+        std::sync::Arc::unwrap_or_clone(crate::ClusterBuilder::new(f).shards(shards).build().config)
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod config;
 mod ids;
 mod quorum;
 pub mod sql_keys;
+mod test_cluster;
 mod tiny;
 
 pub use config::{
@@ -15,4 +16,5 @@ pub use config::{
 };
 pub use ids::{ClientId, Key, ReplicaId, ShardId, Timestamp, TxnId, Value};
 pub use quorum::Quorums;
+pub use test_cluster::{ClusterBuilder, TestCluster};
 pub use tiny::{TinyMap, TinySet};

@@ -391,7 +391,7 @@ async fn write_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pistou_core::{ClientConfig, ReplicaConfig, ShardConfig, ShardId, Timestamp};
+    use pistou_core::{ClusterBuilder, ShardId, TestCluster, Timestamp};
     use pistou_crypto::SecretKey;
     use pistou_wire::{encode_message, ReadRequest};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -399,20 +399,17 @@ mod tests {
 
     const ME: ReplicaId = ReplicaId { shard: ShardId(0), index: 0 };
 
-    fn client_key(id: u64) -> SecretKey {
-        SecretKey::from_seed([id as u8 + 50; 32])
+    /// Six replicas (only `ME` serves, in the test), clients 1 and 2, crypto on.
+    fn cluster() -> TestCluster {
+        ClusterBuilder::new(1).clients(2).build()
     }
 
-    /// Six replicas (only `ME` serves, in the test), clients 1 and 2, crypto on.
+    fn client_key(id: u64) -> SecretKey {
+        cluster().client_key(ClientId(id))
+    }
+
     fn config() -> Arc<ClusterConfig> {
-        let replicas = (0..6u8)
-            .map(|i| ReplicaConfig {
-                addr: format!("127.0.0.1:{}", 1 + i as u16),
-                public_key: SecretKey::from_seed([i + 1; 32]).public(),
-            })
-            .collect();
-        let clients = (1..=2).map(|id| ClientConfig { id, public_key: client_key(id).public() }).collect();
-        Arc::new(ClusterConfig::new(1, vec![ShardConfig { replicas }], clients, true))
+        cluster().config
     }
 
     fn frame(payload: &[u8]) -> Vec<u8> {

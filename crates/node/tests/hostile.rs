@@ -2,7 +2,7 @@
 //! error is counted and closes only the offending connection; honest clients are served.
 
 use pistou_core::TxnId;
-use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp};
+use pistou_core::{ClientId, ClusterBuilder, ReplicaId, ShardId, TestCluster, Timestamp};
 use pistou_crypto::{Ephemeral, SecretKey, SessionKey};
 use pistou_node::{now_us, NetCounters, NetReason, NodeOptions, ReplicaServer, PRE_AUTH_FRAME_BYTES};
 use pistou_txn::sign_client;
@@ -27,32 +27,12 @@ struct Setup {
 async fn start(options: NodeOptions) -> Setup {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 1; 32])).collect();
-    let replicas = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| ReplicaConfig {
-            // Only replica 0 runs; the other addresses are never dialled.
-            addr: if i == 0 { addr.to_string() } else { format!("127.0.0.1:{}", 1 + i) },
-            public_key: k.public(),
-        })
-        .collect();
-    let client_key = SecretKey::from_seed([99; 32]);
-    let config = Arc::new(ClusterConfig {
-        f: 1,
-        delta_us: 200_000,
-        max_txn_age_us: 60_000_000,
-        crypto: true,
-        reply_batch: 16,
-        shards: vec![ShardConfig { replicas }],
-        clients: vec![ClientConfig { id: 1, public_key: client_key.public() }],
-        tables: Default::default(),
-        sql: Default::default(),
-        storage: Default::default(),
-    });
-    config.validate().unwrap();
-    let id = ReplicaId { shard: ShardId(0), index: 0 };
-    let server = ReplicaServer::with_listener(listener, config, id, Some(keys[0].clone()), options).unwrap();
+    let cluster = cluster(Some(addr));
+    let client_key = cluster.client_key(ClientId(1));
+    let id = replica_id(0);
+    let server =
+        ReplicaServer::with_listener(listener, cluster.config.clone(), id, Some(cluster.replica_key(id)), options)
+            .unwrap();
     let counters = server.counters();
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(server.run(async {
@@ -240,7 +220,13 @@ fn replica_id(index: u32) -> ReplicaId {
 
 /// Replica `index`'s key in `start`'s configuration.
 fn replica_key(index: u32) -> SecretKey {
-    SecretKey::from_seed([index as u8 + 1; 32])
+    cluster(None).replica_key(replica_id(index))
+}
+
+/// `start`'s configuration: replica 0 listens on `addr` (when known); the others never run
+/// and keep placeholder addresses nothing listens on.
+fn cluster(addr: Option<SocketAddr>) -> TestCluster {
+    ClusterBuilder::new(1).replica_addrs(addr).build()
 }
 
 fn hello_replica(index: u32) -> Vec<u8> {
@@ -297,7 +283,8 @@ async fn replica_connections_are_routed_to_handle_replica() {
         expect_closed(send(t.addr, &claim).await).await;
         wait_count(&t.counters, NetReason::UnauthenticatedPeer, 1).await;
         let mine = Ephemeral::from_seed([8; 32]);
-        expect_closed(send(t.addr, &peer_open(9, 0, &replica_key(9), &mine).1).await).await;
+        // Replica 9 does not exist (six replicas), so any key will do for it.
+        expect_closed(send(t.addr, &peer_open(9, 0, &SecretKey::from_seed([10; 32]), &mine).1).await).await;
         expect_closed(send(t.addr, &peer_open(0, 0, &replica_key(0), &mine).1).await).await;
         wait_count(&t.counters, NetReason::UnknownReplica, 2).await;
         assert!(open_peer(t.addr, 1, &replica_key(2)).await.is_none(), "signed with another replica's key");

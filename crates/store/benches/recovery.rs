@@ -10,8 +10,7 @@
 //! The transactions are key-value ones: replaying a SQL row also updates the row store and
 //! its indexes, so a SQL replica takes longer per row than this measures.
 
-use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp};
-use pistou_crypto::SecretKey;
+use pistou_core::{ClientId, ClusterBuilder, ClusterConfig, ReplicaId, ShardId, Timestamp};
 use pistou_store::{DurableLog, SyncMode};
 use pistou_txn::{LogEntry, ReplicaLog};
 use pistou_wire::{CommitCert, ReplicaSigned, ShardVotes, St1Vote, TxnMeta, Vote, WriteEntry};
@@ -23,14 +22,7 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 const BATCH: u64 = 10_000;
 
 fn config() -> Arc<ClusterConfig> {
-    let replicas = (0..6)
-        .map(|i| ReplicaConfig {
-            addr: format!("127.0.0.1:{}", 19_000 + i),
-            public_key: SecretKey::generate().public(),
-        })
-        .collect();
-    let clients = vec![ClientConfig { id: 1, public_key: SecretKey::generate().public() }];
-    Arc::new(ClusterConfig::new(1, vec![ShardConfig { replicas }], clients, false))
+    ClusterBuilder::new(1).crypto(false).build().config
 }
 
 fn committed(i: u64) -> LogEntry {

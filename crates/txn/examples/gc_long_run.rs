@@ -11,11 +11,9 @@
 //! `--no-gc` sets max_txn_age so large that the watermark never passes anything: the same
 //! run without garbage collection, for comparison.
 
-use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId};
-use pistou_crypto::SecretKey;
+use pistou_core::{ClientId, ClusterBuilder, SqlConfig};
 use pistou_txn::{Coordinator, CoordinatorEvent, GetStart, Replica};
 use pistou_wire::Decision;
-use std::sync::Arc;
 use std::time::Instant;
 
 struct Options {
@@ -37,7 +35,7 @@ fn parse() -> Result<Options, String> {
         match a.as_str() {
             "--txns" => o.txns = num("--txns")?,
             "--keys" => o.keys = num("--keys")?.max(2),
-            "--age-ms" => o.age_us = num("--age-ms")?.saturating_mul(1_000),
+            "--age-ms" => o.age_us = num("--age-ms")?.max(1).saturating_mul(1_000),
             "--step-us" => o.step_us = num("--step-us")?.max(1),
             "--crypto" => o.crypto = true,
             "--no-gc" => o.gc = false,
@@ -55,43 +53,27 @@ struct Cluster {
 
 impl Cluster {
     fn new(o: &Options) -> Result<Cluster, String> {
-        let keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 1; 32])).collect();
-        let client_keys: Vec<SecretKey> = (0..2).map(|i| SecretKey::from_seed([i as u8 + 100; 32])).collect();
-        let config = Arc::new(ClusterConfig {
-            f: 1,
-            delta_us: 100_000,
-            max_txn_age_us: if o.gc { o.age_us } else { u64::MAX / 4 },
-            crypto: o.crypto,
-            reply_batch: 8,
-            shards: vec![ShardConfig {
-                replicas: keys
-                    .iter()
-                    .enumerate()
-                    .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9900 + i), public_key: k.public() })
-                    .collect(),
-            }],
-            clients: client_keys
-                .iter()
-                .enumerate()
-                .map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() })
-                .collect(),
-            tables: Default::default(),
-            sql: Default::default(),
-            storage: Default::default(),
-        });
-        let copy = |k: &SecretKey| SecretKey::from_hex(&k.to_hex()).map_err(|e| e.to_string());
-        let mut replicas = Vec::new();
-        for (i, k) in keys.iter().enumerate() {
-            replicas.push(Replica::new(
-                config.clone(),
-                ReplicaId { shard: ShardId(0), index: i as u32 },
-                Some(copy(k)?),
-            )?);
-        }
-        let mut clients = Vec::new();
-        for (i, k) in client_keys.iter().enumerate() {
-            clients.push(Coordinator::new(config.clone(), ClientId(i as u64 + 1), Some(copy(k)?))?);
-        }
+        let max_txn_age_us = if o.gc { o.age_us } else { u64::MAX / 4 };
+        // A configuration keeps SQL versions at least as long as transactions may be prepared.
+        let gc_lag_us = SqlConfig::default().gc_lag_us.max(max_txn_age_us.saturating_add(1));
+        let cluster = ClusterBuilder::new(1)
+            .clients(2)
+            .crypto(o.crypto)
+            // Clock skew tolerance, below the age limit as a valid configuration requires.
+            .delta_us((max_txn_age_us / 5).min(100_000))
+            .max_txn_age_us(max_txn_age_us)
+            .reply_batch(8)
+            .sql(SqlConfig { gc_lag_us, ..SqlConfig::default() })
+            .build();
+        let config = cluster.config.clone();
+        let replicas = config
+            .all_replicas()
+            .map(|id| Replica::new(config.clone(), id, Some(cluster.replica_key(id))))
+            .collect::<Result<_, _>>()?;
+        let clients = (1..)
+            .zip(cluster.client_keys)
+            .map(|(id, k)| Coordinator::new(config.clone(), ClientId(id), Some(k)))
+            .collect::<Result<_, _>>()?;
         Ok(Cluster { replicas, clients, now: 1_000_000_000 })
     }
 

@@ -1,15 +1,12 @@
 //! Client-side rules of Basil §3–4, driving a real `Coordinator` with crafted replica replies.
 
-use pistou_core::{
-    ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp, TxnId,
-};
+use pistou_core::{ClientId, ClusterBuilder, ReplicaId, ShardId, Timestamp, TxnId};
 use pistou_crypto::{BatchSigner, SecretKey};
 use pistou_txn::{Coordinator, CoordinatorEvent, GetStart, RejectReason, TxnHandle};
 use pistou_wire::{
     CommitCert, CommittedRead, Decision, DecisionCert, Message, PreparedRead, ReadReply, ReplicaSigned, ShardVotes,
     Signable, St1Vote, St2Reply, TxnMeta, Vote, WriteEntry,
 };
-use std::sync::Arc;
 
 const NOW: u64 = 5_000_000;
 
@@ -19,27 +16,10 @@ struct Fx {
 }
 
 fn fx() -> Fx {
-    let keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 10; 32])).collect();
-    let client = SecretKey::from_seed([1; 32]);
-    let config = Arc::new(ClusterConfig {
-        f: 1,
-        delta_us: 100_000,
-        max_txn_age_us: 10_000_000,
-        crypto: true,
-        reply_batch: 4,
-        shards: vec![ShardConfig {
-            replicas: keys
-                .iter()
-                .enumerate()
-                .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9100 + i), public_key: k.public() })
-                .collect(),
-        }],
-        clients: vec![ClientConfig { id: 1, public_key: client.public() }],
-        tables: Default::default(),
-        sql: Default::default(),
-        storage: Default::default(),
-    });
-    let coord = Coordinator::new(config, ClientId(1), Some(client)).unwrap();
+    let cluster = ClusterBuilder::new(1).delta_us(100_000).max_txn_age_us(10_000_000).reply_batch(4).build();
+    let client = cluster.client_key(ClientId(1));
+    let coord = Coordinator::new(cluster.config, ClientId(1), Some(client)).unwrap();
+    let keys = cluster.replica_keys.into_iter().flatten().collect();
     Fx { keys, coord }
 }
 

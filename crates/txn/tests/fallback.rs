@@ -2,14 +2,13 @@
 //! decisions; InvokeFB moves them to view 1; they elect the leader of view 1 with ELECTFB; the
 //! leader's DECFB makes them all log its decision in view 1, enough for a V-CERT.
 
-use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp};
+use pistou_core::{ClientId, ClusterBuilder, ReplicaId, ShardId, Timestamp};
 use pistou_crypto::{BatchSigner, SecretKey};
 use pistou_txn::{sign_client, LogEntry, MemoryLog, Replica};
 use pistou_wire::{
     DecFb, Decision, InvokeFb, Message, ReplicaSigned, ShardVotes, Signable, St1Vote, St2, St2Reply, TxnMeta, Vote,
     WriteEntry,
 };
-use std::sync::Arc;
 
 const NOW: u64 = 1_000_000_000;
 
@@ -20,26 +19,10 @@ struct Net {
 }
 
 fn net() -> Net {
-    let keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 50; 32])).collect();
-    let client = SecretKey::from_seed([9; 32]);
-    let config = Arc::new(ClusterConfig {
-        f: 1,
-        delta_us: 100_000,
-        max_txn_age_us: 10_000_000,
-        crypto: true,
-        reply_batch: 8,
-        shards: vec![ShardConfig {
-            replicas: keys
-                .iter()
-                .enumerate()
-                .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9300 + i), public_key: k.public() })
-                .collect(),
-        }],
-        clients: vec![ClientConfig { id: 1, public_key: client.public() }],
-        tables: Default::default(),
-        sql: Default::default(),
-        storage: Default::default(),
-    });
+    let cluster = ClusterBuilder::new(1).delta_us(100_000).max_txn_age_us(10_000_000).reply_batch(8).build();
+    let client = cluster.client_key(ClientId(1));
+    let config = cluster.config;
+    let keys: Vec<SecretKey> = cluster.replica_keys.into_iter().flatten().collect();
     let replicas = (0..6)
         .map(|i| {
             let k = SecretKey::from_hex(&keys[i].to_hex()).unwrap();

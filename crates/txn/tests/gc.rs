@@ -2,7 +2,7 @@
 //! that what is gone cannot come back or be misused. One real `Replica` driven with crafted
 //! messages; the long runs drive real coordinators and replicas.
 
-use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp};
+use pistou_core::{ClientId, ClusterBuilder, ClusterConfig, ReplicaId, ShardId, SqlConfig, Timestamp};
 use pistou_crypto::{BatchSigner, SecretKey};
 use pistou_txn::{
     sign_client, Authenticator, Coordinator, CoordinatorEvent, Footprint, GetStart, RejectReason, Replica,
@@ -17,30 +17,16 @@ const NOW: u64 = 1_000_000_000;
 /// max_txn_age_us of the fixture.
 const AGE: u64 = 10_000_000;
 
-fn config(crypto: bool, max_txn_age_us: u64, replica_keys: &[SecretKey], clients: &[SecretKey]) -> Arc<ClusterConfig> {
-    Arc::new(ClusterConfig {
-        f: 1,
+/// One shard of six replicas with the age limit under test.
+fn builder(max_txn_age_us: u64) -> ClusterBuilder {
+    // A configuration keeps SQL versions at least as long as transactions may be prepared.
+    let gc_lag_us = SqlConfig::default().gc_lag_us.max(max_txn_age_us.saturating_add(1));
+    ClusterBuilder::new(1)
         // Clock skew tolerance, well below the age limit as in any sane configuration.
-        delta_us: (max_txn_age_us / 5).min(100_000),
-        max_txn_age_us,
-        crypto,
-        reply_batch: 4,
-        shards: vec![ShardConfig {
-            replicas: replica_keys
-                .iter()
-                .enumerate()
-                .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9600 + i), public_key: k.public() })
-                .collect(),
-        }],
-        clients: clients
-            .iter()
-            .enumerate()
-            .map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() })
-            .collect(),
-        tables: Default::default(),
-        sql: Default::default(),
-        storage: Default::default(),
-    })
+        .delta_us((max_txn_age_us / 5).min(100_000))
+        .max_txn_age_us(max_txn_age_us)
+        .reply_batch(4)
+        .sql(SqlConfig { gc_lag_us, ..SqlConfig::default() })
 }
 
 fn clone_key(k: &SecretKey) -> SecretKey {
@@ -60,10 +46,11 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
-    let replica_keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 40; 32])).collect();
-    let client_key = SecretKey::from_seed([98; 32]);
-    let config = config(true, AGE, &replica_keys, std::slice::from_ref(&client_key));
-    let replica = Replica::new(config.clone(), rid(0), Some(clone_key(&replica_keys[0]))).expect("replica");
+    let cluster = builder(AGE).build();
+    let replica = Replica::new(cluster.config.clone(), rid(0), Some(cluster.replica_key(rid(0)))).expect("replica");
+    let client_key = cluster.client_key(ClientId(1));
+    let config = cluster.config;
+    let replica_keys = cluster.replica_keys.into_iter().flatten().collect();
     Fixture { config, replica_keys, client_key, replica, now: NOW }
 }
 
@@ -297,9 +284,7 @@ struct Cluster {
 }
 
 fn cluster(max_txn_age_us: u64) -> Cluster {
-    let keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 150; 32])).collect();
-    let client_keys: Vec<SecretKey> = (1..=2).map(|i| SecretKey::from_seed([i as u8 + 220; 32])).collect();
-    let config = config(false, max_txn_age_us, &keys, &client_keys);
+    let config = builder(max_txn_age_us).crypto(false).clients(2).build().config;
     let replicas = (0..6).map(|i| Replica::new(config.clone(), rid(i), None).expect("replica")).collect();
     let clients = (1..=2).map(|i| Coordinator::new(config.clone(), ClientId(i), None).expect("coordinator")).collect();
     Cluster { replicas, clients, now: NOW }

@@ -1,9 +1,7 @@
 //! Unit tests for every line of MVTSO-Check (Basil Alg. 1) and for the replica's handling of
 //! reads, ST2 and writebacks, driving one real `Replica` with crafted messages.
 
-use pistou_core::{
-    ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, Timestamp, TxnId,
-};
+use pistou_core::{ClientId, ClusterBuilder, ClusterConfig, ReplicaId, ShardId, Timestamp, TxnId};
 use pistou_crypto::SecretKey;
 use pistou_txn::{sign_client, RejectReason, Replica};
 use pistou_wire::{
@@ -22,29 +20,13 @@ struct Fixture {
 }
 
 fn fixture(crypto: bool) -> Fixture {
-    let replica_keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 1; 32])).collect();
-    let client_key = SecretKey::from_seed([99; 32]);
-    let config = Arc::new(ClusterConfig {
-        f: 1,
-        delta_us: 100_000,
-        max_txn_age_us: 10_000_000,
-        crypto,
-        reply_batch: 4,
-        shards: vec![ShardConfig {
-            replicas: replica_keys
-                .iter()
-                .enumerate()
-                .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9000 + i), public_key: k.public() })
-                .collect(),
-        }],
-        clients: vec![ClientConfig { id: 1, public_key: client_key.public() }],
-        tables: Default::default(),
-        sql: Default::default(),
-        storage: Default::default(),
-    });
+    let cluster =
+        ClusterBuilder::new(1).crypto(crypto).delta_us(100_000).max_txn_age_us(10_000_000).reply_batch(4).build();
     let id = ReplicaId { shard: ShardId(0), index: 0 };
-    let replica = Replica::new(config.clone(), id, Some(replica_keys[0].clone_for_tests())).unwrap();
-    Fixture { config, replica_keys, client_key, replica }
+    let replica = Replica::new(cluster.config.clone(), id, Some(cluster.replica_key(id))).unwrap();
+    let client_key = cluster.client_key(ClientId(1));
+    let replica_keys = cluster.replica_keys.into_iter().flatten().collect();
+    Fixture { config: cluster.config, replica_keys, client_key, replica }
 }
 
 trait CloneKey {

@@ -3,9 +3,7 @@
 //! `TxnMeta`.
 
 use pistou_core::sql_keys::{catalog_key, key_kind, row_key, KeyKind};
-use pistou_core::{
-    ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, SqlConfig, Timestamp,
-};
+use pistou_core::{ClientId, ClusterBuilder, ClusterConfig, ReplicaId, ShardId, SqlConfig, Timestamp};
 use pistou_crypto::SecretKey;
 use pistou_sql::keycode::encode_key;
 use pistou_sql::EngineRules;
@@ -29,6 +27,8 @@ fn ts(t: u64) -> Timestamp {
 struct Fixture {
     keys: Vec<SecretKey>,
     client: SecretKey,
+    /// The key of client 2.
+    second_client: SecretKey,
     replica: Replica,
     /// Version of the catalog key (the CREATE TABLE transaction's timestamp).
     catalog: Timestamp,
@@ -39,11 +39,6 @@ struct Fixture {
     now: u64,
     /// `send` runs the range jobs its message made (false: they wait for the test).
     run_jobs: bool,
-}
-
-/// The key of client 2 (client 1's is the fixture's `client`).
-fn second_client() -> SecretKey {
-    SecretKey::from_seed([98; 32])
 }
 
 fn clone_key(k: &SecretKey) -> SecretKey {
@@ -62,31 +57,12 @@ fn fixture_with(sql: SqlConfig) -> Fixture {
 
 /// `fixture()` with `indexes` on table t.
 fn fixture_of(sql: SqlConfig, indexes: Vec<IndexSchema>) -> Fixture {
-    let keys: Vec<SecretKey> = (0..6).map(|i| SecretKey::from_seed([i as u8 + 1; 32])).collect();
-    let client = SecretKey::from_seed([99; 32]);
-    let config = Arc::new(ClusterConfig {
-        f: 1,
-        delta_us: 100_000,
-        max_txn_age_us: 10_000_000,
-        crypto: true,
-        reply_batch: 4,
-        shards: vec![ShardConfig {
-            replicas: keys
-                .iter()
-                .enumerate()
-                .map(|(i, k)| ReplicaConfig { addr: format!("127.0.0.1:{}", 9000 + i), public_key: k.public() })
-                .collect(),
-        }],
-        clients: vec![
-            ClientConfig { id: 1, public_key: client.public() },
-            ClientConfig { id: 2, public_key: second_client().public() },
-        ],
-        tables: Default::default(),
-        sql,
-        storage: Default::default(),
-    });
-    let replica = Replica::new(config.clone(), ReplicaId { shard: ShardId(0), index: 0 }, Some(clone_key(&keys[0])))
-        .expect("replica");
+    let cluster =
+        ClusterBuilder::new(1).clients(2).delta_us(100_000).max_txn_age_us(10_000_000).reply_batch(4).sql(sql).build();
+    let replica = Replica::new(cluster.config.clone(), rid(0), Some(cluster.replica_key(rid(0)))).expect("replica");
+    let [client, second_client] = [1, 2].map(|id| cluster.client_key(ClientId(id)));
+    let config = cluster.config;
+    let keys = cluster.replica_keys.into_iter().flatten().collect();
     let placeholder = TxnMeta {
         ts: ts(1),
         read_set: vec![],
@@ -96,7 +72,17 @@ fn fixture_of(sql: SqlConfig, indexes: Vec<IndexSchema>) -> Fixture {
         late: false,
         shards: vec![],
     };
-    let mut fx = Fixture { keys, client, replica, catalog: ts(1), config, ddl: placeholder, now: NOW, run_jobs: true };
+    let mut fx = Fixture {
+        keys,
+        client,
+        second_client,
+        replica,
+        catalog: ts(1),
+        config,
+        ddl: placeholder,
+        now: NOW,
+        run_jobs: true,
+    };
     let col = |name: &str| int_column(name, None);
     let schema = TableSchema {
         name: "t".into(),
@@ -1294,8 +1280,8 @@ impl Fixture {
             random_seed: [0; 32],
             lastval: None,
         };
-        let key = if client == 1 { clone_key(&self.client) } else { second_client() };
-        Message::RangeRead(Arc::new(sign_client(ClientId(client), Some(&key), req)))
+        let key = if client == 1 { &self.client } else { &self.second_client };
+        Message::RangeRead(Arc::new(sign_client(ClientId(client), Some(key), req)))
     }
 
     /// Delivers `msg` from connection `peer` without running range jobs (they stay queued,

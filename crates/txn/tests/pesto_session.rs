@@ -2,7 +2,7 @@
 //! real `Replica`s per shard (f = 1; one shard unless a test asks for more), messages
 //! delivered in order in-process.
 
-use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, SqlConfig};
+use pistou_core::{ClientId, ClusterBuilder, ClusterConfig, ReplicaId, ShardId, SqlConfig};
 use pistou_crypto::{BatchSigner, SecretKey};
 use pistou_sql::{SqlState, Value};
 use pistou_txn::{Coordinator, CoordinatorEvent, MemoryLog, RejectReason, Replica, SqlOutput, TxnHandle};
@@ -42,50 +42,25 @@ fn cluster(clients: u64) -> Cluster {
 
 /// `shards` shards of six replicas; `tables` places tables on shards.
 fn cluster_with(clients: u64, shards: usize, tables: &[(&str, u32)]) -> Cluster {
-    let keys: Vec<SecretKey> = (0..6 * shards).map(|i| SecretKey::from_seed([i as u8 + 70; 32])).collect();
-    let client_keys: Vec<SecretKey> = (1..=clients).map(|i| SecretKey::from_seed([i as u8 + 200; 32])).collect();
-    let config = Arc::new(ClusterConfig {
-        f: 1,
-        delta_us: 100_000,
-        max_txn_age_us: 10_000_000,
-        crypto: true,
-        reply_batch: 8,
-        shards: keys
-            .chunks(6)
-            .enumerate()
-            .map(|(s, shard_keys)| ShardConfig {
-                replicas: shard_keys
-                    .iter()
-                    .enumerate()
-                    .map(|(i, k)| ReplicaConfig {
-                        addr: format!("127.0.0.1:{}", 9400 + 10 * s + i),
-                        public_key: k.public(),
-                    })
-                    .collect(),
-            })
-            .collect(),
-        clients: client_keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| ClientConfig { id: i as u64 + 1, public_key: k.public() })
-            .collect(),
-        tables: tables.iter().map(|(t, s)| (t.to_string(), *s)).collect(),
-        sql: SqlConfig::default(),
-        storage: Default::default(),
-    });
-    let replicas = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| {
-            let id = ReplicaId { shard: ShardId((i / 6) as u32), index: (i % 6) as u32 };
-            Replica::new(config.clone(), id, Some(clone_key(k))).expect("replica")
-        })
+    let built = ClusterBuilder::new(1)
+        .shards(shards)
+        .clients(clients)
+        .delta_us(100_000)
+        .max_txn_age_us(10_000_000)
+        .reply_batch(8)
+        .tables(tables.iter().copied())
+        .build();
+    let config = built.config.clone();
+    // In `all_replicas` order, which is `slot` order.
+    let replicas = config
+        .all_replicas()
+        .map(|id| Replica::new(config.clone(), id, Some(built.replica_key(id))).expect("replica"))
         .collect();
-    let clients = client_keys
-        .into_iter()
-        .enumerate()
-        .map(|(i, k)| Coordinator::new(config.clone(), ClientId(i as u64 + 1), Some(k)).expect("coordinator"))
+    let clients = (1..)
+        .zip(built.client_keys)
+        .map(|(id, k)| Coordinator::new(config.clone(), ClientId(id), Some(k)).expect("coordinator"))
         .collect();
+    let keys = built.replica_keys.into_iter().flatten().collect();
     Cluster {
         config,
         keys,

@@ -3,12 +3,10 @@
 #![allow(dead_code)]
 
 use pistou_client::{Client, ClientOptions};
-use pistou_core::{ClientConfig, ClientId, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, SqlConfig};
-use pistou_crypto::SecretKey;
+use pistou_core::{ClientId, ClusterBuilder, SqlConfig};
 use pistou_gateway::{serve, GatewayConfig};
 use pistou_node::{NodeOptions, ReplicaServer};
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -53,39 +51,16 @@ pub async fn start(config: GatewayConfig) -> Harness {
 
 /// [`start`], with the cluster's SQL settings.
 pub async fn start_with_sql(config: GatewayConfig, sql: SqlConfig) -> Harness {
-    let f = 1;
-    let n = 5 * f + 1;
     let mut listeners = Vec::new();
-    let mut replicas = Vec::new();
-    let mut keys = Vec::new();
-    for i in 0..n {
-        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind replica");
-        let key = SecretKey::generate();
-        replicas.push(ReplicaConfig { addr: l.local_addr().expect("addr").to_string(), public_key: key.public() });
-        listeners.push((ReplicaId { shard: ShardId(0), index: i as u32 }, l));
-        keys.push(key);
+    for _ in 0..6 {
+        listeners.push(TcpListener::bind("127.0.0.1:0").await.expect("bind replica"));
     }
-    let client_key = SecretKey::generate();
-    let other_key = SecretKey::generate();
-    let cluster = ClusterConfig {
-        f,
-        delta_us: 200_000,
-        max_txn_age_us: 60_000_000,
-        crypto: true,
-        reply_batch: 16,
-        shards: vec![ShardConfig { replicas }],
-        clients: vec![
-            ClientConfig { id: 1, public_key: client_key.public() },
-            ClientConfig { id: 2, public_key: other_key.public() },
-        ],
-        tables: Default::default(),
-        sql,
-        storage: Default::default(),
-    };
-    cluster.validate().expect("valid cluster config");
-    let cluster = Arc::new(cluster);
+    let addrs = listeners.iter().map(|l| l.local_addr().expect("replica addr"));
+    let built = ClusterBuilder::new(1).clients(2).sql(sql).replica_addrs(addrs).random_keys().build();
+    let cluster = built.config.clone();
     let (stop_cluster, _) = watch::channel(false);
-    for ((id, l), key) in listeners.into_iter().zip(keys) {
+    for (id, l) in cluster.all_replicas().zip(listeners) {
+        let key = built.replica_key(id);
         let server =
             ReplicaServer::with_listener(l, cluster.clone(), id, Some(key), NodeOptions::default()).expect("replica");
         let mut rx = stop_cluster.subscribe();
@@ -93,6 +68,7 @@ pub async fn start_with_sql(config: GatewayConfig, sql: SqlConfig) -> Harness {
             let _ = rx.wait_for(|s| *s).await;
         }));
     }
+    let [client_key, other_key] = [1, 2].map(|id| built.client_key(ClientId(id)));
     let options = ClientOptions { op_timeout: Duration::from_secs(20), ..ClientOptions::default() };
     let other = Client::connect_with(cluster.clone(), ClientId(2), Some(other_key), options.clone())
         .await
