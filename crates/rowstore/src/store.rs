@@ -75,7 +75,10 @@ impl RowStore {
             | CatalogChange::CreateView(_)
             | CatalogChange::DropView { .. } => {}
             CatalogChange::CreateTable(schema) => {
-                let schema = after.table(&schema.name).cloned().unwrap_or_else(|| Arc::new(schema.clone()));
+                // The schema as the catalog applied it: the change's own `stored_as` comes from
+                // the client and must never name where rows go. Absent: a later change of the
+                // same statement dropped it again, and there is nothing to store.
+                let Some(schema) = after.table(&schema.name).cloned() else { return };
                 let storage = schema.storage_name().to_string();
                 self.drop_table(&storage);
                 self.tables.insert(storage, Arc::new(Table::new(schema)));

@@ -223,6 +223,25 @@ fn table_version_counts_only_visible_writes_and_forgets_aborted_ones() {
     assert_eq!(store.table_version(table(&catalog, "u"), &committed), None);
 }
 
+/// A client's CREATE TABLE may carry any `stored_as`; the store takes where rows go from the
+/// catalog, never from the change, even when the same statement drops the table again (so the
+/// catalog after it has no such table): another table's rows stay.
+#[test]
+fn a_storage_name_claimed_by_a_change_never_drops_another_tables_rows() {
+    let (mut catalog, mut store) = setup();
+    commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
+    let claim =
+        pistou_sql::TableSchema { name: "x".into(), stored_as: Some("t".into()), ..table(&catalog, "u").clone() };
+    let change =
+        CatalogChange::Several(vec![CatalogChange::CreateTable(claim), CatalogChange::DropTable { table: "x".into() }]);
+    let before = catalog.clone();
+    catalog.apply(&change, &EngineRules).expect("create and drop x");
+    store.apply_catalog_change(&before, &catalog, &change);
+    let t = table(&catalog, "t").clone();
+    assert_eq!(store.scan(&t, &KeyRange::all(), &latest(99), 9).expect("scan").len(), 1, "t's row is still there");
+    store.verify_invariants().expect("invariants");
+}
+
 #[test]
 fn catalog_changes_are_mirrored() {
     let (mut catalog, mut store) = setup();

@@ -358,11 +358,14 @@ impl MemStore {
             // Views and sequences hold no rows here.
             CreateSequence(_) | DropSequence { .. } | CreateView(_) | DropView { .. } => {}
             CreateTable(schema) => {
+                // Stored where the catalog put it; absent, a later change of the statement
+                // dropped it again (and its name may be another table's storage name).
+                let Some(storage) = stored(&schema.name) else { return };
                 let mut table = MemTable::default();
                 for index in &schema.indexes {
                     table.indexes.insert(index.name.clone(), BTreeMap::new());
                 }
-                self.tables.insert(stored(&schema.name).unwrap_or_else(|| schema.name.clone()), table);
+                self.tables.insert(storage, table);
             }
             DropTable { table } => {
                 let storage = before.table(table).map_or(table.as_str(), |t| t.storage_name());
