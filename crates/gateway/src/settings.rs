@@ -24,9 +24,16 @@ enum Rule {
     /// A duration in milliseconds (a number with an optional unit: `us`, `ms`, `s`, `min`,
     /// `h`, `d`), 0 to 2^31-1 ms, shown in the largest unit that divides it, as PostgreSQL.
     Millis,
+    /// A boolean, shown as `on` / `off` whatever spelling SET used.
+    Bool,
     /// Read-only: SET fails.
     ReadOnly,
 }
+
+/// PostgreSQL's planner method settings. Pistou's plans depend only on the statement and the
+/// schema, the same at every replica (docs/sql.md, "Planning and determinism"), so these are
+/// remembered and shown but change no plan; in PostgreSQL too they change no result.
+const PLANNER: &str = "Planner method setting: remembered; Pistou's plans do not depend on it";
 
 /// (name, default, rule, description)
 const KNOWN: &[(&str, &str, Rule, &str)] = &[
@@ -97,6 +104,27 @@ const KNOWN: &[(&str, &str, Rule, &str)] = &[
         Rule::OneOf(&["debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error"]),
         "Least severe notice sent to the client",
     ),
+    ("enable_async_append", "on", Rule::Bool, PLANNER),
+    ("enable_bitmapscan", "on", Rule::Bool, PLANNER),
+    ("enable_gathermerge", "on", Rule::Bool, PLANNER),
+    ("enable_hashagg", "on", Rule::Bool, PLANNER),
+    ("enable_hashjoin", "on", Rule::Bool, PLANNER),
+    ("enable_incremental_sort", "on", Rule::Bool, PLANNER),
+    ("enable_indexonlyscan", "on", Rule::Bool, PLANNER),
+    ("enable_indexscan", "on", Rule::Bool, PLANNER),
+    ("enable_material", "on", Rule::Bool, PLANNER),
+    ("enable_memoize", "on", Rule::Bool, PLANNER),
+    ("enable_mergejoin", "on", Rule::Bool, PLANNER),
+    ("enable_nestloop", "on", Rule::Bool, PLANNER),
+    ("enable_parallel_append", "on", Rule::Bool, PLANNER),
+    ("enable_parallel_hash", "on", Rule::Bool, PLANNER),
+    ("enable_partition_pruning", "on", Rule::Bool, PLANNER),
+    ("enable_partitionwise_aggregate", "off", Rule::Bool, PLANNER),
+    ("enable_partitionwise_join", "off", Rule::Bool, PLANNER),
+    ("enable_presorted_aggregate", "on", Rule::Bool, PLANNER),
+    ("enable_seqscan", "on", Rule::Bool, PLANNER),
+    ("enable_sort", "on", Rule::Bool, PLANNER),
+    ("enable_tidscan", "on", Rule::Bool, PLANNER),
     ("server_version", SERVER_VERSION, Rule::ReadOnly, "Server version"),
     ("server_version_num", "160000", Rule::ReadOnly, "Server version as a number"),
     ("server_encoding", "UTF8", Rule::ReadOnly, "Server character set"),
@@ -188,8 +216,11 @@ impl Settings {
         if let Rule::Millis = rule {
             return Ok((canonical.to_string(), Some(format_millis(parse_millis(name, value)?))));
         }
+        if let Rule::Bool = rule {
+            return Ok((canonical.to_string(), Some(parse_bool(name, value)?.to_string())));
+        }
         let ok = match rule {
-            Rule::Any | Rule::Millis => true,
+            Rule::Any | Rule::Millis | Rule::Bool => true,
             Rule::OneOf(allowed) => allowed.contains(&squash(value).as_str()),
             Rule::Int(lo, hi) => value.trim().parse::<i64>().is_ok_and(|n| (*lo..=*hi).contains(&n)),
             Rule::ReadOnly => {
@@ -245,6 +276,20 @@ impl Settings {
     /// SHOW ALL: (name, setting, description) of every known parameter.
     pub fn all(&self) -> Vec<(String, String, String)> {
         KNOWN.iter().map(|(n, _, _, d)| (n.to_string(), self.get(n).unwrap_or_default(), d.to_string())).collect()
+    }
+}
+
+/// A boolean setting as PostgreSQL reads it (`parse_bool`): on, off, true, false, yes, no,
+/// 1, 0, or an unambiguous prefix of a word (`t`, `of`); shown as `on` or `off`.
+fn parse_bool(name: &str, value: &str) -> Result<&'static str, SqlError> {
+    let v = value.trim().to_ascii_lowercase();
+    let is_prefix = |word: &str, min: usize| v.len() >= min && word.starts_with(v.as_str());
+    if is_prefix("true", 1) || is_prefix("yes", 1) || is_prefix("on", 2) || v == "1" {
+        Ok("on")
+    } else if is_prefix("false", 1) || is_prefix("no", 1) || is_prefix("off", 2) || v == "0" {
+        Ok("off")
+    } else {
+        Err(error(SqlState::InvalidParameterValue, format!("parameter \"{name}\" requires a Boolean value")))
     }
 }
 
@@ -312,6 +357,24 @@ mod tests {
         assert!(s.set("server_version", Some("1")).is_err());
         s.set("application_name", None).unwrap();
         assert_eq!(s.get("application_name").unwrap(), "");
+    }
+
+    #[test]
+    fn planner_settings_are_booleans_shown_as_on_or_off() {
+        let mut s = Settings::default();
+        assert_eq!(s.get("enable_seqscan").unwrap(), "on");
+        assert_eq!(s.get("enable_partitionwise_join").unwrap(), "off");
+        for (given, shown) in [("false", "off"), ("YES", "on"), ("of", "off"), (" 1 ", "on"), ("n", "off"), ("t", "on")] {
+            s.set("enable_seqscan", Some(given)).unwrap();
+            assert_eq!(s.get("enable_seqscan").unwrap(), shown, "{given}");
+        }
+        for bad in ["o", "", "2", "offf", "maybe"] {
+            let e = s.set("enable_hashjoin", Some(bad)).unwrap_err();
+            assert_eq!(e.state, SqlState::InvalidParameterValue, "{bad}");
+            assert_eq!(e.message, "parameter \"enable_hashjoin\" requires a Boolean value");
+        }
+        s.set("enable_seqscan", None).unwrap();
+        assert_eq!(s.get("enable_seqscan").unwrap(), "on");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::storage::{ReadAt, Storage, WriteSet};
 use crate::types::{Row, SqlType, TypeLimits, Value};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
@@ -341,6 +342,49 @@ impl Default for Engine {
     }
 }
 
+/// PostgreSQL reads `TRIM([BOTH | LEADING | TRAILING] FROM s)` as trimming spaces; sqlparser
+/// wants the characters before FROM. The tokens of `sql` with `' '` put there, or None if
+/// `sql` has no such TRIM (only tried on text that did not parse).
+fn trim_from_tokens(dialect: &PostgreSqlDialect, sql: &str) -> Option<Vec<TokenWithSpan>> {
+    use sqlparser::keywords::Keyword;
+    let tokens = Tokenizer::new(dialect, sql).tokenize_with_location().ok()?;
+    let keyword = |t: &Token| match t {
+        Token::Word(w) => Some(w.keyword),
+        _ => None,
+    };
+    let mut out = Vec::with_capacity(tokens.len() + 1);
+    // The significant tokens since the last `TRIM (`: None outside one.
+    let mut after_trim: Option<usize> = None;
+    let mut previous: Option<Keyword> = None;
+    let mut changed = false;
+    for t in tokens {
+        if matches!(t.token, Token::Whitespace(_)) {
+            out.push(t);
+            continue;
+        }
+        let word = keyword(&t.token);
+        if word == Some(Keyword::FROM) {
+            let bare = match after_trim {
+                Some(0) => true,
+                Some(1) => matches!(previous, Some(Keyword::BOTH | Keyword::LEADING | Keyword::TRAILING)),
+                _ => false,
+            };
+            if bare {
+                out.push(TokenWithSpan::wrap(Token::SingleQuotedString(" ".into())));
+                changed = true;
+            }
+        }
+        after_trim = match (&t.token, previous, after_trim) {
+            (Token::LParen, Some(Keyword::TRIM), _) => Some(0),
+            (_, _, Some(n)) => Some(n + 1),
+            _ => None,
+        };
+        previous = word;
+        out.push(t);
+    }
+    changed.then_some(out)
+}
+
 fn parse_error(e: ParserError) -> SqlError {
     match e {
         ParserError::RecursionLimitExceeded => {
@@ -445,7 +489,15 @@ impl Engine {
                     })
                     .map_err(parse_error)?
             }
-            other => other.map_err(parse_error)?,
+            Err(e) => match trim_from_tokens(&dialect, sql) {
+                Some(tokens) => Parser::new(&dialect)
+                    .with_recursion_limit(self.limits.max_depth)
+                    .with_tokens_with_locations(tokens)
+                    .parse_statements()
+                    .map_err(parse_error)?,
+                None => return Err(parse_error(e)),
+            },
+            Ok(statements) => statements,
         };
         let statement = match statements.as_slice() {
             [one] => one,

@@ -489,7 +489,22 @@ fn call(func: Func, args: &[Value]) -> Result<Value> {
             Value::Float(f) => Value::Float(if func == Func::Floor { f.floor() } else { f.ceil() }),
             _ => return err(SqlState::UndefinedFunction, format!("function {} expects a number", func.name())),
         },
-        Func::Trim => Value::Text(text_arg(first, func)?.trim_matches(' ').to_string()),
+        Func::Trim | Func::Ltrim | Func::Rtrim => {
+            let s = text_arg(first, func)?;
+            let set: Vec<char> = match args.get(1) {
+                Some(chars) => text_arg(chars, func)?.chars().collect(),
+                None => vec![' '],
+            };
+            let strip = |c: char| set.contains(&c);
+            Value::Text(
+                match func {
+                    Func::Ltrim => s.trim_start_matches(strip),
+                    Func::Rtrim => s.trim_end_matches(strip),
+                    _ => s.trim_matches(strip),
+                }
+                .to_string(),
+            )
+        }
         Func::Replace => {
             let from = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
             let to = text_arg(args.get(2).unwrap_or(&Value::Null), func)?;

@@ -612,9 +612,15 @@ pub(crate) fn expr_type_in(
         }
         Expr::Cast { ty: t, .. } => Some(*t),
         Expr::Call { func, args } => match func {
-            Func::Lower | Func::Upper | Func::Substr | Func::Trim | Func::Replace | Func::Concat | Func::Float4Text => {
-                Some(SqlType::Text)
-            }
+            Func::Lower
+            | Func::Upper
+            | Func::Substr
+            | Func::Trim
+            | Func::Ltrim
+            | Func::Rtrim
+            | Func::Replace
+            | Func::Concat
+            | Func::Float4Text => Some(SqlType::Text),
             Func::Length | Func::Position => Some(SqlType::Int4),
             Func::Abs | Func::Round | Func::NullIf | Func::Floor | Func::Ceil => args.first().and_then(ty),
             Func::Coalesce | Func::Greatest | Func::Least => unify_all(args.iter(), &ty),
@@ -701,7 +707,8 @@ pub(crate) fn infer_param_types(
         Expr::Call { func, args } => {
             for (i, arg) in args.iter().enumerate() {
                 let t = match (func, i) {
-                    (Func::Lower | Func::Upper | Func::Length | Func::Substr | Func::Trim, 0) => Some(SqlType::Text),
+                    (Func::Lower | Func::Upper | Func::Length | Func::Substr, 0) => Some(SqlType::Text),
+                    (Func::Trim | Func::Ltrim | Func::Rtrim, _) => Some(SqlType::Text),
                     (
                         Func::Replace
                         | Func::Position

@@ -129,6 +129,10 @@ pub enum Func {
     SetVal,
     /// `lastval()`: the session's last value drawn (or set) from any sequence.
     LastVal,
+    /// `ltrim(text[, characters])` and `TRIM(LEADING …)`; `Trim` is btrim, both ends.
+    Ltrim,
+    /// `rtrim(text[, characters])` and `TRIM(TRAILING …)`.
+    Rtrim,
 }
 
 impl Func {
@@ -145,6 +149,8 @@ impl Func {
             "floor" => Func::Floor,
             "ceil" | "ceiling" => Func::Ceil,
             "trim" | "btrim" => Func::Trim,
+            "ltrim" => Func::Ltrim,
+            "rtrim" => Func::Rtrim,
             "replace" => Func::Replace,
             "concat" => Func::Concat,
             "greatest" => Func::Greatest,
@@ -206,6 +212,8 @@ impl Func {
             Func::ToChar => "to_char",
             Func::SetVal => "setval",
             Func::LastVal => "lastval",
+            Func::Ltrim => "ltrim",
+            Func::Rtrim => "rtrim",
         }
     }
 
@@ -221,6 +229,7 @@ impl Func {
             Func::ArrayCat => (3, 3),
             Func::ArrayHas => (2, 2),
             Func::Substr => (2, 3),
+            Func::Trim | Func::Ltrim | Func::Rtrim => (1, 2),
             Func::Round => (1, 2),
             Func::Now | Func::CurrentDate | Func::LocalTimestamp | Func::GenRandomUuid => (0, 0),
             Func::Jsonb(f) => f.arity(),

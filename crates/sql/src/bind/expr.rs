@@ -626,8 +626,24 @@ impl Binder<'_> {
             }
             E::Function(f) => self.function(f, scope, mode)?,
             E::Array(array) => self.array_constructor(&array.elem, scope, mode)?,
-            E::Trim { expr, trim_where: None, trim_what: None, trim_characters: None } => {
-                Expr::Call { func: Func::Trim, args: vec![self.expr(expr, scope, mode)?] }
+            // TRIM([BOTH | LEADING | TRAILING] [characters] FROM text), and TRIM(text, characters).
+            E::Trim { expr, trim_where, trim_what, trim_characters } => {
+                let func = match trim_where {
+                    None | Some(sql::TrimWhereField::Both) => Func::Trim,
+                    Some(sql::TrimWhereField::Leading) => Func::Ltrim,
+                    Some(sql::TrimWhereField::Trailing) => Func::Rtrim,
+                };
+                let characters = match (trim_what, trim_characters.as_deref()) {
+                    (Some(what), None) => Some(&**what),
+                    (None, Some([one])) => Some(one),
+                    (None, None) => None,
+                    _ => return unsupported("TRIM with several character lists"),
+                };
+                let mut args = vec![self.expr(expr, scope, mode)?];
+                if let Some(characters) = characters {
+                    args.push(self.expr(characters, scope, mode)?);
+                }
+                Expr::Call { func, args }
             }
             E::Extract { field, syntax: sql::ExtractSyntax::From, expr } => {
                 let value = self.expr(expr, scope, mode)?;

@@ -215,10 +215,10 @@ impl Binder<'_> {
         if o.with_fill.is_some() {
             return unsupported("WITH FILL");
         }
-        let desc = match o.options.sort {
+        let desc = match &o.options.sort {
             None | Some(sql::OrderBySort::Asc) => false,
             Some(sql::OrderBySort::Desc) => true,
-            Some(_) => return unsupported("ORDER BY USING"),
+            Some(sql::OrderBySort::Using(op)) => using_is_descending(op)?,
         };
         // PostgreSQL: NULLs sort as larger than any value.
         Ok((desc, o.options.nulls_first.unwrap_or(desc)))
@@ -1181,4 +1181,24 @@ fn star_after_usings(items: &[FromItem], scope: &Scope, usings: &BTreeMap<usize,
         }
     }
     star
+}
+
+/// `ORDER BY x USING op`: as in PostgreSQL, `<` (or `OPERATOR(pg_catalog.<)`) sorts
+/// ascending and `>` descending, the less-than and greater-than members of the type's btree
+/// ordering, the only ordering every Pistou type has; any other operator is 42809.
+fn using_is_descending(op: &sql::ObjectName) -> Result<bool> {
+    let parts: Vec<String> = op.0.iter().map(|p| p.to_string()).collect();
+    let name = match parts.as_slice() {
+        [name] => name.as_str(),
+        [schema, name] if schema.eq_ignore_ascii_case("pg_catalog") => name.as_str(),
+        _ => "",
+    };
+    match name {
+        "<" => Ok(false),
+        ">" => Ok(true),
+        _ => err(
+            SqlState::WrongObjectType,
+            format!("operator {} is not a valid ordering operator", parts.join(".")),
+        ),
+    }
 }
