@@ -364,7 +364,8 @@ mod tests {
         let mut s = Settings::default();
         assert_eq!(s.get("enable_seqscan").unwrap(), "on");
         assert_eq!(s.get("enable_partitionwise_join").unwrap(), "off");
-        for (given, shown) in [("false", "off"), ("YES", "on"), ("of", "off"), (" 1 ", "on"), ("n", "off"), ("t", "on")] {
+        for (given, shown) in [("false", "off"), ("YES", "on"), ("of", "off"), (" 1 ", "on"), ("n", "off"), ("t", "on")]
+        {
             s.set("enable_seqscan", Some(given)).unwrap();
             assert_eq!(s.get("enable_seqscan").unwrap(), shown, "{given}");
         }

@@ -403,7 +403,12 @@ fn apply_action(catalog: &mut Catalog, table: &str, action: &AlterAction) -> Res
                     "a UNIQUE constraint is over distinct columns of the table",
                 );
             }
-            t.indexes.push(IndexSchema { name: name.clone(), columns: columns.clone(), unique: true });
+            t.indexes.push(IndexSchema {
+                name: name.clone(),
+                columns: columns.clone(),
+                unique: true,
+                orders: Vec::new(),
+            });
             t.constraints.unique.push(name.clone());
         }
         AlterAction::DropConstraint { name } => {

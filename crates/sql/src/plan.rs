@@ -1094,8 +1094,8 @@ mod tests {
             columns: vec![col("a"), col("b"), col("c"), col("d")],
             primary_key: vec![0, 1],
             indexes: vec![
-                IndexSchema { name: "t_c".into(), columns: vec![2], unique: false },
-                IndexSchema { name: "t_cd".into(), columns: vec![2, 3], unique: true },
+                IndexSchema { name: "t_c".into(), columns: vec![2], unique: false, orders: Vec::new() },
+                IndexSchema { name: "t_cd".into(), columns: vec![2, 3], unique: true, orders: Vec::new() },
             ],
             constraints: Default::default(),
             stored_as: None,

@@ -230,6 +230,26 @@ pub struct IndexObject {
     pub primary: bool,
     /// The constraint this index backs (primary key or UNIQUE), with its OID.
     pub constraint: Option<i64>,
+    /// Declared column orders (`IndexSchema::orders`; empty: all ASC NULLS LAST).
+    pub orders: Vec<crate::catalog::IndexOrder>,
+}
+
+impl IndexObject {
+    /// PostgreSQL's `indoption` bits of the `i`-th column: 1 DESC, 2 NULLS FIRST.
+    fn option(&self, i: usize) -> i64 {
+        self.orders.get(i).map_or(0, |o| i64::from(o.descending) | (i64::from(o.nulls_first) << 1))
+    }
+
+    /// The column's order as `pg_get_indexdef` prints it: only what differs from the default
+    /// of ASC (NULLS LAST) or DESC (NULLS FIRST).
+    fn order_text(&self, i: usize) -> &'static str {
+        match self.orders.get(i).map(|o| (o.descending, o.nulls_first)) {
+            None | Some((false, false)) => "",
+            Some((false, true)) => " NULLS FIRST",
+            Some((true, true)) => " DESC",
+            Some((true, false)) => " DESC NULLS LAST",
+        }
+    }
 }
 
 /// A user table with its OID and indexes.
@@ -286,6 +306,7 @@ impl Objects {
                     unique: true,
                     primary: true,
                     constraint: Some(take()),
+                    orders: Vec::new(),
                 });
             }
             for ix in &t.indexes {
@@ -299,6 +320,7 @@ impl Objects {
                     unique: ix.unique,
                     primary,
                     constraint,
+                    orders: ix.orders.clone(),
                 });
             }
             let checks = t.constraints.checks.iter().map(|c| (take(), c.clone())).collect();
@@ -344,7 +366,11 @@ impl Objects {
                     if ix.unique { "UNIQUE " } else { "" },
                     quote_ident(&ix.name),
                     quote_ident(&t.schema.name),
-                    cols.iter().map(|c| quote_ident(c)).collect::<Vec<_>>().join(", ")
+                    cols.iter()
+                        .enumerate()
+                        .map(|(i, c)| format!("{}{}", quote_ident(c), ix.order_text(i)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 );
                 out.push((ix.oid, def, cols));
             }
@@ -1342,7 +1368,7 @@ fn pg_index(o: &Objects) -> Relation {
                 vector_text(ix.columns.iter().map(|&c| c as i64 + 1)),
                 vector_text(collations),
                 vector_text(ix.columns.iter().map(|&c| t.schema.columns.get(c).map_or(0, |col| opclass_of(col.ty)))),
-                vector_text(ix.columns.iter().map(|_| 0)),
+                vector_text((0..ix.columns.len()).map(|i| ix.option(i))),
                 NULL,
                 NULL,
             ]);

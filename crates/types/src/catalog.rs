@@ -79,6 +79,19 @@ pub struct IndexSchema {
     /// Positions of the indexed columns in the table row.
     pub columns: Vec<usize>,
     pub unique: bool,
+    /// Each column's declared order (`CREATE INDEX … (c DESC NULLS FIRST)`, PostgreSQL's
+    /// `indoption`); empty when all are ASC NULLS LAST. Only the catalog shows it: entries
+    /// are kept in key-encoding order whatever is declared. In PostgreSQL too an index's
+    /// order changes which plans are possible, never a result (docs/sql.md, "Primary-key and
+    /// index encoding").
+    pub orders: Vec<IndexOrder>,
+}
+
+/// The declared order of an index column.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexOrder {
+    pub descending: bool,
+    pub nulls_first: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -390,6 +403,7 @@ impl Catalog {
                 let Some(schema) = self.tables.get_mut(table) else {
                     return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
                 };
+                check_index_columns(schema, index)?;
                 Arc::make_mut(schema).indexes.push(index.clone());
             }
             CatalogChange::AddColumn { table, column } => {
@@ -590,6 +604,28 @@ impl Catalog {
     }
 }
 
+/// Most columns in an index (PostgreSQL's INDEX_MAX_KEYS).
+pub const MAX_INDEX_COLUMNS: usize = 32;
+
+/// A new index's columns, as a change from a client (possibly Byzantine) gives them: at
+/// least one and at most [`MAX_INDEX_COLUMNS`] distinct visible columns of the table, and no
+/// orders or one per column.
+fn check_index_columns(table: &TableSchema, index: &IndexSchema) -> Result<()> {
+    let distinct: std::collections::BTreeSet<&usize> = index.columns.iter().collect();
+    if index.columns.is_empty()
+        || index.columns.len() > MAX_INDEX_COLUMNS
+        || distinct.len() != index.columns.len()
+        || index.columns.iter().any(|c| table.columns.get(*c).is_none_or(Column::is_hidden))
+        || !(index.orders.is_empty() || index.orders.len() == index.columns.len())
+    {
+        return err(
+            SqlState::InvalidTableDefinition,
+            format!("index \"{}\" must name 1 to {MAX_INDEX_COLUMNS} distinct visible columns", index.name),
+        );
+    }
+    Ok(())
+}
+
 /// Longest table name, in bytes: its storage name, with NUL and up to 20 digits of its id,
 /// must fit in a row key (`pistou_core::sql_keys::MAX_TABLE_NAME`).
 pub const MAX_TABLE_NAME: usize = pistou_core::sql_keys::MAX_TABLE_NAME - 21;
@@ -680,6 +716,29 @@ mod tests {
         }
         assert_eq!(a, b);
         assert_ne!(a.table("x").map(|t| t.id), a.table("y").map(|t| t.id));
+    }
+
+    #[test]
+    fn a_clients_index_must_name_distinct_visible_columns_with_one_order_each() {
+        let mut catalog = Catalog::new();
+        catalog.apply(&CatalogChange::CreateTable(table("t")), &NoConstraints).expect("create");
+        let order = IndexOrder { descending: true, nulls_first: true };
+        let index = |name: &str, columns: Vec<usize>, orders: Vec<IndexOrder>| CatalogChange::CreateIndex {
+            table: "t".into(),
+            index: IndexSchema { name: name.into(), columns, unique: false, orders },
+        };
+        for bad in [
+            index("none", vec![], vec![]),
+            index("missing", vec![7], vec![]),
+            index("twice", vec![0, 0], vec![]),
+            index("orders", vec![0], vec![order, order]),
+            index("wide", vec![0; MAX_INDEX_COLUMNS + 1], vec![]),
+        ] {
+            let e = catalog.apply(&bad, &NoConstraints).expect_err("refused");
+            assert_eq!(e.state, SqlState::InvalidTableDefinition, "{bad:?}");
+        }
+        catalog.apply(&index("ok", vec![0], vec![order]), &NoConstraints).expect("index");
+        assert_eq!(catalog.table("t").expect("t").index("ok").map(|i| i.orders.clone()), Some(vec![order]));
     }
 
     fn rename(catalog: &mut Catalog, table: &str, to: &str) -> Result<()> {

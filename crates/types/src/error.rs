@@ -30,6 +30,7 @@ pub enum SqlState {
     FeatureNotSupported,
     StatementTooComplex,
     ProgramLimitExceeded,
+    TooManyColumns,
     ActiveSqlTransaction,
     NoActiveSqlTransaction,
     /// The transaction must be retried (40001).
@@ -156,6 +157,7 @@ impl SqlState {
             FeatureNotSupported => "0A000",
             StatementTooComplex => "54001",
             ProgramLimitExceeded => "54000",
+            TooManyColumns => "54011",
             ActiveSqlTransaction => "25001",
             NoActiveSqlTransaction => "25P01",
             ProtocolViolation => "08P01",

@@ -28,7 +28,7 @@ pub fn schemas() -> Vec<TableSchema> {
             id: 0,
             columns: vec![col("id", SqlType::Int, false), col("a", SqlType::Int, true), col("b", SqlType::Text, false)],
             primary_key: vec![0],
-            indexes: vec![IndexSchema { name: "t_a".into(), columns: vec![1], unique: false }],
+            indexes: vec![IndexSchema { name: "t_a".into(), columns: vec![1], unique: false, orders: Vec::new() }],
             constraints: Default::default(),
             stored_as: None,
         },

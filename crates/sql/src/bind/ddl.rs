@@ -1,7 +1,7 @@
 //! Binding of CREATE/DROP TABLE, CREATE/DROP INDEX and ALTER TABLE.
 
 use super::*;
-use crate::catalog::Identity;
+use crate::catalog::{Identity, IndexOrder};
 use crate::sequence::SequenceSchema;
 
 /// Checks an index column's operator class. Accepted: the column type's default class, and
@@ -39,20 +39,43 @@ fn operator_class(class: &sql::ObjectName, ty: SqlType) -> Result<()> {
 }
 
 impl Binder<'_> {
+    /// The columns of a PRIMARY KEY or UNIQUE constraint, which take no order (42601).
     pub(super) fn index_columns(
         &self,
         table: &TableSchema,
         cols: &[sql::IndexColumn],
         columns: &[Column],
     ) -> Result<Vec<usize>> {
+        let (positions, orders) = self.ordered_index_columns(table, cols, columns)?;
+        if !orders.is_empty() || cols.iter().any(|c| c.column.options.sort.is_some()) {
+            return err(SqlState::SyntaxError, "a constraint's key columns take no ASC, DESC or NULLS order");
+        }
+        Ok(positions)
+    }
+
+    /// CREATE INDEX's columns and their declared orders (empty when all are ASC NULLS LAST).
+    pub(super) fn ordered_index_columns(
+        &self,
+        table: &TableSchema,
+        cols: &[sql::IndexColumn],
+        columns: &[Column],
+    ) -> Result<(Vec<usize>, Vec<IndexOrder>)> {
+        if cols.len() > crate::catalog::MAX_INDEX_COLUMNS {
+            return err(
+                SqlState::TooManyColumns,
+                format!("cannot use more than {} columns in an index", crate::catalog::MAX_INDEX_COLUMNS),
+            );
+        }
         let mut out = Vec::new();
+        let mut orders = Vec::new();
         for c in cols {
-            // ASC NULLS LAST is every index column's order; others would change what the
-            // catalog shows (pg_get_indexdef), which Pistou does not record.
-            let ascending = matches!(c.column.options.sort, None | Some(sql::OrderBySort::Asc));
-            if !ascending || c.column.options.nulls_first == Some(true) {
-                return unsupported("DESC or NULLS FIRST index columns");
-            }
+            let descending = match &c.column.options.sort {
+                None | Some(sql::OrderBySort::Asc) => false,
+                Some(sql::OrderBySort::Desc) => true,
+                Some(sql::OrderBySort::Using(_)) => return err(SqlState::SyntaxError, "USING in an index column"),
+            };
+            // PostgreSQL: NULLS FIRST is the default of DESC columns.
+            orders.push(IndexOrder { descending, nulls_first: c.column.options.nulls_first.unwrap_or(descending) });
             let sql::Expr::Identifier(i) = &c.column.expr else { return unsupported("index on an expression") };
             let name = ident(i);
             let pos = columns.iter().position(|c| c.name == name).ok_or_else(|| {
@@ -69,7 +92,10 @@ impl Binder<'_> {
             }
             out.push(pos);
         }
-        Ok(out)
+        if orders.iter().all(|o| *o == IndexOrder::default()) {
+            orders.clear();
+        }
+        Ok((out, orders))
     }
 
     pub(super) fn create_table(&mut self, c: &sql::CreateTable) -> Result<Option<CatalogChange>> {
@@ -169,7 +195,7 @@ impl Binder<'_> {
                 cols.iter().filter_map(|c| table.columns.get(*c)).map(|c| c.name.as_str()).collect();
             let index_name = constraint_name.unwrap_or_else(|| format!("{name}_{}_key", col_names.join("_")));
             table.constraints.unique.push(index_name.clone());
-            table.indexes.push(IndexSchema { name: index_name, columns: cols, unique: true });
+            table.indexes.push(IndexSchema { name: index_name, columns: cols, unique: true, orders: Vec::new() });
         }
         self.column_constraints(&mut table, &c.columns)?;
         for constraint in deferred {
@@ -400,7 +426,7 @@ impl Binder<'_> {
         let columns = self.index_columns(table, &p.columns, &table.columns)?;
         Ok(CatalogChange::AddPrimaryKey {
             table: table.name.clone(),
-            index: IndexSchema { name, columns, unique: true },
+            index: IndexSchema { name, columns, unique: true, orders: Vec::new() },
         })
     }
 
@@ -417,7 +443,7 @@ impl Binder<'_> {
             return unsupported("this CREATE INDEX form");
         }
         let table = self.table(&c.table_name)?;
-        let columns = self.index_columns(&table, &c.columns, &table.columns)?;
+        let (columns, orders) = self.ordered_index_columns(&table, &c.columns, &table.columns)?;
         let name = match &c.name {
             Some(n) => object_name(n)?,
             None => {
@@ -435,7 +461,7 @@ impl Binder<'_> {
         }
         Ok(Some(CatalogChange::CreateIndex {
             table: table.name.clone(),
-            index: IndexSchema { name, columns, unique: c.unique },
+            index: IndexSchema { name, columns, unique: c.unique, orders },
         }))
     }
 

@@ -1196,9 +1196,6 @@ fn using_is_descending(op: &sql::ObjectName) -> Result<bool> {
     match name {
         "<" => Ok(false),
         ">" => Ok(true),
-        _ => err(
-            SqlState::WrongObjectType,
-            format!("operator {} is not a valid ordering operator", parts.join(".")),
-        ),
+        _ => err(SqlState::WrongObjectType, format!("operator {} is not a valid ordering operator", parts.join("."))),
     }
 }

@@ -646,7 +646,7 @@ mod primary_key_range_tests {
             compound in any::<bool>(),
         ) {
             let mut t = table(vec![0]);
-            let index = |name: &str, columns| IndexSchema { name: name.into(), columns, unique: false };
+            let index = |name: &str, columns| IndexSchema { name: name.into(), columns, unique: false, orders: Vec::new() };
             t.indexes = vec![index("on_c", vec![2]), index("on_b", if compound { vec![1, 2] } else { vec![1] })];
             let expr = parts.into_iter().reduce(and).expect("non-empty");
             let p = Predicate { table: "t".into(), expr };
