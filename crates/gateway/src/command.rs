@@ -71,8 +71,25 @@ pub enum Command {
         table: String,
         columns: Vec<String>,
     },
+    /// `CREATE TABLE … AS query` and `SELECT … INTO table …` (`Session`'s `create_table_as`).
+    CreateTableAs(Box<CreateTableAs>),
     /// Sent to Pistou as is.
     Sql,
+}
+
+/// `CREATE TABLE [IF NOT EXISTS] table [(columns)] AS query [WITH [NO] DATA]`, or
+/// `SELECT … INTO table …`: a new table with the query's columns and rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CreateTableAs {
+    /// As written (quoted where it was).
+    pub table: String,
+    /// Names given to the first columns (the rest keep the query's names).
+    pub columns: Vec<String>,
+    /// The query, as sqlparser prints it back.
+    pub query: String,
+    pub if_not_exists: bool,
+    /// False for `WITH NO DATA`: the table only.
+    pub with_data: bool,
 }
 
 /// Where COPY reads or writes rows.
@@ -170,6 +187,8 @@ pub fn classify(sql: &str) -> Command {
         "vacuum" => maintenance_command("VACUUM", &w[1..]),
         "analyze" | "analyse" => maintenance_command("ANALYZE", &w[1..]),
         "alter" if second == "table" && w.iter().any(|x| x == "primary") => add_primary_key_command(sql),
+        "create" if second == "table" && w.iter().any(|x| x == "as") => create_table_as_command(sql),
+        "select" if w.iter().any(|x| x == "into") => select_into_command(sql),
         "prepare" if second != "transaction" => crate::prepared::classify(sql),
         "execute" | "deallocate" => crate::prepared::classify(sql),
         // Only a query can be answered by the gateway: other statements are not parsed here.
@@ -335,6 +354,110 @@ fn add_primary_key_command(sql: &str) -> Command {
         };
         let columns = p.columns.iter().map(|c| c.column.expr.to_string()).collect();
         Some(Command::AddPrimaryKey { table: a.name.to_string(), columns })
+    })
+}
+
+fn create_table_as_command(sql: &str) -> Command {
+    let (sql, columns) = match without_column_names(sql) {
+        Some((rewritten, columns)) => (std::borrow::Cow::Owned(rewritten), columns),
+        None => (std::borrow::Cow::Borrowed(sql), Vec::new()),
+    };
+    parsed_command(&sql, |statement| {
+        let Statement::CreateTable(c) = statement else { return None };
+        let query = c.query.as_ref()?;
+        let with_data = c.with_data.is_none_or(|w| w.data && w.statistics.is_none());
+        // Any other clause (TEMP, constraints, options): the engine names what it refuses.
+        let plain = !c.temporary && !c.or_replace && !c.external && c.columns.is_empty() && c.constraints.is_empty();
+        plain.then(|| {
+            Command::CreateTableAs(Box::new(CreateTableAs {
+                table: c.name.to_string(),
+                columns,
+                query: query.to_string(),
+                if_not_exists: c.if_not_exists,
+                with_data,
+            }))
+        })
+    })
+}
+
+/// `CREATE TABLE t (a, b) AS …`: PostgreSQL's column names without types, which sqlparser
+/// does not read. The statement without the list, and the names; None for any other shape.
+fn without_column_names(sql: &str) -> Option<(String, Vec<String>)> {
+    use sqlparser::dialect::PostgreSqlDialect;
+    use sqlparser::keywords::Keyword;
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let significant: Vec<usize> =
+        tokens.iter().enumerate().filter(|(_, t)| !matches!(t, Token::Whitespace(_))).map(|(i, _)| i).collect();
+    let keyword = |n: usize| match significant.get(n).and_then(|&i| tokens.get(i)) {
+        Some(Token::Word(w)) => Some(w.keyword),
+        _ => None,
+    };
+    let token = |n: usize| significant.get(n).and_then(|&i| tokens.get(i));
+    if keyword(0) != Some(Keyword::CREATE) || keyword(1) != Some(Keyword::TABLE) {
+        return None;
+    }
+    let mut n = 2;
+    if keyword(2) == Some(Keyword::IF) && keyword(3) == Some(Keyword::NOT) && keyword(4) == Some(Keyword::EXISTS) {
+        n = 5;
+    }
+    // The table name: words separated by periods.
+    while matches!(token(n), Some(Token::Word(_))) {
+        n += 1;
+        if !matches!(token(n), Some(Token::Period)) {
+            break;
+        }
+        n += 1;
+    }
+    let open = n;
+    if !matches!(token(open), Some(Token::LParen)) {
+        return None;
+    }
+    let mut names = Vec::new();
+    n += 1;
+    loop {
+        let Some(Token::Word(w)) = token(n) else { return None };
+        names.push(if w.quote_style.is_some() { w.value.clone() } else { w.value.to_lowercase() });
+        match token(n + 1) {
+            Some(Token::Comma) => n += 2,
+            Some(Token::RParen) => break,
+            _ => return None,
+        }
+    }
+    let close = n + 1;
+    if keyword(close + 1) != Some(Keyword::AS) {
+        return None;
+    }
+    let (from, to) = (*significant.get(open)?, *significant.get(close)?);
+    let rest: String =
+        tokens.iter().enumerate().filter(|(i, _)| *i < from || *i > to).map(|(_, t)| t.to_string()).collect();
+    Some((rest, names))
+}
+
+fn select_into_command(sql: &str) -> Command {
+    parsed_command(sql, |statement| {
+        let Statement::Query(query) = statement else { return None };
+        let sqlparser::ast::SetExpr::Select(select) = &*query.body else { return None };
+        let into = select.into.as_ref()?;
+        let [target @ (sqlparser::ast::Expr::Identifier(_) | sqlparser::ast::Expr::CompoundIdentifier(_))] =
+            into.targets.as_slice()
+        else {
+            return None;
+        };
+        if into.temporary || into.unlogged {
+            return None;
+        }
+        let mut plain = query.clone();
+        if let sqlparser::ast::SetExpr::Select(s) = &mut *plain.body {
+            s.into = None;
+        }
+        Some(Command::CreateTableAs(Box::new(CreateTableAs {
+            table: target.to_string(),
+            columns: Vec::new(),
+            query: plain.to_string(),
+            if_not_exists: false,
+            with_data: true,
+        })))
     })
 }
 

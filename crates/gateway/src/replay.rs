@@ -31,6 +31,7 @@ pub(crate) enum Recorded {
     Statement(String, RawParams),
     Truncate(Vec<String>),
     DropTables(Vec<String>),
+    CreateTableAs(Box<crate::command::CreateTableAs>, RawParams),
 }
 
 impl Recorded {
@@ -39,6 +40,7 @@ impl Recorded {
             Recorded::Statement(sql, params) => Work::Statement(sql, params),
             Recorded::Truncate(tables) => Work::Truncate(tables),
             Recorded::DropTables(drops) => Work::DropTables(drops),
+            Recorded::CreateTableAs(ctas, params) => Work::CreateTableAs(ctas, params),
         }
     }
 }
@@ -72,6 +74,10 @@ impl Journal {
             ),
             Work::Truncate(tables) => (Recorded::Truncate(tables.to_vec()), tables.iter().map(String::len).sum()),
             Work::DropTables(drops) => (Recorded::DropTables(drops.to_vec()), drops.iter().map(String::len).sum()),
+            Work::CreateTableAs(ctas, params) => (
+                Recorded::CreateTableAs(Box::new(ctas.clone()), params.clone()),
+                ctas.query.len() + params.values.iter().flatten().map(|v| v.len()).sum::<usize>(),
+            ),
             // COPY's batches commit on their own, outside the block.
             Work::Values(..) => return self.forgo(),
         };

@@ -2,7 +2,7 @@
 //! failed), settings, and the statements it runs. Protocol-independent: `conn.rs` turns
 //! the replies into wire messages.
 
-use crate::command::Command;
+use crate::command::{Command, CreateTableAs};
 use crate::config::GatewayConfig;
 use crate::errors::{self, failed_transaction, from_client, serialization_failure, PgError};
 use crate::intercept::{self, LocalRows, SessionInfo};
@@ -289,6 +289,7 @@ impl Session {
             // Run by the connection, which owns the COPY sub-protocol.
             Command::Copy(_) => Err(PgError::new(errors::INTERNAL, "COPY outside the connection")),
             Command::DropTables(drops) => self.work(Work::DropTables(drops)).await,
+            Command::CreateTableAs(ctas) => self.work(Work::CreateTableAs(ctas, params)).await,
         }
     }
 
@@ -778,6 +779,8 @@ pub(crate) enum Work<'a> {
     Values(&'a str, &'a [Value]),
     /// `DROP TABLE a, b, …` as one DROP statement per table.
     DropTables(&'a [String]),
+    /// CREATE TABLE … AS / SELECT … INTO ([`create_table_as`]).
+    CreateTableAs(&'a CreateTableAs, &'a RawParams),
 }
 
 impl Work<'_> {
@@ -802,8 +805,79 @@ impl Work<'_> {
                 }
                 Ok(Reply::Command { tag: "DROP TABLE".into(), notices })
             }
+            Work::CreateTableAs(ctas, params) => create_table_as(engine, txn, ctas, params).await,
         }
     }
+}
+
+/// Parameters in one INSERT of CREATE TABLE AS's rows.
+const CTAS_BATCH_VALUES: usize = 4096;
+
+/// CREATE TABLE … AS / SELECT … INTO, in one transaction: the query runs first; its result
+/// columns give the new table's names (or the given ones) and types (an unknown-typed column
+/// is text, as in PostgreSQL), then its rows go into the new table, which the transaction
+/// created, so they are written at commit ("Schema changes in transactions", docs/sql.md).
+/// The table has no primary key, as in PostgreSQL. A result type that is not a column type
+/// here (arrays, `character(n)`, whose length a result does not carry) fails with 0A000.
+async fn create_table_as(
+    engine: &Engine,
+    txn: &mut Txn,
+    ctas: &CreateTableAs,
+    params: &RawParams,
+) -> Result<Reply, PgError> {
+    let Reply::Rows { fields, rows, .. } = execute_in(engine, txn, &ctas.query, params).await? else {
+        return Err(PgError::new(errors::INTERNAL, "the query of CREATE TABLE AS returned no rows"));
+    };
+    if ctas.columns.len() > fields.len() {
+        return Err(PgError::new(errors::SYNTAX_ERROR, "too many column names were specified"));
+    }
+    let mut definitions = Vec::with_capacity(fields.len());
+    let mut names = std::collections::BTreeSet::new();
+    for (i, field) in fields.iter().enumerate() {
+        let name = ctas.columns.get(i).unwrap_or(&field.name);
+        if !names.insert(name.as_str()) {
+            return Err(PgError::new("42701", format!("column \"{name}\" specified more than once")));
+        }
+        let ty = match field.ty.unwrap_or(SqlType::Text) {
+            SqlType::Char | SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
+                let ty = field.ty.map_or("unknown", |t| t.pg_name());
+                return Err(PgError::new(
+                    errors::FEATURE_NOT_SUPPORTED,
+                    format!("CREATE TABLE AS of a {ty} column (\"{name}\") is not supported; cast it to text"),
+                ));
+            }
+            ty => ty.pg_name(),
+        };
+        definitions.push(format!("{} {ty}", pistou_sql::system::quote_ident(name)));
+    }
+    let create = format!(
+        "CREATE TABLE {}{} ({})",
+        if ctas.if_not_exists { "IF NOT EXISTS " } else { "" },
+        ctas.table,
+        definitions.join(", ")
+    );
+    if let Reply::Command { notices, .. } = execute_in(engine, txn, &create, &RawParams::default()).await? {
+        if !notices.is_empty() {
+            // IF NOT EXISTS found the table: nothing is inserted.
+            return Ok(Reply::Command { tag: "CREATE TABLE AS".into(), notices });
+        }
+    }
+    if !ctas.with_data {
+        return Ok(command_reply("CREATE TABLE AS"));
+    }
+    let per_row = fields.len().max(1);
+    for batch in rows.chunks((CTAS_BATCH_VALUES / per_row).max(1)) {
+        let tuples: Vec<String> = (0..batch.len())
+            .map(|r| {
+                let slots: Vec<String> = (1..=per_row).map(|c| format!("${}", r * per_row + c)).collect();
+                format!("({})", slots.join(", "))
+            })
+            .collect();
+        let insert = format!("INSERT INTO {} VALUES {}", ctas.table, tuples.join(", "));
+        let values: Vec<Value> = batch.iter().flatten().cloned().collect();
+        txn.query(&insert, &values).await.map_err(from_client)?;
+    }
+    Ok(command_reply(&format!("SELECT {}", rows.len())))
 }
 
 /// Runs a statement's execution within `statement_timeout`. A commit is never cut short:

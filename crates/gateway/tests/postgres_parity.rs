@@ -490,6 +490,54 @@ async fn renamed_tables_behave_as_in_postgres() {
     .await;
 }
 
+/// CREATE TABLE … AS and SELECT … INTO: columns named and typed by the query (or the
+/// given names), its rows, WITH NO DATA, IF NOT EXISTS, in a block and rolled back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_table_as_behaves_as_in_postgres() {
+    bounded(120, async {
+        let script = [
+            "CREATE TABLE parity_src (id INT PRIMARY KEY, v TEXT, n NUMERIC)",
+            "INSERT INTO parity_src VALUES (1, 'a', 1.5), (2, 'b', 2.25), (3, NULL, NULL)",
+            "CREATE TABLE parity_c1 AS SELECT * FROM parity_src WHERE id < 3",
+            "SELECT * FROM parity_c1 ORDER BY id",
+            "INSERT INTO parity_c1 VALUES (1, 'again', 0)",
+            "SELECT count(*) FROM parity_c1 WHERE id = 1",
+            "CREATE TABLE parity_c2 (x, \"Y\") AS SELECT id, v, n * 2 AS m FROM parity_src",
+            "SELECT x, \"Y\", m FROM parity_c2 ORDER BY x",
+            "SELECT column_name, data_type, is_nullable FROM information_schema.columns \
+             WHERE table_name = 'parity_c2' ORDER BY ordinal_position",
+            "CREATE TABLE parity_c3 AS SELECT * FROM parity_src WITH NO DATA",
+            "SELECT count(*) FROM parity_c3",
+            "CREATE TABLE IF NOT EXISTS parity_c3 AS SELECT 1",
+            "CREATE TABLE parity_c3 AS SELECT 1",
+            "SELECT id, v INTO parity_c4 FROM parity_src WHERE v IS NOT NULL",
+            "SELECT * FROM parity_c4 ORDER BY id",
+            "CREATE TABLE parity_c5 (a, b, c) AS SELECT 1, 2",
+            "CREATE TABLE parity_c5 (a, a) AS SELECT 1, 2",
+            "CREATE TABLE parity_c5 AS SELECT 'x' AS u, NULL AS nn, count(*), 1 + 1 AS two FROM parity_src",
+            "SELECT column_name, data_type FROM information_schema.columns \
+             WHERE table_name = 'parity_c5' ORDER BY ordinal_position",
+            "SELECT * FROM parity_c5",
+            "CREATE TABLE parity_c6 AS SELECT id FROM parity_nosuch",
+            "SELECT * FROM parity_c6",
+            "BEGIN",
+            "SELECT count(*) FROM parity_src",
+            "CREATE TABLE parity_c6 AS SELECT id FROM parity_src WHERE id > 1",
+            "SELECT id FROM parity_c6 ORDER BY id",
+            "ROLLBACK",
+            "SELECT * FROM parity_c6",
+            "BEGIN",
+            "CREATE TABLE parity_c6 AS SELECT id FROM parity_src WHERE id > 1",
+            "COMMIT",
+            "SELECT id FROM parity_c6 ORDER BY id",
+            "DROP TABLE parity_c1, parity_c2, parity_c3, parity_c4, parity_c5, parity_c6, parity_src",
+        ];
+        let drop = "DROP TABLE IF EXISTS parity_c1, parity_c2, parity_c3, parity_c4, parity_c5, parity_c6, parity_src";
+        compare(&[drop], &script).await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn truncate_and_multi_table_drop_behave_as_in_postgres() {
     bounded(120, async {
