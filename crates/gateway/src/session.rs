@@ -877,7 +877,7 @@ async fn create_table_as(
         let values: Vec<Value> = batch.iter().flatten().cloned().collect();
         txn.query(&insert, &values).await.map_err(from_client)?;
     }
-    Ok(command_reply(&format!("SELECT {}", rows.len())))
+    Ok(command_reply(format!("SELECT {}", rows.len())))
 }
 
 /// Runs a statement's execution within `statement_timeout`. A commit is never cut short:
