@@ -452,7 +452,13 @@ async fn renamed_tables_behave_as_in_postgres() {
             "CREATE TABLE parity_ra (id SERIAL PRIMARY KEY, code TEXT UNIQUE, v INT)",
             "CREATE INDEX parity_ra_v ON parity_ra (v)",
             "INSERT INTO parity_ra (code, v) VALUES ('x', 10), ('y', 20)",
+            "CREATE VIEW parity_rv AS SELECT parity_ra.code FROM parity_ra WHERE v > 10",
             "ALTER TABLE parity_ra RENAME TO parity_rb",
+            "SELECT * FROM parity_rv",
+            "ALTER VIEW parity_rv RENAME TO parity_rw",
+            "SELECT * FROM parity_rw",
+            "ALTER INDEX parity_ra_v RENAME TO parity_rb_v",
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'parity_rb' AND indexname LIKE '%_v'",
             "SELECT id, code, v FROM parity_rb ORDER BY id",
             "SELECT * FROM parity_ra",
             "INSERT INTO parity_rb (code, v) VALUES ('z', 30) RETURNING id",
@@ -482,10 +488,15 @@ async fn renamed_tables_behave_as_in_postgres() {
             "INSERT INTO parity_ra (code, v) VALUES ('w', 40) RETURNING id > 4",
             "DELETE FROM parity_ra WHERE code = 'y'",
             "SELECT code FROM parity_ra ORDER BY code",
+            "DROP VIEW parity_rw",
             "DROP TABLE parity_ra",
             "DROP TABLE parity_rb",
         ];
-        compare(&["DROP TABLE IF EXISTS parity_ra, parity_rb, parity_rc"], &script).await;
+        compare(
+            &["DROP VIEW IF EXISTS parity_rv, parity_rw", "DROP TABLE IF EXISTS parity_ra, parity_rb, parity_rc"],
+            &script,
+        )
+        .await;
     })
     .await;
 }

@@ -73,7 +73,8 @@ impl RowStore {
             CatalogChange::CreateSequence(_)
             | CatalogChange::DropSequence { .. }
             | CatalogChange::CreateView(_)
-            | CatalogChange::DropView { .. } => {}
+            | CatalogChange::DropView { .. }
+            | CatalogChange::RenameView { .. } => {}
             CatalogChange::CreateTable(schema) => {
                 // The schema as the catalog applied it: the change's own `stored_as` comes from
                 // the client and must never name where rows go. Absent: a later change of the
@@ -89,6 +90,11 @@ impl RowStore {
             }
             CatalogChange::RenameTable { to, .. } => {
                 let Some((schema, t)) = self.table_of(after, to) else { return };
+                t.rename(schema);
+            }
+            CatalogChange::RenameIndex { to, .. } => {
+                let Some(table) = after.table_of_index(to) else { return };
+                let Some((schema, t)) = self.table_of(after, &table.name) else { return };
                 t.rename(schema);
             }
             CatalogChange::CreateIndex { table, index } | CatalogChange::AddPrimaryKey { table, index } => {

@@ -40,6 +40,10 @@ impl SchemaRules for EngineRules {
     fn check_views_unchanged(&self, before: &Catalog, after: &Catalog, relation: &str) -> Result<()> {
         crate::view::check_views_unchanged(before, after, relation)
     }
+
+    fn rename_in_view(&self, catalog: &Catalog, view: &ViewSchema, from: &str, to: &str) -> Result<ViewSchema> {
+        crate::view::rename_relation(catalog, view, from, to)
+    }
 }
 
 fn name_ok(name: &str) -> Result<()> {

@@ -50,6 +50,8 @@ fn ddl_command(change: &CatalogChange) -> &'static str {
         CatalogChange::DropSequence { .. } => "DROP SEQUENCE",
         CatalogChange::CreateView(_) => "CREATE VIEW",
         CatalogChange::DropView { .. } => "DROP VIEW",
+        CatalogChange::RenameIndex { .. } => "ALTER INDEX",
+        CatalogChange::RenameView { .. } => "ALTER VIEW",
         // CREATE TABLE with SERIAL columns: its sequences, then the table.
         CatalogChange::Several(changes) => changes.last().map_or("DDL", ddl_command),
         CatalogChange::AddColumn { .. } | CatalogChange::AddPrimaryKey { .. } | CatalogChange::AlterTable { .. } => {

@@ -385,6 +385,26 @@ fn trim_from_tokens(dialect: &PostgreSqlDialect, sql: &str) -> Option<Vec<TokenW
     changed.then_some(out)
 }
 
+/// `ALTER VIEW [IF EXISTS] v RENAME TO w`, which sqlparser does not read, as the tokens of
+/// the same ALTER TABLE (PostgreSQL's ALTER TABLE renames views too); the binder then
+/// refuses anything but a view. None for any other statement.
+fn alter_view_as_table(dialect: &PostgreSqlDialect, sql: &str) -> Option<Vec<TokenWithSpan>> {
+    use sqlparser::keywords::Keyword;
+    let mut tokens = Tokenizer::new(dialect, sql).tokenize_with_location().ok()?;
+    let mut words = tokens.iter_mut().filter(|t| !matches!(t.token, Token::Whitespace(_)));
+    let is = |t: Option<&TokenWithSpan>, k: Keyword| matches!(t, Some(TokenWithSpan { token: Token::Word(w), .. }) if w.keyword == k);
+    if !is(words.next().map(|t| &*t), Keyword::ALTER) {
+        return None;
+    }
+    let view = words.next()?;
+    if !is(Some(view), Keyword::VIEW) {
+        return None;
+    }
+    view.token = Token::make_keyword("TABLE");
+    let rename = tokens.iter().any(|t| matches!(&t.token, Token::Word(w) if w.keyword == Keyword::RENAME));
+    rename.then_some(tokens)
+}
+
 fn parse_error(e: ParserError) -> SqlError {
     match e {
         ParserError::RecursionLimitExceeded => {
@@ -471,6 +491,7 @@ impl Engine {
 
     fn parse_and_bind(&self, catalog: &Catalog, sql: &str) -> Result<Prepared> {
         let dialect = PostgreSqlDialect {};
+        let mut alter_view = false;
         let parsed = Parser::new(&dialect)
             .with_recursion_limit(self.limits.max_depth)
             .try_with_sql(sql)
@@ -489,14 +510,21 @@ impl Engine {
                     })
                     .map_err(parse_error)?
             }
-            Err(e) => match trim_from_tokens(&dialect, sql) {
-                Some(tokens) => Parser::new(&dialect)
-                    .with_recursion_limit(self.limits.max_depth)
-                    .with_tokens_with_locations(tokens)
-                    .parse_statements()
-                    .map_err(parse_error)?,
-                None => return Err(parse_error(e)),
-            },
+            Err(e) => {
+                let fallback = trim_from_tokens(&dialect, sql).or_else(|| {
+                    let tokens = alter_view_as_table(&dialect, sql)?;
+                    alter_view = true;
+                    Some(tokens)
+                });
+                match fallback {
+                    Some(tokens) => Parser::new(&dialect)
+                        .with_recursion_limit(self.limits.max_depth)
+                        .with_tokens_with_locations(tokens)
+                        .parse_statements()
+                        .map_err(parse_error)?,
+                    None => return Err(parse_error(e)),
+                }
+            }
             Ok(statements) => statements,
         };
         let statement = match statements.as_slice() {
@@ -504,7 +532,9 @@ impl Engine {
             [] => return err(SqlState::SyntaxError, "empty statement"),
             _ => return err(SqlState::FeatureNotSupported, "several statements in one call are not supported"),
         };
-        let plan = Binder::new(catalog, self.limits.max_depth * 4, sql).plan(statement)?;
+        let mut binder = Binder::new(catalog, self.limits.max_depth * 4, sql);
+        binder.alter_view = alter_view;
+        let plan = binder.plan(statement)?;
         let tables = crate::describe::plan_tables(&plan);
         Ok(Prepared { sql: sql.to_string(), catalog_version: catalog.version(), plan: Arc::new(plan), tables })
     }

@@ -36,6 +36,27 @@ pub(crate) fn define(catalog: &Catalog, definition: &ViewDefinition) -> Result<V
     Ok(view)
 }
 
+/// `view` after a table or view it reads was renamed from `from` to `to`
+/// ([`crate::bind::rename_relation`]), bound again over `catalog` (where `to` exists): the
+/// same view, identity and columns, with its text naming `to`.
+pub(crate) fn rename_relation(catalog: &Catalog, view: &ViewSchema, from: &str, to: &str) -> Result<ViewSchema> {
+    let definition = ViewDefinition {
+        name: view.name.clone(),
+        query: crate::bind::rename_relation(&view.query, from, to)?,
+        column_names: view.column_names.clone(),
+        replace: true,
+    };
+    let mut renamed = bind(catalog, &definition)?;
+    if renamed.columns != view.columns {
+        return err(
+            SqlState::InternalError,
+            format!("view \"{}\" would change its columns after renaming \"{from}\"", view.name),
+        );
+    }
+    renamed.id = view.id;
+    Ok(renamed)
+}
+
 /// The view `definition` gives over `catalog`, whether or not one of its name exists.
 fn bind(catalog: &Catalog, definition: &ViewDefinition) -> Result<ViewSchema> {
     let name = &definition.name;

@@ -232,6 +232,16 @@ pub enum CatalogChange {
     DropView {
         view: String,
     },
+    /// ALTER INDEX `index` RENAME TO `to` (or ALTER TABLE of an index).
+    RenameIndex {
+        index: String,
+        to: String,
+    },
+    /// ALTER VIEW `view` RENAME TO `to`: the views reading it follow.
+    RenameView {
+        view: String,
+        to: String,
+    },
 }
 
 /// The checks of a schema change that need the SQL engine: a CHECK constraint and a view
@@ -246,6 +256,9 @@ pub trait SchemaRules {
     fn define_view(&self, catalog: &Catalog, definition: &ViewDefinition) -> Result<ViewSchema>;
     /// After a schema change of `relation`, every view reading it still binds the same.
     fn check_views_unchanged(&self, before: &Catalog, after: &Catalog, relation: &str) -> Result<()>;
+    /// `view` once the table or view `from` it reads is renamed `to`: its text names `to`,
+    /// bound over `catalog`, where the rename is done; same identity and columns.
+    fn rename_in_view(&self, catalog: &Catalog, view: &ViewSchema, from: &str, to: &str) -> Result<ViewSchema>;
 }
 
 /// Longest name of a relation, column or constraint, in bytes (PostgreSQL's NAMEDATALEN - 1).
@@ -384,7 +397,12 @@ impl Catalog {
                 schema.stored_as = taken.then(|| format!("{}\0{}", schema.name, schema.id));
                 self.tables.insert(schema.name.clone(), Arc::new(schema));
             }
-            CatalogChange::RenameTable { table, to } => self.rename_table(table, to)?,
+            CatalogChange::RenameTable { table, to } => {
+                // On a copy: a view that cannot follow leaves the catalog as it was.
+                let mut next = self.clone();
+                next.rename_table(table, to, rules)?;
+                *self = next;
+            }
             CatalogChange::DropTable { table } => {
                 crate::view::check_no_dependent_views(self, table, &format!("drop table {table}"))?;
                 if crate::constraints::referencing(self, table).iter().any(|(c, _)| c.name != *table) {
@@ -508,6 +526,21 @@ impl Catalog {
                     return err(SqlState::UndefinedTable, format!("view \"{view}\" does not exist"));
                 }
             }
+            CatalogChange::RenameIndex { index, to } => self.rename_index(index, to)?,
+            CatalogChange::RenameView { view, to } => {
+                check_relation_name(to)?;
+                let Some(schema) = self.views.get(view) else {
+                    return err(SqlState::UndefinedTable, format!("relation \"{view}\" does not exist"));
+                };
+                self.check_new_relation_name(to)?;
+                let mut renamed = (**schema).clone();
+                renamed.name = to.to_string();
+                let mut next = self.clone();
+                next.views.remove(view);
+                next.views.insert(to.to_string(), Arc::new(renamed));
+                next.follow_renamed_relation(view, to, rules)?;
+                *self = next;
+            }
         }
         self.version += 1;
         Ok(())
@@ -539,18 +572,12 @@ impl Catalog {
     /// ALTER TABLE ... RENAME TO: the table keeps its identity and storage name, foreign
     /// keys and owned sequences follow it, and the `<table>_pkey` index ADD PRIMARY KEY made
     /// is renamed with it (PostgreSQL keeps the index's name; Pistou finds that key by it).
-    fn rename_table(&mut self, table: &str, to: &str) -> Result<()> {
+    fn rename_table(&mut self, table: &str, to: &str, rules: &dyn SchemaRules) -> Result<()> {
         check_relation_name(to)?;
         let Some(schema) = self.tables.get(table) else {
             return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
         };
         self.check_new_relation_name(to)?;
-        if !crate::view::dependent_views(self, table).is_empty() {
-            return err(
-                SqlState::FeatureNotSupported,
-                format!("renaming table \"{table}\", which views read (drop the views, rename, create them again)"),
-            );
-        }
         let mut renamed = (**schema).clone();
         renamed.stored_as = Some(schema.storage_name().to_string()).filter(|s| s != to);
         renamed.name = to.to_string();
@@ -578,6 +605,46 @@ impl Catalog {
                     *owner = to.to_string();
                 }
             }
+        }
+        self.follow_renamed_relation(table, to, rules)
+    }
+
+    /// After `from` was renamed `to`: the views that read it name `to` (PostgreSQL's views
+    /// follow a rename, as they hold the relation's identity rather than its name).
+    fn follow_renamed_relation(&mut self, from: &str, to: &str, rules: &dyn SchemaRules) -> Result<()> {
+        let readers: Vec<Arc<ViewSchema>> =
+            self.views.values().filter(|v| v.depends_on.iter().any(|d| d == from)).cloned().collect();
+        for view in readers {
+            let renamed = rules.rename_in_view(self, &view, from, to)?;
+            self.views.insert(renamed.name.clone(), Arc::new(renamed));
+        }
+        Ok(())
+    }
+
+    /// ALTER INDEX … RENAME TO: a UNIQUE constraint's index renames the constraint too (as
+    /// in PostgreSQL). The `<table>_pkey` index of a table keyed by row ids is its primary
+    /// key, found by that name (0A000).
+    fn rename_index(&mut self, index: &str, to: &str) -> Result<()> {
+        check_relation_name(to)?;
+        let Some(table) = self.table_of_index(index).map(|t| t.name.clone()) else {
+            return err(SqlState::UndefinedTable, format!("relation \"{index}\" does not exist"));
+        };
+        self.check_new_relation_name(to)?;
+        let Some(schema) = self.tables.get_mut(&table) else {
+            return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
+        };
+        if schema.row_id_column().is_some() && index == format!("{table}_pkey") {
+            return err(
+                SqlState::FeatureNotSupported,
+                format!("renaming \"{index}\", the primary key that ALTER TABLE … ADD PRIMARY KEY gave \"{table}\""),
+            );
+        }
+        let schema = Arc::make_mut(schema);
+        for ix in schema.indexes.iter_mut().filter(|ix| ix.name == index) {
+            ix.name = to.to_string();
+        }
+        for name in schema.constraints.unique.iter_mut().filter(|n| *n == index) {
+            *name = to.to_string();
         }
         Ok(())
     }
@@ -664,6 +731,9 @@ pub(crate) mod no_constraints {
         }
         fn check_views_unchanged(&self, _: &Catalog, _: &Catalog, _: &str) -> Result<()> {
             Ok(())
+        }
+        fn rename_in_view(&self, _: &Catalog, _: &ViewSchema, _: &str, _: &str) -> Result<ViewSchema> {
+            unreachable!("no view here")
         }
     }
 }

@@ -356,7 +356,7 @@ impl MemStore {
                 }
             }
             // Views and sequences hold no rows here.
-            CreateSequence(_) | DropSequence { .. } | CreateView(_) | DropView { .. } => {}
+            CreateSequence(_) | DropSequence { .. } | CreateView(_) | DropView { .. } | RenameView { .. } => {}
             CreateTable(schema) => {
                 // Stored where the catalog put it; absent, a later change of the statement
                 // dropped it again (and its name may be another table's storage name).
@@ -371,9 +371,14 @@ impl MemStore {
                 let storage = before.table(table).map_or(table.as_str(), |t| t.storage_name());
                 self.tables.remove(storage);
             }
-            RenameTable { to, .. } => {
-                // Rows stay under the storage name; only an index named after the table moves.
-                let Some(schema) = after.table(to) else { return };
+            RenameTable { to, .. } | RenameIndex { to, .. } => {
+                // Rows stay under the storage name; only the renamed index (or the one named
+                // after the renamed table) moves.
+                let schema = match change {
+                    RenameTable { .. } => after.table(to),
+                    _ => after.table_of_index(to),
+                };
+                let Some(schema) = schema else { return };
                 let Some(mem) = self.tables.get_mut(schema.storage_name()) else { return };
                 let gone: Vec<String> = mem.indexes.keys().filter(|n| schema.index(n).is_none()).cloned().collect();
                 let new: Vec<&IndexSchema> =

@@ -12,7 +12,7 @@ mod system;
 mod view;
 mod window;
 
-pub(crate) use view::view_query;
+pub(crate) use view::{rename_relation, view_query};
 
 use crate::catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
 use crate::error::{err, Result, SqlError, SqlState};
@@ -426,6 +426,9 @@ fn output_name(e: &sql::Expr) -> String {
 
 pub(crate) struct Binder<'c> {
     catalog: &'c Catalog,
+    /// The statement was `ALTER VIEW … RENAME TO`, read as ALTER TABLE (sqlparser has no
+    /// such statement): only a view may be renamed.
+    pub(crate) alter_view: bool,
     subqueries: Vec<Subquery>,
     /// Lowest enclosing level referenced (`Expr::Enclosing`) since the innermost subquery
     /// being bound started: a subquery at depth d is correlated if this is below d.
@@ -481,6 +484,7 @@ impl<'c> Binder<'c> {
     pub fn new(catalog: &'c Catalog, max_depth: usize, sql: &'c str) -> Self {
         Binder {
             catalog,
+            alter_view: false,
             subqueries: Vec::new(),
             min_level: None,
             levels_seen: None,
@@ -602,6 +606,7 @@ impl<'c> Binder<'c> {
             S::CreateTable(c) => Statement::Ddl(self.create_table(c)?),
             S::CreateIndex(c) => Statement::Ddl(self.create_index(c)?),
             S::AlterTable(a) => Statement::Ddl(self.alter_table(a)?),
+            S::AlterIndex { name, operation } => Statement::Ddl(self.alter_index(name, operation)?),
             S::CreateView(c) => Statement::Ddl(self.create_view(c)?),
             S::CreateSequence { temporary, if_not_exists, name, data_type, sequence_options, owned_by } => {
                 Statement::Ddl(self.create_sequence(

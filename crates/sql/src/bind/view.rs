@@ -21,6 +21,92 @@ fn parse_query(text: &str, max_depth: usize) -> Result<sql::Query> {
     }
 }
 
+/// A view's query text after a table or view it reads was renamed from `from` to `to`: every
+/// reference to `from` names `to` instead, under the alias `from` where it had none, so that
+/// columns qualified by the old name still resolve and the output is unchanged. A query
+/// with a WITH item named `from` is not rewritten (0A000: which references meant the
+/// relation would take the binder's scoping rules).
+pub(crate) fn rename_relation(text: &str, from: &str, to: &str) -> Result<String> {
+    use sqlparser::ast::{Ident, ObjectName, ObjectNamePart, SetExpr, TableAlias, TableFactor, VisitMut, VisitorMut};
+    use std::ops::ControlFlow;
+
+    /// The relation an unqualified or `public.` name gives, as the binder reads it.
+    fn names(name: &ObjectName, relation: &str) -> bool {
+        let parts: Vec<&Ident> = name.0.iter().filter_map(ObjectNamePart::as_ident).collect();
+        let last = match parts.as_slice() {
+            [only] => only,
+            [schema, last] if ident(schema) == "public" => last,
+            _ => return false,
+        };
+        ident(last) == relation
+    }
+
+    struct Rename<'a> {
+        from: &'a str,
+        to: &'a str,
+        shadowed: bool,
+    }
+
+    impl Rename<'_> {
+        fn set_expr(&mut self, body: &mut SetExpr) {
+            match body {
+                // `TABLE x` keeps its own text: the binder parses it again.
+                SetExpr::Table(t)
+                    if t.schema_name.as_deref().is_none_or(|s| s == "public")
+                        && t.table_name.as_deref().is_some_and(|n| n == self.from) =>
+                {
+                    self.shadowed = true;
+                }
+                SetExpr::SetOperation { left, right, .. } => {
+                    self.set_expr(left);
+                    self.set_expr(right);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    impl VisitorMut for Rename<'_> {
+        type Break = ();
+
+        fn pre_visit_query(&mut self, query: &mut sql::Query) -> ControlFlow<()> {
+            if let Some(with) = &query.with {
+                self.shadowed |= with.cte_tables.iter().any(|cte| ident(&cte.alias.name) == self.from);
+            }
+            self.set_expr(&mut query.body);
+            ControlFlow::Continue(())
+        }
+
+        fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table { name, alias, args: None, .. } = factor {
+                if names(name, self.from) {
+                    *name = ObjectName::from(vec![Ident::with_quote('"', self.to)]);
+                    if alias.is_none() {
+                        *alias = Some(TableAlias {
+                            explicit: true,
+                            name: Ident::with_quote('"', self.from),
+                            columns: Vec::new(),
+                            at: None,
+                        });
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+
+    let mut query = parse_query(text, crate::engine::Limits::default().max_depth)?;
+    let mut rename = Rename { from, to, shadowed: false };
+    let _ = query.visit(&mut rename);
+    if rename.shadowed {
+        return unsupported(format!(
+            "renaming \"{from}\", which a view reads through TABLE or under a WITH item of the same name \
+             (drop the view, rename, create it again)"
+        ));
+    }
+    Ok(query.to_string())
+}
+
 /// Binds a view's query text against `catalog`: its output columns (nullable, typed, text
 /// where the query leaves a type open) and what it reads directly (tables, views and
 /// sequences, sorted).
