@@ -818,7 +818,7 @@ const CTAS_BATCH_VALUES: usize = 4096;
 /// is text, as in PostgreSQL), then its rows go into the new table, which the transaction
 /// created, so they are written at commit ("Schema changes in transactions", docs/sql.md).
 /// The table has no primary key, as in PostgreSQL. A result type that is not a column type
-/// here (arrays, `character(n)`, whose length a result does not carry) fails with 0A000.
+/// here (arrays, `character` without a length) fails with 0A000.
 async fn create_table_as(
     engine: &Engine,
     txn: &mut Txn,
@@ -831,6 +831,10 @@ async fn create_table_as(
     if ctas.columns.len() > fields.len() {
         return Err(PgError::new(errors::SYNTAX_ERROR, "too many column names were specified"));
     }
+    // The result's type modifiers (varchar(n), char(n), numeric(p,s)), from its plan.
+    let catalog = txn.catalog().await.map_err(from_client)?;
+    let prepared = engine.prepare(&catalog, &ctas.query).map_err(PgError::from)?;
+    let limits = prepared.column_limits().unwrap_or_default();
     let mut definitions = Vec::with_capacity(fields.len());
     let mut names = std::collections::BTreeSet::new();
     for (i, field) in fields.iter().enumerate() {
@@ -838,15 +842,19 @@ async fn create_table_as(
         if !names.insert(name.as_str()) {
             return Err(PgError::new("42701", format!("column \"{name}\" specified more than once")));
         }
-        let ty = match field.ty.unwrap_or(SqlType::Text) {
-            SqlType::Char | SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector => {
+        let limits = limits.get(i).cloned().unwrap_or_default();
+        let ty = match (field.ty.unwrap_or(SqlType::Text), limits.max_len, limits.numeric) {
+            (SqlType::Varchar, Some(n), _) => format!("character varying({n})"),
+            (SqlType::Char, Some(n), _) => format!("character({n})"),
+            (SqlType::Numeric, _, Some((p, s))) => format!("numeric({p},{s})"),
+            (SqlType::Char | SqlType::Array(_) | SqlType::Int2Vector | SqlType::OidVector, ..) => {
                 let ty = field.ty.map_or("unknown", |t| t.pg_name());
                 return Err(PgError::new(
                     errors::FEATURE_NOT_SUPPORTED,
                     format!("CREATE TABLE AS of a {ty} column (\"{name}\") is not supported; cast it to text"),
                 ));
             }
-            ty => ty.pg_name(),
+            (ty, ..) => ty.pg_name().to_string(),
         };
         definitions.push(format!("{} {ty}", pistou_sql::system::quote_ident(name)));
     }

@@ -507,16 +507,20 @@ async fn renamed_tables_behave_as_in_postgres() {
 async fn create_table_as_behaves_as_in_postgres() {
     bounded(120, async {
         let script = [
-            "CREATE TABLE parity_src (id INT PRIMARY KEY, v TEXT, n NUMERIC)",
-            "INSERT INTO parity_src VALUES (1, 'a', 1.5), (2, 'b', 2.25), (3, NULL, NULL)",
+            "CREATE TABLE parity_src (id INT PRIMARY KEY, v VARCHAR(10), n NUMERIC(5,2), c CHAR(3))",
+            "INSERT INTO parity_src VALUES (1, 'a', 1.5, 'x'), (2, 'b', 2.25, 'yy'), (3, NULL, NULL, NULL)",
             "CREATE TABLE parity_c1 AS SELECT * FROM parity_src WHERE id < 3",
             "SELECT * FROM parity_c1 ORDER BY id",
-            "INSERT INTO parity_c1 VALUES (1, 'again', 0)",
+            "INSERT INTO parity_c1 VALUES (1, 'again', 0, 'z')",
+            "INSERT INTO parity_c1 VALUES (1, 'much too long', 0, 'z')",
             "SELECT count(*) FROM parity_c1 WHERE id = 1",
-            "CREATE TABLE parity_c2 (x, \"Y\") AS SELECT id, v, n * 2 AS m FROM parity_src",
-            "SELECT x, \"Y\", m FROM parity_c2 ORDER BY x",
+            "CREATE TABLE parity_c2 (x, \"Y\") AS SELECT id, v, n * 2 AS m, c FROM parity_src",
+            "SELECT x, \"Y\", m, c FROM parity_c2 ORDER BY x",
             "SELECT column_name, data_type, is_nullable FROM information_schema.columns \
              WHERE table_name = 'parity_c2' ORDER BY ordinal_position",
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a \
+             JOIN pg_class c ON c.oid = a.attrelid WHERE c.relname = 'parity_c1' AND a.attnum > 0 ORDER BY a.attnum",
+            "SELECT c || '|', length(c) FROM parity_c1 ORDER BY id",
             "CREATE TABLE parity_c3 AS SELECT * FROM parity_src WITH NO DATA",
             "SELECT count(*) FROM parity_c3",
             "CREATE TABLE IF NOT EXISTS parity_c3 AS SELECT 1",
