@@ -48,6 +48,7 @@ pub enum SqlState {
     AmbiguousFunction,
     /// A date or time field out of range (22008).
     DatetimeFieldOverflow,
+    IntervalFieldOverflow,
     /// ROLLBACK TO / RELEASE of a savepoint that does not exist (3B001).
     InvalidSavepointSpecification,
     /// A malformed regular expression (2201B).
@@ -138,6 +139,7 @@ impl SqlState {
             InvalidDatetimeFormat => "22007",
             AmbiguousFunction => "42725",
             DatetimeFieldOverflow => "22008",
+            IntervalFieldOverflow => "22015",
             InvalidSavepointSpecification => "3B001",
             InvalidRegularExpression => "2201B",
             SequenceGeneratorLimitExceeded => "2200H",

@@ -163,6 +163,16 @@ impl Interval {
     /// leading `@` and a trailing `ago`. A bare number is seconds, or `unit`'s when given
     /// (`INTERVAL '3' DAY`).
     pub fn parse(s: &str, unit: Option<&str>) -> Result<Interval> {
+        // PostgreSQL: a field too large for the interval is 22015, naming the input.
+        Self::parse_fields(s, unit).map_err(|e| match e.state {
+            SqlState::DatetimeFieldOverflow => {
+                SqlError::new(SqlState::IntervalFieldOverflow, format!("interval field value out of range: \"{s}\""))
+            }
+            _ => e,
+        })
+    }
+
+    fn parse_fields(s: &str, unit: Option<&str>) -> Result<Interval> {
         if s.len() > MAX_INPUT {
             return Err(invalid(s));
         }
