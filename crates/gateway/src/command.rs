@@ -188,10 +188,14 @@ pub fn classify(sql: &str) -> Command {
         "analyze" | "analyse" => maintenance_command("ANALYZE", &w[1..]),
         "alter" if second == "table" && w.iter().any(|x| x == "primary") => add_primary_key_command(sql),
         "create" if second == "table" && w.iter().any(|x| x == "as") => create_table_as_command(sql),
-        "select" if w.iter().any(|x| x == "into") => select_into_command(sql),
         "prepare" if second != "transaction" => crate::prepared::classify(sql),
         "execute" | "deallocate" => crate::prepared::classify(sql),
         // Only a query can be answered by the gateway: other statements are not parsed here.
+        "select" if w.iter().any(|x| x == "into") => match select_into(sql) {
+            Some(c) => Command::CreateTableAs(Box::new(c)),
+            None if crate::route::intercepts(sql) => Command::Intercepted,
+            None => Command::Sql,
+        },
         "select" | "with" | "(" | "values" if crate::route::intercepts(sql) => Command::Intercepted,
         _ => Command::Sql,
     }
@@ -434,8 +438,10 @@ fn without_column_names(sql: &str) -> Option<(String, Vec<String>)> {
     Some((rest, names))
 }
 
-fn select_into_command(sql: &str) -> Command {
-    parsed_command(sql, |statement| {
+/// `SELECT … INTO table …` as CREATE TABLE AS; None for any other statement.
+fn select_into(sql: &str) -> Option<CreateTableAs> {
+    crate::route::with_parsed(sql, |parsed| {
+        let Ok([statement]) = parsed.as_deref() else { return None };
         let Statement::Query(query) = statement else { return None };
         let sqlparser::ast::SetExpr::Select(select) = &*query.body else { return None };
         let into = select.into.as_ref()?;
@@ -451,14 +457,15 @@ fn select_into_command(sql: &str) -> Command {
         if let sqlparser::ast::SetExpr::Select(s) = &mut *plain.body {
             s.into = None;
         }
-        Some(Command::CreateTableAs(Box::new(CreateTableAs {
+        Some(CreateTableAs {
             table: target.to_string(),
             columns: Vec::new(),
             query: plain.to_string(),
             if_not_exists: false,
             with_data: true,
-        })))
+        })
     })
+    .flatten()
 }
 
 fn truncate_command(sql: &str) -> Command {
@@ -543,6 +550,28 @@ mod tests {
         assert_eq!(classify("END"), Command::Commit);
         assert_eq!(classify("commit work"), Command::Commit);
         assert_eq!(classify("ABORT"), Command::Rollback);
+    }
+
+    #[test]
+    fn create_table_as_and_select_into() {
+        let ctas = |sql: &str| match classify(sql) {
+            Command::CreateTableAs(c) => Some(*c),
+            _ => None,
+        };
+        let c = ctas("create table if not exists public.t (a, \"B\") as select 1, 2, 3 with no data").expect("ctas");
+        assert_eq!(
+            (c.table.as_str(), c.columns.clone(), c.if_not_exists, c.with_data),
+            ("public.t", vec!["a".into(), "B".into()], true, false)
+        );
+        assert_eq!(c.query, "SELECT 1, 2, 3");
+        let c = ctas("SELECT id, 'as' AS x INTO t2 FROM t WHERE v > 0").expect("select into");
+        assert_eq!((c.table.as_str(), c.query.as_str()), ("t2", "SELECT id, 'as' AS x FROM t WHERE v > 0"));
+        // Not CREATE TABLE AS: typed columns, TEMP (the engine names what it refuses), a
+        // word `as` elsewhere; a quoted "into" keeps a session function the gateway's.
+        assert_eq!(classify("CREATE TABLE t (a INT GENERATED ALWAYS AS IDENTITY)"), Command::Sql);
+        assert_eq!(classify("CREATE TABLE t (a int, b) AS SELECT 1, 2"), Command::Sql);
+        assert_eq!(classify("CREATE TEMP TABLE t AS SELECT 1"), Command::Sql);
+        assert_eq!(classify("SELECT set_config('a.b', 'c', false) AS \"into\""), Command::Intercepted);
     }
 
     #[test]

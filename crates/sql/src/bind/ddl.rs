@@ -99,10 +99,16 @@ impl Binder<'_> {
     }
 
     pub(super) fn create_table(&mut self, c: &sql::CreateTable) -> Result<Option<CatalogChange>> {
-        if c.query.is_some() {
-            return unsupported("CREATE TABLE AS");
+        if c.temporary {
+            return unsupported("TEMP tables (a table is shared by every session of a cluster)");
         }
-        if c.or_replace || c.temporary || c.external {
+        if c.query.is_some() {
+            // The gateway runs CREATE TABLE … AS itself, in the statement's transaction.
+            return unsupported(
+                "this form of CREATE TABLE AS (UNLOGGED, with constraints or options, or outside the gateway)",
+            );
+        }
+        if c.or_replace || c.external {
             return unsupported("this CREATE TABLE form");
         }
         storage_parameters(&c.table_options)?;
