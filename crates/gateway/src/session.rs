@@ -360,7 +360,7 @@ impl Session {
                     Err(e) if e.is_serialization_failure() => continue,
                     Err(_) => return Ok(None),
                 },
-                After::Commit => match txn.commit().await {
+                After::Commit => match counted(&self.config, txn.commit().await) {
                     Ok(Outcome::Committed { .. }) => return Ok(Some((None, None))),
                     Ok(Outcome::Aborted) | Err(ClientError::Txn(TxnError::TooOld)) => continue,
                     // An unknown outcome (a commit timeout) must be reported as such.
@@ -503,7 +503,7 @@ impl Session {
             TxnState::Failed(_) => Ok(command_reply("ROLLBACK")),
             TxnState::Open(None) => Ok(command_reply("COMMIT")),
             TxnState::Open(Some(txn)) => {
-                let aborted = match txn.commit().await {
+                let aborted = match counted(&self.config, txn.commit().await) {
                     Ok(Outcome::Committed { .. }) => None,
                     Ok(Outcome::Aborted) => Some(serialization_failure()),
                     Err(e @ ClientError::Txn(TxnError::TooOld)) => Some(from_client(e)),
@@ -725,7 +725,7 @@ impl Autocommit {
             let outcome = within(self.statement_timeout, work.run(&self.engine, &mut txn)).await;
             self.session_sequences = txn.session_sequences().clone();
             let error = match outcome {
-                Ok(reply) => match txn.commit().await {
+                Ok(reply) => match counted(&self.config, txn.commit().await) {
                     Ok(Outcome::Committed { .. }) => return (Ok(reply), self.session_sequences),
                     Ok(Outcome::Aborted) => serialization_failure(),
                     Err(e) => return (Err(from_client(e)), self.session_sequences),
@@ -1005,4 +1005,17 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+}
+
+/// Counts a commit's outcome in the gateway's metrics (if it has them) and returns it.
+fn counted(config: &GatewayConfig, outcome: Result<Outcome, ClientError>) -> Result<Outcome, ClientError> {
+    if let Some(m) = &config.metrics {
+        match &outcome {
+            Ok(Outcome::Committed { fast }) => m.transaction(Some(*fast)),
+            Ok(Outcome::Aborted) => m.transaction(None),
+            // An unknown outcome (a timeout) is neither.
+            Err(_) => {}
+        }
+    }
+    outcome
 }
