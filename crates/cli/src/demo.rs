@@ -64,8 +64,8 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
     if !config.exists() {
         // Six replicas, their metrics and the gateway's metrics (`init::ports_needed`).
         let ports = crate::init::ports_needed(6) as u16;
-        let base_port =
-            free_port_range(ports).with_context(|| format!("no free range of {ports} local ports found for the demo"))?;
+        let base_port = free_port_range(ports)
+            .with_context(|| format!("no free range of {ports} local ports found for the demo"))?;
         let spec = InitSpec { shards: 1, f: 1, clients: 4, base_port, crypto: true, force: false };
         init(dir, &spec)?;
         out!(
@@ -100,14 +100,9 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
             gateway_config.metrics = Some(m);
             out!("gateway metrics: http://{addr}/metrics");
         }
-        let gateway = tokio::spawn(pistou_gateway::serve(
-            listener,
-            client.clone(),
-            gateway_config,
-            async {
-                let _ = gateway_stopped.await;
-            },
-        ));
+        let gateway = tokio::spawn(pistou_gateway::serve(listener, client.clone(), gateway_config, async {
+            let _ = gateway_stopped.await;
+        }));
         let url = format!("postgres://pistou@{gateway_addr}/pistou");
         out!("PostgreSQL gateway on {gateway_addr}; connect with:");
         out!("  psql -h 127.0.0.1 -p {} -U pistou pistou", spec.port);

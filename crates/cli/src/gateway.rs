@@ -116,7 +116,9 @@ pub async fn start_metrics(
     match pistou_metrics::spawn(addr, metrics.registry(), None, shutdown).await {
         Ok(bound) => Some((metrics, bound)),
         Err(e) => {
-            eout!("warning: gateway metrics are off: cannot listen on {addr} ({e}); choose another with --metrics-listen");
+            eout!(
+                "warning: gateway metrics are off: cannot listen on {addr} ({e}); choose another with --metrics-listen"
+            );
             None
         }
     }

@@ -537,7 +537,8 @@ mod tests {
 
     fn with_metrics(f: usize, shards: usize) -> ClusterConfig {
         let mut cfg = sample(f, shards);
-        cfg.metrics = MetricsConfig { enabled: true, host: "127.0.0.1".into(), replica_base_port: 20000, gateway_port: 20100 };
+        cfg.metrics =
+            MetricsConfig { enabled: true, host: "127.0.0.1".into(), replica_base_port: 20000, gateway_port: 20100 };
         cfg
     }
 

@@ -100,7 +100,8 @@ async fn answer(mut stream: TcpStream, registry: &Registry, before_scrape: Optio
             Ok(k) => head.extend_from_slice(&buf[..k]),
         }
         if head.len() > MAX_REQUEST_BYTES {
-            let _ = respond(&mut stream, "431 Request Header Fields Too Large", "text/plain", "request too large\n").await;
+            let _ =
+                respond(&mut stream, "431 Request Header Fields Too Large", "text/plain", "request too large\n").await;
             return;
         }
     }
@@ -219,9 +220,8 @@ mod tests {
     #[tokio::test]
     async fn silent_connections_take_no_more_than_the_cap() {
         let registry = Arc::new(Registry::default());
-        let addr = spawn("127.0.0.1:0".parse().expect("addr"), registry, None, std::future::pending())
-            .await
-            .expect("bind");
+        let addr =
+            spawn("127.0.0.1:0".parse().expect("addr"), registry, None, std::future::pending()).await.expect("bind");
         // More silent connections than slots: the extra ones are closed at once, and a
         // scrape succeeds once the silent ones time out.
         let mut silent = Vec::new();

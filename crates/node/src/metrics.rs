@@ -176,8 +176,8 @@ impl ReplicaMetrics {
             m.inbound_queue.clone(),
         );
         r.register(
-            "pistou_replica_client_connections",
-            "Open connections from clients and peers",
+            "pistou_replica_connections",
+            "Open inbound connections (clients and peer replicas)",
             m.client_connections.clone(),
         );
         r.register("pistou_replica_peer_links", "Outgoing links to other replicas", m.peer_links.clone());
