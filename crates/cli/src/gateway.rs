@@ -136,9 +136,8 @@ pub async fn run(a: GatewayArgs) -> Result<()> {
         let _ = metrics_stopped.await;
     })
     .await;
-    if let Some((m, addr)) = &metrics {
+    if let Some((m, _)) = &metrics {
         config.metrics = Some(m.clone());
-        out!("pistou gateway metrics on http://{addr}/metrics");
     }
     let client = crate::kv::connect(&a.identity, Duration::from_secs(a.timeout)).await?;
     let listener =
@@ -153,6 +152,9 @@ pub async fn run(a: GatewayArgs) -> Result<()> {
         addr.port(),
         a.user.as_deref().unwrap_or("pistou")
     );
+    if let Some((_, addr)) = &metrics {
+        out!("pistou gateway metrics on http://{addr}/metrics");
+    }
     let result = pistou_gateway::serve(listener, client.clone(), config, async {
         let sig = crate::signals::stop_requested().await;
         eout!("{sig} received, stopping the gateway");

@@ -972,6 +972,19 @@ fn starts_with_words(sql: &str, words: &str) -> bool {
     words.split(' ').all(|w| tokens.next().is_some_and(|t| t.eq_ignore_ascii_case(w)))
 }
 
+/// Counts a commit's outcome in the gateway's metrics (if it has them) and returns it.
+fn counted(config: &GatewayConfig, outcome: Result<Outcome, ClientError>) -> Result<Outcome, ClientError> {
+    if let Some(m) = &config.metrics {
+        match &outcome {
+            Ok(Outcome::Committed { fast }) => m.transaction(Some(*fast)),
+            Ok(Outcome::Aborted) => m.transaction(None),
+            // An unknown outcome (a timeout) is neither.
+            Err(_) => {}
+        }
+    }
+    outcome
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1005,17 +1018,4 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
-}
-
-/// Counts a commit's outcome in the gateway's metrics (if it has them) and returns it.
-fn counted(config: &GatewayConfig, outcome: Result<Outcome, ClientError>) -> Result<Outcome, ClientError> {
-    if let Some(m) = &config.metrics {
-        match &outcome {
-            Ok(Outcome::Committed { fast }) => m.transaction(Some(*fast)),
-            Ok(Outcome::Aborted) => m.transaction(None),
-            // An unknown outcome (a timeout) is neither.
-            Err(_) => {}
-        }
-    }
-    outcome
 }
