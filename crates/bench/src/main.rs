@@ -96,7 +96,8 @@ pub struct ClusterArgs {
     f: usize,
     #[arg(long, default_value_t = 1)]
     shards: usize,
-    /// First replica port (the cluster uses the following n*shards ports).
+    /// First replica port (the cluster uses the following 2*n*shards+1 ports: replicas,
+    /// their metrics, the gateway's metrics; see `pistou init`).
     #[arg(long, default_value_t = 17100)]
     base_port: u16,
     /// The `pistou` binary (default: next to this one).

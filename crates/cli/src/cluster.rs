@@ -229,8 +229,21 @@ fn check_ports_free(config: &ClusterConfig) -> Result<()> {
         if let Err(e) = std::net::TcpListener::bind(&r.addr) {
             bail!("address {} of replica {id} is not available ({e}); is another cluster running?", r.addr);
         }
+        if let Some(addr) = config.metrics.replica_addr(config, id) {
+            if let Err(e) = std::net::TcpListener::bind(addr) {
+                bail!("metrics address {addr} of replica {id} is not available ({e}); is another cluster running?");
+            }
+        }
     }
     Ok(())
+}
+
+/// Each replica's metrics URL, in replica order (none when metrics are off).
+pub fn metrics_urls(config: &ClusterConfig) -> Vec<(ReplicaId, String)> {
+    config
+        .all_replicas()
+        .filter_map(|id| Some((id, format!("http://{}/metrics", config.metrics.replica_addr(config, id)?))))
+        .collect()
 }
 
 fn spawn_replica(

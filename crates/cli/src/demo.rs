@@ -62,7 +62,10 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
     // A directory given again holds the cluster and its data from last time: keep them.
     let fresh = !has_data(dir);
     if !config.exists() {
-        let base_port = free_port_range(6).context("no free range of 6 local ports found for the demo")?;
+        // Six replicas, their metrics and the gateway's metrics (`init::ports_needed`).
+        let ports = crate::init::ports_needed(6) as u16;
+        let base_port = free_port_range(ports)
+            .with_context(|| format!("no free range of {ports} local ports found for the demo"))?;
         let spec = InitSpec { shards: 1, f: 1, clients: 4, base_port, crypto: true, force: false };
         init(dir, &spec)?;
         out!(
@@ -75,6 +78,9 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
     let outcome = async {
         cluster.wait_ready().await?;
         out!("cluster ready: {} replicas; logs in {}", cluster.pids().len(), cluster.log_dir.display());
+        for (id, url) in crate::cluster::metrics_urls(&cluster.config) {
+            out!("replica {id} metrics: {url}");
+        }
         let identity = crate::files::ClientIdentity { config: config.clone(), client: 1, key: None };
         let client = connect(&identity, Duration::from_secs(10)).await?;
         if fresh {
@@ -84,14 +90,19 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
             out!("existing cluster in {}: its data is kept", dir.display());
         }
         let (stop_gateway, gateway_stopped) = oneshot::channel::<()>();
-        let gateway = tokio::spawn(pistou_gateway::serve(
-            listener,
-            client.clone(),
-            pistou_gateway::GatewayConfig::default(),
-            async {
-                let _ = gateway_stopped.await;
-            },
-        ));
+        let (stop_metrics, metrics_stopped) = oneshot::channel::<()>();
+        let mut gateway_config = pistou_gateway::GatewayConfig::default();
+        let metrics = crate::gateway::start_metrics(cluster.config.metrics.gateway_addr(), async {
+            let _ = metrics_stopped.await;
+        })
+        .await;
+        if let Some((m, addr)) = metrics {
+            gateway_config.metrics = Some(m);
+            out!("gateway metrics: http://{addr}/metrics");
+        }
+        let gateway = tokio::spawn(pistou_gateway::serve(listener, client.clone(), gateway_config, async {
+            let _ = gateway_stopped.await;
+        }));
         let url = format!("postgres://pistou@{gateway_addr}/pistou");
         out!("PostgreSQL gateway on {gateway_addr}; connect with:");
         out!("  psql -h 127.0.0.1 -p {} -U pistou pistou", spec.port);
@@ -118,6 +129,7 @@ async fn run_in(dir: &Path, spec: &DemoSpec) -> Result<()> {
             Err(_) => eout!("gateway did not stop within 5 s"),
             Ok(Ok(Ok(()))) => {}
         }
+        let _ = stop_metrics.send(());
         // Let the last writebacks reach the replicas before they stop.
         client.shutdown().await;
         result

@@ -37,6 +37,13 @@ pub struct GatewayArgs {
     /// Seconds to wait for any single cluster operation.
     #[arg(long, default_value_t = 10)]
     timeout: u64,
+    /// Serve Prometheus metrics on this address (ip:port) instead of the one cluster.toml's
+    /// [metrics] section gives the gateway.
+    #[arg(long, conflicts_with = "no_metrics")]
+    metrics_listen: Option<std::net::SocketAddr>,
+    /// Serve no metrics, whatever cluster.toml says.
+    #[arg(long)]
+    no_metrics: bool,
 }
 
 fn config_of(a: &GatewayArgs) -> Result<GatewayConfig, Usage> {
@@ -97,8 +104,41 @@ fn password_of(a: &GatewayArgs) -> Result<String, Usage> {
     }
 }
 
+/// Starts the gateway's metrics listener, if metrics are on; `None` if they are off or
+/// their port is taken (said on stderr: the gateway still serves, metrics are secondary,
+/// and a second gateway of the same cluster needs `--metrics-listen`).
+pub async fn start_metrics(
+    addr: Option<std::net::SocketAddr>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Option<(std::sync::Arc<pistou_gateway::GatewayMetrics>, std::net::SocketAddr)> {
+    let addr = addr?;
+    let metrics = std::sync::Arc::new(pistou_gateway::GatewayMetrics::new());
+    match pistou_metrics::spawn(addr, metrics.registry(), None, shutdown).await {
+        Ok(bound) => Some((metrics, bound)),
+        Err(e) => {
+            eout!(
+                "warning: gateway metrics are off: cannot listen on {addr} ({e}); choose another with --metrics-listen"
+            );
+            None
+        }
+    }
+}
+
 pub async fn run(a: GatewayArgs) -> Result<()> {
-    let config = config_of(&a)?;
+    let mut config = config_of(&a)?;
+    let metrics_addr = match (a.no_metrics, a.metrics_listen) {
+        (true, _) => None,
+        (false, Some(addr)) => Some(addr),
+        (false, None) => crate::files::load_config(&a.identity.config)?.metrics.gateway_addr(),
+    };
+    let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+    let metrics = start_metrics(metrics_addr, async {
+        let _ = metrics_stopped.await;
+    })
+    .await;
+    if let Some((m, _)) = &metrics {
+        config.metrics = Some(m.clone());
+    }
     let client = crate::kv::connect(&a.identity, Duration::from_secs(a.timeout)).await?;
     let listener =
         tokio::net::TcpListener::bind(&a.listen).await.with_context(|| format!("cannot listen on {}", a.listen))?;
@@ -112,11 +152,15 @@ pub async fn run(a: GatewayArgs) -> Result<()> {
         addr.port(),
         a.user.as_deref().unwrap_or("pistou")
     );
+    if let Some((_, addr)) = &metrics {
+        out!("pistou gateway metrics on http://{addr}/metrics");
+    }
     let result = pistou_gateway::serve(listener, client.clone(), config, async {
         let sig = crate::signals::stop_requested().await;
         eout!("{sig} received, stopping the gateway");
     })
     .await;
     client.shutdown().await;
+    let _ = stop_metrics.send(());
     Ok(result?)
 }

@@ -3,13 +3,12 @@
 use crate::files::{client_key_path, config_path, replica_data_dir, replica_key_path, write_key};
 use crate::usage::Usage;
 use anyhow::{Context, Result};
-use pistou_core::{ClientConfig, ClusterConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, MAX_F};
+use pistou_core::{
+    ClientConfig, ClusterConfig, MetricsConfig, ReplicaConfig, ReplicaId, ShardConfig, ShardId, MAX_F, RESERVED_PORTS,
+};
 use pistou_crypto::SecretKey;
 use std::fs;
 use std::path::Path;
-
-/// Ports of well-known databases a cluster must never take (someone may run them here).
-const RESERVED_PORTS: [u16; 3] = [3306, 5432, 5433];
 
 pub struct InitSpec {
     pub shards: usize,
@@ -18,6 +17,12 @@ pub struct InitSpec {
     pub base_port: u16,
     pub crypto: bool,
     pub force: bool,
+}
+
+/// Ports a cluster of `replicas` replicas takes from its base port: one per replica, one
+/// per replica's metrics, and the gateway's metrics.
+pub fn ports_needed(replicas: usize) -> usize {
+    2 * replicas + 1
 }
 
 /// Checks the arguments before anything touches the disk.
@@ -31,7 +36,7 @@ pub fn check(spec: &InitSpec) -> Result<(), Usage> {
     if spec.clients == 0 || spec.clients > 10_000 {
         return Err(Usage("--clients must be between 1 and 10000".into()));
     }
-    let total = (spec.shards * (5 * spec.f + 1)) as u32;
+    let total = ports_needed(spec.shards * (5 * spec.f + 1)) as u32;
     let first = u32::from(spec.base_port);
     let last = first + total - 1;
     if first < 1024 || last > 65535 {
@@ -84,12 +89,27 @@ pub fn init(dir: &Path, spec: &InitSpec) -> Result<ClusterConfig> {
         write_key(&client_key_path(dir, id), &key)?;
         clients.push(ClientConfig { id, public_key: key.public() });
     }
-    let config = ClusterConfig::new(spec.f, shards, clients, spec.crypto);
+    let mut config = ClusterConfig::new(spec.f, shards, clients, spec.crypto);
+    // Metrics on, on loopback, on the ports after the replicas' (see `ports_needed`).
+    let replicas = config.all_replicas().count();
+    config.metrics = MetricsConfig {
+        enabled: true,
+        host: "127.0.0.1".into(),
+        replica_base_port: spec.base_port.saturating_add(replicas as u16),
+        gateway_port: spec.base_port.saturating_add(2 * replicas as u16),
+    };
     config.validate().context("generated configuration is invalid")?;
     let text = config.to_toml().replacen(
         "[storage]\n",
         "[storage]\n# sync: \"always\" (fsync before replying) or \"none\", which is UNSAFE: a crash forgets\n\
          # up to a second of what the replica signed, a Byzantine fault.\n",
+        1,
+    );
+    let text = text.replacen(
+        "[metrics]\n",
+        "[metrics]\n# Prometheus metrics over HTTP (GET /metrics): replica k (shard by shard) on\n\
+         # host:replica_base_port+k, `pistou gateway` on host:gateway_port. Keep host on loopback\n\
+         # unless a firewall guards it; enabled = false turns them off.\n",
         1,
     );
     fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
@@ -111,5 +131,27 @@ mod tests {
         assert_eq!(ClusterConfig::from_toml(&text).expect("parse"), config);
         let storage = text.split("[storage]").nth(1).expect("a [storage] section");
         assert!(storage.contains("\"none\", which is UNSAFE"), "{storage}");
+    }
+
+    /// Metrics are on for a local cluster, on loopback, on ports after the replicas'.
+    #[test]
+    fn init_turns_metrics_on_after_the_replica_ports() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let spec = InitSpec { shards: 2, f: 1, clients: 1, base_port: 17200, crypto: true, force: false };
+        let config = init(dir.path(), &spec).expect("init");
+        let text = fs::read_to_string(config_path(dir.path())).expect("read");
+        assert!(text.contains("[metrics]\n# Prometheus metrics"), "{text}");
+        let m = &config.metrics;
+        assert!(m.enabled);
+        assert_eq!((m.host.as_str(), m.replica_base_port, m.gateway_port), ("127.0.0.1", 17212, 17224));
+        let last = ReplicaId { shard: ShardId(1), index: 5 };
+        assert_eq!(config.replica(last).map(|r| r.addr.as_str()), Some("127.0.0.1:17211"));
+        assert_eq!(m.replica_addr(&config, last), Some("127.0.0.1:17223".parse().expect("addr")));
+        // The whole range must stay clear of other databases' ports: 25 ports from 5410
+        // reach 5432.
+        let spec = InitSpec { shards: 2, f: 1, clients: 1, base_port: 5410, crypto: true, force: false };
+        assert!(check(&spec).is_err());
+        let spec = InitSpec { shards: 2, f: 1, clients: 1, base_port: 65520, crypto: true, force: false };
+        assert!(check(&spec).is_err());
     }
 }

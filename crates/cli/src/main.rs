@@ -129,7 +129,8 @@ struct InitArgs {
     /// Number of client identities (ids 1..=N).
     #[arg(long, default_value_t = 4)]
     clients: u64,
-    /// First TCP port; replicas use consecutive ports on 127.0.0.1.
+    /// First TCP port; replicas use consecutive ports on 127.0.0.1, then their metrics
+    /// (one port each), then the gateway's metrics.
     #[arg(long, default_value_t = 7100)]
     base_port: u16,
     /// Turn signatures off (only to measure their cost).
@@ -393,6 +394,9 @@ async fn cluster_up(
             cluster.config.f,
             pids.join(",")
         );
+        for (id, url) in cluster::metrics_urls(&cluster.config) {
+            out!("replica {id} metrics: {url}");
+        }
         out!("logs in {}; stop with Ctrl-C", cluster.log_dir.display());
         cluster
             .supervise(async {

@@ -73,6 +73,7 @@ pub async fn run(spec: ReplicaSpec) -> Result<()> {
         options.data_dir =
             Some(spec.data_dir.clone().unwrap_or_else(|| replica_data_dir(&config_dir(&spec.config), id)));
     }
+    options.metrics_addr = config.metrics.replica_addr(&config, id);
     #[allow(unused_mut)] // mutated only with fault injection
     let mut server = ReplicaServer::bind(config, id, key, options).await?;
     #[cfg(feature = "fault-injection")]
@@ -80,6 +81,9 @@ pub async fn run(spec: ReplicaSpec) -> Result<()> {
         server = server.with_fault(fault);
     }
     tracing::info!(replica = %id, addr = %server.local_addr()?, "replica listening");
+    if let Some(addr) = server.metrics_addr() {
+        tracing::info!(replica = %id, "metrics on http://{addr}/metrics");
+    }
     let report = server
         .run(async {
             let sig = stop_requested().await;

@@ -141,3 +141,30 @@ async fn transfers_commit_with_a_byzantine_replica_voting_abort() {
     };
     tokio::time::timeout(Duration::from_secs(240), run).await.expect("test timed out");
 }
+
+/// Issue 30: `pistou init` turns metrics on; `cluster up` prints each replica's metrics URL
+/// (the address `[metrics]` gives it), and each URL serves the replica's Prometheus metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_up_prints_each_replicas_metrics_url_and_serves_it() {
+    let run = async {
+        let dir = temp_dir();
+        let config = init_cluster(dir.path(), 1, 1);
+        assert!(config.metrics.enabled, "init turns metrics on");
+        let path = dir.path().to_path_buf();
+        let cluster = tokio::task::spawn_blocking(move || ClusterProc::up(&path)).await.expect("up");
+        for id in config.all_replicas() {
+            let addr = config.metrics.replica_addr(&config, id).expect("a metrics address");
+            assert!(addr.ip().is_loopback());
+            let line = cluster
+                .wait_line(&format!("replica {id} metrics: "), Duration::from_secs(10))
+                .unwrap_or_else(|| panic!("no metrics URL printed for {id}"));
+            assert_eq!(line, format!("replica {id} metrics: http://{addr}/metrics"));
+            let text = pistou_metrics::scrape(addr).await.expect("scrape");
+            let series = pistou_metrics::parse(&text);
+            assert!(series.iter().any(|(s, _)| s == "pistou_replica_transactions_committed_total"), "{text}");
+        }
+        let status = tokio::task::spawn_blocking(move || cluster.stop()).await.expect("stop");
+        assert!(status.success(), "cluster up exited with {status}");
+    };
+    tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out");
+}

@@ -64,6 +64,86 @@ pub struct ClusterConfig {
     /// How replicas keep their state on disk.
     #[serde(default)]
     pub storage: StorageConfig,
+    /// Prometheus metrics over HTTP (`[metrics]`; off when the section is missing).
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+}
+
+/// Ports of well-known databases Pistou never takes for itself (someone may run them on
+/// the same machine): MariaDB/MySQL and PostgreSQL (5433 is a second PostgreSQL's habit).
+pub const RESERVED_PORTS: [u16; 3] = [3306, 5432, 5433];
+
+/// Prometheus metrics (`[metrics]` in cluster.toml): every replica, and the gateway, serve
+/// `GET /metrics` over HTTP. Replica number k, counting replicas shard by shard
+/// (`ClusterConfig::all_replicas` order), listens on `host:(replica_base_port + k)`; the
+/// gateway on `host:gateway_port`. The host is loopback unless configured otherwise: the
+/// figures carry no keys, passwords or row data, but they do describe the load.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    pub enabled: bool,
+    /// An IP address (not a name: nothing is resolved).
+    pub host: String,
+    pub replica_base_port: u16,
+    pub gateway_port: u16,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig { enabled: false, host: "127.0.0.1".into(), replica_base_port: 0, gateway_port: 0 }
+    }
+}
+
+impl MetricsConfig {
+    /// Where replica `id` serves its metrics; `None` when metrics are off or `id` is not a
+    /// replica of `config`.
+    pub fn replica_addr(&self, config: &ClusterConfig, id: ReplicaId) -> Option<std::net::SocketAddr> {
+        if !self.enabled {
+            return None;
+        }
+        let k = config.all_replicas().position(|r| r == id)?;
+        let port = u16::try_from(usize::from(self.replica_base_port).checked_add(k)?).ok()?;
+        Some(std::net::SocketAddr::new(self.host.parse().ok()?, port))
+    }
+
+    /// Where the gateway serves its metrics; `None` when metrics are off.
+    pub fn gateway_addr(&self) -> Option<std::net::SocketAddr> {
+        if !self.enabled {
+            return None;
+        }
+        Some(std::net::SocketAddr::new(self.host.parse().ok()?, self.gateway_port))
+    }
+
+    fn validate(&self, replicas: usize) -> Result<(), String> {
+        if !self.enabled {
+            return Ok(());
+        }
+        if self.host.parse::<std::net::IpAddr>().is_err() {
+            return Err(format!("metrics.host must be an IP address, got {:?}", self.host));
+        }
+        let first = u32::from(self.replica_base_port);
+        let last = first + replicas.saturating_sub(1) as u32;
+        if first < 1024 || last > 65535 {
+            return Err(format!(
+                "metrics.replica_base_port: ports {first}..={last} (one per replica) must lie in 1024..=65535"
+            ));
+        }
+        if self.gateway_port < 1024 {
+            return Err(format!("metrics.gateway_port must lie in 1024..=65535, got {}", self.gateway_port));
+        }
+        if (first..=last).contains(&u32::from(self.gateway_port)) {
+            return Err(format!(
+                "metrics.gateway_port {} is one of the replicas' metrics ports {first}..={last}",
+                self.gateway_port
+            ));
+        }
+        for p in RESERVED_PORTS {
+            if (first..=last).contains(&u32::from(p)) || self.gateway_port == p {
+                return Err(format!("metrics ports may not include {p}, kept free for other databases"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// How replicas keep their state on disk (`[storage]` in cluster.toml).
@@ -202,6 +282,7 @@ impl ClusterConfig {
             tables: BTreeMap::new(),
             sql: SqlConfig::default(),
             storage: StorageConfig::default(),
+            metrics: MetricsConfig::default(),
         }
     }
 
@@ -280,6 +361,19 @@ impl ClusterConfig {
         }
         if self.sql.gc_lag_us <= self.max_txn_age_us {
             return bad("sql.gc_lag_us must be larger than max_txn_age_us".into());
+        }
+        self.metrics.validate(n * self.shards.len()).map_err(ConfigError::Invalid)?;
+        if self.metrics.enabled {
+            // Ports only: a replica and a metrics listener on the same port of different
+            // addresses of one machine would still collide.
+            let first = usize::from(self.metrics.replica_base_port);
+            let metrics_ports = first..first + n * self.shards.len();
+            for r in self.shards.iter().flat_map(|s| &s.replicas) {
+                let Some(port) = r.addr.rsplit(':').next().and_then(|p| p.parse::<u16>().ok()) else { continue };
+                if metrics_ports.contains(&usize::from(port)) || port == self.metrics.gateway_port {
+                    return bad(format!("the metrics ports overlap replica address {}", r.addr));
+                }
+            }
         }
         let mut ids = HashSet::new();
         for c in &self.clients {
@@ -439,6 +533,75 @@ mod tests {
         assert!(matches!(ClusterConfig::from_toml("f = ["), Err(ConfigError::Parse(_))));
         let text = format!("bogus = 1\n{}", sample(1, 1).to_toml());
         assert!(ClusterConfig::from_toml(&text).is_err());
+    }
+
+    fn with_metrics(f: usize, shards: usize) -> ClusterConfig {
+        let mut cfg = sample(f, shards);
+        cfg.metrics =
+            MetricsConfig { enabled: true, host: "127.0.0.1".into(), replica_base_port: 20000, gateway_port: 20100 };
+        cfg
+    }
+
+    #[test]
+    fn metrics_are_off_without_the_section_and_give_each_process_its_port() {
+        let cfg = sample(1, 2);
+        assert!(!cfg.metrics.enabled);
+        let id = ReplicaId { shard: ShardId(1), index: 2 };
+        assert_eq!(cfg.metrics.replica_addr(&cfg, id), None);
+        assert_eq!(cfg.metrics.gateway_addr(), None);
+        let cfg = with_metrics(1, 2);
+        assert!(cfg.validate().is_ok());
+        // Shard 1's replica 2 is the 9th replica (6 per shard).
+        assert_eq!(cfg.metrics.replica_addr(&cfg, id), Some("127.0.0.1:20008".parse().expect("addr")));
+        let stranger = ReplicaId { shard: ShardId(2), index: 0 };
+        assert_eq!(cfg.metrics.replica_addr(&cfg, stranger), None);
+        assert_eq!(cfg.metrics.gateway_addr(), Some("127.0.0.1:20100".parse().expect("addr")));
+        let text = cfg.to_toml();
+        assert_eq!(ClusterConfig::from_toml(&text).expect("round trip"), cfg);
+        let section = "[metrics]\nenabled = true\nreplica_base_port = 20000\ngateway_port = 20100\n";
+        let parsed: MetricsConfig = toml::from_str(section.trim_start_matches("[metrics]\n")).expect("parse");
+        assert_eq!(parsed.host, "127.0.0.1", "loopback unless configured otherwise");
+    }
+
+    #[test]
+    fn hostile_metrics_settings_are_refused_with_a_reason() {
+        let invalid = |cfg: &ClusterConfig, what: &str| match cfg.validate() {
+            Err(ConfigError::Invalid(m)) => assert!(m.contains(what), "{m} should mention {what}"),
+            other => panic!("expected an invalid configuration about {what}, got {other:?}"),
+        };
+        let mut cfg = with_metrics(1, 1);
+        cfg.metrics.host = "localhost; rm -rf /".into();
+        invalid(&cfg, "metrics.host");
+        let mut cfg = with_metrics(1, 1);
+        cfg.metrics.replica_base_port = 65533; // 6 replicas would run past 65535
+        invalid(&cfg, "replica_base_port");
+        let mut cfg = with_metrics(1, 1);
+        cfg.metrics.replica_base_port = 80;
+        invalid(&cfg, "replica_base_port");
+        let mut cfg = with_metrics(1, 1);
+        cfg.metrics.gateway_port = 0;
+        invalid(&cfg, "gateway_port");
+        let mut cfg = with_metrics(1, 1);
+        cfg.metrics.gateway_port = 20003;
+        invalid(&cfg, "gateway_port");
+        let mut cfg = with_metrics(1, 1);
+        cfg.metrics.replica_base_port = 5430;
+        invalid(&cfg, "5432");
+        let mut cfg = with_metrics(1, 1);
+        cfg.metrics.gateway_port = 3306;
+        invalid(&cfg, "3306");
+        let mut cfg = with_metrics(1, 1);
+        cfg.shards[0].replicas[0].addr = "127.0.0.1:20002".into();
+        invalid(&cfg, "overlap");
+        // The same settings with metrics off are not checked: nothing listens.
+        cfg.metrics.enabled = false;
+        assert!(cfg.validate().is_ok());
+        let text = format!("{}\n[metrics]\nenabled = \"yes\"\n", sample(1, 1).to_toml());
+        assert!(matches!(ClusterConfig::from_toml(&text), Err(ConfigError::Parse(_))));
+        let text = format!("{}\n[metrics]\nlisten_everywhere = true\n", sample(1, 1).to_toml());
+        assert!(matches!(ClusterConfig::from_toml(&text), Err(ConfigError::Parse(_))));
+        let text = format!("{}\n[metrics]\ngateway_port = 70000\n", sample(1, 1).to_toml());
+        assert!(matches!(ClusterConfig::from_toml(&text), Err(ConfigError::Parse(_))));
     }
 
     #[test]

@@ -11,8 +11,8 @@ mod test_cluster;
 mod tiny;
 
 pub use config::{
-    ClientConfig, ClusterConfig, ConfigError, ReplicaConfig, ShardConfig, SqlConfig, StorageConfig, SyncMode, MAX_F,
-    MAX_SHARDS,
+    ClientConfig, ClusterConfig, ConfigError, MetricsConfig, ReplicaConfig, ShardConfig, SqlConfig, StorageConfig,
+    SyncMode, MAX_F, MAX_SHARDS, RESERVED_PORTS,
 };
 pub use ids::{ClientId, Key, ReplicaId, ShardId, Timestamp, TxnId, Value};
 pub use quorum::Quorums;

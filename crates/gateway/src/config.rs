@@ -47,6 +47,8 @@ pub struct GatewayConfig {
     pub max_handshakes: usize,
     /// Of those, at most this many from one source address.
     pub max_handshakes_per_source: usize,
+    /// Prometheus metrics to record into (served apart, see `pistou_metrics::serve`).
+    pub metrics: Option<std::sync::Arc<crate::metrics::GatewayMetrics>>,
 }
 
 impl Default for GatewayConfig {
@@ -64,6 +66,7 @@ impl Default for GatewayConfig {
             startup_timeout: Duration::from_secs(10),
             max_handshakes: 64,
             max_handshakes_per_source: 8,
+            metrics: None,
         }
     }
 }

@@ -418,6 +418,9 @@ impl Protocol {
     }
 
     async fn error(&mut self, e: &PgError) -> io::Result<()> {
+        if let Some(m) = &self.config.metrics {
+            m.error(e.code);
+        }
         let mut info = ErrorInfo::new("ERROR".into(), e.code.into(), e.message.clone());
         info.constraint = e.constraint();
         self.conn.feed(PgWireBackendMessage::ErrorResponse(info.into())).await
@@ -508,6 +511,20 @@ impl Protocol {
     /// Runs one statement. SQL-level PREPARE / EXECUTE / DEALLOCATE use the connection's
     /// prepared statements, so they run here; the rest runs in the session.
     async fn run_statement(&mut self, sql: &str, command: &Command, params: &RawParams) -> Result<Reply, PgError> {
+        let started = std::time::Instant::now();
+        let result = self.run_statement_uncounted(sql, command, params).await;
+        if let Some(m) = &self.config.metrics {
+            m.statement(result.as_ref().map_or_else(|e| e.code, |_| "00000"), started.elapsed());
+        }
+        result
+    }
+
+    async fn run_statement_uncounted(
+        &mut self,
+        sql: &str,
+        command: &Command,
+        params: &RawParams,
+    ) -> Result<Reply, PgError> {
         let result = match command {
             Command::Prepare { name, statement, declared } => self.prepare(name, statement, declared).await,
             Command::Execute { name, args } => self.execute_prepared(name, args).await,

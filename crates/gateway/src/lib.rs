@@ -25,6 +25,7 @@ mod copy;
 mod errors;
 pub mod frontend;
 mod intercept;
+mod metrics;
 mod params;
 pub mod pgtypes;
 mod prepared;
@@ -37,4 +38,5 @@ mod split;
 
 pub use config::{Auth, GatewayConfig, PasswordMethod};
 pub use errors::GatewayError;
+pub use metrics::GatewayMetrics;
 pub use server::serve;

@@ -142,7 +142,12 @@ pub async fn serve(
         while tasks.try_join_next().is_some() {}
         let _ = stream.set_nodelay(true);
         // Over the unauthenticated budget: closed before reading anything.
-        let Some(handshake) = Admission::admit(&shared, addr.ip()) else { continue };
+        let Some(handshake) = Admission::admit(&shared, addr.ip()) else {
+            if let Some(m) = &shared.config.metrics {
+                m.connection_refused("startup-budget");
+            }
+            continue;
+        };
         let (slots, stopped) = (slots.clone(), stopped.clone());
         tasks.spawn(serve_one(stream, addr, handshake, slots, stopped));
     }
@@ -150,6 +155,22 @@ pub async fn serve(
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, async { while tasks.join_next().await.is_some() {} }).await;
     tasks.abort_all();
     Ok(())
+}
+
+/// Counts a served connection as open for as long as it lives.
+struct OpenConnection(Arc<crate::metrics::GatewayMetrics>);
+
+impl OpenConnection {
+    fn new(metrics: Arc<crate::metrics::GatewayMetrics>) -> OpenConnection {
+        metrics.connection_accepted();
+        OpenConnection(metrics)
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.connection_closed();
+    }
 }
 
 async fn serve_one(
@@ -174,17 +195,24 @@ async fn serve_one(
         }
         Ok(Startup::Closed) => return,
         Ok(Startup::AuthFailed(info)) => {
+            if let Some(m) = &shared.config.metrics {
+                m.connection_refused("auth-failed");
+            }
             // Each further failure from this source waits longer (guessing is slow).
             tokio::time::sleep(shared.admission.failed(addr.ip())).await;
             conn.send_error(*info).await;
             return;
         }
         Err(_) => {
+            if let Some(m) = &shared.config.metrics {
+                m.connection_refused("startup-timeout");
+            }
             conn.fatal("08P01", "startup timed out").await;
             return;
         }
     };
     drop(handshake);
+    let _open = shared.config.metrics.clone().map(OpenConnection::new);
     conn.set_max_message(shared.config.max_message_bytes);
     let protocol = Protocol::new(conn, (shared.client.clone(), shared.engine.clone()), shared.config.clone());
     protocol.run(stopped).await;

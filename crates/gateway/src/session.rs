@@ -360,7 +360,7 @@ impl Session {
                     Err(e) if e.is_serialization_failure() => continue,
                     Err(_) => return Ok(None),
                 },
-                After::Commit => match txn.commit().await {
+                After::Commit => match counted(&self.config, txn.commit().await) {
                     Ok(Outcome::Committed { .. }) => return Ok(Some((None, None))),
                     Ok(Outcome::Aborted) | Err(ClientError::Txn(TxnError::TooOld)) => continue,
                     // An unknown outcome (a commit timeout) must be reported as such.
@@ -503,7 +503,7 @@ impl Session {
             TxnState::Failed(_) => Ok(command_reply("ROLLBACK")),
             TxnState::Open(None) => Ok(command_reply("COMMIT")),
             TxnState::Open(Some(txn)) => {
-                let aborted = match txn.commit().await {
+                let aborted = match counted(&self.config, txn.commit().await) {
                     Ok(Outcome::Committed { .. }) => None,
                     Ok(Outcome::Aborted) => Some(serialization_failure()),
                     Err(e @ ClientError::Txn(TxnError::TooOld)) => Some(from_client(e)),
@@ -725,7 +725,7 @@ impl Autocommit {
             let outcome = within(self.statement_timeout, work.run(&self.engine, &mut txn)).await;
             self.session_sequences = txn.session_sequences().clone();
             let error = match outcome {
-                Ok(reply) => match txn.commit().await {
+                Ok(reply) => match counted(&self.config, txn.commit().await) {
                     Ok(Outcome::Committed { .. }) => return (Ok(reply), self.session_sequences),
                     Ok(Outcome::Aborted) => serialization_failure(),
                     Err(e) => return (Err(from_client(e)), self.session_sequences),
@@ -978,6 +978,19 @@ fn ddl_tag(sql: &str) -> String {
 fn starts_with_words(sql: &str, words: &str) -> bool {
     let mut tokens = sql.split_whitespace();
     words.split(' ').all(|w| tokens.next().is_some_and(|t| t.eq_ignore_ascii_case(w)))
+}
+
+/// Counts a commit's outcome in the gateway's metrics (if it has them) and returns it.
+fn counted(config: &GatewayConfig, outcome: Result<Outcome, ClientError>) -> Result<Outcome, ClientError> {
+    if let Some(m) = &config.metrics {
+        match &outcome {
+            Ok(Outcome::Committed { fast }) => m.transaction(Some(*fast)),
+            Ok(Outcome::Aborted) => m.transaction(None),
+            // An unknown outcome (a timeout) is neither.
+            Err(_) => {}
+        }
+    }
+    outcome
 }
 
 #[cfg(test)]

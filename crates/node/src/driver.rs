@@ -43,6 +43,8 @@ pub(crate) struct Driver {
     last_batch: usize,
     /// Runs range reads too long for this task (`Replica::take_range_job`).
     worker: RangeWorker,
+    /// Prometheus metrics, when this replica serves them.
+    metrics: Option<Arc<crate::metrics::ReplicaMetrics>>,
 }
 
 /// A thread that runs the replica's long range reads, one at a time, at the lowest scheduling
@@ -105,6 +107,7 @@ impl Driver {
         options: &NodeOptions,
         peer_key: Option<SecretKey>,
         worker: RangeWorker,
+        metrics: Option<Arc<crate::metrics::ReplicaMetrics>>,
     ) -> Driver {
         Driver {
             replica,
@@ -122,6 +125,7 @@ impl Driver {
             batch_window: options.batch_window,
             last_batch: 0,
             worker,
+            metrics,
         }
     }
 
@@ -166,6 +170,7 @@ impl Driver {
         stats.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         tokio::pin!(shutdown);
         let mut failure = None;
+        self.publish_storage();
         loop {
             tokio::select! {
                 // Timers first: they fire rarely, and input must not starve them.
@@ -178,8 +183,12 @@ impl Driver {
                         failure = Some(e);
                         break;
                     }
+                    self.publish_counters(inbound.len());
                 }
-                _ = stats.tick() => self.log_if_changed(),
+                _ = stats.tick() => {
+                    self.log_if_changed();
+                    self.publish_storage();
+                }
                 Some(done) = self.worker.done.recv() => {
                     self.replica.range_job_done(done);
                     if let Err(e) = self.flush_and_route() {
@@ -205,15 +214,25 @@ impl Driver {
                         self.apply(item, &mut batch);
                     }
                     self.last_batch = batch.len();
+                    let started = std::time::Instant::now();
                     self.replica.handle_many(now_us(), batch);
                     if let Err(e) = self.flush_and_route() {
                         failure = Some(e);
                         break;
                     }
+                    if let Some(m) = &self.metrics {
+                        // Batches of replica messages only (handled as they come) are not
+                        // client batches: leave them out of the histograms.
+                        if self.last_batch > 0 {
+                            m.observe_batch(self.last_batch, started.elapsed().as_secs_f64());
+                        }
+                    }
                 }
             }
         }
         self.log_if_changed();
+        self.publish_counters(inbound.len());
+        self.publish_storage();
         // Dropping the writers' senders closes every connection and peer link.
         self.conns.clear();
         self.peers.clear();
@@ -342,6 +361,18 @@ impl Driver {
         tokio::spawn(run_peer_link(link, rx));
         self.peers.insert(to, tx.clone());
         tx
+    }
+
+    fn publish_counters(&self, inbound_queue: usize) {
+        if let Some(m) = &self.metrics {
+            m.publish_counters(&self.replica, &self.counters, inbound_queue, self.conns.len(), self.peers.len());
+        }
+    }
+
+    fn publish_storage(&self) {
+        if let Some(m) = &self.metrics {
+            m.publish_storage(&self.replica);
+        }
     }
 
     fn log_if_changed(&mut self) {

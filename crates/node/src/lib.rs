@@ -31,6 +31,7 @@ mod clock;
 mod conn;
 mod counters;
 mod driver;
+mod metrics;
 mod peers;
 mod server;
 

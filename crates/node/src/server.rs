@@ -54,6 +54,9 @@ pub struct NodeOptions {
     /// The replica's data directory, holding its durable log; `None` keeps everything in
     /// memory only (tests and benchmarks: a restarted replica then forgets what it signed).
     pub data_dir: Option<PathBuf>,
+    /// Where to serve Prometheus metrics over HTTP (`GET /metrics`); `None`: not at all.
+    /// Port 0 picks a free port ([`ReplicaServer::metrics_addr`] tells which).
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 impl Default for NodeOptions {
@@ -74,6 +77,7 @@ impl Default for NodeOptions {
             batch_window: Duration::from_micros(500),
             peer_queue: 1024,
             data_dir: None,
+            metrics_addr: None,
         }
     }
 }
@@ -101,6 +105,8 @@ pub struct ReplicaServer {
     fault: Option<Fault>,
     /// A copy of the replica's key for peer session handshakes (crypto on only).
     peer_key: Option<SecretKey>,
+    /// Bound at once (a taken port is a startup error); served from `run`.
+    metrics_listener: Option<std::net::TcpListener>,
 }
 
 /// A deliberately Byzantine replica (testing and benchmarks only): what it sends is
@@ -138,10 +144,22 @@ impl ReplicaServer {
     ) -> Result<ReplicaServer, NodeError> {
         let peer_key = if config.crypto { key.clone() } else { None };
         let mut replica = Replica::new(config.clone(), id, key).map_err(NodeError::Config)?;
+        let metrics_listener = match options.metrics_addr {
+            Some(addr) => {
+                let bind = |addr| {
+                    let l = std::net::TcpListener::bind(addr)?;
+                    l.set_nonblocking(true)?;
+                    Ok(l)
+                };
+                Some(bind(addr).map_err(|source| NodeError::Bind { addr: format!("{addr} (metrics)"), source })?)
+            }
+            None => None,
+        };
         if let Some(dir) = &options.data_dir {
             recover(&mut replica, dir, config.storage.sync)?;
         }
         Ok(ReplicaServer {
+            metrics_listener,
             listener,
             config,
             replica,
@@ -164,6 +182,11 @@ impl ReplicaServer {
         self.listener.local_addr()
     }
 
+    /// Where the Prometheus metrics are served, if they are.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
     /// Transport counters, live while the server runs.
     pub fn counters(&self) -> Arc<NetCounters> {
         self.counters.clone()
@@ -173,7 +196,7 @@ impl ReplicaServer {
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> ReplicaReport {
         #[cfg(feature = "fault-injection")]
         let fault = self.fault;
-        let ReplicaServer { listener, config, replica, options, counters, peer_key, .. } = self;
+        let ReplicaServer { listener, config, replica, options, counters, peer_key, metrics_listener, .. } = self;
         let id = replica.id();
         let worker = match RangeWorker::start(format!("pistou-sql-{id}")) {
             Ok(worker) => worker,
@@ -186,11 +209,23 @@ impl ReplicaServer {
                 }
             }
         };
+        let (metrics, metrics_server) = match metrics_listener.map(TcpListener::from_std) {
+            Some(Ok(listener)) => {
+                let (metrics, registry) = crate::metrics::ReplicaMetrics::new();
+                let server = pistou_metrics::serve(listener, Arc::new(registry), None, std::future::pending());
+                (Some(Arc::new(metrics)), Some(tokio::spawn(server)))
+            }
+            Some(Err(e)) => {
+                tracing::error!(replica = %id, "metrics are off: cannot serve them: {e}");
+                (None, None)
+            }
+            None => (None, None),
+        };
         let (tx, rx) = mpsc::channel(options.inbound_queue);
         let acceptor = tokio::spawn(accept_loop(listener, config.clone(), id, tx, counters.clone(), options.clone()));
         tracing::info!(replica = %id, "serving");
         #[allow(unused_mut)] // mutated only with fault injection
-        let mut driver = Driver::new(replica, config, counters, &options, peer_key, worker);
+        let mut driver = Driver::new(replica, config, counters, &options, peer_key, worker, metrics);
         #[cfg(feature = "fault-injection")]
         if let Some(fault) = fault {
             tracing::warn!(replica = %id, fault = ?fault.kind, "running as a BYZANTINE replica (testing only)");
@@ -198,6 +233,9 @@ impl ReplicaServer {
         }
         let report = driver.run(rx, shutdown, options.tick_interval, options.stats_interval).await;
         acceptor.abort();
+        if let Some(server) = metrics_server {
+            server.abort();
+        }
         tracing::info!(
             replica = %id,
             commits = report.stats.commits_applied,

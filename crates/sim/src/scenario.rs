@@ -534,6 +534,7 @@ fn build(s: &Scenario) -> Result<World, SimError> {
             catch_up_after_silence_us: if s.catch_up_after_silence { 40 * round_trip } else { u64::MAX },
             ..Default::default()
         },
+        metrics: Default::default(),
     };
     config.validate().map_err(|e| SimError::Setup(e.to_string()))?;
     let config = Arc::new(config);

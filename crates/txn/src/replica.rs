@@ -311,6 +311,12 @@ impl Replica {
     pub fn stats(&self) -> &ReplicaStats {
         &self.stats
     }
+    /// Replica signatures (votes, certificates) checked through the verified-batch-root cache:
+    /// `(hits, misses)`, a miss being an ed25519 verification (Basil §4.4).
+    pub fn verify_cache_counts(&self) -> (u64, u64) {
+        let cache = self.auth.cache();
+        (cache.hits(), cache.misses())
+    }
     pub(crate) fn config(&self) -> &ClusterConfig {
         self.auth.config()
     }

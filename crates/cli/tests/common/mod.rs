@@ -86,8 +86,9 @@ pub fn free_base_port(count: u16) -> u16 {
 }
 
 pub fn init_cluster(dir: &Path, shards: usize, clients: u64) -> Arc<ClusterConfig> {
+    // Replicas, their metrics, and the gateway's metrics (`pistou init --base-port`).
     let n = 6 * shards as u16;
-    let base = free_base_port(n).to_string();
+    let base = free_base_port(2 * n + 1).to_string();
     let (s, c) = (shards.to_string(), clients.to_string());
     let d = dir.to_str().expect("utf-8 temp dir");
     let run = pistou(
