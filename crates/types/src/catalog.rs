@@ -330,9 +330,15 @@ impl Catalog {
         match change {
             CatalogChange::Several(changes) => {
                 if changes.len() > MAX_STATEMENT_CHANGES
-                    || changes
-                        .iter()
-                        .any(|c| matches!(c, CatalogChange::Several(_) | CatalogChange::RenameTable { .. }))
+                    || changes.iter().any(|c| {
+                        matches!(
+                            c,
+                            CatalogChange::Several(_)
+                                | CatalogChange::RenameTable { .. }
+                                | CatalogChange::RenameIndex { .. }
+                                | CatalogChange::RenameView { .. }
+                        )
+                    })
                 {
                     return err(SqlState::ProgramLimitExceeded, "too many schema changes in one statement");
                 }
@@ -863,8 +869,19 @@ mod tests {
         assert_eq!(state(rename(&mut catalog, "nope", "c")), SqlState::UndefinedTable);
         assert_eq!(state(rename(&mut catalog, "a", "x\0y")), SqlState::InvalidName);
         assert_eq!(state(rename(&mut catalog, "a", &"x".repeat(MAX_TABLE_NAME + 1))), SqlState::NameTooLong);
-        let inside = CatalogChange::Several(vec![CatalogChange::RenameTable { table: "a".into(), to: "c".into() }]);
-        assert_eq!(catalog.apply(&inside, &NoConstraints).expect_err("refused").state, SqlState::ProgramLimitExceeded);
+        // The stores apply a statement's changes against its final catalog, which a rename
+        // among them would leave them unable to follow.
+        for rename in [
+            CatalogChange::RenameTable { table: "a".into(), to: "c".into() },
+            CatalogChange::RenameIndex { index: "a_i".into(), to: "c".into() },
+            CatalogChange::RenameView { view: "v".into(), to: "c".into() },
+        ] {
+            let inside = CatalogChange::Several(vec![rename]);
+            assert_eq!(
+                catalog.apply(&inside, &NoConstraints).expect_err("refused").state,
+                SqlState::ProgramLimitExceeded
+            );
+        }
         let long = TableSchema { name: "x".repeat(MAX_TABLE_NAME), ..table("") };
         catalog.apply(&CatalogChange::CreateTable(long), &NoConstraints).expect("the longest name");
         let sql_keys_fit =
