@@ -190,7 +190,7 @@ impl Client {
     }
 
     fn counter_key(sequence: &SequenceSchema) -> Result<Key, ClientError> {
-        sequence_key(&sequence.name, sequence.id)
+        sequence_key(sequence.storage_name(), sequence.id)
             .ok_or_else(|| ClientError::Sql(SqlError::new(SqlState::ProgramLimitExceeded, "sequence name too long")))
     }
 

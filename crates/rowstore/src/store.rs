@@ -61,11 +61,34 @@ impl RowStore {
     /// from every stored version, ADD COLUMN pads every stored row with the column's default
     /// (NULL if none). Changes naming a table the store does not have are ignored.
     pub fn apply_catalog_change(&mut self, before: &Catalog, after: &Catalog, change: &CatalogChange) {
+        self.apply_change(before, after, change);
+        self.refresh_schemas(after);
+    }
+
+    /// Every stored table takes the schema `after` has for it. A change of one relation can
+    /// change other tables' schemas too (a renamed parent in their foreign keys, a renamed
+    /// sequence their columns draw from), and writes are checked against the store's schema
+    /// (`validate`): a stale one would refuse every write to such a table.
+    fn refresh_schemas(&mut self, after: &Catalog) {
+        let stale: Vec<String> = self
+            .tables
+            .iter()
+            .filter(|(name, t)| after.stored(name).is_some_and(|s| !Arc::ptr_eq(s, &t.schema) && **s != *t.schema))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in stale {
+            if let (Some(schema), Some(t)) = (after.stored(&name).cloned(), self.table_mut(&name)) {
+                t.set_schema(schema);
+            }
+        }
+    }
+
+    fn apply_change(&mut self, before: &Catalog, after: &Catalog, change: &CatalogChange) {
         match change {
             // One statement's changes (a table's sequences, then the table), in order.
             CatalogChange::Several(changes) => {
                 for c in changes {
-                    self.apply_catalog_change(before, after, c);
+                    self.apply_change(before, after, c);
                 }
             }
             // A sequence's counter is an ordinary key (`pistou_core::sql_keys::sequence_key`).
@@ -74,7 +97,8 @@ impl RowStore {
             | CatalogChange::DropSequence { .. }
             | CatalogChange::CreateView(_)
             | CatalogChange::DropView { .. }
-            | CatalogChange::RenameView { .. } => {}
+            | CatalogChange::RenameView { .. }
+            | CatalogChange::RenameSequence { .. } => {}
             CatalogChange::CreateTable(schema) => {
                 // The schema as the catalog applied it: the change's own `stored_as` comes from
                 // the client and must never name where rows go. Absent: a later change of the

@@ -305,6 +305,12 @@ impl Table {
         self.indexes.iter().map(|i| i.schema.name.clone()).collect()
     }
 
+    /// A schema change elsewhere that changed this table's schema but no row or index of
+    /// it (a foreign key's parent renamed, a sequence its column draws from renamed).
+    pub fn set_schema(&mut self, schema: Arc<TableSchema>) {
+        self.schema = schema;
+    }
+
     /// ALTER TABLE ... RENAME TO: the rows stay; the one index named after the table (the
     /// primary key ADD PRIMARY KEY made, `Catalog::rename_table`) takes its new name.
     pub fn rename(&mut self, schema: Arc<TableSchema>) {

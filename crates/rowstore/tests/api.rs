@@ -378,3 +378,22 @@ fn sql_over_rowstore_matches_memstore() {
     }
     ours.store.verify_invariants().expect("invariants");
 }
+
+/// A change of one relation can change another table's schema: renaming a table changes the
+/// foreign keys of tables that reference it. The store must follow, or it would refuse
+/// every later write to the referencing table as written against a stale schema.
+#[test]
+fn tables_whose_schema_another_change_touched_still_take_writes() {
+    let (mut catalog, mut store) = setup();
+    let engine = pistou_sql::Engine::new(pistou_sql::Limits::default());
+    for sql in ["ALTER TABLE t ADD CONSTRAINT t_u FOREIGN KEY (b) REFERENCES u (k)", "ALTER TABLE u RENAME TO u2"] {
+        let prepared = engine.prepare(&catalog, sql).expect("prepare");
+        let pistou_sql::StatementKind::Ddl(Some(change)) = prepared.kind() else { panic!("{sql} is DDL") };
+        let before = catalog.clone();
+        catalog.apply(&change, &EngineRules).expect(sql);
+        store.apply_catalog_change(&before, &catalog, &change);
+    }
+    assert_eq!(table(&catalog, "t").constraints.foreign_keys[0].parent, "u2");
+    commit_at(&mut store, &catalog, 1, 10, &upsert(1, 1));
+    store.verify_invariants().expect("invariants");
+}

@@ -315,6 +315,15 @@ impl Database {
             }
         }
         self.store.apply_catalog_change(&self.catalog, &next, change);
+        if let CatalogChange::RenameSequence { sequence, to } = change {
+            // Its counter, currval and lastval go with it, as in PostgreSQL.
+            if let Some(state) = self.sequences.remove(sequence) {
+                self.sequences.insert(to.clone(), state);
+            }
+            if let Some(last) = self.lastval.as_mut().filter(|l| l.sequence == *sequence) {
+                last.sequence = to.clone();
+            }
+        }
         self.catalog = next;
         Ok(())
     }

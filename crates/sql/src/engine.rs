@@ -1,6 +1,6 @@
 //! Public entry points: parse + plan (`prepare`, with a bounded plan cache) and `execute`.
 
-use crate::bind::Binder;
+use crate::bind::{Binder, RelationKind};
 use crate::budget::{Budget, Interrupt};
 use crate::catalog::{Catalog, CatalogChange};
 use crate::error::{err, Result, SqlError, SqlState};
@@ -385,24 +385,29 @@ fn trim_from_tokens(dialect: &PostgreSqlDialect, sql: &str) -> Option<Vec<TokenW
     changed.then_some(out)
 }
 
-/// `ALTER VIEW [IF EXISTS] v RENAME TO w`, which sqlparser does not read, as the tokens of
-/// the same ALTER TABLE (PostgreSQL's ALTER TABLE renames views too); the binder then
-/// refuses anything but a view. None for any other statement.
-fn alter_view_as_table(dialect: &PostgreSqlDialect, sql: &str) -> Option<Vec<TokenWithSpan>> {
+/// `ALTER VIEW | SEQUENCE [IF EXISTS] x RENAME TO y`, which sqlparser does not read, as the
+/// tokens of the same ALTER TABLE (PostgreSQL's ALTER TABLE renames any relation) and the
+/// kind the binder must then find. None for any other statement.
+fn alter_rename_as_table(dialect: &PostgreSqlDialect, sql: &str) -> Option<(Vec<TokenWithSpan>, RelationKind)> {
     use sqlparser::keywords::Keyword;
     let mut tokens = Tokenizer::new(dialect, sql).tokenize_with_location().ok()?;
     let mut words = tokens.iter_mut().filter(|t| !matches!(t.token, Token::Whitespace(_)));
-    let is = |t: Option<&TokenWithSpan>, k: Keyword| matches!(t, Some(TokenWithSpan { token: Token::Word(w), .. }) if w.keyword == k);
-    if !is(words.next().map(|t| &*t), Keyword::ALTER) {
+    let keyword = |t: &TokenWithSpan| match &t.token {
+        Token::Word(w) => Some(w.keyword),
+        _ => None,
+    };
+    if words.next().and_then(|t| keyword(t)) != Some(Keyword::ALTER) {
         return None;
     }
-    let view = words.next()?;
-    if !is(Some(view), Keyword::VIEW) {
-        return None;
-    }
-    view.token = Token::make_keyword("TABLE");
-    let rename = tokens.iter().any(|t| matches!(&t.token, Token::Word(w) if w.keyword == Keyword::RENAME));
-    rename.then_some(tokens)
+    let object = words.next()?;
+    let kind = match keyword(object) {
+        Some(Keyword::VIEW) => RelationKind::View,
+        Some(Keyword::SEQUENCE) => RelationKind::Sequence,
+        _ => return None,
+    };
+    object.token = Token::make_keyword("TABLE");
+    let rename = tokens.iter().any(|t| keyword(t) == Some(Keyword::RENAME));
+    rename.then_some((tokens, kind))
 }
 
 fn parse_error(e: ParserError) -> SqlError {
@@ -491,7 +496,7 @@ impl Engine {
 
     fn parse_and_bind(&self, catalog: &Catalog, sql: &str) -> Result<Prepared> {
         let dialect = PostgreSqlDialect {};
-        let mut alter_view = false;
+        let mut rename_only = None;
         let parsed = Parser::new(&dialect)
             .with_recursion_limit(self.limits.max_depth)
             .try_with_sql(sql)
@@ -512,8 +517,8 @@ impl Engine {
             }
             Err(e) => {
                 let fallback = trim_from_tokens(&dialect, sql).or_else(|| {
-                    let tokens = alter_view_as_table(&dialect, sql)?;
-                    alter_view = true;
+                    let (tokens, kind) = alter_rename_as_table(&dialect, sql)?;
+                    rename_only = Some(kind);
                     Some(tokens)
                 });
                 match fallback {
@@ -533,7 +538,7 @@ impl Engine {
             _ => return err(SqlState::FeatureNotSupported, "several statements in one call are not supported"),
         };
         let mut binder = Binder::new(catalog, self.limits.max_depth * 4, sql);
-        binder.alter_view = alter_view;
+        binder.rename_only = rename_only;
         let plan = binder.plan(statement)?;
         let tables = crate::describe::plan_tables(&plan);
         Ok(Prepared { sql: sql.to_string(), catalog_version: catalog.version(), plan: Arc::new(plan), tables })

@@ -36,7 +36,8 @@ pub const MAX_ENTRY_BYTES: usize = pistou_wire::DEFAULT_MAX_FRAME_BYTES;
 const ENTRIES: TableDefinition<u64, &[u8]> = TableDefinition::new("entries");
 /// Bumped when what the entries hold changes shape, so a replica refuses an older log
 /// instead of misreading it. 2: table schemas name their storage (ALTER TABLE RENAME).
-/// 3: indexes record their columns' declared orders (DESC, NULLS FIRST).
+/// 3: indexes record their columns' declared orders (DESC, NULLS FIRST), sequences their
+/// storage names (ALTER SEQUENCE RENAME).
 const FORMAT: u8 = 3;
 /// redb's page cache. The log is read once, at open, and otherwise only appended to, so a
 /// large cache buys nothing; redb's default (1 GiB per database) would let each of a host's

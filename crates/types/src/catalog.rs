@@ -242,6 +242,12 @@ pub enum CatalogChange {
         view: String,
         to: String,
     },
+    /// ALTER SEQUENCE `sequence` RENAME TO `to`: its counter stays under its storage name,
+    /// and the columns drawing from it follow.
+    RenameSequence {
+        sequence: String,
+        to: String,
+    },
 }
 
 /// The checks of a schema change that need the SQL engine: a CHECK constraint and a view
@@ -337,6 +343,7 @@ impl Catalog {
                                 | CatalogChange::RenameTable { .. }
                                 | CatalogChange::RenameIndex { .. }
                                 | CatalogChange::RenameView { .. }
+                                | CatalogChange::RenameSequence { .. }
                         )
                     })
                 {
@@ -364,6 +371,7 @@ impl Catalog {
                 }
                 let mut sequence = sequence.clone();
                 sequence.id = self.version + 1;
+                sequence.stored_as = None;
                 self.sequences.insert(sequence.name.clone(), Arc::new(sequence));
             }
             CatalogChange::DropSequence { sequence } => {
@@ -533,6 +541,7 @@ impl Catalog {
                 }
             }
             CatalogChange::RenameIndex { index, to } => self.rename_index(index, to)?,
+            CatalogChange::RenameSequence { sequence, to } => self.rename_sequence(sequence, to)?,
             CatalogChange::RenameView { view, to } => {
                 check_relation_name(to)?;
                 let Some(schema) = self.views.get(view) else {
@@ -623,6 +632,39 @@ impl Catalog {
         for view in readers {
             let renamed = rules.rename_in_view(self, &view, from, to)?;
             self.views.insert(renamed.name.clone(), Arc::new(renamed));
+        }
+        Ok(())
+    }
+
+    /// ALTER SEQUENCE … RENAME TO: the sequence keeps its identity and storage name, so its
+    /// counter does not move; the columns whose defaults draw from it follow. A sequence a
+    /// view reads is not renamed: the view names it in a string (`nextval('s')`).
+    fn rename_sequence(&mut self, sequence: &str, to: &str) -> Result<()> {
+        check_relation_name(to)?;
+        let Some(schema) = self.sequences.get(sequence) else {
+            return err(SqlState::UndefinedTable, format!("relation \"{sequence}\" does not exist"));
+        };
+        self.check_new_relation_name(to)?;
+        if let Some(view) = crate::view::dependent_views(self, sequence).first() {
+            return err(
+                SqlState::FeatureNotSupported,
+                format!("renaming sequence \"{sequence}\", which view \"{}\" reads", view.name),
+            );
+        }
+        let mut renamed = (**schema).clone();
+        renamed.stored_as = Some(schema.storage_name().to_string()).filter(|s| s != to);
+        renamed.name = to.to_string();
+        self.sequences.remove(sequence);
+        self.sequences.insert(to.to_string(), Arc::new(renamed));
+        for t in self.tables.values_mut() {
+            let draws = |c: &Column| c.generated.as_ref().is_some_and(|g| g.sequence == sequence);
+            if t.columns.iter().any(draws) {
+                for c in Arc::make_mut(t).columns.iter_mut().filter(|c| draws(c)) {
+                    if let Some(g) = &mut c.generated {
+                        g.sequence = to.to_string();
+                    }
+                }
+            }
         }
         Ok(())
     }

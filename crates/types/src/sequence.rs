@@ -31,6 +31,9 @@ pub struct SequenceSchema {
     pub max: i64,
     /// The column whose default draws from it (SERIAL, IDENTITY): dropped with its table.
     pub owned_by: Option<(String, String)>,
+    /// The name its counter is stored under when that is not `name`: its name at CREATE,
+    /// kept across renames (set by `Catalog::apply`; whatever a change carries is ignored).
+    pub stored_as: Option<String>,
 }
 
 impl SequenceSchema {
@@ -38,7 +41,12 @@ impl SequenceSchema {
     /// largest value.
     pub fn new(name: String, ty: SqlType) -> Result<SequenceSchema> {
         let max = type_max(ty)?;
-        Ok(SequenceSchema { name, id: 0, ty, start: 1, increment: 1, min: 1, max, owned_by: None })
+        Ok(SequenceSchema { name, id: 0, ty, start: 1, increment: 1, min: 1, max, owned_by: None, stored_as: None })
+    }
+
+    /// The name its counter is stored under (with its id): its name when it was created.
+    pub fn storage_name(&self) -> &str {
+        self.stored_as.as_deref().unwrap_or(&self.name)
     }
 
     /// Checks the options as PostgreSQL's CREATE SEQUENCE does.

@@ -356,7 +356,12 @@ impl MemStore {
                 }
             }
             // Views and sequences hold no rows here.
-            CreateSequence(_) | DropSequence { .. } | CreateView(_) | DropView { .. } | RenameView { .. } => {}
+            CreateSequence(_)
+            | DropSequence { .. }
+            | CreateView(_)
+            | DropView { .. }
+            | RenameView { .. }
+            | RenameSequence { .. } => {}
             CreateTable(schema) => {
                 // Stored where the catalog put it; absent, a later change of the statement
                 // dropped it again (and its name may be another table's storage name).

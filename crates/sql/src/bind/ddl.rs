@@ -349,33 +349,44 @@ impl Binder<'_> {
         crate::types::to_column(&v, column)
     }
 
-    /// ALTER TABLE / INDEX / VIEW `name` RENAME TO `to`. As in PostgreSQL, ALTER TABLE and
-    /// ALTER INDEX rename any relation, ALTER VIEW (`only_view`) only a view. Sequences keep
-    /// their names: their counters are stored under them (0A000).
+    /// ALTER TABLE / INDEX / VIEW / SEQUENCE `name` RENAME TO `to`. As in PostgreSQL, ALTER
+    /// TABLE and ALTER INDEX rename any relation, ALTER VIEW and ALTER SEQUENCE (`only`) one
+    /// of their kind.
     pub(super) fn rename_relation(
         &mut self,
         name: &str,
         to: String,
         if_exists: bool,
-        only_view: bool,
+        only: Option<RelationKind>,
     ) -> Result<Option<CatalogChange>> {
-        if self.catalog.view(name).is_some() {
-            return Ok(Some(CatalogChange::RenameView { view: name.to_string(), to }));
+        let kind = if self.catalog.view(name).is_some() {
+            Some(RelationKind::View)
+        } else if self.catalog.sequence(name).is_some() {
+            Some(RelationKind::Sequence)
+        } else {
+            None
+        };
+        let exists =
+            kind.is_some() || self.catalog.table(name).is_some() || self.catalog.table_of_index(name).is_some();
+        match only {
+            Some(wanted) if exists && kind != Some(wanted) => {
+                let what = if wanted == RelationKind::View { "view" } else { "sequence" };
+                return err(SqlState::WrongObjectType, format!("\"{name}\" is not a {what}"));
+            }
+            _ => {}
         }
-        let exists = self.catalog.table(name).is_some()
-            || self.catalog.table_of_index(name).is_some()
-            || self.catalog.sequence(name).is_some();
-        if only_view && exists {
-            return err(SqlState::WrongObjectType, format!("\"{name}\" is not a view"));
+        match kind {
+            Some(RelationKind::View) => return Ok(Some(CatalogChange::RenameView { view: name.to_string(), to })),
+            Some(RelationKind::Sequence) => {
+                return Ok(Some(CatalogChange::RenameSequence { sequence: name.to_string(), to }))
+            }
+            None => {}
         }
         if self.catalog.table(name).is_some() {
             return Ok(Some(CatalogChange::RenameTable { table: name.to_string(), to }));
         }
         if self.catalog.table_of_index(name).is_some() {
             return Ok(Some(CatalogChange::RenameIndex { index: name.to_string(), to }));
-        }
-        if self.catalog.sequence(name).is_some() {
-            return unsupported("renaming a sequence (its counter is stored under its name)");
         }
         if self.catalog.tables().any(|t| t.declared_primary_key().is_some() && name == format!("{}_pkey", t.name)) {
             return unsupported(format!("renaming \"{name}\", a declared primary key's index"));
@@ -392,14 +403,14 @@ impl Binder<'_> {
         op: &sql::AlterIndexOperation,
     ) -> Result<Option<CatalogChange>> {
         let sql::AlterIndexOperation::RenameIndex { index_name } = op;
-        self.rename_relation(&object_name(name)?, object_name(index_name)?, false, false)
+        self.rename_relation(&object_name(name)?, object_name(index_name)?, false, None)
     }
 
     pub(super) fn alter_table(&mut self, a: &sql::AlterTable) -> Result<Option<CatalogChange>> {
         if let [sql::AlterTableOperation::RenameTable { table_name: sql::RenameTableNameKind::To(to) }] =
             a.operations.as_slice()
         {
-            return self.rename_relation(&object_name(&a.name)?, object_name(to)?, a.if_exists, self.alter_view);
+            return self.rename_relation(&object_name(&a.name)?, object_name(to)?, a.if_exists, self.rename_only);
         }
         if self.catalog.view(&object_name(&a.name)?).is_some() {
             return unsupported("ALTER TABLE of a view (drop and re-create it)");

@@ -426,9 +426,9 @@ fn output_name(e: &sql::Expr) -> String {
 
 pub(crate) struct Binder<'c> {
     catalog: &'c Catalog,
-    /// The statement was `ALTER VIEW … RENAME TO`, read as ALTER TABLE (sqlparser has no
-    /// such statement): only a view may be renamed.
-    pub(crate) alter_view: bool,
+    /// What an ALTER TABLE … RENAME TO may rename: `ALTER VIEW` and `ALTER SEQUENCE … RENAME
+    /// TO`, which sqlparser does not read, come as ALTER TABLE naming their kind.
+    pub(crate) rename_only: Option<RelationKind>,
     subqueries: Vec<Subquery>,
     /// Lowest enclosing level referenced (`Expr::Enclosing`) since the innermost subquery
     /// being bound started: a subquery at depth d is correlated if this is below d.
@@ -480,11 +480,18 @@ pub(crate) struct Binder<'c> {
     views_read: Vec<String>,
 }
 
+/// A kind of relation an ALTER statement names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RelationKind {
+    View,
+    Sequence,
+}
+
 impl<'c> Binder<'c> {
     pub fn new(catalog: &'c Catalog, max_depth: usize, sql: &'c str) -> Self {
         Binder {
             catalog,
-            alter_view: false,
+            rename_only: None,
             subqueries: Vec::new(),
             min_level: None,
             levels_seen: None,
