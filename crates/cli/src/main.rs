@@ -3,6 +3,8 @@
 //! - `pistou init` writes a cluster directory (configuration and keys);
 //! - `pistou replica` runs one replica;
 //! - `pistou cluster up` runs all replicas of a configuration as supervised children;
+//! - `pistou status` prints a table of every replica (up or down, committed count, lag, version)
+//!   from their metrics;
 //! - `pistou kv` runs key-value operations and transactions against a cluster;
 //! - `pistou gateway` serves PostgreSQL clients in front of a cluster;
 //! - `pistou sql` opens an interactive SQL shell on a gateway (any PostgreSQL-protocol server);
@@ -10,7 +12,8 @@
 //! - `pistou workload` loads, runs and checks TPC-C, YCSB and transfers against any endpoint.
 //!
 //! Exit codes: 0 success, 1 runtime failure, 2 bad command line or arguments,
-//! 3 a `kv txn` transaction aborted.
+//! 3 a `kv txn` transaction aborted, 4 `status` found a shard with fewer replicas up than it
+//! needs to commit.
 
 /// mimalloc instead of glibc's allocator: the protocol allocates and frees many small
 /// messages, rows and sets per transaction; glibc's malloc and free took ~14% of a loaded
@@ -49,6 +52,7 @@ mod kv;
 mod replica;
 mod signals;
 mod sql_shell;
+mod status;
 mod usage;
 mod workload;
 
@@ -59,7 +63,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 use usage::Usage;
 
-const EXIT_CODES: &str = "Exit codes: 0 success, 1 failure, 2 bad arguments, 3 transaction aborted (kv txn).";
+const EXIT_CODES: &str =
+    "Exit codes: 0 success, 1 failure, 2 bad arguments, 3 transaction aborted (kv txn), 4 a shard short of replicas (status).";
 
 #[derive(Parser)]
 #[command(name = "pistou", version, about = "Pistou: a Byzantine-fault-tolerant transactional database", after_help = EXIT_CODES)]
@@ -74,6 +79,9 @@ enum Cmd {
     Init(InitArgs),
     /// Run one replica in the foreground.
     Replica(ReplicaArgs),
+    /// Table of every replica: up or down, shard, committed count, last commit age, lag,
+    /// version (from their metrics). Exits with 4 when a shard has fewer than n - f replicas up.
+    Status(StatusArgs),
     /// Read and write keys.
     Kv(KvArgs),
     /// Manage a whole local cluster.
@@ -167,6 +175,13 @@ struct ReplicaArgs {
     /// counts against f. For tests and measurements.
     #[arg(long)]
     in_memory: bool,
+}
+
+#[derive(Args)]
+struct StatusArgs {
+    /// Path to cluster.toml (its `[metrics]` must be enabled).
+    #[arg(long)]
+    config: PathBuf,
 }
 
 #[derive(Args)]
@@ -302,6 +317,7 @@ fn run(cmd: Cmd) -> Result<ExitCode> {
             replica_runtime()?.block_on(replica::run(spec))?;
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Status(a) => Ok(ExitCode::from(current_thread()?.block_on(status::run(&a.config))?)),
         Cmd::Kv(a) => current_thread()?.block_on(run_kv(a)),
         Cmd::Cluster { cmd: ClusterCmd::Up { dir, in_memory, byzantine } } => {
             let byzantine = parse_byzantine(&byzantine)?;

@@ -108,3 +108,19 @@ fn a_replica_with_a_corrupt_data_file_refuses_to_start_and_names_it() {
     let text = std::fs::read(&file).expect("file kept");
     assert!(text.starts_with(b"this is not"), "the file is left for the operator, not replaced");
 }
+
+/// `pistou status` reads the replicas' metrics: with `[metrics]` off it says how to turn
+/// them on instead of reporting every replica down.
+#[test]
+fn status_without_metrics_says_to_enable_them() {
+    let dir = temp_dir();
+    let d = path_str(dir.path());
+    let run = pistou(&["init", "--dir", d, "--base-port", &free_base_port(13).to_string()], LIMIT);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let path = dir.path().join("cluster.toml");
+    let text = std::fs::read_to_string(&path).expect("config");
+    assert!(text.contains("enabled = true"), "{text}");
+    std::fs::write(&path, text.replace("enabled = true", "enabled = false")).expect("write");
+    assert_fails(&["status", "--config", path_str(&path)], 1, "[metrics] enabled = true");
+    assert_fails(&["status"], 2, "--config");
+}

@@ -168,3 +168,86 @@ async fn cluster_up_prints_each_replicas_metrics_url_and_serves_it() {
     };
     tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out");
 }
+
+/// `pistou status` on a cluster, as `(exit code, stdout)`.
+async fn status(dir: &std::path::Path) -> (Option<i32>, String) {
+    let config = dir.join("cluster.toml");
+    let run = tokio::task::spawn_blocking(move || {
+        pistou(&["status", "--config", path_str(&config)], Duration::from_secs(30))
+    })
+    .await
+    .expect("status");
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    (run.code, run.stdout)
+}
+
+/// The table row of replica `id`, split in cells.
+fn row<'a>(table: &'a str, id: &str) -> Vec<&'a str> {
+    let line = table.lines().find(|l| l.split_whitespace().next() == Some(id));
+    line.unwrap_or_else(|| panic!("no row for {id} in:\n{table}")).split_whitespace().collect()
+}
+
+/// Issue 30: `pistou status` shows every replica up with its committed count and version
+/// (exit 0); with one replica stopped (SIGSTOP: its metrics never answer, and `cluster up`
+/// does not restart it) its row says `down` and the shard still has n - f = 5 of 6 (exit 0);
+/// with two stopped the shard is short and named, exit 4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_stopped_replicas_and_fails_when_a_shard_is_short() {
+    let run = async {
+        let dir = temp_dir();
+        let config = init_cluster(dir.path(), 1, 1);
+        let path = dir.path().to_path_buf();
+        let cluster = tokio::task::spawn_blocking(move || ClusterProc::up(&path)).await.expect("up");
+        let put = ["kv", "--config", path_str(&dir.path().join("cluster.toml")), "put", "k", "1"].map(String::from);
+        let put =
+            tokio::task::spawn_blocking(move || pistou(&put.each_ref().map(String::as_str), Duration::from_secs(60)));
+        assert_eq!(put.await.expect("put").code, Some(0));
+        // Replicas publish every 10 ms: a few tries see the commit everywhere.
+        let mut tries = 0;
+        let (code, table) = loop {
+            let (code, table) = status(dir.path()).await;
+            tries += 1;
+            let seen = |l: &str| l.split_whitespace().nth(5).is_some_and(|age| age.ends_with('s'));
+            if tries == 10 || table.lines().filter(|l| seen(l)).count() == 6 {
+                break (code, table);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert_eq!(code, Some(0), "{table}");
+        let header: Vec<&str> = table.lines().next().expect("header").split_whitespace().collect();
+        assert_eq!(
+            header,
+            ["REPLICA", "SHARD", "ADDRESS", "STATE", "COMMITTED", "LAST-COMMIT", "LAG", "VERSION", "NOTE"]
+        );
+        for id in config.all_replicas() {
+            let cells = row(&table, &id.to_string());
+            assert_eq!(cells[1..4], ["0", config.replica(id).expect("replica").addr.as_str(), "up"], "{table}");
+            let committed: u64 = cells[4].parse().unwrap_or_else(|_| panic!("committed count of {id}: {table}"));
+            assert!(committed >= 1, "the put committed at {id}: {table}");
+            assert!(cells[5].ends_with('s'), "{id} saw a commit: {table}");
+            assert_eq!(cells[6], "0", "no lag once every replica applied it: {table}");
+            assert_eq!(cells[7], env!("CARGO_PKG_VERSION"), "{table}");
+        }
+        assert!(table.contains("shard 0: 6 of 6 replicas up; it needs 5 (n - f) to commit"), "{table}");
+
+        signal(cluster.pids[1], libc::SIGSTOP);
+        let (code, table) = status(dir.path()).await;
+        assert_eq!(row(&table, "s0r1")[3], "down", "{table}");
+        assert_eq!(row(&table, "s0r0")[3], "up", "{table}");
+        assert!(table.contains("shard 0: 5 of 6 replicas up"), "{table}");
+        assert_eq!(code, Some(0), "5 of 6 is enough to commit: {table}");
+
+        signal(cluster.pids[4], libc::SIGSTOP);
+        let (code, table) = status(dir.path()).await;
+        assert_eq!((row(&table, "s0r1")[3], row(&table, "s0r4")[3]), ("down", "down"), "{table}");
+        assert!(table.contains("shard 0 SHORT: 4 of 6 replicas up, fewer than the 5 (n - f) it needs"), "{table}");
+        assert_eq!(code, Some(4), "{table}");
+
+        for pid in [cluster.pids[1], cluster.pids[4]] {
+            signal(pid, libc::SIGCONT);
+        }
+        let status = tokio::task::spawn_blocking(move || cluster.stop()).await.expect("stop");
+        assert!(status.success(), "cluster up exited with {status}");
+    };
+    tokio::time::timeout(Duration::from_secs(120), run).await.expect("test timed out");
+}

@@ -147,14 +147,31 @@ pub fn parse(text: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// Largest answer [`scrape`] reads.
+pub const MAX_SCRAPE_BYTES: usize = 64 << 20;
+
 /// One HTTP GET of `http://addr/metrics`, for tests and tools: the body, if the answer was
-/// 200. Bounded by [`CONNECTION_TIMEOUT`].
+/// 200. Bounded by [`CONNECTION_TIMEOUT`] and [`MAX_SCRAPE_BYTES`].
 pub async fn scrape(addr: std::net::SocketAddr) -> std::io::Result<String> {
+    scrape_bounded(addr, CONNECTION_TIMEOUT, MAX_SCRAPE_BYTES).await
+}
+
+/// [`scrape`] with its own bounds: the whole exchange takes at most `timeout`, and an answer
+/// longer than `max_bytes` (head included) is an error rather than cut short.
+pub async fn scrape_bounded(
+    addr: std::net::SocketAddr,
+    timeout: Duration,
+    max_bytes: usize,
+) -> std::io::Result<String> {
     let fetch = async {
         let mut stream = TcpStream::connect(addr).await?;
         stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").await?;
         let mut answer = Vec::new();
-        stream.take(64 << 20).read_to_end(&mut answer).await?;
+        let limit = u64::try_from(max_bytes).unwrap_or(u64::MAX).saturating_add(1);
+        stream.take(limit).read_to_end(&mut answer).await?;
+        if answer.len() > max_bytes {
+            return Err(std::io::Error::other(format!("answer longer than {max_bytes} bytes")));
+        }
         let text = String::from_utf8_lossy(&answer).into_owned();
         let Some((head, body)) = text.split_once("\r\n\r\n") else {
             return Err(std::io::Error::other("no HTTP head in the answer"));
@@ -164,7 +181,7 @@ pub async fn scrape(addr: std::net::SocketAddr) -> std::io::Result<String> {
         }
         Ok(body.to_string())
     };
-    tokio::time::timeout(CONNECTION_TIMEOUT, fetch).await.map_err(|_| std::io::Error::other("scrape timed out"))?
+    tokio::time::timeout(timeout, fetch).await.map_err(|_| std::io::Error::other("scrape timed out"))?
 }
 
 #[cfg(test)]
@@ -239,5 +256,27 @@ mod tests {
         }
         assert!(last.is_ok(), "{last:?}");
         assert!(started.elapsed() >= Duration::from_secs(1), "the silent connections held the slots for a while");
+    }
+
+    #[tokio::test]
+    async fn a_bounded_scrape_refuses_long_answers_and_gives_up_on_silent_ones() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            // First connection: a 200 with a long body; second: never answers.
+            let (mut s, _) = listener.accept().await.expect("accept");
+            let mut answer = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+            answer.extend_from_slice(&[b'x'; 64 * 1024]);
+            let _ = s.write_all(&answer).await;
+            drop(s);
+            let (_silent, _) = listener.accept().await.expect("accept");
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        });
+        let long = scrape_bounded(addr, Duration::from_secs(5), 1024).await.expect_err("too long");
+        assert!(long.to_string().contains("longer than 1024 bytes"), "{long}");
+        let started = std::time::Instant::now();
+        let silent = scrape_bounded(addr, Duration::from_millis(300), 1024).await.expect_err("silent");
+        assert!(silent.to_string().contains("timed out"), "{silent}");
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 }

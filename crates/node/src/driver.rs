@@ -171,6 +171,9 @@ impl Driver {
         tokio::pin!(shutdown);
         let mut failure = None;
         self.publish_storage();
+        // The first publication takes the committed count recovered from the log as the
+        // baseline for `pistou_replica_last_commit_timestamp_seconds`.
+        self.publish_counters(inbound.len());
         loop {
             tokio::select! {
                 // Timers first: they fire rarely, and input must not starve them.
@@ -365,7 +368,14 @@ impl Driver {
 
     fn publish_counters(&self, inbound_queue: usize) {
         if let Some(m) = &self.metrics {
-            m.publish_counters(&self.replica, &self.counters, inbound_queue, self.conns.len(), self.peers.len());
+            m.publish_counters(
+                now_us(),
+                &self.replica,
+                &self.counters,
+                inbound_queue,
+                self.conns.len(),
+                self.peers.len(),
+            );
         }
     }
 

@@ -11,9 +11,10 @@ use pistou_metrics::prometheus_client::metrics::counter::Counter;
 use pistou_metrics::prometheus_client::metrics::family::Family;
 use pistou_metrics::prometheus_client::metrics::gauge::Gauge;
 use pistou_metrics::prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use pistou_metrics::prometheus_client::metrics::info::Info;
 use pistou_metrics::prometheus_client::registry::{Registry, Unit};
 use pistou_txn::Replica;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 type Labels = [(&'static str, &'static str); 1];
 
@@ -48,6 +49,10 @@ pub(crate) struct ReplicaMetrics {
     kv_keys: Gauge,
     kv_versions: Gauge,
     gc_watermark: Gauge<f64, std::sync::atomic::AtomicU64>,
+    last_commit: Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// The committed count at the last publication (`u64::MAX` before the first, which only
+    /// takes the count as it is: commits recovered from the log are not new commits).
+    committed_seen: AtomicU64,
 }
 
 fn set(c: &Counter, v: u64) {
@@ -91,7 +96,14 @@ impl ReplicaMetrics {
             kv_keys: Gauge::default(),
             kv_versions: Gauge::default(),
             gc_watermark: Gauge::default(),
+            last_commit: Gauge::default(),
+            committed_seen: AtomicU64::new(u64::MAX),
         };
+        r.register(
+            "pistou_build",
+            "The pistou version this process runs",
+            Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
+        );
         r.register("pistou_replica_reads", "Reads (point and range) this replica answered", m.reads.clone());
         r.register("pistou_replica_votes", "Prepare (ST1) votes this replica cast, by vote", m.votes.clone());
         r.register(
@@ -214,12 +226,21 @@ impl ReplicaMetrics {
             Unit::Seconds,
             m.gc_watermark.clone(),
         );
+        r.register_with_unit(
+            "pistou_replica_last_commit_timestamp",
+            "When this process last saw its committed count grow (Unix time, runtime clock; 0: not since it started)",
+            Unit::Seconds,
+            m.last_commit.clone(),
+        );
         (m, r)
     }
 
-    /// Copies the replica's running totals in (cheap: a few dozen numbers).
+    /// Copies the replica's running totals in (cheap: a few dozen numbers). `now_us` is the
+    /// runtime's clock (microseconds since the Unix epoch), recorded as the last commit's time
+    /// when the committed count grew since the last publication.
     pub(crate) fn publish_counters(
         &self,
+        now_us: u64,
         replica: &Replica,
         net: &NetCounters,
         inbound_queue: usize,
@@ -231,6 +252,10 @@ impl ReplicaMetrics {
         set(&self.votes.get_or_create(&[("vote", "commit")]), s.votes_commit);
         set(&self.votes.get_or_create(&[("vote", "abort")]), s.votes_abort);
         set(&self.committed, s.commits_applied);
+        let seen = self.committed_seen.swap(s.commits_applied, Ordering::Relaxed);
+        if seen != u64::MAX && s.commits_applied > seen {
+            self.last_commit.set(now_us as f64 / 1e6);
+        }
         set(&self.aborted, s.aborts_applied);
         set(&self.fallback_adoptions, s.fallback_adoptions);
         set(&self.supplied, s.supplied);
