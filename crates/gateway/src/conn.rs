@@ -13,6 +13,7 @@ use crate::pgtypes::{encode_value, pg_type};
 use crate::session::{CopyBatchJob, Description, Field, Reply, Session, Status};
 use crate::settings::Settings;
 use crate::split::split_statements;
+use crate::temp::TempEffect;
 use bytes::{BufMut, BytesMut};
 use futures::{Sink, SinkExt, StreamExt};
 use pgwire::api::{
@@ -272,9 +273,15 @@ pub async fn startup(conn: &mut Conn, auth: &Authenticator, slots: &Arc<tokio::s
 }
 
 /// A statement kept by Parse or PREPARE (one namespace, as in PostgreSQL).
+/// How long a closing session may take to drop its temporary tables.
+const SESSION_CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 struct Statement {
+    /// The text as the session runs it (temporary tables resolved, `temp.rs`).
     sql: String,
     command: Command,
+    /// What it does to the session's temporary tables, recorded when it succeeds.
+    temp: TempEffect,
     declared: Vec<u32>,
     /// Its number of parameters, when PREPARE found it (EXECUTE checks its arguments).
     param_count: Option<usize>,
@@ -340,7 +347,13 @@ impl Protocol {
 
     /// Serves messages until the client leaves, misbehaves, idles too long, or the
     /// gateway shuts down.
-    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+    pub async fn run(mut self, shutdown: watch::Receiver<bool>) {
+        self.serve(shutdown).await;
+        // The session's temporary tables go with it; bounded, as the cluster may be away.
+        let _ = tokio::time::timeout(SESSION_CLOSE_LIMIT, self.session.close()).await;
+    }
+
+    async fn serve(&mut self, mut shutdown: watch::Receiver<bool>) {
         loop {
             let next = tokio::select! {
                 _ = stop_requested(&mut shutdown) => {
@@ -421,8 +434,8 @@ impl Protocol {
         if let Some(m) = &self.config.metrics {
             m.error(e.code);
         }
-        let mut info = ErrorInfo::new("ERROR".into(), e.code.into(), e.message.clone());
-        info.constraint = e.constraint();
+        let mut info = ErrorInfo::new("ERROR".into(), e.code.into(), self.session.temp.unqualify(&e.message));
+        info.constraint = e.constraint().map(|c| self.session.temp.unqualify(&c));
         self.conn.feed(PgWireBackendMessage::ErrorResponse(info.into())).await
     }
 
@@ -452,10 +465,18 @@ impl Protocol {
             self.conn.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?;
         }
         for sql in statements {
-            let command = classify(sql);
-            let result = match self.run_statement(sql, &command, &RawParams::default()).await {
-                Ok(reply) => self.write_reply(reply, None, &[], usize::MAX, true).await.map(|_| ()),
-                Err(e) => Err(e),
+            let result = match self.resolve(sql) {
+                Ok((sql, command, temp)) => match self.run_statement(&sql, &command, &RawParams::default()).await {
+                    Ok(reply) => match self.session.temp_applied(temp).await {
+                        Ok(()) => self.write_reply(reply, None, &[], usize::MAX, true).await.map(|_| ()),
+                        Err(e) => Err(e),
+                    },
+                    Err(e) => Err(e),
+                },
+                Err(e) => {
+                    self.session.fail();
+                    Err(e)
+                }
             };
             match result {
                 Ok(()) => {}
@@ -478,10 +499,19 @@ impl Protocol {
         if parts.len() > 1 {
             return Err(PgError::new("42601", "cannot insert multiple commands into a prepared statement"));
         }
-        let sql = parts.first().map(|s| s.to_string()).unwrap_or_default();
-        let command = classify(&sql);
-        self.statements.insert(name, Arc::new(Statement { sql, command, declared: p.type_oids, param_count: None }));
+        let (sql, command, temp) = self.resolve(parts.first().copied().unwrap_or_default())?;
+        let statement = Statement { sql, command, temp, declared: p.type_oids, param_count: None };
+        self.statements.insert(name, Arc::new(statement));
         self.conn.feed(PgWireBackendMessage::ParseComplete(ParseComplete::new())).await.map_err(io_error)
+    }
+
+    /// A statement's text as the session runs it, its command, and what it does to
+    /// temporary tables (`temp.rs`; unchanged in a session that has none).
+    fn resolve(&self, sql: &str) -> Result<(String, Command, TempEffect), PgError> {
+        let (rewritten, temp) = self.session.temp.rewrite(sql)?;
+        let sql = rewritten.unwrap_or_else(|| sql.to_string());
+        let command = classify(&sql);
+        Ok((sql, command, temp))
     }
 
     /// May a statement named `name` (`""`: the unnamed one, replaced) with `len` bytes of
@@ -553,7 +583,8 @@ impl Protocol {
     }
 
     async fn prepare(&mut self, name: &str, sql: &str, declared: &[u32]) -> Result<Reply, PgError> {
-        let command = classify(sql);
+        let (sql, command, temp) = self.resolve(sql)?;
+        let sql = sql.as_str();
         self.session.check_not_failed(&command)?;
         self.check_new_statement(name, sql.len())?;
         // Checked now against the schema, as PostgreSQL does (catalog queries are checked
@@ -562,7 +593,7 @@ impl Protocol {
             Command::Sql => Some(self.session.describe(sql, &command, declared).await?.params.len()),
             _ => None,
         };
-        let statement = Statement { sql: sql.to_string(), command, declared: declared.to_vec(), param_count };
+        let statement = Statement { sql: sql.to_string(), command, temp, declared: declared.to_vec(), param_count };
         self.statements.insert(name.to_string(), Arc::new(statement));
         Ok(Reply::Command { tag: "PREPARE".into(), notices: Vec::new() })
     }
@@ -584,7 +615,9 @@ impl Protocol {
         }
         let values = args.iter().map(|a| a.as_ref().map(|text| bytes::Bytes::from(text.clone()))).collect();
         let params = RawParams { values, formats: vec![], declared: statement.declared.clone() };
-        self.session.run(&statement.sql, &statement.command, &params).await
+        let reply = self.session.run(&statement.sql, &statement.command, &params).await?;
+        self.session.temp_applied(statement.temp.clone()).await?;
+        Ok(reply)
     }
 
     /// DEALLOCATE drops named statements, whether PREPARE or Parse made them; the unnamed
@@ -724,6 +757,7 @@ impl Protocol {
                 .map_err(io_error);
         }
         let reply = self.run_statement(&statement.sql, &statement.command, &params).await?;
+        self.session.temp_applied(statement.temp.clone()).await?;
         self.write_portal_reply(&name, reply, announced, &formats, limit).await
     }
 
@@ -759,7 +793,7 @@ impl Protocol {
                         (b'S', notice.severity.to_string()),
                         (b'V', notice.severity.to_string()),
                         (b'C', notice.code.to_string()),
-                        (b'M', notice.message),
+                        (b'M', self.session.temp.unqualify(&notice.message)),
                     ];
                     self.conn
                         .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::new(fields)))

@@ -35,6 +35,7 @@ mod server;
 mod session;
 mod settings;
 mod split;
+mod temp;
 
 pub use config::{Auth, GatewayConfig, PasswordMethod};
 pub use errors::GatewayError;

@@ -121,6 +121,7 @@ pub async fn serve(
         },
         config: Arc::new(config),
     });
+    tokio::spawn(drop_orphan_temp_tables(shared.client.clone()));
     let slots = Arc::new(Semaphore::new(shared.config.max_connections));
     let (stop, stopped) = watch::channel(false);
     let mut tasks = JoinSet::new();
@@ -155,6 +156,31 @@ pub async fn serve(
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, async { while tasks.join_next().await.is_some() {} }).await;
     tasks.abort_all();
     Ok(())
+}
+
+/// Drops the temporary tables that earlier runs of this gateway left behind: a gateway that
+/// crashed could not drop its sessions' tables (`temp.rs`). Once, at start; a failure is
+/// logged and leaves them to the next start.
+async fn drop_orphan_temp_tables(client: Client) {
+    let id = client.id().0;
+    let result: Result<(), pistou_client::ClientError> = async {
+        let mut txn = client.begin().await?;
+        let catalog = txn.catalog().await?;
+        txn.rollback();
+        let orphans: Vec<String> =
+            catalog.tables().map(|t| t.name.clone()).filter(|name| crate::temp::orphan_namespace(name, id)).collect();
+        for table in orphans {
+            let mut txn = client.begin().await?;
+            txn.query(&format!("DROP TABLE IF EXISTS \"{}\"", table.replace('"', "\"\"")), &[]).await?;
+            txn.commit().await?;
+            tracing::info!("dropped temporary table {table} of an earlier run of this gateway");
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::warn!("could not drop the temporary tables of earlier runs of this gateway: {e}");
+    }
 }
 
 /// Counts a served connection as open for as long as it lives.

@@ -11,6 +11,7 @@ use crate::pgtypes::{pg_type, OID_TEXT};
 use crate::replay::Journal;
 use crate::route::{Route, SessionFunction, SessionItem};
 use crate::settings::Settings;
+use crate::temp::{TempEffect, TempSchema};
 use pistou_client::{Client, ClientError, Outcome, SessionSequences, SqlOutput, Txn, TxnError};
 use pistou_sql::{Catalog, Engine, Row, SqlType, StatementKind, Value};
 use rand::Rng;
@@ -96,6 +97,8 @@ pub struct Session {
     session_sequences: SessionSequences,
     /// The block's statements, to run them again if the block aborts (`replay.rs`).
     journal: Journal,
+    /// The session's temporary tables (`temp.rs`).
+    pub temp: TempSchema,
 }
 
 fn outside_block(what: &str) -> PgError {
@@ -121,7 +124,6 @@ impl Session {
         pid: i32,
     ) -> Session {
         Session {
-            client,
             engine,
             config,
             txn: TxnState::Idle,
@@ -132,6 +134,8 @@ impl Session {
             pid,
             session_sequences: SessionSequences::default(),
             journal: Journal::default(),
+            temp: TempSchema::new(client.id().0),
+            client,
         }
     }
 
@@ -179,6 +183,7 @@ impl Session {
                     self.txn = TxnState::Open(None);
                     self.block_settings = Some(self.settings.clone());
                     self.journal = Journal::default();
+                    self.temp.begin();
                     command_reply("BEGIN")
                 }
                 _ => Reply::Command {
@@ -203,12 +208,14 @@ impl Session {
                 }
                 self.journal.forgo();
                 self.open_txn().await?.savepoint(name).await.map_err(from_client)?;
+                self.temp.savepoint(name);
                 Ok(command_reply("SAVEPOINT"))
             }
             Command::Release(name) => match &mut self.txn {
                 TxnState::Idle => Err(outside_block("RELEASE SAVEPOINT")),
                 TxnState::Open(Some(txn)) => {
                     txn.release_savepoint(name).await.map_err(from_client)?;
+                    self.temp.release(name);
                     Ok(command_reply("RELEASE"))
                 }
                 // SAVEPOINT begins the Pistou transaction: without one there is no savepoint.
@@ -218,6 +225,7 @@ impl Session {
                 TxnState::Idle => Err(outside_block("ROLLBACK TO SAVEPOINT")),
                 TxnState::Open(Some(txn)) | TxnState::Failed(Some(txn)) => {
                     txn.rollback_to_savepoint(name).await.map_err(from_client)?;
+                    self.temp.rollback_to(name);
                     // The savepoint stays: the block is usable again.
                     if let TxnState::Failed(txn) = &mut self.txn {
                         self.txn = TxnState::Open(txn.take());
@@ -534,6 +542,7 @@ impl Session {
     /// (as in PostgreSQL; an unknown commit outcome counts as not committed).
     fn end_block(&mut self, committed: bool) {
         self.journal = Journal::default();
+        self.temp.ended(committed);
         match self.block_settings.take() {
             Some(before) if !committed => self.settings = before,
             _ => self.settings.end_transaction(),
@@ -586,6 +595,40 @@ impl Session {
         let catalog = txn.catalog().await.map_err(from_client);
         txn.rollback();
         catalog
+    }
+
+    /// After a statement succeeded: records what it did to temporary tables, and outside
+    /// a block drops those created `ON COMMIT DROP` by a transaction that has committed.
+    pub async fn temp_applied(&mut self, effect: TempEffect) -> Result<(), PgError> {
+        self.temp.applied(effect);
+        if !matches!(self.txn, TxnState::Idle) {
+            return Ok(());
+        }
+        for table in self.temp.take_commit_drops() {
+            self.drop_table(&table).await?;
+        }
+        Ok(())
+    }
+
+    async fn drop_table(&mut self, table: &str) -> Result<(), PgError> {
+        let sql = format!("DROP TABLE IF EXISTS \"{}\"", table.replace('"', "\"\""));
+        self.autocommit(Work::Statement(&sql, &RawParams::default())).await.map(|_| ())
+    }
+
+    /// The session ends: its block is abandoned and its temporary tables are dropped (all
+    /// of its namespace in the catalog, including any whose creation's outcome was unknown).
+    pub async fn close(&mut self) {
+        self.txn = TxnState::Idle;
+        if !self.temp.ever_used() {
+            return;
+        }
+        let Ok(catalog) = self.catalog().await else { return };
+        let tables = self.temp.own_relations(catalog.tables().map(|t| t.name.as_str()));
+        for table in tables {
+            if let Err(e) = self.drop_table(&table).await {
+                tracing::warn!("dropping temporary table {table} at session end: {}", e.message);
+            }
+        }
     }
 
     fn info(&self) -> SessionInfo<'_> {

@@ -796,3 +796,108 @@ async fn sequences_behave_as_in_postgres() {
     })
     .await;
 }
+
+/// Temporary tables: they shadow a permanent table of their name, take constraints,
+/// indexes and serials, show in pg_temp in the catalog, go with a rolled-back block or
+/// at commit with ON COMMIT DROP, and refuse what PostgreSQL refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn temporary_tables_behave_as_in_postgres() {
+    bounded(120, async {
+        let script = [
+            "CREATE TABLE parity_tmp (id INT PRIMARY KEY, v TEXT)",
+            "INSERT INTO parity_tmp VALUES (1, 'permanent')",
+            "CREATE TEMP TABLE parity_tmp (id INT PRIMARY KEY, v TEXT)",
+            "SELECT * FROM parity_tmp",
+            "INSERT INTO parity_tmp VALUES (2, 'temporary')",
+            "SELECT parity_tmp.v FROM parity_tmp WHERE parity_tmp.id = 2",
+            "SELECT * FROM public.parity_tmp",
+            "SELECT * FROM pg_temp.parity_tmp",
+            "UPDATE parity_tmp SET v = 'changed' WHERE id = 2 RETURNING *",
+            "INSERT INTO parity_tmp VALUES (2, 'again')",
+            "WITH parity_tmp AS (SELECT 42 AS id) SELECT * FROM parity_tmp",
+            "SELECT t.v, p.v FROM parity_tmp t JOIN public.parity_tmp p ON p.id < t.id",
+            "CREATE TEMPORARY TABLE parity_tmp_s (id SERIAL PRIMARY KEY, x INT UNIQUE, CONSTRAINT parity_pos CHECK (x > 0))",
+            "INSERT INTO parity_tmp_s (x) VALUES (5), (6)",
+            "INSERT INTO parity_tmp_s (x) VALUES (5)",
+            "INSERT INTO parity_tmp_s (x) VALUES (-1)",
+            "CREATE INDEX parity_tmp_s_idx ON parity_tmp_s (x)",
+            "SELECT c.relname, n.nspname LIKE 'pg_temp%', c.relpersistence, c.relkind FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname LIKE 'parity_tmp%' ORDER BY 1, 2",
+            "SELECT table_name, table_type, table_schema LIKE 'pg_temp%' FROM information_schema.tables \
+             WHERE table_name LIKE 'parity_tmp%' ORDER BY 1, 2",
+            "SELECT indexname, indexdef LIKE 'CREATE INDEX parity_tmp_s_idx ON pg_temp%' FROM pg_indexes \
+             WHERE tablename = 'parity_tmp_s' ORDER BY 1",
+            "SELECT conname, contype FROM pg_constraint WHERE conname LIKE 'parity%' ORDER BY 1",
+            "ALTER TABLE parity_tmp_s DROP CONSTRAINT parity_pos",
+            "INSERT INTO parity_tmp_s (x) VALUES (-3)",
+            "ALTER TABLE parity_tmp_s RENAME TO parity_tmp_r",
+            "SELECT x FROM parity_tmp_r ORDER BY x",
+            "DROP INDEX parity_tmp_s_idx",
+            "BEGIN",
+            "CREATE TEMP TABLE parity_tmp_b AS SELECT x FROM parity_tmp_r",
+            "SELECT count(*) FROM parity_tmp_b",
+            "ROLLBACK",
+            "SELECT count(*) FROM parity_tmp_b",
+            "BEGIN",
+            "CREATE TEMP TABLE parity_tmp_d (a INT) ON COMMIT DROP",
+            "INSERT INTO parity_tmp_d VALUES (1)",
+            "SAVEPOINT s1",
+            "CREATE TEMP TABLE parity_tmp_e (a INT)",
+            "ROLLBACK TO SAVEPOINT s1",
+            "SELECT count(*) FROM parity_tmp_d",
+            "COMMIT",
+            "SELECT * FROM parity_tmp_d",
+            "SELECT * FROM parity_tmp_e",
+            "SELECT * INTO TEMP parity_tmp_i FROM parity_tmp_r WHERE x > 0",
+            "SELECT count(*) FROM parity_tmp_i",
+            "CREATE TEMP TABLE parity_tmp_p (id INT PRIMARY KEY)",
+            "CREATE TEMP TABLE parity_tmp_c (id INT, pid INT REFERENCES parity_tmp_p)",
+            "INSERT INTO parity_tmp_c VALUES (1, 7)",
+            "CREATE TABLE parity_perm_c (id INT, pid INT REFERENCES parity_tmp_p)",
+            "CREATE TEMP TABLE parity_tmp_c2 (id INT, pid INT REFERENCES public.parity_tmp)",
+            "DROP TABLE parity_tmp",
+            "SELECT * FROM parity_tmp",
+            "DROP TABLE parity_tmp",
+        ];
+        compare(&["DROP TABLE IF EXISTS parity_tmp, parity_perm_c"], &script).await;
+    })
+    .await;
+}
+
+/// Each session has its own temporary tables, and they go when it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn temporary_tables_belong_to_their_session() {
+    bounded(120, async {
+        let h = start(GatewayConfig::default()).await;
+        let (a, b) = (connect(h.addr).await, connect(h.addr).await);
+        a.batch_execute("CREATE TEMP TABLE mine (id INT PRIMARY KEY, v TEXT); INSERT INTO mine VALUES (1, 'a')")
+            .await
+            .unwrap();
+        let err = b.simple_query("SELECT * FROM mine").await.unwrap_err();
+        assert_eq!(support::sqlstate(&err), "42P01");
+        b.batch_execute("CREATE TEMP TABLE mine (id INT PRIMARY KEY, v TEXT); INSERT INTO mine VALUES (1, 'b')")
+            .await
+            .unwrap();
+        // The extended protocol (a prepared statement with a parameter) resolves them too.
+        for (client, v) in [(&a, "a"), (&b, "b")] {
+            let rows = client.query("SELECT v FROM mine WHERE id = $1", &[&1i32]).await.unwrap();
+            assert_eq!(rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>(), vec![v.to_string()]);
+        }
+        let temporary = "SELECT count(*)::int FROM pg_class WHERE relname = 'mine' AND relpersistence = 't'";
+        assert_eq!(b.query_one(temporary, &[]).await.unwrap().get::<_, i32>(0), 2);
+        drop(a);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let count: i32 = b.query_one(temporary, &[]).await.unwrap().get(0);
+            if count == 1 {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "the ended session's temporary table is still there");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let rows = b.query("SELECT v FROM mine", &[]).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        h.stop().await;
+    })
+    .await;
+}

@@ -46,8 +46,9 @@ impl SchemaRules for EngineRules {
     }
 }
 
+/// A constraint name as SQL may give it (a temporary table's carries its namespace besides).
 fn name_ok(name: &str) -> Result<()> {
-    if name.is_empty() || name.len() > MAX_NAME || name.contains('\0') {
+    if name.is_empty() || crate::system::unqualified(name).len() > MAX_NAME || name.contains('\0') {
         return err(SqlState::InvalidName, "invalid constraint name");
     }
     Ok(())

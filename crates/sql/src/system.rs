@@ -271,6 +271,26 @@ pub struct Objects {
     pub sequences: Vec<(i64, std::sync::Arc<crate::sequence::SequenceSchema>)>,
     /// Each view with its OID.
     pub views: Vec<(i64, std::sync::Arc<crate::view::ViewSchema>)>,
+    /// The temporary namespaces holding tables, sorted: the i-th has OID
+    /// `FIRST_TEMP_NAMESPACE_OID + i`.
+    pub temp_namespaces: Vec<String>,
+}
+
+/// OID of the first temporary namespace (`Objects::temp_namespaces`), far above user OIDs.
+const FIRST_TEMP_NAMESPACE_OID: i64 = 1_000_000_000;
+
+/// The namespace and name of a session's temporary relation: the gateway names them
+/// `pg_temp_<session>.name` in the catalog (docs/gateway.md, "Temporary tables").
+pub fn temp_namespace(catalog_name: &str) -> Option<(&str, &str)> {
+    if !catalog_name.starts_with("pg_temp_") {
+        return None;
+    }
+    catalog_name.split_once('.')
+}
+
+/// A relation's name as SQL shows it (without a temporary namespace).
+pub fn unqualified(catalog_name: &str) -> &str {
+    temp_namespace(catalog_name).map_or(catalog_name, |(_, name)| name)
 }
 
 /// True when `index` is the one a UNIQUE constraint of `table` created (its name is the one
@@ -329,7 +349,21 @@ impl Objects {
         }
         let sequences = catalog.sequences().map(|s| (take(), s.clone())).collect();
         let views = catalog.views().map(|v| (take(), v.clone())).collect();
-        Objects { tables, sequences, views }
+        let temp_namespaces: std::collections::BTreeSet<String> =
+            catalog.tables().filter_map(|t| temp_namespace(&t.name)).map(|(ns, _)| ns.to_string()).collect();
+        Objects { tables, sequences, views, temp_namespaces: temp_namespaces.into_iter().collect() }
+    }
+
+    /// The OID of the namespace a relation (by catalog name) is in.
+    pub fn namespace_oid(&self, catalog_name: &str) -> i64 {
+        temp_namespace(catalog_name)
+            .and_then(|(ns, _)| self.temp_namespaces.iter().position(|n| n == ns))
+            .map_or(NAMESPACE_PUBLIC, |i| FIRST_TEMP_NAMESPACE_OID + i as i64)
+    }
+
+    /// The name of the schema a relation (by catalog name) is in.
+    pub fn schema_of<'n>(&self, catalog_name: &'n str) -> &'n str {
+        temp_namespace(catalog_name).map_or("public", |(ns, _)| ns)
     }
 
     /// The table named `name`.
@@ -362,10 +396,11 @@ impl Objects {
             for ix in &t.indexes {
                 let cols = column_names(&t.schema, &ix.columns);
                 let def = format!(
-                    "CREATE {}INDEX {} ON public.{} USING btree ({})",
+                    "CREATE {}INDEX {} ON {}.{} USING btree ({})",
                     if ix.unique { "UNIQUE " } else { "" },
-                    quote_ident(&ix.name),
-                    quote_ident(&t.schema.name),
+                    quote_ident(unqualified(&ix.name)),
+                    quote_ident(self.schema_of(&t.schema.name)),
+                    quote_ident(unqualified(&t.schema.name)),
                     cols.iter()
                         .enumerate()
                         .map(|(i, c)| format!("{}{}", quote_ident(c), ix.order_text(i)))
@@ -515,7 +550,7 @@ fn identity_code(c: &Column) -> &'static str {
 pub fn default_text(c: &Column) -> Option<String> {
     if let Some(g) = &c.generated {
         // SERIAL is a default drawing from its sequence; IDENTITY columns have none.
-        return g.identity.is_none().then(|| format!("nextval('{}'::regclass)", g.sequence));
+        return g.identity.is_none().then(|| format!("nextval('{}'::regclass)", unqualified(&g.sequence)));
     }
     if let Some(func) = c.volatile_default {
         return Some(match func {
@@ -690,7 +725,13 @@ fn pg_catalog(o: &Objects, relname: &str) -> Option<Relation> {
     Some(match relname {
         "pg_namespace" => relation_of(
             &[("oid", OID), ("nspname", NAME), ("nspowner", OID), ("nspacl", TEXT)],
-            namespaces().iter().map(|(o, n, owner)| vec![oid(*o), name(n), oid(*owner), NULL]).collect(),
+            namespaces()
+                .iter()
+                .map(|(o, n, owner)| vec![oid(*o), name(n), oid(*owner), NULL])
+                .chain(o.temp_namespaces.iter().enumerate().map(|(i, n)| {
+                    vec![oid(FIRST_TEMP_NAMESPACE_OID + i as i64), name(n), oid(ROLE_OWNER), NULL]
+                }))
+                .collect(),
         ),
         "pg_am" => relation_of(
             &[("oid", OID), ("amname", NAME), ("amhandler", TEXT), ("amtype", TEXT)],
@@ -978,8 +1019,8 @@ fn pg_catalog(o: &Objects, relname: &str) -> Option<Relation> {
                 .iter()
                 .map(|t| {
                     vec![
-                        name("public"),
-                        name(&t.schema.name),
+                        name(o.schema_of(&t.schema.name)),
+                        name(unqualified(&t.schema.name)),
                         name(ROLE_OWNER_NAME),
                         NULL,
                         b(!t.indexes.is_empty()),
@@ -996,7 +1037,8 @@ fn pg_catalog(o: &Objects, relname: &str) -> Option<Relation> {
             for t in &o.tables {
                 for ix in &t.indexes {
                     let def = defs.iter().find(|d| d.0 == ix.oid).map(|d| d.1.clone()).unwrap_or_default();
-                    rows.push(vec![name("public"), name(&t.schema.name), name(&ix.name), NULL, Value::Text(def)]);
+                    let (schema, table) = (o.schema_of(&t.schema.name), unqualified(&t.schema.name));
+                    rows.push(vec![name(schema), name(table), name(unqualified(&ix.name)), NULL, Value::Text(def)]);
                 }
             }
             relation_of(
@@ -1056,10 +1098,11 @@ fn pg_class(o: &Objects) -> Relation {
                (hasindex, checks, triggers): (bool, usize, bool),
                kind: &str,
                natts: usize| {
+        let namespace = o.namespace_oid(relname);
         vec![
             oid(oid_),
-            name(relname),
-            oid(NAMESPACE_PUBLIC),
+            name(unqualified(relname)),
+            oid(namespace),
             oid(0),
             oid(0),
             oid(ROLE_OWNER),
@@ -1072,7 +1115,7 @@ fn pg_class(o: &Objects) -> Relation {
             oid(0),
             b(hasindex),
             b(false),
-            name("p"),
+            name(if namespace == NAMESPACE_PUBLIC { "p" } else { "t" }),
             name(kind),
             int(natts as i64),
             int(checks as i64),
@@ -1407,8 +1450,8 @@ fn pg_constraint(o: &Objects) -> Relation {
             let Some(con) = ix.constraint else { continue };
             rows.push(vec![
                 oid(con),
-                name(&ix.name),
-                oid(NAMESPACE_PUBLIC),
+                name(unqualified(&ix.name)),
+                oid(o.namespace_oid(&t.schema.name)),
                 name(if ix.primary { "p" } else { "u" }),
                 b(false),
                 b(false),
@@ -1432,8 +1475,8 @@ fn pg_constraint(o: &Objects) -> Relation {
         for (con, c) in &t.checks {
             rows.push(vec![
                 oid(*con),
-                name(&c.name),
-                oid(NAMESPACE_PUBLIC),
+                name(unqualified(&c.name)),
+                oid(o.namespace_oid(&t.schema.name)),
                 name("c"),
                 b(false),
                 b(false),
@@ -1466,8 +1509,8 @@ fn pg_constraint(o: &Objects) -> Relation {
             });
             rows.push(vec![
                 oid(*con),
-                name(&f.name),
-                oid(NAMESPACE_PUBLIC),
+                name(unqualified(&f.name)),
+                oid(o.namespace_oid(&t.schema.name)),
                 name("f"),
                 b(f.deferrable),
                 b(f.initially_deferred),
@@ -1543,11 +1586,12 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
             ],
             {
                 let row = |relation: &str, kind: &str, insertable: &str| {
+                    let temporary = temp_namespace(relation).is_some();
                     vec![
                         catalog_name(),
-                        name("public"),
-                        name(relation),
-                        name(kind),
+                        name(o.schema_of(relation)),
+                        name(unqualified(relation)),
+                        name(if temporary { "LOCAL TEMPORARY" } else { kind }),
                         NULL,
                         NULL,
                         NULL,
@@ -1588,8 +1632,8 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                     let text = |v: i64| Value::Text(v.to_string());
                     vec![
                         catalog_name(),
-                        name("public"),
-                        name(&s.name),
+                        name(o.schema_of(&s.name)),
+                        name(unqualified(&s.name)),
                         Value::Text(s.ty.pg_name().to_string()),
                         int(bits),
                         int(2),
@@ -1660,8 +1704,8 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                         .then(|| int(if c.ty == SqlType::Date { 0 } else { 6 }));
                     rows.push(vec![
                         catalog_name(),
-                        name("public"),
-                        name(relation),
+                        name(o.schema_of(relation)),
+                        name(unqualified(relation)),
                         name(&c.name),
                         int(i as i64 + 1),
                         default_text(c).map_or(NULL, Value::Text),
@@ -1718,11 +1762,11 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                 for ix in t.indexes.iter().filter(|ix| ix.constraint.is_some()) {
                     rows.push(vec![
                         catalog_name(),
-                        name("public"),
-                        name(&ix.name),
+                        name(o.schema_of(&t.schema.name)),
+                        name(unqualified(&ix.name)),
                         catalog_name(),
-                        name("public"),
-                        name(&t.schema.name),
+                        name(o.schema_of(&t.schema.name)),
+                        name(unqualified(&t.schema.name)),
                         name(if ix.primary { "PRIMARY KEY" } else { "UNIQUE" }),
                         name("NO"),
                         name("NO"),
@@ -1733,11 +1777,11 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                 for (_, f) in &t.foreign_keys {
                     rows.push(vec![
                         catalog_name(),
-                        name("public"),
-                        name(&f.name),
+                        name(o.schema_of(&t.schema.name)),
+                        name(unqualified(&f.name)),
                         catalog_name(),
-                        name("public"),
-                        name(&t.schema.name),
+                        name(o.schema_of(&t.schema.name)),
+                        name(unqualified(&t.schema.name)),
                         name("FOREIGN KEY"),
                         yes_no(f.deferrable),
                         yes_no(f.initially_deferred),
@@ -1748,11 +1792,11 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                 for (_, c) in &t.checks {
                     rows.push(vec![
                         catalog_name(),
-                        name("public"),
-                        name(&c.name),
+                        name(o.schema_of(&t.schema.name)),
+                        name(unqualified(&c.name)),
                         catalog_name(),
-                        name("public"),
-                        name(&t.schema.name),
+                        name(o.schema_of(&t.schema.name)),
+                        name(unqualified(&t.schema.name)),
                         name("CHECK"),
                         name("NO"),
                         name("NO"),
@@ -1785,11 +1829,11 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                     for (k, col) in column_names(&t.schema, &ix.columns).iter().enumerate() {
                         rows.push(vec![
                             catalog_name(),
-                            name("public"),
-                            name(&ix.name),
+                            name(o.schema_of(&t.schema.name)),
+                            name(unqualified(&ix.name)),
                             catalog_name(),
-                            name("public"),
-                            name(&t.schema.name),
+                            name(o.schema_of(&t.schema.name)),
+                            name(unqualified(&t.schema.name)),
                             name(col),
                             int(k as i64 + 1),
                             NULL,
@@ -1803,11 +1847,11 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                         let in_unique = key.as_ref().and_then(|(_, cols)| cols.iter().position(|x| x == p));
                         rows.push(vec![
                             catalog_name(),
-                            name("public"),
-                            name(&f.name),
+                            name(o.schema_of(&t.schema.name)),
+                            name(unqualified(&f.name)),
                             catalog_name(),
-                            name("public"),
-                            name(&t.schema.name),
+                            name(o.schema_of(&t.schema.name)),
+                            name(unqualified(&t.schema.name)),
                             name(&column_names(&t.schema, &[*c]).concat()),
                             int(k as i64 + 1),
                             in_unique.map_or(NULL, |i| int(i as i64 + 1)),
@@ -1844,11 +1888,11 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                     });
                     rows.push(vec![
                         catalog_name(),
-                        name("public"),
-                        name(&f.name),
+                        name(o.schema_of(&t.schema.name)),
+                        name(unqualified(&f.name)),
                         unique.map_or(NULL, |_| catalog_name()),
-                        unique.map_or(NULL, |_| name("public")),
-                        unique.map_or(NULL, |u| name(&u.name)),
+                        unique.map_or(NULL, |_| name(o.schema_of(&f.parent))),
+                        unique.map_or(NULL, |u| name(unqualified(&u.name))),
                         name("NONE"),
                         name(f.on_update.rule()),
                         name(f.on_delete.rule()),
@@ -1875,14 +1919,15 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
             // referenced ones for FOREIGN KEY (as PostgreSQL).
             let mut rows = Vec::new();
             let mut push = |table: &str, column: String, constraint: &str| {
+                let schema = temp_namespace(table).map_or("public", |(ns, _)| ns);
                 rows.push(vec![
                     catalog_name(),
-                    name("public"),
-                    name(table),
+                    name(schema),
+                    name(unqualified(table)),
                     name(&column),
                     catalog_name(),
-                    name("public"),
-                    name(constraint),
+                    name(schema),
+                    name(unqualified(constraint)),
                 ]);
             };
             for t in &o.tables {
@@ -1921,7 +1966,8 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
             let mut rows = Vec::new();
             for t in &o.tables {
                 for (_, c) in &t.checks {
-                    rows.push(vec![catalog_name(), name("public"), name(&c.name), Value::Text(c.expr.clone())]);
+                    let schema = o.schema_of(&t.schema.name);
+                    rows.push(vec![catalog_name(), name(schema), name(unqualified(&c.name)), Value::Text(c.expr.clone())]);
                 }
             }
             relation_of(

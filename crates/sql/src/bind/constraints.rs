@@ -302,7 +302,7 @@ impl Binder<'_> {
                 if matches!(drop_behavior, Some(sql::DropBehavior::Cascade)) {
                     return unsupported("DROP CONSTRAINT ... CASCADE");
                 }
-                let name = ident(name);
+                let name = temporary_constraint(table, ident(name));
                 if *if_exists && !crate::constraints::constraint_exists(table, &name) {
                     self.notice =
                         Some(format!("constraint \"{name}\" of relation \"{}\" does not exist, skipping", table.name));
@@ -350,4 +350,15 @@ impl Binder<'_> {
             other => return unsupported(format!("ALTER TABLE {other}")),
         }))
     }
+}
+
+/// The catalog name of constraint `name` of `table`: a temporary table's constraint names
+/// may carry its session's namespace (`crate::system::temp_namespace`), which SQL omits.
+fn temporary_constraint(table: &TableSchema, name: String) -> String {
+    if crate::system::temp_namespace(&table.name).is_none() || crate::constraints::constraint_exists(table, &name) {
+        return name;
+    }
+    let c = &table.constraints;
+    let names = c.checks.iter().map(|x| &x.name).chain(c.foreign_keys.iter().map(|x| &x.name)).chain(&c.unique);
+    names.into_iter().find(|n| crate::system::unqualified(n) == name).cloned().unwrap_or(name)
 }

@@ -1,0 +1,661 @@
+//! Temporary tables: PostgreSQL's `pg_temp` schema of one session.
+//!
+//! A temporary table is an ordinary table of the cluster whose catalog name carries the
+//! session's namespace, `pg_temp_<gateway client>_<gateway run>_<session>.` (docs/gateway.md,
+//! "Temporary tables"). Its rows are replicated and checked like any other table's; what is
+//! private to the session is the name. The gateway rewrites each statement of a session that
+//! has temporary tables: a relation name the session created as temporary (or written
+//! `pg_temp.x`) becomes the namespaced name, shadowing a permanent table of the same name, as
+//! `pg_temp` comes first on PostgreSQL's search path. Every name that belongs to a temporary
+//! table — its indexes, sequences and constraints — carries the namespace, so the names of two
+//! sessions never clash, and error messages show them without it.
+
+use crate::errors::{self, PgError};
+use sqlparser::ast::{
+    AlterIndexOperation, AlterTableOperation, ColumnDef, ColumnOption, CopySource, ForeignKeyConstraint, Expr, Ident, ObjectName, ObjectNamePart,
+    ObjectType, OnCommit, Query, RenameTableNameKind, SetExpr, Statement, TableAlias, TableConstraint, TableFactor,
+    VisitMut, VisitorMut,
+};
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// The prefix of every temporary namespace; SQL cannot create a relation whose name starts
+/// with it and holds a dot (`TempSchema::rewrite` refuses it), so no permanent relation is
+/// ever mistaken for another session's temporary one.
+pub const TEMP_NAMESPACE_PREFIX: &str = "pg_temp_";
+
+/// Sessions started by this gateway process.
+static SESSIONS: AtomicU64 = AtomicU64::new(0);
+
+/// This gateway process's run, drawn once: namespaces of a run that ended without dropping
+/// its tables (a crash) differ from the current run's, so they can be found and dropped
+/// (`orphan_namespace`).
+fn run_id() -> u32 {
+    static RUN: OnceLock<u32> = OnceLock::new();
+    *RUN.get_or_init(rand::random)
+}
+
+/// Is `relation` (a catalog name) in a temporary namespace of an earlier run of the gateway
+/// whose client id is `client`?
+pub fn orphan_namespace(relation: &str, client: u64) -> bool {
+    let Some(rest) = relation.strip_prefix(&format!("{TEMP_NAMESPACE_PREFIX}{client}_")) else { return false };
+    let Some((namespace, _)) = rest.split_once('.') else { return false };
+    let run = namespace.split('_').next().and_then(|r| u32::from_str_radix(r, 16).ok());
+    run != Some(run_id())
+}
+
+/// What a statement does to the session's temporary relations, known once it succeeded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TempEffect {
+    created: Vec<String>,
+    dropped: Vec<String>,
+    /// Created with `ON COMMIT DROP`.
+    drop_at_commit: Vec<String>,
+}
+
+/// One session's temporary relations.
+pub struct TempSchema {
+    /// `pg_temp_<client>_<run>_<session>` (no dot).
+    namespace: String,
+    /// Names (as SQL sees them) of the session's temporary tables and named indexes.
+    relations: BTreeSet<String>,
+    /// Tables to drop when the transaction that created them commits.
+    drop_at_commit: BTreeSet<String>,
+    /// `relations` when the block began, and at each savepoint (restored on rollback).
+    at_begin: Option<(BTreeSet<String>, BTreeSet<String>)>,
+    savepoints: Vec<(String, BTreeSet<String>, BTreeSet<String>)>,
+    /// A statement creating a temporary relation was rewritten (it may have run).
+    creating: std::cell::Cell<bool>,
+}
+
+impl TempSchema {
+    pub fn new(client: u64) -> TempSchema {
+        let session = SESSIONS.fetch_add(1, Ordering::Relaxed) + 1;
+        TempSchema {
+            namespace: format!("{TEMP_NAMESPACE_PREFIX}{client}_{:x}_{session}", run_id()),
+            relations: BTreeSet::new(),
+            drop_at_commit: BTreeSet::new(),
+            at_begin: None,
+            savepoints: Vec::new(),
+            creating: std::cell::Cell::new(false),
+        }
+    }
+
+    /// The catalog name of the session's temporary relation `name`.
+    fn qualified(&self, name: &str) -> String {
+        format!("{}.{name}", self.namespace)
+    }
+
+    /// The session's namespace followed by a dot: what catalog names of its relations start with.
+    pub fn prefix(&self) -> String {
+        format!("{}.", self.namespace)
+    }
+
+    /// May the session's namespace hold tables (even ones whose creation's outcome was
+    /// unknown)?
+    pub fn ever_used(&self) -> bool {
+        self.creating.get()
+    }
+
+    /// `text` (an error or notice) with the session's namespace taken out of names.
+    pub fn unqualify(&self, text: &str) -> String {
+        if self.relations.is_empty() && self.drop_at_commit.is_empty() {
+            return text.to_string();
+        }
+        text.replace(&self.prefix(), "")
+    }
+
+    /// `sql` with the session's temporary relations named by their catalog names, and what
+    /// it will do to them. Statements that cannot name a temporary relation are returned
+    /// unchanged without being parsed.
+    pub fn rewrite(&self, sql: &str) -> Result<(Option<String>, TempEffect), PgError> {
+        if self.relations.is_empty() && !mentions_temp(sql) {
+            return Ok((None, TempEffect::default()));
+        }
+        let parsed = crate::route::with_parsed(sql, |parsed| parsed.map_err(|e| e.to_string()));
+        let statement = match parsed {
+            Some(Ok(mut statements)) if statements.len() == 1 => statements.pop(),
+            _ => None,
+        };
+        let Some(mut statement) = statement else {
+            return match self.named_in_text(sql) {
+                Some(name) => Err(PgError::new(
+                    errors::FEATURE_NOT_SUPPORTED,
+                    format!(
+                        "a statement naming temporary relation \"{name}\" that the gateway cannot parse \
+                         (it must resolve the name to the session's table first)"
+                    ),
+                )),
+                None => Ok((None, TempEffect::default())),
+            };
+        };
+        let original = statement.clone();
+        let effect = self.rewrite_statement(&mut statement)?;
+        if !effect.created.is_empty() {
+            self.creating.set(true);
+        }
+        // Text naming no temporary relation runs as the client wrote it.
+        if statement == original {
+            return Ok((None, effect));
+        }
+        Ok((Some(statement.to_string()), effect))
+    }
+
+    /// A temporary relation the text names as a word, if any (for text that does not parse).
+    fn named_in_text(&self, sql: &str) -> Option<String> {
+        let lower = sql.to_ascii_lowercase();
+        if lower.contains("temp") {
+            return Some("pg_temp".into());
+        }
+        lower
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+            .find(|word| self.relations.contains(*word))
+            .map(str::to_string)
+    }
+
+    fn rewrite_statement(&self, statement: &mut Statement) -> Result<TempEffect, PgError> {
+        let mut effect = TempEffect::default();
+        // The name a CREATE gives is resolved by the statement's kind, not by the visitor
+        // (CREATE TABLE without TEMP makes a permanent table even where a temporary one
+        // shadows its name): it is set aside while the rest is resolved.
+        let created = match statement {
+            Statement::CreateTable(c) => Some(std::mem::replace(&mut c.name, ObjectName(Vec::new()))),
+            Statement::CreateView(v) => Some(std::mem::replace(&mut v.name, ObjectName(Vec::new()))),
+            _ => None,
+        };
+        let mut visitor = Resolve { schema: self, ctes: Vec::new(), error: None, temp_read: false };
+        let _ = statement.visit(&mut visitor);
+        if let Some(e) = visitor.error {
+            return Err(e);
+        }
+        match (statement, created) {
+            (Statement::CreateTable(c), Some(name)) => {
+                let temporary = c.temporary || self.names_temporary(&name);
+                if !temporary {
+                    c.name = name;
+                    self.resolve_foreign_keys(table_foreign_keys(&mut c.constraints), false)?;
+                    self.resolve_foreign_keys(column_foreign_keys(&mut c.columns), false)?;
+                    return Ok(effect);
+                }
+                let plain = plain_name(&name)?;
+                c.temporary = false;
+                // PostgreSQL accepts GLOBAL and ignores it (with a warning).
+                c.global = None;
+                c.name = ObjectName::from(vec![quoted(&self.qualified(&plain))]);
+                match c.on_commit.take() {
+                    None | Some(OnCommit::PreserveRows) => {}
+                    Some(OnCommit::Drop) => effect.drop_at_commit.push(plain.clone()),
+                    Some(OnCommit::DeleteRows) => {
+                        return Err(PgError::new(
+                            errors::FEATURE_NOT_SUPPORTED,
+                            "ON COMMIT DELETE ROWS is not supported (a temporary table keeps its rows until it is dropped or the session ends)",
+                        ))
+                    }
+                }
+                self.resolve_foreign_keys(table_foreign_keys(&mut c.constraints), true)?;
+                self.resolve_foreign_keys(column_foreign_keys(&mut c.columns), true)?;
+                self.qualify_constraint_names(c);
+                effect.created.push(plain);
+            }
+            (Statement::CreateView(v), Some(name)) => {
+                if v.temporary || visitor.temp_read || self.names_temporary(&name) {
+                    return Err(PgError::new(
+                        errors::FEATURE_NOT_SUPPORTED,
+                        "temporary views, and views over temporary tables, are not supported",
+                    ));
+                }
+                v.name = name;
+            }
+            (Statement::CreateIndex(c), _) if self.is_own(&c.table_name) => {
+                if let Some(name) = &mut c.name {
+                    let plain = plain_name(name)?;
+                    *name = ObjectName::from(vec![quoted(&self.qualified(&plain))]);
+                    effect.created.push(plain);
+                }
+            }
+            (Statement::AlterTable(a), _) if self.is_own(&a.name) => {
+                let table = plain_name(&ObjectName::from(vec![Ident::new(self.unqualified_name(&a.name))]))?;
+                for op in &mut a.operations {
+                    match op {
+                        AlterTableOperation::RenameTable {
+                            table_name: RenameTableNameKind::To(to) | RenameTableNameKind::As(to),
+                        } => {
+                            let plain = plain_name(to)?;
+                            *to = ObjectName::from(vec![quoted(&self.qualified(&plain))]);
+                            effect.dropped.push(table.clone());
+                            effect.created.push(plain);
+                        }
+                        AlterTableOperation::AddConstraint { constraint, .. } => {
+                            self.resolve_foreign_keys(table_foreign_keys(std::slice::from_mut(constraint)), true)?;
+                            self.qualify_constraint(constraint);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            (Statement::AlterIndex { name, operation: AlterIndexOperation::RenameIndex { index_name } }, _)
+                if self.is_own(name) =>
+            {
+                let old = self.unqualified_name(name);
+                let plain = plain_name(index_name)?;
+                *index_name = ObjectName::from(vec![quoted(&self.qualified(&plain))]);
+                effect.dropped.push(old);
+                effect.created.push(plain);
+            }
+            (Statement::Drop { object_type: ObjectType::Table | ObjectType::Index, names, .. }, _) => {
+                for name in names.iter_mut() {
+                    if let Some(plain) = self.resolve(name)? {
+                        *name = ObjectName::from(vec![quoted(&self.qualified(&plain))]);
+                        effect.dropped.push(plain);
+                    }
+                }
+            }
+            (Statement::Copy { source: CopySource::Table { table_name, .. }, .. }, _) => {
+                if let Some(plain) = self.resolve(table_name)? {
+                    *table_name = ObjectName::from(vec![quoted(&self.qualified(&plain))]);
+                }
+            }
+            (Statement::Query(query), _) => self.select_into(query, &mut effect)?,
+            _ => {}
+        }
+        Ok(effect)
+    }
+
+    /// `SELECT … INTO [TEMP] t`: a temporary target is the session's; a plain one is permanent.
+    fn select_into(&self, query: &mut Query, effect: &mut TempEffect) -> Result<(), PgError> {
+        let SetExpr::Select(select) = &mut *query.body else { return Ok(()) };
+        let Some(into) = &mut select.into else { return Ok(()) };
+        if !into.temporary {
+            return Ok(());
+        }
+        let [target] = into.targets.as_mut_slice() else { return Ok(()) };
+        let name = match target {
+            Expr::Identifier(i) => ObjectName::from(vec![i.clone()]),
+            Expr::CompoundIdentifier(parts) => ObjectName::from(parts.clone()),
+            _ => return Ok(()),
+        };
+        let plain = plain_name(&name)?;
+        *target = Expr::Identifier(quoted(&self.qualified(&plain)));
+        into.temporary = false;
+        effect.created.push(plain);
+        Ok(())
+    }
+
+    /// Index-backed constraint names of a temporary table carry the namespace, as its
+    /// derived names do.
+    fn qualify_constraint_names(&self, c: &mut sqlparser::ast::CreateTable) {
+        for constraint in &mut c.constraints {
+            self.qualify_constraint(constraint);
+        }
+        for column in &mut c.columns {
+            for option in &mut column.options {
+                if let (Some(name), ColumnOption::Unique(_) | ColumnOption::PrimaryKey(_)) = (&mut option.name, &option.option) {
+                    *name = quoted(&self.qualified(&ident_value(name)));
+                }
+            }
+        }
+    }
+
+    /// A UNIQUE or PRIMARY KEY constraint names an index, and index names are shared by
+    /// every session; CHECK and FOREIGN KEY names are the table's own.
+    fn qualify_constraint(&self, constraint: &mut TableConstraint) {
+        let name = match constraint {
+            TableConstraint::Unique(c) => &mut c.name,
+            TableConstraint::PrimaryKey(c) => &mut c.name,
+            _ => return,
+        };
+        if let Some(n) = name {
+            *n = quoted(&self.qualified(&ident_value(n)));
+        }
+    }
+
+    /// Foreign keys of a table being defined: a temporary table's may reference only
+    /// temporary tables (resolved to the session's), a permanent table's only permanent
+    /// ones, as in PostgreSQL.
+    fn resolve_foreign_keys<'c>(
+        &self,
+        foreign_keys: impl Iterator<Item = &'c mut ForeignKeyConstraint>,
+        temporary: bool,
+    ) -> Result<(), PgError> {
+        for fk in foreign_keys {
+            match (self.resolve(&fk.foreign_table)?, temporary) {
+                (Some(plain), true) => fk.foreign_table = ObjectName::from(vec![quoted(&self.qualified(&plain))]),
+                (None, false) => {}
+                (None, true) => {
+                    return Err(PgError::new("42P16", "constraints on temporary tables may reference only temporary tables"))
+                }
+                (Some(_), false) => {
+                    return Err(PgError::new("42P16", "constraints on permanent tables may reference only permanent tables"))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Is `name` (possibly already rewritten) one of the session's temporary relations?
+    fn is_own(&self, name: &ObjectName) -> bool {
+        let parts = parts(name);
+        match parts.as_slice() {
+            [only] => only.strip_prefix(&self.prefix()).is_some(),
+            _ => false,
+        }
+    }
+
+    fn unqualified_name(&self, name: &ObjectName) -> String {
+        let parts = parts(name);
+        let last = parts.last().cloned().unwrap_or_default();
+        last.strip_prefix(&self.prefix()).map(str::to_string).unwrap_or(last)
+    }
+
+    /// Does the name a CREATE TABLE without TEMP gives put it in pg_temp (`pg_temp.t`)?
+    fn names_temporary(&self, name: &ObjectName) -> bool {
+        matches!(parts(name).as_slice(), [schema, _] if schema == "pg_temp" || *schema == self.namespace)
+    }
+
+    /// The temporary relation `name` refers to, by the session's search path (pg_temp
+    /// first): None for a permanent one. Another session's namespace is refused, as in
+    /// PostgreSQL.
+    fn resolve(&self, name: &ObjectName) -> Result<Option<String>, PgError> {
+        let parts = parts(name);
+        match parts.as_slice() {
+            [only] => {
+                if let Some(own) = only.strip_prefix(&self.prefix()) {
+                    return Ok(Some(own.to_string()));
+                }
+                if only.starts_with(TEMP_NAMESPACE_PREFIX) && only.contains('.') {
+                    return Err(other_sessions());
+                }
+                Ok(self.relations.contains(only).then(|| only.clone()))
+            }
+            [schema, relation] if schema == "pg_temp" || *schema == self.namespace => Ok(Some(relation.clone())),
+            [schema, _] if schema.starts_with(TEMP_NAMESPACE_PREFIX) => Err(other_sessions()),
+            _ => Ok(None),
+        }
+    }
+
+    /// Records what a statement that succeeded did.
+    pub fn applied(&mut self, effect: TempEffect) {
+        for name in effect.dropped {
+            self.relations.remove(&name);
+            self.drop_at_commit.remove(&name);
+        }
+        for name in effect.drop_at_commit {
+            self.drop_at_commit.insert(name);
+        }
+        self.relations.extend(effect.created);
+    }
+
+    /// A transaction block began.
+    pub fn begin(&mut self) {
+        self.at_begin = Some((self.relations.clone(), self.drop_at_commit.clone()));
+        self.savepoints.clear();
+    }
+
+    /// The block ended: a block that did not commit created and dropped nothing.
+    pub fn ended(&mut self, committed: bool) {
+        self.savepoints.clear();
+        if let Some((relations, drops)) = self.at_begin.take() {
+            if !committed {
+                self.relations = relations;
+                self.drop_at_commit = drops;
+            }
+        }
+    }
+
+    /// Catalog names of the tables created `ON COMMIT DROP` by transactions that have
+    /// committed (call outside a block only), forgotten here.
+    pub fn take_commit_drops(&mut self) -> Vec<String> {
+        let drops = std::mem::take(&mut self.drop_at_commit);
+        drops
+            .into_iter()
+            .map(|name| {
+                self.relations.remove(&name);
+                self.qualified(&name)
+            })
+            .collect()
+    }
+
+    pub fn savepoint(&mut self, name: &str) {
+        self.savepoints.push((name.to_string(), self.relations.clone(), self.drop_at_commit.clone()));
+    }
+
+    /// RELEASE: the savepoint and later ones go; what happened since stays.
+    pub fn release(&mut self, name: &str) {
+        if let Some(at) = self.savepoints.iter().rposition(|(n, ..)| n == name) {
+            self.savepoints.truncate(at);
+        }
+    }
+
+    /// ROLLBACK TO: back to the relations at the savepoint, which stays.
+    pub fn rollback_to(&mut self, name: &str) {
+        if let Some(at) = self.savepoints.iter().rposition(|(n, ..)| n == name) {
+            self.savepoints.truncate(at + 1);
+            if let Some((_, relations, drops)) = self.savepoints.last() {
+                self.relations = relations.clone();
+                self.drop_at_commit = drops.clone();
+            }
+        }
+    }
+
+    /// The catalog names of every relation in the session's namespace among `relations`.
+    pub fn own_relations<'a>(&self, relations: impl Iterator<Item = &'a str>) -> Vec<String> {
+        let prefix = self.prefix();
+        relations.filter(|r| r.starts_with(&prefix)).map(str::to_string).collect()
+    }
+}
+
+/// Resolves relation names in place (pg_temp first), keeping what qualified the old name
+/// working through an alias.
+struct Resolve<'a> {
+    schema: &'a TempSchema,
+    /// WITH items in scope, innermost last: they shadow tables of their name.
+    ctes: Vec<Vec<String>>,
+    error: Option<PgError>,
+    /// The statement reads a temporary table.
+    temp_read: bool,
+}
+
+impl Resolve<'_> {
+    fn shadowed(&self, name: &ObjectName) -> bool {
+        matches!(parts(name).as_slice(), [only] if self.ctes.iter().flatten().any(|c| c == only))
+    }
+
+    fn resolve(&mut self, name: &mut ObjectName) -> Option<String> {
+        if self.shadowed(name) {
+            return None;
+        }
+        match self.schema.resolve(name) {
+            Ok(Some(plain)) => {
+                *name = ObjectName::from(vec![quoted(&self.schema.qualified(&plain))]);
+                self.temp_read = true;
+                Some(plain)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                self.error.get_or_insert(e);
+                None
+            }
+        }
+    }
+}
+
+impl VisitorMut for Resolve<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        let names = query.with.iter().flat_map(|w| &w.cte_tables).map(|c| ident_value(&c.alias.name)).collect();
+        self.ctes.push(names);
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+        self.ctes.pop();
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Table { name, alias, args: None, .. } = factor {
+            let last = parts(name).last().cloned();
+            if let (Some(_), Some(last)) = (self.resolve(name), last) {
+                if alias.is_none() {
+                    *alias = Some(TableAlias { explicit: true, name: quoted(&last), columns: Vec::new(), at: None });
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_relation(&mut self, relation: &mut ObjectName) -> ControlFlow<()> {
+        self.resolve(relation);
+        ControlFlow::Continue(())
+    }
+}
+
+fn other_sessions() -> PgError {
+    PgError::new(errors::FEATURE_NOT_SUPPORTED, "cannot access temporary tables of other sessions")
+}
+
+/// Might `sql` create or name a temporary relation? (`TEMP`, `TEMPORARY`, `pg_temp`, in
+/// any case.) Cheap: statements of sessions without temporary tables pass through unparsed
+/// unless this holds.
+fn mentions_temp(sql: &str) -> bool {
+    sql.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"temp"))
+}
+
+fn table_foreign_keys(constraints: &mut [TableConstraint]) -> impl Iterator<Item = &mut ForeignKeyConstraint> {
+    constraints.iter_mut().filter_map(|c| match c {
+        TableConstraint::ForeignKey(fk) => Some(fk),
+        _ => None,
+    })
+}
+
+fn column_foreign_keys(columns: &mut [ColumnDef]) -> impl Iterator<Item = &mut ForeignKeyConstraint> {
+    columns.iter_mut().flat_map(|c| &mut c.options).filter_map(|o| match &mut o.option {
+        ColumnOption::ForeignKey(fk) => Some(fk),
+        _ => None,
+    })
+}
+
+fn ident_value(i: &Ident) -> String {
+    match i.quote_style {
+        Some(_) => i.value.clone(),
+        None => i.value.to_lowercase(),
+    }
+}
+
+fn quoted(name: &str) -> Ident {
+    Ident::with_quote('"', name)
+}
+
+fn parts(name: &ObjectName) -> Vec<String> {
+    name.0.iter().filter_map(ObjectNamePart::as_ident).map(ident_value).collect()
+}
+
+/// The unqualified name of a relation a statement creates in pg_temp (`t` or `pg_temp.t`).
+fn plain_name(name: &ObjectName) -> Result<String, PgError> {
+    match parts(name).as_slice() {
+        [only] => Ok(only.clone()),
+        [schema, relation] if schema == "pg_temp" || schema.starts_with(TEMP_NAMESPACE_PREFIX) => Ok(relation.clone()),
+        _ => Err(PgError::new(
+            errors::FEATURE_NOT_SUPPORTED,
+            format!("cannot create temporary relation {name} in a non-temporary schema"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session (client 7) that created temporary table `t` (and index `i`).
+    fn session() -> TempSchema {
+        let mut temp = TempSchema::new(7);
+        let (_, effect) = temp.rewrite("CREATE TEMP TABLE t (id INT PRIMARY KEY)").unwrap();
+        temp.applied(effect);
+        let (_, effect) = temp.rewrite("CREATE INDEX i ON t (id)").unwrap();
+        temp.applied(effect);
+        temp
+    }
+
+    fn rewritten(temp: &TempSchema, sql: &str) -> String {
+        let (text, _) = temp.rewrite(sql).unwrap();
+        text.unwrap_or_else(|| sql.to_string()).replace(&temp.prefix(), "~")
+    }
+
+    #[test]
+    fn names_resolve_to_the_sessions_table_first() {
+        let temp = session();
+        assert_eq!(rewritten(&temp, "SELECT t.id FROM t"), "SELECT t.id FROM \"~t\" AS \"t\"");
+        assert_eq!(rewritten(&temp, "SELECT * FROM public.t"), "SELECT * FROM public.t");
+        assert_eq!(rewritten(&temp, "SELECT * FROM pg_temp.t x"), "SELECT * FROM \"~t\" x");
+        assert_eq!(rewritten(&temp, "INSERT INTO t VALUES (1)"), "INSERT INTO \"~t\" VALUES (1)");
+        assert_eq!(rewritten(&temp, "DROP INDEX i"), "DROP INDEX \"~i\"");
+        assert_eq!(rewritten(&temp, "DROP TABLE u, t"), "DROP TABLE u, \"~t\"");
+        // A WITH item of the name shadows the table within its query only.
+        assert_eq!(
+            rewritten(&temp, "SELECT * FROM (WITH t AS (SELECT 1) SELECT * FROM t) q, t"),
+            "SELECT * FROM (WITH t AS (SELECT 1) SELECT * FROM t) q, \"~t\" AS \"t\""
+        );
+        // CREATE TABLE without TEMP makes a permanent table whatever shadows its name, and
+        // text naming no temporary relation is left as written.
+        assert_eq!(temp.rewrite("CREATE TABLE t (a   INT)").unwrap(), (None, TempEffect::default()));
+        assert_eq!(temp.rewrite("SELECT 'temp'  FROM u").unwrap(), (None, TempEffect::default()));
+        // Sessions without temporary tables pass statements through unparsed.
+        let fresh = TempSchema::new(7);
+        assert_eq!(fresh.rewrite("SELECT * FROM t").unwrap(), (None, TempEffect::default()));
+    }
+
+    #[test]
+    fn other_sessions_namespaces_and_misplaced_names_are_refused() {
+        let temp = session();
+        let code = |sql: &str| temp.rewrite(sql).map(|_| ()).unwrap_err().code;
+        assert_eq!(code("SELECT * FROM pg_temp_1_2_3.t"), "0A000");
+        assert_eq!(code("SELECT * FROM \"pg_temp_1_2_3.t\""), "0A000");
+        assert_eq!(code("CREATE TEMP TABLE public.x (a INT)"), "0A000");
+        assert_eq!(code("CREATE TABLE p (a INT REFERENCES t)"), "42P16");
+        assert_eq!(code("CREATE TEMP TABLE c (a INT REFERENCES public.p)"), "42P16");
+        assert_eq!(code("CREATE VIEW v AS SELECT * FROM t"), "0A000");
+        assert_eq!(code("CREATE TEMP TABLE d (a INT) ON COMMIT DELETE ROWS"), "0A000");
+        // Text the gateway cannot parse may not name a temporary table.
+        assert_eq!(code("SELECT * FROM t WHERE ((("), "0A000");
+        assert!(temp.rewrite("SELECT * FROM u WHERE (((").is_ok());
+    }
+
+    #[test]
+    fn blocks_and_savepoints_undo_what_they_created() {
+        let mut temp = session();
+        temp.begin();
+        let (_, effect) = temp.rewrite("CREATE TEMP TABLE b (a INT) ON COMMIT DROP").unwrap();
+        temp.applied(effect);
+        temp.savepoint("s");
+        let (_, effect) = temp.rewrite("CREATE TEMP TABLE c (a INT)").unwrap();
+        temp.applied(effect);
+        temp.rollback_to("s");
+        assert!(rewritten(&temp, "SELECT * FROM c").ends_with("FROM c"));
+        assert!(rewritten(&temp, "SELECT * FROM b").contains("~b"));
+        temp.ended(false);
+        assert!(rewritten(&temp, "SELECT * FROM b").ends_with("FROM b"));
+        assert!(temp.take_commit_drops().is_empty());
+        // Committed: ON COMMIT DROP tables are handed over to be dropped, and forgotten.
+        temp.begin();
+        let (_, effect) = temp.rewrite("CREATE TEMP TABLE b (a INT) ON COMMIT DROP").unwrap();
+        temp.applied(effect);
+        temp.ended(true);
+        assert_eq!(temp.take_commit_drops(), vec![format!("{}b", temp.prefix())]);
+        assert!(rewritten(&temp, "SELECT * FROM b").ends_with("FROM b"));
+    }
+
+    #[test]
+    fn only_earlier_runs_namespaces_are_orphans() {
+        let temp = TempSchema::new(7);
+        let mine = format!("{}t", temp.prefix());
+        assert!(!orphan_namespace(&mine, 7));
+        let other_run = format!("pg_temp_7_{:x}_1.t", run_id().wrapping_add(1));
+        assert!(orphan_namespace(&other_run, 7));
+        assert!(!orphan_namespace(&other_run, 8));
+        assert!(!orphan_namespace("t", 7));
+        assert!(!orphan_namespace("pg_temp_7_notanumber", 7));
+    }
+}
