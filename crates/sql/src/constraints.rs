@@ -44,6 +44,17 @@ impl SchemaRules for EngineRules {
     fn rename_in_view(&self, catalog: &Catalog, view: &ViewSchema, from: &str, to: &str) -> Result<ViewSchema> {
         crate::view::rename_relation(catalog, view, from, to)
     }
+
+    fn rename_column_in_view(
+        &self,
+        catalog: &Catalog,
+        view: &ViewSchema,
+        table: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<ViewSchema> {
+        crate::view::rename_column(catalog, view, table, from, to)
+    }
 }
 
 /// A constraint name as SQL may give it (a temporary table's carries its namespace besides).

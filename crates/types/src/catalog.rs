@@ -265,6 +265,16 @@ pub trait SchemaRules {
     /// `view` once the table or view `from` it reads is renamed `to`: its text names `to`,
     /// bound over `catalog`, where the rename is done; same identity and columns.
     fn rename_in_view(&self, catalog: &Catalog, view: &ViewSchema, from: &str, to: &str) -> Result<ViewSchema>;
+    /// `view` once column `from` of `table`, which it reads, is renamed `to`: its text names
+    /// `to`, bound over `catalog`, where the rename is done; same identity and columns.
+    fn rename_column_in_view(
+        &self,
+        catalog: &Catalog,
+        view: &ViewSchema,
+        table: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<ViewSchema>;
 }
 
 /// Longest name of a relation, column or constraint, in bytes (PostgreSQL's NAMEDATALEN - 1).
@@ -516,8 +526,14 @@ impl Catalog {
                 // Applied to a copy: a failing action leaves the catalog as it was.
                 let mut next = self.clone();
                 rules.apply_alter(&mut next, table, actions)?;
+                for action in actions {
+                    if let AlterAction::RenameColumn { from, to } = action {
+                        next.follow_renamed_column(table, from, to, rules)?;
+                    }
+                }
                 rules.check_views_unchanged(self, &next, table)?;
                 self.tables = next.tables;
+                self.views = next.views;
                 self.follow_owned_sequences(table);
             }
             CatalogChange::CreateView(definition) => {
@@ -626,6 +642,17 @@ impl Catalog {
 
     /// After `from` was renamed `to`: the views that read it name `to` (PostgreSQL's views
     /// follow a rename, as they hold the relation's identity rather than its name).
+    /// Views reading `table` name its column `from` as `to` once it is renamed.
+    fn follow_renamed_column(&mut self, table: &str, from: &str, to: &str, rules: &dyn SchemaRules) -> Result<()> {
+        let readers: Vec<Arc<ViewSchema>> =
+            self.views.values().filter(|v| v.depends_on.iter().any(|d| d == table)).cloned().collect();
+        for view in readers {
+            let renamed = rules.rename_column_in_view(self, &view, table, from, to)?;
+            self.views.insert(renamed.name.clone(), Arc::new(renamed));
+        }
+        Ok(())
+    }
+
     fn follow_renamed_relation(&mut self, from: &str, to: &str, rules: &dyn SchemaRules) -> Result<()> {
         let readers: Vec<Arc<ViewSchema>> =
             self.views.values().filter(|v| v.depends_on.iter().any(|d| d == from)).cloned().collect();
@@ -781,6 +808,9 @@ pub(crate) mod no_constraints {
             Ok(())
         }
         fn rename_in_view(&self, _: &Catalog, _: &ViewSchema, _: &str, _: &str) -> Result<ViewSchema> {
+            unreachable!("no view here")
+        }
+        fn rename_column_in_view(&self, _: &Catalog, _: &ViewSchema, _: &str, _: &str, _: &str) -> Result<ViewSchema> {
             unreachable!("no view here")
         }
     }

@@ -12,7 +12,7 @@ mod system;
 mod view;
 mod window;
 
-pub(crate) use view::{rename_relation, view_query};
+pub(crate) use view::{rename_column, rename_relation, view_query};
 
 use crate::catalog::{Catalog, CatalogChange, Column, IndexSchema, TableSchema};
 use crate::error::{err, Result, SqlError, SqlState};

@@ -107,6 +107,84 @@ pub(crate) fn rename_relation(text: &str, from: &str, to: &str) -> Result<String
     Ok(query.to_string())
 }
 
+/// A view's query text after column `from` of a table it reads was renamed `to`: every
+/// column reference named `from` (bare or qualified) names `to`, and an output column that
+/// was such a bare reference keeps its name through an alias. The caller makes sure no
+/// other relation the view reads has a column of either name, so every such reference was
+/// to the renamed column. A `*` would change the view's column names: refused (0A000).
+pub(crate) fn rename_column(text: &str, from: &str, to: &str) -> Result<String> {
+    use sqlparser::ast::{Expr as E, SelectItem, VisitMut, VisitorMut};
+    use std::ops::ControlFlow;
+
+    struct Rename<'a> {
+        from: &'a str,
+        to: &'a str,
+        star: bool,
+        /// An output column named `from` that is something else (ORDER BY may mean it).
+        alias: bool,
+    }
+
+    impl Rename<'_> {
+        /// Is `e` a reference to the renamed column?
+        fn names(&self, e: &E) -> bool {
+            match e {
+                E::Identifier(i) => ident(i) == self.from,
+                E::CompoundIdentifier(parts) => parts.last().is_some_and(|i| ident(i) == self.from),
+                _ => false,
+            }
+        }
+    }
+
+    impl VisitorMut for Rename<'_> {
+        type Break = ();
+
+        fn pre_visit_select(&mut self, select: &mut sql::Select) -> ControlFlow<()> {
+            for item in &mut select.projection {
+                match item {
+                    SelectItem::UnnamedExpr(e) if self.names(e) => {
+                        *item = SelectItem::ExprWithAlias {
+                            expr: e.clone(),
+                            alias: sql::Ident::with_quote('"', self.from),
+                        };
+                    }
+                    SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => self.star = true,
+                    SelectItem::ExprWithAlias { expr, alias } if ident(alias) == self.from && !self.names(expr) => {
+                        self.alias = true
+                    }
+                    _ => {}
+                }
+            }
+            ControlFlow::Continue(())
+        }
+
+        fn pre_visit_expr(&mut self, e: &mut E) -> ControlFlow<()> {
+            if self.names(e) {
+                match e {
+                    E::Identifier(i) => *i = sql::Ident::with_quote('"', self.to),
+                    E::CompoundIdentifier(parts) => {
+                        if let Some(last) = parts.last_mut() {
+                            *last = sql::Ident::with_quote('"', self.to);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+
+    let mut query = parse_query(text, crate::engine::Limits::default().max_depth)?;
+    let mut rename = Rename { from, to, star: false, alias: false };
+    let _ = query.visit(&mut rename);
+    if rename.star || rename.alias {
+        let how = if rename.star { "with *" } else { "beside an output column of that name" };
+        return unsupported(format!(
+            "renaming column \"{from}\" of a table that a view reads {how} (drop the view, rename, create it again)"
+        ));
+    }
+    Ok(query.to_string())
+}
+
 /// Binds a view's query text against `catalog`: its output columns (nullable, typed, text
 /// where the query leaves a type open) and what it reads directly (tables, views and
 /// sequences, sorted).
