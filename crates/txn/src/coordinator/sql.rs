@@ -142,6 +142,8 @@ struct TakenBlock {
     id: u64,
     generation: u64,
     input: SequenceInput,
+    /// The session's currval of the sequence is kept under this name.
+    storage_name: String,
 }
 
 impl Statement {

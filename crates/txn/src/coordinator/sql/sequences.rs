@@ -30,8 +30,13 @@ impl Coordinator {
         if stmt.sequences.is_some() {
             return Ok(());
         }
-        let currents: Vec<Option<i64>> =
-            prepared.sequences().iter().map(|name| state.session_sequences.currval.get(name).copied()).collect();
+        // The session's currvals are kept by storage name, which a sequence keeps when renamed.
+        let currents: Vec<Option<i64>> = prepared
+            .sequences()
+            .iter()
+            .map(|name| catalog.sequence(name).and_then(|s| state.session_sequences.currval.get(s.storage_name())))
+            .map(|v| v.copied())
+            .collect();
         let sets: Vec<Option<SequenceSet>> = prepared
             .sequences()
             .iter()
@@ -55,7 +60,8 @@ impl Coordinator {
             };
             let generation = self.sequence_generations.get(&cached).copied().unwrap_or(0);
             let input = SequenceInput { sequence: name.clone(), values, current, set };
-            taken.push(TakenBlock { id: schema.id, generation, input });
+            let storage_name = schema.storage_name().to_string();
+            taken.push(TakenBlock { id: schema.id, generation, input, storage_name });
         }
         if let Some(stmt) = self.sql_state(h).and_then(|s| s.statement.as_mut()) {
             stmt.sequences = Some(taken);
@@ -132,7 +138,7 @@ impl Coordinator {
                 (n, _) => t.input.values.value(n - 1),
             };
             if let (Some(v), Some(state)) = (current, self.sql_state(h)) {
-                state.session_sequences.currval.insert(t.input.sequence.clone(), v);
+                state.session_sequences.currval.insert(t.storage_name.clone(), v);
             }
             t.input.values = t.input.values.skip(n);
             unused.push(t);
