@@ -6,9 +6,9 @@
 
 use super::*;
 use pistou_sql::constraints::validation_queries;
+use pistou_sql::constraints::AlterAction;
 use pistou_sql::keycode::encode_key;
 use pistou_sql::system::quote_ident;
-use pistou_sql::constraints::AlterAction;
 use pistou_sql::{CatalogChange, TableSchema};
 use std::collections::BTreeSet;
 use std::time::Instant;
@@ -195,7 +195,8 @@ impl Session {
         let mut findings = Findings { found: rules.iter().map(|_| None).collect() };
         let paged = !matches!(self.txn, TxnState::Open(_)) && cursor_column(&table).is_some();
         if paged {
-            let page_rules: Vec<usize> = (0..rules.len()).filter(|&i| page_exprs(&table, &rules[i]).is_some()).collect();
+            let page_rules: Vec<usize> =
+                (0..rules.len()).filter(|&i| page_exprs(&table, &rules[i]).is_some()).collect();
             if !page_rules.is_empty() {
                 self.check_pages(&table, &rules, &page_rules, &mut findings).await?;
             }
@@ -286,7 +287,9 @@ impl Session {
                 Some(key) => self.page(&next_page, std::slice::from_ref(key)).await?,
             };
             for row in &rows {
-                let Some(key) = row.first() else { return Err(PgError::new(errors::INTERNAL, "a page row without its key")) };
+                let Some(key) = row.first() else {
+                    return Err(PgError::new(errors::INTERNAL, "a page row without its key"));
+                };
                 // Pages must follow the key order, or a page could skip rows.
                 let encoded = encode_key([key]);
                 if after.as_ref().is_some_and(|a| *a >= encoded) {
@@ -305,7 +308,10 @@ impl Session {
                         Rule::Query { .. } => false,
                     };
                     if violated {
-                        let (Rule::Unique { error, .. } | Rule::NotNull { error, .. } | Rule::Check { error, .. } | Rule::Query { error, .. }) = rule;
+                        let (Rule::Unique { error, .. }
+                        | Rule::NotNull { error, .. }
+                        | Rule::Check { error, .. }
+                        | Rule::Query { error, .. }) = rule;
                         findings.record(rule_index, error);
                     }
                 }

@@ -325,9 +325,6 @@ impl<'a> Exec<'a> {
             let mut out = Vec::new();
             let produced = std::cell::Cell::new(0usize);
             let done = || limit.is_some_and(|n| produced.get() >= n);
-            if done() {
-                return Ok(out);
-            }
             self.reader.scan_until(&empty, scan, &env, &mut self.reads, &done, &mut |_, row| {
                 if done() {
                     return Ok(()); // a scan that cannot stop early: the rest is dropped
