@@ -52,6 +52,7 @@ async fn outcome(client: &Client, sql: &str) -> String {
 
 async fn load(client: &Client) {
     client.batch_execute("DROP TABLE IF EXISTS er_big").await.expect("drop");
+    client.batch_execute("DROP TABLE IF EXISTS er_parent").await.expect("drop");
     client.batch_execute("CREATE TABLE er_big (a INT, v INT, w INT)").await.expect("create");
     let sink = client.copy_in::<_, Bytes>("COPY er_big FROM STDIN WITH (FORMAT csv)").await.expect("copy");
     futures::pin_mut!(sink);
@@ -92,6 +93,14 @@ const SCRIPT: &[&str] = &[
     "INSERT INTO er_big VALUES (40001, 0, 5)",
     "ALTER TABLE er_big ADD CONSTRAINT er_big_c CHECK (w < 45000)",
     "INSERT INTO er_big VALUES (40001, 0, 45001)",
+    // A foreign key, paged too: one row's value has no parent.
+    "CREATE TABLE er_parent (id INT PRIMARY KEY)",
+    "INSERT INTO er_parent SELECT generate_series(0, 99)",
+    "UPDATE er_big SET v = 500 WHERE a = 39000",
+    "ALTER TABLE er_big ADD CONSTRAINT er_big_fk FOREIGN KEY (v) REFERENCES er_parent (id)",
+    "UPDATE er_big SET v = 5 WHERE a = 39000",
+    "ALTER TABLE er_big ADD CONSTRAINT er_big_fk FOREIGN KEY (v) REFERENCES er_parent (id)",
+    "INSERT INTO er_big VALUES (40002, 500, 40002)",
     "@left",
 ];
 
@@ -108,6 +117,7 @@ async fn run_script(client: &Client) -> Vec<(String, String)> {
         }
     }
     client.batch_execute("DROP TABLE er_big").await.expect("drop");
+    client.batch_execute("DROP TABLE er_parent").await.expect("drop");
     out
 }
 

@@ -9,12 +9,15 @@ use pistou_sql::constraints::validation_queries;
 use pistou_sql::constraints::AlterAction;
 use pistou_sql::keycode::encode_key;
 use pistou_sql::system::quote_ident;
+use pistou_sql::types::equality_key;
 use pistou_sql::{CatalogChange, TableSchema};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 /// Rows one page of a check reads; each page is a read-only transaction of its own.
 pub(crate) const CHECK_PAGE_ROWS: usize = 8_192;
+/// Referenced values one parent lookup of a foreign-key check asks for.
+const PARENT_LOOKUP: usize = 1_024;
 /// Bytes of distinct keys a uniqueness check holds in memory (54000 beyond).
 const MAX_UNIQUE_CHECK_BYTES: usize = 256 << 20;
 
@@ -26,9 +29,24 @@ enum Rule {
     NotNull { column: usize, error: PgError },
     /// The CHECK expression is not FALSE.
     Check { expr: String, error: PgError },
+    /// A one-column foreign key: every non-NULL value of `column` is a value of the parent's
+    /// `parent_column` (looked up per page); `sql` checks it in one transaction.
+    ForeignKey { column: usize, parent: String, parent_column: String, sql: String, error: PgError },
     /// A query returning a row when the rule is violated, run in one transaction (a
-    /// foreign key: each row's parent is looked up by the query itself).
+    /// several-column foreign key: each row's parent is looked up by the query itself).
     Query { sql: String, error: PgError },
+}
+
+impl Rule {
+    fn error(&self) -> &PgError {
+        match self {
+            Rule::Unique { error, .. }
+            | Rule::NotNull { error, .. }
+            | Rule::Check { error, .. }
+            | Rule::ForeignKey { error, .. }
+            | Rule::Query { error, .. } => error,
+        }
+    }
 }
 
 /// The rules `change` adds to the table it names, in the order PostgreSQL reports their
@@ -73,10 +91,23 @@ fn rules_of(catalog: &Catalog, change: &CatalogChange) -> Option<(Arc<TableSchem
                             rules.push(Rule::NotNull { column: pos, error: null_error(table, column) });
                         }
                     }
-                    AlterAction::AddForeignKey(_) => {
+                    AlterAction::AddForeignKey(fk) => {
                         let one = CatalogChange::AlterTable { table: table.clone(), actions: vec![action.clone()] };
+                        let parent = if fk.parent == *table { Some(t) } else { catalog.table(&fk.parent) };
+                        let parent_column =
+                            |p: &usize| parent.and_then(|t| t.columns.get(*p)).map(|c| quote_ident(&c.name));
                         for (sql, error) in validation_queries(catalog, &one) {
-                            rules.push(Rule::Query { sql, error: error.into() });
+                            let error = error.into();
+                            rules.push(match (fk.columns.as_slice(), fk.parent_columns.as_slice()) {
+                                ([column], [p]) if parent_column(p).is_some() => Rule::ForeignKey {
+                                    column: *column,
+                                    parent: fk.parent.clone(),
+                                    parent_column: parent_column(p).unwrap_or_default(),
+                                    sql,
+                                    error,
+                                },
+                                _ => Rule::Query { sql, error },
+                            });
                         }
                     }
                     _ => {}
@@ -117,7 +148,7 @@ fn whole_table_query<'r>(t: &TableSchema, rule: &'r Rule) -> (String, &'r PgErro
             (format!("SELECT 1 FROM {table} WHERE {} IS NULL LIMIT 1", column_name(t, *column)), error)
         }
         Rule::Check { expr, error } => (format!("SELECT 1 FROM {table} WHERE NOT ({expr}) LIMIT 1"), error),
-        Rule::Query { sql, error } => (sql.clone(), error),
+        Rule::ForeignKey { sql, error, .. } | Rule::Query { sql, error } => (sql.clone(), error),
     }
 }
 
@@ -127,6 +158,7 @@ fn page_exprs(t: &TableSchema, rule: &Rule) -> Option<Vec<String>> {
         Rule::Unique { columns, .. } => Some(columns.iter().map(|&c| column_name(t, c)).collect()),
         Rule::NotNull { column, .. } => Some(vec![format!("{} IS NULL", column_name(t, *column))]),
         Rule::Check { expr, .. } => Some(vec![format!("coalesce(NOT ({expr}), false)")]),
+        Rule::ForeignKey { column, .. } => Some(vec![column_name(t, *column)]),
         Rule::Query { .. } => None,
     }
 }
@@ -226,7 +258,7 @@ impl Session {
                 let advice = if in_block {
                     "run the statement outside a transaction block, where the check reads the table in pages"
                 } else {
-                    "a foreign key, or a table whose primary key has several columns, is checked in one transaction"
+                    "a foreign key of several columns, or a table whose primary key has several columns, is checked in one transaction"
                 };
                 Err(PgError::new(
                     errors::PROGRAM_LIMIT,
@@ -268,6 +300,8 @@ impl Session {
         let first_page = format!("{from} LIMIT {CHECK_PAGE_ROWS}");
         let next_page = format!("{from} WHERE {cursor_name} > $1 LIMIT {CHECK_PAGE_ROWS}");
         let mut seen: Vec<SeenKeys> = layout.iter().map(|_| SeenKeys::default()).collect();
+        // A page's distinct referencing values of each foreign key, by equality key.
+        let mut referenced: Vec<BTreeMap<Vec<u8>, Value>> = layout.iter().map(|_| BTreeMap::new()).collect();
         let mut after: Option<Vec<u8>> = None;
         let mut last: Option<Value> = None;
         let started = Instant::now();
@@ -305,25 +339,63 @@ impl Session {
                             None => false,
                         },
                         Rule::NotNull { .. } | Rule::Check { .. } => matches!(values, [Value::Bool(true)]),
+                        Rule::ForeignKey { .. } => {
+                            if let ([v], Some(wanted)) = (values, referenced.get_mut(slot)) {
+                                if !matches!(v, Value::Null) {
+                                    wanted.insert(equality_key([v]), v.clone());
+                                }
+                            }
+                            false
+                        }
                         Rule::Query { .. } => false,
                     };
                     if violated {
-                        let (Rule::Unique { error, .. }
-                        | Rule::NotNull { error, .. }
-                        | Rule::Check { error, .. }
-                        | Rule::Query { error, .. }) = rule;
-                        findings.record(rule_index, error);
+                        findings.record(rule_index, rule.error());
                     }
                 }
                 if findings.first_rule_violated() {
                     return Ok(());
                 }
             }
+            for (slot, &(rule_index, _, _)) in layout.iter().enumerate() {
+                let Some(Rule::ForeignKey { parent, parent_column, error, .. }) = rules.get(rule_index) else {
+                    continue;
+                };
+                let wanted = referenced.get_mut(slot).map(std::mem::take).unwrap_or_default();
+                if !self.parents_exist(parent, parent_column, wanted).await? {
+                    findings.record(rule_index, error);
+                }
+            }
+            if findings.first_rule_violated() {
+                return Ok(());
+            }
             if rows.len() < CHECK_PAGE_ROWS {
                 return Ok(());
             }
             last = rows.last().and_then(|r| r.first()).cloned();
         }
+    }
+
+    /// True if every one of `wanted` (a page's referencing values) is a value of
+    /// `parent.column`, looked up by equality on the referenced key in read-only
+    /// transactions of at most `PARENT_LOOKUP` values each.
+    async fn parents_exist(
+        &mut self,
+        parent: &str,
+        column: &str,
+        wanted: BTreeMap<Vec<u8>, Value>,
+    ) -> Result<bool, PgError> {
+        let values: Vec<Value> = wanted.into_values().collect();
+        for chunk in values.chunks(PARENT_LOOKUP) {
+            let list: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!("SELECT {column} FROM {} WHERE {column} IN ({})", quote_ident(parent), list.join(", "));
+            let found: BTreeSet<Vec<u8>> =
+                self.page(&sql, chunk).await?.iter().filter_map(|r| r.first()).map(|v| equality_key([v])).collect();
+            if chunk.iter().any(|v| !found.contains(&equality_key([v]))) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// One page: a read-only statement in a transaction of its own (retried on 40001).
