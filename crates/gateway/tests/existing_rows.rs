@@ -167,3 +167,28 @@ async fn a_block_too_small_for_the_check_fails_loudly() {
     })
     .await;
 }
+
+/// A check that reads pages for longer than `existing_rows_check_limit` fails loudly and the
+/// schema change is not made (here the limit is zero, so the first page is already too late).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_check_past_its_time_limit_fails_and_changes_nothing() {
+    bounded(60, async {
+        let config = GatewayConfig { existing_rows_check_limit: std::time::Duration::ZERO, ..GatewayConfig::default() };
+        let h = start(config).await;
+        let client = connect(h.addr).await;
+        client
+            .batch_execute("CREATE TABLE er_small (a INT); INSERT INTO er_small VALUES (1), (2)")
+            .await
+            .expect("setup");
+        let got = outcome(&client, "ALTER TABLE er_small ADD PRIMARY KEY (a)").await;
+        assert!(
+            got.starts_with("ERROR 54000 checking the existing rows of \"er_small\" took longer than 0 s"),
+            "{got}"
+        );
+        let left = "SELECT indexname FROM pg_indexes WHERE tablename = 'er_small'";
+        assert_eq!(outcome(&client, left).await, "done 0");
+        drop(client);
+        h.stop().await;
+    })
+    .await;
+}
