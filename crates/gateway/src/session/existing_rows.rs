@@ -216,8 +216,7 @@ impl Findings {
 impl Session {
     /// Before a schema change that adds a rule the existing rows must satisfy: checks them
     /// all, returning PostgreSQL's error for a violation. A statement that does not plan
-    /// against the committed schema (one over a table this block created, which has no
-    /// committed rows, or one that is wrong) is left to the engine, which reports its error.
+    /// against the schema the session reads is left to the engine, which reports its error.
     pub(super) async fn check_existing_rows(&mut self, sql: &str) -> Result<(), PgError> {
         let catalog = self.catalog().await?;
         let Ok(prepared) = self.engine.prepare(&catalog, sql) else { return Ok(()) };
