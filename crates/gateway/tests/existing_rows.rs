@@ -192,3 +192,33 @@ async fn a_check_past_its_time_limit_fails_and_changes_nothing() {
     })
     .await;
 }
+
+/// In a block, a foreign key added to a table the block created, referencing one it did not,
+/// cannot be checked by one query there (0A000: the transaction cannot mix them after its
+/// schema changes); an empty table has nothing to check (Django's migrations), a table with
+/// rows (CREATE TABLE AS) fails loudly rather than go unchecked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn in_a_block_a_new_table_s_foreign_key_passes_only_when_nothing_is_unchecked() {
+    bounded(60, async {
+        let h = start(GatewayConfig::default()).await;
+        let client = connect(h.addr).await;
+        client
+            .batch_execute("CREATE TABLE er_p (id INT PRIMARY KEY); INSERT INTO er_p VALUES (1)")
+            .await
+            .expect("setup");
+        let empty = "BEGIN; CREATE TABLE er_c (id INT PRIMARY KEY, p INT); \
+                     ALTER TABLE er_c ADD CONSTRAINT er_c_fk FOREIGN KEY (p) REFERENCES er_p (id); COMMIT";
+        client.batch_execute(empty).await.expect("an empty new table gets its foreign key");
+        client.batch_execute("BEGIN; CREATE TABLE er_x AS SELECT 5 AS p").await.expect("create table as");
+        let got =
+            outcome(&client, "ALTER TABLE er_x ADD CONSTRAINT er_x_fk FOREIGN KEY (p) REFERENCES er_p (id)").await;
+        assert!(
+            got.starts_with("ERROR 0A000 checking the existing rows of \"er_x\"") || got.starts_with("ERROR 23503"),
+            "{got}"
+        );
+        client.batch_execute("ROLLBACK").await.expect("rollback");
+        drop(client);
+        h.stop().await;
+    })
+    .await;
+}
