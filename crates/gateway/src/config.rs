@@ -47,6 +47,9 @@ pub struct GatewayConfig {
     pub max_handshakes: usize,
     /// Of those, at most this many from one source address.
     pub max_handshakes_per_source: usize,
+    /// Longest a check of the existing rows before a schema change may read pages (54000
+    /// beyond, and the change is not made).
+    pub existing_rows_check_limit: Duration,
     /// Prometheus metrics to record into (served apart, see `pistou_metrics::serve`).
     pub metrics: Option<std::sync::Arc<crate::metrics::GatewayMetrics>>,
 }
@@ -66,6 +69,7 @@ impl Default for GatewayConfig {
             startup_timeout: Duration::from_secs(10),
             max_handshakes: 64,
             max_handshakes_per_source: 8,
+            existing_rows_check_limit: Duration::from_secs(600),
             metrics: None,
         }
     }

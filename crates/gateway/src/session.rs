@@ -18,8 +18,8 @@ use rand::Rng;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How long ADD PRIMARY KEY's duplicate check may take before it is given up.
-const DUPLICATE_CHECK_LIMIT: Duration = Duration::from_secs(5);
+mod existing_rows;
+
 /// The savepoint a check before a schema change in a block runs under (`check_query`).
 const CHECK_SAVEPOINT: &str = "pistou_schema_check";
 
@@ -279,18 +279,17 @@ impl Session {
                 Ok(rows_reply(local, "SELECT"))
             }
             Command::Sql => {
-                if !matches!(self.txn, TxnState::Failed(_)) && starts_with_words(sql, "alter table") {
-                    self.check_new_constraints(sql).await?;
+                let adds_rule = starts_with_words(sql, "alter table") || starts_with_words(sql, "create unique index");
+                if !matches!(self.txn, TxnState::Failed(_)) && adds_rule {
+                    self.check_existing_rows(sql).await?;
                 }
                 self.work(Work::Statement(sql, params)).await
             }
             Command::Truncate(tables) => self.work(Work::Truncate(tables)).await,
             Command::Maintenance { tag, tables } => self.maintenance(tag, tables).await,
-            Command::AddPrimaryKey { table, columns } => {
+            Command::AddPrimaryKey { .. } => {
                 if !matches!(self.txn, TxnState::Failed(_)) {
-                    // As in PostgreSQL, duplicates are reported before NULLs.
-                    self.check_new_primary_key(table, columns).await?;
-                    self.check_no_nulls(table, columns).await?;
+                    self.check_existing_rows(sql).await?;
                 }
                 self.work(Work::Statement(sql, params)).await
             }
@@ -393,18 +392,13 @@ impl Session {
         Ok(command_reply(tag))
     }
 
-    /// Runs a read-only check before a schema change, giving its rows. Outside a block it is a
-    /// transaction of its own, before the schema change's, so a row written concurrently in
-    /// between is not checked. Inside a block it runs in the block's transaction, under a
-    /// savepoint that its failure rolls back to: it sees the block's own writes, and its
-    /// reads commit with the schema change. None when the check cannot run, and the schema
-    /// change then goes unchecked (docs/gateway.md): a table larger than one transaction may
-    /// read (54000), a check longer than `DUPLICATE_CHECK_LIMIT` outside a block, or in a
-    /// block a query its transaction cannot run after its own schema changes (0A000).
-    async fn check_query(&mut self, query: &str, limited: bool) -> Result<Option<Vec<Row>>, PgError> {
+    /// Runs a read-only check before a schema change, giving its rows (`existing_rows.rs`).
+    /// Inside a block it runs in the block's transaction, under a savepoint that its failure
+    /// rolls back to: it sees the block's own writes, and its reads commit with the schema
+    /// change. Outside a block it is a transaction of its own.
+    async fn check_query(&mut self, query: &str) -> Result<Vec<Row>, PgError> {
         let none = RawParams::default();
-        let in_block = matches!(self.txn, TxnState::Open(_));
-        let result = if in_block {
+        let result = if matches!(self.txn, TxnState::Open(_)) {
             let engine = self.engine.clone();
             let txn = self.open_txn().await?;
             txn.savepoint(CHECK_SAVEPOINT).await.map_err(from_client)?;
@@ -414,67 +408,13 @@ impl Session {
             }
             txn.release_savepoint(CHECK_SAVEPOINT).await.map_err(from_client)?;
             result
-        } else if limited {
-            match tokio::time::timeout(DUPLICATE_CHECK_LIMIT, self.autocommit(Work::Statement(query, &none))).await {
-                Ok(result) => result,
-                Err(_) => return Ok(None),
-            }
         } else {
             self.autocommit(Work::Statement(query, &none)).await
         };
-        match result {
-            Ok(Reply::Rows { rows, .. }) => Ok(Some(rows)),
-            Ok(Reply::Command { .. }) => Err(PgError::new(errors::INTERNAL, "a check returned no rows")),
-            Err(e) if e.code == errors::PROGRAM_LIMIT => Ok(None),
-            Err(e) if in_block && e.code == errors::FEATURE_NOT_SUPPORTED => Ok(None),
-            Err(e) => Err(e),
+        match result? {
+            Reply::Rows { rows, .. } => Ok(rows),
+            Reply::Command { .. } => Err(PgError::new(errors::INTERNAL, "a check returned no rows")),
         }
-    }
-
-    /// Before `ALTER TABLE t ADD PRIMARY KEY (cols)`: no existing row may have a NULL in
-    /// the columns (23502) or share their values with another (23505), as PostgreSQL
-    /// checks while building the index (`check_query`). The duplicate check reads every row.
-    async fn check_new_primary_key(&mut self, table: &str, columns: &[String]) -> Result<(), PgError> {
-        let list = columns.join(", ");
-        let query = format!("SELECT {list} FROM {table} GROUP BY {list} HAVING count(*) > 1 LIMIT 1");
-        match self.check_query(&query, true).await? {
-            // PostgreSQL's message (the duplicated key is its DETAIL, which replies here lack).
-            Some(rows) if !rows.is_empty() => Err(PgError::new(
-                "23505",
-                format!("could not create unique index \"{}_pkey\"", table.trim_matches('"')),
-            )),
-            _ => Ok(()),
-        }
-    }
-
-    /// Before `ALTER TABLE … ADD CONSTRAINT` (FOREIGN KEY, CHECK, UNIQUE): the existing rows
-    /// must satisfy it (`pistou_sql::constraints::validation_queries`, run by `check_query`;
-    /// docs/sql.md, "Constraints"). A statement over a table this block created is planned
-    /// against the committed schema and fails there, so it is not checked here (the block's
-    /// rows of a table it created are all its own).
-    async fn check_new_constraints(&mut self, sql: &str) -> Result<(), PgError> {
-        let catalog = self.catalog().await?;
-        let Ok(prepared) = self.engine.prepare(&catalog, sql) else { return Ok(()) };
-        let pistou_sql::StatementKind::Ddl(Some(change)) = prepared.kind() else { return Ok(()) };
-        for (query, violation) in pistou_sql::constraints::validation_queries(&catalog, &change) {
-            if self.check_query(&query, false).await?.is_some_and(|rows| !rows.is_empty()) {
-                return Err(violation.into());
-            }
-        }
-        Ok(())
-    }
-
-    async fn check_no_nulls(&mut self, table: &str, columns: &[String]) -> Result<(), PgError> {
-        for column in columns {
-            let query = format!("SELECT 1 FROM {table} WHERE {column} IS NULL LIMIT 1");
-            if self.check_query(&query, false).await?.is_some_and(|rows| !rows.is_empty()) {
-                return Err(PgError::new(
-                    "23502",
-                    format!("column \"{}\" of relation \"{table}\" contains null values", column.trim_matches('"')),
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// Starts one batch of COPY FROM rows: an INSERT of `values` in its own transaction

@@ -97,6 +97,13 @@ const SCRIPT: &[&str] = &[
     "ALTER TABLE fk_k DROP CONSTRAINT fk_k_price_u",
     "INSERT INTO fk_k VALUES (2, 5, 1)",
     "ALTER TABLE fk_k ADD CONSTRAINT fk_k_price_u UNIQUE (price)",
+    // CREATE UNIQUE INDEX checks the existing rows too, outside a block and in one.
+    "CREATE UNIQUE INDEX fk_k_price_ix ON fk_k (price)",
+    "BEGIN",
+    "CREATE UNIQUE INDEX fk_k_price_ix ON fk_k (price)",
+    "ROLLBACK",
+    "INSERT INTO fk_k VALUES (9, 5, 1)",
+    "DELETE FROM fk_k WHERE id = 9",
     // ALTER TABLE actions.
     "ALTER TABLE fk_k ADD COLUMN note VARCHAR(3)",
     "INSERT INTO fk_k VALUES (3, 7, 1, 'long')",

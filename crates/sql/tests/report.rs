@@ -480,3 +480,51 @@ fn window_call_parameters_and_result_types() {
     assert_eq!(p.param_types(), &[Some(Int4), Some(Int4), Some(Int)][..]);
     assert_eq!(p.column_types(), Some(&[Some(Text), Some(Int), Some(Int), Some(Int4), Some(Float), Some(Numeric)][..]));
 }
+
+/// `SELECT … LIMIT n` over one table's primary key, without ORDER BY, stops its scan after n
+/// rows: only they are read, and the predicate covers only the keys up to the last one read,
+/// so a write after it (which the result did not depend on) is not a conflict while a write
+/// before it is (a page of the gateway's check of existing rows costs n reads).
+#[test]
+fn a_limit_stops_a_primary_key_scan_and_narrows_its_predicate() {
+    let db = setup();
+    let e = run(&db, "SELECT id FROM people WHERE id > 1 LIMIT 1", &[], &WriteSet::default());
+    assert_eq!(rows(&e), vec![vec![Value::Int(2)]]);
+    let [scan] = e.reads.scans.as_slice() else { panic!("one scan expected") };
+    assert_eq!(scan.rows.len(), 1, "the rows after the limit are not read");
+    let p = &scan.predicate;
+    assert!(p.may_match(&person(2, "Zed", "Z", 1)), "a write to the row read is covered");
+    assert!(!p.may_match(&person(3, "Bob", "Brown", 41)), "a write after the last key read is not");
+    assert!(!p.may_match(&person(9, "New", "N", 1)), "nor an insert after it");
+
+    let all = run(&db, "SELECT id FROM people LIMIT 5", &[], &WriteSet::default());
+    assert_eq!(rows(&all).len(), 3);
+    assert_eq!(all.reads.scans[0].rows.len(), 3);
+    // ORDER BY (or an aggregate) needs every row: nothing stops early.
+    let ordered = run(&db, "SELECT id FROM people ORDER BY age DESC LIMIT 1", &[], &WriteSet::default());
+    assert_eq!(rows(&ordered), vec![vec![Value::Int(3)]]);
+    assert_eq!(ordered.reads.scans[0].rows.len(), 3);
+    let none = run(&db, "SELECT id FROM people LIMIT 0", &[], &WriteSet::default());
+    assert!(rows(&none).is_empty());
+}
+
+/// The hidden row id of a table created without a primary key can be read by name (SQL
+/// text over the wire cannot contain NUL, so only internal callers name it) but not written.
+#[test]
+fn the_hidden_row_id_is_readable_by_name_only() {
+    let mut db = Database::new();
+    db.execute("CREATE TABLE nokey (a INT)").unwrap();
+    db.execute("INSERT INTO nokey VALUES (1), (2), (3)").unwrap();
+    let page = run(&db, "SELECT \"\0row_id\", a FROM nokey LIMIT 2", &[], &WriteSet::default());
+    let got = rows(&page);
+    assert_eq!(got.len(), 2);
+    assert_eq!(page.reads.scans[0].rows.len(), 2);
+    let Some(Value::Bytes(last)) = got[1].first().cloned() else { panic!("a row id: {got:?}") };
+    let rest =
+        run(&db, "SELECT a FROM nokey WHERE \"\0row_id\" > $1 LIMIT 2", &[Value::Bytes(last)], &WriteSet::default());
+    assert_eq!(rows(&rest).len(), 1);
+    let star = run(&db, "SELECT * FROM nokey LIMIT 1", &[], &WriteSet::default());
+    assert_eq!(rows(&star)[0].len(), 1, "* leaves the row id out");
+    assert!(db.execute("UPDATE nokey SET \"\0row_id\" = '\\x00'").is_err());
+    assert!(db.execute("INSERT INTO nokey (\"\0row_id\", a) VALUES ('\\x00', 4)").is_err());
+}

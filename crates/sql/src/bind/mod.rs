@@ -350,7 +350,10 @@ impl Scope {
             .iter()
             .enumerate()
             .filter(|(i, c)| {
-                c.name == name && !c.name.starts_with('\0') && table.map_or(!self.merged.contains(i), |t| t == c.table)
+                // The hidden row id may be read by name (no client can write NUL in an
+                // identifier over the wire; the gateway pages through tables by it).
+                let nameable = !c.name.starts_with('\0') || c.name == crate::catalog::ROW_ID_COLUMN;
+                c.name == name && nameable && table.map_or(!self.merged.contains(i), |t| t == c.table)
             })
             .map(|(i, _)| i)
             .collect()

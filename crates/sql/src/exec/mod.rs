@@ -201,6 +201,21 @@ impl Reader<'_> {
         reads: &mut ReadReport,
         sink: &mut Sink<'_>,
     ) -> Result<()> {
+        self.scan_until(local, scan, env, reads, &|| false, sink)
+    }
+
+    /// `scan` that stops reading storage once `done()` holds after a row went to `sink` (a
+    /// LIMIT met: the rows after it are neither read nor reported). Only a scan of one key
+    /// range without own writes of the table stops early; the others read their whole range.
+    pub fn scan_until(
+        &self,
+        local: &WriteSet,
+        scan: &ScanPlan,
+        env: &Env,
+        reads: &mut ReadReport,
+        done: &dyn Fn() -> bool,
+        sink: &mut Sink<'_>,
+    ) -> Result<()> {
         let table = &scan.table;
         let access = &scan.access;
         let key_cols = access.key_columns(table);
@@ -222,6 +237,12 @@ impl Reader<'_> {
             .filter(|l| !l.is_empty())
             .collect();
         let filter = Filter::new(&predicate);
+        // Only a primary-key scan stops early: its predicate is then narrowed to the keys it
+        // read (up to the last one's first key column), so that rows after it, unread, are
+        // not part of the transaction's read (replicas check writes against the predicate).
+        let may_stop = ranges.len() == 1 && layers.is_empty() && access.path == Path::PrimaryKey;
+        let stop_column = table.primary_key.first().copied().filter(|_| may_stop);
+        let mut stopped_at: Option<Value> = None;
         let mut active = Vec::new();
         let mut seen = 0usize;
         let mut storage_hit = false;
@@ -273,6 +294,10 @@ impl Reader<'_> {
                     }
                     if pass {
                         sink(r.key, r.row)?;
+                        if let Some(column) = stop_column.filter(|_| done()) {
+                            stopped_at = Some(r.row.get(column).cloned().unwrap_or(Value::Null));
+                            return Ok(false);
+                        }
                     }
                     Ok(true)
                 };
@@ -310,6 +335,13 @@ impl Reader<'_> {
             (Path::Index(i), false) => Access::Index(table.indexes.get(*i).map(|x| x.name.clone()).unwrap_or_default()),
         };
         drop(filter);
+        let predicate = match (stop_column, stopped_at) {
+            (Some(column), Some(last)) => Expr::And(
+                Box::new(predicate),
+                Box::new(Expr::Cmp(CmpOp::LtEq, Box::new(Expr::Column(column)), Box::new(Expr::Const(last)))),
+            ),
+            _ => predicate,
+        };
         reads.scans.push(ScanRead {
             access: access_kind,
             predicate: Predicate { table: table.storage_name().to_string(), expr: predicate },

@@ -175,7 +175,10 @@ impl<'a> Exec<'a> {
     }
 
     fn query_at_depth(&mut self, q: &QueryPlan) -> Result<Vec<Row>> {
-        let mut rows = self.body(&q.body)?;
+        let mut rows = match self.stops_early(q) {
+            Some((core, limit)) => self.select_streaming(core, Some(limit))?,
+            None => self.body(&q.body)?,
+        };
         if !q.order_by.is_empty() {
             rows.sort_by(|a, b| compare_rows(a, b, &q.order_by));
         }
@@ -256,8 +259,27 @@ impl<'a> Exec<'a> {
         Ok(result)
     }
 
+    /// A query whose scan may stop after its LIMIT: `SELECT … FROM t [WHERE …] LIMIT n` with
+    /// a constant n, over one stored table, with no ORDER BY, OFFSET, DISTINCT, aggregate,
+    /// window or set-returning call. Any n rows are a correct answer without ORDER BY; the
+    /// first n in scan order are read (and reported), so a page of a table costs n reads.
+    fn stops_early<'q>(&self, q: &'q QueryPlan) -> Option<(&'q SelectCore, usize)> {
+        let QueryBody::Select(core) = &q.body else { return None };
+        let Some(Expr::Const(Value::Int(n))) = &q.limit else { return None };
+        let plain = q.order_by.is_empty()
+            && q.offset.is_none()
+            && !core.distinct
+            && core.distinct_on.is_none()
+            && core.aggregate.is_none()
+            && core.windows.is_empty()
+            && core.srfs.is_empty();
+        let limit = usize::try_from(*n).ok()?;
+        (plain && self.streams(core)).then_some((&**core, limit))
+    }
+
     fn select(&mut self, core: &SelectCore) -> Result<Vec<Row>> {
-        let mut out = if self.streams(core) { self.select_streaming(core)? } else { self.select_materialized(core)? };
+        let mut out =
+            if self.streams(core) { self.select_streaming(core, None)? } else { self.select_materialized(core)? };
         if core.distinct {
             let mut seen = BTreeSet::new();
             out.retain(|r| seen.insert(equality_key(r.iter())));
@@ -291,7 +313,8 @@ impl<'a> Exec<'a> {
         !before_having && !core.filter.as_ref().is_some_and(per_row)
     }
 
-    fn select_streaming(&mut self, core: &SelectCore) -> Result<Vec<Row>> {
+    /// `limit`: the scan stops once that many rows are out (`stops_early`).
+    fn select_streaming(&mut self, core: &SelectCore, limit: Option<usize>) -> Result<Vec<Row>> {
         let Some(scan) = &core.from.first else { return Ok(Vec::new()) };
         let subqueries = self.subqueries.clone();
         let enclosing = self.enclosing.clone();
@@ -300,7 +323,12 @@ impl<'a> Exec<'a> {
         let filter = core.filter.as_ref();
         let Some(agg) = &core.aggregate else {
             let mut out = Vec::new();
-            self.reader.scan(&empty, scan, &env, &mut self.reads, &mut |_, row| {
+            let produced = std::cell::Cell::new(0usize);
+            let done = || limit.is_some_and(|n| produced.get() >= n);
+            self.reader.scan_until(&empty, scan, &env, &mut self.reads, &done, &mut |_, row| {
+                if done() {
+                    return Ok(()); // a scan that cannot stop early: the rest is dropped
+                }
                 if let Some(f) = filter {
                     if !f.passes(row, &env)? {
                         return Ok(());
@@ -311,6 +339,7 @@ impl<'a> Exec<'a> {
                     projected.push(e.eval(row, &env)?);
                 }
                 out.push(projected);
+                produced.set(produced.get() + 1);
                 Ok(())
             })?;
             return Ok(out);

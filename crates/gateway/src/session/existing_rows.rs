@@ -1,0 +1,418 @@
+//! Checks of the existing rows before a schema change adds a rule they must satisfy
+//! (ADD PRIMARY KEY, CREATE UNIQUE INDEX, ADD CONSTRAINT UNIQUE / CHECK / FOREIGN KEY,
+//! ALTER COLUMN SET NOT NULL), as PostgreSQL checks them while making the change. A check
+//! either passes, finds a violation (PostgreSQL's error), or fails loudly: it is never
+//! skipped. See docs/gateway.md, "Checks of existing rows".
+
+use super::*;
+use pistou_sql::constraints::validation_queries;
+use pistou_sql::constraints::AlterAction;
+use pistou_sql::keycode::encode_key;
+use pistou_sql::system::quote_ident;
+use pistou_sql::types::equality_key;
+use pistou_sql::{CatalogChange, TableSchema};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+/// Rows one page of a check reads; each page is a read-only transaction of its own.
+pub(crate) const CHECK_PAGE_ROWS: usize = 8_192;
+/// Referenced values one parent lookup of a foreign-key check asks for.
+const PARENT_LOOKUP: usize = 1_024;
+/// Bytes of distinct keys a uniqueness check holds in memory (54000 beyond).
+const MAX_UNIQUE_CHECK_BYTES: usize = 256 << 20;
+
+/// What a new rule requires of every existing row.
+enum Rule {
+    /// No two rows without a NULL among `columns` share their values.
+    Unique { columns: Vec<usize>, error: PgError },
+    /// `column` holds no NULL.
+    NotNull { column: usize, error: PgError },
+    /// The CHECK expression is not FALSE.
+    Check { expr: String, error: PgError },
+    /// A one-column foreign key: every non-NULL value of `column` is a value of the parent's
+    /// `parent_column` (looked up per page); `sql` checks it in one transaction.
+    ForeignKey { column: usize, parent: String, parent_column: String, sql: String, error: PgError },
+    /// A query returning a row when the rule is violated, run in one transaction (a
+    /// several-column foreign key: each row's parent is looked up by the query itself).
+    Query { sql: String, error: PgError },
+}
+
+impl Rule {
+    fn error(&self) -> &PgError {
+        match self {
+            Rule::Unique { error, .. }
+            | Rule::NotNull { error, .. }
+            | Rule::Check { error, .. }
+            | Rule::ForeignKey { error, .. }
+            | Rule::Query { error, .. } => error,
+        }
+    }
+}
+
+/// The rules `change` adds to the table it names, in the order PostgreSQL reports their
+/// violations (a primary key's duplicates before its NULLs).
+fn rules_of(catalog: &Catalog, change: &CatalogChange) -> Option<(Arc<TableSchema>, Vec<Rule>)> {
+    let unique_error = |name: &str| PgError::new("23505", format!("could not create unique index \"{name}\""));
+    let null_error = |table: &str, column: &str| {
+        PgError::new("23502", format!("column \"{column}\" of relation \"{table}\" contains null values"))
+    };
+    let (table, rules) = match change {
+        CatalogChange::AddPrimaryKey { table, index } => {
+            let t = catalog.table(table)?;
+            let mut rules = vec![Rule::Unique { columns: index.columns.clone(), error: unique_error(&index.name) }];
+            for &c in &index.columns {
+                let column = t.columns.get(c)?;
+                rules.push(Rule::NotNull { column: c, error: null_error(table, &column.name) });
+            }
+            (table, rules)
+        }
+        CatalogChange::CreateIndex { table, index } if index.unique => {
+            (table, vec![Rule::Unique { columns: index.columns.clone(), error: unique_error(&index.name) }])
+        }
+        CatalogChange::AlterTable { table, actions } => {
+            let t = catalog.table(table)?;
+            let mut rules = Vec::new();
+            for action in actions {
+                match action {
+                    AlterAction::AddUnique { name, columns } => {
+                        rules.push(Rule::Unique { columns: columns.clone(), error: unique_error(name) })
+                    }
+                    AlterAction::AddCheck(c) => rules.push(Rule::Check {
+                        expr: c.expr.clone(),
+                        error: PgError::new(
+                            "23514",
+                            format!("check constraint \"{}\" of relation \"{table}\" is violated by some row", c.name),
+                        ),
+                    }),
+                    AlterAction::SetNotNull { column } => {
+                        let Some(pos) = t.column_index(column) else { continue };
+                        let already = t.columns.get(pos).is_none_or(|c| !c.nullable) || t.primary_key.contains(&pos);
+                        if !already {
+                            rules.push(Rule::NotNull { column: pos, error: null_error(table, column) });
+                        }
+                    }
+                    AlterAction::AddForeignKey(fk) => {
+                        let one = CatalogChange::AlterTable { table: table.clone(), actions: vec![action.clone()] };
+                        let parent = if fk.parent == *table { Some(t) } else { catalog.table(&fk.parent) };
+                        let parent_column =
+                            |p: &usize| parent.and_then(|t| t.columns.get(*p)).map(|c| quote_ident(&c.name));
+                        for (sql, error) in validation_queries(catalog, &one) {
+                            let error = error.into();
+                            rules.push(match (fk.columns.as_slice(), fk.parent_columns.as_slice()) {
+                                ([column], [p]) if parent_column(p).is_some() => Rule::ForeignKey {
+                                    column: *column,
+                                    parent: fk.parent.clone(),
+                                    parent_column: parent_column(p).unwrap_or_default(),
+                                    sql,
+                                    error,
+                                },
+                                _ => Rule::Query { sql, error },
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            (table, rules)
+        }
+        _ => return None,
+    };
+    let schema = catalog.table(table)?.clone();
+    (!rules.is_empty()).then_some((schema, rules))
+}
+
+/// The column a table's rows can be paged by: its primary key when that is one column (the
+/// hidden row id of a table created without one included).
+fn cursor_column(t: &TableSchema) -> Option<usize> {
+    match t.primary_key.as_slice() {
+        [only] => Some(*only),
+        _ => None,
+    }
+}
+
+fn column_name(t: &TableSchema, c: usize) -> String {
+    t.columns.get(c).map(|c| quote_ident(&c.name)).unwrap_or_default()
+}
+
+/// A query returning a row when `rule` is violated, over the whole table.
+fn whole_table_query<'r>(t: &TableSchema, rule: &'r Rule) -> (String, &'r PgError) {
+    let table = quote_ident(&t.name);
+    match rule {
+        Rule::Unique { columns, error } => {
+            let cols: Vec<String> = columns.iter().map(|&c| column_name(t, c)).collect();
+            let not_null: Vec<String> = cols.iter().map(|c| format!("{c} IS NOT NULL")).collect();
+            let (cols, not_null) = (cols.join(", "), not_null.join(" AND "));
+            (format!("SELECT 1 FROM {table} WHERE {not_null} GROUP BY {cols} HAVING count(*) > 1 LIMIT 1"), error)
+        }
+        Rule::NotNull { column, error } => {
+            (format!("SELECT 1 FROM {table} WHERE {} IS NULL LIMIT 1", column_name(t, *column)), error)
+        }
+        Rule::Check { expr, error } => (format!("SELECT 1 FROM {table} WHERE NOT ({expr}) LIMIT 1"), error),
+        Rule::ForeignKey { sql, error, .. } | Rule::Query { sql, error } => (sql.clone(), error),
+    }
+}
+
+/// The select-list expressions a page reads for `rule` (None: the rule is not paged).
+fn page_exprs(t: &TableSchema, rule: &Rule) -> Option<Vec<String>> {
+    match rule {
+        Rule::Unique { columns, .. } => Some(columns.iter().map(|&c| column_name(t, c)).collect()),
+        Rule::NotNull { column, .. } => Some(vec![format!("{} IS NULL", column_name(t, *column))]),
+        Rule::Check { expr, .. } => Some(vec![format!("coalesce(NOT ({expr}), false)")]),
+        Rule::ForeignKey { column, .. } => Some(vec![column_name(t, *column)]),
+        Rule::Query { .. } => None,
+    }
+}
+
+/// The keys a uniqueness check has seen so far, with their size.
+#[derive(Default)]
+struct SeenKeys {
+    keys: BTreeSet<Vec<u8>>,
+    bytes: usize,
+}
+
+impl SeenKeys {
+    /// False when `values` were seen before (a duplicate). Rows with a NULL are distinct.
+    fn insert(&mut self, values: &[Value]) -> Result<bool, PgError> {
+        if values.iter().any(|v| matches!(v, Value::Null)) {
+            return Ok(true);
+        }
+        // The unique index's own encoding, so equal here means equal for the index.
+        let key = encode_key(values);
+        self.bytes = self.bytes.saturating_add(key.len() + 48);
+        if self.bytes > MAX_UNIQUE_CHECK_BYTES {
+            return Err(PgError::new(
+                errors::PROGRAM_LIMIT,
+                format!(
+                    "checking the existing rows for duplicates would hold more than {} MiB of keys",
+                    MAX_UNIQUE_CHECK_BYTES >> 20
+                ),
+            ));
+        }
+        Ok(self.keys.insert(key))
+    }
+}
+
+/// The first violation found of each rule; a check stops once the first rule is violated.
+struct Findings {
+    found: Vec<Option<PgError>>,
+}
+
+impl Findings {
+    fn record(&mut self, rule: usize, error: &PgError) {
+        if let Some(slot @ None) = self.found.get_mut(rule) {
+            *slot = Some(error.clone());
+        }
+    }
+
+    fn first_rule_violated(&self) -> bool {
+        self.found.first().is_some_and(Option::is_some)
+    }
+
+    fn into_result(self) -> Result<(), PgError> {
+        self.found.into_iter().flatten().next().map_or(Ok(()), Err)
+    }
+}
+
+impl Session {
+    /// Before a schema change that adds a rule the existing rows must satisfy: checks them
+    /// all, returning PostgreSQL's error for a violation. A statement that does not plan
+    /// against the schema the session reads is left to the engine, which reports its error.
+    pub(super) async fn check_existing_rows(&mut self, sql: &str) -> Result<(), PgError> {
+        let catalog = self.catalog().await?;
+        let Ok(prepared) = self.engine.prepare(&catalog, sql) else { return Ok(()) };
+        let StatementKind::Ddl(Some(change)) = prepared.kind() else { return Ok(()) };
+        let Some((table, rules)) = rules_of(&catalog, &change) else { return Ok(()) };
+        let mut findings = Findings { found: rules.iter().map(|_| None).collect() };
+        let paged = !matches!(self.txn, TxnState::Open(_)) && cursor_column(&table).is_some();
+        if paged {
+            let page_rules: Vec<usize> =
+                (0..rules.len()).filter(|&i| page_exprs(&table, &rules[i]).is_some()).collect();
+            if !page_rules.is_empty() {
+                self.check_pages(&table, &rules, &page_rules, &mut findings).await?;
+            }
+        }
+        for (i, rule) in rules.iter().enumerate() {
+            if findings.first_rule_violated() {
+                break;
+            }
+            if paged && page_exprs(&table, rule).is_some() {
+                continue;
+            }
+            let (query, error) = whole_table_query(&table, rule);
+            if self.check_in_one_transaction(&table.name, &query).await? {
+                findings.record(i, error);
+            }
+        }
+        findings.into_result()
+    }
+
+    /// Runs `query` (a row: a violation) in the block's transaction, or in one of its own.
+    /// A table too large for one transaction's reads fails loudly (54000).
+    async fn check_in_one_transaction(&mut self, table: &str, query: &str) -> Result<bool, PgError> {
+        let in_block = matches!(self.txn, TxnState::Open(_));
+        match self.check_query(query).await {
+            Ok(rows) => Ok(!rows.is_empty()),
+            Err(e) if e.code == errors::PROGRAM_LIMIT => {
+                let advice = if in_block {
+                    "run the statement outside a transaction block, where the check reads the table in pages"
+                } else {
+                    "a foreign key of several columns, or a table whose primary key has several columns, is checked in one transaction"
+                };
+                Err(PgError::new(
+                    errors::PROGRAM_LIMIT,
+                    format!("checking the existing rows of \"{table}\" reads more rows than one transaction may ({}); {advice}", e.message),
+                ))
+            }
+            // The block's transaction cannot run this query after its schema changes (it
+            // mixes a table the block created with one it did not): a table without rows
+            // has nothing to check (a table the block created has only the rows CREATE TABLE
+            // AS wrote), which a read of the table alone can still tell.
+            Err(e) if in_block && e.code == errors::FEATURE_NOT_SUPPORTED && self.is_empty(table).await => Ok(false),
+            Err(e) if in_block && e.code == errors::FEATURE_NOT_SUPPORTED => Err(PgError::new(
+                errors::FEATURE_NOT_SUPPORTED,
+                format!(
+                    "checking the existing rows of \"{table}\" after another schema change in the same transaction block is not supported; run the statement in a transaction of its own ({})",
+                    e.message
+                ),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// True if `table` has no row (as the check's transaction sees it); false when that
+    /// cannot be read either.
+    async fn is_empty(&mut self, table: &str) -> bool {
+        let query = format!("SELECT 1 FROM {} LIMIT 1", quote_ident(table));
+        self.check_query(&query).await.is_ok_and(|rows| rows.is_empty())
+    }
+
+    /// Reads the whole table in pages of `CHECK_PAGE_ROWS` rows by its one-column primary
+    /// key, each page a read-only transaction of its own continuing after the last key
+    /// read, and records the first violation of each rule in `paged`.
+    async fn check_pages(
+        &mut self,
+        table: &TableSchema,
+        rules: &[Rule],
+        paged: &[usize],
+        findings: &mut Findings,
+    ) -> Result<(), PgError> {
+        let Some(cursor) = cursor_column(table) else { return Ok(()) };
+        let cursor_name = column_name(table, cursor);
+        // Each rule's expressions are columns after the cursor: (rule, first column, count).
+        let mut select = vec![cursor_name.clone()];
+        let mut layout = Vec::new();
+        for &i in paged {
+            let exprs = rules.get(i).and_then(|r| page_exprs(table, r)).unwrap_or_default();
+            layout.push((i, select.len(), exprs.len()));
+            select.extend(exprs);
+        }
+        let from = format!("SELECT {} FROM {}", select.join(", "), quote_ident(&table.name));
+        let first_page = format!("{from} LIMIT {CHECK_PAGE_ROWS}");
+        let next_page = format!("{from} WHERE {cursor_name} > $1 LIMIT {CHECK_PAGE_ROWS}");
+        let mut seen: Vec<SeenKeys> = layout.iter().map(|_| SeenKeys::default()).collect();
+        // A page's distinct referencing values of each foreign key, by equality key.
+        let mut referenced: Vec<BTreeMap<Vec<u8>, Value>> = layout.iter().map(|_| BTreeMap::new()).collect();
+        let mut after: Option<Vec<u8>> = None;
+        let mut last: Option<Value> = None;
+        let started = Instant::now();
+        loop {
+            if started.elapsed() > self.config.existing_rows_check_limit {
+                return Err(PgError::new(
+                    errors::PROGRAM_LIMIT,
+                    format!(
+                        "checking the existing rows of \"{}\" took longer than {} s; the schema change was not made",
+                        table.name,
+                        self.config.existing_rows_check_limit.as_secs()
+                    ),
+                ));
+            }
+            let rows = match &last {
+                None => self.page(&first_page, &[]).await?,
+                Some(key) => self.page(&next_page, std::slice::from_ref(key)).await?,
+            };
+            for row in &rows {
+                let Some(key) = row.first() else {
+                    return Err(PgError::new(errors::INTERNAL, "a page row without its key"));
+                };
+                // Pages must follow the key order, or a page could skip rows.
+                let encoded = encode_key([key]);
+                if after.as_ref().is_some_and(|a| *a >= encoded) {
+                    return Err(PgError::new(errors::INTERNAL, "a page of the check was not in key order"));
+                }
+                after = Some(encoded);
+                for (slot, &(rule_index, first, count)) in layout.iter().enumerate() {
+                    let Some(rule) = rules.get(rule_index) else { continue };
+                    let values = row.get(first..first + count).unwrap_or_default();
+                    let violated = match rule {
+                        Rule::Unique { .. } => match seen.get_mut(slot) {
+                            Some(keys) => !keys.insert(values)?,
+                            None => false,
+                        },
+                        Rule::NotNull { .. } | Rule::Check { .. } => matches!(values, [Value::Bool(true)]),
+                        Rule::ForeignKey { .. } => {
+                            if let ([v], Some(wanted)) = (values, referenced.get_mut(slot)) {
+                                if !matches!(v, Value::Null) {
+                                    wanted.insert(equality_key([v]), v.clone());
+                                }
+                            }
+                            false
+                        }
+                        Rule::Query { .. } => false,
+                    };
+                    if violated {
+                        findings.record(rule_index, rule.error());
+                    }
+                }
+                if findings.first_rule_violated() {
+                    return Ok(());
+                }
+            }
+            for (slot, &(rule_index, _, _)) in layout.iter().enumerate() {
+                let Some(Rule::ForeignKey { parent, parent_column, error, .. }) = rules.get(rule_index) else {
+                    continue;
+                };
+                let wanted = referenced.get_mut(slot).map(std::mem::take).unwrap_or_default();
+                if !self.parents_exist(parent, parent_column, wanted).await? {
+                    findings.record(rule_index, error);
+                }
+            }
+            if findings.first_rule_violated() {
+                return Ok(());
+            }
+            if rows.len() < CHECK_PAGE_ROWS {
+                return Ok(());
+            }
+            last = rows.last().and_then(|r| r.first()).cloned();
+        }
+    }
+
+    /// True if every one of `wanted` (a page's referencing values) is a value of
+    /// `parent.column`, looked up by equality on the referenced key in read-only
+    /// transactions of at most `PARENT_LOOKUP` values each.
+    async fn parents_exist(
+        &mut self,
+        parent: &str,
+        column: &str,
+        wanted: BTreeMap<Vec<u8>, Value>,
+    ) -> Result<bool, PgError> {
+        let values: Vec<Value> = wanted.into_values().collect();
+        for chunk in values.chunks(PARENT_LOOKUP) {
+            let list: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!("SELECT {column} FROM {} WHERE {column} IN ({})", quote_ident(parent), list.join(", "));
+            let found: BTreeSet<Vec<u8>> =
+                self.page(&sql, chunk).await?.iter().filter_map(|r| r.first()).map(|v| equality_key([v])).collect();
+            if chunk.iter().any(|v| !found.contains(&equality_key([v]))) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// One page: a read-only statement in a transaction of its own (retried on 40001).
+    async fn page(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, PgError> {
+        match self.autocommit(Work::Values(sql, params)).await? {
+            Reply::Rows { rows, .. } => Ok(rows),
+            Reply::Command { .. } => Err(PgError::new(errors::INTERNAL, "a check returned no rows")),
+        }
+    }
+}
