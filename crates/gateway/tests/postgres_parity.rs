@@ -830,7 +830,7 @@ async fn temporary_tables_behave_as_in_postgres() {
              WHERE table_name LIKE 'parity_tmp%' ORDER BY 1, 2",
             "SELECT indexname, indexdef LIKE 'CREATE INDEX parity_tmp_s_idx ON pg_temp%' FROM pg_indexes \
              WHERE tablename = 'parity_tmp_s' ORDER BY 1",
-            "SELECT conname, contype FROM pg_constraint WHERE conname LIKE 'parity%' ORDER BY 1",
+            "SELECT conname, contype FROM pg_constraint WHERE conname LIKE 'parity_tmp%' OR conname = 'parity_pos' ORDER BY 1",
             "ALTER TABLE parity_tmp_s DROP CONSTRAINT parity_pos",
             "INSERT INTO parity_tmp_s (x) VALUES (-3)",
             "ALTER TABLE parity_tmp_s RENAME TO parity_tmp_r",
