@@ -13,8 +13,8 @@
 //! interval's sign: years and months from its months, its days, and hours (not wrapped at 24),
 //! minutes, seconds and fractions from its time; `DDD` is the span in 30-day months, `J` the
 //! Julian day of the year/month/day the parts make. Patterns tied to calendar dates (names,
-//! weekdays, eras, zones) fail with 22007 as in PostgreSQL; the ISO-week patterns, which
-//! PostgreSQL computes from a date the interval is not, with 0A000.
+//! weekdays, eras, zones) fail with 22007 as in PostgreSQL; the ISO-week patterns apply
+//! PostgreSQL's date arithmetic to the interval's year, month and day fields, as it does.
 
 use crate::error::{err, Result, SqlState};
 use crate::temporal::{days_from_civil, fields, iso_day_of_week, iso_week};
@@ -75,9 +75,15 @@ fn pattern_at(rest: &str) -> Option<&'static str> {
 struct Calendar {
     day_of_week: i64,
     iso_day_of_week: i64,
-    iso_year: i64,
-    iso_week: i64,
     zoned: bool,
+}
+
+/// The ISO-8601 week-numbering fields (`IYYY`, `IW`, `IDDD`).
+struct IsoWeek {
+    year: i64,
+    week: i64,
+    /// Day of the ISO year, from 1.
+    day: i64,
 }
 
 /// What the patterns print (PostgreSQL's `fmt_tm`).
@@ -91,6 +97,7 @@ struct Fields {
     micro: i64,
     day_of_year: i64,
     julian: i64,
+    iso: IsoWeek,
     calendar: Option<Calendar>,
 }
 
@@ -111,13 +118,8 @@ pub fn format(micros: i64, zoned: bool, template: &str) -> Result<Option<String>
         micro,
         day_of_year: days - days_from_civil(year, 1, 1) + 1,
         julian: days + 2_440_588,
-        calendar: Some(Calendar {
-            day_of_week: iso_dow % 7 + 1,
-            iso_day_of_week: iso_dow,
-            iso_year,
-            iso_week: iso_week_no,
-            zoned,
-        }),
+        iso: IsoWeek { year: iso_year, week: iso_week_no, day: (iso_week_no - 1) * 7 + iso_dow },
+        calendar: Some(Calendar { day_of_week: iso_dow % 7 + 1, iso_day_of_week: iso_dow, zoned }),
     };
     render(&f, template)
 }
@@ -136,9 +138,39 @@ pub fn format_interval(iv: &crate::interval::Interval, template: &str) -> Result
         micro: iv.micros % 1_000_000,
         day_of_year: iv.months.wrapping_mul(30).wrapping_add(iv.days).into(),
         julian: date2j(year, month, iv.days).into(),
+        iso: iso_week_of_fields(year, month, iv.days),
         calendar: None,
     };
     render(&f, template)
+}
+
+/// PostgreSQL's `date2isoweek`, `date2isoyear` and `date2isoyearday`, which to_char of an
+/// interval applies to its year, month and day fields as if they were a date.
+fn iso_week_of_fields(year: i32, month: i32, day: i32) -> IsoWeek {
+    // `j2day`: day of the week of a Julian day, 0 = Sunday.
+    let j2day = |j: i32| j.wrapping_add(1).rem_euclid(7);
+    // The Julian day the ISO year `y`'s first week starts on.
+    let week_one = |y: i32| {
+        let day4 = date2j(y, 1, 4);
+        day4.wrapping_sub(j2day(day4.wrapping_sub(1)))
+    };
+    let dayn = date2j(year, month, day);
+    let mut iso_year = year;
+    let mut start = week_one(year);
+    if dayn < start {
+        iso_year = year.wrapping_sub(1);
+        start = week_one(iso_year);
+    }
+    let mut week = dayn.wrapping_sub(start) / 7 + 1;
+    if week >= 52 {
+        let next = week_one(iso_year.wrapping_add(1));
+        if dayn >= next {
+            iso_year = iso_year.wrapping_add(1);
+            week = dayn.wrapping_sub(next) / 7 + 1;
+            start = next;
+        }
+    }
+    IsoWeek { year: iso_year.into(), week: week.into(), day: i64::from(dayn.wrapping_sub(start)) + 1 }
 }
 
 /// PostgreSQL's `date2j`, for any year, month and day.
@@ -196,6 +228,11 @@ fn render(f: &Fields, template: &str) -> Result<Option<String>> {
                 }
             };
             let num = |n: i64, width: usize| pad(n, width, n < 0);
+            // PostgreSQL widens an interval's ISO year for a sign by its year field's sign.
+            let iso_year = |n: i64, width: usize| match f.calendar {
+                Some(_) => num(n, width),
+                None => pad(n, width, f.year < 0),
+            };
             let name = |full: &str, short: bool| {
                 let text = if short { &full[..3] } else { full };
                 let text = if p.chars().all(|c| !c.is_ascii_lowercase()) {
@@ -234,14 +271,6 @@ fn render(f: &Fields, template: &str) -> Result<Option<String>> {
                     )
                 })
             };
-            let iso = || {
-                f.calendar.as_ref().ok_or_else(|| {
-                    crate::error::SqlError::new(
-                        SqlState::FeatureNotSupported,
-                        format!("to_char of an interval with the ISO week pattern {p}"),
-                    )
-                })
-            };
             let hour12 = if f.hour % 12 == 0 { 12 } else { f.hour % 12 };
             let year = f.year;
             let (value, numeric) = match upper.as_str() {
@@ -266,10 +295,10 @@ fn render(f: &Fields, template: &str) -> Result<Option<String>> {
                 "YYY" => (pad(year % 1000, 3, year < 0), true),
                 "YY" => (pad(year % 100, 2, year < 0), true),
                 "Y" => ((year % 10).to_string(), true),
-                "IYYY" => (num(iso()?.iso_year, 4), true),
-                "IYY" => (num(iso()?.iso_year % 1000, 3), true),
-                "IY" => (num(iso()?.iso_year % 100, 2), true),
-                "I" => ((iso()?.iso_year % 10).to_string(), true),
+                "IYYY" => (iso_year(f.iso.year, 4), true),
+                "IYY" => (iso_year(f.iso.year % 1000, 3), true),
+                "IY" => (iso_year(f.iso.year % 100, 2), true),
+                "I" => ((f.iso.year % 10).to_string(), true),
                 "MONTH" => {
                     calendar()?;
                     (name(MONTHS[(f.month - 1) as usize], false), false)
@@ -282,16 +311,13 @@ fn render(f: &Fields, template: &str) -> Result<Option<String>> {
                 "DAY" => (name(DAYS[(calendar()?.day_of_week - 1) as usize], false), false),
                 "DY" => (name(DAYS[(calendar()?.day_of_week - 1) as usize], true), false),
                 "DDD" => (format!("{:0w$}", f.day_of_year, w = if fill { 3 } else { 0 }), true),
-                "IDDD" => {
-                    let c = iso()?;
-                    (num((c.iso_week - 1) * 7 + c.iso_day_of_week, 3), true)
-                }
+                "IDDD" => (num(f.iso.day, 3), true),
                 "DD" => (format!("{:0w$}", f.day, w = if fill { 2 } else { 0 }), true),
                 "D" => (calendar()?.day_of_week.to_string(), true),
                 "ID" => (calendar()?.iso_day_of_week.to_string(), true),
                 "W" => (((f.day - 1) / 7 + 1).to_string(), true),
                 "WW" => (format!("{:0w$}", (f.day_of_year - 1) / 7 + 1, w = if fill { 2 } else { 0 }), true),
-                "IW" => (num(iso()?.iso_week, 2), true),
+                "IW" => (num(f.iso.week, 2), true),
                 "CC" => {
                     let cc = match f.calendar {
                         Some(_) => (year + 99) / 100,
