@@ -414,6 +414,8 @@ const TO_CHAR_INTERVALS: &[&str] = &[
     "INTERVAL '-3 years 2 mons 15 days'",
     "INTERVAL '-40 days'",
     "INTERVAL '11 mons 31 days'",
+    "INTERVAL '178000000 years 11 mons 2147483647 days'",
+    "INTERVAL '-178000000 years -11 mons -2147483647 days'",
 ];
 
 const TO_CHAR_INTERVAL_TEMPLATES: &[&str] = &[

@@ -281,7 +281,7 @@ fn to_char_templates_are_bounded() {
     let roman = format!("SELECT to_char(1, '{}')", "RN".repeat(2_048));
     assert_eq!(state(&mut db, &roman), "ok");
     // ISO weeks of the widest intervals: PostgreSQL's C int arithmetic, without overflow.
-    for value in ["178000000 years 11 mons 2147483647 days", "-178000000 years -11 mons -2147483648 days"] {
+    for value in ["178000000 years 11 mons 2147483647 days", "-178000000 years -11 mons -2147483647 days"] {
         let sql = format!("SELECT to_char(INTERVAL '{value}', 'IW IYYY IYY IY I IDDD')");
         assert_eq!(state(&mut db, &sql), "ok", "{sql}");
     }
