@@ -280,23 +280,76 @@ impl Session {
             }
             Command::Sql => {
                 let adds_rule = starts_with_words(sql, "alter table") || starts_with_words(sql, "create unique index");
-                if !matches!(self.txn, TxnState::Failed(_)) && adds_rule {
-                    self.check_existing_rows(sql).await?;
+                if adds_rule {
+                    return self.add_rule(sql, params).await;
                 }
                 self.work(Work::Statement(sql, params)).await
             }
             Command::Truncate(tables) => self.work(Work::Truncate(tables)).await,
             Command::Maintenance { tag, tables } => self.maintenance(tag, tables).await,
-            Command::AddPrimaryKey { .. } => {
-                if !matches!(self.txn, TxnState::Failed(_)) {
-                    self.check_existing_rows(sql).await?;
-                }
-                self.work(Work::Statement(sql, params)).await
-            }
+            Command::AddPrimaryKey { .. } => self.add_rule(sql, params).await,
             // Run by the connection, which owns the COPY sub-protocol.
             Command::Copy(_) => Err(PgError::new(errors::INTERNAL, "COPY outside the connection")),
             Command::DropTables(drops) => self.work(Work::DropTables(drops)).await,
             Command::CreateTableAs(ctas) => self.work(Work::CreateTableAs(ctas, params)).await,
+        }
+    }
+
+    /// A schema change that may add a rule the existing rows must satisfy, checked first
+    /// (`existing_rows.rs`). In a block, the check runs in the block's transaction. Outside
+    /// one, the check and the change run in one transaction of their own, so a row written
+    /// concurrently either is seen by the check or conflicts with it (retried on a
+    /// serialization failure, the check included); a table too large for one transaction's
+    /// reads is checked in pages before the change instead (docs/gateway.md, the race left).
+    async fn add_rule(&mut self, sql: &str, params: &RawParams) -> Result<Reply, PgError> {
+        match self.txn {
+            TxnState::Failed(_) => return self.work(Work::Statement(sql, params)).await,
+            TxnState::Open(_) => {
+                self.check_existing_rows(sql).await?;
+                return self.work(Work::Statement(sql, params)).await;
+            }
+            TxnState::Idle => {}
+        }
+        let mut attempt = 0;
+        loop {
+            self.txn = TxnState::Open(None);
+            // A replay would run the change without its check.
+            self.journal.forgo();
+            let limit = self.config.existing_rows_check_limit;
+            let Ok(checked) = tokio::time::timeout(limit, self.check_existing_rows(sql)).await else {
+                self.txn = TxnState::Idle;
+                self.end_block(false);
+                return Err(PgError::new(
+                    errors::PROGRAM_LIMIT,
+                    format!(
+                        "checking the existing rows took longer than {} s; the schema change was not made",
+                        limit.as_secs()
+                    ),
+                ));
+            };
+            let result = match checked {
+                Ok(()) => self.work(Work::Statement(sql, params)).await,
+                Err(e) if e.code == errors::PROGRAM_LIMIT => {
+                    self.txn = TxnState::Idle;
+                    self.end_block(false);
+                    self.check_existing_rows(sql).await?;
+                    return self.work(Work::Statement(sql, params)).await;
+                }
+                Err(e) => Err(e),
+            };
+            let reply = match result {
+                Ok(reply) => reply,
+                Err(e) => {
+                    self.txn = TxnState::Idle;
+                    self.end_block(false);
+                    return Err(e);
+                }
+            };
+            match self.commit().await {
+                Ok(_) => return Ok(reply),
+                Err(e) if e.is_serialization_failure() && attempt < self.config.autocommit_retries => attempt += 1,
+                Err(e) => return Err(e),
+            }
         }
     }
 
