@@ -271,7 +271,8 @@ impl Session {
                 Ok(rows_reply(local, "SELECT"))
             }
             Command::Sql => {
-                if !matches!(self.txn, TxnState::Failed(_)) && starts_with_words(sql, "alter table") {
+                let checked = ["alter table", "create index", "create unique index"];
+                if !matches!(self.txn, TxnState::Failed(_)) && checked.iter().any(|w| starts_with_words(sql, w)) {
                     self.check_new_constraints(sql).await?;
                 }
                 self.work(Work::Statement(sql, params)).await

@@ -198,7 +198,13 @@ fn index_scans_recheck_the_visible_version() {
     assert_eq!(scan(&KeyRange::all(), 4, 9), vec![2, 1]);
     let inverted = KeyRange { start: Bound::Included(vec![9]), end: Bound::Excluded(vec![1]) };
     assert_eq!(scan(&inverted, 9, 9), Vec::<i64>::new());
-    let bogus = IndexSchema { name: "bogus".into(), columns: vec![1], unique: false, orders: Vec::new() };
+    let bogus = IndexSchema {
+        name: "bogus".into(),
+        columns: vec![1],
+        unique: false,
+        orders: Vec::new(),
+        expressions: Vec::new(),
+    };
     assert!(store.index_scan(t, &bogus, &KeyRange::all(), &latest(9), 9).is_err());
 }
 
@@ -273,7 +279,13 @@ fn catalog_changes_are_mirrored() {
     ws.put("t", key(3), Write::Upsert(vec![Value::Int(3), Value::Int(3), Value::Text("x".into()), Value::Int(8)]));
     store.insert(txn(3), ts(30), &ws, VersionState::Committed, &catalog).expect("full row");
     // CREATE INDEX backfills from every version, including older ones.
-    let index = IndexSchema { name: "t_c".into(), columns: vec![3], unique: false, orders: Vec::new() };
+    let index = IndexSchema {
+        name: "t_c".into(),
+        columns: vec![3],
+        unique: false,
+        orders: Vec::new(),
+        expressions: Vec::new(),
+    };
     let change = CatalogChange::CreateIndex { table: "t".into(), index: index.clone() };
     let before = catalog.clone();
     catalog.apply(&change, &EngineRules).expect("create index");

@@ -232,6 +232,10 @@ pub struct IndexObject {
     pub constraint: Option<i64>,
     /// Declared column orders (`IndexSchema::orders`; empty: all ASC NULLS LAST).
     pub orders: Vec<crate::catalog::IndexOrder>,
+    /// Each part's text in `pg_get_indexdef` (a quoted column name, or an expression).
+    pub parts: Vec<String>,
+    /// The text of each expression part (`pg_index.indexprs`), and its type.
+    pub expressions: Vec<(String, SqlType)>,
 }
 
 impl IndexObject {
@@ -276,7 +280,7 @@ pub struct Objects {
 /// True when `index` is the one a UNIQUE constraint of `table` created (its name is the one
 /// CREATE TABLE gives it: `table_col1_col2_key`).
 fn is_constraint_index(table: &TableSchema, index: &IndexSchema) -> bool {
-    if !index.unique {
+    if !index.unique || !index.expressions.is_empty() {
         return false;
     }
     let cols: Vec<&str> = index.columns.iter().filter_map(|&i| table.columns.get(i)).map(|c| c.name.as_str()).collect();
@@ -307,6 +311,13 @@ impl Objects {
                     primary: true,
                     constraint: Some(take()),
                     orders: Vec::new(),
+                    parts: t
+                        .primary_key
+                        .iter()
+                        .filter_map(|c| t.columns.get(*c))
+                        .map(|c| quote_ident(&c.name))
+                        .collect(),
+                    expressions: Vec::new(),
                 });
             }
             for ix in &t.indexes {
@@ -321,6 +332,11 @@ impl Objects {
                     primary,
                     constraint,
                     orders: ix.orders.clone(),
+                    parts: crate::index_expr::part_texts(t, ix),
+                    expressions: crate::index_expr::expression_texts(t, ix)
+                        .into_iter()
+                        .zip(ix.expressions.iter().map(|e| e.ty))
+                        .collect(),
                 });
             }
             let checks = t.constraints.checks.iter().map(|c| (take(), c.clone())).collect();
@@ -360,15 +376,24 @@ impl Objects {
         let mut out = Vec::new();
         for t in &self.tables {
             for ix in &t.indexes {
-                let cols = column_names(&t.schema, &ix.columns);
+                let mut expressions = ix.expressions.iter();
+                let cols: Vec<String> = ix
+                    .columns
+                    .iter()
+                    .filter_map(|&c| match c {
+                        crate::catalog::IndexSchema::EXPRESSION => expressions.next().map(|e| e.0.clone()),
+                        c => t.schema.columns.get(c).map(|c| c.name.clone()),
+                    })
+                    .collect();
                 let def = format!(
                     "CREATE {}INDEX {} ON public.{} USING btree ({})",
                     if ix.unique { "UNIQUE " } else { "" },
                     quote_ident(&ix.name),
                     quote_ident(&t.schema.name),
-                    cols.iter()
+                    ix.parts
+                        .iter()
                         .enumerate()
-                        .map(|(i, c)| format!("{}{}", quote_ident(c), ix.order_text(i)))
+                        .map(|(i, c)| format!("{c}{}", ix.order_text(i)))
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
@@ -400,6 +425,26 @@ impl Objects {
         }
         out
     }
+}
+
+/// `pg_index.indkey`'s entry of a part: the column's attnum, 0 for an expression.
+fn attnum(column: usize) -> i64 {
+    match column {
+        crate::catalog::IndexSchema::EXPRESSION => 0,
+        c => c as i64 + 1,
+    }
+}
+
+/// The type of each part of an index.
+fn part_types(t: &TableSchema, ix: &IndexObject) -> Vec<Option<SqlType>> {
+    let mut expressions = ix.expressions.iter();
+    ix.columns
+        .iter()
+        .map(|&c| match c {
+            crate::catalog::IndexSchema::EXPRESSION => expressions.next().map(|e| e.1),
+            c => t.columns.get(c).map(|c| c.ty),
+        })
+        .collect()
 }
 
 fn column_names(t: &TableSchema, positions: &[usize]) -> Vec<String> {
@@ -1347,8 +1392,8 @@ fn pg_index(o: &Objects) -> Relation {
     for t in &o.tables {
         for ix in &t.indexes {
             let n = ix.columns.len() as i64;
-            let collations =
-                ix.columns.iter().map(|&c| t.schema.columns.get(c).map_or(0, |col| builtin_type(col.ty).collation));
+            let types = part_types(&t.schema, ix);
+            let collations = types.iter().map(|ty| ty.map_or(0, |ty| builtin_type(ty).collation));
             rows.push(vec![
                 oid(ix.oid),
                 oid(t.oid),
@@ -1365,11 +1410,15 @@ fn pg_index(o: &Objects) -> Relation {
                 b(true),
                 b(true),
                 b(false),
-                vector_text(ix.columns.iter().map(|&c| c as i64 + 1)),
+                vector_text(ix.columns.iter().map(|&c| attnum(c))),
                 vector_text(collations),
-                vector_text(ix.columns.iter().map(|&c| t.schema.columns.get(c).map_or(0, |col| opclass_of(col.ty)))),
+                vector_text(types.iter().map(|ty| ty.map_or(0, opclass_of))),
                 vector_text((0..ix.columns.len()).map(|i| ix.option(i))),
-                NULL,
+                if ix.expressions.is_empty() {
+                    NULL
+                } else {
+                    Value::Text(ix.expressions.iter().map(|e| e.0.as_str()).collect::<Vec<_>>().join(", "))
+                },
                 NULL,
             ]);
         }
