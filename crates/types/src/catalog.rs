@@ -951,6 +951,110 @@ mod tests {
         assert_eq!(catalog.table("t").expect("t").index("ok").map(|i| i.orders.clone()), Some(vec![order]));
     }
 
+    /// t(id INT, email TEXT) and a CREATE INDEX of `nodes` as a client may send it.
+    fn expression_index(nodes: Vec<crate::predicate_wire::Node>) -> (Catalog, CatalogChange) {
+        let mut t = table("t");
+        t.columns.push(Column { name: "email".into(), ty: SqlType::Text, nullable: true, ..t.columns[0].clone() });
+        let mut catalog = Catalog::new();
+        catalog.apply(&CatalogChange::CreateTable(t), &NoConstraints).expect("create");
+        let index = IndexSchema {
+            name: "t_e".into(),
+            columns: vec![IndexSchema::EXPRESSION],
+            unique: true,
+            orders: Vec::new(),
+            expressions: vec![IndexExpression { nodes, ty: SqlType::Text }],
+        };
+        (catalog, CatalogChange::CreateIndex { table: "t".into(), index })
+    }
+
+    #[test]
+    fn a_clients_expression_index_is_bounded_and_computable() {
+        use crate::func::Func;
+        use crate::index_expr::MAX_INDEX_EXPRESSION_NODES;
+        use crate::predicate_wire::Node;
+        let lower = |column| vec![Node::Column(column), Node::Call { func: Func::Lower, args: 1 }];
+        let (mut catalog, ok) = expression_index(lower(1));
+        catalog.apply(&ok, &NoConstraints).expect("lower(email)");
+        let row = [Value::Int(1), Value::Text("A@B".into())];
+        let t = catalog.table("t").expect("t").clone();
+        let ix = t.index("t_e").expect("t_e");
+        assert_eq!(t.index_values(ix, &row).expect("value"), vec![Value::Text("a@b".into())]);
+
+        let deep: Vec<Node> = std::iter::once(Node::Column(1))
+            .chain(std::iter::repeat_n(Node::Call { func: Func::Lower, args: 1 }, MAX_INDEX_EXPRESSION_NODES))
+            .collect();
+        let wide: Vec<Node> = std::iter::repeat_n(Node::Column(1), 17)
+            .chain(std::iter::repeat_n(Node::Concat, 16))
+            .collect();
+        // Nested 20 deep: each level's operand waits on the stack.
+        let nested: Vec<Node> = std::iter::repeat_n(Node::Column(1), 20)
+            .chain(std::iter::repeat_n(Node::Concat, 19))
+            .collect();
+        let cases = [
+            (deep, SqlState::ProgramLimitExceeded),
+            (wide, SqlState::ProgramLimitExceeded),
+            (nested, SqlState::ProgramLimitExceeded),
+            (lower(7), SqlState::UndefinedColumn),
+            (vec![Node::Call { func: Func::Now, args: 0 }], SqlState::InvalidObjectDefinition),
+            (vec![Node::Call { func: Func::GenRandomUuid, args: 0 }], SqlState::InvalidObjectDefinition),
+            (vec![Node::Column(1), Node::Const(Value::Text(".".into())), Node::Call { func: Func::RegexMatch, args: 2 }], SqlState::FeatureNotSupported),
+            (vec![Node::Column(1), Node::Column(1), Node::Cmp(crate::func::CmpOp::Eq)], SqlState::FeatureNotSupported),
+            (vec![Node::Concat], SqlState::InvalidTableDefinition),
+            (vec![Node::Column(1), Node::Column(1)], SqlState::InvalidTableDefinition),
+            (vec![Node::Call { func: Func::Lower, args: 0 }], SqlState::UndefinedFunction),
+            (vec![Node::Const(Value::Text("y".repeat(crate::index_expr::MAX_INDEX_VALUE_BYTES + 1)))], SqlState::ProgramLimitExceeded),
+        ];
+        for (nodes, state) in cases {
+            let (mut catalog, change) = expression_index(nodes.clone());
+            let e = catalog.apply(&change, &NoConstraints).expect_err("refused");
+            assert_eq!(e.state, state, "{nodes:?}: {e}");
+        }
+        // An expression part without its expression, or an expression in CREATE TABLE.
+        let (mut catalog, mut change) = expression_index(lower(1));
+        if let CatalogChange::CreateIndex { index, .. } = &mut change {
+            index.expressions.clear();
+        }
+        assert_eq!(catalog.apply(&change, &NoConstraints).expect_err("refused").state, SqlState::InvalidTableDefinition);
+        let CatalogChange::CreateIndex { index, .. } = expression_index(lower(1)).1 else { unreachable!() };
+        let with_index = TableSchema { indexes: vec![index], ..table("u") };
+        let e = Catalog::new().apply(&CatalogChange::CreateTable(with_index), &NoConstraints).expect_err("refused");
+        assert_eq!(e.state, SqlState::InvalidTableDefinition);
+    }
+
+    #[test]
+    fn an_expression_failing_for_a_row_fails_its_checked_key_and_stores_as_null() {
+        use crate::predicate_wire::Node;
+        let nodes = vec![Node::Column(0), Node::Const(Value::Int(0)), Node::Arith(crate::types::ArithOp::Div)];
+        let (mut catalog, change) = expression_index(nodes);
+        catalog.apply(&change, &NoConstraints).expect("(id / 0)");
+        let t = catalog.table("t").expect("t").clone();
+        let ix = t.index("t_e").expect("t_e");
+        let row = [Value::Int(1), Value::Null];
+        assert_eq!(t.checked_index_key(ix, &row).expect_err("22012").state, SqlState::DivisionByZero);
+        assert_eq!(t.index_key(ix, &row), crate::keycode::encode_key([&Value::Null]));
+    }
+
+    #[test]
+    fn replace_cannot_grow_past_the_value_bound() {
+        use crate::func::Func;
+        use crate::predicate_wire::Node;
+        let nodes = vec![
+            Node::Column(1),
+            Node::Const(Value::Text("a".into())),
+            Node::Column(1),
+            Node::Call { func: Func::Replace, args: 3 },
+        ];
+        let (mut catalog, change) = expression_index(nodes);
+        catalog.apply(&change, &NoConstraints).expect("replace(email, 'a', email)");
+        let t = catalog.table("t").expect("t").clone();
+        let ix = t.index("t_e").expect("t_e");
+        let small = [Value::Int(1), Value::Text("aba".into())];
+        assert_eq!(t.index_values(ix, &small).expect("value"), vec![Value::Text("abababa".into())]);
+        // 100 'a's each replaced by 100 bytes would be 10,000 bytes: refused before computing.
+        let big = [Value::Int(1), Value::Text("a".repeat(100))];
+        assert_eq!(t.index_values(ix, &big).expect_err("54000").state, SqlState::ProgramLimitExceeded);
+    }
+
     fn rename(catalog: &mut Catalog, table: &str, to: &str) -> Result<()> {
         catalog.apply(&CatalogChange::RenameTable { table: table.into(), to: to.into() }, &NoConstraints)
     }
