@@ -313,9 +313,12 @@ fn a_row_an_index_expression_fails_for_is_refused() {
     );
     let row = vec![Value::Int(1), Value::Int(1), Value::Int(0)];
     let ws = one("d", encode_key([&Value::Int(1)]), Write::Upsert(row));
-    refused(&mut sql.store, &sql.catalog.clone(), &ws, |e| {
-        matches!(e, StoreError::IndexExpression { index, .. } if index == "d_div")
-    });
+    refused(
+        &mut sql.store,
+        &sql.catalog.clone(),
+        &ws,
+        |e| matches!(e, StoreError::IndexExpression { index, .. } if index == "d_div"),
+    );
     let fine = vec![Value::Int(1), Value::Int(4), Value::Int(2)];
     let ws = one("d", encode_key([&Value::Int(1)]), Write::Upsert(fine));
     sql.store.insert(txn(7), ts(70), &ws, VersionState::Committed, &sql.catalog).expect("a computable row");

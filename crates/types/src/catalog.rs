@@ -983,13 +983,11 @@ mod tests {
         let deep: Vec<Node> = std::iter::once(Node::Column(1))
             .chain(std::iter::repeat_n(Node::Call { func: Func::Lower, args: 1 }, MAX_INDEX_EXPRESSION_NODES))
             .collect();
-        let wide: Vec<Node> = std::iter::repeat_n(Node::Column(1), 17)
-            .chain(std::iter::repeat_n(Node::Concat, 16))
-            .collect();
+        let wide: Vec<Node> =
+            std::iter::repeat_n(Node::Column(1), 17).chain(std::iter::repeat_n(Node::Concat, 16)).collect();
         // Nested 20 deep: each level's operand waits on the stack.
-        let nested: Vec<Node> = std::iter::repeat_n(Node::Column(1), 20)
-            .chain(std::iter::repeat_n(Node::Concat, 19))
-            .collect();
+        let nested: Vec<Node> =
+            std::iter::repeat_n(Node::Column(1), 20).chain(std::iter::repeat_n(Node::Concat, 19)).collect();
         let cases = [
             (deep, SqlState::ProgramLimitExceeded),
             (wide, SqlState::ProgramLimitExceeded),
@@ -997,12 +995,22 @@ mod tests {
             (lower(7), SqlState::UndefinedColumn),
             (vec![Node::Call { func: Func::Now, args: 0 }], SqlState::InvalidObjectDefinition),
             (vec![Node::Call { func: Func::GenRandomUuid, args: 0 }], SqlState::InvalidObjectDefinition),
-            (vec![Node::Column(1), Node::Const(Value::Text(".".into())), Node::Call { func: Func::RegexMatch, args: 2 }], SqlState::FeatureNotSupported),
+            (
+                vec![
+                    Node::Column(1),
+                    Node::Const(Value::Text(".".into())),
+                    Node::Call { func: Func::RegexMatch, args: 2 },
+                ],
+                SqlState::FeatureNotSupported,
+            ),
             (vec![Node::Column(1), Node::Column(1), Node::Cmp(crate::func::CmpOp::Eq)], SqlState::FeatureNotSupported),
             (vec![Node::Concat], SqlState::InvalidTableDefinition),
             (vec![Node::Column(1), Node::Column(1)], SqlState::InvalidTableDefinition),
             (vec![Node::Call { func: Func::Lower, args: 0 }], SqlState::UndefinedFunction),
-            (vec![Node::Const(Value::Text("y".repeat(crate::index_expr::MAX_INDEX_VALUE_BYTES + 1)))], SqlState::ProgramLimitExceeded),
+            (
+                vec![Node::Const(Value::Text("y".repeat(crate::index_expr::MAX_INDEX_VALUE_BYTES + 1)))],
+                SqlState::ProgramLimitExceeded,
+            ),
         ];
         for (nodes, state) in cases {
             let (mut catalog, change) = expression_index(nodes.clone());
@@ -1014,7 +1022,10 @@ mod tests {
         if let CatalogChange::CreateIndex { index, .. } = &mut change {
             index.expressions.clear();
         }
-        assert_eq!(catalog.apply(&change, &NoConstraints).expect_err("refused").state, SqlState::InvalidTableDefinition);
+        assert_eq!(
+            catalog.apply(&change, &NoConstraints).expect_err("refused").state,
+            SqlState::InvalidTableDefinition
+        );
         let CatalogChange::CreateIndex { index, .. } = expression_index(lower(1)).1 else { unreachable!() };
         let with_index = TableSchema { indexes: vec![index], ..table("u") };
         let e = Catalog::new().apply(&CatalogChange::CreateTable(with_index), &NoConstraints).expect_err("refused");

@@ -143,7 +143,10 @@ fn check_node(node: &Node, table: &TableSchema) -> Result<()> {
             let (min, max) = func.arity();
             let n = usize::try_from(*args).map_err(|_| malformed())?;
             if n < min || n > max {
-                return err(SqlState::UndefinedFunction, format!("function {} does not take {n} arguments", func.name()));
+                return err(
+                    SqlState::UndefinedFunction,
+                    format!("function {} does not take {n} arguments", func.name()),
+                );
             }
         }
         _ => {}
