@@ -22,10 +22,10 @@ pub(crate) fn check_immutable(e: &Expr, types: &[Option<SqlType>]) -> Result<()>
     match e {
         Expr::Call { func, .. } if is_mutable(*func) => return not_immutable(),
         // Over timestamptz these are STABLE (they depend on the session's time zone).
-        Expr::Call { func: Func::DateTrunc | Func::Extract | Func::DatePart | Func::Age, args } => {
-            if args.len() == 1 || args.iter().any(|a| type_of(a) == Some(SqlType::TimestampTz)) {
-                return not_immutable();
-            }
+        Expr::Call { func: Func::DateTrunc | Func::Extract | Func::DatePart | Func::Age, args }
+            if args.len() == 1 || args.iter().any(|a| type_of(a) == Some(SqlType::TimestampTz)) =>
+        {
+            return not_immutable()
         }
         Expr::Cast { expr, ty, .. } if stable_cast(type_of(expr), *ty) => return not_immutable(),
         _ => {}
