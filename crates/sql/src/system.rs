@@ -371,20 +371,13 @@ impl Objects {
         self.views.iter().map(|(o, v)| (*o, format!("{};", v.query))).collect()
     }
 
-    /// `pg_get_indexdef` of each index: (OID, definition, column names).
+    /// `pg_get_indexdef` of each index: (OID, definition, each part's text: a quoted column
+    /// name or an expression).
     pub fn index_definitions(&self) -> Vec<(i64, String, Vec<String>)> {
         let mut out = Vec::new();
         for t in &self.tables {
             for ix in &t.indexes {
-                let mut expressions = ix.expressions.iter();
-                let cols: Vec<String> = ix
-                    .columns
-                    .iter()
-                    .filter_map(|&c| match c {
-                        crate::catalog::IndexSchema::EXPRESSION => expressions.next().map(|e| e.0.clone()),
-                        c => t.schema.columns.get(c).map(|c| c.name.clone()),
-                    })
-                    .collect();
+                let cols = ix.parts.clone();
                 let def = format!(
                     "CREATE {}INDEX {} ON public.{} USING btree ({})",
                     if ix.unique { "UNIQUE " } else { "" },
