@@ -279,7 +279,7 @@ impl Session {
                 Ok(rows_reply(local, "SELECT"))
             }
             Command::Sql => {
-                let adds_rule = starts_with_words(sql, "alter table") || starts_with_words(sql, "create unique index");
+                let adds_rule = ["alter table", "create index", "create unique index"].iter().any(|w| starts_with_words(sql, w));
                 if adds_rule {
                     return self.add_rule(sql, params).await;
                 }

@@ -901,6 +901,48 @@ async fn temporary_tables_belong_to_their_session() {
         let rows = b.query("SELECT v FROM mine", &[]).await.unwrap();
         assert_eq!(rows.len(), 1);
         h.stop().await;
+
+/// Expression indexes through the gateway and the replicas (which compute the entries
+/// themselves): unique violations on INSERT, UPDATE and upsert, checks of existing rows at
+/// CREATE, IMMUTABLE refusals, lookups, and the catalog's text of the index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expression_indexes_behave_as_in_postgres() {
+    bounded(120, async {
+        let script = [
+            "CREATE TABLE parity_ex (id INT PRIMARY KEY, email TEXT, name VARCHAR(20), a INT, b INT, data JSONB)",
+            "INSERT INTO parity_ex VALUES (1, 'Ann@X.org', 'Ann', 1, 2, '{\"k\": \"one\"}'), (2, 'bob@y.org', 'Bob', 3, 4, '{}')",
+            "CREATE UNIQUE INDEX parity_ex_lower ON parity_ex (lower(email))",
+            "CREATE UNIQUE INDEX \"parity_ex_name\" ON \"parity_ex\" ((LOWER(\"name\")))",
+            "CREATE INDEX parity_ex_k ON parity_ex ((data->>'k'))",
+            "CREATE INDEX parity_ex_sum ON parity_ex ((a + b), b)",
+            "INSERT INTO parity_ex VALUES (3, 'ANN@x.ORG', 'Cy', 0, 0, '{}')",
+            "INSERT INTO parity_ex VALUES (3, 'cy@z.org', 'BOB', 0, 0, '{}')",
+            "INSERT INTO parity_ex VALUES (3, NULL, NULL, 0, 0, '{}'), (4, NULL, NULL, 0, 0, '{}')",
+            "UPDATE parity_ex SET email = 'BOB@Y.org' WHERE id = 1",
+            "INSERT INTO parity_ex VALUES (1, 'x@y.org', 'x', 0, 0, '{}') ON CONFLICT (id) DO UPDATE SET email = 'bob@Y.ORG'",
+            "INSERT INTO parity_ex VALUES (5, 'Bob@Y.org', 'x', 0, 0, '{}') ON CONFLICT DO NOTHING",
+            "SELECT id FROM parity_ex WHERE lower(email) = 'ann@x.org'",
+            "SELECT id FROM parity_ex WHERE data->>'k' = 'one'",
+            "SELECT id FROM parity_ex WHERE a + b = 7 AND b = 4",
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'parity_ex' ORDER BY indexname",
+            "SELECT pg_get_indexdef('parity_ex_name'::regclass)",
+            "SELECT indkey::text, pg_get_expr(indexprs, indrelid) FROM pg_index WHERE indexrelid = 'parity_ex_sum'::regclass",
+            "CREATE UNIQUE INDEX parity_ex_dup ON parity_ex ((b - b))",
+            "CREATE INDEX parity_ex_div ON parity_ex ((b / (a - a)))",
+            "CREATE INDEX parity_ex_now ON parity_ex ((now()))",
+            "CREATE INDEX parity_ex_sub ON parity_ex (((SELECT 1)))",
+            "CREATE INDEX parity_ex_ab ON parity_ex ((a / b))",
+            "INSERT INTO parity_ex VALUES (6, 'f@f.org', 'f', 1, 0, '{}')",
+            "ALTER TABLE parity_ex RENAME COLUMN email TO mail",
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'parity_ex_lower'",
+            "SELECT id FROM parity_ex WHERE lower(mail) = 'bob@y.org'",
+            "ALTER TABLE parity_ex DROP COLUMN b",
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'parity_ex' ORDER BY indexname",
+            "SELECT id, mail, name FROM parity_ex ORDER BY id",
+            "DROP TABLE parity_ex",
+        ];
+        let results = compare(&["DROP TABLE IF EXISTS parity_ex"], &script).await;
+        assert!(error("23505")(&results[6]) && error("23505")(&results[9]) && error("42P17")(&results[20]));
     })
     .await;
 }

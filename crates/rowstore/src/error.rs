@@ -38,6 +38,9 @@ pub enum StoreError {
     /// The writer is already prepared here under another timestamp.
     #[error("writer {writer} is prepared at timestamp {recorded}, not {given}")]
     WriterTimestampMismatch { writer: TxnId, recorded: Timestamp, given: Timestamp },
+    /// An index expression fails for the written row (e.g. division by zero).
+    #[error("table \"{table}\": index \"{index}\" cannot be computed for the row at key {key}: {detail}")]
+    IndexExpression { table: String, index: String, key: String, detail: String },
 }
 
 /// Hex of a key for error messages, cut after 32 bytes (keys are client-chosen and unbounded).

@@ -43,6 +43,18 @@ fn check_row(schema: &TableSchema, key: &[u8], row: &[Value]) -> Result<(), Stor
     if schema.row_key(row) != key {
         return Err(StoreError::KeyMismatch { table: schema.name.clone(), key: show_key(key) });
     }
+    // A correct client's statement fails on a row an index expression fails for, so such a
+    // row was not written by one; refusing it keeps every entry the row's true one.
+    for index in schema.indexes.iter().filter(|i| !i.expressions.is_empty()) {
+        if let Err(e) = schema.checked_index_key(index, row) {
+            return Err(StoreError::IndexExpression {
+                table: schema.name.clone(),
+                index: index.name.clone(),
+                key: show_key(key),
+                detail: e.to_string(),
+            });
+        }
+    }
     Ok(())
 }
 

@@ -297,3 +297,29 @@ proptest! {
         }
     }
 }
+
+/// A row an index expression fails for (here `a / b` with b = 0) is one no correct
+/// client's statement writes (the statement fails with 22012): replicas refuse it instead of
+/// storing it under an entry the expression cannot give.
+#[test]
+fn a_row_an_index_expression_fails_for_is_refused() {
+    let mut sql = SqlOverRowStore::new();
+    for statement in ["CREATE TABLE d (id INT PRIMARY KEY, a INT, b INT)", "CREATE INDEX d_div ON d ((a / b))"] {
+        sql.execute(statement).expect(statement);
+    }
+    assert_eq!(
+        sql.execute("INSERT INTO d VALUES (1, 1, 0)").expect_err("the client's statement fails"),
+        "division by zero (SQLSTATE 22012)"
+    );
+    let row = vec![Value::Int(1), Value::Int(1), Value::Int(0)];
+    let ws = one("d", encode_key([&Value::Int(1)]), Write::Upsert(row));
+    refused(
+        &mut sql.store,
+        &sql.catalog.clone(),
+        &ws,
+        |e| matches!(e, StoreError::IndexExpression { index, .. } if index == "d_div"),
+    );
+    let fine = vec![Value::Int(1), Value::Int(4), Value::Int(2)];
+    let ws = one("d", encode_key([&Value::Int(1)]), Write::Upsert(fine));
+    sql.store.insert(txn(7), ts(70), &ws, VersionState::Committed, &sql.catalog).expect("a computable row");
+}

@@ -293,8 +293,8 @@ fn apply_action(catalog: &mut Catalog, table: &str, action: &AlterAction) -> Res
             t.constraints.checks.retain(|c| !uses.contains(&c.name));
             t.constraints.foreign_keys.retain(|f| !f.columns.contains(&pos));
             let dropped: Vec<String> =
-                t.indexes.iter().filter(|i| i.columns.contains(&pos)).map(|i| i.name.clone()).collect();
-            t.indexes.retain(|i| !i.columns.contains(&pos));
+                t.indexes.iter().filter(|i| i.uses_column(pos)).map(|i| i.name.clone()).collect();
+            t.indexes.retain(|i| !i.uses_column(pos));
             t.constraints.unique.retain(|u| !dropped.contains(u));
             if let Some(c) = t.columns.get_mut(pos) {
                 c.name = format!("{DROPPED_PREFIX}{pos}");
@@ -424,6 +424,7 @@ fn apply_action(catalog: &mut Catalog, table: &str, action: &AlterAction) -> Res
                 columns: columns.clone(),
                 unique: true,
                 orders: Vec::new(),
+                expressions: Vec::new(),
             });
             t.constraints.unique.push(name.clone());
         }
@@ -624,6 +625,9 @@ pub fn foreign_key_definition(child: &TableSchema, parent: Option<&TableSchema>,
 /// catalog before the change.
 pub fn validation_queries(catalog: &Catalog, change: &crate::catalog::CatalogChange) -> Vec<(String, SqlError)> {
     use crate::system::quote_ident as q;
+    if let crate::catalog::CatalogChange::CreateIndex { table, index } = change {
+        return catalog.table(table).map_or_else(Vec::new, |t| new_index_queries(t, index));
+    }
     let crate::catalog::CatalogChange::AlterTable { table, actions } = change else { return Vec::new() };
     let Some(t) = catalog.table(table) else { return Vec::new() };
     let mut out = Vec::new();
@@ -698,4 +702,30 @@ pub fn validation_queries(catalog: &Catalog, change: &crate::catalog::CatalogCha
         }
     }
     out
+}
+
+/// The check of CREATE INDEX over existing rows: each row's expressions are computed (an
+/// expression failing for a row fails the statement, as PostgreSQL's index build does), and
+/// for a unique index no two rows may share a key without NULLs (23505).
+fn new_index_queries(t: &TableSchema, index: &crate::catalog::IndexSchema) -> Vec<(String, SqlError)> {
+    let parts = crate::index_expr::part_texts(t, index);
+    let table = crate::system::quote_ident(&t.name);
+    if index.unique {
+        let not_null: Vec<String> = parts.iter().map(|p| format!("{p} IS NOT NULL")).collect();
+        let query = format!(
+            "SELECT 1 FROM {table} WHERE {} GROUP BY {} HAVING count(*) > 1 LIMIT 1",
+            not_null.join(" AND "),
+            parts.join(", ")
+        );
+        let violation =
+            SqlError::new(SqlState::UniqueViolation, format!("could not create unique index \"{}\"", index.name));
+        return vec![(query, violation)];
+    }
+    if index.expressions.is_empty() {
+        return Vec::new();
+    }
+    // Never returns a row: it only computes every expression of every row.
+    let counts: Vec<String> = parts.iter().map(|p| format!("count({p})")).collect();
+    let query = format!("SELECT 1 FROM {table} HAVING least({}) < 0", counts.join(", "));
+    vec![(query, SqlError::new(SqlState::InternalError, "a row count below zero"))]
 }

@@ -277,7 +277,9 @@ impl Database {
         }
         if let CatalogChange::CreateIndex { table, index } | CatalogChange::AddPrimaryKey { table, index } = change {
             let primary = matches!(change, CatalogChange::AddPrimaryKey { .. });
-            if index.unique {
+            // Existing rows must have a value for each expression (as PostgreSQL's index
+            // build computes them) and, for a unique index, distinct keys.
+            if index.unique || !index.expressions.is_empty() {
                 if let Some(schema) = next.table(table) {
                     let rows = self.store.scan(
                         schema,
@@ -288,7 +290,10 @@ impl Database {
                     let mut seen = BTreeSet::new();
                     let mut null_column: Option<usize> = None;
                     for r in rows {
-                        let values: Vec<&Value> = index.columns.iter().filter_map(|c| r.row.get(*c)).collect();
+                        let values = schema.index_values(index, &r.row)?;
+                        if !index.unique {
+                            continue;
+                        }
                         // As in PostgreSQL, duplicates are reported before NULLs.
                         if primary && null_column.is_none() {
                             null_column =
@@ -300,7 +305,7 @@ impl Database {
                         if !seen.insert(schema.index_key(index, &r.row)) {
                             return err(
                                 SqlState::UniqueViolation,
-                                format!("could not create unique index \"{}\": duplicate key", index.name),
+                                format!("could not create unique index \"{}\"", index.name),
                             );
                         }
                     }

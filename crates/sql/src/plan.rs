@@ -44,6 +44,14 @@ impl KeyAccess {
         }
     }
 
+    /// The type of each part of the key, which lookup values are cast to.
+    pub fn key_types(&self, table: &TableSchema) -> Vec<Option<SqlType>> {
+        match self.path {
+            Path::PrimaryKey => table.primary_key.iter().map(|c| table.columns.get(*c).map(|c| c.ty)).collect(),
+            Path::Index(i) => table.indexes.get(i).map_or_else(Vec::new, |ix| table.index_part_types(ix)),
+        }
+    }
+
     pub fn is_point(&self, table: &TableSchema) -> bool {
         self.path == Path::PrimaryKey && !table.primary_key.is_empty() && self.eq.len() == table.primary_key.len()
     }
@@ -782,13 +790,54 @@ struct ColumnConds {
     upper: Option<RangeBound>,
 }
 
+/// Key slots: a column's position, or for the `k`-th index expression of the table
+/// (`crate::index_expr::bound_expressions`) `columns + k`; conditions are found per slot.
+struct KeySlots {
+    columns: usize,
+    expressions: Vec<(usize, usize, Expr)>,
+}
+
+impl KeySlots {
+    fn of(table: &TableSchema) -> KeySlots {
+        KeySlots { columns: table.columns.len(), expressions: crate::index_expr::bound_expressions(table) }
+    }
+
+    /// The slot an operand stands for: a column, or an expression an index has.
+    fn slot(&self, e: &Expr) -> Option<usize> {
+        match e {
+            Expr::Column(i) => Some(*i),
+            _ => self.expressions.iter().position(|(_, _, x)| x == e).map(|k| self.columns + k),
+        }
+    }
+
+    /// The slots of an index's parts, in key order.
+    fn of_index(&self, index: usize, columns: &[usize]) -> Vec<usize> {
+        let expression_slot = |part: usize| {
+            self.expressions
+                .iter()
+                .position(|(i, p, _)| *i == index && *p == part)
+                .map_or(usize::MAX, |k| self.columns + k)
+        };
+        columns
+            .iter()
+            .enumerate()
+            .map(|(part, &c)| if c == crate::catalog::IndexSchema::EXPRESSION { expression_slot(part) } else { c })
+            .collect()
+    }
+}
+
 fn column_conditions(table: &TableSchema, conjuncts: &[Expr]) -> Vec<ColumnConds> {
-    let mut conds: Vec<ColumnConds> = table.columns.iter().map(|_| ColumnConds::default()).collect();
+    column_conditions_in(&KeySlots { columns: table.columns.len(), expressions: Vec::new() }, conjuncts)
+}
+
+fn column_conditions_in(slots: &KeySlots, conjuncts: &[Expr]) -> Vec<ColumnConds> {
+    let mut conds: Vec<ColumnConds> =
+        (0..slots.columns + slots.expressions.len()).map(|_| ColumnConds::default()).collect();
     for c in conjuncts {
         if let Expr::InList { expr, list, negated: false } = c {
-            if let Expr::Column(col) = &**expr {
+            if let Some(col) = slots.slot(expr) {
                 if !list.is_empty() && list.iter().all(is_key_value) {
-                    if let Some(cond) = conds.get_mut(*col) {
+                    if let Some(cond) = conds.get_mut(col) {
                         cond.any_of.get_or_insert_with(|| list.clone());
                     }
                 }
@@ -796,9 +845,9 @@ fn column_conditions(table: &TableSchema, conjuncts: &[Expr]) -> Vec<ColumnConds
             continue;
         }
         let Expr::Cmp(op, a, b) = c else { continue };
-        let (col, op, value) = match (&**a, &**b) {
-            (Expr::Column(i), v) if is_key_value(v) => (*i, *op, v),
-            (v, Expr::Column(i)) if is_key_value(v) => (*i, op.flip(), v),
+        let (col, op, value) = match (slots.slot(a), slots.slot(b)) {
+            (Some(i), _) if is_key_value(b) => (i, *op, &**b),
+            (_, Some(i)) if is_key_value(a) => (i, op.flip(), &**a),
             _ => continue,
         };
         let Some(slot) = conds.get_mut(col) else { continue };
@@ -845,8 +894,10 @@ pub(crate) fn choose_access(table: &TableSchema, conjuncts: &[Expr]) -> KeyAcces
     }
     let score =
         |a: &KeyAccess| (a.eq.len() + usize::from(!a.any_of.is_empty()), a.lower.is_some() || a.upper.is_some());
+    let slots = KeySlots::of(table);
+    let conds = if slots.expressions.is_empty() { conds } else { column_conditions_in(&slots, conjuncts) };
     for (i, index) in table.indexes.iter().enumerate() {
-        let candidate = access_on(Path::Index(i), &index.columns, &conds);
+        let candidate = access_on(Path::Index(i), &slots.of_index(i, &index.columns), &conds);
         if score(&candidate) > score(&best) {
             best = candidate;
         }
@@ -862,12 +913,13 @@ pub(crate) fn primary_key_access(table: &TableSchema, conjuncts: &[Expr]) -> Key
 /// The secondary-index access of conjuncts that restricts the index key most (same score
 /// as `choose_access`), with the index's position; None when no index key is restricted.
 pub(crate) fn best_index_access(table: &TableSchema, conjuncts: &[Expr]) -> Option<(usize, KeyAccess)> {
-    let conds = column_conditions(table, conjuncts);
+    let slots = KeySlots::of(table);
+    let conds = column_conditions_in(&slots, conjuncts);
     let score =
         |a: &KeyAccess| (a.eq.len() + usize::from(!a.any_of.is_empty()), a.lower.is_some() || a.upper.is_some());
     let mut best: Option<(usize, KeyAccess)> = None;
     for (i, index) in table.indexes.iter().enumerate() {
-        let candidate = access_on(Path::Index(i), &index.columns, &conds);
+        let candidate = access_on(Path::Index(i), &slots.of_index(i, &index.columns), &conds);
         if score(&candidate) > best.as_ref().map_or((0, false), |(_, b)| score(b)) {
             best = Some((i, candidate));
         }
@@ -895,7 +947,17 @@ fn describe_scan(out: &mut String, indent: usize, scan: &ScanPlan) {
         return;
     }
     let access = &scan.access;
-    let key_cols = access.key_columns(&scan.table);
+    let parts: Vec<String> = match access.path {
+        Path::PrimaryKey => access.key_columns(&scan.table).iter().map(|c| names(*c)).collect(),
+        Path::Index(i) => crate::index_expr::part_exprs(&scan.table, i)
+            .iter()
+            .map(|e| match e {
+                Expr::Column(c) => names(*c),
+                e => Shown(e, &names).to_string(),
+            })
+            .collect(),
+    };
+    let key_cols: Vec<&String> = parts.iter().collect();
     let how = if access.is_point(&scan.table) {
         "point lookup on primary key".to_string()
     } else {
@@ -911,15 +973,15 @@ fn describe_scan(out: &mut String, indent: usize, scan: &ScanPlan) {
         }
     };
     let mut keys: Vec<String> =
-        access.eq.iter().zip(key_cols).map(|(e, c)| format!("{} = {}", names(*c), Shown(e, &names))).collect();
+        access.eq.iter().zip(&key_cols).map(|(e, c)| format!("{c} = {}", Shown(e, &names))).collect();
     if let Some(col) = key_cols.get(access.eq.len()).filter(|_| !access.any_of.is_empty()) {
         let values: Vec<String> = access.any_of.iter().map(|e| Shown(e, &names).to_string()).collect();
-        keys.push(format!("{} IN ({})", names(*col), values.join(", ")));
+        keys.push(format!("{col} IN ({})", values.join(", ")));
     }
     if let Some(col) = key_cols.get(access.eq.len()) {
         for (b, lt, le) in [(&access.lower, ">", ">="), (&access.upper, "<", "<=")] {
             if let Some(b) = b {
-                keys.push(format!("{} {} {}", names(*col), if b.inclusive { le } else { lt }, Shown(&b.expr, &names)));
+                keys.push(format!("{col} {} {}", if b.inclusive { le } else { lt }, Shown(&b.expr, &names)));
             }
         }
     }
@@ -1094,8 +1156,20 @@ mod tests {
             columns: vec![col("a"), col("b"), col("c"), col("d")],
             primary_key: vec![0, 1],
             indexes: vec![
-                IndexSchema { name: "t_c".into(), columns: vec![2], unique: false, orders: Vec::new() },
-                IndexSchema { name: "t_cd".into(), columns: vec![2, 3], unique: true, orders: Vec::new() },
+                IndexSchema {
+                    name: "t_c".into(),
+                    columns: vec![2],
+                    unique: false,
+                    orders: Vec::new(),
+                    expressions: Vec::new(),
+                },
+                IndexSchema {
+                    name: "t_cd".into(),
+                    columns: vec![2, 3],
+                    unique: true,
+                    orders: Vec::new(),
+                    expressions: Vec::new(),
+                },
             ],
             constraints: Default::default(),
             stored_as: None,

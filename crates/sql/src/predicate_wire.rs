@@ -30,6 +30,18 @@ impl Predicate {
     }
 }
 
+/// The postfix nodes of a closed expression (an index expression's stored form).
+pub(crate) fn expr_nodes(e: &Expr) -> Result<Vec<Node>> {
+    let mut out = Vec::new();
+    flatten(e, &mut out)?;
+    Ok(out)
+}
+
+/// The expression of postfix nodes over a row of `columns` columns.
+pub(crate) fn nodes_expr(nodes: &[Node], columns: usize) -> Result<Expr> {
+    rebuild(nodes.to_vec(), columns)
+}
+
 fn bad(msg: &str) -> crate::error::SqlError {
     crate::error::SqlError::new(SqlState::ProtocolViolation, msg.to_string())
 }

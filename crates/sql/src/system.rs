@@ -232,6 +232,10 @@ pub struct IndexObject {
     pub constraint: Option<i64>,
     /// Declared column orders (`IndexSchema::orders`; empty: all ASC NULLS LAST).
     pub orders: Vec<crate::catalog::IndexOrder>,
+    /// Each part's text in `pg_get_indexdef` (a quoted column name, or an expression).
+    pub parts: Vec<String>,
+    /// The text of each expression part (`pg_index.indexprs`), and its type.
+    pub expressions: Vec<(String, SqlType)>,
 }
 
 impl IndexObject {
@@ -296,7 +300,7 @@ pub fn unqualified(catalog_name: &str) -> &str {
 /// True when `index` is the one a UNIQUE constraint of `table` created (its name is the one
 /// CREATE TABLE gives it: `table_col1_col2_key`).
 fn is_constraint_index(table: &TableSchema, index: &IndexSchema) -> bool {
-    if !index.unique {
+    if !index.unique || !index.expressions.is_empty() {
         return false;
     }
     let cols: Vec<&str> = index.columns.iter().filter_map(|&i| table.columns.get(i)).map(|c| c.name.as_str()).collect();
@@ -327,6 +331,13 @@ impl Objects {
                     primary: true,
                     constraint: Some(take()),
                     orders: Vec::new(),
+                    parts: t
+                        .primary_key
+                        .iter()
+                        .filter_map(|c| t.columns.get(*c))
+                        .map(|c| quote_ident(&c.name))
+                        .collect(),
+                    expressions: Vec::new(),
                 });
             }
             for ix in &t.indexes {
@@ -341,6 +352,11 @@ impl Objects {
                     primary,
                     constraint,
                     orders: ix.orders.clone(),
+                    parts: crate::index_expr::part_texts(t, ix),
+                    expressions: crate::index_expr::expression_texts(t, ix)
+                        .into_iter()
+                        .zip(ix.expressions.iter().map(|e| e.ty))
+                        .collect(),
                 });
             }
             let checks = t.constraints.checks.iter().map(|c| (take(), c.clone())).collect();
@@ -389,21 +405,23 @@ impl Objects {
         self.views.iter().map(|(o, v)| (*o, format!("{};", v.query))).collect()
     }
 
-    /// `pg_get_indexdef` of each index: (OID, definition, column names).
+    /// `pg_get_indexdef` of each index: (OID, definition, each part's text: a quoted column
+    /// name or an expression).
     pub fn index_definitions(&self) -> Vec<(i64, String, Vec<String>)> {
         let mut out = Vec::new();
         for t in &self.tables {
             for ix in &t.indexes {
-                let cols = column_names(&t.schema, &ix.columns);
+                let cols = ix.parts.clone();
                 let def = format!(
                     "CREATE {}INDEX {} ON {}.{} USING btree ({})",
                     if ix.unique { "UNIQUE " } else { "" },
                     quote_ident(unqualified(&ix.name)),
                     quote_ident(self.schema_of(&t.schema.name)),
                     quote_ident(unqualified(&t.schema.name)),
-                    cols.iter()
+                    ix.parts
+                        .iter()
                         .enumerate()
-                        .map(|(i, c)| format!("{}{}", quote_ident(c), ix.order_text(i)))
+                        .map(|(i, c)| format!("{c}{}", ix.order_text(i)))
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
@@ -435,6 +453,26 @@ impl Objects {
         }
         out
     }
+}
+
+/// `pg_index.indkey`'s entry of a part: the column's attnum, 0 for an expression.
+fn attnum(column: usize) -> i64 {
+    match column {
+        crate::catalog::IndexSchema::EXPRESSION => 0,
+        c => c as i64 + 1,
+    }
+}
+
+/// The type of each part of an index.
+fn part_types(t: &TableSchema, ix: &IndexObject) -> Vec<Option<SqlType>> {
+    let mut expressions = ix.expressions.iter();
+    ix.columns
+        .iter()
+        .map(|&c| match c {
+            crate::catalog::IndexSchema::EXPRESSION => expressions.next().map(|e| e.1),
+            c => t.columns.get(c).map(|c| c.ty),
+        })
+        .collect()
 }
 
 fn column_names(t: &TableSchema, positions: &[usize]) -> Vec<String> {
@@ -1390,8 +1428,8 @@ fn pg_index(o: &Objects) -> Relation {
     for t in &o.tables {
         for ix in &t.indexes {
             let n = ix.columns.len() as i64;
-            let collations =
-                ix.columns.iter().map(|&c| t.schema.columns.get(c).map_or(0, |col| builtin_type(col.ty).collation));
+            let types = part_types(&t.schema, ix);
+            let collations = types.iter().map(|ty| ty.map_or(0, |ty| builtin_type(ty).collation));
             rows.push(vec![
                 oid(ix.oid),
                 oid(t.oid),
@@ -1408,11 +1446,15 @@ fn pg_index(o: &Objects) -> Relation {
                 b(true),
                 b(true),
                 b(false),
-                vector_text(ix.columns.iter().map(|&c| c as i64 + 1)),
+                vector_text(ix.columns.iter().map(|&c| attnum(c))),
                 vector_text(collations),
-                vector_text(ix.columns.iter().map(|&c| t.schema.columns.get(c).map_or(0, |col| opclass_of(col.ty)))),
+                vector_text(types.iter().map(|ty| ty.map_or(0, opclass_of))),
                 vector_text((0..ix.columns.len()).map(|i| ix.option(i))),
-                NULL,
+                if ix.expressions.is_empty() {
+                    NULL
+                } else {
+                    Value::Text(ix.expressions.iter().map(|e| e.0.as_str()).collect::<Vec<_>>().join(", "))
+                },
                 NULL,
             ]);
         }

@@ -37,8 +37,9 @@ const ENTRIES: TableDefinition<u64, &[u8]> = TableDefinition::new("entries");
 /// Bumped when what the entries hold changes shape, so a replica refuses an older log
 /// instead of misreading it. 2: table schemas name their storage (ALTER TABLE RENAME).
 /// 3: indexes record their columns' declared orders (DESC, NULLS FIRST), sequences their
-/// storage names (ALTER SEQUENCE RENAME).
-const FORMAT: u8 = 3;
+/// storage names (ALTER SEQUENCE RENAME). 4: indexes record their expressions
+/// (`CREATE INDEX i ON t (lower(e))`).
+const FORMAT: u8 = 4;
 /// redb's page cache. The log is read once, at open, and otherwise only appended to, so a
 /// large cache buys nothing; redb's default (1 GiB per database) would let each of a host's
 /// replicas keep up to that much of its log resident.

@@ -472,7 +472,13 @@ fn a_from_40_to_60(mut m: TxnMeta) -> TxnMeta {
 #[test]
 fn an_index_range_hides_no_conflict_inside_it() {
     let indexed = || {
-        let index = IndexSchema { name: "t_a".into(), columns: vec![1], unique: false, orders: Vec::new() };
+        let index = IndexSchema {
+            name: "t_a".into(),
+            columns: vec![1],
+            unique: false,
+            orders: Vec::new(),
+            expressions: Vec::new(),
+        };
         fixture_of(SqlConfig { grace_us: 0, ..SqlConfig::default() }, vec![index])
     };
     let genesis = Timestamp::GENESIS;

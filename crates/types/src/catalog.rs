@@ -3,6 +3,7 @@
 
 pub use crate::constraints::{AlterAction, CheckConstraint, Constraints, FkAction, ForeignKey};
 use crate::error::{err, Result, SqlState};
+pub use crate::index_expr::IndexExpression;
 use crate::keycode::encode_key;
 use crate::sequence::SequenceSchema;
 use crate::types::{SqlType, TypeLimits, Value};
@@ -85,6 +86,38 @@ pub struct IndexSchema {
     /// order changes which plans are possible, never a result (docs/sql.md, "Primary-key and
     /// index encoding").
     pub orders: Vec<IndexOrder>,
+    /// The expressions of the parts whose `columns` entry is [`IndexSchema::EXPRESSION`],
+    /// in order (PostgreSQL's `indkey` 0 and `indexprs`): `CREATE INDEX i ON t (lower(e))`.
+    pub expressions: Vec<IndexExpression>,
+}
+
+impl IndexSchema {
+    /// The `columns` entry of an expression part.
+    pub const EXPRESSION: usize = usize::MAX;
+
+    /// Each part: a column position, or an expression.
+    pub fn parts(&self) -> impl Iterator<Item = IndexPart<'_>> {
+        let mut expressions = self.expressions.iter();
+        self.columns.iter().map(move |&c| match c {
+            IndexSchema::EXPRESSION => expressions.next().map_or(IndexPart::Missing, IndexPart::Expression),
+            c => IndexPart::Column(c),
+        })
+    }
+
+    /// True if a part is an expression reading column `column`, or the column itself.
+    pub fn uses_column(&self, column: usize) -> bool {
+        self.columns.contains(&column) || self.expressions.iter().any(|e| e.columns().any(|c| c == column))
+    }
+}
+
+/// One part of an index key.
+#[derive(Clone, Copy, Debug)]
+pub enum IndexPart<'a> {
+    Column(usize),
+    Expression(&'a IndexExpression),
+    /// An expression part without its expression (only in a malformed schema the catalog
+    /// refuses): its value is NULL.
+    Missing,
 }
 
 /// The declared order of an index column.
@@ -161,18 +194,61 @@ impl TableSchema {
         encode_key(self.primary_key.iter().filter_map(|&i| row.get(i)))
     }
 
-    /// Encoded index key (indexed columns only, without the primary key) of a full row.
+    /// The values of an index's parts for a full row: columns' values, and expressions
+    /// evaluated by the one evaluator (`crate::index_expr`). Fails as the expression does.
+    pub fn index_values(&self, index: &IndexSchema, row: &[Value]) -> Result<Vec<Value>> {
+        index
+            .parts()
+            .map(|part| match part {
+                IndexPart::Column(c) => Ok(row.get(c).cloned().unwrap_or(Value::Null)),
+                IndexPart::Expression(e) => e.eval(row),
+                IndexPart::Missing => Ok(Value::Null),
+            })
+            .collect()
+    }
+
+    /// The encoded index key of a row, or the error its expressions fail with: what a
+    /// statement writing the row, or a replica validating it, computes.
+    pub fn checked_index_key(&self, index: &IndexSchema, row: &[Value]) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        for v in self.index_values(index, row)? {
+            crate::keycode::encode_value(&mut out, &v);
+        }
+        Ok(out)
+    }
+
+    /// Encoded index key (indexed parts only, without the primary key) of a full row.
     pub fn index_key(&self, index: &IndexSchema, row: &[Value]) -> Vec<u8> {
         let mut out = Vec::new();
         self.write_index_key(index, row, &mut out);
         out
     }
 
-    /// Appends the encoded index key of `row` to `out` (reusing a buffer across rows).
+    /// Appends the encoded index key of `row` to `out` (reusing a buffer across rows). An
+    /// expression that fails for the row counts as NULL: the stores keep such a row under
+    /// the same entry on every replica. Only rows no statement could write reach here (a
+    /// statement fails on them, and replicas refuse them, `checked_index_key`), or rows
+    /// that existed before a Byzantine client's CREATE INDEX skipped its checks.
     pub fn write_index_key(&self, index: &IndexSchema, row: &[Value], out: &mut Vec<u8>) {
-        for v in index.columns.iter().filter_map(|&i| row.get(i)) {
-            crate::keycode::encode_value(out, v);
+        for part in index.parts() {
+            match part {
+                IndexPart::Column(c) => crate::keycode::encode_value(out, row.get(c).unwrap_or(&Value::Null)),
+                IndexPart::Expression(e) => crate::keycode::encode_value(out, &e.eval(row).unwrap_or(Value::Null)),
+                IndexPart::Missing => crate::keycode::encode_value(out, &Value::Null),
+            }
         }
+    }
+
+    /// The type of each part of an index's key.
+    pub fn index_part_types(&self, index: &IndexSchema) -> Vec<Option<SqlType>> {
+        index
+            .parts()
+            .map(|part| match part {
+                IndexPart::Column(c) => self.columns.get(c).map(|c| c.ty),
+                IndexPart::Expression(e) => Some(e.ty),
+                IndexPart::Missing => None,
+            })
+            .collect()
     }
 
     pub fn index(&self, name: &str) -> Option<&IndexSchema> {
@@ -413,6 +489,7 @@ impl Catalog {
                 }
                 for index in &schema.indexes {
                     self.check_new_index_name(&index.name)?;
+                    check_no_expressions(index)?;
                 }
                 rules.check_new_table(self, schema)?;
                 let mut schema = schema.clone();
@@ -480,6 +557,7 @@ impl Catalog {
             }
             CatalogChange::AddPrimaryKey { table, index } => {
                 self.check_new_index_name(&index.name)?;
+                check_no_expressions(index)?;
                 let Some(schema) = self.tables.get_mut(table) else {
                     return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
                 };
@@ -753,16 +831,30 @@ pub const MAX_INDEX_COLUMNS: usize = 32;
 /// least one and at most [`MAX_INDEX_COLUMNS`] distinct visible columns of the table, and no
 /// orders or one per column.
 fn check_index_columns(table: &TableSchema, index: &IndexSchema) -> Result<()> {
-    let distinct: std::collections::BTreeSet<&usize> = index.columns.iter().collect();
+    let columns: Vec<&usize> = index.columns.iter().filter(|c| **c != IndexSchema::EXPRESSION).collect();
+    let distinct: std::collections::BTreeSet<&usize> = columns.iter().copied().collect();
+    let expression_parts = index.columns.len() - columns.len();
     if index.columns.is_empty()
         || index.columns.len() > MAX_INDEX_COLUMNS
-        || distinct.len() != index.columns.len()
-        || index.columns.iter().any(|c| table.columns.get(*c).is_none_or(Column::is_hidden))
+        || distinct.len() != columns.len()
+        || columns.iter().any(|c| table.columns.get(**c).is_none_or(Column::is_hidden))
         || !(index.orders.is_empty() || index.orders.len() == index.columns.len())
+        || expression_parts != index.expressions.len()
     {
         return err(
             SqlState::InvalidTableDefinition,
             format!("index \"{}\" must name 1 to {MAX_INDEX_COLUMNS} distinct visible columns", index.name),
+        );
+    }
+    index.expressions.iter().try_for_each(|e| e.check(table))
+}
+
+/// Indexes that only CREATE INDEX makes (the binder never puts expressions elsewhere).
+fn check_no_expressions(index: &IndexSchema) -> Result<()> {
+    if !index.expressions.is_empty() || index.columns.contains(&IndexSchema::EXPRESSION) {
+        return err(
+            SqlState::InvalidTableDefinition,
+            format!("index \"{}\" of a table or primary key has no expressions", index.name),
         );
     }
     Ok(())
@@ -873,7 +965,7 @@ mod tests {
         let order = IndexOrder { descending: true, nulls_first: true };
         let index = |name: &str, columns: Vec<usize>, orders: Vec<IndexOrder>| CatalogChange::CreateIndex {
             table: "t".into(),
-            index: IndexSchema { name: name.into(), columns, unique: false, orders },
+            index: IndexSchema { name: name.into(), columns, unique: false, orders, expressions: Vec::new() },
         };
         for bad in [
             index("none", vec![], vec![]),
@@ -887,6 +979,121 @@ mod tests {
         }
         catalog.apply(&index("ok", vec![0], vec![order]), &NoConstraints).expect("index");
         assert_eq!(catalog.table("t").expect("t").index("ok").map(|i| i.orders.clone()), Some(vec![order]));
+    }
+
+    /// t(id INT, email TEXT) and a CREATE INDEX of `nodes` as a client may send it.
+    fn expression_index(nodes: Vec<crate::predicate_wire::Node>) -> (Catalog, CatalogChange) {
+        let mut t = table("t");
+        t.columns.push(Column { name: "email".into(), ty: SqlType::Text, nullable: true, ..t.columns[0].clone() });
+        let mut catalog = Catalog::new();
+        catalog.apply(&CatalogChange::CreateTable(t), &NoConstraints).expect("create");
+        let index = IndexSchema {
+            name: "t_e".into(),
+            columns: vec![IndexSchema::EXPRESSION],
+            unique: true,
+            orders: Vec::new(),
+            expressions: vec![IndexExpression { nodes, ty: SqlType::Text }],
+        };
+        (catalog, CatalogChange::CreateIndex { table: "t".into(), index })
+    }
+
+    #[test]
+    fn a_clients_expression_index_is_bounded_and_computable() {
+        use crate::func::Func;
+        use crate::index_expr::MAX_INDEX_EXPRESSION_NODES;
+        use crate::predicate_wire::Node;
+        let lower = |column| vec![Node::Column(column), Node::Call { func: Func::Lower, args: 1 }];
+        let (mut catalog, ok) = expression_index(lower(1));
+        catalog.apply(&ok, &NoConstraints).expect("lower(email)");
+        let row = [Value::Int(1), Value::Text("A@B".into())];
+        let t = catalog.table("t").expect("t").clone();
+        let ix = t.index("t_e").expect("t_e");
+        assert_eq!(t.index_values(ix, &row).expect("value"), vec![Value::Text("a@b".into())]);
+
+        let deep: Vec<Node> = std::iter::once(Node::Column(1))
+            .chain(std::iter::repeat_n(Node::Call { func: Func::Lower, args: 1 }, MAX_INDEX_EXPRESSION_NODES))
+            .collect();
+        let wide: Vec<Node> =
+            std::iter::repeat_n(Node::Column(1), 17).chain(std::iter::repeat_n(Node::Concat, 16)).collect();
+        // Nested 20 deep: each level's operand waits on the stack.
+        let nested: Vec<Node> =
+            std::iter::repeat_n(Node::Column(1), 20).chain(std::iter::repeat_n(Node::Concat, 19)).collect();
+        let cases = [
+            (deep, SqlState::ProgramLimitExceeded),
+            (wide, SqlState::ProgramLimitExceeded),
+            (nested, SqlState::ProgramLimitExceeded),
+            (lower(7), SqlState::UndefinedColumn),
+            (vec![Node::Call { func: Func::Now, args: 0 }], SqlState::InvalidObjectDefinition),
+            (vec![Node::Call { func: Func::GenRandomUuid, args: 0 }], SqlState::InvalidObjectDefinition),
+            (
+                vec![
+                    Node::Column(1),
+                    Node::Const(Value::Text(".".into())),
+                    Node::Call { func: Func::RegexMatch, args: 2 },
+                ],
+                SqlState::FeatureNotSupported,
+            ),
+            (vec![Node::Column(1), Node::Column(1), Node::Cmp(crate::func::CmpOp::Eq)], SqlState::FeatureNotSupported),
+            (vec![Node::Concat], SqlState::InvalidTableDefinition),
+            (vec![Node::Column(1), Node::Column(1)], SqlState::InvalidTableDefinition),
+            (vec![Node::Call { func: Func::Lower, args: 0 }], SqlState::UndefinedFunction),
+            (
+                vec![Node::Const(Value::Text("y".repeat(crate::index_expr::MAX_INDEX_VALUE_BYTES + 1)))],
+                SqlState::ProgramLimitExceeded,
+            ),
+        ];
+        for (nodes, state) in cases {
+            let (mut catalog, change) = expression_index(nodes.clone());
+            let e = catalog.apply(&change, &NoConstraints).expect_err("refused");
+            assert_eq!(e.state, state, "{nodes:?}: {e}");
+        }
+        // An expression part without its expression, or an expression in CREATE TABLE.
+        let (mut catalog, mut change) = expression_index(lower(1));
+        if let CatalogChange::CreateIndex { index, .. } = &mut change {
+            index.expressions.clear();
+        }
+        assert_eq!(
+            catalog.apply(&change, &NoConstraints).expect_err("refused").state,
+            SqlState::InvalidTableDefinition
+        );
+        let CatalogChange::CreateIndex { index, .. } = expression_index(lower(1)).1 else { unreachable!() };
+        let with_index = TableSchema { indexes: vec![index], ..table("u") };
+        let e = Catalog::new().apply(&CatalogChange::CreateTable(with_index), &NoConstraints).expect_err("refused");
+        assert_eq!(e.state, SqlState::InvalidTableDefinition);
+    }
+
+    #[test]
+    fn an_expression_failing_for_a_row_fails_its_checked_key_and_stores_as_null() {
+        use crate::predicate_wire::Node;
+        let nodes = vec![Node::Column(0), Node::Const(Value::Int(0)), Node::Arith(crate::types::ArithOp::Div)];
+        let (mut catalog, change) = expression_index(nodes);
+        catalog.apply(&change, &NoConstraints).expect("(id / 0)");
+        let t = catalog.table("t").expect("t").clone();
+        let ix = t.index("t_e").expect("t_e");
+        let row = [Value::Int(1), Value::Null];
+        assert_eq!(t.checked_index_key(ix, &row).expect_err("22012").state, SqlState::DivisionByZero);
+        assert_eq!(t.index_key(ix, &row), crate::keycode::encode_key([&Value::Null]));
+    }
+
+    #[test]
+    fn replace_cannot_grow_past_the_value_bound() {
+        use crate::func::Func;
+        use crate::predicate_wire::Node;
+        let nodes = vec![
+            Node::Column(1),
+            Node::Const(Value::Text("a".into())),
+            Node::Column(1),
+            Node::Call { func: Func::Replace, args: 3 },
+        ];
+        let (mut catalog, change) = expression_index(nodes);
+        catalog.apply(&change, &NoConstraints).expect("replace(email, 'a', email)");
+        let t = catalog.table("t").expect("t").clone();
+        let ix = t.index("t_e").expect("t_e");
+        let small = [Value::Int(1), Value::Text("aba".into())];
+        assert_eq!(t.index_values(ix, &small).expect("value"), vec![Value::Text("abababa".into())]);
+        // 100 'a's each replaced by 100 bytes would be 10,000 bytes: refused before computing.
+        let big = [Value::Int(1), Value::Text("a".repeat(100))];
+        assert_eq!(t.index_values(ix, &big).expect_err("54000").state, SqlState::ProgramLimitExceeded);
     }
 
     fn rename(catalog: &mut Catalog, table: &str, to: &str) -> Result<()> {

@@ -674,7 +674,13 @@ mod tests {
             id: 0,
             columns: vec![col("id"), col("a")],
             primary_key: vec![0],
-            indexes: vec![IndexSchema { name: "t_a".into(), columns: vec![1], unique: false, orders: Vec::new() }],
+            indexes: vec![IndexSchema {
+                name: "t_a".into(),
+                columns: vec![1],
+                unique: false,
+                orders: Vec::new(),
+                expressions: Vec::new(),
+            }],
             constraints: Default::default(),
             stored_as: None,
         };

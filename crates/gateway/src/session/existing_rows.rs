@@ -66,6 +66,12 @@ fn rules_of(catalog: &Catalog, change: &CatalogChange) -> Option<(Arc<TableSchem
             }
             (table, rules)
         }
+        // Expression parts are computed by queries, in one transaction: each row's
+        // expressions (one failing fails the statement) and, if unique, duplicate keys.
+        CatalogChange::CreateIndex { table, index } if !index.expressions.is_empty() => {
+            let queries = validation_queries(catalog, change);
+            (table, queries.into_iter().map(|(sql, error)| Rule::Query { sql, error: error.into() }).collect())
+        }
         CatalogChange::CreateIndex { table, index } if index.unique => {
             (table, vec![Rule::Unique { columns: index.columns.clone(), error: unique_error(&index.name) }])
         }

@@ -1,7 +1,7 @@
 //! Binding of CREATE/DROP TABLE, CREATE/DROP INDEX and ALTER TABLE.
 
 use super::*;
-use crate::catalog::{Identity, IndexOrder};
+use crate::catalog::{Identity, IndexExpression, IndexOrder};
 use crate::sequence::SequenceSchema;
 
 /// Checks an index column's operator class. Accepted: the column type's default class, and
@@ -46,7 +46,10 @@ impl Binder<'_> {
         cols: &[sql::IndexColumn],
         columns: &[Column],
     ) -> Result<Vec<usize>> {
-        let (positions, orders) = self.ordered_index_columns(table, cols, columns)?;
+        let (positions, orders, expressions) = self.ordered_index_columns(table, cols, columns)?;
+        if !expressions.is_empty() {
+            return err(SqlState::SyntaxError, "a constraint's key is a list of columns, not expressions");
+        }
         if !orders.is_empty() || cols.iter().any(|c| c.column.options.sort.is_some()) {
             return err(SqlState::SyntaxError, "a constraint's key columns take no ASC, DESC or NULLS order");
         }
@@ -59,7 +62,7 @@ impl Binder<'_> {
         table: &TableSchema,
         cols: &[sql::IndexColumn],
         columns: &[Column],
-    ) -> Result<(Vec<usize>, Vec<IndexOrder>)> {
+    ) -> Result<(Vec<usize>, Vec<IndexOrder>, Vec<IndexExpression>)> {
         if cols.len() > crate::catalog::MAX_INDEX_COLUMNS {
             return err(
                 SqlState::TooManyColumns,
@@ -68,6 +71,7 @@ impl Binder<'_> {
         }
         let mut out = Vec::new();
         let mut orders = Vec::new();
+        let mut expressions = Vec::new();
         for c in cols {
             let descending = match &c.column.options.sort {
                 None | Some(sql::OrderBySort::Asc) => false,
@@ -76,7 +80,11 @@ impl Binder<'_> {
             };
             // PostgreSQL: NULLS FIRST is the default of DESC columns.
             orders.push(IndexOrder { descending, nulls_first: c.column.options.nulls_first.unwrap_or(descending) });
-            let sql::Expr::Identifier(i) = &c.column.expr else { return unsupported("index on an expression") };
+            let sql::Expr::Identifier(i) = strip_nested(&c.column.expr) else {
+                expressions.push(self.index_expression(table, &c.column.expr)?);
+                out.push(IndexSchema::EXPRESSION);
+                continue;
+            };
             let name = ident(i);
             let pos = columns.iter().position(|c| c.name == name).ok_or_else(|| {
                 SqlError::new(
@@ -95,7 +103,31 @@ impl Binder<'_> {
         if orders.iter().all(|o| *o == IndexOrder::default()) {
             orders.clear();
         }
-        Ok((out, orders))
+        Ok((out, orders, expressions))
+    }
+
+    /// An expression part of CREATE INDEX, bound over the table's row: PostgreSQL's
+    /// refusals (subqueries, aggregates, window functions, functions not IMMUTABLE), then
+    /// what the index evaluator computes (`crate::index_expr`).
+    fn index_expression(&self, table: &TableSchema, ast: &sql::Expr) -> Result<IndexExpression> {
+        let text = ast.to_string();
+        let mut binder = Binder::new(self.catalog, crate::engine::Limits::default().max_depth * 4, &text);
+        let scope = Scope::of_table(table, &table.name);
+        let e = binder.expr(ast, &scope, &mut Mode::Plain("index expressions"))?;
+        if !binder.subqueries.is_empty() {
+            return err(SqlState::FeatureNotSupported, "cannot use subquery in index expression");
+        }
+        if binder.param_count > 0 {
+            return err(SqlState::UndefinedParameter, "there is no parameter $1");
+        }
+        let types: Vec<Option<SqlType>> = table.columns.iter().map(|c| Some(c.ty)).collect();
+        crate::index_expr::check_immutable(&e, &types)?;
+        let ty = crate::plan::expr_type(&e, &types)
+            .ok_or_else(|| SqlError::unsupported("an index expression of unknown type"))?;
+        let nodes = crate::predicate_wire::expr_nodes(&e)?;
+        let expression = IndexExpression { nodes, ty };
+        expression.check(table)?;
+        Ok(expression)
     }
 
     pub(super) fn create_table(&mut self, c: &sql::CreateTable) -> Result<Option<CatalogChange>> {
@@ -201,7 +233,13 @@ impl Binder<'_> {
                 cols.iter().filter_map(|c| table.columns.get(*c)).map(|c| c.name.as_str()).collect();
             let index_name = constraint_name.unwrap_or_else(|| format!("{name}_{}_key", col_names.join("_")));
             table.constraints.unique.push(index_name.clone());
-            table.indexes.push(IndexSchema { name: index_name, columns: cols, unique: true, orders: Vec::new() });
+            table.indexes.push(IndexSchema {
+                name: index_name,
+                columns: cols,
+                unique: true,
+                orders: Vec::new(),
+                expressions: Vec::new(),
+            });
         }
         self.column_constraints(&mut table, &c.columns)?;
         for constraint in deferred {
@@ -489,7 +527,7 @@ impl Binder<'_> {
         let columns = self.index_columns(table, &p.columns, &table.columns)?;
         Ok(CatalogChange::AddPrimaryKey {
             table: table.name.clone(),
-            index: IndexSchema { name, columns, unique: true, orders: Vec::new() },
+            index: IndexSchema { name, columns, unique: true, orders: Vec::new(), expressions: Vec::new() },
         })
     }
 
@@ -506,13 +544,23 @@ impl Binder<'_> {
             return unsupported("this CREATE INDEX form");
         }
         let table = self.table(&c.table_name)?;
-        let (columns, orders) = self.ordered_index_columns(&table, &c.columns, &table.columns)?;
+        let (columns, orders, expressions) = self.ordered_index_columns(&table, &c.columns, &table.columns)?;
         let name = match &c.name {
             Some(n) => object_name(n)?,
             None => {
-                let cols: Vec<&str> =
-                    columns.iter().filter_map(|i| table.columns.get(*i)).map(|c| c.name.as_str()).collect();
-                format!("{}_{}_idx", table.name, cols.join("_"))
+                // PostgreSQL names an expression part by its function, else "expr".
+                let parts: Vec<String> = columns
+                    .iter()
+                    .zip(&c.columns)
+                    .map(|(i, part)| match (table.columns.get(*i), strip_nested(&part.column.expr)) {
+                        (Some(col), _) => col.name.clone(),
+                        (None, sql::Expr::Function(f)) => {
+                            f.name.0.last().and_then(|p| p.as_ident()).map_or("expr".into(), ident)
+                        }
+                        _ => "expr".into(),
+                    })
+                    .collect();
+                format!("{}_{}_idx", table.name, parts.join("_"))
             }
         };
         if self.catalog.table_of_index(&name).is_some() || self.catalog.table(&name).is_some() {
@@ -524,7 +572,7 @@ impl Binder<'_> {
         }
         Ok(Some(CatalogChange::CreateIndex {
             table: table.name.clone(),
-            index: IndexSchema { name, columns, unique: c.unique, orders },
+            index: IndexSchema { name, columns, unique: c.unique, orders, expressions },
         }))
     }
 
@@ -606,4 +654,12 @@ fn storage_parameters(options: &sql::CreateTableOptions) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The expression inside any parentheses (`((lower(e)))`).
+fn strip_nested(mut e: &sql::Expr) -> &sql::Expr {
+    while let sql::Expr::Nested(inner) = e {
+        e = inner;
+    }
+    e
 }

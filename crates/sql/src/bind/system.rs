@@ -393,7 +393,7 @@ impl Binder<'_> {
                                         Box::new(Expr::Const(Value::Int(k as i64 + 1))),
                                     ),
                                 );
-                                whens.push((at, Expr::Const(text(system::quote_ident(c)))));
+                                whens.push((at, Expr::Const(text(c.clone()))));
                             }
                         }
                         if whens.len() > MAX_LOOKUP_ENTRIES {

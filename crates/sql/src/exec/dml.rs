@@ -13,14 +13,15 @@ impl Exec<'_> {
         path: Path,
         values: &[Value],
     ) -> Result<Vec<(Vec<u8>, Row)>> {
-        let cols = match &path {
-            Path::PrimaryKey => table.primary_key.clone(),
-            Path::Index(i) => table.indexes.get(*i).map(|x| x.columns.clone()).unwrap_or_default(),
+        let parts: Vec<Expr> = match &path {
+            Path::PrimaryKey => table.primary_key.iter().map(|c| Expr::Column(*c)).collect(),
+            Path::Index(i) => crate::index_expr::part_exprs(table, *i),
         };
         let filter = Expr::conjunction(
-            cols.iter()
+            parts
+                .into_iter()
                 .zip(values)
-                .map(|(c, v)| Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(*c)), Box::new(Expr::Const(v.clone())))),
+                .map(|(p, v)| Expr::Cmp(CmpOp::Eq, Box::new(p), Box::new(Expr::Const(v.clone())))),
         );
         let access = KeyAccess {
             path,
@@ -44,9 +45,13 @@ impl Exec<'_> {
         row: &Row,
         changed_only: Option<&Row>,
     ) -> Result<Option<String>> {
+        // An index expression that fails for the row fails the statement, as in PostgreSQL.
+        for index in table.indexes.iter().filter(|x| !x.expressions.is_empty()) {
+            table.checked_index_key(index, row)?;
+        }
         for (i, index) in table.indexes.iter().enumerate().filter(|(_, x)| x.unique) {
             if let Some(old) = changed_only {
-                if index.columns.iter().all(|c| old.get(*c) == row.get(*c)) {
+                if table.index_values(index, old)? == table.index_values(index, row)? {
                     continue;
                 }
             }
@@ -68,7 +73,7 @@ impl Exec<'_> {
         row: &Row,
     ) -> Result<bool> {
         let Some(index) = table.indexes.get(i) else { return Ok(false) };
-        let values: Vec<Value> = index.columns.iter().filter_map(|c| row.get(*c).cloned()).collect();
+        let values = table.index_values(index, row)?;
         if values.iter().any(Value::is_null) {
             return Ok(false);
         }

@@ -389,8 +389,9 @@ fn push_key_value(out: &mut Vec<u8>, e: &Expr, ty: Option<crate::types::SqlType>
 /// Encoded equality prefix of an access; None when no row can match.
 fn eq_prefix(table: &TableSchema, access: &KeyAccess, key_cols: &[usize], env: &Env) -> Result<Option<Vec<u8>>> {
     let mut prefix = Vec::new();
-    for (e, col) in access.eq.iter().zip(key_cols) {
-        if !push_key_value(&mut prefix, e, table.columns.get(*col).map(|c| c.ty), env)? {
+    let types = access.key_types(table);
+    for (e, ty) in access.eq.iter().zip(types.iter().chain(std::iter::repeat(&None)).take(key_cols.len())) {
+        if !push_key_value(&mut prefix, e, *ty, env)? {
             return Ok(None);
         }
     }
@@ -440,7 +441,7 @@ fn key_ranges(table: &TableSchema, access: &KeyAccess, key_cols: &[usize], env: 
         return Ok(key_range(table, access, key_cols, env)?.into_iter().collect());
     }
     let Some(prefix) = eq_prefix(table, access, key_cols, env)? else { return Ok(Vec::new()) };
-    let ty = key_cols.get(access.eq.len()).and_then(|c| table.columns.get(*c)).map(|c| c.ty);
+    let ty = access.key_types(table).get(access.eq.len()).copied().flatten();
     let completes_key = completes_primary_key(access, key_cols);
     let mut keys = BTreeSet::new();
     for e in &access.any_of {
@@ -470,9 +471,8 @@ pub(crate) fn key_range(
     key_cols: &[usize],
     env: &Env,
 ) -> Result<Option<KeyRange>> {
-    let col_type = |c: usize| table.columns.get(c).map(|c| c.ty);
     let Some(prefix) = eq_prefix(table, access, key_cols, env)? else { return Ok(None) };
-    let next_type = key_cols.get(access.eq.len()).and_then(|c| col_type(*c));
+    let next_type = access.key_types(table).get(access.eq.len()).copied().flatten();
     // A bound that cannot be encoded exactly is dropped: the filter re-checks every row.
     let bound = |b: &Option<RangeBound>| -> Result<Option<Option<EncodedBound>>> {
         let Some(b) = b else { return Ok(Some(None)) };
@@ -678,7 +678,7 @@ mod primary_key_range_tests {
             compound in any::<bool>(),
         ) {
             let mut t = table(vec![0]);
-            let index = |name: &str, columns| IndexSchema { name: name.into(), columns, unique: false, orders: Vec::new() };
+            let index = |name: &str, columns| IndexSchema { name: name.into(), columns, unique: false, orders: Vec::new(), expressions: Vec::new() };
             t.indexes = vec![index("on_c", vec![2]), index("on_b", if compound { vec![1, 2] } else { vec![1] })];
             let expr = parts.into_iter().reduce(and).expect("non-empty");
             let p = Predicate { table: "t".into(), expr };
