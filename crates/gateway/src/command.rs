@@ -35,8 +35,11 @@ pub enum Command {
     SetNoop(&'static str),
     Reset(Option<String>),
     Show(String),
-    /// `DISCARD ALL`: forget settings and prepared statements.
-    Discard,
+    /// `DISCARD ALL` (`all`): forget settings and prepared statements and drop temporary
+    /// tables; `DISCARD TEMP[ORARY]`: drop temporary tables.
+    Discard {
+        all: bool,
+    },
     /// Answered by the gateway (session functions, pg_catalog / information_schema).
     Intercepted,
     /// `PREPARE name [(types)] AS statement`: the statement as written, and the OIDs of
@@ -182,7 +185,8 @@ pub fn classify(sql: &str) -> Command {
             ("", _) => Command::Sql,
             (name, _) => Command::Show(canonical_name(name)),
         },
-        "discard" if second == "all" => Command::Discard,
+        "discard" if second == "all" => Command::Discard { all: true },
+        "discard" if second == "temp" || second == "temporary" => Command::Discard { all: false },
         "copy" => copy_command(sql),
         "vacuum" => maintenance_command("VACUUM", &w[1..]),
         "analyze" | "analyse" => maintenance_command("ANALYZE", &w[1..]),
@@ -545,6 +549,8 @@ mod tests {
     #[test]
     fn transaction_control() {
         assert_eq!(classify("BEGIN"), Command::Begin);
+        assert_eq!(classify("discard temporary"), Command::Discard { all: false });
+        assert_eq!(classify("DISCARD ALL"), Command::Discard { all: true });
         assert_eq!(classify("begin transaction isolation level serializable"), Command::Begin);
         assert_eq!(classify(" START TRANSACTION READ WRITE"), Command::Begin);
         assert_eq!(classify("END"), Command::Commit);

@@ -568,10 +568,12 @@ impl Protocol {
             Command::Deallocate(name) => {
                 self.session.check_not_failed(command).and_then(|()| self.deallocate(name.as_deref()))
             }
-            Command::Discard => {
+            Command::Discard { all } => {
                 let reply = self.session.run(sql, command, params).await?;
                 // DISCARD ALL includes DEALLOCATE ALL.
-                self.statements.retain(|name, _| name.is_empty());
+                if *all {
+                    self.statements.retain(|name, _| name.is_empty());
+                }
                 return Ok(reply);
             }
             _ => return self.session.run(sql, command, params).await,

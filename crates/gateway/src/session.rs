@@ -258,12 +258,22 @@ impl Session {
                 Ok(command_reply("RESET"))
             }
             Command::Show(name) => Ok(rows_reply(self.show(name)?, "SHOW")),
-            Command::Discard => {
+            Command::Discard { all } => {
                 if !matches!(self.txn, TxnState::Idle) {
-                    return Err(PgError::new(
-                        errors::ACTIVE_TRANSACTION,
-                        "DISCARD ALL cannot run inside a transaction block",
-                    ));
+                    return Err(match all {
+                        true => PgError::new(
+                            errors::ACTIVE_TRANSACTION,
+                            "DISCARD ALL cannot run inside a transaction block",
+                        ),
+                        false => PgError::new(
+                            errors::FEATURE_NOT_SUPPORTED,
+                            "DISCARD TEMP inside a transaction block is not supported",
+                        ),
+                    });
+                }
+                self.drop_temp_tables().await?;
+                if !all {
+                    return Ok(command_reply("DISCARD TEMP"));
                 }
                 self.settings.reset_all();
                 Ok(command_reply("DISCARD ALL"))
@@ -279,7 +289,8 @@ impl Session {
                 Ok(rows_reply(local, "SELECT"))
             }
             Command::Sql => {
-                let adds_rule = ["alter table", "create index", "create unique index"].iter().any(|w| starts_with_words(sql, w));
+                let adds_rule =
+                    ["alter table", "create index", "create unique index"].iter().any(|w| starts_with_words(sql, w));
                 if adds_rule {
                     return self.add_rule(sql, params).await;
                 }
@@ -608,20 +619,26 @@ impl Session {
         self.autocommit(Work::Statement(&sql, &RawParams::default())).await.map(|_| ())
     }
 
-    /// The session ends: its block is abandoned and its temporary tables are dropped (all
-    /// of its namespace in the catalog, including any whose creation's outcome was unknown).
+    /// The session ends: its block is abandoned and its temporary tables are dropped.
     pub async fn close(&mut self) {
         self.txn = TxnState::Idle;
+        if let Err(e) = self.drop_temp_tables().await {
+            tracing::warn!("dropping temporary tables at session end: {}", e.message);
+        }
+    }
+
+    /// Drops every table of the session's namespace in the catalog (including any whose
+    /// creation's outcome was unknown), outside a block.
+    async fn drop_temp_tables(&mut self) -> Result<(), PgError> {
         if !self.temp.ever_used() {
-            return;
+            return Ok(());
         }
-        let Ok(catalog) = self.catalog().await else { return };
-        let tables = self.temp.own_relations(catalog.tables().map(|t| t.name.as_str()));
-        for table in tables {
-            if let Err(e) = self.drop_table(&table).await {
-                tracing::warn!("dropping temporary table {table} at session end: {}", e.message);
-            }
+        let catalog = self.catalog().await?;
+        for table in self.temp.own_relations(catalog.tables().map(|t| t.name.as_str())) {
+            self.drop_table(&table).await?;
         }
+        self.temp.forget_all();
+        Ok(())
     }
 
     fn info(&self) -> SessionInfo<'_> {

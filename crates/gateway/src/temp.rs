@@ -12,9 +12,9 @@
 
 use crate::errors::{self, PgError};
 use sqlparser::ast::{
-    AlterIndexOperation, AlterTableOperation, ColumnDef, ColumnOption, CopySource, ForeignKeyConstraint, Expr, Ident, ObjectName, ObjectNamePart,
-    ObjectType, OnCommit, Query, RenameTableNameKind, SetExpr, Statement, TableAlias, TableConstraint, TableFactor,
-    VisitMut, VisitorMut,
+    AlterIndexOperation, AlterTableOperation, ColumnDef, ColumnOption, CopySource, Expr, ForeignKeyConstraint, Ident,
+    ObjectName, ObjectNamePart, ObjectType, OnCommit, Query, RenameTableNameKind, SetExpr, Statement, TableAlias,
+    TableConstraint, TableFactor, VisitMut, VisitorMut,
 };
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
@@ -291,7 +291,9 @@ impl TempSchema {
         }
         for column in &mut c.columns {
             for option in &mut column.options {
-                if let (Some(name), ColumnOption::Unique(_) | ColumnOption::PrimaryKey(_)) = (&mut option.name, &option.option) {
+                if let (Some(name), ColumnOption::Unique(_) | ColumnOption::PrimaryKey(_)) =
+                    (&mut option.name, &option.option)
+                {
                     *name = quoted(&self.qualified(&ident_value(name)));
                 }
             }
@@ -324,10 +326,16 @@ impl TempSchema {
                 (Some(plain), true) => fk.foreign_table = ObjectName::from(vec![quoted(&self.qualified(&plain))]),
                 (None, false) => {}
                 (None, true) => {
-                    return Err(PgError::new("42P16", "constraints on temporary tables may reference only temporary tables"))
+                    return Err(PgError::new(
+                        "42P16",
+                        "constraints on temporary tables may reference only temporary tables",
+                    ))
                 }
                 (Some(_), false) => {
-                    return Err(PgError::new("42P16", "constraints on permanent tables may reference only permanent tables"))
+                    return Err(PgError::new(
+                        "42P16",
+                        "constraints on permanent tables may reference only permanent tables",
+                    ))
                 }
             }
         }
@@ -385,6 +393,13 @@ impl TempSchema {
             self.drop_at_commit.insert(name);
         }
         self.relations.extend(effect.created);
+    }
+
+    /// Its tables were all dropped (DISCARD).
+    pub fn forget_all(&mut self) {
+        self.relations.clear();
+        self.drop_at_commit.clear();
+        self.creating.set(false);
     }
 
     /// A transaction block began.

@@ -861,6 +861,12 @@ async fn temporary_tables_behave_as_in_postgres() {
             "DROP TABLE parity_tmp",
             "SELECT * FROM parity_tmp",
             "DROP TABLE parity_tmp",
+            "BEGIN",
+            "DISCARD ALL",
+            "ROLLBACK",
+            "DISCARD TEMP",
+            "SELECT * FROM parity_tmp_r",
+            "SELECT count(*) FROM pg_class WHERE relname LIKE 'parity_tmp%'",
         ];
         compare(&["DROP TABLE IF EXISTS parity_tmp, parity_perm_c"], &script).await;
     })
@@ -900,7 +906,14 @@ async fn temporary_tables_belong_to_their_session() {
         }
         let rows = b.query("SELECT v FROM mine", &[]).await.unwrap();
         assert_eq!(rows.len(), 1);
+        b.batch_execute("DISCARD TEMP").await.unwrap();
+        let err = b.simple_query("SELECT * FROM mine").await.unwrap_err();
+        assert_eq!(support::sqlstate(&err), "42P01");
+        assert_eq!(b.query_one(temporary, &[]).await.unwrap().get::<_, i32>(0), 0);
         h.stop().await;
+    })
+    .await;
+}
 
 /// Expression indexes through the gateway and the replicas (which compute the entries
 /// themselves): unique violations on INSERT, UPDATE and upsert, checks of existing rows at

@@ -574,7 +574,8 @@ impl Engine {
     ) -> Result<Execution> {
         // lastval of a sequence dropped since is not defined, as in PostgreSQL; one renamed
         // since still is (its storage name is the name it was drawn under).
-        let exists = |name: &str| catalog.sequence(name).is_some() || catalog.sequences().any(|s| s.storage_name() == name);
+        let exists =
+            |name: &str| catalog.sequence(name).is_some() || catalog.sequences().any(|s| s.storage_name() == name);
         let lastval = ctx.lastval.filter(|l| exists(&l.sequence));
         let ctx = &ExecContext { lastval, ..*ctx };
         if prepared.catalog_version != catalog.version() {

@@ -766,9 +766,12 @@ fn pg_catalog(o: &Objects, relname: &str) -> Option<Relation> {
             namespaces()
                 .iter()
                 .map(|(o, n, owner)| vec![oid(*o), name(n), oid(*owner), NULL])
-                .chain(o.temp_namespaces.iter().enumerate().map(|(i, n)| {
-                    vec![oid(FIRST_TEMP_NAMESPACE_OID + i as i64), name(n), oid(ROLE_OWNER), NULL]
-                }))
+                .chain(
+                    o.temp_namespaces
+                        .iter()
+                        .enumerate()
+                        .map(|(i, n)| vec![oid(FIRST_TEMP_NAMESPACE_OID + i as i64), name(n), oid(ROLE_OWNER), NULL]),
+                )
                 .collect(),
         ),
         "pg_am" => relation_of(
@@ -2009,7 +2012,12 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
             for t in &o.tables {
                 for (_, c) in &t.checks {
                     let schema = o.schema_of(&t.schema.name);
-                    rows.push(vec![catalog_name(), name(schema), name(unqualified(&c.name)), Value::Text(c.expr.clone())]);
+                    rows.push(vec![
+                        catalog_name(),
+                        name(schema),
+                        name(unqualified(&c.name)),
+                        Value::Text(c.expr.clone()),
+                    ]);
                 }
             }
             relation_of(
