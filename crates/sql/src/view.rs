@@ -13,7 +13,7 @@
 //! differently after a column is added elsewhere (docs/sql.md, "Views").
 
 use crate::catalog::{Catalog, Column, MAX_NAME};
-use crate::error::{err, Result, SqlState};
+use crate::error::{err, Result, SqlError, SqlState};
 pub use pistou_types::view::*;
 
 fn name_ok(name: &str, what: &str) -> Result<()> {
@@ -40,21 +40,15 @@ pub(crate) fn define(catalog: &Catalog, definition: &ViewDefinition) -> Result<V
 /// ([`crate::bind::rename_relation`]), bound again over `catalog` (where `to` exists): the
 /// same view, identity and columns, with its text naming `to`.
 pub(crate) fn rename_relation(catalog: &Catalog, view: &ViewSchema, from: &str, to: &str) -> Result<ViewSchema> {
-    let definition = ViewDefinition {
-        name: view.name.clone(),
-        query: crate::bind::rename_relation(&view.query, from, to)?,
-        column_names: view.column_names.clone(),
-        replace: true,
-    };
-    let mut renamed = bind(catalog, &definition)?;
-    if renamed.columns != view.columns {
-        return err(
-            SqlState::InternalError,
-            format!("view \"{}\" would change its columns after renaming \"{from}\"", view.name),
-        );
-    }
-    renamed.id = view.id;
-    Ok(renamed)
+    let query = crate::bind::rename_relation(&view.query, from, to)?;
+    rebind(catalog, view, query).and_then(|renamed| {
+        renamed.ok_or_else(|| {
+            SqlError::new(
+                SqlState::InternalError,
+                format!("view \"{}\" would change its columns after renaming \"{from}\"", view.name),
+            )
+        })
+    })
 }
 
 /// `view` after column `from` of `table`, which it reads, was renamed `to`
@@ -70,13 +64,7 @@ pub(crate) fn rename_column(
 ) -> Result<ViewSchema> {
     // A view that does not read the column binds as before (a `*` expanded before the
     // column was added): it stays as it is.
-    let unchanged = ViewDefinition {
-        name: view.name.clone(),
-        query: view.query.clone(),
-        column_names: view.column_names.clone(),
-        replace: true,
-    };
-    if bind(catalog, &unchanged).is_ok_and(|now| now.starts_with(view)) {
+    if bind(catalog, &definition_of(view, view.query.clone())).is_ok_and(|now| now.starts_with(view)) {
         return Ok(view.clone());
     }
     let has = |relation: &String, column: &str| {
@@ -92,21 +80,31 @@ pub(crate) fn rename_column(
             ),
         );
     }
-    let definition = ViewDefinition {
-        name: view.name.clone(),
-        query: crate::bind::rename_column(&view.query, from, to)?,
-        column_names: view.column_names.clone(),
-        replace: true,
-    };
-    let mut renamed = bind(catalog, &definition)?;
-    if renamed.columns != view.columns {
-        return err(
-            SqlState::FeatureNotSupported,
-            format!("renaming column \"{from}\" would change the columns of view \"{}\"", view.name),
-        );
+    let query = crate::bind::rename_column(&view.query, from, to)?;
+    rebind(catalog, view, query).and_then(|renamed| {
+        renamed.ok_or_else(|| {
+            SqlError::new(
+                SqlState::FeatureNotSupported,
+                format!("renaming column \"{from}\" would change the columns of view \"{}\"", view.name),
+            )
+        })
+    })
+}
+
+/// `view` with its query text replaced, as a definition to bind.
+fn definition_of(view: &ViewSchema, query: String) -> ViewDefinition {
+    ViewDefinition { name: view.name.clone(), query, column_names: view.column_names.clone(), replace: true }
+}
+
+/// `view` with the text `query`, bound over `catalog`, keeping its identity; None when its
+/// columns would change.
+fn rebind(catalog: &Catalog, view: &ViewSchema, query: String) -> Result<Option<ViewSchema>> {
+    let mut bound = bind(catalog, &definition_of(view, query))?;
+    if bound.columns != view.columns {
+        return Ok(None);
     }
-    renamed.id = view.id;
-    Ok(renamed)
+    bound.id = view.id;
+    Ok(Some(bound))
 }
 
 /// The view `definition` gives over `catalog`, whether or not one of its name exists.
@@ -203,12 +201,7 @@ pub(crate) fn check_views_unchanged(before: &Catalog, after: &Catalog, relation:
             }
             // A view the change rewrote (a renamed column) is checked in its new text.
             let text = after.view(&view.name).map_or(&view.query, |v| &v.query);
-            let again = ViewDefinition {
-                name: view.name.clone(),
-                query: text.clone(),
-                column_names: view.column_names.clone(),
-                replace: true,
-            };
+            let again = definition_of(view, text.clone());
             // A column the view names, or one its `*` gave it, that is gone: 2BP01, as
             // PostgreSQL's DROP COLUMN. Any other difference: not supported.
             let lost = match bind(after, &again) {
