@@ -262,7 +262,7 @@ impl Session {
                 let advice = if in_block {
                     "run the statement outside a transaction block, where the check reads the table in pages"
                 } else {
-                    "a foreign key of several columns, or a table whose primary key has several columns, is checked in one transaction"
+                    "a foreign key of several columns, an index with expressions, or a table whose primary key has several columns is checked in one transaction"
                 };
                 Err(PgError::new(
                     errors::PROGRAM_LIMIT,
