@@ -101,7 +101,9 @@ pub fn sqlstate(e: &tokio_postgres::Error) -> Option<&str> {
 /// which holds e.g. "Connection refused").
 pub fn error_text(e: &tokio_postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
-        return format!("{} (SQLSTATE {})", db.message(), db.code().code());
+        // The hint names the setting to raise for a resource error (class 53).
+        let hint = db.hint().map(|h| format!("; hint: {h}")).unwrap_or_default();
+        return format!("{} (SQLSTATE {}){hint}", db.message(), db.code().code());
     }
     match std::error::Error::source(e) {
         Some(cause) => format!("{e}: {cause}"),

@@ -39,6 +39,13 @@ pub trait Workload: Send + Sync + 'static {
         txn: &'a Self::Txn,
     ) -> impl Future<Output = Result<Outcome>> + Send + 'a;
 
+    /// Whether transactions of type `kind` only read: they begin `READ ONLY`, as the
+    /// benchmarks' specifications allow (PostgreSQL then keeps no serializable read locks
+    /// of theirs after commit).
+    fn read_only(&self, _kind: usize) -> bool {
+        false
+    }
+
     /// Called once a transaction is over (committed, rolled back, failed or abandoned).
     fn finished(&self, _txn: &Self::Txn) {}
 
@@ -155,7 +162,7 @@ async fn client_loop<W: Workload>(
         let started = Instant::now();
         let mut retries = 0;
         let event = loop {
-            match attempt(&*workload, &mut session, &txn).await {
+            match attempt(&*workload, &mut session, kind, &txn).await {
                 Ok(Outcome::Commit) => break Event::Committed { retries },
                 Ok(Outcome::Rollback) => break Event::RolledBack { retries },
                 Err(e) if is_retryable_any(&e) => {
@@ -187,9 +194,10 @@ async fn client_loop<W: Workload>(
 }
 
 /// One try: BEGIN, the body, COMMIT or ROLLBACK; a failed try is rolled back.
-async fn attempt<W: Workload>(workload: &W, s: &mut Session, txn: &W::Txn) -> Result<Outcome> {
+async fn attempt<W: Workload>(workload: &W, s: &mut Session, kind: usize, txn: &W::Txn) -> Result<Outcome> {
+    let begin = if workload.read_only(kind) { "BEGIN READ ONLY" } else { "BEGIN" };
     let result = async {
-        s.client.batch_execute("BEGIN").await?;
+        s.client.batch_execute(begin).await?;
         let outcome = workload.execute(s, txn).await?;
         match outcome {
             Outcome::Commit => s.client.batch_execute("COMMIT").await?,

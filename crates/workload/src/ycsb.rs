@@ -179,6 +179,11 @@ impl Workload for Ycsb {
         KINDS
     }
 
+    /// Reads and scans.
+    fn read_only(&self, kind: usize) -> bool {
+        matches!(KINDS.get(kind), Some(&"read" | &"scan"))
+    }
+
     fn next(&self, _client: usize, rng: &mut StdRng) -> (usize, Txn) {
         let weights = self.mix.weights();
         let mut roll = rng.gen_range(0..100);

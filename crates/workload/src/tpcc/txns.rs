@@ -14,6 +14,8 @@ use tokio_postgres::Row;
 
 const KINDS: &[&str] = &["new_order", "payment", "order_status", "delivery", "stock_level"];
 const NEW_ORDER: usize = 0;
+/// Order-Status and Stock-Level only read (2.6, 2.8).
+const READ_ONLY: [usize; 2] = [2, 4];
 
 pub struct Tpcc {
     scale: Scale,
@@ -122,6 +124,10 @@ impl Workload for Tpcc {
 
     fn kinds(&self) -> &'static [&'static str] {
         KINDS
+    }
+
+    fn read_only(&self, kind: usize) -> bool {
+        READ_ONLY.contains(&kind)
     }
 
     /// Client `client` is a terminal of warehouse `client % W + 1` (2.2.1.1); its

@@ -10,7 +10,14 @@ const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 pub struct TestDb {
     pub name: String,
     pub url: String,
+    /// Held for the test's life: one workload test at a time on the shared server. Each runs
+    /// a benchmark of several clients; run together they would measure each other, and their
+    /// serializable transactions would share PostgreSQL's predicate-lock table (which a CI
+    /// run once exhausted: 53200 "out of shared memory").
+    _alone: tokio::sync::MutexGuard<'static, ()>,
 }
+
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn admin(sql: &str) {
     let (client, conn) = tokio_postgres::connect(ADMIN_URL, NoTls).await.expect("connect to PostgreSQL");
@@ -22,11 +29,12 @@ async fn admin(sql: &str) {
 
 impl TestDb {
     pub async fn create(tag: &str) -> TestDb {
+        let alone = ONE_AT_A_TIME.lock().await;
         let name = format!("workload_{tag}_{}", std::process::id());
         admin(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
         admin(&format!("CREATE DATABASE {name}")).await;
         let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
-        TestDb { name, url }
+        TestDb { name, url, _alone: alone }
     }
 
     pub async fn sql(&self, sql: &str) {
