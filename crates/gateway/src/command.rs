@@ -11,7 +11,12 @@ const MAX_IDENTIFIER_BYTES: usize = 63;
 /// How a statement is handled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
-    Begin,
+    /// `BEGIN` / `START TRANSACTION` with its access mode: `READ ONLY` (true), `READ WRITE`
+    /// (false), or neither (None: `default_transaction_read_only`). Isolation levels are
+    /// accepted: every transaction is serializable.
+    Begin {
+        read_only: Option<bool>,
+    },
     Commit,
     Rollback,
     /// `SAVEPOINT name`, `RELEASE [SAVEPOINT] name`, `ROLLBACK [WORK | TRANSACTION] TO
@@ -30,8 +35,14 @@ pub enum Command {
         value: Option<String>,
         local: bool,
     },
+    /// `SET TRANSACTION READ ONLY | READ WRITE` and `SET transaction_read_only = …`: the
+    /// block's access mode.
+    SetTransaction {
+        read_only: bool,
+    },
     /// Accepted and ignored because Pistou already provides it: isolation level settings
-    /// (every transaction is serializable), `SET SESSION CHARACTERISTICS …`.
+    /// (every transaction is serializable), `SET SESSION CHARACTERISTICS …` without an
+    /// access mode.
     SetNoop(&'static str),
     Reset(Option<String>),
     Show(String),
@@ -165,8 +176,8 @@ pub fn classify(sql: &str) -> Command {
     let first = w.first().map(String::as_str).unwrap_or("");
     let second = w.get(1).map(String::as_str).unwrap_or("");
     match first {
-        "begin" => Command::Begin,
-        "start" if second == "transaction" => Command::Begin,
+        "begin" => Command::Begin { read_only: access_mode(&w) },
+        "start" if second == "transaction" => Command::Begin { read_only: access_mode(&w) },
         "commit" | "end" => Command::Commit,
         "rollback" | "abort" if !w.iter().any(|x| x == "to" || x == "prepared") => Command::Rollback,
         "savepoint" | "release" => savepoint_command(sql),
@@ -498,6 +509,15 @@ fn identifier(ident: &Ident) -> String {
     name
 }
 
+/// The last `READ ONLY` (true) or `READ WRITE` (false) among transaction modes.
+fn access_mode(w: &[String]) -> Option<bool> {
+    w.windows(2).rev().find_map(|pair| match (pair[0].as_str(), pair[1].as_str()) {
+        ("read", "only") => Some(true),
+        ("read", "write") => Some(false),
+        _ => None,
+    })
+}
+
 fn classify_set(w: &[String]) -> Command {
     let mut w = w;
     let mut local = false;
@@ -507,7 +527,23 @@ fn classify_set(w: &[String]) -> Command {
     }
     let head = w.first().map(String::as_str).unwrap_or("");
     match head {
-        "transaction" | "characteristics" => return Command::SetNoop("SET"),
+        "transaction" => {
+            return match access_mode(w) {
+                Some(read_only) => Command::SetTransaction { read_only },
+                None => Command::SetNoop("SET"),
+            };
+        }
+        // SET SESSION CHARACTERISTICS AS TRANSACTION …: the session's default.
+        "characteristics" => {
+            return match access_mode(w) {
+                Some(read_only) => Command::Set {
+                    name: "default_transaction_read_only".into(),
+                    value: Some(if read_only { "on" } else { "off" }.into()),
+                    local,
+                },
+                None => Command::SetNoop("SET"),
+            };
+        }
         "time" if w.get(1).map(String::as_str) == Some("zone") => {
             let value = w.get(2).map(|v| unquote(v));
             return Command::Set {
@@ -548,11 +584,23 @@ mod tests {
 
     #[test]
     fn transaction_control() {
-        assert_eq!(classify("BEGIN"), Command::Begin);
+        assert_eq!(classify("BEGIN"), Command::Begin { read_only: None });
+        assert_eq!(classify("begin read only"), Command::Begin { read_only: Some(true) });
+        assert_eq!(
+            classify("START TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ ONLY, DEFERRABLE"),
+            Command::Begin { read_only: Some(true) }
+        );
+        assert_eq!(classify("BEGIN READ ONLY, READ WRITE"), Command::Begin { read_only: Some(false) });
+        assert_eq!(classify("SET TRANSACTION READ ONLY"), Command::SetTransaction { read_only: true });
+        assert_eq!(classify("set transaction isolation level serializable"), Command::SetNoop("SET"));
+        assert_eq!(
+            classify("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"),
+            Command::Set { name: "default_transaction_read_only".into(), value: Some("on".into()), local: false }
+        );
         assert_eq!(classify("discard temporary"), Command::Discard { all: false });
         assert_eq!(classify("DISCARD ALL"), Command::Discard { all: true });
-        assert_eq!(classify("begin transaction isolation level serializable"), Command::Begin);
-        assert_eq!(classify(" START TRANSACTION READ WRITE"), Command::Begin);
+        assert_eq!(classify("begin transaction isolation level serializable"), Command::Begin { read_only: None });
+        assert_eq!(classify(" START TRANSACTION READ WRITE"), Command::Begin { read_only: Some(false) });
         assert_eq!(classify("END"), Command::Commit);
         assert_eq!(classify("commit work"), Command::Commit);
         assert_eq!(classify("ABORT"), Command::Rollback);

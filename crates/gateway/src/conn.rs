@@ -559,6 +559,7 @@ impl Protocol {
             Command::Prepare { name, statement, declared } => self.prepare(name, statement, declared).await,
             Command::Execute { name, args } => self.execute_prepared(name, args).await,
             Command::Copy(copy) => match self.session.check_not_failed(command) {
+                Ok(()) if copy.from && self.session.read_only() => Err(crate::read_only::refused("COPY FROM")),
                 Ok(()) => {
                     self.session.forgo_replay();
                     self.copy(copy).await

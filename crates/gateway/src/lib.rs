@@ -29,6 +29,7 @@ mod metrics;
 mod params;
 pub mod pgtypes;
 mod prepared;
+mod read_only;
 mod replay;
 mod route;
 mod server;

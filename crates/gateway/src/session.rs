@@ -177,13 +177,20 @@ impl Session {
     }
 
     async fn dispatch(&mut self, sql: &str, command: &Command, params: &RawParams) -> Result<Reply, PgError> {
+        if self.read_only() {
+            if let Some(what) = writes(sql, command) {
+                return Err(crate::read_only::refused(&what));
+            }
+        }
         match command {
-            Command::Begin => Ok(match self.txn {
+            Command::Begin { read_only } => Ok(match self.txn {
                 TxnState::Idle => {
                     self.txn = TxnState::Open(None);
                     self.block_settings = Some(self.settings.clone());
                     self.journal = Journal::default();
                     self.temp.begin();
+                    let read_only = read_only.unwrap_or_else(|| self.read_only());
+                    self.settings.set_local("transaction_read_only", Some(on_off(read_only))).map_err(PgError::from)?;
                     command_reply("BEGIN")
                 }
                 _ => Reply::Command {
@@ -234,6 +241,11 @@ impl Session {
                 }
                 _ => Err(no_savepoint(name)),
             },
+            Command::SetTransaction { read_only } => self.set_transaction_mode(*read_only),
+            Command::Set { name, value: Some(value), .. } if name == "transaction_read_only" => {
+                let read_only = crate::settings::boolean(name, value).map_err(PgError::from)?;
+                self.set_transaction_mode(read_only)
+            }
             Command::Set { name, value, local: true } => {
                 if matches!(self.txn, TxnState::Idle) {
                     let notices = vec![Notice::warning("25P01", "SET LOCAL can only be used in transaction blocks")];
@@ -304,6 +316,30 @@ impl Session {
             Command::DropTables(drops) => self.work(Work::DropTables(drops)).await,
             Command::CreateTableAs(ctas) => self.work(Work::CreateTableAs(ctas, params)).await,
         }
+    }
+
+    /// Whether the statement about to run belongs to a read-only transaction: the block's
+    /// mode, or outside a block `default_transaction_read_only`.
+    pub fn read_only(&self) -> bool {
+        self.settings.get("transaction_read_only").is_ok_and(|v| v == "on")
+    }
+
+    /// `SET TRANSACTION READ ONLY | READ WRITE`, as PostgreSQL: only in a block, and a
+    /// read-only block becomes read-write only before its first query.
+    fn set_transaction_mode(&mut self, read_only: bool) -> Result<Reply, PgError> {
+        if matches!(self.txn, TxnState::Idle) {
+            let notices = vec![Notice::warning("25P01", "SET TRANSACTION can only be used in transaction blocks")];
+            return Ok(Reply::Command { tag: "SET".into(), notices });
+        }
+        if !read_only && self.read_only() && matches!(self.txn, TxnState::Open(Some(_)) | TxnState::Failed(_)) {
+            return Err(PgError::new(
+                errors::ACTIVE_TRANSACTION,
+                "transaction read-write mode must be set before any query",
+            ));
+        }
+        self.journal.forgo();
+        self.settings.set_local("transaction_read_only", Some(on_off(read_only))).map_err(PgError::from)?;
+        Ok(command_reply("SET"))
     }
 
     /// A schema change that may add a rule the existing rows must satisfy, checked first
@@ -819,6 +855,28 @@ enum After<'a> {
     /// The statement whose serialization failure started the replay.
     Statement(Work<'a>),
     Commit,
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// What `command` would write, named as PostgreSQL names it when a read-only transaction
+/// refuses it (None: it only reads). COPY is judged by the connection, which runs it.
+fn writes(sql: &str, command: &Command) -> Option<String> {
+    match command {
+        Command::Sql => crate::read_only::written_by(sql),
+        Command::Truncate(_) => Some("TRUNCATE TABLE".into()),
+        Command::DropTables(_) => Some("DROP TABLE".into()),
+        Command::AddPrimaryKey { .. } => Some("ALTER TABLE".into()),
+        Command::CreateTableAs(_) if starts_with_words(sql, "select") => Some("SELECT INTO".into()),
+        Command::CreateTableAs(_) => Some("CREATE TABLE AS".into()),
+        _ => None,
+    }
 }
 
 /// What a statement runs in its transaction.

@@ -92,12 +92,8 @@ const KNOWN: &[(&str, &str, Rule, &str)] = &[
     ("statement_timeout", "0", Rule::Millis, "Longest a statement may run (0: no limit), enforced by the gateway"),
     ("lock_timeout", "0", Rule::Int(0, 0), "Not enforced: only 0 is accepted"),
     ("idle_in_transaction_session_timeout", "0", Rule::Int(0, 0), "Not enforced: only 0 is accepted"),
-    (
-        "default_transaction_read_only",
-        "off",
-        Rule::OneOf(&["off", "false", "0"]),
-        "Read-only transactions are not enforced",
-    ),
+    ("default_transaction_read_only", "off", Rule::Bool, "Whether new transactions are read-only"),
+    ("transaction_read_only", "off", Rule::Bool, "Whether the current transaction is read-only"),
     (
         "client_min_messages",
         "notice",
@@ -257,6 +253,10 @@ impl Settings {
             // Whatever was asked for, transactions are serializable.
             return Ok("serializable".into());
         }
+        if name == "transaction_read_only" && !self.local.contains_key(name) {
+            // Outside a block (or before its mode is set): the mode a transaction begins with.
+            return self.get("default_transaction_read_only");
+        }
         let value = match self.local.get(name) {
             Some(local) => local.as_ref(),
             None => self.values.get(name),
@@ -277,6 +277,11 @@ impl Settings {
     pub fn all(&self) -> Vec<(String, String, String)> {
         KNOWN.iter().map(|(n, _, _, d)| (n.to_string(), self.get(n).unwrap_or_default(), d.to_string())).collect()
     }
+}
+
+/// The value of a boolean setting (`on`, `off`, `true`, …) as PostgreSQL reads it.
+pub fn boolean(name: &str, value: &str) -> Result<bool, SqlError> {
+    parse_bool(name, value).map(|v| v == "on")
 }
 
 /// A boolean setting as PostgreSQL reads it (`parse_bool`): on, off, true, false, yes, no,

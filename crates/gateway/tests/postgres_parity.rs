@@ -959,3 +959,89 @@ async fn expression_indexes_behave_as_in_postgres() {
     })
     .await;
 }
+
+/// Read-only transactions refuse what PostgreSQL refuses, with its messages, and run what
+/// it runs; `SET TRANSACTION` and the session default behave as in PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_transactions_behave_as_in_postgres() {
+    bounded(120, async {
+        let mut script = vec![
+            "CREATE TABLE parity_ro (id INT PRIMARY KEY, v TEXT)",
+            "CREATE SEQUENCE parity_ro_s",
+            "INSERT INTO parity_ro VALUES (1, 'a')",
+            "SHOW transaction_read_only",
+        ];
+        // Each refused statement in a block of its own; the block is then failed.
+        for refused in [
+            "INSERT INTO parity_ro VALUES (2, 'b')",
+            "UPDATE parity_ro SET v = 'x'",
+            "DELETE FROM parity_ro",
+            "WITH x AS (UPDATE parity_ro SET v = 'c' RETURNING *) SELECT * FROM x",
+            "EXPLAIN ANALYZE INSERT INTO parity_ro VALUES (5, 'e')",
+            "SELECT nextval('parity_ro_s')",
+            "SELECT setval('parity_ro_s', 5)",
+            "SELECT * FROM parity_ro FOR UPDATE",
+            "CREATE TABLE parity_ro_x (a INT)",
+            "CREATE TEMP TABLE parity_ro_t (a INT)",
+            "CREATE UNIQUE INDEX ON parity_ro (v)",
+            "ALTER TABLE parity_ro ADD COLUMN w INT",
+            "ALTER TABLE parity_ro ADD PRIMARY KEY (id)",
+            "DROP TABLE parity_ro",
+            "TRUNCATE parity_ro",
+            "CREATE TABLE parity_ro_y AS SELECT 1 AS a",
+            "SELECT 1 AS a INTO parity_ro_z",
+            "COPY parity_ro FROM STDIN",
+        ] {
+            script.extend(["BEGIN READ ONLY", refused, "SELECT 1", "ROLLBACK"]);
+        }
+        script.extend([
+            // What a read-only transaction runs.
+            "BEGIN TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ ONLY",
+            "SHOW transaction_read_only",
+            "SELECT * FROM parity_ro",
+            "ANALYZE parity_ro",
+            "COMMIT",
+            // SET TRANSACTION: read-write again only before the first query.
+            "BEGIN READ ONLY",
+            "SET TRANSACTION READ WRITE",
+            "INSERT INTO parity_ro VALUES (7, 'g')",
+            "ROLLBACK",
+            "BEGIN READ ONLY",
+            "SELECT 1",
+            "SET TRANSACTION READ WRITE",
+            "ROLLBACK",
+            "BEGIN",
+            "INSERT INTO parity_ro VALUES (8, 'h')",
+            "SET TRANSACTION READ ONLY",
+            "INSERT INTO parity_ro VALUES (9, 'i')",
+            "ROLLBACK",
+            "BEGIN READ ONLY",
+            "SET transaction_read_only = off",
+            "SHOW transaction_read_only",
+            "INSERT INTO parity_ro VALUES (10, 'j')",
+            "COMMIT",
+            // Outside a block SET TRANSACTION does nothing (a warning).
+            "SET TRANSACTION READ ONLY",
+            "SHOW transaction_read_only",
+            // The session's default.
+            "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
+            "SHOW default_transaction_read_only",
+            "SHOW transaction_read_only",
+            "INSERT INTO parity_ro VALUES (11, 'k')",
+            "SELECT id, v FROM parity_ro ORDER BY id",
+            "BEGIN",
+            "SHOW transaction_read_only",
+            "ROLLBACK",
+            "BEGIN READ WRITE",
+            "INSERT INTO parity_ro VALUES (12, 'l')",
+            "COMMIT",
+            "SET default_transaction_read_only = off",
+            "INSERT INTO parity_ro VALUES (13, 'm')",
+            "SELECT id, v FROM parity_ro ORDER BY id",
+        ]);
+        let results =
+            compare(&["DROP TABLE IF EXISTS parity_ro", "DROP SEQUENCE IF EXISTS parity_ro_s"], &script).await;
+        assert!(results.iter().filter(|r| error("25006")(r)).count() >= 19, "{results:?}");
+    })
+    .await;
+}
