@@ -12,9 +12,9 @@
 
 use crate::errors::{self, PgError};
 use sqlparser::ast::{
-    AlterIndexOperation, AlterTableOperation, ColumnDef, ColumnOption, CopySource, Expr, ForeignKeyConstraint, Ident,
-    ObjectName, ObjectNamePart, ObjectType, OnCommit, Query, RenameTableNameKind, SetExpr, Statement, TableAlias,
-    TableConstraint, TableFactor, VisitMut, VisitorMut,
+    AlterIndexOperation, AlterTableOperation, ColumnDef, ColumnOption, CopySource, Expr, ForeignKeyConstraint,
+    FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, ObjectNamePart, ObjectType, OnCommit, Query,
+    RenameTableNameKind, SetExpr, Statement, TableAlias, TableConstraint, TableFactor, VisitMut, VisitorMut,
 };
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
@@ -524,6 +524,25 @@ impl VisitorMut for Resolve<'_> {
 
     fn pre_visit_relation(&mut self, relation: &mut ObjectName) -> ControlFlow<()> {
         self.resolve(relation);
+        ControlFlow::Continue(())
+    }
+
+    /// `pg_table_is_visible(oid)` sees the session's own temporary relations: the engine's
+    /// two-argument form names the namespace (other sessions' are never visible).
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        let Expr::Function(f) = expr else { return ControlFlow::Continue(()) };
+        let name = parts(&f.name);
+        let is_visible = match name.as_slice() {
+            [n] => n == "pg_table_is_visible",
+            [schema, n] => schema == "pg_catalog" && n == "pg_table_is_visible",
+            _ => false,
+        };
+        if let (true, FunctionArguments::List(list)) = (is_visible, &mut f.args) {
+            if list.args.len() == 1 {
+                let namespace = Expr::value(sqlparser::ast::Value::SingleQuotedString(self.schema.namespace.clone()));
+                list.args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(namespace)));
+            }
+        }
         ControlFlow::Continue(())
     }
 }

@@ -894,6 +894,14 @@ async fn temporary_tables_belong_to_their_session() {
         }
         let temporary = "SELECT count(*)::int FROM pg_class WHERE relname = 'mine' AND relpersistence = 't'";
         assert_eq!(b.query_one(temporary, &[]).await.unwrap().get::<_, i32>(0), 2);
+        // Each session sees its own temporary table only, as psql's \dt and \d ask.
+        let visible = "SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                       WHERE c.relname = 'mine' AND pg_catalog.pg_table_is_visible(c.oid)";
+        let (seen_by_a, seen_by_b) = (a.query(visible, &[]).await.unwrap(), b.query(visible, &[]).await.unwrap());
+        assert_eq!((seen_by_a.len(), seen_by_b.len()), (1, 1));
+        assert_ne!(seen_by_a[0].get::<_, String>(0), seen_by_b[0].get::<_, String>(0));
+        let c = connect(h.addr).await;
+        assert!(c.query(visible, &[]).await.unwrap().is_empty(), "a session without temporary tables sees none");
         drop(a);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         loop {

@@ -330,10 +330,33 @@ impl Binder<'_> {
                 Expr::Const(Value::Text(ty.to_string()))
             }
             "pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" | "pg_collation_is_visible" => {
-                arity(1, 1)?;
+                // pg_table_is_visible takes a second argument internally: the gateway names
+                // the session's temporary namespace, whose relations it sees (docs/gateway.md,
+                // "Temporary tables"); other sessions' temporary relations are not visible.
+                let own_namespace = match (name, bound.get(1)) {
+                    ("pg_table_is_visible", Some(Expr::Const(Value::Text(ns)))) => Some(ns.clone()),
+                    ("pg_table_is_visible", Some(_)) => {
+                        return err(
+                            SqlState::UndefinedFunction,
+                            "pg_table_is_visible's second argument must name a temporary namespace",
+                        )
+                    }
+                    _ => None,
+                };
+                if name == "pg_table_is_visible" {
+                    arity(1, 2)?;
+                } else {
+                    arity(1, 1)?;
+                }
                 let key = first_oid(self, &mut bound)?;
+                let visible = |relation: &str| match system::temp_namespace(relation) {
+                    Some((namespace, _)) => own_namespace.as_deref() == Some(namespace),
+                    None => true,
+                };
                 let oids: Vec<i64> = match name {
-                    "pg_table_is_visible" => objects.relations().into_iter().map(|(o, _)| o).collect(),
+                    "pg_table_is_visible" => {
+                        objects.relations().into_iter().filter(|(_, n)| visible(n)).map(|(o, _)| o).collect()
+                    }
                     "pg_type_is_visible" => type_names().into_iter().map(|(o, _)| o).collect(),
                     // Both collations are pg_catalog's, which is on the search path.
                     "pg_collation_is_visible" => system::COLLATIONS.iter().map(|(o, _)| *o).collect(),
