@@ -360,6 +360,21 @@ public class JdbcCheck {
             try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT name FROM j WHERE id = 2")) {
                 check(rs.next() && rs.getString(1).equals("after savepoint"), "the block committed");
             }
+            // setReadOnly: pgjdbc begins its blocks READ ONLY; a write is refused (25006).
+            c.setReadOnly(true);
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement()) {
+                try (ResultSet rs = s.executeQuery("SELECT count(*) FROM j")) {
+                    check(rs.next() && rs.getLong(1) == 7, "a read-only block reads");
+                }
+                s.execute("UPDATE j SET name = 'read only' WHERE id = 3");
+                check(false, "a write in a read-only block was accepted");
+            } catch (SQLException e) {
+                check("25006".equals(e.getSQLState()), "read-only sqlstate " + e.getSQLState());
+            }
+            c.rollback();
+            c.setAutoCommit(true);
+            c.setReadOnly(false);
         }
         System.out.println("JDBC OK");
     }
