@@ -11,6 +11,7 @@
 //! sessions never clash, and error messages show them without it.
 
 use crate::errors::{self, PgError};
+use sqlparser::ast::Value as SqlValue;
 use sqlparser::ast::{
     AlterIndexOperation, AlterTableOperation, ColumnDef, ColumnOption, CopySource, Expr, ForeignKeyConstraint,
     FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, ObjectNamePart, ObjectType, OnCommit, Query,
@@ -383,6 +384,26 @@ impl TempSchema {
         }
     }
 
+    /// The session's sequence a sequence function's text names (`'t_id_seq'`,
+    /// `'pg_temp.t_id_seq'`, `'"T_id_seq"'`), by its SQL name: the sequence of a SERIAL
+    /// column of a temporary table is named `<table>_<column>_seq` (the engine's rule), so a
+    /// name of that form for one of the session's tables is the session's, as pg_temp comes
+    /// first on the search path.
+    fn own_sequence(&self, text: &str) -> Option<String> {
+        let (explicit, name) = match text.strip_prefix("pg_temp.") {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let name = match name.strip_prefix('"').and_then(|n| n.strip_suffix('"')) {
+            Some(quoted) => quoted.to_string(),
+            None => name.to_lowercase(),
+        };
+        let derived = name.strip_suffix("_seq").is_some_and(|stem| {
+            self.relations.iter().any(|t| stem.strip_prefix(t.as_str()).is_some_and(|rest| rest.starts_with('_')))
+        });
+        (explicit || derived || self.relations.contains(&name)).then_some(name)
+    }
+
     /// Records what a statement that succeeded did.
     pub fn applied(&mut self, effect: TempEffect) {
         for name in effect.dropped {
@@ -527,21 +548,34 @@ impl VisitorMut for Resolve<'_> {
         ControlFlow::Continue(())
     }
 
-    /// `pg_table_is_visible(oid)` sees the session's own temporary relations: the engine's
-    /// two-argument form names the namespace (other sessions' are never visible).
+    /// Functions that name relations: `pg_table_is_visible(oid)` sees the session's own
+    /// temporary relations (the engine's two-argument form names the namespace; other
+    /// sessions' are never visible), and a sequence function's text naming one of the
+    /// session's sequences names it by its catalog name.
     fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         let Expr::Function(f) = expr else { return ControlFlow::Continue(()) };
         let name = parts(&f.name);
-        let is_visible = match name.as_slice() {
-            [n] => n == "pg_table_is_visible",
-            [schema, n] => schema == "pg_catalog" && n == "pg_table_is_visible",
-            _ => false,
+        let function = match name.as_slice() {
+            [n] => n.as_str(),
+            [schema, n] if schema == "pg_catalog" => n.as_str(),
+            _ => return ControlFlow::Continue(()),
         };
-        if let (true, FunctionArguments::List(list)) = (is_visible, &mut f.args) {
-            if list.args.len() == 1 {
-                let namespace = Expr::value(sqlparser::ast::Value::SingleQuotedString(self.schema.namespace.clone()));
+        let FunctionArguments::List(list) = &mut f.args else { return ControlFlow::Continue(()) };
+        match function {
+            "pg_table_is_visible" if list.args.len() == 1 => {
+                let namespace = Expr::value(SqlValue::SingleQuotedString(self.schema.namespace.clone()));
                 list.args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(namespace)));
             }
+            "nextval" | "currval" | "setval" => {
+                let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) = list.args.first_mut() else {
+                    return ControlFlow::Continue(());
+                };
+                let SqlValue::SingleQuotedString(text) = &mut v.value else { return ControlFlow::Continue(()) };
+                if let Some(own) = self.schema.own_sequence(text) {
+                    *text = format!("\"{}\"", self.schema.qualified(&own));
+                }
+            }
+            _ => {}
         }
         ControlFlow::Continue(())
     }
@@ -627,6 +661,13 @@ mod tests {
         assert_eq!(rewritten(&temp, "INSERT INTO t VALUES (1)"), "INSERT INTO \"~t\" VALUES (1)");
         assert_eq!(rewritten(&temp, "DROP INDEX i"), "DROP INDEX \"~i\"");
         assert_eq!(rewritten(&temp, "DROP TABLE u, t"), "DROP TABLE u, \"~t\"");
+        // Sequence functions name the session's sequences; pg_table_is_visible sees the namespace.
+        assert_eq!(rewritten(&temp, "SELECT nextval('t_id_seq')"), "SELECT nextval('\"~t_id_seq\"')");
+        assert_eq!(rewritten(&temp, "SELECT currval('pg_temp.T_ID_SEQ')"), "SELECT currval('\"~t_id_seq\"')");
+        assert_eq!(rewritten(&temp, "SELECT nextval('tx_id_seq')"), "SELECT nextval('tx_id_seq')");
+        assert_eq!(rewritten(&temp, "SELECT nextval('u_id_seq')"), "SELECT nextval('u_id_seq')");
+        let visible = rewritten(&temp, "SELECT pg_table_is_visible(1)");
+        assert_eq!(visible, format!("SELECT pg_table_is_visible(1, '{}')", temp.namespace));
         // A WITH item of the name shadows the table within its query only.
         assert_eq!(
             rewritten(&temp, "SELECT * FROM (WITH t AS (SELECT 1) SELECT * FROM t) q, t"),

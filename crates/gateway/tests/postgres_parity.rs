@@ -831,6 +831,10 @@ async fn temporary_tables_behave_as_in_postgres() {
             "SELECT indexname, indexdef LIKE 'CREATE INDEX parity_tmp_s_idx ON pg_temp%' FROM pg_indexes \
              WHERE tablename = 'parity_tmp_s' ORDER BY 1",
             "SELECT conname, contype FROM pg_constraint WHERE conname LIKE 'parity_tmp%' OR conname = 'parity_pos' ORDER BY 1",
+            // A SERIAL column's sequence named as text is the temporary table's.
+            "SELECT nextval('parity_tmp_s_id_seq') > 2",
+            "SELECT currval('parity_tmp_s_id_seq') = currval('pg_temp.parity_tmp_s_id_seq')",
+            "SELECT nextval('parity_tmp_s_nope_seq')",
             "ALTER TABLE parity_tmp_s DROP CONSTRAINT parity_pos",
             "INSERT INTO parity_tmp_s (x) VALUES (-3)",
             "ALTER TABLE parity_tmp_s RENAME TO parity_tmp_r",
