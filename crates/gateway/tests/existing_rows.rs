@@ -17,13 +17,14 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 const ROWS: usize = 40_000;
 
 /// `a` = i except row 39,990, whose `a` is 7 (row 7's); `v` = i % 100; `w` = i except a NULL
-/// in row 39,000.
+/// in row 39,000; `s` = 'k' || i except row 39,995's 'K5' (row 5's, but for its case).
 fn table_csv() -> Vec<u8> {
     let mut out = String::new();
     for i in 1..=ROWS {
         let a = if i == 39_990 { 7 } else { i };
         let w = if i == 39_000 { String::new() } else { i.to_string() };
-        out.push_str(&format!("{a},{},{w}\n", i % 100));
+        let s = if i == 39_995 { "K5".to_string() } else { format!("k{i}") };
+        out.push_str(&format!("{a},{},{w},{s}\n", i % 100));
     }
     out.into_bytes()
 }
@@ -53,7 +54,7 @@ async fn outcome(client: &Client, sql: &str) -> String {
 async fn load(client: &Client) {
     client.batch_execute("DROP TABLE IF EXISTS er_big").await.expect("drop");
     client.batch_execute("DROP TABLE IF EXISTS er_parent").await.expect("drop");
-    client.batch_execute("CREATE TABLE er_big (a INT, v INT, w INT)").await.expect("create");
+    client.batch_execute("CREATE TABLE er_big (a INT, v INT, w INT, s TEXT)").await.expect("create");
     let sink = client.copy_in::<_, Bytes>("COPY er_big FROM STDIN WITH (FORMAT csv)").await.expect("copy");
     futures::pin_mut!(sink);
     for chunk in table_csv().chunks(256 * 1024) {
@@ -78,21 +79,21 @@ const SCRIPT: &[&str] = &[
     "ALTER TABLE er_big ADD CONSTRAINT er_big_c CHECK (w <> 38999)",
     "@left",
     // The duplicate may still be inserted: no index was left.
-    "INSERT INTO er_big VALUES (8, 1, 1)",
+    "INSERT INTO er_big VALUES (8, 1, 1, NULL)",
     "DELETE FROM er_big WHERE a = 8 AND v = 1",
     "DELETE FROM er_big WHERE a = 7 AND v = 90",
     "UPDATE er_big SET w = 0 WHERE w IS NULL",
     "ALTER TABLE er_big ADD PRIMARY KEY (a)",
-    "INSERT INTO er_big VALUES (39999, 0, 0)",
+    "INSERT INTO er_big VALUES (39999, 0, 0, NULL)",
     // Now paged by the declared key.
     "ALTER TABLE er_big ADD CONSTRAINT er_big_c CHECK (w <> 38999)",
     "ALTER TABLE er_big ALTER COLUMN w SET NOT NULL",
-    "INSERT INTO er_big VALUES (40001, 0, NULL)",
+    "INSERT INTO er_big VALUES (40001, 0, NULL, NULL)",
     "CREATE UNIQUE INDEX er_big_v ON er_big (v)",
     "CREATE UNIQUE INDEX er_big_w ON er_big (w)",
-    "INSERT INTO er_big VALUES (40001, 0, 5)",
+    "INSERT INTO er_big VALUES (40001, 0, 5, NULL)",
     "ALTER TABLE er_big ADD CONSTRAINT er_big_c CHECK (w < 45000)",
-    "INSERT INTO er_big VALUES (40001, 0, 45001)",
+    "INSERT INTO er_big VALUES (40001, 0, 45001, NULL)",
     // A foreign key, paged too: one row's value has no parent.
     "CREATE TABLE er_parent (id INT PRIMARY KEY)",
     "INSERT INTO er_parent SELECT generate_series(0, 99)",
@@ -100,7 +101,18 @@ const SCRIPT: &[&str] = &[
     "ALTER TABLE er_big ADD CONSTRAINT er_big_fk FOREIGN KEY (v) REFERENCES er_parent (id)",
     "UPDATE er_big SET v = 5 WHERE a = 39000",
     "ALTER TABLE er_big ADD CONSTRAINT er_big_fk FOREIGN KEY (v) REFERENCES er_parent (id)",
-    "INSERT INTO er_big VALUES (40002, 500, 40002)",
+    "INSERT INTO er_big VALUES (40002, 500, 40002, NULL)",
+    // Expression indexes, paged: 'K5' and 'k5' are 39,990 keys apart; 100 / (a - 39001)
+    // divides by zero in one row only.
+    "CREATE UNIQUE INDEX er_big_ls ON er_big (lower(s))",
+    "CREATE INDEX er_big_div ON er_big ((100 / (a - 39001)))",
+    "CREATE INDEX er_big_l ON er_big (lower(s), v)",
+    "SELECT a FROM er_big WHERE lower(s) = 'k5' ORDER BY a",
+    "UPDATE er_big SET s = 'x5' WHERE a = 39995",
+    "CREATE UNIQUE INDEX er_big_ls ON er_big (lower(s))",
+    "INSERT INTO er_big VALUES (40003, 0, 40003, 'K7')",
+    "INSERT INTO er_big VALUES (40003, 0, 40003, NULL)",
+    "CREATE INDEX er_big_div ON er_big ((100 / (a - 50000)))",
     "@left",
 ];
 

@@ -86,7 +86,7 @@ fn bound(table: &TableSchema, e: &IndexExpression) -> Result<Expr> {
 /// The text of each part of `index` as `pg_get_indexdef` prints it (PostgreSQL's
 /// non-pretty form): a column's name, a function call as is, any other expression in
 /// parentheses.
-pub(crate) fn part_texts(table: &TableSchema, index: &IndexSchema) -> Vec<String> {
+pub fn part_texts(table: &TableSchema, index: &IndexSchema) -> Vec<String> {
     index
         .parts()
         .map(|part| match part {

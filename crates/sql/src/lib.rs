@@ -22,7 +22,7 @@ mod describe;
 pub mod engine;
 mod exec;
 pub mod expr;
-mod index_expr;
+pub mod index_expr;
 mod plan;
 pub mod predicate_wire;
 pub mod report;

@@ -7,6 +7,7 @@
 use super::*;
 use pistou_sql::constraints::validation_queries;
 use pistou_sql::constraints::AlterAction;
+use pistou_sql::index_expr::part_texts;
 use pistou_sql::keycode::encode_key;
 use pistou_sql::system::quote_ident;
 use pistou_sql::types::equality_key;
@@ -23,8 +24,12 @@ const MAX_UNIQUE_CHECK_BYTES: usize = 256 << 20;
 
 /// What a new rule requires of every existing row.
 enum Rule {
-    /// No two rows without a NULL among `columns` share their values.
-    Unique { columns: Vec<usize>, error: PgError },
+    /// No two rows without a NULL among `parts` (an index's columns and expressions, as
+    /// SQL text) share their values.
+    Unique { parts: Vec<String>, error: PgError },
+    /// A non-unique index's expression `parts` compute for every row: one failing fails the
+    /// check with its error, as PostgreSQL's index build does. Never violated otherwise.
+    Computes { parts: Vec<String> },
     /// `column` holds no NULL.
     NotNull { column: usize, error: PgError },
     /// The CHECK expression is not FALSE.
@@ -38,15 +43,22 @@ enum Rule {
 }
 
 impl Rule {
-    fn error(&self) -> &PgError {
+    /// The error a violation reports (None: the rule has no violation of its own).
+    fn error(&self) -> Option<&PgError> {
         match self {
             Rule::Unique { error, .. }
             | Rule::NotNull { error, .. }
             | Rule::Check { error, .. }
             | Rule::ForeignKey { error, .. }
-            | Rule::Query { error, .. } => error,
+            | Rule::Query { error, .. } => Some(error),
+            Rule::Computes { .. } => None,
         }
     }
+}
+
+/// The SQL text of columns `columns` of `t`, as index parts.
+fn column_parts(t: &TableSchema, columns: &[usize]) -> Vec<String> {
+    columns.iter().map(|&c| column_name(t, c)).collect()
 }
 
 /// The rules `change` adds to the table it names, in the order PostgreSQL reports their
@@ -59,21 +71,23 @@ fn rules_of(catalog: &Catalog, change: &CatalogChange) -> Option<(Arc<TableSchem
     let (table, rules) = match change {
         CatalogChange::AddPrimaryKey { table, index } => {
             let t = catalog.table(table)?;
-            let mut rules = vec![Rule::Unique { columns: index.columns.clone(), error: unique_error(&index.name) }];
+            let mut rules =
+                vec![Rule::Unique { parts: column_parts(t, &index.columns), error: unique_error(&index.name) }];
             for &c in &index.columns {
                 let column = t.columns.get(c)?;
                 rules.push(Rule::NotNull { column: c, error: null_error(table, &column.name) });
             }
             (table, rules)
         }
-        // Expression parts are computed by queries, in one transaction: each row's
-        // expressions (one failing fails the statement) and, if unique, duplicate keys.
-        CatalogChange::CreateIndex { table, index } if !index.expressions.is_empty() => {
-            let queries = validation_queries(catalog, change);
-            (table, queries.into_iter().map(|(sql, error)| Rule::Query { sql, error: error.into() }).collect())
-        }
-        CatalogChange::CreateIndex { table, index } if index.unique => {
-            (table, vec![Rule::Unique { columns: index.columns.clone(), error: unique_error(&index.name) }])
+        // Every row's parts are computed (an expression failing for one fails the
+        // statement); a unique index's must not repeat.
+        CatalogChange::CreateIndex { table, index } if index.unique || !index.expressions.is_empty() => {
+            let parts = part_texts(catalog.table(table)?, index);
+            let rule = match index.unique {
+                true => Rule::Unique { parts, error: unique_error(&index.name) },
+                false => Rule::Computes { parts },
+            };
+            (table, vec![rule])
         }
         CatalogChange::AlterTable { table, actions } => {
             let t = catalog.table(table)?;
@@ -81,7 +95,7 @@ fn rules_of(catalog: &Catalog, change: &CatalogChange) -> Option<(Arc<TableSchem
             for action in actions {
                 match action {
                     AlterAction::AddUnique { name, columns } => {
-                        rules.push(Rule::Unique { columns: columns.clone(), error: unique_error(name) })
+                        rules.push(Rule::Unique { parts: column_parts(t, columns), error: unique_error(name) })
                     }
                     AlterAction::AddCheck(c) => rules.push(Rule::Check {
                         expr: c.expr.clone(),
@@ -141,27 +155,31 @@ fn column_name(t: &TableSchema, c: usize) -> String {
 }
 
 /// A query returning a row when `rule` is violated, over the whole table.
-fn whole_table_query<'r>(t: &TableSchema, rule: &'r Rule) -> (String, &'r PgError) {
+fn whole_table_query(t: &TableSchema, rule: &Rule) -> String {
     let table = quote_ident(&t.name);
     match rule {
-        Rule::Unique { columns, error } => {
-            let cols: Vec<String> = columns.iter().map(|&c| column_name(t, c)).collect();
-            let not_null: Vec<String> = cols.iter().map(|c| format!("{c} IS NOT NULL")).collect();
-            let (cols, not_null) = (cols.join(", "), not_null.join(" AND "));
-            (format!("SELECT 1 FROM {table} WHERE {not_null} GROUP BY {cols} HAVING count(*) > 1 LIMIT 1"), error)
+        Rule::Unique { parts, .. } => {
+            let not_null: Vec<String> = parts.iter().map(|p| format!("{p} IS NOT NULL")).collect();
+            let (parts, not_null) = (parts.join(", "), not_null.join(" AND "));
+            format!("SELECT 1 FROM {table} WHERE {not_null} GROUP BY {parts} HAVING count(*) > 1 LIMIT 1")
         }
-        Rule::NotNull { column, error } => {
-            (format!("SELECT 1 FROM {table} WHERE {} IS NULL LIMIT 1", column_name(t, *column)), error)
+        // Never returns a row: it only computes every part of every row.
+        Rule::Computes { parts } => {
+            let counts: Vec<String> = parts.iter().map(|p| format!("count({p})")).collect();
+            format!("SELECT 1 FROM {table} HAVING least({}) < 0", counts.join(", "))
         }
-        Rule::Check { expr, error } => (format!("SELECT 1 FROM {table} WHERE NOT ({expr}) LIMIT 1"), error),
-        Rule::ForeignKey { sql, error, .. } | Rule::Query { sql, error } => (sql.clone(), error),
+        Rule::NotNull { column, .. } => {
+            format!("SELECT 1 FROM {table} WHERE {} IS NULL LIMIT 1", column_name(t, *column))
+        }
+        Rule::Check { expr, .. } => format!("SELECT 1 FROM {table} WHERE NOT ({expr}) LIMIT 1"),
+        Rule::ForeignKey { sql, .. } | Rule::Query { sql, .. } => sql.clone(),
     }
 }
 
 /// The select-list expressions a page reads for `rule` (None: the rule is not paged).
 fn page_exprs(t: &TableSchema, rule: &Rule) -> Option<Vec<String>> {
     match rule {
-        Rule::Unique { columns, .. } => Some(columns.iter().map(|&c| column_name(t, c)).collect()),
+        Rule::Unique { parts, .. } | Rule::Computes { parts } => Some(parts.clone()),
         Rule::NotNull { column, .. } => Some(vec![format!("{} IS NULL", column_name(t, *column))]),
         Rule::Check { expr, .. } => Some(vec![format!("coalesce(NOT ({expr}), false)")]),
         Rule::ForeignKey { column, .. } => Some(vec![column_name(t, *column)]),
@@ -204,9 +222,11 @@ struct Findings {
 }
 
 impl Findings {
-    fn record(&mut self, rule: usize, error: &PgError) {
+    fn record(&mut self, rule: usize, error: Option<&PgError>) {
+        let error =
+            error.cloned().unwrap_or_else(|| PgError::new(errors::INTERNAL, "a check found a row it cannot report"));
         if let Some(slot @ None) = self.found.get_mut(rule) {
-            *slot = Some(error.clone());
+            *slot = Some(error);
         }
     }
 
@@ -244,9 +264,9 @@ impl Session {
             if paged && page_exprs(&table, rule).is_some() {
                 continue;
             }
-            let (query, error) = whole_table_query(&table, rule);
+            let query = whole_table_query(&table, rule);
             if self.check_in_one_transaction(&table.name, &query).await? {
-                findings.record(i, error);
+                findings.record(i, rule.error());
             }
         }
         findings.into_result()
@@ -262,7 +282,7 @@ impl Session {
                 let advice = if in_block {
                     "run the statement outside a transaction block, where the check reads the table in pages"
                 } else {
-                    "a foreign key of several columns, an index with expressions, or a table whose primary key has several columns is checked in one transaction"
+                    "a foreign key of several columns, or a table whose primary key has several columns, is checked in one transaction"
                 };
                 Err(PgError::new(
                     errors::PROGRAM_LIMIT,
@@ -355,6 +375,7 @@ impl Session {
                             None => false,
                         },
                         Rule::NotNull { .. } | Rule::Check { .. } => matches!(values, [Value::Bool(true)]),
+                        Rule::Computes { .. } => false,
                         Rule::ForeignKey { .. } => {
                             if let ([v], Some(wanted)) = (values, referenced.get_mut(slot)) {
                                 if !matches!(v, Value::Null) {
@@ -379,7 +400,7 @@ impl Session {
                 };
                 let wanted = referenced.get_mut(slot).map(std::mem::take).unwrap_or_default();
                 if !self.parents_exist(parent, parent_column, wanted).await? {
-                    findings.record(rule_index, error);
+                    findings.record(rule_index, Some(error));
                 }
             }
             if findings.first_rule_violated() {
