@@ -9,7 +9,7 @@
 //! - `pistou gateway` serves PostgreSQL clients in front of a cluster;
 //! - `pistou sql` opens an interactive SQL shell on a gateway (any PostgreSQL-protocol server);
 //! - `pistou demo` does all of the above on one machine with an interactive shell;
-//! - `pistou workload` loads, runs and checks TPC-C, YCSB and transfers against any endpoint.
+//! - `pistou workload` loads, runs and checks TPC-C, SEATS, YCSB and transfers against any endpoint.
 //!
 //! Exit codes: 0 success, 1 runtime failure, 2 bad command line or arguments,
 //! 3 a `kv txn` transaction aborted, 4 `status` found a shard with fewer replicas up than it
@@ -95,7 +95,7 @@ enum Cmd {
     Sql(SqlArgs),
     /// Serve PostgreSQL clients (psql, JDBC, psycopg) in front of a cluster.
     Gateway(gateway::GatewayArgs),
-    /// Load, run and check standard workloads (TPC-C, YCSB, transfer) against a gateway or PostgreSQL.
+    /// Load, run and check standard workloads (TPC-C, SEATS, YCSB, transfer) against a gateway or PostgreSQL.
     Workload {
         #[command(subcommand)]
         cmd: workload::WorkloadCmd,

@@ -4,7 +4,7 @@
 use crate::usage::Usage;
 use anyhow::{anyhow, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use pistou_workload::{tpcc, ycsb, InitOptions, Name, RunOptions};
+use pistou_workload::{seats, tpcc, ycsb, InitOptions, Name, RunOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -25,6 +25,9 @@ pub enum WorkloadCmd {
 pub enum WorkloadName {
     /// TPC-C: the five transactions in the standard mix; check = consistency conditions 1-4.
     Tpcc,
+    /// SEATS (BenchBase): airline reservations, its six transactions in the default mix;
+    /// check = seats left, seats reserved once, reservations' customers and flights exist.
+    Seats,
     /// YCSB core workloads A-F (choose with `run --mix`).
     Ycsb,
     /// Bank transfers between random accounts; check = the total is conserved.
@@ -35,6 +38,7 @@ impl From<WorkloadName> for Name {
     fn from(n: WorkloadName) -> Name {
         match n {
             WorkloadName::Tpcc => Name::Tpcc,
+            WorkloadName::Seats => Name::Seats,
             WorkloadName::Ycsb => Name::Ycsb,
             WorkloadName::Transfer => Name::Transfer,
         }
@@ -56,6 +60,9 @@ pub struct InitArgs {
     /// TPC-C, NON-STANDARD scale-down: customers (and initial orders) per district; the spec's is 3000.
     #[arg(long, default_value_t = tpcc::SPEC_CUSTOMERS)]
     customers: u64,
+    /// SEATS: flights (with 10 customers per flight).
+    #[arg(long, default_value_t = seats::DEFAULT_FLIGHTS)]
+    flights: u64,
     /// YCSB: records in usertable.
     #[arg(long, default_value_t = 10_000)]
     records: u64,
@@ -119,6 +126,8 @@ pub async fn run(cmd: WorkloadCmd) -> Result<ExitCode> {
 async fn init(a: InitArgs) -> Result<ExitCode> {
     let scale = tpcc::Scale { warehouses: a.warehouses, items: a.items, customers: a.customers };
     scale.validate().map_err(Usage)?;
+    let seats = seats::Scale { flights: a.flights };
+    seats.validate().map_err(Usage)?;
     if a.records == 0 {
         return Err(Usage("--records must be at least 1".into()).into());
     }
@@ -126,7 +135,7 @@ async fn init(a: InitArgs) -> Result<ExitCode> {
         return Err(Usage("--accounts must be at least 2".into()).into());
     }
     let options =
-        InitOptions { tpcc: scale, ycsb_records: a.records, accounts: a.accounts, seed: a.seed, drop: a.drop };
+        InitOptions { tpcc: scale, seats, ycsb_records: a.records, accounts: a.accounts, seed: a.seed, drop: a.drop };
     let name = Name::from(a.name);
     let started = std::time::Instant::now();
     pistou_workload::init(name, &a.url, &options, &mut |line| out!("{line}")).await?;

@@ -1,7 +1,8 @@
 //! `pistou workload` through a gateway in front of `pistou cluster up`: TPC-C (scaled down
 //! with the non-standard --items/--customers, Pistou being slow to load 500k rows per
-//! warehouse), transfer and YCSB: init, a short run, check; a corrupted district fails check
-//! naming condition 1; missing data sets and bad arguments are reported with their exit codes.
+//! warehouse), transfer, YCSB and SEATS: init, a short run, check; a corrupted district fails
+//! check naming condition 1, a corrupted flight the SEATS invariant seats_left; missing data
+//! sets, another workload's tables and bad arguments are reported with their exit codes.
 
 mod common;
 
@@ -17,7 +18,7 @@ fn ok(args: &[&str]) -> Run {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn workload_tpcc_and_transfer_through_a_gateway() {
+async fn workload_tpcc_transfer_ycsb_and_seats_through_a_gateway() {
     let run = tokio::task::spawn_blocking(|| {
         let dir = temp_dir();
         init_cluster(dir.path(), 1, 2);
@@ -31,7 +32,23 @@ async fn workload_tpcc_and_transfer_through_a_gateway() {
         assert_eq!(r.code, Some(1), "{}", r.stdout);
         assert!(r.stderr.contains("no TPC-C data set found: run `pistou workload init tpcc` first"), "{}", r.stderr);
 
-        ok(&["workload", "init", "tpcc", "--url", &url, "--items", "1000", "--customers", "30"]);
+        ok(&["workload", "init", "seats", "--url", &url, "--flights", "20"]);
+        let r = ok(&["workload", "run", "seats", "--url", &url, "--duration", "3", "--clients", "2"]);
+        assert!(r.stdout.contains("new_reservation") && r.stdout.contains("find_open_seats"), "{}", r.stdout);
+        ok(&["workload", "check", "seats", "--url", &url]);
+        let corrupt = "UPDATE flight SET f_seats_left = f_seats_left - 1 WHERE f_id = 3;\n";
+        let r = pistou_with_input(&["sql", "--url", &url], corrupt, LIMIT);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let r = pistou(&["workload", "check", "seats", "--url", &url], LIMIT);
+        assert_eq!(r.code, Some(1), "{}", r.stdout);
+        assert!(r.stderr.contains("invariant seats_left violated: flight 3 has F_SEATS_LEFT"), "{}", r.stderr);
+
+        // TPC-C shares the table name customer with SEATS: refused without --drop, naming it.
+        let r = pistou(&["workload", "init", "tpcc", "--url", &url, "--items", "1000", "--customers", "30"], LIMIT);
+        assert_eq!(r.code, Some(1), "{}", r.stdout);
+        assert!(r.stderr.contains("already has table(s) customer"), "{}", r.stderr);
+
+        ok(&["workload", "init", "tpcc", "--url", &url, "--items", "1000", "--customers", "30", "--drop"]);
         let json = dir.path().join("tpcc.json");
         let r = ok(&[
             "workload",
@@ -69,6 +86,7 @@ async fn workload_tpcc_and_transfer_through_a_gateway() {
         ok(&["workload", "init", "ycsb", "--url", &url, "--records", "200"]);
         ok(&["workload", "run", "ycsb", "--url", &url, "--duration", "2", "--clients", "2", "--mix", "F"]);
         ok(&["workload", "check", "ycsb", "--url", &url]);
+
         let r = pistou(&["workload", "run", "tpcc", "--url", &url, "--clients", "0"], LIMIT);
         assert_eq!(r.code, Some(2), "{}", r.stderr);
 

@@ -25,6 +25,7 @@ pub struct Copier<'a> {
     statement: String,
     buf: String,
     rows_in_buf: usize,
+    chunk_rows: usize,
     total: u64,
 }
 
@@ -35,8 +36,15 @@ impl<'a> Copier<'a> {
             statement: format!("COPY {table} ({columns}) FROM STDIN"),
             buf: String::new(),
             rows_in_buf: 0,
+            chunk_rows: CHUNK_ROWS,
             total: 0,
         }
+    }
+
+    /// Sends `rows` rows per COPY statement instead of 1,000.
+    pub fn chunk_rows(mut self, rows: usize) -> Copier<'a> {
+        self.chunk_rows = rows.max(1);
+        self
     }
 
     /// Adds one row. Values are numbers or generated text without tabs, newlines or
@@ -50,7 +58,7 @@ impl<'a> Copier<'a> {
         }
         self.buf.push('\n');
         self.rows_in_buf += 1;
-        if self.rows_in_buf >= CHUNK_ROWS {
+        if self.rows_in_buf >= self.chunk_rows {
             self.flush().await?;
         }
         Ok(())

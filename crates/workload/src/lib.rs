@@ -1,4 +1,4 @@
-//! `pistou workload`: standard workloads (TPC-C, YCSB A–F, bank transfers) loaded, run and
+//! `pistou workload`: standard workloads (TPC-C, SEATS, YCSB A–F, bank transfers) loaded, run and
 //! checked against any PostgreSQL-protocol endpoint — a Pistou gateway or PostgreSQL — with
 //! serializable transactions, retries of serialization failures counted apart from errors,
 //! a live progress line, a summary table, a JSON result file and a plot.
@@ -11,6 +11,7 @@ mod meta;
 pub mod plot;
 mod progress;
 pub mod report;
+pub mod seats;
 pub mod stats;
 pub mod tpcc;
 pub mod transfer;
@@ -29,6 +30,7 @@ pub use report::Report;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Name {
     Tpcc,
+    Seats,
     Ycsb,
     Transfer,
 }
@@ -37,6 +39,7 @@ impl Name {
     pub fn as_str(self) -> &'static str {
         match self {
             Name::Tpcc => "tpcc",
+            Name::Seats => "seats",
             Name::Ycsb => "ycsb",
             Name::Transfer => "transfer",
         }
@@ -47,6 +50,7 @@ impl Name {
 #[derive(Clone, Debug)]
 pub struct InitOptions {
     pub tpcc: tpcc::Scale,
+    pub seats: seats::Scale,
     pub ycsb_records: u64,
     pub accounts: u64,
     pub seed: u64,
@@ -71,6 +75,7 @@ pub async fn init(name: Name, url: &str, o: &InitOptions, report: &mut dyn FnMut
     let mut s = conn::connect(url).await?;
     match name {
         Name::Tpcc => tpcc::init(&mut s, &o.tpcc, o.seed, o.drop, report).await,
+        Name::Seats => seats::init(&mut s, &o.seats, o.seed, o.drop, report).await,
         Name::Ycsb => ycsb::init(&mut s, o.ycsb_records, o.seed, o.drop, report).await,
         Name::Transfer => transfer::init(&mut s, o.accounts, o.drop, report).await,
     }
@@ -87,6 +92,11 @@ pub async fn run(name: Name, o: &RunOptions, interrupt: impl Future<Output = ()>
         Name::Tpcc => {
             let params = tpcc::params(&mut s).await?;
             ("TPC-C".to_string(), drive(tpcc::Tpcc::new(&params, &mut rng), &config, interrupt).await?)
+        }
+        Name::Seats => {
+            let params = seats::params(&mut s).await?;
+            let workload = seats::Seats::new(&mut s, &params).await?;
+            ("SEATS".to_string(), drive(workload, &config, interrupt).await?)
         }
         Name::Ycsb => {
             let params = ycsb::params(&mut s).await?;
@@ -117,6 +127,7 @@ pub async fn check(name: Name, url: &str) -> Result<Vec<String>> {
     let mut s = conn::connect(url).await?;
     match name {
         Name::Tpcc => tpcc::check(&mut s).await,
+        Name::Seats => seats::check(&mut s).await,
         Name::Ycsb => ycsb::check(&mut s).await,
         Name::Transfer => transfer::check(&mut s).await,
     }

@@ -5,12 +5,13 @@
 mod common;
 
 use common::TestDb;
-use pistou_workload::{tpcc, ycsb, InitOptions, Name, Report, RunOptions};
+use pistou_workload::{seats, tpcc, ycsb, InitOptions, Name, Report, RunOptions};
 use std::time::Duration;
 
 fn options() -> InitOptions {
     InitOptions {
         tpcc: tpcc::Scale { warehouses: 1, items: tpcc::SPEC_ITEMS, customers: tpcc::SPEC_CUSTOMERS },
+        seats: seats::Scale { flights: seats::DEFAULT_FLIGHTS },
         ycsb_records: 1000,
         accounts: 100,
         seed: 7,
@@ -69,6 +70,73 @@ async fn tpcc_loads_runs_and_checks_then_detects_a_broken_district() {
     db.sql("DELETE FROM order_line WHERE ol_w_id = 1 AND ol_d_id = 7 AND ol_o_id = 1 AND ol_number = 1").await;
     let violations = pistou_workload::check(Name::Tpcc, &db.url).await.expect("check");
     assert!(violations.iter().any(|v| v.starts_with("condition 4")), "{violations:?}");
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seats_loads_runs_and_checks_then_detects_broken_flights_and_customers() {
+    let db = TestDb::create("seats").await;
+    let err = pistou_workload::check(Name::Seats, &db.url).await.expect_err("no data set yet");
+    assert!(err.to_string().contains("no SEATS data set found"), "{err:#}");
+    init(Name::Seats, &db.url, &options()).await;
+    assert_eq!(pistou_workload::check(Name::Seats, &db.url).await.expect("check"), Vec::<String>::new());
+    let report = run(Name::Seats, &db.url, ycsb::Mix::A, 3).await;
+    let names: Vec<&str> = report.transactions.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "delete_reservation",
+            "find_flights",
+            "find_open_seats",
+            "new_reservation",
+            "update_customer",
+            "update_reservation"
+        ]
+    );
+    // Every type commits some; NewReservation and UpdateReservation also meet taken seats.
+    assert!(report.transactions.iter().all(|t| t.committed > 0), "{}", report.table());
+    assert!(report.total.rolled_back > 0, "{}", report.table());
+    assert_eq!(pistou_workload::check(Name::Seats, &db.url).await.expect("check"), Vec::<String>::new());
+    // A flight's F_SEATS_LEFT off by one.
+    db.sql("UPDATE flight SET f_seats_left = f_seats_left - 1 WHERE f_id = 7").await;
+    let violations = pistou_workload::check(Name::Seats, &db.url).await.expect("check");
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(violations[0].starts_with("invariant seats_left violated: flight 7 has F_SEATS_LEFT"), "{violations:?}");
+    // A reservation of a customer who does not exist (its flight's seat count kept right).
+    db.sql(
+        "UPDATE flight SET f_seats_left = f_seats_left + 1 WHERE f_id = 7; \
+         INSERT INTO reservation (r_id, r_c_id, r_f_id, r_seat, r_price) \
+         SELECT 999999999, 99999999, 9, s, 1.0 FROM generate_series(1, 150) s \
+         WHERE s NOT IN (SELECT r_seat FROM reservation WHERE r_f_id = 9) LIMIT 1; \
+         UPDATE flight SET f_seats_left = f_seats_left - 1 WHERE f_id = 9",
+    )
+    .await;
+    let violations = pistou_workload::check(Name::Seats, &db.url).await.expect("check");
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(violations[0].starts_with("invariant reservation_customer_exists violated"), "{violations:?}");
+    // A customer's reservation counter off (a NewReservation half applied).
+    db.sql("DELETE FROM reservation WHERE r_id = 999999999; UPDATE flight SET f_seats_left = f_seats_left + 1 WHERE f_id = 9").await;
+    db.sql("UPDATE customer SET c_iattr10 = c_iattr10 + 1 WHERE c_id = 5").await;
+    let violations = pistou_workload::check(Name::Seats, &db.url).await.expect("check");
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(violations[0].starts_with("invariant customer_reservation_count violated: customer 5"), "{violations:?}");
+    // Two reservations of one seat (once the unique constraint is gone): also a customer
+    // with two seats on the flight, F_SEATS_LEFT wrong and counters off.
+    db.sql("UPDATE customer SET c_iattr10 = c_iattr10 - 1 WHERE c_id = 5").await;
+    assert_eq!(pistou_workload::check(Name::Seats, &db.url).await.expect("check"), Vec::<String>::new());
+    db.sql(
+        "ALTER TABLE reservation DROP CONSTRAINT reservation_r_f_id_r_seat_key; \
+         INSERT INTO reservation (r_id, r_c_id, r_f_id, r_seat, r_price) \
+         SELECT 999999998, r_c_id, r_f_id, r_seat, r_price FROM reservation WHERE r_f_id = 11 LIMIT 1",
+    )
+    .await;
+    let violations = pistou_workload::check(Name::Seats, &db.url).await.expect("check");
+    for invariant in
+        ["seats_left", "seat_reserved_once", "one_reservation_per_customer_and_flight", "customer_reservation_count"]
+    {
+        let prefix = format!("invariant {invariant} violated");
+        assert!(violations.iter().any(|v| v.starts_with(&prefix)), "{invariant}: {violations:?}");
+    }
     db.drop_db().await;
 }
 
