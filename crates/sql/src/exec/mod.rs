@@ -237,11 +237,16 @@ impl Reader<'_> {
             .filter(|l| !l.is_empty())
             .collect();
         let filter = Filter::new(&predicate);
-        // Only a primary-key scan stops early: its predicate is then narrowed to the keys it
-        // read (up to the last one's first key column), so that rows after it, unread, are
-        // not part of the transaction's read (replicas check writes against the predicate).
+        // Only a scan of a one-column primary key stops early: its predicate is then narrowed
+        // to the keys it read (`key <= last`), so that rows after it, unread, are not part of
+        // the transaction's read (replicas check the read's rows against the predicate). With
+        // several key columns, `first <= last's first` would also cover unread rows after the
+        // last one with the same first column, and replicas would refuse every such read.
         let may_stop = ranges.len() == 1 && layers.is_empty() && access.path == Path::PrimaryKey;
-        let stop_column = table.primary_key.first().copied().filter(|_| may_stop);
+        let stop_column = match table.primary_key.as_slice() {
+            [only] if may_stop => Some(*only),
+            _ => None,
+        };
         let mut stopped_at: Option<Value> = None;
         let mut active = Vec::new();
         let mut seen = 0usize;
