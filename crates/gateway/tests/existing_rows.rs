@@ -270,3 +270,61 @@ async fn a_concurrent_duplicate_and_a_new_primary_key_never_both_commit() {
     })
     .await;
 }
+
+/// Rows of the race test's table: several pages, so the check takes seconds.
+const RACE_ROWS: i64 = 100_000;
+
+/// Outside a block, a table larger than one transaction may read is checked in pages: a
+/// duplicate written concurrently must either be found (23505) or be refused by the new
+/// index, so the table never ends up with a unique index over duplicates. The writer inserts
+/// rows before every page's keys (a < 0) that duplicate a row near the end, starting after
+/// a delay that differs per round, so some round writes while the pages run.
+///
+/// Ignored: this is the race docs/gateway.md names as a known gap ("Known gap (race for
+/// tables checked in pages)"); it fails until the change is committed before its check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "known gap: the paged check races concurrent writes (docs/gateway.md)"]
+async fn a_concurrent_duplicate_and_a_paged_unique_index_never_both_commit() {
+    bounded(600, async {
+        let h = start(GatewayConfig::default()).await;
+        let admin = connect(h.addr).await;
+        admin.batch_execute("CREATE TABLE er_rbig (a INT PRIMARY KEY, v INT)").await.expect("create");
+        let rows: String = (1..=RACE_ROWS).map(|i| format!("{i},{i}\n")).collect();
+        let sink = admin.copy_in::<_, Bytes>("COPY er_rbig FROM STDIN WITH (FORMAT csv)").await.expect("copy");
+        futures::pin_mut!(sink);
+        for chunk in rows.as_bytes().chunks(256 * 1024) {
+            sink.send(Bytes::copy_from_slice(chunk)).await.expect("copy data");
+        }
+        assert_eq!(sink.finish().await.expect("copy end"), RACE_ROWS as u64);
+        for (round, delay_ms) in [500u64, 2_000, 4_000, 8_000].into_iter().enumerate() {
+            let writer = connect(h.addr).await;
+            let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let stop = done.clone();
+            let inserting = tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+                let mut n = 1;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && n < 2_000 {
+                    let insert = format!("INSERT INTO er_rbig VALUES ({}, {})", -n, RACE_ROWS - n);
+                    let _ = writer.simple_query(&insert).await;
+                    n += 1;
+                }
+            });
+            let added = outcome(&admin, "CREATE UNIQUE INDEX er_rbig_v ON er_rbig (v)").await;
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            inserting.await.expect("writer");
+            let indexed = outcome(&admin, "SELECT count(*) FROM pg_indexes WHERE indexname = 'er_rbig_v'").await;
+            let distinct = outcome(&admin, "SELECT count(*) = count(DISTINCT v) FROM er_rbig").await;
+            if indexed.starts_with('1') {
+                assert_eq!(distinct, "t; done 1", "round {round}: a unique index over duplicates ({added})");
+                admin.batch_execute("DROP INDEX er_rbig_v").await.expect("drop index");
+            } else {
+                assert!(added.starts_with("ERROR 23505"), "round {round}: no index, yet {added}");
+            }
+            admin.batch_execute("DELETE FROM er_rbig WHERE a < 0").await.expect("clean");
+        }
+        admin.batch_execute("DROP TABLE er_rbig").await.expect("drop");
+        drop(admin);
+        h.stop().await;
+    })
+    .await;
+}
