@@ -61,8 +61,21 @@ impl Binder<'_> {
         }
         let sql::TableObject::TableName(name) = &i.table else { return unsupported("INSERT into a table function") };
         let table = self.table(name)?;
-        let targets: Vec<usize> = if i.columns.is_empty() {
-            table.visible_columns().map(|(i, _)| i).collect()
+        let values_rows = match i.source.as_deref().map(|q| &*q.body) {
+            Some(sql::SetExpr::Values(values)) => Some(&values.rows),
+            _ => None,
+        };
+        if let Some(rows) = values_rows {
+            if rows.iter().any(|r| Some(r.content.len()) != rows.first().map(|f| f.content.len())) {
+                return err(SqlState::SyntaxError, "VALUES lists must all be the same length");
+            }
+        }
+        let implicit_targets = i.columns.is_empty();
+        let mut targets: Vec<usize> = if implicit_targets {
+            // Without a column list the values go to the first columns, as many as they are
+            // (the others take their defaults), as in PostgreSQL.
+            let width = values_rows.and_then(|rows| rows.first()).map_or(usize::MAX, |r| r.content.len());
+            table.visible_columns().map(|(i, _)| i).take(width).collect()
         } else {
             let mut t = Vec::new();
             for c in &i.columns {
@@ -146,6 +159,16 @@ impl Binder<'_> {
                     return generated_always(&c.name);
                 }
                 let mut q = self.query(source)?;
+                if implicit_targets && q.names.len() < targets.len() {
+                    // The query's columns go to the first columns; omitted SERIAL / IDENTITY
+                    // columns among the others draw from their sequences.
+                    for &pos in &targets[q.names.len()..] {
+                        if let Some(g) = table.columns.get(pos).and_then(|c| c.generated.as_ref()) {
+                            self.sequence_call(Func::NextVal, g.sequence.clone(), Vec::new())?;
+                        }
+                    }
+                    targets.truncate(q.names.len());
+                }
                 if q.names.len() != targets.len() {
                     return err(
                         SqlState::SyntaxError,
