@@ -469,6 +469,20 @@ impl Txn {
         }
     }
 
+    /// Buffers a schema change given as such, as a DDL statement would (the gateway's
+    /// marks of rules whose check of older rows runs after their commit).
+    pub async fn change_catalog(&mut self, change: pistou_sql::CatalogChange) -> Result<(), ClientError> {
+        self.check_active()?;
+        let (reply, rx) = oneshot::channel();
+        let cmd = Command::CatalogChange { txn: self.handle, change, reply };
+        let was_uncertain = std::mem::replace(&mut self.uncertain, true);
+        let result = self.client.call("sql", cmd, rx).await;
+        if matches!(result, Ok(_) | Err(ClientError::Sql(_))) {
+            self.uncertain = was_uncertain;
+        }
+        result.map(|_| ())
+    }
+
     /// Like [`Txn::query`] for statements that write: returns the affected row count.
     pub async fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64, ClientError> {
         Ok(match self.query(sql, params).await? {

@@ -53,6 +53,12 @@ pub(crate) enum Command {
         sets: Vec<(String, pistou_sql::SequenceSet)>,
         reply: Reply<(SqlOutput, SessionSequences)>,
     },
+    /// A schema change without SQL text (`Coordinator::sql_change`): answered as `Sql`.
+    CatalogChange {
+        txn: TxnHandle,
+        change: pistou_sql::CatalogChange,
+        reply: Reply<(SqlOutput, SessionSequences)>,
+    },
     /// SAVEPOINT / RELEASE / ROLLBACK TO on the writes the coordinator buffers.
     Savepoint {
         txn: TxnHandle,
@@ -236,6 +242,20 @@ impl Engine {
                 self.coord.set_session_sequences(txn, currents);
                 self.coord.set_sequence_sets(txn, sets);
                 match self.coord.sql(now, txn, &sql, params) {
+                    Ok(()) => {
+                        self.statements.insert(txn, reply);
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e.into()));
+                    }
+                }
+            }
+            Command::CatalogChange { txn, change, reply } => {
+                if self.statements.contains_key(&txn) {
+                    let _ = reply.send(Err(pistou_txn::TxnError::Busy.into()));
+                    return;
+                }
+                match self.coord.sql_change(now, txn, change) {
                     Ok(()) => {
                         self.statements.insert(txn, reply);
                     }

@@ -78,8 +78,9 @@ impl Journal {
                 Recorded::CreateTableAs(Box::new(ctas.clone()), params.clone()),
                 ctas.query.len() + params.values.iter().flatten().map(|v| v.len()).sum::<usize>(),
             ),
-            // COPY's batches commit on their own, outside the block.
-            Work::Values(..) => return self.forgo(),
+            // COPY's batches commit on their own, outside the block; the checks of older
+            // rows run only outside a block too.
+            Work::Values(..) | Work::AddUnvalidated(..) | Work::ChangeCatalog(..) => return self.forgo(),
         };
         self.bytes = self.bytes.saturating_add(bytes);
         if self.entries.len() >= MAX_STATEMENTS || self.bytes > MAX_BYTES {

@@ -347,7 +347,7 @@ impl Session {
     /// one, the check and the change run in one transaction of their own, so a row written
     /// concurrently either is seen by the check or conflicts with it (retried on a
     /// serialization failure, the check included); a table too large for one transaction's
-    /// reads is checked in pages before the change instead (docs/gateway.md, the race left).
+    /// reads gets the change first and the check after it ([`Session::add_rule_checked_after`]).
     async fn add_rule(&mut self, sql: &str, params: &RawParams) -> Result<Reply, PgError> {
         match self.txn {
             TxnState::Failed(_) => return self.work(Work::Statement(sql, params)).await,
@@ -379,8 +379,7 @@ impl Session {
                 Err(e) if e.code == errors::PROGRAM_LIMIT => {
                     self.txn = TxnState::Idle;
                     self.end_block(false);
-                    self.check_existing_rows(sql).await?;
-                    return self.work(Work::Statement(sql, params)).await;
+                    return self.add_rule_checked_after(sql, params).await;
                 }
                 Err(e) => Err(e),
             };
@@ -892,6 +891,12 @@ pub(crate) enum Work<'a> {
     DropTables(&'a [String]),
     /// CREATE TABLE … AS / SELECT … INTO ([`create_table_as`]).
     CreateTableAs(&'a CreateTableAs, &'a RawParams),
+    /// A schema change adding rules, then the mark of those rules as awaiting the check of
+    /// the older rows (`session/existing_rows.rs`).
+    AddUnvalidated(&'a str, &'a RawParams, &'a pistou_sql::CatalogChange),
+    /// Schema changes given as such: a mark of rules as valid, or the undoing of a change
+    /// whose check failed (`session/existing_rows.rs`).
+    ChangeCatalog(&'a [pistou_sql::CatalogChange]),
 }
 
 impl Work<'_> {
@@ -917,6 +922,17 @@ impl Work<'_> {
                 Ok(Reply::Command { tag: "DROP TABLE".into(), notices })
             }
             Work::CreateTableAs(ctas, params) => create_table_as(engine, txn, ctas, params).await,
+            Work::AddUnvalidated(sql, params, mark) => {
+                let reply = execute_in(engine, txn, sql, params).await?;
+                txn.change_catalog(mark.clone()).await.map_err(from_client)?;
+                Ok(reply)
+            }
+            Work::ChangeCatalog(changes) => {
+                for change in changes {
+                    txn.change_catalog(change.clone()).await.map_err(from_client)?;
+                }
+                Ok(command_reply("ALTER TABLE"))
+            }
         }
     }
 }

@@ -98,7 +98,9 @@ impl RowStore {
             | CatalogChange::CreateView(_)
             | CatalogChange::DropView { .. }
             | CatalogChange::RenameView { .. }
-            | CatalogChange::RenameSequence { .. } => {}
+            | CatalogChange::RenameSequence { .. }
+            | CatalogChange::MarkUnvalidated { .. }
+            | CatalogChange::Validated { .. } => {}
             CatalogChange::CreateTable(schema) => {
                 // The schema as the catalog applied it: the change's own `stored_as` comes from
                 // the client and must never name where rows go. Absent: a later change of the

@@ -618,15 +618,40 @@ pub fn foreign_key_definition(child: &TableSchema, parent: Option<&TableSchema>,
     s
 }
 
+/// The actions that would add the CHECK and FOREIGN KEY constraints among `rules` of `t`.
+pub fn validated_as_added(t: &TableSchema, rules: &[Unvalidated]) -> Vec<AlterAction> {
+    let c = &t.constraints;
+    rules
+        .iter()
+        .filter_map(|rule| match rule {
+            Unvalidated::Constraint(name) => {
+                c.checks.iter().find(|x| x.name == *name).map(|x| AlterAction::AddCheck(x.clone())).or_else(|| {
+                    c.foreign_keys.iter().find(|x| x.name == *name).map(|x| AlterAction::AddForeignKey(x.clone()))
+                })
+            }
+            Unvalidated::Index(_) | Unvalidated::NotNull(_) => None,
+        })
+        .collect()
+}
+
 /// Queries that find an existing row violating a constraint an ALTER TABLE adds (none for
 /// other changes), each with the error to report when it returns a row: a CHECK that is
 /// FALSE (23514), a foreign key without its referenced row (23503), duplicate values of a
-/// UNIQUE constraint (23505), a NULL in a column SET NOT NULL (23502). Run against the
-/// catalog before the change.
+/// UNIQUE constraint (23505), a NULL in a column SET NOT NULL (23502); for VALIDATE
+/// CONSTRAINT, those of the constraint as if added. Run against the catalog before the change.
 pub fn validation_queries(catalog: &Catalog, change: &crate::catalog::CatalogChange) -> Vec<(String, SqlError)> {
     use crate::system::quote_ident as q;
     if let crate::catalog::CatalogChange::CreateIndex { table, index } = change {
         return catalog.table(table).map_or_else(Vec::new, |t| new_index_queries(t, index));
+    }
+    // VALIDATE CONSTRAINT: the queries of the constraint as if it were being added.
+    if let crate::catalog::CatalogChange::Validated { table, rules } = change {
+        let Some(t) = catalog.table(table) else { return Vec::new() };
+        let actions = validated_as_added(t, rules);
+        return validation_queries(
+            catalog,
+            &crate::catalog::CatalogChange::AlterTable { table: table.clone(), actions },
+        );
     }
     let crate::catalog::CatalogChange::AlterTable { table, actions } = change else { return Vec::new() };
     let Some(t) = catalog.table(table) else { return Vec::new() };

@@ -53,6 +53,7 @@ fn ddl_command(change: &CatalogChange) -> &'static str {
         CatalogChange::RenameIndex { .. } => "ALTER INDEX",
         CatalogChange::RenameView { .. } => "ALTER VIEW",
         CatalogChange::RenameSequence { .. } => "ALTER SEQUENCE",
+        CatalogChange::MarkUnvalidated { .. } | CatalogChange::Validated { .. } => "ALTER TABLE",
         // CREATE TABLE with SERIAL columns: its sequences, then the table.
         CatalogChange::Several(changes) => changes.last().map_or("DDL", ddl_command),
         CatalogChange::AddColumn { .. } | CatalogChange::AddPrimaryKey { .. } | CatalogChange::AlterTable { .. } => {

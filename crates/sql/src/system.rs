@@ -1444,7 +1444,7 @@ fn pg_index(o: &Objects) -> Relation {
                 b(false),
                 b(true),
                 b(false),
-                b(true),
+                b(t.schema.index_is_valid(&ix.name)),
                 b(false),
                 b(true),
                 b(true),
@@ -1500,7 +1500,7 @@ fn pg_constraint(o: &Objects) -> Relation {
                 name(if ix.primary { "p" } else { "u" }),
                 b(false),
                 b(false),
-                b(true),
+                b(t.schema.constraint_is_valid(&ix.name)),
                 oid(t.oid),
                 oid(0),
                 oid(ix.oid),
@@ -1525,7 +1525,7 @@ fn pg_constraint(o: &Objects) -> Relation {
                 name("c"),
                 b(false),
                 b(false),
-                b(true),
+                b(t.schema.constraint_is_valid(&c.name)),
                 oid(t.oid),
                 oid(0),
                 oid(0),
@@ -1559,7 +1559,7 @@ fn pg_constraint(o: &Objects) -> Relation {
                 name("f"),
                 b(f.deferrable),
                 b(f.initially_deferred),
-                b(true),
+                b(t.schema.constraint_is_valid(&f.name)),
                 oid(t.oid),
                 oid(0),
                 oid(index.map_or(0, |i| i.oid)),
@@ -2036,6 +2036,7 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
 
 #[cfg(test)]
 mod tests {
+    use crate::catalog::CatalogChange;
     use crate::database::Database;
     use crate::engine::Output;
     use crate::types::Value;
@@ -2172,6 +2173,31 @@ mod tests {
             ]
         );
         assert_eq!(rows(&mut db, "SELECT pg_get_indexdef(16392, 1, true)"), ["name"]);
+    }
+
+    /// Rules awaiting the check of their table's older rows show as PostgreSQL shows an
+    /// index during CREATE INDEX CONCURRENTLY and a NOT VALID constraint.
+    #[test]
+    fn rules_awaiting_their_check_are_not_valid_in_the_catalog() {
+        use crate::constraints::Unvalidated;
+        let mut db = db();
+        db.execute("ALTER TABLE a ADD CONSTRAINT a_pos CHECK (k > 0)").expect("check");
+        let valid = "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+                     WHERE i.indrelid = 'zt'::regclass ORDER BY 1";
+        let validated = "SELECT conname, convalidated FROM pg_constraint ORDER BY 1";
+        assert_eq!(rows(&mut db, valid), ["zt_code_key|true", "zt_name|true", "zt_pkey|true"]);
+        let marks = vec![Unvalidated::Index("zt_code_key".into())];
+        db.apply_catalog_change(&CatalogChange::MarkUnvalidated { table: "zt".into(), rules: marks.clone() })
+            .expect("mark");
+        let check = vec![Unvalidated::Constraint("a_pos".into())];
+        db.apply_catalog_change(&CatalogChange::MarkUnvalidated { table: "a".into(), rules: check.clone() })
+            .expect("mark check");
+        assert_eq!(rows(&mut db, valid), ["zt_code_key|false", "zt_name|true", "zt_pkey|true"]);
+        assert_eq!(rows(&mut db, validated), ["a_pkey|true", "a_pos|false", "zt_code_key|false", "zt_pkey|true"]);
+        db.apply_catalog_change(&CatalogChange::Validated { table: "zt".into(), rules: marks }).expect("valid");
+        db.apply_catalog_change(&CatalogChange::Validated { table: "a".into(), rules: check }).expect("valid");
+        assert_eq!(rows(&mut db, valid), ["zt_code_key|true", "zt_name|true", "zt_pkey|true"]);
+        assert_eq!(rows(&mut db, validated), ["a_pkey|true", "a_pos|true", "zt_code_key|true", "zt_pkey|true"]);
     }
 
     #[test]

@@ -38,8 +38,9 @@ const ENTRIES: TableDefinition<u64, &[u8]> = TableDefinition::new("entries");
 /// instead of misreading it. 2: table schemas name their storage (ALTER TABLE RENAME).
 /// 3: indexes record their columns' declared orders (DESC, NULLS FIRST), sequences their
 /// storage names (ALTER SEQUENCE RENAME). 4: indexes record their expressions
-/// (`CREATE INDEX i ON t (lower(e))`).
-const FORMAT: u8 = 4;
+/// (`CREATE INDEX i ON t (lower(e))`). 5: tables record the rules awaiting the check of
+/// their older rows (`Constraints::unvalidated`).
+const FORMAT: u8 = 5;
 /// redb's page cache. The log is read once, at open, and otherwise only appended to, so a
 /// large cache buys nothing; redb's default (1 GiB per database) would let each of a host's
 /// replicas keep up to that much of its log resident.

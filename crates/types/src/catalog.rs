@@ -1,7 +1,9 @@
 //! Table schemas and the versioned catalog. DDL never mutates a catalog behind the caller's
 //! back: planning a DDL statement yields a `CatalogChange`, which the caller applies.
 
-pub use crate::constraints::{AlterAction, CheckConstraint, Constraints, FkAction, ForeignKey};
+pub use crate::constraints::{
+    AlterAction, CheckConstraint, Constraints, FkAction, ForeignKey, Unvalidated, MAX_UNVALIDATED,
+};
 use crate::error::{err, Result, SqlState};
 pub use crate::index_expr::IndexExpression;
 use crate::keycode::encode_key;
@@ -254,6 +256,49 @@ impl TableSchema {
     pub fn index(&self, name: &str) -> Option<&IndexSchema> {
         self.indexes.iter().find(|i| i.name == name)
     }
+
+    /// True if the table has `rule`: an index a check of older rows applies to (unique, or
+    /// with expressions), a CHECK or FOREIGN KEY constraint, or NOT NULL on a visible column.
+    pub fn has_rule(&self, rule: &Unvalidated) -> bool {
+        match rule {
+            Unvalidated::Index(name) => self.index(name).is_some_and(|i| i.unique || !i.expressions.is_empty()),
+            Unvalidated::Constraint(name) => {
+                self.constraints.checks.iter().any(|c| c.name == *name)
+                    || self.constraints.foreign_keys.iter().any(|f| f.name == *name)
+            }
+            Unvalidated::NotNull(c) => self.columns.get(*c).is_some_and(|c| !c.nullable && !c.is_hidden()),
+        }
+    }
+
+    /// False while the check of the rows older than index `name` has not passed.
+    pub fn index_is_valid(&self, name: &str) -> bool {
+        !self.constraints.unvalidated.iter().any(|r| matches!(r, Unvalidated::Index(n) if n == name))
+    }
+
+    /// False while the check of the rows older than constraint `name` has not passed.
+    pub fn constraint_is_valid(&self, name: &str) -> bool {
+        !self
+            .constraints
+            .unvalidated
+            .iter()
+            .any(|r| matches!(r, Unvalidated::Index(n) | Unvalidated::Constraint(n) if n == name))
+    }
+
+    /// True if the schemas differ at most in which rules await their check.
+    pub fn same_but_for_validity(&self, other: &TableSchema) -> bool {
+        if self.constraints.unvalidated == other.constraints.unvalidated {
+            return self == other;
+        }
+        let mut other = other.clone();
+        other.constraints.unvalidated = self.constraints.unvalidated.clone();
+        *self == other
+    }
+
+    /// Forgets the awaited checks of rules the table no longer has (dropped since).
+    fn forget_dropped_rules(&mut self) {
+        let pending = std::mem::take(&mut self.constraints.unvalidated);
+        self.constraints.unvalidated = pending.into_iter().filter(|r| self.has_rule(r)).collect();
+    }
 }
 
 /// A change to the catalog produced by a DDL statement.
@@ -323,6 +368,18 @@ pub enum CatalogChange {
     RenameSequence {
         sequence: String,
         to: String,
+    },
+    /// The rules the same transaction's earlier change added to `table` hold for the rows
+    /// written from now on, but the older rows are still to be checked
+    /// ([`crate::constraints::Constraints::unvalidated`]).
+    MarkUnvalidated {
+        table: String,
+        rules: Vec<Unvalidated>,
+    },
+    /// The check of the older rows passed: `rules` of `table` are valid.
+    Validated {
+        table: String,
+        rules: Vec<Unvalidated>,
     },
 }
 
@@ -595,10 +652,12 @@ impl Catalog {
                     );
                 }
                 let before = schema.indexes.len();
-                Arc::make_mut(schema).indexes.retain(|i| &i.name != index);
+                let schema = Arc::make_mut(schema);
+                schema.indexes.retain(|i| &i.name != index);
                 if schema.indexes.len() == before {
                     return err(SqlState::UndefinedObject, format!("index \"{index}\" does not exist"));
                 }
+                schema.forget_dropped_rules();
             }
             CatalogChange::AlterTable { table, actions } => {
                 // Applied to a copy: a failing action leaves the catalog as it was.
@@ -610,6 +669,9 @@ impl Catalog {
                     }
                 }
                 rules.check_views_unchanged(self, &next, table)?;
+                if let Some(schema) = next.tables.get_mut(table) {
+                    Arc::make_mut(schema).forget_dropped_rules();
+                }
                 self.tables = next.tables;
                 self.views = next.views;
                 self.follow_owned_sequences(table);
@@ -635,6 +697,39 @@ impl Catalog {
                 }
             }
             CatalogChange::RenameIndex { index, to } => self.rename_index(index, to)?,
+            CatalogChange::MarkUnvalidated { table, rules } => {
+                let Some(schema) = self.tables.get_mut(table) else {
+                    return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
+                };
+                let pending = &schema.constraints.unvalidated;
+                if rules.is_empty() || pending.len() + rules.len() > MAX_UNVALIDATED {
+                    return err(
+                        SqlState::ProgramLimitExceeded,
+                        format!("a table has 1 to {MAX_UNVALIDATED} rules awaiting their check"),
+                    );
+                }
+                for (i, rule) in rules.iter().enumerate() {
+                    if !schema.has_rule(rule) || pending.contains(rule) || rules[..i].contains(rule) {
+                        return err(
+                            SqlState::InvalidTableDefinition,
+                            format!("{rule} of relation \"{table}\" is not a rule that can await its check"),
+                        );
+                    }
+                }
+                Arc::make_mut(schema).constraints.unvalidated.extend(rules.iter().cloned());
+            }
+            CatalogChange::Validated { table, rules } => {
+                let Some(schema) = self.tables.get_mut(table) else {
+                    return err(SqlState::UndefinedTable, format!("relation \"{table}\" does not exist"));
+                };
+                if rules.is_empty() || rules.iter().any(|r| !schema.constraints.unvalidated.contains(r)) {
+                    return err(
+                        SqlState::InvalidTableDefinition,
+                        format!("a rule of relation \"{table}\" marked valid was not awaiting its check"),
+                    );
+                }
+                Arc::make_mut(schema).constraints.unvalidated.retain(|r| !rules.contains(r));
+            }
             CatalogChange::RenameSequence { sequence, to } => self.rename_sequence(sequence, to)?,
             CatalogChange::RenameView { view, to } => {
                 check_relation_name(to)?;
@@ -694,7 +789,12 @@ impl Catalog {
             let (old, new) = (format!("{table}_pkey"), format!("{to}_pkey"));
             if let Some(index) = renamed.indexes.iter_mut().find(|i| i.name == old) {
                 self.check_new_index_name(&new)?;
-                index.name = new;
+                index.name = new.clone();
+                for rule in &mut renamed.constraints.unvalidated {
+                    if matches!(rule, Unvalidated::Index(n) if *n == old) {
+                        *rule = Unvalidated::Index(new.clone());
+                    }
+                }
             }
         }
         self.tables.remove(table);
@@ -798,6 +898,11 @@ impl Catalog {
         }
         for name in schema.constraints.unique.iter_mut().filter(|n| *n == index) {
             *name = to.to_string();
+        }
+        for rule in &mut schema.constraints.unvalidated {
+            if matches!(rule, Unvalidated::Index(n) if n == index) {
+                *rule = Unvalidated::Index(to.to_string());
+            }
         }
         Ok(())
     }
@@ -979,6 +1084,77 @@ mod tests {
         }
         catalog.apply(&index("ok", vec![0], vec![order]), &NoConstraints).expect("index");
         assert_eq!(catalog.table("t").expect("t").index("ok").map(|i| i.orders.clone()), Some(vec![order]));
+    }
+
+    /// t(id) with a unique index `u` on id and a non-unique one `plain`.
+    fn with_indexes() -> Catalog {
+        let mut catalog = Catalog::new();
+        catalog.apply(&CatalogChange::CreateTable(table("t")), &NoConstraints).expect("create");
+        for (name, unique) in [("u", true), ("plain", false)] {
+            let index =
+                IndexSchema { name: name.into(), columns: vec![0], unique, orders: vec![], expressions: vec![] };
+            catalog.apply(&CatalogChange::CreateIndex { table: "t".into(), index }, &NoConstraints).expect("index");
+        }
+        catalog
+    }
+
+    fn mark(rules: Vec<Unvalidated>) -> CatalogChange {
+        CatalogChange::MarkUnvalidated { table: "t".into(), rules }
+    }
+
+    #[test]
+    fn only_a_rule_the_table_has_can_await_its_check_and_only_once() {
+        let mut catalog = with_indexes();
+        let u = Unvalidated::Index("u".into());
+        for bad in [
+            mark(vec![]),
+            mark(vec![Unvalidated::Index("plain".into())]),
+            mark(vec![Unvalidated::Index("missing".into())]),
+            mark(vec![Unvalidated::Constraint("u".into())]),
+            mark(vec![Unvalidated::NotNull(7)]),
+            mark(vec![u.clone(), u.clone()]),
+            mark(vec![Unvalidated::Index("u".into()); MAX_UNVALIDATED + 1]),
+            CatalogChange::MarkUnvalidated { table: "nope".into(), rules: vec![u.clone()] },
+        ] {
+            assert!(catalog.apply(&bad, &NoConstraints).is_err(), "{bad:?}");
+        }
+        assert!(catalog.table("t").is_some_and(|t| t.index_is_valid("u")));
+        catalog.apply(&mark(vec![u.clone()]), &NoConstraints).expect("mark");
+        assert!(catalog.apply(&mark(vec![u.clone()]), &NoConstraints).is_err(), "marked twice");
+        let t = catalog.table("t").expect("t");
+        assert!(!t.index_is_valid("u") && !t.constraint_is_valid("u") && t.index_is_valid("plain"));
+    }
+
+    #[test]
+    fn a_rule_is_marked_valid_only_while_it_awaits_its_check() {
+        let mut catalog = with_indexes();
+        let u = Unvalidated::Index("u".into());
+        let valid = CatalogChange::Validated { table: "t".into(), rules: vec![u.clone()] };
+        assert!(catalog.apply(&valid, &NoConstraints).is_err(), "never marked");
+        catalog.apply(&mark(vec![u]), &NoConstraints).expect("mark");
+        catalog.apply(&valid, &NoConstraints).expect("valid");
+        assert!(catalog.table("t").is_some_and(|t| t.index_is_valid("u")));
+        assert!(catalog.apply(&valid, &NoConstraints).is_err(), "already valid");
+    }
+
+    #[test]
+    fn a_mark_follows_its_index_renamed_and_goes_with_it_dropped() {
+        let mut catalog = with_indexes();
+        catalog.apply(&mark(vec![Unvalidated::Index("u".into())]), &NoConstraints).expect("mark");
+        catalog
+            .apply(&CatalogChange::RenameIndex { index: "u".into(), to: "v".into() }, &NoConstraints)
+            .expect("rename");
+        let t = catalog.table("t").expect("t");
+        assert_eq!(t.constraints.unvalidated, vec![Unvalidated::Index("v".into())]);
+        catalog
+            .apply(&CatalogChange::DropIndex { table: "t".into(), index: "v".into() }, &NoConstraints)
+            .expect("drop");
+        assert!(catalog.table("t").expect("t").constraints.unvalidated.is_empty());
+        // An index of the same name created again is valid.
+        let index =
+            IndexSchema { name: "v".into(), columns: vec![0], unique: true, orders: vec![], expressions: vec![] };
+        catalog.apply(&CatalogChange::CreateIndex { table: "t".into(), index }, &NoConstraints).expect("again");
+        assert!(catalog.table("t").is_some_and(|t| t.index_is_valid("v")));
     }
 
     /// t(id INT, email TEXT) and a CREATE INDEX of `nodes` as a client may send it.

@@ -78,7 +78,38 @@ pub struct Constraints {
     /// Unique indexes that are UNIQUE constraints (`UNIQUE` in CREATE TABLE or ALTER TABLE ADD
     /// CONSTRAINT), as opposed to CREATE UNIQUE INDEX.
     pub unique: Vec<String>,
+    /// Rules added to the table that every row written since holds (writers enforce them),
+    /// but that the rows older than the rule are not yet known to hold: a check of a table
+    /// too large for one transaction runs after the rule is committed, and then marks it
+    /// valid or drops it (PostgreSQL's `indisvalid` / `convalidated` false meanwhile; see
+    /// docs/gateway.md, "Checks of existing rows").
+    pub unvalidated: Vec<Unvalidated>,
 }
+
+/// A rule of a table whose check of the rows older than it has not finished
+/// ([`Constraints::unvalidated`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Unvalidated {
+    /// A unique or expression index (a primary key's and a UNIQUE constraint's included).
+    Index(String),
+    /// A CHECK or FOREIGN KEY constraint.
+    Constraint(String),
+    /// NOT NULL on the column at this position.
+    NotNull(usize),
+}
+
+impl std::fmt::Display for Unvalidated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unvalidated::Index(name) => write!(f, "index \"{name}\""),
+            Unvalidated::Constraint(name) => write!(f, "constraint \"{name}\""),
+            Unvalidated::NotNull(column) => write!(f, "NOT NULL of column {}", column + 1),
+        }
+    }
+}
+
+/// Most rules of one table awaiting their check.
+pub const MAX_UNVALIDATED: usize = 64;
 
 /// One action of ALTER TABLE (several may form one `CatalogChange::AlterTable`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -361,7 +361,9 @@ impl MemStore {
             | CreateView(_)
             | DropView { .. }
             | RenameView { .. }
-            | RenameSequence { .. } => {}
+            | RenameSequence { .. }
+            | MarkUnvalidated { .. }
+            | Validated { .. } => {}
             CreateTable(schema) => {
                 // Stored where the catalog put it; absent, a later change of the statement
                 // dropped it again (and its name may be another table's storage name).

@@ -5,8 +5,8 @@
 //! skipped. See docs/gateway.md, "Checks of existing rows".
 
 use super::*;
-use pistou_sql::constraints::validation_queries;
-use pistou_sql::constraints::AlterAction;
+use pistou_sql::constraints::{validated_as_added, validation_queries};
+use pistou_sql::constraints::{AlterAction, CheckConstraint, ForeignKey, Unvalidated};
 use pistou_sql::index_expr::part_texts;
 use pistou_sql::keycode::encode_key;
 use pistou_sql::system::quote_ident;
@@ -135,6 +135,11 @@ fn rules_of(catalog: &Catalog, change: &CatalogChange) -> Option<(Arc<TableSchem
             }
             (table, rules)
         }
+        // VALIDATE CONSTRAINT: the rules of the constraint as if it were being added.
+        CatalogChange::Validated { table, rules } => {
+            let actions = validated_as_added(catalog.table(table)?, rules);
+            return rules_of(catalog, &CatalogChange::AlterTable { table: table.clone(), actions });
+        }
         _ => return None,
     };
     let schema = catalog.table(table)?.clone();
@@ -239,17 +244,161 @@ impl Findings {
     }
 }
 
+/// What a schema change checked after its commit marks as awaiting its check, and the
+/// changes that undo it if the check fails.
+struct CheckedAfter {
+    table: String,
+    marks: Vec<Unvalidated>,
+    undo: Vec<CatalogChange>,
+}
+
+/// The marks and the undoing of `change` (None: it adds no rule a check applies to).
+fn checked_after(catalog: &Catalog, change: &CatalogChange) -> Option<CheckedAfter> {
+    let (table, marks, undo) = match change {
+        // Its columns became NOT NULL with it, and are nullable again without it.
+        CatalogChange::AddPrimaryKey { table, index } => {
+            let t = catalog.table(table)?;
+            let nullable: Vec<AlterAction> = index
+                .columns
+                .iter()
+                .filter_map(|&c| t.columns.get(c).filter(|c| c.nullable))
+                .map(|c| AlterAction::DropNotNull { column: c.name.clone() })
+                .collect();
+            let mut undo = vec![CatalogChange::DropIndex { table: table.clone(), index: index.name.clone() }];
+            if !nullable.is_empty() {
+                undo.push(CatalogChange::AlterTable { table: table.clone(), actions: nullable });
+            }
+            (table, vec![Unvalidated::Index(index.name.clone())], undo)
+        }
+        CatalogChange::CreateIndex { table, index } if index.unique || !index.expressions.is_empty() => (
+            table,
+            vec![Unvalidated::Index(index.name.clone())],
+            vec![CatalogChange::DropIndex { table: table.clone(), index: index.name.clone() }],
+        ),
+        CatalogChange::AlterTable { table, actions } => {
+            let t = catalog.table(table)?;
+            let (mut marks, mut undo) = (Vec::new(), Vec::new());
+            for action in actions {
+                match action {
+                    AlterAction::AddUnique { name, .. } => {
+                        marks.push(Unvalidated::Index(name.clone()));
+                        undo.push(AlterAction::DropConstraint { name: name.clone() });
+                    }
+                    AlterAction::AddCheck(CheckConstraint { name, .. })
+                    | AlterAction::AddForeignKey(ForeignKey { name, .. }) => {
+                        marks.push(Unvalidated::Constraint(name.clone()));
+                        undo.push(AlterAction::DropConstraint { name: name.clone() });
+                    }
+                    AlterAction::SetNotNull { column } => {
+                        let Some(pos) = t.column_index(column) else { continue };
+                        if t.columns.get(pos).is_some_and(|c| c.nullable) && !t.primary_key.contains(&pos) {
+                            marks.push(Unvalidated::NotNull(pos));
+                            undo.push(AlterAction::DropNotNull { column: column.clone() });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            (table, marks, vec![CatalogChange::AlterTable { table: table.clone(), actions: undo }])
+        }
+        _ => return None,
+    };
+    (!marks.is_empty()).then(|| CheckedAfter { table: table.clone(), marks, undo })
+}
+
 impl Session {
     /// Before a schema change that adds a rule the existing rows must satisfy: checks them
-    /// all, returning PostgreSQL's error for a violation. A statement that does not plan
-    /// against the schema the session reads is left to the engine, which reports its error.
+    /// all (in the open block's transaction, or in one of its own), returning PostgreSQL's
+    /// error for a violation. A statement that does not plan against the schema the session
+    /// reads is left to the engine, which reports its error.
     pub(super) async fn check_existing_rows(&mut self, sql: &str) -> Result<(), PgError> {
         let catalog = self.catalog().await?;
         let Ok(prepared) = self.engine.prepare(&catalog, sql) else { return Ok(()) };
         let StatementKind::Ddl(Some(change)) = prepared.kind() else { return Ok(()) };
         let Some((table, rules)) = rules_of(&catalog, &change) else { return Ok(()) };
+        self.check_rules(&table, &rules, false).await
+    }
+
+    /// A schema change adding rules to a table too large for one transaction's reads, in
+    /// three transactions: the change, with its rules marked as awaiting their check
+    /// (`Constraints::unvalidated`); the check of every row, in pages or in one transaction
+    /// per rule, each started after the change committed; then the mark of the rules as
+    /// valid, or the undoing of the change (PostgreSQL's error is returned).
+    ///
+    /// No row escapes: writers enforce the rules from the change's commit on, and a row
+    /// written before it is either read by the check (which reads after it) or, arriving
+    /// late with an older timestamp, refused for invalidating the check's reads (MVTSO).
+    /// Meanwhile a duplicate of an older row already fails, as during PostgreSQL's
+    /// CREATE INDEX CONCURRENTLY; a gateway dying between the transactions leaves the rule
+    /// marked (`pg_index.indisvalid` / `pg_constraint.convalidated` false) until dropped.
+    pub(super) async fn add_rule_checked_after(&mut self, sql: &str, params: &RawParams) -> Result<Reply, PgError> {
+        let catalog = self.catalog().await?;
+        let prepared = self.engine.prepare(&catalog, sql).map_err(PgError::from)?;
+        let StatementKind::Ddl(Some(change)) = prepared.kind() else {
+            return self.autocommit(Work::Statement(sql, params)).await;
+        };
+        let Some((table, rules)) = rules_of(&catalog, &change) else {
+            return self.autocommit(Work::Statement(sql, params)).await;
+        };
+        // VALIDATE CONSTRAINT: writers have enforced the constraint since it was added NOT
+        // VALID, so a check started now sees every row it must.
+        if let CatalogChange::Validated { .. } = change {
+            self.check_rules_within_limit(&table, &rules).await?;
+            return self.autocommit(Work::Statement(sql, params)).await;
+        }
+        let Some(after) = checked_after(&catalog, &change) else {
+            return Err(PgError::new(errors::INTERNAL, "a schema change adding rules has no mark for them"));
+        };
+        let mark = CatalogChange::MarkUnvalidated { table: after.table.clone(), rules: after.marks.clone() };
+        let reply = self.autocommit(Work::AddUnvalidated(sql, params, &mark)).await?;
+        if let Err(e) = self.check_rules_within_limit(&table, &rules).await {
+            return match self.autocommit(Work::ChangeCatalog(&after.undo)).await {
+                Ok(_) => Err(e),
+                Err(undo) => Err(PgError::new(
+                    e.code,
+                    format!(
+                        "{}; undoing the schema change failed too ({}): its rules stay marked as not valid until dropped",
+                        e.message, undo.message
+                    ),
+                )),
+            };
+        }
+        let valid = [CatalogChange::Validated { table: after.table, rules: after.marks }];
+        self.autocommit(Work::ChangeCatalog(&valid)).await.map_err(|e| {
+            PgError::new(
+                e.code,
+                format!(
+                    "the existing rows hold the new rules, but marking them valid failed ({}); they stay marked as not valid",
+                    e.message
+                ),
+            )
+        })?;
+        Ok(reply)
+    }
+
+    /// Checks `rules` in pages (where they can be), for at most
+    /// `GatewayConfig::existing_rows_check_limit`.
+    async fn check_rules_within_limit(&mut self, table: &Arc<TableSchema>, rules: &[Rule]) -> Result<(), PgError> {
+        let limit = self.config.existing_rows_check_limit;
+        match tokio::time::timeout(limit, self.check_rules(table, rules, true)).await {
+            Ok(result) => result,
+            Err(_) => Err(PgError::new(
+                errors::PROGRAM_LIMIT,
+                format!(
+                    "checking the existing rows of \"{}\" took longer than {} s; the schema change was not made",
+                    table.name,
+                    limit.as_secs()
+                ),
+            )),
+        }
+    }
+
+    /// Checks `rules` over the rows of `table`: in pages when `paged` and the table has a
+    /// one-column key, else each rule in one transaction (the block's, if one is open).
+    async fn check_rules(&mut self, table: &Arc<TableSchema>, rules: &[Rule], paged: bool) -> Result<(), PgError> {
+        let table = table.clone();
         let mut findings = Findings { found: rules.iter().map(|_| None).collect() };
-        let paged = !matches!(self.txn, TxnState::Open(_)) && cursor_column(&table).is_some();
+        let paged = paged && cursor_column(&table).is_some();
         if paged {
             let page_rules: Vec<usize> =
                 (0..rules.len()).filter(|&i| page_exprs(&table, &rules[i]).is_some()).collect();

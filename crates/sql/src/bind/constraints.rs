@@ -2,7 +2,7 @@
 //! CONSTRAINT) and of the ALTER TABLE actions of `CatalogChange::AlterTable`.
 
 use super::*;
-use crate::constraints::{choose_name, AlterAction, CheckConstraint, FkAction, ForeignKey};
+use crate::constraints::{choose_name, AlterAction, CheckConstraint, FkAction, ForeignKey, Unvalidated};
 
 fn fk_action(a: &Option<sql::ReferentialAction>) -> Result<FkAction> {
     Ok(match a {
@@ -208,9 +208,14 @@ impl Binder<'_> {
         table: &TableSchema,
         ops: &[sql::AlterTableOperation],
     ) -> Result<Option<CatalogChange>> {
+        if let [sql::AlterTableOperation::ValidateConstraint { name }] = ops {
+            return validate_constraint(table, &temporary_constraint(table, ident(name)));
+        }
         // Bound against the table as the earlier actions leave it.
         let mut catalog = self.catalog.clone();
         let mut actions = Vec::new();
+        // Constraints added NOT VALID: enforced for new rows, the older ones unchecked.
+        let mut not_valid = Vec::new();
         // DROP COLUMN ... CASCADE first drops the other tables' foreign keys on the column.
         let mut cascaded = Vec::new();
         for op in ops {
@@ -243,6 +248,15 @@ impl Binder<'_> {
                 action
             };
             let Some(action) = action else { continue };
+            if let sql::AlterTableOperation::AddConstraint { not_valid: true, .. } = op {
+                match &action {
+                    AlterAction::AddCheck(CheckConstraint { name, .. })
+                    | AlterAction::AddForeignKey(ForeignKey { name, .. }) => {
+                        not_valid.push(Unvalidated::Constraint(name.clone()))
+                    }
+                    _ => return unsupported("NOT VALID for constraints other than CHECK and FOREIGN KEY"),
+                }
+            }
             crate::constraints::apply_alter(&mut catalog, &table.name, std::slice::from_ref(&action))?;
             actions.push(action);
         }
@@ -250,10 +264,13 @@ impl Binder<'_> {
             return Ok(None);
         }
         let change = CatalogChange::AlterTable { table: table.name.clone(), actions };
-        if cascaded.is_empty() {
+        if cascaded.is_empty() && not_valid.is_empty() {
             return Ok(Some(change));
         }
         cascaded.push(change);
+        if !not_valid.is_empty() {
+            cascaded.push(CatalogChange::MarkUnvalidated { table: table.name.clone(), rules: not_valid });
+        }
         Ok(Some(CatalogChange::Several(cascaded)))
     }
 
@@ -269,11 +286,14 @@ impl Binder<'_> {
             })
         };
         Ok(Some(match op {
-            Op::AddConstraint { constraint, not_valid: false } => match constraint {
+            Op::AddConstraint { constraint, not_valid } => match constraint {
                 sql::TableConstraint::ForeignKey(fk) => {
                     AlterAction::AddForeignKey(self.foreign_key(table, fk, None, None)?)
                 }
                 sql::TableConstraint::Check(c) => AlterAction::AddCheck(self.check(table, c, None, None, &[])?),
+                sql::TableConstraint::Unique(_) if *not_valid => {
+                    return err(SqlState::FeatureNotSupported, "UNIQUE constraints cannot be marked NOT VALID")
+                }
                 sql::TableConstraint::Unique(u) => {
                     if u.index_name.is_some()
                         || u.index_type.is_some()
@@ -297,7 +317,9 @@ impl Binder<'_> {
                 }
                 other => return unsupported(format!("ALTER TABLE ADD {other}")),
             },
-            Op::AddConstraint { not_valid: true, .. } => return unsupported("NOT VALID constraints"),
+            Op::ValidateConstraint { .. } => {
+                return unsupported("VALIDATE CONSTRAINT together with other ALTER TABLE actions")
+            }
             Op::DropConstraint { if_exists, name, drop_behavior } => {
                 if matches!(drop_behavior, Some(sql::DropBehavior::Cascade)) {
                     return unsupported("DROP CONSTRAINT ... CASCADE");
@@ -350,6 +372,26 @@ impl Binder<'_> {
             other => return unsupported(format!("ALTER TABLE {other}")),
         }))
     }
+}
+
+/// ALTER TABLE … VALIDATE CONSTRAINT: marks a constraint added NOT VALID as valid (the rows
+/// are checked first: `validation_queries`, the gateway's checks of existing rows); a valid
+/// CHECK or FOREIGN KEY constraint needs nothing, as in PostgreSQL.
+fn validate_constraint(table: &TableSchema, name: &str) -> Result<Option<CatalogChange>> {
+    let rule = Unvalidated::Constraint(name.to_string());
+    if table.constraints.unvalidated.contains(&rule) {
+        return Ok(Some(CatalogChange::Validated { table: table.name.clone(), rules: vec![rule] }));
+    }
+    if table.has_rule(&rule) {
+        return Ok(None);
+    }
+    if crate::constraints::constraint_exists(table, name) {
+        return err(
+            SqlState::WrongObjectType,
+            format!("constraint \"{name}\" of relation \"{}\" is not a foreign key or check constraint", table.name),
+        );
+    }
+    err(SqlState::UndefinedObject, format!("constraint \"{name}\" of relation \"{}\" does not exist", table.name))
 }
 
 /// The catalog name of constraint `name` of `table`: a temporary table's constraint names

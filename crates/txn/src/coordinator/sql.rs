@@ -122,6 +122,8 @@ impl SqlTxnState {
 struct Statement {
     sql: String,
     params: Vec<pistou_sql::Value>,
+    /// A schema change given as such rather than as SQL text (`Coordinator::sql_change`).
+    change: Option<pistou_sql::CatalogChange>,
     step: Step,
     /// Blocks of the sequences the statement names, taken from the client's cache for it
     /// (None until planned), and the values it drew from each once known.
@@ -194,7 +196,8 @@ fn after_schema_change(
         let before = committed.stored(table);
         let after = pending.stored(table);
         match (before, after) {
-            (Some(b), Some(a)) if **b == **a => unchanged.push(table.as_str()),
+            // A mark of rules awaiting their check changes no row and no result.
+            (Some(b), Some(a)) if b.same_but_for_validity(a) => unchanged.push(table.as_str()),
             (Some(b), Some(a)) if b.id == a.id => {
                 return Err(sql_err(
                     SqlState::FeatureNotSupported,
@@ -327,6 +330,25 @@ impl Coordinator {
     /// (possibly already queued when this returns). One statement at a time per transaction.
     /// A statement that fails leaves the transaction open: callers abort it, as PostgreSQL does.
     pub fn sql(&mut self, now: u64, h: TxnHandle, sql: &str, params: Vec<pistou_sql::Value>) -> Result<(), TxnError> {
+        self.sql_start(now, h, sql, params, None)
+    }
+
+    /// Buffers a schema change that has no SQL text, as a DDL statement's: the marks of the
+    /// rules whose check of older rows comes after their commit
+    /// (`CatalogChange::MarkUnvalidated` / `Validated`, see the gateway's
+    /// `existing_rows.rs`). Replicas apply it with the same checks as any other change.
+    pub fn sql_change(&mut self, now: u64, h: TxnHandle, change: pistou_sql::CatalogChange) -> Result<(), TxnError> {
+        self.sql_start(now, h, "/* a schema change */", Vec::new(), Some(change))
+    }
+
+    fn sql_start(
+        &mut self,
+        now: u64,
+        h: TxnHandle,
+        sql: &str,
+        params: Vec<pistou_sql::Value>,
+        change: Option<pistou_sql::CatalogChange>,
+    ) -> Result<(), TxnError> {
         let secret = self.random_secret;
         let t = self.executing(h)?;
         let ts = t.ts;
@@ -344,6 +366,7 @@ impl Coordinator {
         state.statement = Some(Statement {
             sql: sql.to_string(),
             params,
+            change,
             step: Step::Plan,
             sequences: None,
             sequences_used: None,
@@ -442,19 +465,25 @@ impl Coordinator {
             }
             Step::Range(_) => return Ok(None),
         }
-        let (sql, params) = (stmt.sql.clone(), stmt.params.clone());
+        let (sql, params, change) = (stmt.sql.clone(), stmt.params.clone(), stmt.change.clone());
         // Plan against a catalog this transaction read (every shard's catalog key holds the
         // whole schema); the first statement reads the catalog of the shard it reads.
         let planning = match state.catalogs.values().next() {
             Some((version, catalog)) => (*version, catalog.clone()),
             None => {
-                let shard = self.first_catalog_shard(&sql);
+                let shard = match change {
+                    Some(_) => ShardId(0),
+                    None => self.first_catalog_shard(&sql),
+                };
                 if !self.sql_catalog(now, h, shard)? {
                     return Ok(None);
                 }
                 return self.sql_step(now, h);
             }
         };
+        if let Some(change) = change {
+            return self.sql_ddl(now, h, planning, Some(change), "ALTER TABLE", None);
+        }
         // After a schema change of its own, the transaction plans against the catalog it will
         // write (uncommitted, so never cached).
         let pending = self.sql_state(h).and_then(|s| s.ddl.as_ref()).map(|d| d.catalog.clone());
