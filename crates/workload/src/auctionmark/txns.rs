@@ -2,8 +2,9 @@
 //! crates/sql/tests/slt/auctionmark.slt (`item` named `auction_item`), plus CloseAuctions,
 //! which the first client runs periodically, as BenchBase does when it is enabled.
 //! A business rule that stops a transaction (a closed auction, a bid below the highest
-//! bidder's maximum, feedback already given, a key taken by a stale count, a buyer without
-//! the money) rolls it back on purpose: BenchBase's user aborts.
+//! bidder's maximum, feedback already given, a key taken by a concurrent transaction that
+//! computed the same id from what it read, a buyer without the money) rolls it back on
+//! purpose: BenchBase's user aborts.
 //!
 //! As BenchBase's client does, the workload keeps the items it knows of (read when the run
 //! starts, then those it lists, closes and sells) to choose the ones each transaction acts
@@ -48,9 +49,10 @@ const CLOSE_AUCTIONS: usize = 9;
 /// BenchBase's default weights (config/postgres/sample_auctionmark_config.xml), in the
 /// order of KINDS; CloseAuctions is not part of the mix.
 const WEIGHTS: [u32; 9] = [45, 10, 20, 2, 1, 4, 10, 5, 3];
-/// The first client runs CloseAuctions after this long, or once this many items were listed:
-/// a pass over many items that others are bidding on rarely commits (on PostgreSQL every
-/// bid on one of them makes it fail with 40001), so a fast endpoint closes small batches often.
+/// The first client runs CloseAuctions after this long, or once this many items were listed,
+/// and a pass covers at most this many newly listed items: a pass over many items that others
+/// are bidding on rarely commits (on PostgreSQL every bid on one of them makes it fail with
+/// 40001), so small batches, often on a fast endpoint.
 const CLOSE_INTERVAL: Duration = Duration::from_secs(1);
 const CLOSE_AFTER_LISTED: usize = 20;
 /// A CloseAuctions window starts this long before the previous one ended: an item listed
@@ -156,11 +158,12 @@ pub struct AuctionMark {
     close: Mutex<Closing>,
 }
 
-/// When CloseAuctions last ran, the end of its window and the items listed since.
+/// When CloseAuctions last ran, the end of its window, and the start dates of the items
+/// listed after it.
 struct Closing {
     at: Instant,
     to: SystemTime,
-    listed: usize,
+    listed: std::collections::VecDeque<SystemTime>,
 }
 
 impl AuctionMark {
@@ -211,7 +214,11 @@ impl AuctionMark {
             loader_stop,
             known: Mutex::new(known),
             // The run closes the items it lists (BenchBase's window starts with the run too).
-            close: Mutex::new(Closing { at: Instant::now(), to: SystemTime::now().max(loader_stop), listed: 0 }),
+            close: Mutex::new(Closing {
+                at: Instant::now(),
+                to: SystemTime::now().max(loader_stop),
+                listed: Default::default(),
+            }),
         })
     }
 
@@ -354,9 +361,15 @@ impl Workload for AuctionMark {
     fn next(&self, client: usize, rng: &mut StdRng) -> (usize, Txn) {
         if client == 0 {
             let mut close = self.closing();
-            if close.at.elapsed() >= CLOSE_INTERVAL || close.listed >= CLOSE_AFTER_LISTED {
-                let (from, to) = (close.to - CLOSE_OVERLAP, self.now());
-                *close = Closing { at: Instant::now(), to, listed: 0 };
+            if close.at.elapsed() >= CLOSE_INTERVAL || close.listed.len() >= CLOSE_AFTER_LISTED {
+                let from = close.to - CLOSE_OVERLAP;
+                // Up to the CLOSE_AFTER_LISTED-th item listed since, or now.
+                let to = match close.listed.get(CLOSE_AFTER_LISTED) {
+                    Some(after) => *after - Duration::from_micros(1),
+                    None => self.now(),
+                };
+                close.listed.retain(|start| *start > to);
+                (close.at, close.to) = (Instant::now(), to);
                 return (CLOSE_AUCTIONS, Txn::CloseAuctions { from, to });
             }
         }
@@ -392,7 +405,7 @@ impl Workload for AuctionMark {
                 known.all.push(item.clone());
                 known.open.push(item);
                 drop(known);
-                self.closing().listed += 1;
+                self.closing().listed.push_back(now);
                 Ok(Outcome::Commit)
             }
             Txn::NewPurchase { item } => {
@@ -499,8 +512,12 @@ async fn new_bid(s: &mut Session, item: &ItemKey, buyer: &str, raise: f64, now: 
     let new_bid = cents(current * (1.0 + raise)).max(cents(current + 0.01));
     let step = initial * BID_STEP;
     if num_bids == 0 {
-        s.execute(INSERT_BID, &[&0i64, i, u, &buyer, &initial, &new_bid, &now, &now]).await?;
-        s.execute(INSERT_MAX_BID, &[i, u, &0i64, i, u, &now, &now]).await?;
+        // A concurrent first bid on the item takes bid 0 and the ITEM_MAX_BID record.
+        if !insert_unless_taken(s, INSERT_BID, &[&0i64, i, u, &buyer, &initial, &new_bid, &now, &now]).await?
+            || !insert_unless_taken(s, INSERT_MAX_BID, &[i, u, &0i64, i, u, &now, &now]).await?
+        {
+            return Ok(Outcome::Rollback);
+        }
         s.execute(UPDATE_ITEM_PRICE, &[&current, &now, i, u]).await?;
         return Ok(Outcome::Commit);
     }
@@ -535,7 +552,10 @@ async fn new_bid(s: &mut Session, item: &ItemKey, buyer: &str, raise: f64, now: 
         s.execute(UPDATE_BID, &[&price, &price, &now, &top_id, i, u]).await?;
         price
     };
-    s.execute(INSERT_BID, &[&new_id, i, u, &buyer, &price, &new_bid, &now, &now]).await?;
+    // A concurrent bid read the same MAX(ib_id) and took the id.
+    if !insert_unless_taken(s, INSERT_BID, &[&new_id, i, u, &buyer, &price, &new_bid, &now, &now]).await? {
+        return Ok(Outcome::Rollback);
+    }
     s.execute(UPDATE_ITEM_PRICE, &[&price, &now, i, u]).await?;
     if outbid {
         s.execute(
@@ -753,7 +773,9 @@ async fn new_purchase(s: &mut Session, item: &ItemKey, now: SystemTime) -> Resul
             return Ok(None);
         };
         let top_id = int(&top, 0)?;
-        s.execute(INSERT_MAX_BID, &[i, u, &top_id, i, u, &now, &now]).await?;
+        if !insert_unless_taken(s, INSERT_MAX_BID, &[i, u, &top_id, i, u, &now, &now]).await? {
+            return Ok(None);
+        }
     }
     let Some(info) = s
         .query_opt(
@@ -777,11 +799,16 @@ async fn new_purchase(s: &mut Session, item: &ItemKey, now: SystemTime) -> Resul
     }
     // An item is sold once: its purchase is number 1.
     let ip_id = 1i64;
-    s.execute(
+    // A concurrent purchase of the same item (the client's list may name it twice).
+    if !insert_unless_taken(
+        s,
         "INSERT INTO item_purchase (ip_id,ip_ib_id,ip_ib_i_id,ip_ib_u_id,ip_date) VALUES($1, $2, $3, $4, $5)",
         &[&ip_id, &ib_id, i, u, &now],
     )
-    .await?;
+    .await?
+    {
+        return Ok(None);
+    }
     s.execute("UPDATE auction_item SET i_status = 2, i_updated = $1  WHERE i_id = $2 AND i_u_id = $3", &[&now, i, u])
         .await?;
     let updated = s
@@ -791,13 +818,16 @@ async fn new_purchase(s: &mut Session, item: &ItemKey, now: SystemTime) -> Resul
             &[&ip_id, &ib_id, i, u, &buyer, i, u],
         )
         .await?;
-    if updated == 0 {
-        s.execute(
+    if updated == 0
+        && !insert_unless_taken(
+            s,
             "INSERT INTO useracct_item(ui_u_id, ui_i_id, ui_i_u_id, ui_ip_id, ui_ip_ib_id, ui_ip_ib_i_id, \
              ui_ip_ib_u_id, ui_created) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             &[&buyer, i, u, &ip_id, &ib_id, i, u, &now],
         )
-        .await?;
+        .await?
+    {
+        return Ok(None);
     }
     let (debit, credit) = (-price, price);
     s.execute("UPDATE useracct SET u_balance = u_balance + $1  WHERE u_id = $2", &[&debit, &buyer]).await?;
