@@ -213,7 +213,7 @@ impl AuctionMark {
             users: params.scale.users,
             loader_stop,
             known: Mutex::new(known),
-            // The run closes the items it lists (BenchBase's window starts with the run too).
+            // A run closes the items it lists.
             close: Mutex::new(Closing {
                 at: Instant::now(),
                 to: SystemTime::now().max(loader_stop),
