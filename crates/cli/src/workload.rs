@@ -4,7 +4,7 @@
 use crate::usage::Usage;
 use anyhow::{anyhow, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use pistou_workload::{seats, tpcc, ycsb, InitOptions, Name, RunOptions};
+use pistou_workload::{auctionmark, seats, tpcc, ycsb, InitOptions, Name, RunOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -28,6 +28,9 @@ pub enum WorkloadName {
     /// SEATS (BenchBase): airline reservations, its six transactions in the default mix;
     /// check = seats left, seats reserved once, reservations' customers and flights exist.
     Seats,
+    /// AuctionMark (BenchBase): an auction site, its nine transactions in the default mix plus
+    /// CloseAuctions; check = bids, prices, maximum bids, purchases, comments and ratings agree.
+    Auctionmark,
     /// YCSB core workloads A-F (choose with `run --mix`).
     Ycsb,
     /// Bank transfers between random accounts; check = the total is conserved.
@@ -39,6 +42,7 @@ impl From<WorkloadName> for Name {
         match n {
             WorkloadName::Tpcc => Name::Tpcc,
             WorkloadName::Seats => Name::Seats,
+            WorkloadName::Auctionmark => Name::AuctionMark,
             WorkloadName::Ycsb => Name::Ycsb,
             WorkloadName::Transfer => Name::Transfer,
         }
@@ -63,6 +67,9 @@ pub struct InitArgs {
     /// SEATS: flights (with 10 customers per flight).
     #[arg(long, default_value_t = seats::DEFAULT_FLIGHTS)]
     flights: u64,
+    /// AuctionMark: users (each selling 0 to 6 items).
+    #[arg(long, default_value_t = auctionmark::DEFAULT_USERS)]
+    users: u64,
     /// YCSB: records in usertable.
     #[arg(long, default_value_t = 10_000)]
     records: u64,
@@ -128,14 +135,23 @@ async fn init(a: InitArgs) -> Result<ExitCode> {
     scale.validate().map_err(Usage)?;
     let seats = seats::Scale { flights: a.flights };
     seats.validate().map_err(Usage)?;
+    let auction = auctionmark::Scale { users: a.users };
+    auction.validate().map_err(Usage)?;
     if a.records == 0 {
         return Err(Usage("--records must be at least 1".into()).into());
     }
     if a.accounts < 2 {
         return Err(Usage("--accounts must be at least 2".into()).into());
     }
-    let options =
-        InitOptions { tpcc: scale, seats, ycsb_records: a.records, accounts: a.accounts, seed: a.seed, drop: a.drop };
+    let options = InitOptions {
+        tpcc: scale,
+        seats,
+        auctionmark: auction,
+        ycsb_records: a.records,
+        accounts: a.accounts,
+        seed: a.seed,
+        drop: a.drop,
+    };
     let name = Name::from(a.name);
     let started = std::time::Instant::now();
     pistou_workload::init(name, &a.url, &options, &mut |line| out!("{line}")).await?;

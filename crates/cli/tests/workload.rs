@@ -1,8 +1,9 @@
 //! `pistou workload` through a gateway in front of `pistou cluster up`: TPC-C (scaled down
 //! with the non-standard --items/--customers, Pistou being slow to load 500k rows per
-//! warehouse), transfer, YCSB and SEATS: init, a short run, check; a corrupted district fails
-//! check naming condition 1, a corrupted flight the SEATS invariant seats_left; missing data
-//! sets, another workload's tables and bad arguments are reported with their exit codes.
+//! warehouse), transfer, YCSB, SEATS and AuctionMark: init, a short run, check; a corrupted
+//! district fails check naming condition 1, a corrupted flight the SEATS invariant seats_left,
+//! a corrupted user AuctionMark's feedback_rating; missing data sets, another workload's
+//! tables and bad arguments are reported with their exit codes.
 
 mod common;
 
@@ -18,7 +19,7 @@ fn ok(args: &[&str]) -> Run {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn workload_tpcc_transfer_ycsb_and_seats_through_a_gateway() {
+async fn workload_tpcc_transfer_ycsb_seats_and_auctionmark_through_a_gateway() {
     let run = tokio::task::spawn_blocking(|| {
         let dir = temp_dir();
         init_cluster(dir.path(), 1, 2);
@@ -49,6 +50,10 @@ async fn workload_tpcc_transfer_ycsb_and_seats_through_a_gateway() {
         assert!(r.stderr.contains("already has table(s) customer"), "{}", r.stderr);
 
         ok(&["workload", "init", "tpcc", "--url", &url, "--items", "1000", "--customers", "30", "--drop"]);
+        // Dropping customer left SEATS incomplete: said so, not an SQL error on TPC-C's table.
+        let r = pistou(&["workload", "check", "seats", "--url", &url], LIMIT);
+        assert_eq!(r.code, Some(1), "{}", r.stdout);
+        assert!(r.stderr.contains("the SEATS data set is incomplete"), "{}", r.stderr);
         let json = dir.path().join("tpcc.json");
         let r = ok(&[
             "workload",
@@ -76,6 +81,22 @@ async fn workload_tpcc_transfer_ycsb_and_seats_through_a_gateway() {
         assert_eq!(r.code, Some(1), "{}", r.stdout);
         assert!(r.stderr.contains("condition 1 (3.3.2.1) violated: warehouse 1"), "{}", r.stderr);
 
+        // AuctionMark shares no table with TPC-C (its item table is auction_item): no --drop.
+        let r = pistou(&["workload", "run", "auctionmark", "--url", &url, "--duration", "1"], LIMIT);
+        assert_eq!(r.code, Some(1), "{}", r.stdout);
+        assert!(r.stderr.contains("another workload's schema (tpcc), not AuctionMark"), "{}", r.stderr);
+        ok(&["workload", "init", "auctionmark", "--url", &url, "--users", "50"]);
+        ok(&["workload", "check", "auctionmark", "--url", &url]);
+        let r = ok(&["workload", "run", "auctionmark", "--url", &url, "--duration", "3", "--clients", "2"]);
+        assert!(r.stdout.contains("new_bid") && r.stdout.contains("get_item"), "{}", r.stdout);
+        ok(&["workload", "check", "auctionmark", "--url", &url]);
+        let corrupt = "UPDATE useracct SET u_rating = u_rating + 1 WHERE u_id = 'u0000003';\n";
+        let r = pistou_with_input(&["sql", "--url", &url], corrupt, LIMIT);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let r = pistou(&["workload", "check", "auctionmark", "--url", &url], LIMIT);
+        assert_eq!(r.code, Some(1), "{}", r.stdout);
+        assert!(r.stderr.contains("invariant feedback_rating violated: user u0000003 has U_RATING"), "{}", r.stderr);
+
         ok(&["workload", "init", "transfer", "--url", &url, "--accounts", "50"]);
         ok(&["workload", "run", "transfer", "--url", &url, "--duration", "3", "--clients", "2"]);
         ok(&["workload", "check", "transfer", "--url", &url]);
@@ -94,7 +115,7 @@ async fn workload_tpcc_transfer_ycsb_and_seats_through_a_gateway() {
         let _ = gw.wait();
         assert!(cluster.stop().success());
     });
-    tokio::time::timeout(Duration::from_secs(240), run).await.expect("test timed out").expect("test panicked");
+    tokio::time::timeout(Duration::from_secs(360), run).await.expect("test timed out").expect("test panicked");
 }
 
 #[test]

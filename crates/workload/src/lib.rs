@@ -1,8 +1,9 @@
-//! `pistou workload`: standard workloads (TPC-C, SEATS, YCSB A–F, bank transfers) loaded, run and
+//! `pistou workload`: standard workloads (TPC-C, SEATS, AuctionMark, YCSB A–F, bank transfers) loaded, run and
 //! checked against any PostgreSQL-protocol endpoint — a Pistou gateway or PostgreSQL — with
 //! serializable transactions, retries of serialization failures counted apart from errors,
 //! a live progress line, a summary table, a JSON result file and a plot.
 
+pub mod auctionmark;
 pub mod conn;
 mod copy;
 pub mod cpu;
@@ -15,6 +16,7 @@ pub mod seats;
 pub mod stats;
 pub mod tpcc;
 pub mod transfer;
+mod violations;
 pub mod ycsb;
 
 use anyhow::Result;
@@ -31,6 +33,7 @@ pub use report::Report;
 pub enum Name {
     Tpcc,
     Seats,
+    AuctionMark,
     Ycsb,
     Transfer,
 }
@@ -40,17 +43,23 @@ impl Name {
         match self {
             Name::Tpcc => "tpcc",
             Name::Seats => "seats",
+            Name::AuctionMark => "auctionmark",
             Name::Ycsb => "ycsb",
             Name::Transfer => "transfer",
         }
     }
 }
 
+/// Every workload's data set (`init --drop` of one must know which others share a table).
+pub(crate) const DATA_SETS: [&meta::DataSet; 5] =
+    [&tpcc::DATA_SET, &seats::DATA_SET, &auctionmark::DATA_SET, &ycsb::DATA_SET, &transfer::DATA_SET];
+
 /// `init` options; each workload reads its own.
 #[derive(Clone, Debug)]
 pub struct InitOptions {
     pub tpcc: tpcc::Scale,
     pub seats: seats::Scale,
+    pub auctionmark: auctionmark::Scale,
     pub ycsb_records: u64,
     pub accounts: u64,
     pub seed: u64,
@@ -76,6 +85,7 @@ pub async fn init(name: Name, url: &str, o: &InitOptions, report: &mut dyn FnMut
     match name {
         Name::Tpcc => tpcc::init(&mut s, &o.tpcc, o.seed, o.drop, report).await,
         Name::Seats => seats::init(&mut s, &o.seats, o.seed, o.drop, report).await,
+        Name::AuctionMark => auctionmark::init(&mut s, &o.auctionmark, o.seed, o.drop, report).await,
         Name::Ycsb => ycsb::init(&mut s, o.ycsb_records, o.seed, o.drop, report).await,
         Name::Transfer => transfer::init(&mut s, o.accounts, o.drop, report).await,
     }
@@ -97,6 +107,11 @@ pub async fn run(name: Name, o: &RunOptions, interrupt: impl Future<Output = ()>
             let params = seats::params(&mut s).await?;
             let workload = seats::Seats::new(&mut s, &params).await?;
             ("SEATS".to_string(), drive(workload, &config, interrupt).await?)
+        }
+        Name::AuctionMark => {
+            let params = auctionmark::params(&mut s).await?;
+            let workload = auctionmark::AuctionMark::new(&mut s, &params).await?;
+            ("AuctionMark".to_string(), drive(workload, &config, interrupt).await?)
         }
         Name::Ycsb => {
             let params = ycsb::params(&mut s).await?;
@@ -128,6 +143,7 @@ pub async fn check(name: Name, url: &str) -> Result<Vec<String>> {
     match name {
         Name::Tpcc => tpcc::check(&mut s).await,
         Name::Seats => seats::check(&mut s).await,
+        Name::AuctionMark => auctionmark::check(&mut s).await,
         Name::Ycsb => ycsb::check(&mut s).await,
         Name::Transfer => transfer::check(&mut s).await,
     }

@@ -1,17 +1,19 @@
 //! The workloads against the machine's PostgreSQL (SERIALIZABLE): init, a short run with no
-//! errors other than counted retries, and check; a corrupted row makes check fail naming
-//! what it broke; missing data sets and another workload's schema are refused clearly.
+//! errors other than counted retries, and check (TPC-C, SEATS, AuctionMark, YCSB, transfer);
+//! a corrupted row makes check fail naming what it broke; missing data sets and another
+//! workload's schema are refused clearly.
 
 mod common;
 
 use common::TestDb;
-use pistou_workload::{seats, tpcc, ycsb, InitOptions, Name, Report, RunOptions};
+use pistou_workload::{auctionmark, seats, tpcc, ycsb, InitOptions, Name, Report, RunOptions};
 use std::time::Duration;
 
 fn options() -> InitOptions {
     InitOptions {
         tpcc: tpcc::Scale { warehouses: 1, items: tpcc::SPEC_ITEMS, customers: tpcc::SPEC_CUSTOMERS },
         seats: seats::Scale { flights: seats::DEFAULT_FLIGHTS },
+        auctionmark: auctionmark::Scale { users: auctionmark::DEFAULT_USERS },
         ycsb_records: 1000,
         accounts: 100,
         seed: 7,
@@ -137,6 +139,94 @@ async fn seats_loads_runs_and_checks_then_detects_broken_flights_and_customers()
         let prefix = format!("invariant {invariant} violated");
         assert!(violations.iter().any(|v| v.starts_with(&prefix)), "{invariant}: {violations:?}");
     }
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auctionmark_loads_runs_and_checks_then_detects_broken_items_and_users() {
+    let db = TestDb::create("auctionmark").await;
+    let err = pistou_workload::check(Name::AuctionMark, &db.url).await.expect_err("no data set yet");
+    assert!(err.to_string().contains("no AuctionMark data set found"), "{err:#}");
+    let o = InitOptions { auctionmark: auctionmark::Scale { users: 300 }, ..options() };
+    init(Name::AuctionMark, &db.url, &o).await;
+    assert_eq!(pistou_workload::check(Name::AuctionMark, &db.url).await.expect("check"), Vec::<String>::new());
+    let report = run(Name::AuctionMark, &db.url, ycsb::Mix::A, 4).await;
+    let names: Vec<&str> = report.transactions.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "get_item",
+            "get_user_info",
+            "new_bid",
+            "new_comment",
+            "new_comment_response",
+            "new_feedback",
+            "new_item",
+            "new_purchase",
+            "update_item",
+            "close_auctions"
+        ]
+    );
+    for kind in ["get_item", "get_user_info", "new_bid", "new_item", "new_purchase", "close_auctions"] {
+        let t = report.transactions.iter().find(|t| t.name == kind).expect("type reported");
+        assert!(t.committed > 0, "{kind}: {}", report.table());
+    }
+    assert_eq!(pistou_workload::check(Name::AuctionMark, &db.url).await.expect("check"), Vec::<String>::new());
+    // The run sold items that CloseAuctions closed during it, and recorded their winners.
+    let (client, conn) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls).await.expect("connect");
+    let task = tokio::spawn(conn);
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM auction_item WHERE i_start_date > '2024-01-01 00:00:00' AND i_status <> 0",
+            &[],
+        )
+        .await
+        .expect("closed items");
+    assert!(row.get::<_, i64>(0) > 0, "CloseAuctions closed no item listed during the run");
+    // An item with bids whose price is off by one.
+    let row = client
+        .query_one("SELECT ib_i_id FROM item_bid ORDER BY ib_i_id LIMIT 1", &[])
+        .await
+        .expect("an item with bids");
+    let item: String = row.get(0);
+    drop(client);
+    let _ = task.await;
+    db.sql(&format!("UPDATE auction_item SET i_current_price = i_current_price + 1 WHERE i_id = '{item}'")).await;
+    let violations = pistou_workload::check(Name::AuctionMark, &db.url).await.expect("check");
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    let prefix = format!("invariant current_price violated: item {item} of");
+    assert!(violations[0].starts_with(&prefix), "{violations:?}");
+    db.sql(&format!("UPDATE auction_item SET i_current_price = i_current_price - 1 WHERE i_id = '{item}'")).await;
+    assert_eq!(pistou_workload::check(Name::AuctionMark, &db.url).await.expect("check"), Vec::<String>::new());
+    // A bid by a user who does not exist, counted in I_NUM_BIDS: only bidder_exists (the
+    // bid is below the price and its maximum below the winner's).
+    db.sql(&format!(
+        "INSERT INTO item_bid SELECT max(ib_id) + 1, ib_i_id, ib_u_id, 'nobody', 0.01, 0.01, NULL, NULL \
+         FROM item_bid WHERE ib_i_id = '{item}' GROUP BY ib_i_id, ib_u_id; \
+         UPDATE auction_item SET i_num_bids = i_num_bids + 1 WHERE i_id = '{item}'"
+    ))
+    .await;
+    let violations = pistou_workload::check(Name::AuctionMark, &db.url).await.expect("check");
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(violations[0].starts_with("invariant bidder_exists violated"), "{violations:?}");
+    // I_NUM_BIDS off, a purchase of an open item, a rating and a comment count off.
+    db.sql(&format!(
+        "UPDATE auction_item SET i_num_bids = i_num_bids + 1 WHERE i_id = '{item}'; \
+         INSERT INTO item_purchase SELECT 1, 0, i_id, i_u_id, NULL FROM auction_item \
+         WHERE i_status = 0 AND i_num_bids > 0 ORDER BY i_id LIMIT 1; \
+         UPDATE useracct SET u_rating = u_rating + 1 WHERE u_id = 'u0000003'; \
+         UPDATE useracct SET u_comments = u_comments + 1 WHERE u_id = 'u0000004'"
+    ))
+    .await;
+    let violations = pistou_workload::check(Name::AuctionMark, &db.url).await.expect("check");
+    for invariant in ["num_bids", "purchase_of_closed_item", "feedback_rating", "unanswered_comments"] {
+        let prefix = format!("invariant {invariant} violated");
+        assert!(violations.iter().any(|v| v.starts_with(&prefix)), "{invariant}: {violations:?}");
+    }
+    assert!(
+        violations.iter().any(|v| v.starts_with("invariant feedback_rating violated: user u0000003 has U_RATING")),
+        "{violations:?}"
+    );
     db.drop_db().await;
 }
 

@@ -12,53 +12,16 @@
 //! customers a range of ids per statement: run `check` when no workload is writing.
 
 use super::params;
-use crate::conn::{error_text, int, int_opt, Session};
-use anyhow::{anyhow, Result};
+use crate::conn::{int, int_opt, Session};
+use crate::violations::{batch, rows, Found};
+use anyhow::Result;
 use std::collections::{BTreeMap, BTreeSet};
-use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 /// Flights per transaction: at most 150 reservations each.
 const FLIGHT_RANGE: i64 = 100;
 /// Customers per statement.
 const CUSTOMER_RANGE: i64 = 20_000;
-/// Violations reported per invariant, so a broken data set gives a readable report.
-const MAX_PER_INVARIANT: usize = 10;
-
-async fn rows(s: &mut Session, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
-    s.query(sql, params).await.map_err(|e| anyhow!("{sql}: {}", error_text(&e)))
-}
-
-async fn batch(s: &mut Session, sql: &str) -> Result<()> {
-    s.client.batch_execute(sql).await.map_err(|e| anyhow!("{sql}: {}", error_text(&e)))
-}
-
-/// Violations by invariant, each list capped.
-#[derive(Default)]
-struct Found(BTreeMap<&'static str, (usize, Vec<String>)>);
-
-impl Found {
-    fn add(&mut self, invariant: &'static str, what: String) {
-        let (count, shown) = self.0.entry(invariant).or_default();
-        *count += 1;
-        if shown.len() < MAX_PER_INVARIANT {
-            shown.push(format!("invariant {invariant} violated: {what}"));
-        }
-    }
-
-    fn into_lines(self) -> Vec<String> {
-        let mut lines = Vec::new();
-        for (invariant, (count, shown)) in self.0 {
-            let more = count - shown.len();
-            lines.extend(shown);
-            if more > 0 {
-                lines.push(format!("invariant {invariant} violated {more} more time(s)"));
-            }
-        }
-        lines
-    }
-}
-
 /// A reservation as the check reads it.
 struct Reservation {
     id: i64,
