@@ -40,7 +40,7 @@ pub fn check_observed(
                 ) => m == c && mr.as_ref().map(|r| &r.1) == cr.as_ref().map(|r| &r.1),
                 // A schema change in both, or an `IF [NOT] EXISTS` no-op in both.
                 (Output::Catalog(m), SqlOutput::Ddl { command, .. }) => {
-                    StatementKind::Ddl(m.clone()).command() == *command
+                    StatementKind::Ddl(m.clone().map(Box::new)).command() == *command
                 }
                 _ => false,
             };

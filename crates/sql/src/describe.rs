@@ -15,7 +15,7 @@ pub enum StatementKind {
     Update,
     Delete,
     /// A schema change (None: an `IF [NOT] EXISTS` that is a no-op on this catalog).
-    Ddl(Option<CatalogChange>),
+    Ddl(Option<Box<CatalogChange>>),
     Explain,
     Transaction(TxnControl),
 }
@@ -69,7 +69,7 @@ impl Prepared {
             Statement::Insert(_) => StatementKind::Insert,
             Statement::Update(_) => StatementKind::Update,
             Statement::Delete(_) => StatementKind::Delete,
-            Statement::Ddl(change) => StatementKind::Ddl(change.clone()),
+            Statement::Ddl(change) => StatementKind::Ddl(change.clone().map(Box::new)),
             Statement::Explain { .. } => StatementKind::Explain,
             Statement::Txn(t) => StatementKind::Transaction(*t),
         }

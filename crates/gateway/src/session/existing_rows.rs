@@ -342,7 +342,7 @@ impl Session {
         };
         // VALIDATE CONSTRAINT: writers have enforced the constraint since it was added NOT
         // VALID, so a check started now sees every row it must.
-        if let CatalogChange::Validated { .. } = change {
+        if let CatalogChange::Validated { .. } = *change {
             self.check_rules_within_limit(&table, &rules).await?;
             return self.autocommit(Work::Statement(sql, params)).await;
         }
@@ -395,25 +395,23 @@ impl Session {
 
     /// Checks `rules` over the rows of `table`: in pages when `paged` and the table has a
     /// one-column key, else each rule in one transaction (the block's, if one is open).
-    async fn check_rules(&mut self, table: &Arc<TableSchema>, rules: &[Rule], paged: bool) -> Result<(), PgError> {
-        let table = table.clone();
+    async fn check_rules(&mut self, table: &TableSchema, rules: &[Rule], paged: bool) -> Result<(), PgError> {
         let mut findings = Findings { found: rules.iter().map(|_| None).collect() };
-        let paged = paged && cursor_column(&table).is_some();
+        let paged = paged && cursor_column(table).is_some();
         if paged {
-            let page_rules: Vec<usize> =
-                (0..rules.len()).filter(|&i| page_exprs(&table, &rules[i]).is_some()).collect();
+            let page_rules: Vec<usize> = (0..rules.len()).filter(|&i| page_exprs(table, &rules[i]).is_some()).collect();
             if !page_rules.is_empty() {
-                self.check_pages(&table, &rules, &page_rules, &mut findings).await?;
+                self.check_pages(table, rules, &page_rules, &mut findings).await?;
             }
         }
         for (i, rule) in rules.iter().enumerate() {
             if findings.first_rule_violated() {
                 break;
             }
-            if paged && page_exprs(&table, rule).is_some() {
+            if paged && page_exprs(table, rule).is_some() {
                 continue;
             }
-            let query = whole_table_query(&table, rule);
+            let query = whole_table_query(table, rule);
             if self.check_in_one_transaction(&table.name, &query).await? {
                 findings.record(i, rule.error());
             }

@@ -501,7 +501,7 @@ impl Coordinator {
             }
             StatementKind::Ddl(change) => {
                 let notice = prepared.notice().map(str::to_string);
-                return self.sql_ddl(now, h, planning, change.clone(), kind.command(), notice);
+                return self.sql_ddl(now, h, planning, change.as_deref().cloned(), kind.command(), notice);
             }
             _ => {}
         }
