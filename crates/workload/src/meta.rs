@@ -37,6 +37,15 @@ async fn table_exists(s: &mut Session, table: &str) -> Result<bool> {
     }
 }
 
+/// Runs a data set's CREATE statements, naming the one that fails ("CREATE TABLE flight: …").
+pub async fn create_tables(s: &mut Session, ddl: &[&str]) -> Result<()> {
+    for statement in ddl {
+        let first_words = statement.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+        s.client.batch_execute(statement).await.map_err(|e| anyhow!("{first_words}: {}", error_text(&e)))?;
+    }
+    Ok(())
+}
+
 /// Before `init`: the database must not already hold this data set (complete or not),
 /// unless `drop` asks to replace it, in which case its tables are dropped (and the record of
 /// any other data set that shared one of them).

@@ -30,20 +30,10 @@ const DAY: u64 = 86_400;
 /// Rows per COPY into tables with secondary indexes (slower to load on Pistou).
 const INDEXED_CHUNK_ROWS: usize = 250;
 
+/// `secs` after the epoch as a timestamp literal ("2024-01-01 00:00:00").
 pub fn timestamp(secs: u64) -> String {
-    // Days to civil date (Howard Hinnant's algorithm).
-    let days = (secs / DAY) as i64;
-    let rem = secs % DAY;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    let at = i64::try_from(secs).ok().and_then(|s| chrono::DateTime::from_timestamp(s, 0)).unwrap_or_default();
+    at.format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
 struct Bid {

@@ -11,7 +11,7 @@ mod load;
 mod schema;
 mod txns;
 
-use crate::conn::{error_text, Session};
+use crate::conn::Session;
 use crate::meta::{self, DataSet};
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
@@ -53,17 +53,10 @@ pub struct Params {
 pub async fn init(s: &mut Session, scale: &Scale, seed: u64, drop: bool, report: &mut dyn FnMut(String)) -> Result<()> {
     scale.validate().map_err(|e| anyhow!(e))?;
     meta::prepare_init(s, &DATA_SET, drop).await?;
-    for ddl in schema::DDL {
-        s.client.batch_execute(ddl).await.map_err(|e| anyhow!("{}: {}", first_words(ddl), error_text(&e)))?;
-    }
+    meta::create_tables(s, &schema::DDL).await?;
     let params = Params { scale: scale.clone(), seed };
     load::load(s, &params, report).await?;
     meta::record(s, &DATA_SET, &params).await
-}
-
-/// "CREATE TABLE useracct" for error messages.
-fn first_words(ddl: &str) -> String {
-    ddl.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
 pub async fn params(s: &mut Session) -> Result<Params> {

@@ -7,9 +7,9 @@ mod random;
 mod schema;
 mod txns;
 
-use crate::conn::{error_text, Session};
+use crate::conn::Session;
 use crate::meta::{self, DataSet};
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -67,19 +67,12 @@ pub struct Params {
 /// Creates the tables and loads the population.
 pub async fn init(s: &mut Session, scale: &Scale, seed: u64, drop: bool, report: &mut dyn FnMut(String)) -> Result<()> {
     meta::prepare_init(s, &DATA_SET, drop).await?;
-    for ddl in schema::DDL {
-        s.client.batch_execute(ddl).await.map_err(|e| anyhow!("{}: {}", first_words(ddl), error_text(&e)))?;
-    }
+    meta::create_tables(s, &schema::DDL).await?;
     let mut rng = StdRng::seed_from_u64(seed);
     let c = random::NuRandC::load(&mut rng);
     load::load(s, scale, &c, &mut rng, report).await?;
     let params = Params { scale: scale.clone(), c_last: c.last, c_customer: c.customer, c_item: c.item };
     meta::record(s, &DATA_SET, &params).await
-}
-
-/// "CREATE TABLE warehouse" for error messages.
-fn first_words(ddl: &str) -> String {
-    ddl.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
 pub async fn params(s: &mut Session) -> Result<Params> {
