@@ -34,7 +34,7 @@ pub fn written_by(sql: &str) -> Option<String> {
 }
 
 /// What `statement` does that a read-only transaction may not.
-fn writes(statement: &Statement) -> Option<String> {
+pub(crate) fn writes(statement: &Statement) -> Option<String> {
     match statement {
         Statement::Query(query) => query_writes(query),
         Statement::Explain { analyze, statement, options, .. } => {

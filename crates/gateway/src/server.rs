@@ -158,22 +158,20 @@ pub async fn serve(
     Ok(())
 }
 
-/// Drops the temporary tables that earlier runs of this gateway left behind: a gateway that
-/// crashed could not drop its sessions' tables (`temp.rs`). Once, at start; a failure is
-/// logged and leaves them to the next start.
+/// Drops the temporary views and tables that earlier runs of this gateway left behind: a
+/// gateway that crashed could not drop its sessions' relations (`temp.rs`). Once, at start;
+/// a failure is logged and leaves them to the next start.
 async fn drop_orphan_temp_tables(client: Client) {
     let id = client.id().0;
     let result: Result<(), pistou_client::ClientError> = async {
         let mut txn = client.begin().await?;
         let catalog = txn.catalog().await?;
         txn.rollback();
-        let orphans: Vec<String> =
-            catalog.tables().map(|t| t.name.clone()).filter(|name| crate::temp::orphan_namespace(name, id)).collect();
-        for table in orphans {
+        for sql in crate::temp::drop_statements(&catalog, |name| crate::temp::orphan_namespace(name, id)) {
             let mut txn = client.begin().await?;
-            txn.query(&format!("DROP TABLE IF EXISTS \"{}\"", table.replace('"', "\"\"")), &[]).await?;
+            txn.query(&sql, &[]).await?;
             txn.commit().await?;
-            tracing::info!("dropped temporary table {table} of an earlier run of this gateway");
+            tracing::info!("{sql}: a temporary relation of an earlier run of this gateway");
         }
         Ok(())
     }

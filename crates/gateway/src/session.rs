@@ -637,20 +637,34 @@ impl Session {
     }
 
     /// After a statement succeeded: records what it did to temporary tables, and outside
-    /// a block drops those created `ON COMMIT DROP` by a transaction that has committed.
+    /// a block drops those created `ON COMMIT DROP` by a transaction that has committed and
+    /// empties the `ON COMMIT DELETE ROWS` ones it wrote. Both run before the statement's
+    /// reply, in transactions of their own: no other session uses the tables meanwhile.
     pub async fn temp_applied(&mut self, effect: TempEffect) -> Result<(), PgError> {
+        let indexes_changed = effect.indexes_changed();
         self.temp.applied(effect);
+        if indexes_changed {
+            let catalog = self.catalog().await?;
+            let primary_keys: Vec<String> =
+                catalog.tables().filter(|t| t.row_id_column().is_none()).map(|t| format!("{}_pkey", t.name)).collect();
+            let indexes = catalog.tables().flat_map(|t| t.indexes.iter().map(|i| i.name.as_str()));
+            self.temp.learn_indexes(indexes.chain(primary_keys.iter().map(String::as_str)));
+        }
         if !matches!(self.txn, TxnState::Idle) {
             return Ok(());
         }
         for table in self.temp.take_commit_drops() {
             self.drop_table(&table).await?;
         }
+        for table in self.temp.take_rows_to_delete() {
+            let sql = format!("DELETE FROM {}", pistou_sql::system::quote_ident(&table));
+            self.autocommit(Work::Statement(&sql, &RawParams::default())).await?;
+        }
         Ok(())
     }
 
     async fn drop_table(&mut self, table: &str) -> Result<(), PgError> {
-        let sql = format!("DROP TABLE IF EXISTS \"{}\"", table.replace('"', "\"\""));
+        let sql = format!("DROP TABLE IF EXISTS {}", pistou_sql::system::quote_ident(table));
         self.autocommit(Work::Statement(&sql, &RawParams::default())).await.map(|_| ())
     }
 
@@ -662,15 +676,15 @@ impl Session {
         }
     }
 
-    /// Drops every table of the session's namespace in the catalog (including any whose
-    /// creation's outcome was unknown), outside a block.
+    /// Drops every view and table of the session's namespace in the catalog (including any
+    /// whose creation's outcome was unknown), outside a block.
     async fn drop_temp_tables(&mut self) -> Result<(), PgError> {
         if !self.temp.ever_used() {
             return Ok(());
         }
         let catalog = self.catalog().await?;
-        for table in self.temp.own_relations(catalog.tables().map(|t| t.name.as_str())) {
-            self.drop_table(&table).await?;
+        for sql in crate::temp::drop_statements(&catalog, |name| self.temp.is_own_relation(name)) {
+            self.autocommit(Work::Statement(&sql, &RawParams::default())).await?;
         }
         self.temp.forget_all();
         Ok(())

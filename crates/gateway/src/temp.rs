@@ -47,6 +47,29 @@ pub fn orphan_namespace(relation: &str, client: u64) -> bool {
     run != Some(run_id())
 }
 
+/// The statements that drop the relations of `catalog` whose catalog names `drop` picks:
+/// views first, each before the views it reads, then tables.
+pub fn drop_statements(catalog: &pistou_sql::Catalog, drop: impl Fn(&str) -> bool) -> Vec<String> {
+    use pistou_sql::view::ViewSchema;
+    let quote = pistou_sql::system::quote_ident;
+    let mut views: Vec<&ViewSchema> = catalog.views().map(|v| &**v).filter(|v| drop(&v.name)).collect();
+    let mut statements = Vec::new();
+    let drop_view = |v: &ViewSchema| format!("DROP VIEW IF EXISTS {}", quote(&v.name));
+    while !views.is_empty() {
+        let read_by_another = |name: &str| views.iter().any(|v| v.depends_on.iter().any(|d| d == name));
+        let (free, rest): (Vec<&ViewSchema>, Vec<&ViewSchema>) = views.iter().partition(|v| !read_by_another(&v.name));
+        if free.is_empty() {
+            break; // a cycle, which the catalog does not allow; the drops below report it
+        }
+        statements.extend(free.into_iter().map(drop_view));
+        views = rest;
+    }
+    statements.extend(views.into_iter().map(drop_view));
+    let tables = catalog.tables().filter(|t| drop(&t.name));
+    statements.extend(tables.map(|t| format!("DROP TABLE IF EXISTS {}", quote(&t.name))));
+    statements
+}
+
 /// What a statement does to the session's temporary relations, known once it succeeded.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TempEffect {
@@ -54,19 +77,46 @@ pub struct TempEffect {
     dropped: Vec<String>,
     /// Created with `ON COMMIT DROP`.
     drop_at_commit: Vec<String>,
+    /// Created with `ON COMMIT DELETE ROWS`.
+    delete_rows: Vec<String>,
+    /// Temporary relations a statement that may write names.
+    written: Vec<String>,
+    /// The statement may have changed which indexes the session's tables have.
+    indexes_changed: bool,
+}
+
+impl TempEffect {
+    /// Does the statement call for [`TempSchema::learn_indexes`] once it succeeded?
+    pub fn indexes_changed(&self) -> bool {
+        self.indexes_changed
+    }
+}
+
+/// The session's temporary relations, as a block or a savepoint restores them.
+#[derive(Clone, Debug, Default)]
+struct Names {
+    /// Names (as SQL sees them) of the session's temporary tables and named indexes.
+    relations: BTreeSet<String>,
+    /// Tables to drop when the transaction that created them commits.
+    drop_at_commit: BTreeSet<String>,
+    /// Tables created `ON COMMIT DELETE ROWS`.
+    delete_rows: BTreeSet<String>,
+    /// Indexes of the session's tables named by the engine, not by a statement (`t_pkey`,
+    /// `t_x_key`, `t_x_idx`), as the catalog last showed them.
+    derived_indexes: BTreeSet<String>,
 }
 
 /// One session's temporary relations.
 pub struct TempSchema {
     /// `pg_temp_<client>_<run>_<session>` (no dot).
     namespace: String,
-    /// Names (as SQL sees them) of the session's temporary tables and named indexes.
-    relations: BTreeSet<String>,
-    /// Tables to drop when the transaction that created them commits.
-    drop_at_commit: BTreeSet<String>,
-    /// `relations` when the block began, and at each savepoint (restored on rollback).
-    at_begin: Option<(BTreeSet<String>, BTreeSet<String>)>,
-    savepoints: Vec<(String, BTreeSet<String>, BTreeSet<String>)>,
+    names: Names,
+    /// `names` when the block began, and at each savepoint (restored on rollback).
+    at_begin: Option<Names>,
+    savepoints: Vec<(String, Names)>,
+    /// `ON COMMIT DELETE ROWS` tables written since the last commit: their rows go once the
+    /// transaction commits.
+    rows_to_delete: BTreeSet<String>,
     /// A statement creating a temporary relation was rewritten (it may have run).
     creating: std::cell::Cell<bool>,
 }
@@ -76,10 +126,10 @@ impl TempSchema {
         let session = SESSIONS.fetch_add(1, Ordering::Relaxed) + 1;
         TempSchema {
             namespace: format!("{TEMP_NAMESPACE_PREFIX}{client}_{:x}_{session}", run_id()),
-            relations: BTreeSet::new(),
-            drop_at_commit: BTreeSet::new(),
+            names: Names::default(),
             at_begin: None,
             savepoints: Vec::new(),
+            rows_to_delete: BTreeSet::new(),
             creating: std::cell::Cell::new(false),
         }
     }
@@ -102,7 +152,7 @@ impl TempSchema {
 
     /// `text` (an error or notice) with the session's namespace taken out of names.
     pub fn unqualify(&self, text: &str) -> String {
-        if self.relations.is_empty() && self.drop_at_commit.is_empty() {
+        if self.names.relations.is_empty() && self.names.drop_at_commit.is_empty() {
             return text.to_string();
         }
         text.replace(&self.prefix(), "")
@@ -112,7 +162,7 @@ impl TempSchema {
     /// it will do to them. Statements that cannot name a temporary relation are returned
     /// unchanged without being parsed.
     pub fn rewrite(&self, sql: &str) -> Result<(Option<String>, TempEffect), PgError> {
-        if self.relations.is_empty() && !mentions_temp(sql) {
+        if self.names.relations.is_empty() && !mentions_temp(sql) {
             return Ok((None, TempEffect::default()));
         }
         let parsed = crate::route::with_parsed(sql, |parsed| parsed.map_err(|e| e.to_string()));
@@ -152,7 +202,7 @@ impl TempSchema {
         }
         lower
             .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
-            .find(|word| self.relations.contains(*word))
+            .find(|word| self.names.relations.contains(*word))
             .map(str::to_string)
     }
 
@@ -166,10 +216,13 @@ impl TempSchema {
             Statement::CreateView(v) => Some(std::mem::replace(&mut v.name, ObjectName(Vec::new()))),
             _ => None,
         };
-        let mut visitor = Resolve { schema: self, ctes: Vec::new(), error: None, temp_read: false };
+        let mut visitor = Resolve { schema: self, ctes: Vec::new(), error: None, named: BTreeSet::new() };
         let _ = statement.visit(&mut visitor);
         if let Some(e) = visitor.error {
             return Err(e);
+        }
+        if crate::read_only::writes(statement).is_some() {
+            effect.written.extend(visitor.named.iter().cloned());
         }
         match (statement, created) {
             (Statement::CreateTable(c), Some(name)) => {
@@ -189,27 +242,32 @@ impl TempSchema {
                     None | Some(OnCommit::PreserveRows) => {}
                     Some(OnCommit::Drop) => effect.drop_at_commit.push(plain.clone()),
                     Some(OnCommit::DeleteRows) => {
-                        return Err(PgError::new(
-                            errors::FEATURE_NOT_SUPPORTED,
-                            "ON COMMIT DELETE ROWS is not supported (a temporary table keeps its rows until it is dropped or the session ends)",
-                        ))
+                        effect.delete_rows.push(plain.clone());
+                        // CREATE TABLE AS writes the query's rows, which go at its commit too.
+                        if c.query.is_some() {
+                            effect.written.push(plain.clone());
+                        }
                     }
                 }
                 self.resolve_foreign_keys(table_foreign_keys(&mut c.constraints), true)?;
                 self.resolve_foreign_keys(column_foreign_keys(&mut c.columns), true)?;
                 self.qualify_constraint_names(c);
                 effect.created.push(plain);
+                effect.indexes_changed = true;
             }
+            // A view reading a temporary relation is temporary, as in PostgreSQL.
             (Statement::CreateView(v), Some(name)) => {
-                if v.temporary || visitor.temp_read || self.names_temporary(&name) {
-                    return Err(PgError::new(
-                        errors::FEATURE_NOT_SUPPORTED,
-                        "temporary views, and views over temporary tables, are not supported",
-                    ));
+                if !(v.temporary || !visitor.named.is_empty() || self.names_temporary(&name)) {
+                    v.name = name;
+                    return Ok(effect);
                 }
-                v.name = name;
+                let plain = plain_name(&name)?;
+                v.temporary = false;
+                v.name = ObjectName::from(vec![quoted(&self.qualified(&plain))]);
+                effect.created.push(plain);
             }
             (Statement::CreateIndex(c), _) if self.is_own(&c.table_name) => {
+                effect.indexes_changed = true;
                 if let Some(name) = &mut c.name {
                     let plain = plain_name(name)?;
                     *name = ObjectName::from(vec![quoted(&self.qualified(&plain))]);
@@ -217,6 +275,7 @@ impl TempSchema {
                 }
             }
             (Statement::AlterTable(a), _) if self.is_own(&a.name) => {
+                effect.indexes_changed = true;
                 let table = plain_name(&ObjectName::from(vec![Ident::new(self.unqualified_name(&a.name))]))?;
                 for op in &mut a.operations {
                     match op {
@@ -245,17 +304,26 @@ impl TempSchema {
                 effect.dropped.push(old);
                 effect.created.push(plain);
             }
-            (Statement::Drop { object_type: ObjectType::Table | ObjectType::Index, names, .. }, _) => {
+            (
+                Statement::Drop {
+                    object_type: ObjectType::Table | ObjectType::Index | ObjectType::View, names, ..
+                },
+                _,
+            ) => {
                 for name in names.iter_mut() {
                     if let Some(plain) = self.resolve(name)? {
                         *name = ObjectName::from(vec![quoted(&self.qualified(&plain))]);
                         effect.dropped.push(plain);
+                        effect.indexes_changed = true;
                     }
                 }
             }
-            (Statement::Copy { source: CopySource::Table { table_name, .. }, .. }, _) => {
+            (Statement::Copy { source: CopySource::Table { table_name, .. }, to, .. }, _) => {
                 if let Some(plain) = self.resolve(table_name)? {
                     *table_name = ObjectName::from(vec![quoted(&self.qualified(&plain))]);
+                    if !*to {
+                        effect.written.push(plain);
+                    }
                 }
             }
             (Statement::Query(query), _) => self.select_into(query, &mut effect)?,
@@ -376,7 +444,8 @@ impl TempSchema {
                 if only.starts_with(TEMP_NAMESPACE_PREFIX) && only.contains('.') {
                     return Err(other_sessions());
                 }
-                Ok(self.relations.contains(only).then(|| only.clone()))
+                let own = self.names.relations.contains(only) || self.names.derived_indexes.contains(only);
+                Ok(own.then(|| only.clone()))
             }
             [schema, relation] if schema == "pg_temp" || *schema == self.namespace => Ok(Some(relation.clone())),
             [schema, _] if schema.starts_with(TEMP_NAMESPACE_PREFIX) => Err(other_sessions()),
@@ -399,43 +468,58 @@ impl TempSchema {
             None => name.to_lowercase(),
         };
         let derived = name.strip_suffix("_seq").is_some_and(|stem| {
-            self.relations.iter().any(|t| stem.strip_prefix(t.as_str()).is_some_and(|rest| rest.starts_with('_')))
+            self.names.relations.iter().any(|t| stem.strip_prefix(t.as_str()).is_some_and(|rest| rest.starts_with('_')))
         });
-        (explicit || derived || self.relations.contains(&name)).then_some(name)
+        (explicit || derived || self.names.relations.contains(&name)).then_some(name)
     }
 
     /// Records what a statement that succeeded did.
     pub fn applied(&mut self, effect: TempEffect) {
+        let names = &mut self.names;
         for name in effect.dropped {
-            self.relations.remove(&name);
-            self.drop_at_commit.remove(&name);
+            names.relations.remove(&name);
+            names.drop_at_commit.remove(&name);
+            names.delete_rows.remove(&name);
         }
-        for name in effect.drop_at_commit {
-            self.drop_at_commit.insert(name);
-        }
-        self.relations.extend(effect.created);
+        names.drop_at_commit.extend(effect.drop_at_commit);
+        names.delete_rows.extend(effect.delete_rows);
+        names.relations.extend(effect.created);
+        let written = effect.written.into_iter().filter(|name| names.delete_rows.contains(name));
+        self.rows_to_delete.extend(written);
+    }
+
+    /// The catalog's index names (after a statement that changed the session's indexes):
+    /// those in the session's namespace that no statement named are the engine's derived
+    /// names, which later statements may name too (`DROP INDEX t_x_key`).
+    pub fn learn_indexes<'a>(&mut self, indexes: impl Iterator<Item = &'a str>) {
+        let prefix = self.prefix();
+        let derived =
+            indexes.filter_map(|name| name.strip_prefix(&prefix)).filter(|n| !self.names.relations.contains(*n));
+        self.names.derived_indexes = derived.map(str::to_string).collect();
     }
 
     /// Its tables were all dropped (DISCARD).
     pub fn forget_all(&mut self) {
-        self.relations.clear();
-        self.drop_at_commit.clear();
+        self.names = Names::default();
+        self.rows_to_delete.clear();
         self.creating.set(false);
     }
 
     /// A transaction block began.
     pub fn begin(&mut self) {
-        self.at_begin = Some((self.relations.clone(), self.drop_at_commit.clone()));
+        self.at_begin = Some(self.names.clone());
         self.savepoints.clear();
     }
 
-    /// The block ended: a block that did not commit created and dropped nothing.
+    /// The block ended: a block that did not commit created, dropped and wrote nothing.
     pub fn ended(&mut self, committed: bool) {
         self.savepoints.clear();
-        if let Some((relations, drops)) = self.at_begin.take() {
+        if !committed {
+            self.rows_to_delete.clear();
+        }
+        if let Some(names) = self.at_begin.take() {
             if !committed {
-                self.relations = relations;
-                self.drop_at_commit = drops;
+                self.names = names;
             }
         }
     }
@@ -443,18 +527,30 @@ impl TempSchema {
     /// Catalog names of the tables created `ON COMMIT DROP` by transactions that have
     /// committed (call outside a block only), forgotten here.
     pub fn take_commit_drops(&mut self) -> Vec<String> {
-        let drops = std::mem::take(&mut self.drop_at_commit);
+        let drops = std::mem::take(&mut self.names.drop_at_commit);
         drops
             .into_iter()
             .map(|name| {
-                self.relations.remove(&name);
+                self.names.relations.remove(&name);
+                self.names.delete_rows.remove(&name);
                 self.qualified(&name)
             })
             .collect()
     }
 
+    /// Catalog names of the `ON COMMIT DELETE ROWS` tables written by transactions that have
+    /// committed (call outside a block only): their rows are to be deleted.
+    pub fn take_rows_to_delete(&mut self) -> Vec<String> {
+        let written = std::mem::take(&mut self.rows_to_delete);
+        written
+            .into_iter()
+            .filter(|name| self.names.delete_rows.contains(name))
+            .map(|name| self.qualified(&name))
+            .collect()
+    }
+
     pub fn savepoint(&mut self, name: &str) {
-        self.savepoints.push((name.to_string(), self.relations.clone(), self.drop_at_commit.clone()));
+        self.savepoints.push((name.to_string(), self.names.clone()));
     }
 
     /// RELEASE: the savepoint and later ones go; what happened since stays.
@@ -468,17 +564,15 @@ impl TempSchema {
     pub fn rollback_to(&mut self, name: &str) {
         if let Some(at) = self.savepoints.iter().rposition(|(n, ..)| n == name) {
             self.savepoints.truncate(at + 1);
-            if let Some((_, relations, drops)) = self.savepoints.last() {
-                self.relations = relations.clone();
-                self.drop_at_commit = drops.clone();
+            if let Some((_, names)) = self.savepoints.last() {
+                self.names = names.clone();
             }
         }
     }
 
-    /// The catalog names of every relation in the session's namespace among `relations`.
-    pub fn own_relations<'a>(&self, relations: impl Iterator<Item = &'a str>) -> Vec<String> {
-        let prefix = self.prefix();
-        relations.filter(|r| r.starts_with(&prefix)).map(str::to_string).collect()
+    /// Is `relation` (a catalog name) in the session's namespace?
+    pub fn is_own_relation(&self, relation: &str) -> bool {
+        relation.strip_prefix(&self.namespace).is_some_and(|rest| rest.starts_with('.'))
     }
 }
 
@@ -489,8 +583,8 @@ struct Resolve<'a> {
     /// WITH items in scope, innermost last: they shadow tables of their name.
     ctes: Vec<Vec<String>>,
     error: Option<PgError>,
-    /// The statement reads a temporary table.
-    temp_read: bool,
+    /// The session's temporary relations the statement names.
+    named: BTreeSet<String>,
 }
 
 impl Resolve<'_> {
@@ -505,7 +599,7 @@ impl Resolve<'_> {
         match self.schema.resolve(name) {
             Ok(Some(plain)) => {
                 *name = ObjectName::from(vec![quoted(&self.schema.qualified(&plain))]);
-                self.temp_read = true;
+                self.named.insert(plain.clone());
                 Some(plain)
             }
             Ok(None) => None,
@@ -626,10 +720,7 @@ fn plain_name(name: &ObjectName) -> Result<String, PgError> {
     match parts(name).as_slice() {
         [only] => Ok(only.clone()),
         [schema, relation] if schema == "pg_temp" || schema.starts_with(TEMP_NAMESPACE_PREFIX) => Ok(relation.clone()),
-        _ => Err(PgError::new(
-            errors::FEATURE_NOT_SUPPORTED,
-            format!("cannot create temporary relation {name} in a non-temporary schema"),
-        )),
+        _ => Err(PgError::new("42P16", "cannot create temporary relation in non-temporary schema")),
     }
 }
 
@@ -688,11 +779,10 @@ mod tests {
         let code = |sql: &str| temp.rewrite(sql).map(|_| ()).unwrap_err().code;
         assert_eq!(code("SELECT * FROM pg_temp_1_2_3.t"), "0A000");
         assert_eq!(code("SELECT * FROM \"pg_temp_1_2_3.t\""), "0A000");
-        assert_eq!(code("CREATE TEMP TABLE public.x (a INT)"), "0A000");
+        assert_eq!(code("CREATE TEMP TABLE public.x (a INT)"), "42P16");
+        assert_eq!(code("CREATE VIEW public.v AS SELECT * FROM t"), "42P16");
         assert_eq!(code("CREATE TABLE p (a INT REFERENCES t)"), "42P16");
         assert_eq!(code("CREATE TEMP TABLE c (a INT REFERENCES public.p)"), "42P16");
-        assert_eq!(code("CREATE VIEW v AS SELECT * FROM t"), "0A000");
-        assert_eq!(code("CREATE TEMP TABLE d (a INT) ON COMMIT DELETE ROWS"), "0A000");
         // Text the gateway cannot parse may not name a temporary table.
         assert_eq!(code("SELECT * FROM t WHERE ((("), "0A000");
         assert!(temp.rewrite("SELECT * FROM u WHERE (((").is_ok());
@@ -720,6 +810,77 @@ mod tests {
         temp.ended(true);
         assert_eq!(temp.take_commit_drops(), vec![format!("{}b", temp.prefix())]);
         assert!(rewritten(&temp, "SELECT * FROM b").ends_with("FROM b"));
+    }
+
+    /// `ON COMMIT DELETE ROWS`: the rows of a table a committed transaction wrote go; reads,
+    /// rolled-back blocks and dropped tables leave nothing to delete.
+    #[test]
+    fn rows_written_to_delete_rows_tables_go_at_commit() {
+        let mut temp = session();
+        let apply = |temp: &mut TempSchema, sql: &str| {
+            let (_, effect) = temp.rewrite(sql).unwrap();
+            temp.applied(effect);
+        };
+        apply(&mut temp, "CREATE TEMP TABLE d (a INT) ON COMMIT DELETE ROWS");
+        let d = vec![format!("{}d", temp.prefix())];
+        assert!(temp.take_rows_to_delete().is_empty());
+        apply(&mut temp, "INSERT INTO d VALUES (1)");
+        apply(&mut temp, "INSERT INTO t VALUES (1)");
+        assert_eq!(temp.take_rows_to_delete(), d);
+        assert!(temp.take_rows_to_delete().is_empty());
+        apply(&mut temp, "SELECT * FROM d JOIN t ON true");
+        assert!(temp.take_rows_to_delete().is_empty());
+        apply(&mut temp, "WITH x AS (DELETE FROM t RETURNING id) SELECT * FROM x, d");
+        assert_eq!(temp.take_rows_to_delete(), d);
+        apply(&mut temp, "COPY d FROM STDIN");
+        assert_eq!(temp.take_rows_to_delete(), d);
+        temp.begin();
+        apply(&mut temp, "UPDATE d SET a = 2");
+        temp.ended(false);
+        assert!(temp.take_rows_to_delete().is_empty());
+        temp.begin();
+        apply(&mut temp, "DELETE FROM d");
+        temp.ended(true);
+        assert_eq!(temp.take_rows_to_delete(), d);
+        apply(&mut temp, "CREATE TEMP TABLE e ON COMMIT DELETE ROWS AS SELECT 1 AS a");
+        assert_eq!(temp.take_rows_to_delete(), vec![format!("{}e", temp.prefix())]);
+        apply(&mut temp, "INSERT INTO d VALUES (1)");
+        apply(&mut temp, "DROP TABLE d");
+        assert!(temp.take_rows_to_delete().is_empty());
+    }
+
+    /// Indexes the engine named (`t_pkey`, `t_a_key`) resolve to the session's once the
+    /// catalog showed them, and only while it does.
+    #[test]
+    fn derived_index_names_resolve_once_learned() {
+        let mut temp = session();
+        let (_, effect) = temp.rewrite("ALTER TABLE t ADD UNIQUE (id)").unwrap();
+        assert!(effect.indexes_changed());
+        temp.applied(effect);
+        let catalog = [format!("{}t_pkey", temp.prefix()), format!("{}t_id_key", temp.prefix()), "u_pkey".into()];
+        temp.learn_indexes(catalog.iter().map(String::as_str));
+        assert_eq!(rewritten(&temp, "DROP INDEX t_id_key"), "DROP INDEX \"~t_id_key\"");
+        assert_eq!(rewritten(&temp, "DROP INDEX u_pkey"), "DROP INDEX u_pkey");
+        assert!(!temp.rewrite("SELECT * FROM t").unwrap().1.indexes_changed());
+        temp.learn_indexes(std::iter::empty());
+        assert_eq!(rewritten(&temp, "DROP INDEX t_id_key"), "DROP INDEX t_id_key");
+    }
+
+    /// A TEMP view, and a view reading a temporary relation, are the session's.
+    #[test]
+    fn views_over_temporary_relations_are_temporary() {
+        let mut temp = session();
+        for (sql, expected) in [
+            ("CREATE VIEW v AS SELECT id FROM t", "CREATE VIEW \"~v\" AS SELECT id FROM \"~t\" AS \"t\""),
+            ("CREATE TEMP VIEW w AS SELECT 1", "CREATE VIEW \"~w\" AS SELECT 1"),
+            ("CREATE VIEW p AS SELECT * FROM public.t", "CREATE VIEW p AS SELECT * FROM public.t"),
+        ] {
+            assert_eq!(rewritten(&temp, sql), expected);
+            let (_, effect) = temp.rewrite(sql).unwrap();
+            temp.applied(effect);
+        }
+        assert_eq!(rewritten(&temp, "SELECT * FROM v, w"), "SELECT * FROM \"~v\" AS \"v\", \"~w\" AS \"w\"");
+        assert_eq!(rewritten(&temp, "DROP VIEW v, p"), "DROP VIEW \"~v\", p");
     }
 
     #[test]

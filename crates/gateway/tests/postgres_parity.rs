@@ -416,10 +416,9 @@ async fn statement_timeout_cancels_long_statements() {
     .await;
 }
 
-/// TRUNCATE (one transaction of deletes) and DROP TABLE of several tables, as pgbench -i
-/// sends them, compared with PostgreSQL.
 /// Interval columns through the gateway and the replicas: stored, compared by length,
-/// indexed, updated and deleted as in PostgreSQL.
+/// indexed, updated and deleted as in PostgreSQL, and as a primary key (whose deletions the
+/// replicas check by reading the key's length back).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interval_columns_behave_as_in_postgres() {
     bounded(120, async {
@@ -436,8 +435,20 @@ async fn interval_columns_behave_as_in_postgres() {
             "DELETE FROM parity_iv WHERE d > '2 days'",
             "SELECT count(*) FROM parity_iv",
             "DROP TABLE parity_iv",
+            "CREATE TABLE parity_ivk (d INTERVAL PRIMARY KEY, n INT)",
+            "INSERT INTO parity_ivk VALUES ('1 mon', 1), ('-2 days 03:00:00', 2), ('1 year', 3)",
+            "INSERT INTO parity_ivk VALUES ('30 days', 4)",
+            "SELECT d, n FROM parity_ivk WHERE d = '720:00:00'",
+            "UPDATE parity_ivk SET d = '2 mons' WHERE n = 3",
+            "UPDATE parity_ivk SET d = '30 days' WHERE d = '1 mon'",
+            "INSERT INTO parity_ivk VALUES ('1 mon', 5) ON CONFLICT (d) DO UPDATE SET n = excluded.n",
+            "DELETE FROM parity_ivk WHERE d = '60 days' RETURNING n",
+            "SELECT d, n FROM parity_ivk ORDER BY d",
+            "DELETE FROM parity_ivk",
+            "SELECT count(*) FROM parity_ivk",
+            "DROP TABLE parity_ivk",
         ];
-        compare(&["DROP TABLE IF EXISTS parity_iv"], &script).await;
+        compare(&["DROP TABLE IF EXISTS parity_iv", "DROP TABLE IF EXISTS parity_ivk"], &script).await;
     })
     .await;
 }
@@ -600,6 +611,8 @@ async fn create_table_as_behaves_as_in_postgres() {
     .await;
 }
 
+/// TRUNCATE (one transaction of deletes) and DROP TABLE of several tables, as pgbench -i
+/// sends them, compared with PostgreSQL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn truncate_and_multi_table_drop_behave_as_in_postgres() {
     bounded(120, async {
@@ -857,6 +870,40 @@ async fn temporary_tables_behave_as_in_postgres() {
             "SELECT * FROM parity_tmp_e",
             "SELECT * INTO TEMP parity_tmp_i FROM parity_tmp_r WHERE x > 0",
             "SELECT count(*) FROM parity_tmp_i",
+            // ON COMMIT DELETE ROWS: rows live until their transaction commits.
+            "CREATE TEMP TABLE parity_tmp_del (id INT PRIMARY KEY, v INT UNIQUE) ON COMMIT DELETE ROWS",
+            "INSERT INTO parity_tmp_del VALUES (1, 1), (2, 2) RETURNING id",
+            "SELECT count(*) FROM parity_tmp_del",
+            "BEGIN",
+            "INSERT INTO parity_tmp_del VALUES (1, 1), (2, 2)",
+            "UPDATE parity_tmp_del SET v = v + 10 WHERE id = 2",
+            "SELECT * FROM parity_tmp_del ORDER BY id",
+            "COMMIT",
+            "SELECT count(*) FROM parity_tmp_del",
+            "BEGIN",
+            "INSERT INTO parity_tmp_del VALUES (3, 3)",
+            "ROLLBACK",
+            "SELECT count(*) FROM parity_tmp_del",
+            "CREATE TEMP TABLE parity_tmp_del2 ON COMMIT DELETE ROWS AS SELECT 1 AS a",
+            "SELECT count(*) FROM parity_tmp_del2",
+            // Indexes named after a temporary table by the engine.
+            "DROP INDEX parity_tmp_del_v_key",
+            "DROP INDEX parity_tmp_del_pkey",
+            "ALTER TABLE parity_tmp_del DROP CONSTRAINT parity_tmp_del_v_key",
+            "CREATE INDEX ON parity_tmp_del (v)",
+            "DROP INDEX parity_tmp_del_v_idx",
+            "DROP INDEX parity_tmp_del_v_idx",
+            // Temporary views, and views over temporary relations, are the session's.
+            "CREATE TEMP VIEW parity_tmp_v AS SELECT x FROM parity_tmp_r WHERE x > 0",
+            "CREATE VIEW parity_tmp_v2 AS SELECT v.x FROM parity_tmp_v v JOIN parity_tmp_i i ON i.x = v.x",
+            "SELECT * FROM parity_tmp_v2 ORDER BY 1",
+            "SELECT table_name, table_type FROM information_schema.tables WHERE table_name LIKE 'parity_tmp_v%' ORDER BY 1",
+            "SELECT relname, relpersistence, relkind FROM pg_class WHERE relname LIKE 'parity_tmp_v%' ORDER BY 1",
+            "SELECT viewname, schemaname LIKE 'pg_temp%' FROM pg_views WHERE viewname LIKE 'parity_tmp_v%' ORDER BY 1",
+            "CREATE VIEW public.parity_tmp_v3 AS SELECT * FROM parity_tmp_i",
+            "CREATE TEMP VIEW parity_tmp_v4 AS SELECT 1 AS one",
+            "DROP VIEW parity_tmp_v4",
+            "SELECT * FROM parity_tmp_v4",
             "CREATE TEMP TABLE parity_tmp_p (id INT PRIMARY KEY)",
             "CREATE TEMP TABLE parity_tmp_c (id INT, pid INT REFERENCES parity_tmp_p)",
             "INSERT INTO parity_tmp_c VALUES (1, 7)",

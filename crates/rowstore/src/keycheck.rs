@@ -62,6 +62,12 @@ fn decode_value(ty: SqlType, bytes: &[u8]) -> Option<(Value, &[u8])> {
             let (v, rest) = take_u64(rest)?;
             (Value::TimestampTz((v ^ (1 << 63)) as i64), rest)
         }
+        // The key holds the length only: any interval of that length re-encodes to it.
+        (SqlType::Interval, 0x0B) => {
+            let (head, rest) = split(rest, 16)?;
+            let span = (u128::from_be_bytes(head.try_into().ok()?) ^ (1 << 127)) as i128;
+            (Value::Interval(pistou_types::interval::Interval::with_span(span)?), rest)
+        }
         _ => return None,
     })
 }
@@ -152,6 +158,7 @@ fn parse_decimal<D: std::str::FromStr>(text: &str) -> Option<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pistou_types::interval::Interval;
     use pistou_types::Column;
 
     fn schema(types: &[SqlType]) -> TableSchema {
@@ -224,6 +231,13 @@ mod tests {
             (SqlType::Date, vec![Value::Date(i32::MIN), Value::Date(0), Value::Date(19000)]),
             (SqlType::Timestamp, vec![Value::Timestamp(i64::MIN), Value::Timestamp(1_700_000_000_000_000)]),
             (SqlType::TimestampTz, vec![Value::TimestampTz(-1), Value::TimestampTz(1_700_000_000_000_000)]),
+            (
+                SqlType::Interval,
+                [(0, 0, 0), (1, -3, 7), (-1, 30, -5), (i32::MAX, i32::MAX, i64::MAX), (i32::MIN, i32::MIN, i64::MIN)]
+                    .into_iter()
+                    .map(|(months, days, micros)| Value::Interval(Interval { months, days, micros }))
+                    .collect(),
+            ),
         ];
         for (ty, values) in samples {
             let s = schema(&[ty]);
@@ -261,5 +275,24 @@ mod tests {
         assert!(!is_primary_key(&num, &[0x05, 0x03, 0xFF, 0xFF, 0x02, 0x00]), "absurd exponent");
         assert!(!is_primary_key(&num, &[0x05, 0x03, 0x80, 0x01, 0x00]), "no digits");
         assert!(!is_primary_key(&num, &[0x05, 0x04]), "bad sign");
+        let interval = schema(&[SqlType::Interval]);
+        let longest = Interval { months: i32::MAX, days: i32::MAX, micros: i64::MAX }.span();
+        let too_long = [[0x0Bu8].as_slice(), &((longest + 1) as u128 ^ (1 << 127)).to_be_bytes()].concat();
+        assert!(!is_primary_key(&interval, &too_long), "longer than any interval");
+        let month = encode_key([&Value::Interval(Interval { months: 1, days: 0, micros: 0 })]);
+        assert!(!is_primary_key(&interval, &month[..16]), "truncated interval");
+    }
+
+    /// A key holds an interval's length, so `1 mon` and `30 days` are one key, as they are
+    /// one value in PostgreSQL's comparisons.
+    #[test]
+    fn an_interval_key_is_read_back_as_an_interval_of_its_length() {
+        let month = Interval { months: 1, days: 0, micros: 0 };
+        let days = Interval { months: 0, days: 30, micros: 0 };
+        assert_eq!(encode_key([&Value::Interval(month)]), encode_key([&Value::Interval(days)]));
+        for span in [0, 1, -1, month.span() * 7 + 3, -(month.span() * 5) - 11] {
+            let read = Interval::with_span(span).expect("an interval of that length");
+            assert_eq!(read.span(), span);
+        }
     }
 }

@@ -365,8 +365,9 @@ impl Objects {
         }
         let sequences = catalog.sequences().map(|s| (take(), s.clone())).collect();
         let views = catalog.views().map(|v| (take(), v.clone())).collect();
+        let relations = catalog.tables().map(|t| &t.name).chain(catalog.views().map(|v| &v.name));
         let temp_namespaces: std::collections::BTreeSet<String> =
-            catalog.tables().filter_map(|t| temp_namespace(&t.name)).map(|(ns, _)| ns.to_string()).collect();
+            relations.filter_map(|name| temp_namespace(name)).map(|(ns, _)| ns.to_string()).collect();
         Objects { tables, sequences, views, temp_namespaces: temp_namespaces.into_iter().collect() }
     }
 
@@ -443,12 +444,15 @@ impl Objects {
                     out.push((oid, format!("{kind} ({cols})")));
                 }
             }
+            // PostgreSQL appends NOT VALID to a CHECK or FOREIGN KEY whose old rows are unchecked.
+            let validity = |name: &str| if t.schema.constraint_is_valid(name) { "" } else { " NOT VALID" };
             for (oid, c) in &t.checks {
-                out.push((*oid, format!("CHECK ({})", c.expr)));
+                out.push((*oid, format!("CHECK ({}){}", c.expr, validity(&c.name))));
             }
             for (oid, f) in &t.foreign_keys {
                 let parent = self.table(&f.parent).map(|p| &*p.schema);
-                out.push((*oid, crate::constraints::foreign_key_definition(&t.schema, parent, f)));
+                let def = crate::constraints::foreign_key_definition(&t.schema, parent, f);
+                out.push((*oid, format!("{def}{}", validity(&f.name))));
             }
         }
         out
@@ -1042,7 +1046,14 @@ fn pg_catalog(o: &Objects, relname: &str) -> Option<Relation> {
             o.view_definitions()
                 .into_iter()
                 .zip(&o.views)
-                .map(|((_, def), (_, v))| vec![name("public"), name(&v.name), name(ROLE_OWNER_NAME), Value::Text(def)])
+                .map(|((_, def), (_, v))| {
+                    vec![
+                        name(o.schema_of(&v.name)),
+                        name(unqualified(&v.name)),
+                        name(ROLE_OWNER_NAME),
+                        Value::Text(def),
+                    ]
+                })
                 .collect(),
         ),
         "pg_tables" => relation_of(
@@ -1709,7 +1720,8 @@ fn information_schema(o: &Objects, relname: &str) -> Option<Relation> {
                 .into_iter()
                 .zip(&o.views)
                 .map(|((_, def), (_, v))| {
-                    let mut row = vec![catalog_name(), name("public"), name(&v.name), Value::Text(def), name("NONE")];
+                    let (schema, view) = (o.schema_of(&v.name), unqualified(&v.name));
+                    let mut row = vec![catalog_name(), name(schema), name(view), Value::Text(def), name("NONE")];
                     row.extend((0..5).map(|_| name("NO")));
                     row
                 })
@@ -2194,10 +2206,13 @@ mod tests {
             .expect("mark check");
         assert_eq!(rows(&mut db, valid), ["zt_code_key|false", "zt_name|true", "zt_pkey|true"]);
         assert_eq!(rows(&mut db, validated), ["a_pkey|true", "a_pos|false", "zt_code_key|false", "zt_pkey|true"]);
+        let definition = "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'a_pos'";
+        assert_eq!(rows(&mut db, definition), ["CHECK (k > 0) NOT VALID"]);
         db.apply_catalog_change(&CatalogChange::Validated { table: "zt".into(), rules: marks }).expect("valid");
         db.apply_catalog_change(&CatalogChange::Validated { table: "a".into(), rules: check }).expect("valid");
         assert_eq!(rows(&mut db, valid), ["zt_code_key|true", "zt_name|true", "zt_pkey|true"]);
         assert_eq!(rows(&mut db, validated), ["a_pkey|true", "a_pos|true", "zt_code_key|true", "zt_pkey|true"]);
+        assert_eq!(rows(&mut db, definition), ["CHECK (k > 0)"]);
     }
 
     #[test]

@@ -58,6 +58,22 @@ impl Interval {
         (i128::from(self.months) * 30 + i128::from(self.days)) * i128::from(USECS_PER_DAY) + i128::from(self.micros)
     }
 
+    /// An interval of length `span`, if any interval is that long: months first, then days,
+    /// the rest in microseconds (which leaves the fewest microseconds, so if this finds none,
+    /// none exists). Reads a primary key back, which holds only the length.
+    pub fn with_span(span: i128) -> Option<Interval> {
+        let day = i128::from(USECS_PER_DAY);
+        let month = i128::from(DAYS_PER_MONTH) * day;
+        let months = (span / month).clamp(i128::from(i32::MIN), i128::from(i32::MAX));
+        let rest = span - months * month;
+        let days = (rest / day).clamp(i128::from(i32::MIN), i128::from(i32::MAX));
+        Some(Interval {
+            months: i32::try_from(months).ok()?,
+            days: i32::try_from(days).ok()?,
+            micros: i64::try_from(rest - days * day).ok()?,
+        })
+    }
+
     pub fn cmp_span(&self, other: &Interval) -> Ordering {
         self.span().cmp(&other.span())
     }

@@ -216,11 +216,6 @@ impl Binder<'_> {
         };
         for &p in &pk {
             if let Some(col) = table.columns.get_mut(p) {
-                if col.ty == SqlType::Interval {
-                    // Keys encode an interval by its length (`1 mon` = `30 days`), which a
-                    // stored key cannot be turned back into: replicas could not check one.
-                    return unsupported("an interval column in a primary key (a UNIQUE constraint or index works)");
-                }
                 col.nullable = false;
             }
         }
