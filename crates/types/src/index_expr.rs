@@ -217,7 +217,7 @@ pub fn is_mutable(func: Func) -> bool {
 }
 
 /// Whether PostgreSQL resolves date_trunc, EXTRACT, date_part or age over operands of these
-/// types (`operands`: the value for the first three, both for age; None where unknown) to
+/// types (`operands`: the arguments' types, the value last, None where unknown) to
 /// a variant that is only STABLE: over timestamptz (it reads the session's time zone),
 /// over a date that PostgreSQL casts to timestamptz (date_trunc; age unless the other
 /// operand is a timestamp), mixing timestamptz and timestamp in age, or age(x), which
