@@ -1019,6 +1019,36 @@ async fn expression_indexes_behave_as_in_postgres() {
     .await;
 }
 
+/// The boolean, LIKE, CASE, regular-expression and date/time forms of expression indexes:
+/// entries the replicas compute (a CASE branch not taken is not evaluated), unique
+/// violations, lookups, the catalog's text, and PostgreSQL's STABLE variants refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expression_index_forms_behave_as_in_postgres() {
+    bounded(120, async {
+        let script = [
+            "CREATE TABLE parity_exf (id INT PRIMARY KEY, a INT, b INT, c BOOLEAN, s TEXT, ts TIMESTAMP, tz TIMESTAMPTZ, d DATE)",
+            "INSERT INTO parity_exf VALUES (1, 4, 2, true, 'apple', '2024-03-15 10:30:00', '2024-03-15 10:30:00+00', '2024-03-15'), (2, -1, 0, false, 'banana', '2024-03-15 23:59:59', NULL, '2023-12-31')",
+            "CREATE INDEX parity_exf_bool ON parity_exf ((a > 0 AND c), (s LIKE 'a%'), (s ~* '^B'), (a IN (1, 2)))",
+            "CREATE UNIQUE INDEX parity_exf_case ON parity_exf ((CASE WHEN b = 0 THEN 0 ELSE a / b END))",
+            "CREATE INDEX parity_exf_time ON parity_exf (date_trunc('day', ts), extract(year FROM d), age(tz, tz))",
+            "CREATE UNIQUE INDEX parity_exf_day ON parity_exf (date_trunc('day', ts))",
+            "INSERT INTO parity_exf VALUES (3, 0, 0, NULL, NULL, NULL, NULL, NULL)",
+            "INSERT INTO parity_exf VALUES (3, 5, 1, NULL, 'avocado', NULL, NULL, NULL)",
+            "SELECT id FROM parity_exf WHERE (a > 0 AND c) = true ORDER BY id",
+            "SELECT id FROM parity_exf WHERE (CASE WHEN b = 0 THEN 0 ELSE a / b END) = 0 ORDER BY id",
+            "SELECT id FROM parity_exf WHERE date_trunc('day', ts) = '2024-03-15' ORDER BY id",
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'parity_exf' ORDER BY indexname",
+            "CREATE INDEX parity_exf_bad ON parity_exf (date_trunc('day', tz))",
+            "CREATE INDEX parity_exf_bad ON parity_exf (age(d, d))",
+            "CREATE INDEX parity_exf_bad ON parity_exf ((to_char(ts, 'YYYY')))",
+            "DROP TABLE parity_exf",
+        ];
+        let results = compare(&["DROP TABLE IF EXISTS parity_exf"], &script).await;
+        assert!(error("23505")(&results[5]) && error("23505")(&results[6]) && error("42P17")(&results[12]));
+    })
+    .await;
+}
+
 /// Read-only transactions refuse what PostgreSQL refuses, with its messages, and run what
 /// it runs; `SET TRANSACTION` and the session default behave as in PostgreSQL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

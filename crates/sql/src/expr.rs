@@ -6,7 +6,6 @@ use crate::to_char_number::Number;
 use crate::types::{arith, cast_with, negate, sql_cmp, ArithOp, Row, SqlType, TypeLimits, Value};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::cmp::Ordering;
 use std::fmt;
 
 pub use pistou_types::func::{CmpOp, Func};
@@ -148,105 +147,6 @@ fn sub<'a>(env: &Env<'a>, i: usize) -> Result<&'a SubqueryValue> {
     env.subqueries.get(i).ok_or_else(|| unbound("subquery"))
 }
 
-/// SQL `IN`: true if equal to some element, unknown if no match but a NULL was involved
-/// (on either side); an empty list never matches, even for a NULL value.
-fn in_values(v: &Value, list: impl Iterator<Item = Result<Value>>, negated: bool) -> Result<Value> {
-    let mut saw_null = false;
-    for item in list {
-        let item = item?;
-        if v.is_null() {
-            return Ok(Value::Null);
-        }
-        match sql_cmp(v, &item)? {
-            Some(Ordering::Equal) => return Ok(Value::Bool(!negated)),
-            None => saw_null = true,
-            Some(_) => {}
-        }
-    }
-    Ok(if saw_null { Value::Null } else { Value::Bool(negated) })
-}
-
-/// One element of a compiled LIKE pattern.
-#[derive(Clone, Copy, PartialEq)]
-enum LikeToken {
-    Literal(char),
-    /// `_`: exactly one character.
-    One,
-    /// `%`: any run of characters.
-    Many,
-}
-
-/// Compiles a LIKE pattern; `escape` makes the next character literal.
-fn like_tokens(pattern: &str, escape: Option<char>) -> Result<Vec<LikeToken>> {
-    let mut out = Vec::new();
-    let mut chars = pattern.chars();
-    while let Some(c) = chars.next() {
-        out.push(match c {
-            _ if Some(c) == escape => match chars.next() {
-                Some(next) => LikeToken::Literal(next),
-                None => return err(SqlState::InvalidEscapeSequence, "LIKE pattern must not end with escape character"),
-            },
-            '%' => LikeToken::Many,
-            '_' => LikeToken::One,
-            other => LikeToken::Literal(other),
-        });
-    }
-    Ok(out)
-}
-
-/// The escape character of `ESCAPE e`: one character, or none for the empty string.
-fn like_escape(e: &Value) -> Result<Option<char>> {
-    let Value::Text(s) = e else { return err(SqlState::UndefinedFunction, "ESCAPE requires a text operand") };
-    let mut chars = s.chars();
-    match (chars.next(), chars.next()) {
-        (None, _) => Ok(None),
-        (Some(c), None) => Ok(Some(c)),
-        _ => {
-            err(SqlState::InvalidEscapeSequence, "invalid escape string: escape string must be empty or one character")
-        }
-    }
-}
-
-/// SQL LIKE over compiled tokens.
-fn like_match(text: &str, pattern: &[LikeToken]) -> bool {
-    let t: Vec<char> = text.chars().collect();
-    let p = pattern;
-    // Iterative matcher with a single backtrack point on the last '%': no recursion.
-    let (mut ti, mut pi) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        match p.get(pi) {
-            Some(LikeToken::Many) => {
-                star = Some((pi, ti));
-                pi += 1;
-            }
-            Some(LikeToken::One) => {
-                ti += 1;
-                pi += 1;
-            }
-            Some(LikeToken::Literal(c)) if t.get(ti) == Some(c) => {
-                ti += 1;
-                pi += 1;
-            }
-            _ => match star {
-                Some((sp, st)) => {
-                    pi = sp + 1;
-                    ti = st + 1;
-                    star = Some((sp, st + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    p.get(pi..).is_some_and(|rest| rest.iter().all(|x| *x == LikeToken::Many))
-}
-
-/// `text LIKE pattern` with the default escape character `\`.
-#[cfg(test)]
-fn like(text: &str, pattern: &str) -> bool {
-    like_tokens(pattern, Some('\\')).is_ok_and(|p| like_match(text, &p))
-}
-
 /// `now()` and its relatives.
 /// nextval / currval of the sequence named by the call's constant argument, from the
 /// values the statement was given (`Env::sequences`).
@@ -291,38 +191,15 @@ fn transaction_time(func: Func, env: &Env) -> Result<Value> {
     })
 }
 
-/// Longest regular expression accepted, and the compiled size bound (a pattern cannot make
-/// the engine use unbounded memory or time: the `regex` crate matches in linear time).
-const MAX_REGEX_LEN: usize = 4096;
-const MAX_REGEX_SIZE: usize = 1 << 20;
+use pistou_types::scalar::{age, in_list, text_arg};
 
-fn regex_match(text: &str, pattern: &str, case_insensitive: bool) -> Result<bool> {
-    if pattern.len() > MAX_REGEX_LEN {
-        return err(SqlState::ProgramLimitExceeded, format!("regular expression longer than {MAX_REGEX_LEN} bytes"));
-    }
-    let re = regex::RegexBuilder::new(pattern)
-        .case_insensitive(case_insensitive)
-        .size_limit(MAX_REGEX_SIZE)
-        .build()
-        .map_err(|e| SqlError::new(SqlState::InvalidRegularExpression, format!("invalid regular expression: {e}")))?;
-    Ok(re.is_match(text))
-}
-
-use pistou_types::scalar::{age, text_arg};
-
-/// A function's value: the engine's own (regular expressions, to_char), else the shared
-/// pure implementation (`pistou_types::scalar`, which index expressions use too).
+/// A function's value: the engine's own (to_char), else the shared pure implementation
+/// (`pistou_types::scalar`, which index expressions use too).
 fn call(func: Func, args: &[Value]) -> Result<Value> {
-    if !matches!(func, Func::RegexMatch | Func::RegexIMatch | Func::ToChar) || args.iter().any(Value::is_null) {
+    if func != Func::ToChar || args.iter().any(Value::is_null) {
         return pistou_types::scalar::call(func, args);
     }
-    let first = args.first().unwrap_or(&Value::Null);
     Ok(match func {
-        Func::RegexMatch | Func::RegexIMatch => {
-            let s = text_arg(first, func)?;
-            let pattern = text_arg(args.get(1).unwrap_or(&Value::Null), func)?;
-            Value::Bool(regex_match(s, pattern, func == Func::RegexIMatch)?)
-        }
         Func::ToChar => {
             // The binder puts the value's static type first (`Func::ToChar`).
             let [Value::Text(ty), value, template] = args else { return Err(unbound("argument type of to_char")) };
@@ -397,7 +274,7 @@ impl Expr {
             InSubquery { expr, subquery, negated } => {
                 let v = expr.eval(row, env)?;
                 match sub(env, *subquery)? {
-                    SubqueryValue::List(list) => in_values(&v, list.iter().cloned().map(Ok), *negated)?,
+                    SubqueryValue::List(list) => in_list(&v, list.iter().cloned().map(Ok), *negated)?,
                     _ => return Err(unbound("IN subquery")),
                 }
             }
@@ -419,49 +296,21 @@ impl Expr {
             IsNull { expr, negated } => Value::Bool(expr.operand(row, env)?.is_null() != *negated),
             IsBool { expr, value, negated } => Value::Bool((expr.eval(row, env)?.truth()? == Some(*value)) != *negated),
             IsDistinct { left, right, negated } => {
-                let (l, r) = (left.eval(row, env)?, right.eval(row, env)?);
-                let distinct = match (l.is_null(), r.is_null()) {
-                    (true, true) => false,
-                    (true, false) | (false, true) => true,
-                    _ => sql_cmp(&l, &r)? != Some(Ordering::Equal),
-                };
-                Value::Bool(distinct != *negated)
+                pistou_types::scalar::is_distinct(&left.eval(row, env)?, &right.eval(row, env)?, *negated)?
             }
             InList { expr, list, negated } => {
                 let v = expr.eval(row, env)?;
-                in_values(&v, list.iter().map(|e| e.eval(row, env)), *negated)?
+                in_list(&v, list.iter().map(|e| e.eval(row, env)), *negated)?
             }
             Like { expr, pattern, escape, negated, case_insensitive } => {
-                let escape = match escape {
-                    None => Value::Text("\\".to_string()),
-                    Some(e) => e.eval(row, env)?,
-                };
-                match (expr.eval(row, env)?, pattern.eval(row, env)?, escape) {
-                    (Value::Null, _, _) | (_, Value::Null, _) | (_, _, Value::Null) => Value::Null,
-                    (Value::Text(t), Value::Text(p), escape) => {
-                        let escape = like_escape(&escape)?;
-                        let m = if *case_insensitive {
-                            like_match(
-                                &t.to_lowercase(),
-                                &like_tokens(&p.to_lowercase(), escape.map(|c| c.to_lowercase().next().unwrap_or(c)))?,
-                            )
-                        } else {
-                            like_match(&t, &like_tokens(&p, escape)?)
-                        };
-                        Value::Bool(m != *negated)
-                    }
-                    _ => return err(SqlState::UndefinedFunction, "LIKE requires text operands"),
-                }
+                let escape = escape.as_ref().map(|e| e.eval(row, env)).transpose()?;
+                let (text, pattern) = (expr.eval(row, env)?, pattern.eval(row, env)?);
+                pistou_types::pattern::like(&text, &pattern, escape.as_ref(), *negated, *case_insensitive)?
             }
             Case { operand, whens, otherwise } => {
                 let subject = operand.as_ref().map(|o| o.eval(row, env)).transpose()?;
                 for (when, then) in whens {
-                    let w = when.eval(row, env)?;
-                    let hit = match &subject {
-                        Some(s) => sql_cmp(s, &w)? == Some(Ordering::Equal),
-                        None => w.truth()? == Some(true),
-                    };
-                    if hit {
+                    if pistou_types::scalar::case_hit(subject.as_ref(), &when.eval(row, env)?)? {
                         return then.eval(row, env);
                     }
                 }
@@ -812,23 +661,6 @@ impl Predicate {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn like_matches_wildcards() {
-        assert!(like("hello", "h%o"));
-        assert!(like("hello", "_ello"));
-        assert!(like("", "%"));
-        assert!(!like("hello", "h%x"));
-        assert!(like("abcabc", "%bc%bc"));
-        assert!(!like("ab", "a_b"));
-        assert!(like("a_b", "a\\_b") && !like("axb", "a\\_b"), "backslash escapes by default");
-        assert!(!like("100%", "100!%"), "! is no escape by default");
-        let tokens = like_tokens("100!%", Some('!')).unwrap_or_default();
-        assert!(like_match("100%", &tokens) && !like_match("1000", &tokens));
-        assert!(like_tokens("ab!", Some('!')).is_err(), "pattern ending with the escape character");
-        assert!(like_escape(&Value::Text("ab".into())).is_err());
-        assert_eq!(like_escape(&Value::Text(String::new())).ok(), Some(None));
-    }
 
     #[test]
     fn in_lists_follow_three_valued_logic() {

@@ -844,6 +844,17 @@ fn column_conditions_in(slots: &KeySlots, conjuncts: &[Expr]) -> Vec<ColumnConds
             }
             continue;
         }
+        // A boolean index expression as a whole conjunct (`WHERE a > 0`, `WHERE NOT (a > 0)`)
+        // restricts its part to true (false).
+        let (whole, truth) = match c {
+            Expr::Not(x) => (&**x, false),
+            _ => (c, true),
+        };
+        if !matches!(whole, Expr::Column(_)) {
+            if let Some(slot) = slots.slot(whole).and_then(|col| conds.get_mut(col)) {
+                slot.eq.get_or_insert(Expr::Const(Value::Bool(truth)));
+            }
+        }
         let Expr::Cmp(op, a, b) = c else { continue };
         let (col, op, value) = match (slots.slot(a), slots.slot(b)) {
             (Some(i), _) if is_key_value(b) => (i, *op, &**b),

@@ -1201,15 +1201,36 @@ mod tests {
             (lower(7), SqlState::UndefinedColumn),
             (vec![Node::Call { func: Func::Now, args: 0 }], SqlState::InvalidObjectDefinition),
             (vec![Node::Call { func: Func::GenRandomUuid, args: 0 }], SqlState::InvalidObjectDefinition),
+            // PostgreSQL's STABLE variants, where the operand's type shows.
+            (
+                vec![
+                    Node::Const(Value::Text("day".into())),
+                    Node::Const(Value::TimestampTz(0)),
+                    Node::Call { func: Func::DateTrunc, args: 2 },
+                ],
+                SqlState::InvalidObjectDefinition,
+            ),
+            (
+                vec![Node::Column(1), Node::Cast(SqlType::Date), Node::Call { func: Func::Age, args: 1 }],
+                SqlState::InvalidObjectDefinition,
+            ),
+            // Operand counts beyond the nodes there are.
+            (vec![Node::Column(1), Node::InList { len: u32::MAX, negated: false }], SqlState::InvalidTableDefinition),
+            (
+                vec![Node::Column(1), Node::Case { operand: true, whens: u32::MAX, otherwise: true }],
+                SqlState::InvalidTableDefinition,
+            ),
+            (vec![Node::Column(1), Node::Column(1), Node::And, Node::Not, Node::Or], SqlState::InvalidTableDefinition),
             (
                 vec![
                     Node::Column(1),
-                    Node::Const(Value::Text(".".into())),
-                    Node::Call { func: Func::RegexMatch, args: 2 },
+                    Node::Column(1),
+                    Node::Like { negated: false, case_insensitive: false },
+                    Node::Not,
+                    Node::LikeEscape { negated: false, case_insensitive: false },
                 ],
-                SqlState::FeatureNotSupported,
+                SqlState::InvalidTableDefinition,
             ),
-            (vec![Node::Column(1), Node::Column(1), Node::Cmp(crate::func::CmpOp::Eq)], SqlState::FeatureNotSupported),
             (vec![Node::Concat], SqlState::InvalidTableDefinition),
             (vec![Node::Column(1), Node::Column(1)], SqlState::InvalidTableDefinition),
             (vec![Node::Call { func: Func::Lower, args: 0 }], SqlState::UndefinedFunction),

@@ -21,6 +21,7 @@ pub mod interval;
 pub mod json;
 pub mod jsonb;
 pub mod keycode;
+pub mod pattern;
 pub mod predicate_wire;
 pub mod scalar;
 pub mod sequence;

@@ -1,8 +1,9 @@
 //! The pure scalar functions (`Func`), by value: what the SQL engine's expressions call and
 //! what index expressions (`crate::index_expr`) call, so that the engine, `MemStore` and
 //! the replicas' row store compute a function's value with one implementation. The
-//! functions that need the engine (regular expressions, to_char, the transaction's time,
-//! sequences) stay in `pistou_sql::expr`.
+//! functions that need the engine (to_char, the transaction's time, sequences) stay in
+//! `pistou_sql::expr`. The operators both evaluate with one implementation are here too
+//! (`IN`, `IS DISTINCT FROM`, CASE's test; LIKE and `~` in `crate::pattern`).
 
 use crate::error::{err, Result, SqlError, SqlState};
 use crate::func::Func;
@@ -15,6 +16,43 @@ pub fn concat(a: &Value, b: &Value) -> Value {
         (Value::Null, _) | (_, Value::Null) => Value::Null,
         (l, r) => Value::Text(format!("{l}{r}")),
     }
+}
+
+/// SQL `IN`: true if equal to some element, unknown if no match but a NULL was involved
+/// (on either side); an empty list never matches, even for a NULL value. `list` is
+/// evaluated lazily, up to the first match.
+pub fn in_list(v: &Value, list: impl Iterator<Item = Result<Value>>, negated: bool) -> Result<Value> {
+    let mut saw_null = false;
+    for item in list {
+        let item = item?;
+        if v.is_null() {
+            return Ok(Value::Null);
+        }
+        match sql_cmp(v, &item)? {
+            Some(Ordering::Equal) => return Ok(Value::Bool(!negated)),
+            None => saw_null = true,
+            Some(_) => {}
+        }
+    }
+    Ok(if saw_null { Value::Null } else { Value::Bool(negated) })
+}
+
+/// `l IS [NOT] DISTINCT FROM r`.
+pub fn is_distinct(l: &Value, r: &Value, negated: bool) -> Result<Value> {
+    let distinct = match (l.is_null(), r.is_null()) {
+        (true, true) => false,
+        (true, false) | (false, true) => true,
+        _ => sql_cmp(l, r)? != Some(Ordering::Equal),
+    };
+    Ok(Value::Bool(distinct != negated))
+}
+
+/// Whether a CASE branch is taken: `CASE subject WHEN w` compares, `CASE WHEN w` tests.
+pub fn case_hit(subject: Option<&Value>, when: &Value) -> Result<bool> {
+    Ok(match subject {
+        Some(s) => sql_cmp(s, when)? == Some(Ordering::Equal),
+        None => when.truth()? == Some(true),
+    })
 }
 
 fn unbound(what: &str) -> SqlError {
@@ -305,7 +343,12 @@ pub fn call(func: Func, args: &[Value]) -> Result<Value> {
         }
         Func::NextVal | Func::CurrVal | Func::SetVal | Func::LastVal => return Err(unbound("sequence value")),
         Func::GenRandomUuid => return Err(unbound("random value")),
-        Func::RegexMatch | Func::RegexIMatch | Func::ToChar => return Err(unbound("engine function")),
+        Func::RegexMatch | Func::RegexIMatch => Value::Bool(crate::pattern::regex_match(
+            text_arg(first, func)?,
+            text_arg(args.get(1).unwrap_or(&Value::Null), func)?,
+            func == Func::RegexIMatch,
+        )?),
+        Func::ToChar => return Err(unbound("engine function")),
         Func::Age => match args {
             [a, b] => age(a, b)?,
             _ => return Err(unbound("transaction time")),

@@ -44,6 +44,31 @@ pub(super) fn function_args_ordered(f: &sql::Function) -> Result<OrderedArgs<'_>
     }
 }
 
+/// (negated, case-insensitive) of PostgreSQL's LIKE operators `~~`, `~~*`, `!~~`, `!~~*`.
+fn like_operator(op: &sql::BinaryOperator) -> Option<(bool, bool)> {
+    use sql::BinaryOperator as B;
+    Some(match op {
+        B::PGLikeMatch => (false, false),
+        B::PGILikeMatch => (false, true),
+        B::PGNotLikeMatch => (true, false),
+        B::PGNotILikeMatch => (true, true),
+        _ => return None,
+    })
+}
+
+/// The pattern and escape of `like_escape(pattern, escape)`, the right operand of `~~`
+/// that PostgreSQL prints for `LIKE … ESCAPE …`.
+fn like_escape_call(e: &sql::Expr) -> Result<Option<(&sql::Expr, Option<&sql::Expr>)>> {
+    let sql::Expr::Function(f) = e else { return Ok(None) };
+    if function_name(&f.name).ok().as_deref() != Some("like_escape") {
+        return Ok(None);
+    }
+    match function_args(f)?.0.as_slice() {
+        [Some(pattern), Some(escape)] => Ok(Some((pattern, Some(escape)))),
+        _ => err(SqlState::UndefinedFunction, "function like_escape takes a pattern and an escape"),
+    }
+}
+
 /// Schemas a column reference may name (`schema.table.column`): the user's tables are in
 /// `public`, the system catalog's relations in the other two.
 fn known_schema(s: &str) -> bool {
@@ -419,6 +444,19 @@ impl Binder<'_> {
                 },
                 other => return unsupported(format!("operator {other}")),
             },
+            // `~~` and its relatives: LIKE as PostgreSQL prints it (pg_get_indexdef), with
+            // `like_escape(pattern, escape)` for an ESCAPE clause.
+            E::BinaryOp { left, op, right } if like_operator(op).is_some() => {
+                let (negated, case_insensitive) = like_operator(op).unwrap_or_default();
+                let (pattern, escape) = like_escape_call(right)?.unwrap_or((right, None));
+                Expr::Like {
+                    expr: bx(self, left, mode)?,
+                    pattern: bx(self, pattern, mode)?,
+                    escape: escape.map(|x| bx(self, x, mode)).transpose()?,
+                    negated,
+                    case_insensitive,
+                }
+            }
             E::BinaryOp { left, op, right } => {
                 use sql::BinaryOperator as B;
                 let l = self.expr(left, scope, mode)?;
