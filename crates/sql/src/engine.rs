@@ -501,6 +501,67 @@ fn parse_error(e: ParserError) -> SqlError {
     }
 }
 
+/// A statement text as the engine reads it, with what the binder must be told of the rewrites
+/// that read what sqlparser does not.
+struct Parsed {
+    statements: Vec<sqlparser::ast::Statement>,
+    rename_only: Option<RelationKind>,
+    conflict_inference: Option<crate::bind::ConflictInference>,
+}
+
+/// Parses `sql` as the engine does: sqlparser, then, for text it does not read, `TABLE x`
+/// as a query, TRIM FROM, ALTER VIEW / SEQUENCE RENAME and ON CONFLICT targets.
+fn parse(sql: &str, max_depth: usize) -> Result<Parsed> {
+    let dialect = PostgreSqlDialect {};
+    let mut rename_only = None;
+    let mut conflict_inference = None;
+    let parsed =
+        Parser::new(&dialect).with_recursion_limit(max_depth).try_with_sql(sql).and_then(|mut p| p.parse_statements());
+    let statements = match parsed {
+        // sqlparser reads `TABLE x` as a query only where a query is expected.
+        Err(_) if sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("table ")) => Parser::new(&dialect)
+            .with_recursion_limit(max_depth)
+            .try_with_sql(sql)
+            .and_then(|mut p| {
+                let query = p.parse_query()?;
+                while p.consume_token(&sqlparser::tokenizer::Token::SemiColon) {}
+                p.expect_token(&sqlparser::tokenizer::Token::EOF)?;
+                Ok(vec![sqlparser::ast::Statement::Query(query)])
+            })
+            .map_err(parse_error)?,
+        Err(e) => {
+            let fallback = trim_from_tokens(&dialect, sql)
+                .or_else(|| {
+                    let (tokens, kind) = alter_rename_as_table(&dialect, sql)?;
+                    rename_only = Some(kind);
+                    Some(tokens)
+                })
+                .or_else(|| {
+                    let (tokens, target) = conflict_target_apart(&dialect, sql, max_depth)?;
+                    conflict_inference = Some(target);
+                    Some(tokens)
+                });
+            match fallback {
+                Some(tokens) => Parser::new(&dialect)
+                    .with_recursion_limit(max_depth)
+                    .with_tokens_with_locations(tokens)
+                    .parse_statements()
+                    .map_err(parse_error)?,
+                None => return Err(parse_error(e)),
+            }
+        }
+        Ok(statements) => statements,
+    };
+    Ok(Parsed { statements, rename_only, conflict_inference })
+}
+
+/// The statements of `sql` as the engine reads them (see `parse`), for callers that judge a
+/// statement by its parse tree before it runs (the gateway's read-only check): an ON
+/// CONFLICT target sqlparser does not read is left out of the tree.
+pub fn parse_statements(sql: &str, max_depth: usize) -> Result<Vec<sqlparser::ast::Statement>> {
+    parse(sql, max_depth).map(|p| p.statements)
+}
+
 /// Statements longer than this are parsed and bound on a helper thread with a large stack:
 /// the parser builds chains like `1+1+...+1` without recursion limits, and walking or
 /// dropping such a tree recurses once per operator.
@@ -577,50 +638,7 @@ impl Engine {
     }
 
     fn parse_and_bind(&self, catalog: &Catalog, sql: &str) -> Result<Prepared> {
-        let dialect = PostgreSqlDialect {};
-        let mut rename_only = None;
-        let mut conflict_inference = None;
-        let parsed = Parser::new(&dialect)
-            .with_recursion_limit(self.limits.max_depth)
-            .try_with_sql(sql)
-            .and_then(|mut p| p.parse_statements());
-        let statements = match parsed {
-            // sqlparser reads `TABLE x` as a query only where a query is expected.
-            Err(_) if sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("table ")) => {
-                Parser::new(&dialect)
-                    .with_recursion_limit(self.limits.max_depth)
-                    .try_with_sql(sql)
-                    .and_then(|mut p| {
-                        let query = p.parse_query()?;
-                        while p.consume_token(&sqlparser::tokenizer::Token::SemiColon) {}
-                        p.expect_token(&sqlparser::tokenizer::Token::EOF)?;
-                        Ok(vec![sqlparser::ast::Statement::Query(query)])
-                    })
-                    .map_err(parse_error)?
-            }
-            Err(e) => {
-                let fallback = trim_from_tokens(&dialect, sql)
-                    .or_else(|| {
-                        let (tokens, kind) = alter_rename_as_table(&dialect, sql)?;
-                        rename_only = Some(kind);
-                        Some(tokens)
-                    })
-                    .or_else(|| {
-                        let (tokens, target) = conflict_target_apart(&dialect, sql, self.limits.max_depth)?;
-                        conflict_inference = Some(target);
-                        Some(tokens)
-                    });
-                match fallback {
-                    Some(tokens) => Parser::new(&dialect)
-                        .with_recursion_limit(self.limits.max_depth)
-                        .with_tokens_with_locations(tokens)
-                        .parse_statements()
-                        .map_err(parse_error)?,
-                    None => return Err(parse_error(e)),
-                }
-            }
-            Ok(statements) => statements,
-        };
+        let Parsed { statements, rename_only, conflict_inference } = parse(sql, self.limits.max_depth)?;
         let statement = match statements.as_slice() {
             [one] => one,
             [] => return err(SqlState::SyntaxError, "empty statement"),

@@ -415,7 +415,12 @@ fn constraint_arbiter(table: &TableSchema, name: &sql::ObjectName) -> Result<Arb
     if let Some(i) =
         table.indexes.iter().position(|ix| crate::system::unqualified(&ix.name) == name && backs_constraint(ix))
     {
-        return Ok(Arbiter::Index(i));
+        // An index awaiting the check of the older rows is no arbiter, as PostgreSQL's invalid
+        // index is none.
+        return match table.indexes.get(i).is_some_and(|ix| table.index_is_valid(&ix.name)) {
+            true => Ok(Arbiter::Index(i)),
+            false => no_matching_arbiter(),
+        };
     }
     let c = &table.constraints;
     if c.checks.iter().any(|x| x.name == name) || c.foreign_keys.iter().any(|x| x.name == name) {
@@ -490,12 +495,48 @@ impl Binder<'_> {
                 })
                 .collect()
         };
-        match table.indexes.iter().position(|ix| ix.unique && index_parts(ix).is_some_and(same)) {
+        let usable = |ix: &IndexSchema| ix.unique && table.index_is_valid(&ix.name);
+        match table.indexes.iter().position(|ix| usable(ix) && index_parts(ix).is_some_and(same)) {
             Some(i) => Ok(Arbiter::Index(i)),
-            None => err(
-                SqlState::InvalidColumnReference,
-                "there is no unique or exclusion constraint matching the ON CONFLICT specification",
-            ),
+            None => no_matching_arbiter(),
         }
+    }
+}
+
+fn no_matching_arbiter<T>() -> Result<T> {
+    err(
+        SqlState::InvalidColumnReference,
+        "there is no unique or exclusion constraint matching the ON CONFLICT specification",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::catalog::CatalogChange;
+    use crate::constraints::Unvalidated;
+    use crate::Database;
+
+    /// A unique index awaiting the check of the table's older rows (the gateway's paged
+    /// CREATE INDEX) is no arbiter until it is valid, as an invalid index in PostgreSQL.
+    #[test]
+    fn an_index_not_yet_valid_is_no_arbiter() {
+        let mut db = Database::new();
+        db.execute("CREATE TABLE t (id INT PRIMARY KEY, code TEXT UNIQUE)").expect("create");
+        db.execute("INSERT INTO t VALUES (1, 'a')").expect("insert");
+        let rules = vec![Unvalidated::Index("t_code_key".into())];
+        let mark = CatalogChange::MarkUnvalidated { table: "t".into(), rules: rules.clone() };
+        db.apply_catalog_change(&mark).expect("mark");
+        let upserts = [
+            "INSERT INTO t VALUES (2, 'a') ON CONFLICT (code) DO UPDATE SET id = 3",
+            "INSERT INTO t VALUES (2, 'a') ON CONFLICT ON CONSTRAINT t_code_key DO NOTHING",
+        ];
+        for sql in upserts {
+            assert_eq!(db.execute(sql).map(|_| ()).map_err(|e| e.sqlstate()), Err("42P10"), "{sql}");
+        }
+        db.apply_catalog_change(&CatalogChange::Validated { table: "t".into(), rules }).expect("valid");
+        for sql in upserts {
+            db.execute(sql).expect(sql);
+        }
+        assert_eq!(db.execute("SELECT id FROM t").expect("select"), db.execute("SELECT 3 AS id").expect("3"));
     }
 }
