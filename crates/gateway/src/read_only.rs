@@ -5,7 +5,7 @@
 //! schema changes, data-modifying WITH, row locks, nextval and setval do not.
 
 use crate::errors::PgError;
-use crate::route::with_parsed;
+use crate::route::{with_parsed, MAX_DEPTH};
 use sqlparser::ast::{
     visit_expressions, visit_statements, Expr, LockType, ObjectName, Query, SetExpr, Statement, UtilityOption,
 };
@@ -19,11 +19,24 @@ pub fn refused(command: &str) -> PgError {
 }
 
 /// The command PostgreSQL names when it refuses `sql` in a read-only transaction; None if
-/// the statement only reads. A statement that does not parse is left to the engine, which
-/// reports the syntax error (it parses with the same parser); one too long to parse here
-/// is judged by its first word.
+/// the statement only reads. Text sqlparser does not read is judged as the engine reads it
+/// (`pistou_sql::engine::parse_statements`: its rewrites, such as an ON CONFLICT target with
+/// index expressions); text neither reads is left to the engine, which reports the syntax
+/// error. One too long to parse here is judged by its first word.
 pub fn written_by(sql: &str) -> Option<String> {
-    match with_parsed(sql, |parsed| parsed.ok().map(|statements| statements.iter().find_map(writes))) {
+    let judged = with_parsed(sql, |parsed| match parsed {
+        Ok(statements) => Some(statements.iter().find_map(writes)),
+        Err(_) => {
+            let statements = pistou_sql::engine::parse_statements(sql, MAX_DEPTH).ok()?;
+            // A rewritten statement prints as what it was rewritten to (ALTER VIEW as ALTER
+            // TABLE): a command is named from the text.
+            Some(statements.iter().find_map(writes).map(|tag| match statements.as_slice() {
+                [Statement::Query(_) | Statement::Explain { .. }] => tag,
+                _ => command_tag(sql),
+            }))
+        }
+    });
+    match judged {
         Some(Some(found)) => found,
         Some(None) => None,
         None => match first_word(sql).as_str() {
@@ -214,6 +227,12 @@ mod tests {
     #[test]
     fn text_that_does_not_parse_is_left_to_the_engine_unless_too_long_to_parse() {
         assert_eq!(refused_as("INSERT INTO"), None);
+        // Text only the engine's rewrites read is judged as the engine reads it.
+        let upsert = "INSERT INTO t VALUES (1) ON CONFLICT (lower(v)) DO UPDATE SET v = 'x'";
+        assert_eq!(refused_as(upsert).as_deref(), Some("INSERT"));
+        assert_eq!(refused_as("INSERT INTO t SELECT trim(FROM v) FROM t").as_deref(), Some("INSERT"));
+        assert_eq!(refused_as("ALTER VIEW v RENAME TO w").as_deref(), Some("ALTER VIEW"));
+        assert_eq!(refused_as("SELECT trim(FROM v) FROM t"), None);
         let long_select = format!("SELECT {}1", "1+".repeat(600_000));
         assert_eq!(refused_as(&long_select), None);
         let long_insert = format!("INSERT INTO t VALUES ({}1)", "1+".repeat(600_000));

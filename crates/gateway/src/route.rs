@@ -13,7 +13,7 @@ use sqlparser::parser::{Parser, ParserError};
 
 /// The parser's nesting limit (the SQL engine's default); a deeper statement goes to
 /// Pistou, which reports the error.
-const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 
 /// Statements longer than this are classified on a helper thread with a large stack: the
 /// parser builds chains like `1+1+…+1` without a depth limit, and dropping such a tree

@@ -385,6 +385,88 @@ fn trim_from_tokens(dialect: &PostgreSqlDialect, sql: &str) -> Option<Vec<TokenW
     changed.then_some(out)
 }
 
+/// `INSERT … ON CONFLICT (element, …) [WHERE predicate] DO …` where sqlparser reads only a
+/// list of column names (no index expressions, no predicate): the tokens of the statement
+/// without the target, and the target parsed apart (the binder takes it,
+/// `Binder::conflict_inference`). None for any other statement (only tried on text that did
+/// not parse).
+fn conflict_target_apart(
+    dialect: &PostgreSqlDialect,
+    sql: &str,
+    max_depth: usize,
+) -> Option<(Vec<TokenWithSpan>, crate::bind::ConflictInference)> {
+    use sqlparser::keywords::Keyword;
+    let tokens = Tokenizer::new(dialect, sql).tokenize_with_location().ok()?;
+    let keyword = |t: &TokenWithSpan| match &t.token {
+        Token::Word(w) => Some(w.keyword),
+        _ => None,
+    };
+    // Positions of the significant tokens.
+    let words: Vec<usize> =
+        tokens.iter().enumerate().filter(|(_, t)| !matches!(t.token, Token::Whitespace(_))).map(|(i, _)| i).collect();
+    let word = |w: usize| words.get(w).and_then(|&i| tokens.get(i));
+    if word(0).and_then(keyword) != Some(Keyword::INSERT) {
+        return None;
+    }
+    let mut targets = (0..words.len()).filter(|&w| {
+        word(w).and_then(keyword) == Some(Keyword::ON)
+            && word(w + 1).and_then(keyword) == Some(Keyword::CONFLICT)
+            && word(w + 2).is_some_and(|t| t.token == Token::LParen)
+    });
+    let (Some(on), None) = (targets.next(), targets.next()) else { return None };
+    // The closing parenthesis of the element list, then the predicate up to DO.
+    let open = on + 2;
+    let mut depth = 0usize;
+    let mut close = None;
+    for w in open..words.len() {
+        match word(w).map(|t| &t.token) {
+            Some(Token::LParen) => depth += 1,
+            Some(Token::RParen) => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    close = Some(w);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let close = close?;
+    let has_predicate = word(close + 1).and_then(keyword) == Some(Keyword::WHERE);
+    let mut action = close + 1;
+    if has_predicate {
+        let mut depth = 0usize;
+        action = (close + 2..words.len()).find(|&w| {
+            match word(w).map(|t| &t.token) {
+                Some(Token::LParen) => depth += 1,
+                Some(Token::RParen) => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            depth == 0 && word(w).and_then(keyword) == Some(Keyword::DO)
+        })?;
+    }
+    if word(action).and_then(keyword) != Some(Keyword::DO) {
+        return None;
+    }
+    let span = |from: usize, to: usize| -> Option<Vec<TokenWithSpan>> {
+        Some(tokens.get(*words.get(from)?..*words.get(to)?)?.to_vec())
+    };
+    let parse = |tokens: Vec<TokenWithSpan>, list: bool| -> Option<Vec<sqlparser::ast::Expr>> {
+        let mut p = Parser::new(dialect).with_recursion_limit(max_depth).with_tokens_with_locations(tokens);
+        let exprs = if list { p.parse_comma_separated(Parser::parse_expr).ok()? } else { vec![p.parse_expr().ok()?] };
+        p.expect_token(&Token::EOF).ok()?;
+        Some(exprs)
+    };
+    let elements = parse(span(open + 1, close)?, true)?;
+    let predicate = match has_predicate {
+        true => parse(span(close + 2, action)?, false)?.pop(),
+        false => None,
+    };
+    let mut out = tokens.get(..*words.get(open)?)?.to_vec();
+    out.extend(tokens.get(*words.get(action)?..)?.iter().cloned());
+    Some((out, crate::bind::ConflictInference { elements, predicate }))
+}
+
 /// `ALTER VIEW | SEQUENCE [IF EXISTS] x RENAME TO y`, which sqlparser does not read, as the
 /// tokens of the same ALTER TABLE (PostgreSQL's ALTER TABLE renames any relation) and the
 /// kind the binder must then find. None for any other statement.
@@ -417,6 +499,67 @@ fn parse_error(e: ParserError) -> SqlError {
         }
         ParserError::TokenizerError(m) | ParserError::ParserError(m) => SqlError::new(SqlState::SyntaxError, m),
     }
+}
+
+/// A statement text as the engine reads it, with what the binder must be told of the rewrites
+/// that read what sqlparser does not.
+struct Parsed {
+    statements: Vec<sqlparser::ast::Statement>,
+    rename_only: Option<RelationKind>,
+    conflict_inference: Option<crate::bind::ConflictInference>,
+}
+
+/// Parses `sql` as the engine does: sqlparser, then, for text it does not read, `TABLE x`
+/// as a query, TRIM FROM, ALTER VIEW / SEQUENCE RENAME and ON CONFLICT targets.
+fn parse(sql: &str, max_depth: usize) -> Result<Parsed> {
+    let dialect = PostgreSqlDialect {};
+    let mut rename_only = None;
+    let mut conflict_inference = None;
+    let parsed =
+        Parser::new(&dialect).with_recursion_limit(max_depth).try_with_sql(sql).and_then(|mut p| p.parse_statements());
+    let statements = match parsed {
+        // sqlparser reads `TABLE x` as a query only where a query is expected.
+        Err(_) if sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("table ")) => Parser::new(&dialect)
+            .with_recursion_limit(max_depth)
+            .try_with_sql(sql)
+            .and_then(|mut p| {
+                let query = p.parse_query()?;
+                while p.consume_token(&sqlparser::tokenizer::Token::SemiColon) {}
+                p.expect_token(&sqlparser::tokenizer::Token::EOF)?;
+                Ok(vec![sqlparser::ast::Statement::Query(query)])
+            })
+            .map_err(parse_error)?,
+        Err(e) => {
+            let fallback = trim_from_tokens(&dialect, sql)
+                .or_else(|| {
+                    let (tokens, kind) = alter_rename_as_table(&dialect, sql)?;
+                    rename_only = Some(kind);
+                    Some(tokens)
+                })
+                .or_else(|| {
+                    let (tokens, target) = conflict_target_apart(&dialect, sql, max_depth)?;
+                    conflict_inference = Some(target);
+                    Some(tokens)
+                });
+            match fallback {
+                Some(tokens) => Parser::new(&dialect)
+                    .with_recursion_limit(max_depth)
+                    .with_tokens_with_locations(tokens)
+                    .parse_statements()
+                    .map_err(parse_error)?,
+                None => return Err(parse_error(e)),
+            }
+        }
+        Ok(statements) => statements,
+    };
+    Ok(Parsed { statements, rename_only, conflict_inference })
+}
+
+/// The statements of `sql` as the engine reads them (see `parse`), for callers that judge a
+/// statement by its parse tree before it runs (the gateway's read-only check): an ON
+/// CONFLICT target sqlparser does not read is left out of the tree.
+pub fn parse_statements(sql: &str, max_depth: usize) -> Result<Vec<sqlparser::ast::Statement>> {
+    parse(sql, max_depth).map(|p| p.statements)
 }
 
 /// Statements longer than this are parsed and bound on a helper thread with a large stack:
@@ -495,43 +638,7 @@ impl Engine {
     }
 
     fn parse_and_bind(&self, catalog: &Catalog, sql: &str) -> Result<Prepared> {
-        let dialect = PostgreSqlDialect {};
-        let mut rename_only = None;
-        let parsed = Parser::new(&dialect)
-            .with_recursion_limit(self.limits.max_depth)
-            .try_with_sql(sql)
-            .and_then(|mut p| p.parse_statements());
-        let statements = match parsed {
-            // sqlparser reads `TABLE x` as a query only where a query is expected.
-            Err(_) if sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("table ")) => {
-                Parser::new(&dialect)
-                    .with_recursion_limit(self.limits.max_depth)
-                    .try_with_sql(sql)
-                    .and_then(|mut p| {
-                        let query = p.parse_query()?;
-                        while p.consume_token(&sqlparser::tokenizer::Token::SemiColon) {}
-                        p.expect_token(&sqlparser::tokenizer::Token::EOF)?;
-                        Ok(vec![sqlparser::ast::Statement::Query(query)])
-                    })
-                    .map_err(parse_error)?
-            }
-            Err(e) => {
-                let fallback = trim_from_tokens(&dialect, sql).or_else(|| {
-                    let (tokens, kind) = alter_rename_as_table(&dialect, sql)?;
-                    rename_only = Some(kind);
-                    Some(tokens)
-                });
-                match fallback {
-                    Some(tokens) => Parser::new(&dialect)
-                        .with_recursion_limit(self.limits.max_depth)
-                        .with_tokens_with_locations(tokens)
-                        .parse_statements()
-                        .map_err(parse_error)?,
-                    None => return Err(parse_error(e)),
-                }
-            }
-            Ok(statements) => statements,
-        };
+        let Parsed { statements, rename_only, conflict_inference } = parse(sql, self.limits.max_depth)?;
         let statement = match statements.as_slice() {
             [one] => one,
             [] => return err(SqlState::SyntaxError, "empty statement"),
@@ -539,6 +646,7 @@ impl Engine {
         };
         let mut binder = Binder::new(catalog, self.limits.max_depth * 4, sql);
         binder.rename_only = rename_only;
+        binder.conflict_inference = conflict_inference;
         let plan = binder.plan(statement)?;
         let tables = crate::describe::plan_tables(&plan);
         Ok(Prepared { sql: sql.to_string(), catalog_version: catalog.version(), plan: Arc::new(plan), tables })

@@ -318,12 +318,14 @@ pub(crate) enum OnConflict {
     /// Skip a row that conflicts with the arbiter (any primary-key or unique conflict when
     /// None); a conflict on another constraint is still a unique violation, as in PostgreSQL.
     DoNothing { arbiter: Option<Arbiter> },
-    /// Update the existing row on a primary-key conflict. Expressions are over
-    /// `[existing row..., excluded (proposed) row...]`.
-    DoUpdate { assignments: Vec<(usize, Expr)>, filter: Option<Expr> },
+    /// Update the row that conflicts with the arbiter (a conflict on another constraint is
+    /// a unique violation). Expressions are over `[existing row..., excluded (proposed)
+    /// row...]`; the update may change key columns, as an UPDATE may.
+    DoUpdate { arbiter: Arbiter, assignments: Vec<(usize, Expr)>, filter: Option<Expr> },
 }
 
-/// The constraint an `ON CONFLICT (cols)` names by its columns.
+/// The constraint an `ON CONFLICT` target names: by its columns and expressions, or by
+/// `ON CONSTRAINT name`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Arbiter {
     PrimaryKey,

@@ -299,7 +299,7 @@ pub fn unqualified(catalog_name: &str) -> &str {
 
 /// True when `index` is the one a UNIQUE constraint of `table` created (its name is the one
 /// CREATE TABLE gives it: `table_col1_col2_key`).
-fn is_constraint_index(table: &TableSchema, index: &IndexSchema) -> bool {
+pub(crate) fn is_constraint_index(table: &TableSchema, index: &IndexSchema) -> bool {
     if !index.unique || !index.expressions.is_empty() {
         return false;
     }

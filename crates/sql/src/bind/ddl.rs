@@ -110,16 +110,7 @@ impl Binder<'_> {
     /// refusals (subqueries, aggregates, window functions, functions not IMMUTABLE), then
     /// what the index evaluator computes (`crate::index_expr`).
     fn index_expression(&self, table: &TableSchema, ast: &sql::Expr) -> Result<IndexExpression> {
-        let text = ast.to_string();
-        let mut binder = Binder::new(self.catalog, crate::engine::Limits::default().max_depth * 4, &text);
-        let scope = Scope::of_table(table, &table.name);
-        let e = binder.expr(ast, &scope, &mut Mode::Plain("index expressions"))?;
-        if !binder.subqueries.is_empty() {
-            return err(SqlState::FeatureNotSupported, "cannot use subquery in index expression");
-        }
-        if binder.param_count > 0 {
-            return err(SqlState::UndefinedParameter, "there is no parameter $1");
-        }
+        let e = self.bind_over_table(table, ast, false)?;
         let types: Vec<Option<SqlType>> = table.columns.iter().map(|c| Some(c.ty)).collect();
         crate::index_expr::check_immutable(&e, &types)?;
         let ty = crate::plan::expr_type(&e, &types)
@@ -128,6 +119,24 @@ impl Binder<'_> {
         let expression = IndexExpression { nodes, ty };
         expression.check(table)?;
         Ok(expression)
+    }
+
+    /// `ast` bound over `table`'s row on its own, as an index expression (or, `predicate`,
+    /// an index predicate) is: no subqueries, no parameters.
+    pub(super) fn bind_over_table(&self, table: &TableSchema, ast: &sql::Expr, predicate: bool) -> Result<Expr> {
+        let text = ast.to_string();
+        let mut binder = Binder::new(self.catalog, crate::engine::Limits::default().max_depth * 4, &text);
+        let scope = Scope::of_table(table, &table.name);
+        let (clause, what) =
+            if predicate { ("index predicate", "index predicate") } else { ("index expressions", "index expression") };
+        let e = binder.expr(ast, &scope, &mut Mode::Plain(clause))?;
+        if !binder.subqueries.is_empty() {
+            return err(SqlState::FeatureNotSupported, format!("cannot use subquery in {what}"));
+        }
+        if binder.param_count > 0 {
+            return err(SqlState::UndefinedParameter, "there is no parameter $1");
+        }
+        Ok(e)
     }
 
     pub(super) fn create_table(&mut self, c: &sql::CreateTable) -> Result<Option<CatalogChange>> {
@@ -652,7 +661,7 @@ fn storage_parameters(options: &sql::CreateTableOptions) -> Result<()> {
 }
 
 /// The expression inside any parentheses (`((lower(e)))`).
-fn strip_nested(mut e: &sql::Expr) -> &sql::Expr {
+pub(super) fn strip_nested(mut e: &sql::Expr) -> &sql::Expr {
     while let sql::Expr::Nested(inner) = e {
         e = inner;
     }

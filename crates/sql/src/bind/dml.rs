@@ -193,29 +193,31 @@ impl Binder<'_> {
         };
         let on_conflict = match &i.on {
             None => OnConflict::Error,
-            Some(sql::OnInsert::OnConflict(sql::OnConflict {
-                conflict_target,
-                action: sql::OnConflictAction::DoNothing,
-            })) => OnConflict::DoNothing { arbiter: conflict_arbiter(&table, conflict_target.as_ref())? },
-            Some(sql::OnInsert::OnConflict(sql::OnConflict {
-                conflict_target,
-                action: sql::OnConflictAction::DoUpdate(update),
-            })) => {
-                let on_primary_key = match conflict_target {
-                    Some(sql::ConflictTarget::Columns(cols)) => {
-                        let mut positions: Vec<Option<usize>> =
-                            cols.iter().map(|c| table.column_index(&ident(c))).collect();
-                        positions.sort();
-                        let mut pk: Vec<Option<usize>> = table.primary_key.iter().copied().map(Some).collect();
-                        pk.sort();
-                        positions == pk
+            Some(sql::OnInsert::OnConflict(sql::OnConflict { conflict_target, action })) => {
+                let inference = self.conflict_inference.take();
+                let arbiter = match (conflict_target, &inference) {
+                    (Some(sql::ConflictTarget::OnConstraint(name)), _) => Some(constraint_arbiter(&table, name)?),
+                    (Some(sql::ConflictTarget::Columns(cols)), _) => {
+                        let elements: Vec<sql::Expr> = cols.iter().cloned().map(sql::Expr::Identifier).collect();
+                        Some(self.inferred_arbiter(&table, &elements, None)?)
                     }
-                    _ => false,
+                    (None, Some(ConflictInference { elements, predicate })) => {
+                        Some(self.inferred_arbiter(&table, elements, predicate.as_ref())?)
+                    }
+                    (None, None) => None,
                 };
-                if !on_primary_key {
-                    return unsupported("ON CONFLICT DO UPDATE whose conflict target is not the primary key columns");
+                match (action, arbiter) {
+                    (sql::OnConflictAction::DoNothing, arbiter) => OnConflict::DoNothing { arbiter },
+                    (sql::OnConflictAction::DoUpdate(update), Some(arbiter)) => {
+                        self.conflict_update(&table, update, arbiter)?
+                    }
+                    (sql::OnConflictAction::DoUpdate(_), None) => {
+                        return err(
+                            SqlState::SyntaxError,
+                            "ON CONFLICT DO UPDATE requires inference specification or constraint name",
+                        )
+                    }
                 }
-                self.conflict_update(&table, update)?
             }
             Some(_) => return unsupported("ON DUPLICATE KEY UPDATE"),
         };
@@ -224,7 +226,7 @@ impl Binder<'_> {
         Ok(InsertPlan { table, targets, source, on_conflict, returning, enforce })
     }
 
-    pub(super) fn conflict_update(&mut self, table: &TableSchema, update: &sql::DoUpdate) -> Result<OnConflict> {
+    fn conflict_update(&mut self, table: &TableSchema, update: &sql::DoUpdate, arbiter: Arbiter) -> Result<OnConflict> {
         let mut scope = Scope::of_table(table, &table.name);
         scope.add_table(table, "excluded");
         let mut assignments: Vec<(usize, Expr)> = Vec::new();
@@ -237,8 +239,8 @@ impl Binder<'_> {
                     format!("column \"{name}\" of relation \"{}\" does not exist", table.name),
                 )
             })?;
-            if table.primary_key.contains(&col) {
-                return unsupported("ON CONFLICT DO UPDATE changing the primary key");
+            if assignments.iter().any(|(c, _)| *c == col) {
+                return err(SqlState::SyntaxError, format!("multiple assignments to same column \"{name}\""));
             }
             let value = self.expr(&a.value, &scope, &mut Mode::Plain("ON CONFLICT DO UPDATE"))?;
             let value = assigned(&a.value, value, table.columns.get(col))?;
@@ -251,7 +253,7 @@ impl Binder<'_> {
             assignments.push((col, value));
         }
         let filter = update.selection.as_ref().map(|w| self.expr(w, &scope, &mut Mode::Plain("WHERE"))).transpose()?;
-        Ok(OnConflict::DoUpdate { assignments, filter })
+        Ok(OnConflict::DoUpdate { arbiter, assignments, filter })
     }
 
     /// The table an UPDATE or DELETE changes, and the name its columns are qualified by.
@@ -396,36 +398,145 @@ fn generated_always<T>(column: &str) -> Result<T> {
     err(SqlState::GeneratedAlways, format!("cannot insert a non-DEFAULT value into column \"{column}\""))
 }
 
-/// The constraint `ON CONFLICT (cols)` names: the primary key or a unique index over exactly
-/// those columns (42P10 if none, as in PostgreSQL); None without a target.
-fn conflict_arbiter(table: &TableSchema, target: Option<&sql::ConflictTarget>) -> Result<Option<Arbiter>> {
-    let cols = match target {
-        None => return Ok(None),
-        Some(sql::ConflictTarget::Columns(cols)) => cols,
-        Some(sql::ConflictTarget::OnConstraint(_)) => return unsupported("ON CONFLICT ON CONSTRAINT"),
+/// The constraint `ON CONFLICT ON CONSTRAINT name` names: the primary key or a UNIQUE
+/// constraint (42704 for another name, a plain unique index's included, as in PostgreSQL).
+fn constraint_arbiter(table: &TableSchema, name: &sql::ObjectName) -> Result<Arbiter> {
+    let name = object_name(name)?;
+    let table_name = crate::system::unqualified(&table.name);
+    let pkey = format!("{table_name}_pkey");
+    if table.row_id_column().is_none() && name == pkey {
+        return Ok(Arbiter::PrimaryKey);
+    }
+    // A table created without a primary key has the unique index ADD PRIMARY KEY made.
+    let backs_constraint = |ix: &IndexSchema| {
+        ix.unique
+            && (crate::system::is_constraint_index(table, ix) || (table.row_id_column().is_some() && ix.name == pkey))
     };
-    let mut positions = Vec::with_capacity(cols.len());
-    for c in cols {
-        match table.column_index(&ident(c)) {
-            Some(i) => positions.push(i),
-            None => return err(SqlState::UndefinedColumn, format!("column \"{}\" does not exist", ident(c))),
+    if let Some(i) =
+        table.indexes.iter().position(|ix| crate::system::unqualified(&ix.name) == name && backs_constraint(ix))
+    {
+        // An index awaiting the check of the older rows is no arbiter, as PostgreSQL's invalid
+        // index is none.
+        return match table.indexes.get(i).is_some_and(|ix| table.index_is_valid(&ix.name)) {
+            true => Ok(Arbiter::Index(i)),
+            false => no_matching_arbiter(),
+        };
+    }
+    let c = &table.constraints;
+    if c.checks.iter().any(|x| x.name == name) || c.foreign_keys.iter().any(|x| x.name == name) {
+        return err(SqlState::WrongObjectType, "constraint in ON CONFLICT clause has no associated index");
+    }
+    err(SqlState::UndefinedObject, format!("constraint \"{name}\" for table \"{table_name}\" does not exist"))
+}
+
+/// One element of an ON CONFLICT target or one part of a unique index, compared as
+/// PostgreSQL's arbiter inference does: a column, or an expression by its bound form.
+#[derive(PartialEq)]
+enum KeyPart {
+    Column(usize),
+    Expression(Vec<crate::predicate_wire::Node>),
+}
+
+impl Binder<'_> {
+    /// The unique index `ON CONFLICT (element, …) [WHERE predicate]` infers: the primary
+    /// key or a unique index whose parts are exactly the elements, in any order (42P10 if
+    /// none, as in PostgreSQL). The predicate selects among partial indexes; Pistou has
+    /// none, and a full index satisfies any predicate, so it is only checked as one.
+    fn inferred_arbiter(
+        &self,
+        table: &TableSchema,
+        elements: &[sql::Expr],
+        predicate: Option<&sql::Expr>,
+    ) -> Result<Arbiter> {
+        let mut wanted: Vec<KeyPart> = Vec::new();
+        // An expression no index can have (it does not encode), or more distinct elements
+        // than an index has parts, match nothing (and keep `wanted` short).
+        let mut unmatchable = false;
+        for element in elements {
+            let part = match super::ddl::strip_nested(element) {
+                sql::Expr::Identifier(c) => match table.column_index(&ident(c)) {
+                    Some(i) => KeyPart::Column(i),
+                    None => return err(SqlState::UndefinedColumn, format!("column \"{}\" does not exist", ident(c))),
+                },
+                e => match self.bind_over_table(table, e, false)? {
+                    Expr::Column(i) => KeyPart::Column(i),
+                    bound => match crate::predicate_wire::expr_nodes(&bound) {
+                        Ok(nodes) => KeyPart::Expression(nodes),
+                        Err(_) => {
+                            unmatchable = true;
+                            continue;
+                        }
+                    },
+                },
+            };
+            if !wanted.contains(&part) {
+                if wanted.len() == crate::catalog::MAX_INDEX_COLUMNS {
+                    unmatchable = true;
+                    continue;
+                }
+                wanted.push(part);
+            }
+        }
+        if let Some(p) = predicate {
+            self.bind_over_table(table, p, true)?;
+        }
+        let same = |parts: Vec<KeyPart>| {
+            !unmatchable && wanted.iter().all(|w| parts.contains(w)) && parts.iter().all(|p| wanted.contains(p))
+        };
+        if table.row_id_column().is_none() && same(table.primary_key.iter().map(|&c| KeyPart::Column(c)).collect()) {
+            return Ok(Arbiter::PrimaryKey);
+        }
+        let index_parts = |ix: &IndexSchema| -> Option<Vec<KeyPart>> {
+            ix.parts()
+                .map(|part| match part {
+                    crate::catalog::IndexPart::Column(c) => Some(KeyPart::Column(c)),
+                    crate::catalog::IndexPart::Expression(e) => Some(KeyPart::Expression(e.nodes.clone())),
+                    crate::catalog::IndexPart::Missing => None,
+                })
+                .collect()
+        };
+        let usable = |ix: &IndexSchema| ix.unique && table.index_is_valid(&ix.name);
+        match table.indexes.iter().position(|ix| usable(ix) && index_parts(ix).is_some_and(same)) {
+            Some(i) => Ok(Arbiter::Index(i)),
+            None => no_matching_arbiter(),
         }
     }
-    positions.sort_unstable();
-    positions.dedup();
-    let same = |columns: &[usize]| {
-        let mut columns = columns.to_vec();
-        columns.sort_unstable();
-        columns == positions
-    };
-    if same(&table.primary_key) {
-        return Ok(Some(Arbiter::PrimaryKey));
-    }
-    match table.indexes.iter().position(|x| x.unique && same(&x.columns)) {
-        Some(i) => Ok(Some(Arbiter::Index(i))),
-        None => err(
-            SqlState::InvalidColumnReference,
-            "there is no unique or exclusion constraint matching the ON CONFLICT specification",
-        ),
+}
+
+fn no_matching_arbiter<T>() -> Result<T> {
+    err(
+        SqlState::InvalidColumnReference,
+        "there is no unique or exclusion constraint matching the ON CONFLICT specification",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::catalog::CatalogChange;
+    use crate::constraints::Unvalidated;
+    use crate::Database;
+
+    /// A unique index awaiting the check of the table's older rows (the gateway's paged
+    /// CREATE INDEX) is no arbiter until it is valid, as an invalid index in PostgreSQL.
+    #[test]
+    fn an_index_not_yet_valid_is_no_arbiter() {
+        let mut db = Database::new();
+        db.execute("CREATE TABLE t (id INT PRIMARY KEY, code TEXT UNIQUE)").expect("create");
+        db.execute("INSERT INTO t VALUES (1, 'a')").expect("insert");
+        let rules = vec![Unvalidated::Index("t_code_key".into())];
+        let mark = CatalogChange::MarkUnvalidated { table: "t".into(), rules: rules.clone() };
+        db.apply_catalog_change(&mark).expect("mark");
+        let upserts = [
+            "INSERT INTO t VALUES (2, 'a') ON CONFLICT (code) DO UPDATE SET id = 3",
+            "INSERT INTO t VALUES (2, 'a') ON CONFLICT ON CONSTRAINT t_code_key DO NOTHING",
+        ];
+        for sql in upserts {
+            assert_eq!(db.execute(sql).map(|_| ()).map_err(|e| e.sqlstate()), Err("42P10"), "{sql}");
+        }
+        db.apply_catalog_change(&CatalogChange::Validated { table: "t".into(), rules }).expect("valid");
+        for sql in upserts {
+            db.execute(sql).expect(sql);
+        }
+        assert_eq!(db.execute("SELECT id FROM t").expect("select"), db.execute("SELECT 3 AS id").expect("3"));
     }
 }

@@ -432,6 +432,9 @@ pub(crate) struct Binder<'c> {
     /// What an ALTER TABLE … RENAME TO may rename: `ALTER VIEW` and `ALTER SEQUENCE … RENAME
     /// TO`, which sqlparser does not read, come as ALTER TABLE naming their kind.
     pub(crate) rename_only: Option<RelationKind>,
+    /// The target of `INSERT … ON CONFLICT` when sqlparser does not read it (index
+    /// expressions, an index predicate): parsed apart, the statement parsed without it.
+    pub(crate) conflict_inference: Option<ConflictInference>,
     subqueries: Vec<Subquery>,
     /// Lowest enclosing level referenced (`Expr::Enclosing`) since the innermost subquery
     /// being bound started: a subquery at depth d is correlated if this is below d.
@@ -483,6 +486,14 @@ pub(crate) struct Binder<'c> {
     views_read: Vec<String>,
 }
 
+/// An `ON CONFLICT (element, …) [WHERE predicate]` target: each element a column or an
+/// index expression, the predicate PostgreSQL's partial-index inference.
+#[derive(Clone, Debug)]
+pub(crate) struct ConflictInference {
+    pub elements: Vec<sql::Expr>,
+    pub predicate: Option<sql::Expr>,
+}
+
 /// A kind of relation an ALTER statement names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RelationKind {
@@ -495,6 +506,7 @@ impl<'c> Binder<'c> {
         Binder {
             catalog,
             rename_only: None,
+            conflict_inference: None,
             subqueries: Vec::new(),
             min_level: None,
             levels_seen: None,

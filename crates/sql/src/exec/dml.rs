@@ -72,13 +72,25 @@ impl Exec<'_> {
         except: Option<&[u8]>,
         row: &Row,
     ) -> Result<bool> {
-        let Some(index) = table.indexes.get(i) else { return Ok(false) };
+        let hits = self.index_rows(local, table, i, row)?;
+        Ok(hits.iter().any(|(k, _)| Some(k.as_slice()) != except))
+    }
+
+    /// The rows unique index `i` holds with `row`'s values (none when one is NULL: NULLs
+    /// are distinct).
+    fn index_rows(
+        &mut self,
+        local: &WriteSet,
+        table: &std::sync::Arc<TableSchema>,
+        i: usize,
+        row: &Row,
+    ) -> Result<Vec<(Vec<u8>, Row)>> {
+        let Some(index) = table.indexes.get(i) else { return Ok(Vec::new()) };
         let values = table.index_values(index, row)?;
         if values.iter().any(Value::is_null) {
-            return Ok(false);
+            return Ok(Vec::new());
         }
-        let hits = self.lookup(local, table, Path::Index(i), &values)?;
-        Ok(hits.iter().any(|(k, _)| Some(k.as_slice()) != except))
+        self.lookup(local, table, Path::Index(i), &values)
     }
 
     /// ON CONFLICT DO NOTHING: whether the row conflicts with the arbiter, and is skipped
@@ -142,88 +154,58 @@ impl Exec<'_> {
                     *slot = v;
                 }
             }
-            if let Some(slot) = row_id.and_then(|c| row.get_mut(c)) {
-                let key = loop {
-                    let key = encode_key([&Value::Bytes(crate::catalog::row_id(&ts, next_id))]);
-                    next_id += 1;
-                    if self.reader.pending.get(table.storage_name(), &key).is_none()
-                        && local.get(table.storage_name(), &key).is_none()
-                    {
-                        break key;
-                    }
-                };
-                *slot = Value::Bytes(crate::catalog::row_id(&ts, next_id - 1));
-                check_not_null(table, &row)?;
-                self.check_constraints(&plan.enforce, table, &row)?;
-                // A fresh row id names no stored row: no primary-key read is needed.
-                if let OnConflict::DoNothing { arbiter } = plan.on_conflict {
-                    if self.conflicts_with_arbiter(&local, table, arbiter, (&key, &row), false)? {
-                        continue;
-                    }
+            let key = match row_id.and_then(|c| row.get_mut(c)) {
+                Some(slot) => {
+                    let key = loop {
+                        let key = encode_key([&Value::Bytes(crate::catalog::row_id(&ts, next_id))]);
+                        next_id += 1;
+                        if self.reader.pending.get(table.storage_name(), &key).is_none()
+                            && local.get(table.storage_name(), &key).is_none()
+                        {
+                            break key;
+                        }
+                    };
+                    *slot = Value::Bytes(crate::catalog::row_id(&ts, next_id - 1));
+                    key
                 }
-                if let Some(constraint) = self.unique_conflict(&local, table, &key, &row, None)? {
-                    return err(
-                        SqlState::UniqueViolation,
-                        format!("duplicate key value violates unique constraint \"{constraint}\""),
-                    );
-                }
-                if let Some(r) = &plan.returning {
-                    returned.push(self.project_row(&r.exprs, &row)?);
-                }
-                local.put(table.storage_name(), key, Write::Upsert(row));
-                count += 1;
-                continue;
-            }
+                None => table.row_key(&row),
+            };
             check_not_null(table, &row)?;
             self.check_constraints(&plan.enforce, table, &row)?;
-            let key = table.row_key(&row);
-            let pk_values: Vec<Value> = table.primary_key.iter().filter_map(|c| row.get(*c).cloned()).collect();
-            let existing = self.lookup(&local, table, Path::PrimaryKey, &pk_values)?;
-            if let OnConflict::DoNothing { arbiter } = plan.on_conflict {
-                if self.conflicts_with_arbiter(&local, table, arbiter, (&key, &row), !existing.is_empty())? {
-                    continue;
-                }
-            }
-            if let (OnConflict::DoUpdate { assignments, filter }, Some((_, old))) =
-                (&plan.on_conflict, existing.first())
-            {
-                if local.get(table.storage_name(), &key).is_some() {
-                    return err(
-                        SqlState::CardinalityViolation,
-                        "ON CONFLICT DO UPDATE command cannot affect row a second time",
-                    );
-                }
-                let mut both = old.clone();
-                both.extend(row.iter().cloned());
-                if let Some(f) = filter {
-                    if !self.passes_row(f, &both)? {
+            // A fresh row id names no stored row: no primary-key read is needed.
+            let existing = if row_id.is_some() {
+                Vec::new()
+            } else {
+                let pk_values: Vec<Value> = table.primary_key.iter().filter_map(|c| row.get(*c).cloned()).collect();
+                self.lookup(&local, table, Path::PrimaryKey, &pk_values)?
+            };
+            match &plan.on_conflict {
+                OnConflict::Error => {}
+                OnConflict::DoNothing { arbiter } => {
+                    if self.conflicts_with_arbiter(&local, table, *arbiter, (&key, &row), !existing.is_empty())? {
                         continue;
                     }
                 }
-                let mut updated = old.clone();
-                for (col, e) in assignments {
-                    let Some(column) = table.columns.get(*col) else { continue };
-                    let v = to_column(&self.eval_row(e, &both)?, column)?;
-                    if let Some(slot) = updated.get_mut(*col) {
-                        *slot = v;
+                OnConflict::DoUpdate { arbiter, assignments, filter } => {
+                    let conflicting = match arbiter {
+                        Arbiter::PrimaryKey => existing.first().cloned(),
+                        Arbiter::Index(i) => self.index_rows(&local, table, *i, &row)?.into_iter().next(),
+                    };
+                    // Without a conflict on the arbiter the row is inserted (below).
+                    if let Some((old_key, old)) = conflicting {
+                        let mut both = old.clone();
+                        both.extend(row.iter().cloned());
+                        let update = (assignments.as_slice(), filter.as_ref());
+                        if let Some(updated) = self.upsert(plan, update, &mut local, (&old_key, &old), &both)? {
+                            if let Some(r) = &plan.returning {
+                                returned.push(self.project_row(&r.exprs, &updated)?);
+                            }
+                            upserted.push((old, updated));
+                            count += 1;
+                        }
+                        continue;
                     }
                 }
-                check_not_null(table, &updated)?;
-                self.check_constraints(&plan.enforce, table, &updated)?;
-                let old = old.clone();
-                upserted.push((old.clone(), updated.clone()));
-                if let Some(constraint) = self.unique_conflict(&local, table, &key, &updated, Some(&old))? {
-                    return err(
-                        SqlState::UniqueViolation,
-                        format!("duplicate key value violates unique constraint \"{constraint}\""),
-                    );
-                }
-                if let Some(r) = &plan.returning {
-                    returned.push(self.project_row(&r.exprs, &updated)?);
-                }
-                local.put(table.storage_name(), key, Write::Upsert(updated));
-                count += 1;
-                continue;
             }
             let conflict = if existing.is_empty() {
                 self.unique_conflict(&local, table, &key, &row, None)?
@@ -245,6 +227,65 @@ impl Exec<'_> {
         self.check_parents(&local, table, &plan.enforce)?;
         self.check_updated_parents(&local, table, &plan.enforce, &upserted)?;
         Ok((count, returned, local))
+    }
+
+    /// ON CONFLICT DO UPDATE of `old` (at `old_key`), the row conflicting with the arbiter,
+    /// given the proposed row (`both`: `old` followed by it). Writes the new row to `local`
+    /// and returns it, or None when the update's WHERE skips the row.
+    fn upsert(
+        &mut self,
+        plan: &InsertPlan,
+        (assignments, filter): (&[(usize, Expr)], Option<&Expr>),
+        local: &mut WriteSet,
+        (old_key, old): (&[u8], &Row),
+        both: &Row,
+    ) -> Result<Option<Row>> {
+        let table = &plan.table;
+        // The row was inserted or updated by this statement (a row it moved to another key
+        // is no longer found at its old one).
+        if local.get(table.storage_name(), old_key).is_some() {
+            return err(
+                SqlState::CardinalityViolation,
+                "ON CONFLICT DO UPDATE command cannot affect row a second time",
+            );
+        }
+        if let Some(f) = filter {
+            if !self.passes_row(f, both)? {
+                return Ok(None);
+            }
+        }
+        let mut updated = old.clone();
+        for (col, e) in assignments {
+            let Some(column) = table.columns.get(*col) else { continue };
+            let v = to_column(&self.eval_row(e, both)?, column)?;
+            if let Some(slot) = updated.get_mut(*col) {
+                *slot = v;
+            }
+        }
+        check_not_null(table, &updated)?;
+        self.check_constraints(&plan.enforce, table, &updated)?;
+        let new_key = table.row_key(&updated);
+        if new_key != old_key {
+            // The update moves the row to another primary key, as UPDATE ... SET may: that
+            // key must be free of rows stored or written by this statement.
+            local.put(table.storage_name(), old_key.to_vec(), Write::Delete);
+            let pk_values: Vec<Value> = table.primary_key.iter().filter_map(|c| updated.get(*c).cloned()).collect();
+            if !self.lookup(local, table, Path::PrimaryKey, &pk_values)?.is_empty() {
+                return err(
+                    SqlState::UniqueViolation,
+                    format!("duplicate key value violates unique constraint \"{}_pkey\"", table.name),
+                );
+            }
+        }
+        let unchanged_key = (new_key == old_key).then_some(old);
+        if let Some(constraint) = self.unique_conflict(local, table, &new_key, &updated, unchanged_key)? {
+            return err(
+                SqlState::UniqueViolation,
+                format!("duplicate key value violates unique constraint \"{constraint}\""),
+            );
+        }
+        local.put(table.storage_name(), new_key, Write::Upsert(updated.clone()));
+        Ok(Some(updated))
     }
 
     /// Rows an UPDATE/DELETE changes, with their keys: each is the target's row followed by
