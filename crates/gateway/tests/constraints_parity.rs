@@ -44,7 +44,7 @@ async fn run(client: &Client, sql: &str) -> Outcome {
     }
 }
 
-const CLEANUP: &[&str] = &["DROP TABLE IF EXISTS fk_t, fk_c, fk_k, fk_tree, fk_b, fk_d, fk_n, fk_p CASCADE"];
+const CLEANUP: &[&str] = &["DROP TABLE IF EXISTS fk_t, fk_c, fk_k, fk_tree, fk_b, fk_d, fk_n, fk_ck, fk_p CASCADE"];
 
 const SCRIPT: &[&str] = &[
     "CREATE TABLE fk_p (id INT PRIMARY KEY, code TEXT UNIQUE)",
@@ -172,13 +172,20 @@ const SCRIPT: &[&str] = &[
     "ALTER TABLE fk_d ADD CONSTRAINT fk_d_v_pos CHECK (v > 0)",
     "COMMIT",
     "DROP TABLE fk_d",
+    // CHECK definitions as PostgreSQL deparses them.
+    "CREATE TABLE fk_ck (id INT PRIMARY KEY, name VARCHAR(10), a INT, b NUMERIC, t TEXT, f BOOLEAN, \
+     CONSTRAINT fk_ck1 CHECK (a > 0 AND b < 10.5), CONSTRAINT fk_ck2 CHECK (name <> ''), \
+     CONSTRAINT fk_ck3 CHECK (a IN (1, 2, 3)), CONSTRAINT fk_ck4 CHECK (f), \
+     CONSTRAINT fk_ck5 CHECK (length(t) < 5 OR t IS NULL), CONSTRAINT fk_ck6 CHECK (t LIKE 'x%'))",
+    "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'fk_ck'::regclass ORDER BY 1",
+    "DROP TABLE fk_ck",
     // NOT VALID: enforced for new rows, the old ones unchecked until VALIDATE CONSTRAINT.
     "CREATE TABLE fk_n (id INT PRIMARY KEY, p_id INT, v INT)",
     "INSERT INTO fk_n VALUES (1, 71, -1), (2, 70, 2)",
     "ALTER TABLE fk_n ADD CONSTRAINT fk_n_v_pos CHECK (v > 0) NOT VALID",
     "ALTER TABLE fk_n ADD CONSTRAINT fk_n_p FOREIGN KEY (p_id) REFERENCES fk_p (id) NOT VALID",
     "ALTER TABLE fk_n ADD CONSTRAINT fk_n_u UNIQUE (v) NOT VALID",
-    "SELECT conname, convalidated, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'fk_n'::regclass AND contype = 'f'",
+    "SELECT conname, convalidated, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'fk_n'::regclass ORDER BY 1",
     "INSERT INTO fk_n VALUES (3, 70, -3)",
     "INSERT INTO fk_n VALUES (3, 72, 3)",
     "UPDATE fk_n SET v = v WHERE id = 1",
@@ -192,7 +199,7 @@ const SCRIPT: &[&str] = &[
     "ALTER TABLE fk_n VALIDATE CONSTRAINT fk_n_p",
     "COMMIT",
     "ALTER TABLE fk_n VALIDATE CONSTRAINT fk_n_p",
-    "SELECT conname, convalidated, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'fk_n'::regclass AND contype = 'f'",
+    "SELECT conname, convalidated, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'fk_n'::regclass ORDER BY 1",
     "INSERT INTO fk_n VALUES (4, 70, -4)",
     "DROP TABLE fk_n",
     "DROP TABLE fk_b",

@@ -432,8 +432,9 @@ impl Objects {
         out
     }
 
-    /// (OID, `pg_get_constraintdef`) of each constraint.
-    pub fn constraint_definitions(&self) -> Vec<(i64, String)> {
+    /// (OID, `pg_get_constraintdef`) of each constraint, in pretty form or not (CHECK
+    /// expressions differ: as stored, or deparsed as PostgreSQL's ruleutils prints them).
+    pub fn constraint_definitions(&self, catalog: &Catalog, pretty: bool) -> Vec<(i64, String)> {
         let mut out = Vec::new();
         for t in &self.tables {
             for ix in &t.indexes {
@@ -447,7 +448,12 @@ impl Objects {
             // PostgreSQL appends NOT VALID to a CHECK or FOREIGN KEY whose old rows are unchecked.
             let validity = |name: &str| if t.schema.constraint_is_valid(name) { "" } else { " NOT VALID" };
             for (oid, c) in &t.checks {
-                out.push((*oid, format!("CHECK ({}){}", c.expr, validity(&c.name))));
+                let expression = match pretty {
+                    true => c.expr.clone(),
+                    false => crate::constraints::bind_check(catalog, &t.schema, &c.expr)
+                        .map_or_else(|_| c.expr.clone(), |e| crate::index_expr::deparse(&t.schema, &e)),
+                };
+                out.push((*oid, format!("CHECK ({expression}){}", validity(&c.name))));
             }
             for (oid, f) in &t.foreign_keys {
                 let parent = self.table(&f.parent).map(|p| &*p.schema);
@@ -2207,12 +2213,14 @@ mod tests {
         assert_eq!(rows(&mut db, valid), ["zt_code_key|false", "zt_name|true", "zt_pkey|true"]);
         assert_eq!(rows(&mut db, validated), ["a_pkey|true", "a_pos|false", "zt_code_key|false", "zt_pkey|true"]);
         let definition = "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'a_pos'";
-        assert_eq!(rows(&mut db, definition), ["CHECK (k > 0) NOT VALID"]);
+        assert_eq!(rows(&mut db, definition), ["CHECK ((k > 0)) NOT VALID"]);
         db.apply_catalog_change(&CatalogChange::Validated { table: "zt".into(), rules: marks }).expect("valid");
         db.apply_catalog_change(&CatalogChange::Validated { table: "a".into(), rules: check }).expect("valid");
         assert_eq!(rows(&mut db, valid), ["zt_code_key|true", "zt_name|true", "zt_pkey|true"]);
         assert_eq!(rows(&mut db, validated), ["a_pkey|true", "a_pos|true", "zt_code_key|true", "zt_pkey|true"]);
-        assert_eq!(rows(&mut db, definition), ["CHECK (k > 0)"]);
+        assert_eq!(rows(&mut db, definition), ["CHECK ((k > 0))"]);
+        let pretty = "SELECT pg_get_constraintdef(oid, true) FROM pg_constraint WHERE conname = 'a_pos'";
+        assert_eq!(rows(&mut db, pretty), ["CHECK (k > 0)"]);
     }
 
     #[test]

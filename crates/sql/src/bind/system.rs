@@ -437,10 +437,24 @@ impl Binder<'_> {
                 lookup(key, defs.into_iter().map(|(o, d)| (o, text(d))).collect(), null_text)?
             }
             "pg_get_constraintdef" => {
+                // pg_get_constraintdef(oid [, pretty]): a CHECK's pretty text is its
+                // expression as stored (`CHECK (v > 0)`), the plain one PostgreSQL's
+                // deparsed form (`CHECK ((v > 0))`).
                 arity(1, 2)?;
                 let key = first_oid(self, &mut bound)?;
-                let defs = objects.constraint_definitions();
-                lookup(key, defs.into_iter().map(|(o, d)| (o, text(d))).collect(), null_text)?
+                let definitions = |pretty: bool| -> Result<Expr> {
+                    let defs = objects.constraint_definitions(self.catalog, pretty);
+                    lookup(key.clone(), defs.into_iter().map(|(o, d)| (o, text(d))).collect(), null_text.clone())
+                };
+                match bound.get(1) {
+                    None | Some(Expr::Const(Value::Bool(false))) => definitions(false)?,
+                    Some(Expr::Const(Value::Bool(true))) => definitions(true)?,
+                    Some(pretty) => Expr::Case {
+                        operand: None,
+                        whens: vec![(pretty.clone(), definitions(true)?)],
+                        otherwise: Some(Box::new(definitions(false)?)),
+                    },
+                }
             }
             "pg_get_expr" => {
                 arity(2, 3)?;
