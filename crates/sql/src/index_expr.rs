@@ -168,7 +168,12 @@ fn deparse_at(table: &TableSchema, e: &Expr, indent: usize) -> String {
         Expr::Neg(a) => format!("(- {})", show(a)),
         Expr::Arith(op, a, b) => format!("({} {} {})", show(a), op.symbol(), show(b)),
         Expr::Concat(a, b) => format!("({} || {})", text_arg(a), text_arg(b)),
-        Expr::Cmp(op, a, b) => format!("({} {} {})", show(a), op.symbol(), show(b)),
+        // varchar has no comparison operators of its own: PostgreSQL compares it as text.
+        Expr::Cmp(op, a, b) => {
+            let varchar = |e: &Expr| matches!(e, Expr::Column(c) if table.columns.get(*c).is_some_and(|c| c.ty == SqlType::Varchar));
+            let operand = |e: &Expr| if varchar(e) { text_arg(e) } else { show(e) };
+            format!("({} {} {})", operand(a), op.symbol(), operand(b))
+        }
         Expr::And(..) => chain(e, "AND"),
         Expr::Or(..) => chain(e, "OR"),
         Expr::Not(a) => match &**a {
