@@ -888,7 +888,6 @@ async fn temporary_tables_behave_as_in_postgres() {
             "SELECT count(*) FROM parity_tmp_del2",
             // Indexes named after a temporary table by the engine.
             "DROP INDEX parity_tmp_del_v_key",
-            "DROP INDEX parity_tmp_del_pkey",
             "ALTER TABLE parity_tmp_del DROP CONSTRAINT parity_tmp_del_v_key",
             "CREATE INDEX ON parity_tmp_del (v)",
             "DROP INDEX parity_tmp_del_v_idx",
